@@ -1,0 +1,51 @@
+// Graph verification: every tensor is defined once, before use, by an input, a weight or an op.
+#include "compiler/ir/graph.h"
+
+#include <algorithm>
+#include <set>
+
+#include "compiler/ir/itensor.h"
+
+namespace stc {
+
+const std::vector<std::string>& knownOps() {
+  static const std::vector<std::string> ops = {
+      "matmul", "linear", "add", "sub", "mul", "div", "gelu", "silu", "exp", "tanh", "softmax", "layernorm",
+      "rmsnorm", "rope", "transpose", "reshape", "concat", "reduce_sum", "reduce_max", "reduce_mean", "embedding"};
+  return ops;
+}
+
+Diagnostics verifyGraph(const Graph& graph) {
+  Diagnostics diag;
+  std::set<std::string> defined;
+  auto declare = [&](const std::string& name, const SourceLoc& loc, const char* field) {
+    if (name.empty()) diag.error(loc, std::string("field '") + field + "': a tensor needs a name");
+    else if (!defined.insert(name).second)
+      diag.error(loc, std::string("field '") + field + "': tensor '" + name + "' is defined twice");
+  };
+  for (const auto* list : {&graph.inputs, &graph.weights}) {
+    for (const auto& t : *list) {
+      declare(t.name, t.loc, "name");
+      if (dtypeBits(t.dtype) == 0) diag.error(t.loc, "field 'dtype': unknown dtype '" + t.dtype + "'");
+      for (const auto& d : t.shape)
+        if (d.isConstant() && d.eval() < 1)
+          diag.error(t.loc, "field 'shape': dimension " + d.str() + " of '" + t.name + "' must be positive");
+    }
+  }
+  const auto& ops = knownOps();
+  std::set<std::string> opNames;
+  for (const auto& op : graph.ops) {
+    if (!opNames.insert(op.name).second) diag.error(op.loc, "field 'name': op '" + op.name + "' is defined twice");
+    if (std::find(ops.begin(), ops.end(), op.op) == ops.end())
+      diag.error(op.loc, "field 'op': unsupported op '" + op.op + "' in '" + op.name + "'");
+    for (const auto& in : op.inputs)
+      if (!defined.count(in))
+        diag.error(op.loc, "field 'inputs': op '" + op.name + "' uses '" + in + "', which is not defined before it");
+    declare(op.output, op.loc, "output");
+  }
+  for (const auto& out : graph.outputs)
+    if (!defined.count(out)) diag.error(graph.loc, "field 'outputs': '" + out + "' is not produced by the graph");
+  return diag;
+}
+
+}  // namespace stc

@@ -1,0 +1,58 @@
+#pragma once
+// The Graph: tensor-level ops of a model, with shapes that may be symbolic (`ctx`, `seq`).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler/ir/diagnostics.h"
+#include "compiler/ir/expr.h"
+
+namespace stc {
+
+/// A named tensor: a graph input, a weight or an op's result.
+struct TensorDecl {
+  std::string name;
+  std::vector<Expr> shape;
+  std::string dtype = "f32";
+  SourceLoc loc;
+  bool operator==(const TensorDecl& o) const { return name == o.name && shape == o.shape && dtype == o.dtype; }
+};
+
+/// An attribute value: integer, real, string or integer list.
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+
+struct Op {
+  std::string name;
+  std::string op;  ///< matmul, add, softmax, ...
+  std::vector<std::string> inputs;
+  std::string output;
+  std::map<std::string, AttrValue> attrs;
+  SourceLoc loc;
+  bool operator==(const Op& o) const {
+    return name == o.name && op == o.op && inputs == o.inputs && output == o.output && attrs == o.attrs;
+  }
+};
+
+struct Graph {
+  std::string name;
+  std::vector<TensorDecl> inputs;
+  std::vector<TensorDecl> weights;
+  std::vector<Op> ops;
+  std::vector<std::string> outputs;
+  SourceLoc loc;
+  bool operator==(const Graph& o) const {
+    return name == o.name && inputs == o.inputs && weights == o.weights && ops == o.ops && outputs == o.outputs;
+  }
+};
+
+/// The op names the toolkit knows.
+const std::vector<std::string>& knownOps();
+
+/// Checks names and references: known ops, unique tensor names, every input defined before use,
+/// every output produced, known dtypes. Reports every problem found.
+Diagnostics verifyGraph(const Graph& graph);
+
+}  // namespace stc

@@ -1,0 +1,58 @@
+#pragma once
+// Iterative tensor (itensor) types: the stream order of a tensor, from the StreamTensor paper.
+//   itensor<4x2xf32, iter_space: [4,2,2]*[2,1,4], iter_map: (d0,d1,d2)->(d2,d0)>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/affine_map.h"
+
+namespace stc {
+
+/// Bits of one element of a dtype name (f32, f16, bf16, i32, i8, i4, ...); 0 when unknown.
+int dtypeBits(const std::string& dtype);
+
+/// A stream of tiles: each token carries an element (tile) of `elementShape`; the loop nest
+/// `tripcounts`/`steps` (outermost first) enumerates the tokens and `iterMap` gives each one's offset.
+struct ITensorType {
+  std::vector<int64_t> elementShape;
+  std::string dtype = "f32";
+  std::vector<int64_t> tripcounts;
+  std::vector<int64_t> steps;
+  AffineMap iterMap;
+
+  /// Parses the syntax above; throws UserError("column N: ...") relative to text.
+  static ITensorType parse(const std::string& text);
+  /// The type in the syntax above (compact map).
+  std::string str() const;
+  /// Problems with the type (ranks disagree, non-positive sizes, unknown dtype); empty when valid.
+  std::vector<std::string> verify() const;
+
+  /// Tokens in the stream: the product of tripcounts.
+  int64_t tokenCount() const;
+  /// Bits of one token: elements of a tile times the dtype's bits.
+  int64_t tokenBits() const;
+  /// The data shape the stream covers: per data dimension, the largest offset plus the element size.
+  std::vector<int64_t> dataShape() const;
+
+  bool operator==(const ITensorType& o) const {
+    return elementShape == o.elementShape && dtype == o.dtype && tripcounts == o.tripcounts &&
+           steps == o.steps && iterMap == o.iterMap;
+  }
+  bool operator!=(const ITensorType& o) const { return !(*this == o); }
+};
+
+/// What connects a producer stream to a consumer stream.
+struct ConverterPlan {
+  bool compatible = false;             ///< equal types: a plain FIFO, no converter
+  int sharedLoops = 0;                 ///< length of the common outer loop prefix
+  std::vector<int64_t> bufferShape;    ///< one region of the ping-pong buffer
+  int64_t bufferBytes = 0;             ///< both halves
+};
+
+/// Converter inference of DESIGN.md: the buffer is the smallest region both sides traverse in the same
+/// order. Throws UserError when the two streams do not carry the same tensor (shape or dtype).
+ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& consumer);
+
+}  // namespace stc

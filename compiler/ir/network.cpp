@@ -1,0 +1,172 @@
+// Network queries and verification. Token counts follow DESIGN.md: a port at level L carries one token per
+// iteration of loops 0..L (one per phase at level -1).
+#include "compiler/ir/network.h"
+
+#include <map>
+
+namespace stc {
+
+const char* taskKindName(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::kKernel: return "kernel";
+    case TaskKind::kDmaRead: return "dma_read";
+    case TaskKind::kDmaWrite: return "dma_write";
+  }
+  return "kernel";
+}
+
+int Network::findFifo(const std::string& fifoName) const {
+  for (size_t k = 0; k < fifos.size(); ++k)
+    if (fifos[k].name == fifoName) return static_cast<int>(k);
+  return -1;
+}
+
+std::set<std::string> Network::symbols() const {
+  std::set<std::string> out;
+  for (const auto& t : tasks)
+    for (const auto& p : t.phases)
+      for (const auto& e : p.trip) out.insert(e.symbols().begin(), e.symbols().end());
+  return out;
+}
+
+int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings) {
+  int64_t n = 1;
+  int level = phase.levelOf(port);
+  for (int k = 0; k <= level && k < static_cast<int>(phase.trip.size()); ++k) n *= phase.trip[k].eval(bindings);
+  return n;
+}
+
+namespace {
+
+struct Endpoint {
+  const Task* task = nullptr;
+  SourceLoc loc;
+  int count = 0;
+  std::vector<int64_t> tokens;  // one per sample binding
+};
+
+// Sample bindings: the user's, with each unbound symbol tried at two values so that token counts that
+// agree only by accident are caught.
+std::vector<Bindings> sampleBindings(const Network& net, const Bindings& given) {
+  std::vector<Bindings> out(1, given);
+  bool anyUnbound = false;
+  for (const auto& s : net.symbols())
+    if (!given.count(s)) anyUnbound = true;
+  if (!anyUnbound) return out;
+  out.assign(2, given);
+  int64_t base[2] = {256, 1536};
+  int index = 0;
+  for (const auto& s : net.symbols()) {
+    if (given.count(s)) continue;
+    out[0][s] = base[0] + 16 * index;
+    out[1][s] = base[1] + 48 * index;
+    ++index;
+  }
+  return out;
+}
+
+}  // namespace
+
+Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
+  Diagnostics diag;
+  std::map<std::string, const Fifo*> fifos;
+  for (const auto& f : net.fifos) {
+    if (f.name.empty()) diag.error(f.loc, "field 'name': a FIFO needs a name");
+    if (!fifos.emplace(f.name, &f).second) diag.error(f.loc, "field 'name': FIFO '" + f.name + "' is declared twice");
+    if (f.width <= 0) diag.error(f.loc, "field 'width': FIFO '" + f.name + "' needs a positive width in bits");
+    if (f.depth <= 0 && f.depth != kUnboundedDepth)
+      diag.error(f.loc, "field 'depth': FIFO '" + f.name + "' needs a positive depth or 'unbounded'");
+  }
+  std::vector<Bindings> samples = sampleBindings(net, bindings);
+  std::map<std::string, Endpoint> writers, readers;
+  std::map<std::string, const Task*> tasks;
+  auto visitPort = [&](const Task& t, const Port& p, const Phase* phase) {
+    if (!fifos.count(p.fifo)) {
+      diag.error(p.loc, "field 'fifo': task '" + t.name + "' uses unknown FIFO '" + p.fifo + "'");
+      return;
+    }
+    Endpoint& end = (p.dir == PortDir::kOut ? writers : readers)[p.fifo];
+    if (end.count++ == 0) {
+      end.task = &t;
+      end.loc = p.loc;
+    } else {
+      diag.error(p.loc, "field 'fifo': FIFO '" + p.fifo + "' has a second " +
+                            (p.dir == PortDir::kOut ? "writer" : "reader") + " in task '" + t.name +
+                            "' (first in task '" + end.task->name + "' at " + end.loc.str() + ")");
+      return;
+    }
+    for (const Bindings& b : samples) {
+      try {
+        if (phase) end.tokens.push_back(portTokens(*phase, p, b));
+        else {
+          const Fifo& f = *fifos[p.fifo];
+          if (&b == &samples.front() && t.bytes * 8 % f.width != 0)
+            diag.error(t.loc, "field 'bytes': " + std::to_string(t.bytes) + " bytes are not a whole number of " +
+                                  std::to_string(f.width) + "-bit tokens of FIFO '" + f.name + "'");
+          end.tokens.push_back(t.bytes * 8 / f.width);
+        }
+      } catch (const UserError& e) {
+        diag.error(phase ? phase->loc : t.loc, std::string("field 'trip': ") + e.what());
+        return;
+      }
+    }
+  };
+  for (const auto& t : net.tasks) {
+    if (t.name.empty()) diag.error(t.loc, "field 'name': a task needs a name");
+    if (!tasks.emplace(t.name, &t).second) diag.error(t.loc, "field 'name': task '" + t.name + "' is declared twice");
+    if (t.isDma()) {
+      if (t.bytes <= 0) diag.error(t.loc, "field 'bytes': DMA task '" + t.name + "' needs a positive byte count");
+      if (t.channel < 0) diag.error(t.loc, "field 'channel': DMA task '" + t.name + "' needs a channel >= 0");
+      if (t.dmaPorts.size() != 1) {
+        diag.error(t.loc, "field 'ports': DMA task '" + t.name + "' needs exactly one port");
+        continue;
+      }
+      const Port& p = t.dmaPorts.front();
+      PortDir want = t.kind == TaskKind::kDmaRead ? PortDir::kOut : PortDir::kIn;
+      if (p.dir != want)
+        diag.error(p.loc, std::string("field 'dir': the port of a ") + taskKindName(t.kind) + " must be '" +
+                              (want == PortDir::kOut ? "out" : "in") + "'");
+      if (p.dir == want && fifos.count(p.fifo) && fifos[p.fifo]->width > 0) visitPort(t, p, nullptr);
+      continue;
+    }
+    if (t.phases.empty()) diag.error(t.loc, "field 'phases': task '" + t.name + "' has no phases");
+    for (const auto& ph : t.phases) {
+      if (ph.trip.empty()) diag.error(ph.loc, "field 'trip': a phase needs at least one loop");
+      if (ph.ii < 1) diag.error(ph.loc, "field 'ii': must be at least 1, got " + std::to_string(ph.ii));
+      if (ph.latency < 0) diag.error(ph.loc, "field 'latency': must not be negative, got " + std::to_string(ph.latency));
+      for (const auto& e : ph.trip) {
+        try {
+          int64_t v = e.eval(samples.front());
+          if (v < 1)
+            diag.error(ph.loc, "field 'trip': tripcount '" + e.str() + "' is " + std::to_string(v) + ", must be at least 1");
+        } catch (const UserError& err) {
+          diag.error(ph.loc, std::string("field 'trip': ") + err.what());
+        }
+      }
+      int rank = static_cast<int>(ph.trip.size());
+      for (const auto& p : ph.ports) {
+        if (p.level && (*p.level < -1 || *p.level >= rank)) {
+          diag.error(p.loc, "field 'level': " + std::to_string(*p.level) + " is out of range for a nest of " +
+                                std::to_string(rank) + " loops (-1 to " + std::to_string(rank - 1) + ")");
+          continue;
+        }
+        visitPort(t, p, &ph);
+      }
+    }
+  }
+  for (const auto& f : net.fifos) {
+    bool hasW = writers.count(f.name), hasR = readers.count(f.name);
+    if (!hasW) diag.error(f.loc, "FIFO '" + f.name + "' has no writer (no port with dir: out)");
+    if (!hasR) diag.error(f.loc, "FIFO '" + f.name + "' has no reader (no port with dir: in)");
+    if (!hasW || !hasR) continue;
+    const Endpoint& w = writers[f.name];
+    const Endpoint& r = readers[f.name];
+    if (w.tokens.size() == r.tokens.size() && w.tokens != r.tokens && !w.tokens.empty())
+      diag.error(f.loc, "FIFO '" + f.name + "': writer '" + w.task->name + "' moves " + std::to_string(w.tokens[0]) +
+                            " tokens but reader '" + r.task->name + "' moves " + std::to_string(r.tokens[0]) +
+                            (samples.size() > 1 ? " (with sample values for unbound symbols)" : ""));
+  }
+  return diag;
+}
+
+}  // namespace stc

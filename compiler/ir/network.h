@@ -1,0 +1,102 @@
+#pragma once
+// The Network: the dataflow IR every stage after the front end reads or writes. Tasks run phases of
+// pipelined loop nests whose ports read and write FIFOs (DESIGN.md, "Network files").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/diagnostics.h"
+#include "compiler/ir/expr.h"
+#include "compiler/ir/itensor.h"
+
+namespace stc {
+
+/// Depth value of a FIFO without a bound.
+constexpr int64_t kUnboundedDepth = -1;
+/// Depth of a FIFO whose file gives none.
+constexpr int64_t kDefaultDepth = 2;
+
+struct Fifo {
+  std::string name;
+  int64_t width = 0;              ///< bits per token
+  int64_t depth = kDefaultDepth;  ///< tokens, or kUnboundedDepth
+  SourceLoc loc;
+
+  bool unbounded() const { return depth == kUnboundedDepth; }
+  bool operator==(const Fifo& o) const { return name == o.name && width == o.width && depth == o.depth; }
+};
+
+enum class PortDir { kIn, kOut };
+
+struct Port {
+  std::string fifo;
+  PortDir dir = PortDir::kIn;
+  std::optional<int> level;            ///< loop the port advances with; unset = innermost; -1 = per phase
+  std::optional<ITensorType> type;     ///< stream order, written by the compiler
+  SourceLoc loc;
+
+  bool operator==(const Port& o) const {
+    return fifo == o.fifo && dir == o.dir && level == o.level && type == o.type;
+  }
+};
+
+struct Phase {
+  std::vector<Expr> trip;  ///< tripcounts, outermost first
+  int64_t ii = 1;
+  int64_t latency = 1;
+  std::vector<Port> ports;
+  SourceLoc loc;
+
+  /// The level a port really advances with (its own, or the innermost loop).
+  int levelOf(const Port& p) const { return p.level ? *p.level : static_cast<int>(trip.size()) - 1; }
+  bool operator==(const Phase& o) const {
+    return trip == o.trip && ii == o.ii && latency == o.latency && ports == o.ports;
+  }
+};
+
+enum class TaskKind { kKernel, kDmaRead, kDmaWrite };
+
+/// "kernel", "dma_read" or "dma_write".
+const char* taskKindName(TaskKind kind);
+
+struct Task {
+  std::string name;
+  TaskKind kind = TaskKind::kKernel;
+  std::vector<Phase> phases;  ///< kernels
+  int channel = 0;            ///< DMA: HBM pseudo-channel
+  int64_t bytes = 0;          ///< DMA: bytes moved
+  std::vector<Port> dmaPorts; ///< DMA: its one port
+  SourceLoc loc;
+
+  bool isDma() const { return kind != TaskKind::kKernel; }
+  bool operator==(const Task& o) const {
+    return name == o.name && kind == o.kind && phases == o.phases && channel == o.channel && bytes == o.bytes &&
+           dmaPorts == o.dmaPorts;
+  }
+};
+
+struct Network {
+  std::string name;
+  std::vector<Fifo> fifos;
+  std::vector<Task> tasks;
+  SourceLoc loc;
+
+  /// Index of the FIFO named name, or -1.
+  int findFifo(const std::string& name) const;
+  /// Symbols its tripcounts use.
+  std::set<std::string> symbols() const;
+  bool operator==(const Network& o) const { return name == o.name && fifos == o.fifos && tasks == o.tasks; }
+};
+
+/// Checks the rules of DESIGN.md: unique names, known FIFOs, one writer and one reader per FIFO moving
+/// the same number of tokens, ii >= 1, latency >= 0, levels in range, positive widths, depths and
+/// tripcounts. Symbolic tripcounts are checked under `bindings`, or, when a symbol is unbound, under
+/// sample values. Reports every problem found.
+Diagnostics verifyNetwork(const Network& net, const Bindings& bindings = {});
+
+/// Tokens a port moves in one run of its phase, under bindings.
+int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings);
+
+}  // namespace stc

@@ -1,0 +1,52 @@
+#pragma once
+// The platform model: clock, HBM, resources and host costs, read from a config (configs/u55c.yaml is
+// compiled in as the default). No platform figure lives in code.
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/ir/diagnostics.h"
+
+namespace stc {
+
+struct HbmConfig {
+  int channels = 0;
+  int64_t channelBytes = 0;
+  int busBits = 0;
+  double clockMhz = 0;
+  double channelGbps = 0;   ///< bandwidth of one pseudo-channel the model uses, GB/s
+  double readLatencyNs = 0;
+  double writeLatencyNs = 0;
+  int64_t burstBytesMax = 0;
+  int outstandingReads = 0;
+  int outstandingWrites = 0;
+  int groupChannels = 0;    ///< channels reached without crossing the lateral switch
+  double lateralLatencyNs = 0;
+  double lateralBandwidthFraction = 0;
+};
+
+struct Resources {
+  int64_t lut = 0, ff = 0, dsp = 0, bram18k = 0, uram = 0;
+  int slrs = 0;
+};
+
+struct Platform {
+  std::string name;
+  std::string shell;
+  std::string part;
+  double kernelClockMhz = 0;
+  HbmConfig hbm;
+  Resources resources;
+  double invocationOverheadUs = 0;
+  SourceLoc loc;
+};
+
+/// Parses and checks a platform file: every field present and sensible, or a UserError naming it.
+Platform parsePlatform(const std::string& text, const std::string& file);
+Platform loadPlatform(const std::string& path);
+/// The embedded default (configs/u55c.yaml).
+const Platform& defaultPlatform();
+/// The text of the embedded default.
+const char* defaultPlatformText();
+
+}  // namespace stc

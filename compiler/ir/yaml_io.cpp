@@ -1,0 +1,495 @@
+// Reading and writing the toolkit's YAML files with yaml-cpp. Every value is fetched through a helper
+// that knows its field name and the node's Mark, so an error reads
+//   models/networks/x.yaml:12:18: error: field 'ii': expected an integer, got 'fast'
+#include "compiler/ir/yaml_io.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "compiler/ir/platform.h"
+
+extern const char kDefaultPlatformYaml[];  // configs/u55c.yaml, embedded by cmake/Embed.cmake
+
+namespace stc {
+
+std::string readTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": error: cannot open the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw UserError(path + ": error: cannot read the file");
+  return ss.str();
+}
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  YAML::Node load(const std::string& text) {
+    try {
+      return YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      fail(loc(e.mark), "malformed YAML: " + e.msg);
+    }
+  }
+
+  SourceLoc loc(const YAML::Mark& m) const {
+    if (m.is_null()) return SourceLoc{file_, 0, 0};
+    return SourceLoc{file_, m.line + 1, m.column + 1};
+  }
+  SourceLoc loc(const YAML::Node& n) const { return loc(n.Mark()); }
+
+  [[noreturn]] void error(const YAML::Node& n, const std::string& field, const std::string& msg) const {
+    fail(loc(n), "field '" + field + "': " + msg);
+  }
+
+  void expectMap(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsMap()) error(n, what, "expected a mapping");
+  }
+  void expectSeq(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsSequence()) error(n, what, "expected a list");
+  }
+
+  /// Rejects keys outside `allowed`, so a typo does not pass silently.
+  void onlyKeys(const YAML::Node& map, std::initializer_list<const char*> allowed, const std::string& what) const {
+    for (const auto& kv : map) {
+      std::string key = kv.first.Scalar();
+      bool ok = false;
+      std::string list;
+      for (const char* a : allowed) {
+        ok = ok || key == a;
+        list += (list.empty() ? "" : ", ") + std::string(a);
+      }
+      if (!ok) fail(loc(kv.first), "field '" + key + "': unknown field of " + what + " (known: " + list + ")");
+    }
+  }
+
+  YAML::Node required(const YAML::Node& map, const char* key, const std::string& what) const {
+    YAML::Node n = map[key];
+    if (!n) fail(loc(map), "field '" + std::string(key) + "': missing in " + what);
+    return n;
+  }
+
+  std::string str(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsScalar()) error(n, field, "expected a string");
+    return n.Scalar();
+  }
+  int64_t integer(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsScalar()) error(n, field, "expected an integer");
+    const std::string& s = n.Scalar();
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(s, &used, 0);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != s.size()) error(n, field, "expected an integer, got '" + s + "'");
+    return v;
+  }
+  double real(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsScalar()) error(n, field, "expected a number");
+    const std::string& s = n.Scalar();
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != s.size()) error(n, field, "expected a number, got '" + s + "'");
+    return v;
+  }
+  Expr expr(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsScalar()) error(n, field, "expected an integer or an expression such as 'ctx/16'");
+    try {
+      return Expr::parse(n.Scalar());
+    } catch (const UserError& e) {
+      error(n, field, e.what());
+    }
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
+Port readPort(const Reader& r, const YAML::Node& n, bool kernel) {
+  r.expectMap(n, "ports");
+  if (kernel) r.onlyKeys(n, {"fifo", "dir", "level", "type"}, "a port");
+  else r.onlyKeys(n, {"fifo", "dir", "type"}, "a DMA port");
+  Port p;
+  p.loc = r.loc(n);
+  p.fifo = r.str(r.required(n, "fifo", "a port"), "fifo");
+  YAML::Node dir = r.required(n, "dir", "a port");
+  std::string d = r.str(dir, "dir");
+  if (d == "in") p.dir = PortDir::kIn;
+  else if (d == "out") p.dir = PortDir::kOut;
+  else r.error(dir, "dir", "expected 'in' or 'out', got '" + d + "'");
+  if (n["level"]) p.level = static_cast<int>(r.integer(n["level"], "level"));
+  if (n["type"]) {
+    try {
+      p.type = ITensorType::parse(r.str(n["type"], "type"));
+    } catch (const UserError& e) {
+      r.error(n["type"], "type", e.what());
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+Network parseNetwork(const std::string& text, const std::string& file) {
+  Reader r(file);
+  YAML::Node root = r.load(text);
+  if (!root || !root.IsMap()) fail(r.loc(root), "a network file must be a mapping with 'network', 'fifos', 'tasks'");
+  r.onlyKeys(root, {"network", "fifos", "tasks"}, "a network");
+  Network net;
+  net.loc = r.loc(root);
+  net.name = r.str(r.required(root, "network", "a network file"), "network");
+  YAML::Node fifos = root["fifos"];
+  if (fifos) {
+    r.expectSeq(fifos, "fifos");
+    for (const auto& f : fifos) {
+      r.expectMap(f, "fifos");
+      r.onlyKeys(f, {"name", "width", "depth"}, "a FIFO");
+      Fifo fifo;
+      fifo.loc = r.loc(f);
+      fifo.name = r.str(r.required(f, "name", "a FIFO"), "name");
+      fifo.width = r.integer(r.required(f, "width", "a FIFO"), "width");
+      if (f["depth"]) {
+        if (f["depth"].IsScalar() && f["depth"].Scalar() == "unbounded") fifo.depth = kUnboundedDepth;
+        else fifo.depth = r.integer(f["depth"], "depth");
+        if (fifo.depth <= 0 && fifo.depth != kUnboundedDepth)
+          r.error(f["depth"], "depth", "expected a positive integer or 'unbounded'");
+      }
+      net.fifos.push_back(fifo);
+    }
+  }
+  YAML::Node tasks = r.required(root, "tasks", "a network file");
+  r.expectSeq(tasks, "tasks");
+  for (const auto& t : tasks) {
+    r.expectMap(t, "tasks");
+    Task task;
+    task.loc = r.loc(t);
+    task.name = r.str(r.required(t, "name", "a task"), "name");
+    std::string kind = t["kind"] ? r.str(t["kind"], "kind") : "kernel";
+    if (kind == "kernel") task.kind = TaskKind::kKernel;
+    else if (kind == "dma_read") task.kind = TaskKind::kDmaRead;
+    else if (kind == "dma_write") task.kind = TaskKind::kDmaWrite;
+    else r.error(t["kind"], "kind", "expected kernel, dma_read or dma_write, got '" + kind + "'");
+    if (task.isDma()) {
+      r.onlyKeys(t, {"name", "kind", "channel", "bytes", "ports"}, "a DMA task");
+      task.channel = static_cast<int>(r.integer(r.required(t, "channel", "a DMA task"), "channel"));
+      task.bytes = r.integer(r.required(t, "bytes", "a DMA task"), "bytes");
+      YAML::Node ports = r.required(t, "ports", "a DMA task");
+      r.expectSeq(ports, "ports");
+      for (const auto& p : ports) task.dmaPorts.push_back(readPort(r, p, false));
+    } else {
+      r.onlyKeys(t, {"name", "kind", "phases"}, "a task");
+      YAML::Node phases = r.required(t, "phases", "a task");
+      r.expectSeq(phases, "phases");
+      for (const auto& ph : phases) {
+        r.expectMap(ph, "phases");
+        r.onlyKeys(ph, {"trip", "ii", "latency", "ports"}, "a phase");
+        Phase phase;
+        phase.loc = r.loc(ph);
+        YAML::Node trip = r.required(ph, "trip", "a phase");
+        r.expectSeq(trip, "trip");
+        for (const auto& e : trip) phase.trip.push_back(r.expr(e, "trip"));
+        if (ph["ii"]) phase.ii = r.integer(ph["ii"], "ii");
+        if (ph["latency"]) phase.latency = r.integer(ph["latency"], "latency");
+        YAML::Node ports = r.required(ph, "ports", "a phase");
+        r.expectSeq(ports, "ports");
+        for (const auto& p : ports) phase.ports.push_back(readPort(r, p, true));
+        task.phases.push_back(phase);
+      }
+    }
+    net.tasks.push_back(task);
+  }
+  return net;
+}
+
+Network loadNetwork(const std::string& path) { return parseNetwork(readTextFile(path), path); }
+
+namespace {
+
+void emitPort(YAML::Emitter& out, const Port& p) {
+  out << YAML::Flow << YAML::BeginMap << YAML::Key << "fifo" << YAML::Value << p.fifo << YAML::Key << "dir"
+      << YAML::Value << (p.dir == PortDir::kIn ? "in" : "out");
+  if (p.level) out << YAML::Key << "level" << YAML::Value << *p.level;
+  if (p.type) out << YAML::Key << "type" << YAML::Value << YAML::DoubleQuoted << p.type->str();
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string emitNetwork(const Network& net) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "network" << YAML::Value << net.name;
+  out << YAML::Key << "fifos" << YAML::Value << YAML::BeginSeq;
+  for (const auto& f : net.fifos) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << f.name << YAML::Key << "width"
+        << YAML::Value << f.width << YAML::Key << "depth" << YAML::Value;
+    if (f.unbounded()) out << "unbounded";
+    else out << f.depth;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::Key << "tasks" << YAML::Value << YAML::BeginSeq;
+  for (const auto& t : net.tasks) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name;
+    if (t.isDma()) {
+      out << YAML::Key << "kind" << YAML::Value << taskKindName(t.kind) << YAML::Key << "channel" << YAML::Value
+          << t.channel << YAML::Key << "bytes" << YAML::Value << t.bytes << YAML::Key << "ports" << YAML::Value
+          << YAML::BeginSeq;
+      for (const auto& p : t.dmaPorts) emitPort(out, p);
+      out << YAML::EndSeq;
+    } else {
+      out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
+      for (const auto& ph : t.phases) {
+        out << YAML::BeginMap << YAML::Key << "trip" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& e : ph.trip) {
+          if (e.isConstant()) out << e.eval();
+          else out << e.str();
+        }
+        out << YAML::EndSeq << YAML::Key << "ii" << YAML::Value << ph.ii << YAML::Key << "latency" << YAML::Value
+            << ph.latency << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq;
+        for (const auto& p : ph.ports) emitPort(out, p);
+        out << YAML::EndSeq << YAML::EndMap;
+      }
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+
+TensorDecl readTensor(const Reader& r, const YAML::Node& n, const char* list) {
+  r.expectMap(n, list);
+  r.onlyKeys(n, {"name", "shape", "dtype"}, "a tensor");
+  TensorDecl t;
+  t.loc = r.loc(n);
+  t.name = r.str(r.required(n, "name", "a tensor"), "name");
+  YAML::Node shape = r.required(n, "shape", "a tensor");
+  r.expectSeq(shape, "shape");
+  for (const auto& d : shape) t.shape.push_back(r.expr(d, "shape"));
+  if (n["dtype"]) t.dtype = r.str(n["dtype"], "dtype");
+  return t;
+}
+
+AttrValue readAttr(const Reader& r, const YAML::Node& n, const std::string& key) {
+  if (n.IsSequence()) {
+    std::vector<int64_t> v;
+    for (const auto& e : n) v.push_back(r.integer(e, key));
+    return v;
+  }
+  if (!n.IsScalar()) r.error(n, key, "expected a number, a string or a list of integers");
+  const std::string& s = n.Scalar();
+  size_t used = 0;
+  try {
+    int64_t i = std::stoll(s, &used, 10);
+    if (used == s.size()) return i;
+  } catch (const std::exception&) {
+  }
+  try {
+    double d = std::stod(s, &used);
+    if (used == s.size()) return d;
+  } catch (const std::exception&) {
+  }
+  return s;
+}
+
+}  // namespace
+
+Graph parseGraph(const std::string& text, const std::string& file) {
+  Reader r(file);
+  YAML::Node root = r.load(text);
+  if (!root || !root.IsMap()) fail(r.loc(root), "a graph file must be a mapping with 'graph', 'inputs', 'ops'");
+  r.onlyKeys(root, {"graph", "inputs", "weights", "ops", "outputs"}, "a graph");
+  Graph g;
+  g.loc = r.loc(root);
+  g.name = r.str(r.required(root, "graph", "a graph file"), "graph");
+  for (const char* list : {"inputs", "weights"}) {
+    YAML::Node n = root[list];
+    if (!n) continue;
+    r.expectSeq(n, list);
+    for (const auto& t : n) (std::string(list) == "inputs" ? g.inputs : g.weights).push_back(readTensor(r, t, list));
+  }
+  YAML::Node ops = r.required(root, "ops", "a graph file");
+  r.expectSeq(ops, "ops");
+  for (const auto& o : ops) {
+    r.expectMap(o, "ops");
+    Op op;
+    op.loc = r.loc(o);
+    op.name = r.str(r.required(o, "name", "an op"), "name");
+    op.op = r.str(r.required(o, "op", "an op"), "op");
+    YAML::Node inputs = r.required(o, "inputs", "an op");
+    r.expectSeq(inputs, "inputs");
+    for (const auto& i : inputs) op.inputs.push_back(r.str(i, "inputs"));
+    op.output = r.str(r.required(o, "output", "an op"), "output");
+    for (const auto& kv : o) {
+      std::string key = kv.first.Scalar();
+      if (key == "name" || key == "op" || key == "inputs" || key == "output") continue;
+      op.attrs[key] = readAttr(r, kv.second, key);
+    }
+    g.ops.push_back(op);
+  }
+  YAML::Node outputs = r.required(root, "outputs", "a graph file");
+  r.expectSeq(outputs, "outputs");
+  for (const auto& o : outputs) g.outputs.push_back(r.str(o, "outputs"));
+  return g;
+}
+
+Graph loadGraph(const std::string& path) { return parseGraph(readTextFile(path), path); }
+
+std::string emitGraph(const Graph& g) {
+  YAML::Emitter out;
+  auto tensors = [&](const char* key, const std::vector<TensorDecl>& list) {
+    out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const auto& t : list) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name << YAML::Key << "shape"
+          << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& d : t.shape) {
+        if (d.isConstant()) out << d.eval();
+        else out << d.str();
+      }
+      out << YAML::EndSeq << YAML::Key << "dtype" << YAML::Value << t.dtype << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  };
+  out << YAML::BeginMap << YAML::Key << "graph" << YAML::Value << g.name;
+  tensors("inputs", g.inputs);
+  tensors("weights", g.weights);
+  out << YAML::Key << "ops" << YAML::Value << YAML::BeginSeq;
+  for (const auto& op : g.ops) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << op.name << YAML::Key << "op"
+        << YAML::Value << op.op << YAML::Key << "inputs" << YAML::Value << YAML::Flow << op.inputs << YAML::Key
+        << "output" << YAML::Value << op.output;
+    for (const auto& [key, value] : op.attrs) {
+      out << YAML::Key << key << YAML::Value;
+      if (auto* i = std::get_if<int64_t>(&value)) out << *i;
+      else if (auto* d = std::get_if<double>(&value)) out << *d;
+      else if (auto* s = std::get_if<std::string>(&value)) out << YAML::DoubleQuoted << *s;
+      else out << YAML::Flow << std::get<std::vector<int64_t>>(value);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::Key << "outputs" << YAML::Value << YAML::Flow << g.outputs << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+FileKind detectFileKind(const std::string& text, const std::string& file) {
+  Reader r(file);
+  YAML::Node root = r.load(text);
+  if (!root || !root.IsMap()) return FileKind::kUnknown;
+  if (root["network"]) return FileKind::kNetwork;
+  if (root["graph"]) return FileKind::kGraph;
+  if (root["platform"]) return FileKind::kPlatform;
+  return FileKind::kUnknown;
+}
+
+}  // namespace stc
+
+// ---------------------------------------------------------------------------------------------------
+// Platform files.
+
+namespace stc {
+
+namespace {
+
+double positiveReal(const Reader& r, const YAML::Node& map, const char* key, const std::string& where) {
+  YAML::Node n = r.required(map, key, where);
+  double v = r.real(n, key);
+  if (!(v > 0)) r.error(n, key, "must be positive, got " + n.Scalar());
+  return v;
+}
+
+int64_t positiveInt(const Reader& r, const YAML::Node& map, const char* key, const std::string& where) {
+  YAML::Node n = r.required(map, key, where);
+  int64_t v = r.integer(n, key);
+  if (v <= 0) r.error(n, key, "must be positive, got " + n.Scalar());
+  return v;
+}
+
+}  // namespace
+
+Platform parsePlatform(const std::string& text, const std::string& file) {
+  Reader r(file);
+  YAML::Node root = r.load(text);
+  if (!root || !root.IsMap()) fail(r.loc(root), "a platform file must be a mapping starting with 'platform'");
+  r.onlyKeys(root, {"platform", "shell", "part", "kernel_clock_mhz", "hbm", "resources", "host"}, "a platform");
+  Platform p;
+  p.loc = r.loc(root);
+  p.name = r.str(r.required(root, "platform", "a platform file"), "platform");
+  p.shell = r.str(r.required(root, "shell", "a platform file"), "shell");
+  p.part = r.str(r.required(root, "part", "a platform file"), "part");
+  p.kernelClockMhz = positiveReal(r, root, "kernel_clock_mhz", "a platform file");
+  YAML::Node hbm = r.required(root, "hbm", "a platform file");
+  r.expectMap(hbm, "hbm");
+  r.onlyKeys(hbm,
+             {"channels", "channel_bytes", "bus_bits", "clock_mhz", "channel_gbps", "read_latency_ns",
+              "write_latency_ns", "burst_bytes_max", "outstanding_reads", "outstanding_writes", "group_channels",
+              "lateral_latency_ns", "lateral_bandwidth_fraction"},
+             "hbm");
+  HbmConfig& h = p.hbm;
+  h.channels = static_cast<int>(positiveInt(r, hbm, "channels", "hbm"));
+  h.channelBytes = positiveInt(r, hbm, "channel_bytes", "hbm");
+  h.busBits = static_cast<int>(positiveInt(r, hbm, "bus_bits", "hbm"));
+  h.clockMhz = positiveReal(r, hbm, "clock_mhz", "hbm");
+  h.channelGbps = positiveReal(r, hbm, "channel_gbps", "hbm");
+  h.readLatencyNs = positiveReal(r, hbm, "read_latency_ns", "hbm");
+  h.writeLatencyNs = positiveReal(r, hbm, "write_latency_ns", "hbm");
+  h.burstBytesMax = positiveInt(r, hbm, "burst_bytes_max", "hbm");
+  h.outstandingReads = static_cast<int>(positiveInt(r, hbm, "outstanding_reads", "hbm"));
+  h.outstandingWrites = static_cast<int>(positiveInt(r, hbm, "outstanding_writes", "hbm"));
+  h.groupChannels = static_cast<int>(positiveInt(r, hbm, "group_channels", "hbm"));
+  YAML::Node lat = r.required(hbm, "lateral_latency_ns", "hbm");
+  h.lateralLatencyNs = r.real(lat, "lateral_latency_ns");
+  if (h.lateralLatencyNs < 0) r.error(lat, "lateral_latency_ns", "must not be negative");
+  YAML::Node frac = r.required(hbm, "lateral_bandwidth_fraction", "hbm");
+  h.lateralBandwidthFraction = r.real(frac, "lateral_bandwidth_fraction");
+  if (!(h.lateralBandwidthFraction > 0 && h.lateralBandwidthFraction <= 1))
+    r.error(frac, "lateral_bandwidth_fraction", "must be in (0, 1], got " + frac.Scalar());
+  double busGbps = h.busBits / 8.0 * h.clockMhz / 1000.0;
+  if (h.channelGbps > busGbps * 1.0001)
+    r.error(hbm["channel_gbps"], "channel_gbps",
+            "exceeds what bus_bits at clock_mhz can carry (" + std::to_string(busGbps) + " GB/s)");
+  if (h.burstBytesMax % (h.busBits / 8) != 0)
+    r.error(hbm["burst_bytes_max"], "burst_bytes_max", "must be a whole number of bus beats");
+  if (h.groupChannels > h.channels || h.channels % h.groupChannels != 0)
+    r.error(hbm["group_channels"], "group_channels", "must divide the number of channels");
+  YAML::Node res = r.required(root, "resources", "a platform file");
+  r.expectMap(res, "resources");
+  r.onlyKeys(res, {"lut", "ff", "dsp", "bram18k", "uram", "slrs"}, "resources");
+  p.resources.lut = positiveInt(r, res, "lut", "resources");
+  p.resources.ff = positiveInt(r, res, "ff", "resources");
+  p.resources.dsp = positiveInt(r, res, "dsp", "resources");
+  p.resources.bram18k = positiveInt(r, res, "bram18k", "resources");
+  p.resources.uram = positiveInt(r, res, "uram", "resources");
+  p.resources.slrs = static_cast<int>(positiveInt(r, res, "slrs", "resources"));
+  YAML::Node host = r.required(root, "host", "a platform file");
+  r.expectMap(host, "host");
+  r.onlyKeys(host, {"invocation_overhead_us"}, "host");
+  p.invocationOverheadUs = positiveReal(r, host, "invocation_overhead_us", "host");
+  return p;
+}
+
+Platform loadPlatform(const std::string& path) { return parsePlatform(readTextFile(path), path); }
+
+const char* defaultPlatformText() { return kDefaultPlatformYaml; }
+
+const Platform& defaultPlatform() {
+  static const Platform p = parsePlatform(kDefaultPlatformYaml, "<embedded configs/u55c.yaml>");
+  return p;
+}
+
+}  // namespace stc

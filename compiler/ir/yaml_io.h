@@ -1,0 +1,29 @@
+#pragma once
+// YAML files of the toolkit: networks, graphs (and platforms, see sim/platform.h). The only place that
+// includes yaml-cpp. Errors name the file, line, column and field.
+
+#include <string>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/network.h"
+
+namespace stc {
+
+/// Reads a whole file; throws UserError naming it when it cannot be read.
+std::string readTextFile(const std::string& path);
+
+/// Parses a network file (format in DESIGN.md); `file` names it in errors. Does not run verifyNetwork.
+Network parseNetwork(const std::string& text, const std::string& file);
+Network loadNetwork(const std::string& path);
+/// The network in the file format; parseNetwork(emitNetwork(n)) == n.
+std::string emitNetwork(const Network& net);
+
+Graph parseGraph(const std::string& text, const std::string& file);
+Graph loadGraph(const std::string& path);
+std::string emitGraph(const Graph& graph);
+
+enum class FileKind { kNetwork, kGraph, kPlatform, kUnknown };
+/// What a YAML file holds, from its top-level key (network:, graph:, platform:).
+FileKind detectFileKind(const std::string& text, const std::string& file);
+
+}  // namespace stc

@@ -1,0 +1,90 @@
+#pragma once
+// The event engine of the simulator: the state of every task and FIFO, and `run(task)`, which advances
+// one task through its static event list until it blocks on a FIFO or finishes. Schedulers (the SystemC
+// model in systemc_model.cpp, the direct worklist in direct.cpp) decide which task runs next; because
+// every event's time follows from the times it depends on, any order gives the same times.
+//
+// Timing (DESIGN.md, normative): T(e) = max(T(prev) + local(e) - local(prev), ready(e)), with
+//   read k of f ready at T(write k of f) + raw(f); write k of f ready at T(read k-d of f) + 1 when k >= d.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/program.h"
+#include "sim/result.h"
+#include "sim/run_queue.h"
+
+namespace stc::sim {
+
+/// How one run treats the program: FIFO depths and what to record.
+struct RunConfig {
+  std::vector<int64_t> depths;  ///< one per FIFO (kUnboundedDepth allowed); empty = the program's
+  bool recordCurves = false;    ///< keep every write and read time (token curves)
+  bool recordStalls = false;    ///< keep every stall span (traces, VCD)
+};
+
+class Engine {
+ public:
+  Engine(const Program& program, const RunConfig& config);
+
+  /// Advances task t until it blocks or finishes; returns true when it finished. Tasks it unblocked are
+  /// appended to woken().
+  bool run(int t);
+  std::vector<int>& woken() { return woken_; }
+  bool finished(int t) const { return tasks_[static_cast<size_t>(t)].done; }
+  int taskCount() const { return static_cast<int>(tasks_.size()); }
+
+  /// The outcome: times, statistics, curves and, if some task never finished, the wait-for cycle.
+  SimResult result(double wallSeconds) const;
+
+ private:
+  struct Cursor {  // the next event of one port in the current phase
+    int64_t next;
+    int64_t stride;
+    int64_t remaining;
+    int fifo;
+    bool write;
+  };
+  struct TaskState {
+    size_t phase = 0;
+    std::vector<Cursor> cursors;
+    int pending = -1;      // cursor whose event is waiting, or -1
+    int64_t offset = 0;    // T(prev) - local(prev)
+    int64_t lastTime = -1;
+    int64_t start = -1;
+    int64_t stallFull = 0, stallEmpty = 0, events = 0;
+    bool done = false;
+    int waitFifo = -1;
+    bool waitWrite = false;
+    std::vector<StallSpan> stalls;
+  };
+  struct FifoState {
+    int64_t depth;
+    int64_t raw;
+    int64_t tokens;
+    int64_t written = 0, read = 0;
+    RunQueue writeTimes;  // writes [read, written)
+    RunQueue readTimes;   // reads [written - depth, read), bounded FIFOs only
+    RunQueue mergeW, mergeR;
+    int64_t mergedW = 0, mergedR = 0, maxOccupancy = 0;
+    bool writerWaiting = false, readerWaiting = false;
+    int writer, reader;
+    RunLog writeLog, readLog;
+  };
+
+  void enterPhase(TaskState& ts, const TaskProgram& tp);
+  void mergeOccupancy(FifoState& f);
+  std::vector<WaitEdge> waitCycle() const;
+
+  const Program& program_;
+  RunConfig config_;
+  std::vector<TaskState> tasks_;
+  std::vector<FifoState> fifos_;
+  std::vector<int> woken_;
+};
+
+/// Runs a program with the direct worklist scheduler: reentrant, no SystemC, used for repeated runs.
+SimResult runDirect(const Program& program, const RunConfig& config);
+
+}  // namespace stc::sim

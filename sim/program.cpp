@@ -1,0 +1,77 @@
+// Compiles a Network to per-port event sequences. For a phase with origin o, tripcounts n_0..n_k-1, ii and
+// latency, a port at level L carries N/inner tokens where inner = n_L+1 * ... * n_k-1:
+//   read  j at o + j*inner*ii                       (first iteration of the loops inside L)
+//   write j at o + (j*inner + inner - 1)*ii + latency (last iteration, latency after its start)
+// and the next phase starts at o + (N - 1)*ii + latency + 1.
+#include "sim/program.h"
+
+#include <algorithm>
+
+namespace stc::sim {
+
+Program compileProgram(const Network& net, const Bindings& bindings) {
+  verifyNetwork(net, bindings).throwIfAny();
+  Program prog;
+  prog.name = net.name;
+  for (const auto& f : net.fifos) prog.fifos.push_back({f.name, f.width, f.depth, 0, -1, -1});
+  for (size_t t = 0; t < net.tasks.size(); ++t) {
+    const Task& task = net.tasks[t];
+    TaskProgram tp;
+    tp.name = task.name;
+    auto attach = [&](const Port& p, int64_t count) {
+      int f = net.findFifo(p.fifo);
+      FifoProgram& fp = prog.fifos[static_cast<size_t>(f)];
+      (p.dir == PortDir::kOut ? fp.writer : fp.reader) = static_cast<int>(t);
+      if (p.dir == PortDir::kOut) fp.tokens = count;
+      return f;
+    };
+    if (task.isDma()) {
+      const Port& p = task.dmaPorts.front();
+      int f = net.findFifo(p.fifo);
+      int64_t count = task.bytes * 8 / net.fifos[static_cast<size_t>(f)].width;
+      attach(p, count);
+      tp.dmaRead = task.kind == TaskKind::kDmaRead;
+      tp.dmaWrite = task.kind == TaskKind::kDmaWrite;
+      tp.channel = task.channel;
+      tp.bytes = task.bytes;
+      PhaseEvents pe;
+      pe.ports.push_back({f, tp.dmaRead, 0, 1, count});
+      tp.phases.push_back(pe);
+      tp.events = count;
+    } else {
+      int64_t origin = 0;
+      for (const auto& ph : task.phases) {
+        std::vector<int64_t> trip;
+        for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
+        int64_t total = 1;
+        for (int64_t n : trip) total *= n;
+        PhaseEvents pe;
+        for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads
+          for (const auto& p : ph.ports) {
+            bool write = p.dir == PortDir::kOut;
+            if (write != (pass == 0)) continue;
+            int level = ph.levelOf(p);
+            int64_t inner = 1;
+            for (size_t k = static_cast<size_t>(level + 1); k < trip.size(); ++k) inner *= trip[k];
+            int64_t count = total / inner;
+            PortEvents ev;
+            ev.fifo = attach(p, count);
+            ev.write = write;
+            ev.stride = inner * ph.ii;
+            ev.first = origin + (write ? (inner - 1) * ph.ii + ph.latency : 0);
+            ev.count = count;
+            tp.events += count;
+            pe.ports.push_back(ev);
+          }
+        }
+        tp.phases.push_back(pe);
+        origin += (total - 1) * ph.ii + ph.latency + 1;
+      }
+    }
+    prog.events += tp.events;
+    prog.tasks.push_back(std::move(tp));
+  }
+  return prog;
+}
+
+}  // namespace stc::sim

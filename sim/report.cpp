@@ -1,0 +1,281 @@
+// Reports of a simulation. Curves, VCD and traces all walk the same merged timeline of a FIFO: its write
+// and read times in cycle order, giving cumulative counts after each cycle with a change.
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace stc::sim {
+
+std::vector<int64_t> RunLog::times() const {
+  std::vector<int64_t> out;
+  for (const TimeRun& r : runs_)
+    for (int64_t k = 0; k < r.count; ++k) out.push_back(r.start + k * r.stride);
+  return out;
+}
+
+namespace {
+
+struct CurvePoint {
+  int64_t cycle, writes, reads;
+};
+
+// Cumulative writes and reads of a FIFO after each cycle in which either changes.
+std::vector<CurvePoint> fifoTimeline(const FifoStats& f) {
+  std::vector<CurvePoint> out;
+  auto expand = [](const std::vector<TimeRun>& runs) {
+    std::vector<int64_t> v;
+    for (const TimeRun& r : runs)
+      for (int64_t k = 0; k < r.count; ++k) v.push_back(r.start + k * r.stride);
+    return v;
+  };
+  std::vector<int64_t> w = expand(f.writeTimes), rd = expand(f.readTimes);
+  size_t i = 0, j = 0;
+  while (i < w.size() || j < rd.size()) {
+    int64_t c = std::min(i < w.size() ? w[i] : INT64_MAX, j < rd.size() ? rd[j] : INT64_MAX);
+    while (i < w.size() && w[i] == c) ++i;
+    while (j < rd.size() && rd[j] == c) ++j;
+    out.push_back({c, static_cast<int64_t>(i), static_cast<int64_t>(j)});
+  }
+  return out;
+}
+
+nlohmann::json depthJson(int64_t depth) { return depth == kUnboundedDepth ? nlohmann::json(nullptr) : nlohmann::json(depth); }
+
+std::string depthText(int64_t depth) { return depth == kUnboundedDepth ? "unbounded" : std::to_string(depth); }
+
+}  // namespace
+
+DepthFix findDepthFix(const Program& program, const RunConfig& config, const SimResult& deadlocked) {
+  DepthFix best;
+  std::vector<int64_t> depths;
+  for (const FifoStats& f : deadlocked.fifos) depths.push_back(f.depth);
+  RunConfig trial;
+  for (const WaitEdge& e : deadlocked.deadlockCycle) {
+    if (!e.write) continue;
+    const FifoStats& f = deadlocked.fifos[static_cast<size_t>(e.fifo)];
+    auto finishes = [&](int64_t depth, int64_t* cycles) {
+      trial.depths = depths;
+      trial.depths[static_cast<size_t>(e.fifo)] = depth;
+      SimResult r = runDirect(program, trial);
+      if (cycles) *cycles = r.cycles;
+      return !r.deadlock;
+    };
+    int64_t lo = f.depth, hi = std::max<int64_t>(f.tokens, f.depth + 1);  // lo deadlocks
+    if (!finishes(hi, nullptr)) continue;                                  // this FIFO alone cannot help
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      (finishes(mid, nullptr) ? hi : lo) = mid;
+    }
+    int64_t bits = (hi - f.depth) * f.width;
+    if (best.fifo < 0 || bits < (best.to - best.from) * deadlocked.fifos[static_cast<size_t>(best.fifo)].width) {
+      best.fifo = e.fifo;
+      best.from = f.depth;
+      best.to = hi;
+      finishes(hi, &best.cyclesAfter);
+    }
+  }
+  (void)config;
+  return best;
+}
+
+nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix, double clockMhz) {
+  using nlohmann::json;
+  json j;
+  j["network"] = r.network;
+  j["cycles"] = r.deadlock ? json(nullptr) : json(r.cycles);
+  j["deadlock"] = r.deadlock;
+  j["events"] = r.events;
+  j["wall_seconds"] = r.wallSeconds;
+  j["clock_mhz"] = clockMhz;
+  if (!r.deadlock) j["latency_us"] = static_cast<double>(r.cycles) / clockMhz;
+  json cycle = json::array();
+  for (const WaitEdge& e : r.deadlockCycle)
+    cycle.push_back({{"task", r.tasks[static_cast<size_t>(e.task)].name},
+                     {"fifo", r.fifos[static_cast<size_t>(e.fifo)].name},
+                     {"kind", e.write ? "write" : "read"},
+                     {"state", e.write ? "FULL" : "EMPTY"},
+                     {"occupancy", e.occupancy},
+                     {"depth", depthJson(e.depth)}});
+  j["deadlock_cycle"] = cycle;
+  if (r.deadlock) {
+    j["stopped_at"] = r.cycles;
+    if (fix && fix->fifo >= 0)
+      j["fix"] = {{"fifo", r.fifos[static_cast<size_t>(fix->fifo)].name},
+                  {"depth_from", fix->from},
+                  {"depth_to", fix->to},
+                  {"cycles_after", fix->cyclesAfter}};
+    else if (fix)
+      j["fix"] = nullptr;
+  }
+  json tasks = json::array();
+  for (const TaskStats& t : r.tasks)
+    tasks.push_back({{"name", t.name},
+                     {"start", t.start},
+                     {"end", t.finished ? json(t.end) : json(nullptr)},
+                     {"stall_full", t.stallFull},
+                     {"stall_empty", t.stallEmpty},
+                     {"events", t.events}});
+  j["tasks"] = tasks;
+  json fifos = json::array();
+  for (const FifoStats& f : r.fifos)
+    fifos.push_back({{"name", f.name},
+                     {"width", f.width},
+                     {"depth", depthJson(f.depth)},
+                     {"tokens", f.tokens},
+                     {"max_occupancy", f.maxOccupancy}});
+  j["fifos"] = fifos;
+  return j;
+}
+
+void printSummary(std::ostream& out, const SimResult& r, const std::optional<DepthFix>& fix, double clockMhz) {
+  char line[512];
+  if (!r.deadlock) {
+    std::snprintf(line, sizeof line, "network %s: %lld cycles (%.3f us at %g MHz), %lld events\n", r.network.c_str(),
+                  static_cast<long long>(r.cycles), static_cast<double>(r.cycles) / clockMhz, clockMhz,
+                  static_cast<long long>(r.events));
+    out << line;
+  } else {
+    out << "network " << r.network << ": DEADLOCK; progress stopped at cycle " << r.cycles << " after " << r.events
+        << " events\n";
+    out << "wait-for cycle:\n";
+    for (const WaitEdge& e : r.deadlockCycle) {
+      const FifoStats& f = r.fifos[static_cast<size_t>(e.fifo)];
+      const TaskStats& t = r.tasks[static_cast<size_t>(e.task)];
+      const TaskStats& other = r.tasks[static_cast<size_t>(e.write ? f.reader : f.writer)];
+      std::snprintf(line, sizeof line, "  %s waits to %s %s: %s, %lld/%s tokens; it needs %s\n", t.name.c_str(),
+                    e.write ? "write" : "read", f.name.c_str(), e.write ? "FULL" : "EMPTY",
+                    static_cast<long long>(e.occupancy), depthText(e.depth).c_str(), other.name.c_str());
+      out << line;
+    }
+    if (fix && fix->fifo >= 0) {
+      const FifoStats& f = r.fifos[static_cast<size_t>(fix->fifo)];
+      out << "fix: depth of " << f.name << " " << fix->from << " -> " << fix->to
+          << " is the smallest single change that breaks the cycle (then " << fix->cyclesAfter << " cycles; "
+          << fix->to - 1 << " still deadlocks)\n";
+    } else if (fix) {
+      out << "fix: no single FIFO depth change breaks this cycle";
+      bool anyFull = false;
+      for (const WaitEdge& e : r.deadlockCycle) anyFull = anyFull || e.write;
+      out << (anyFull ? " (several FIFOs must grow together)\n" : " (no FIFO in it is full: a true deadlock)\n");
+    }
+  }
+  out << "tasks:\n";
+  for (const TaskStats& t : r.tasks) {
+    std::snprintf(line, sizeof line, "  %-24s start %10lld  end %10s  stall full %10lld  empty %10lld\n",
+                  t.name.c_str(), static_cast<long long>(t.start),
+                  t.finished ? std::to_string(t.end).c_str() : "-", static_cast<long long>(t.stallFull),
+                  static_cast<long long>(t.stallEmpty));
+    out << line;
+  }
+  out << "fifos:\n";
+  for (const FifoStats& f : r.fifos) {
+    std::snprintf(line, sizeof line, "  %-24s width %5lld  depth %9s  tokens %10lld  max occupancy %lld\n",
+                  f.name.c_str(), static_cast<long long>(f.width), depthText(f.depth).c_str(),
+                  static_cast<long long>(f.tokens), static_cast<long long>(f.maxOccupancy));
+    out << line;
+  }
+}
+
+void writeCurvesCsv(std::ostream& out, const SimResult& r) {
+  out << "fifo,cycle,writes,reads\n";
+  for (const FifoStats& f : r.fifos)
+    for (const CurvePoint& p : fifoTimeline(f))
+      out << f.name << ',' << p.cycle << ',' << p.writes << ',' << p.reads << '\n';
+}
+
+namespace {
+
+// VCD identifiers: printable characters from '!' on, several digits in base 94.
+std::string vcdId(size_t n) {
+  std::string id;
+  do {
+    id += static_cast<char>('!' + n % 94);
+    n /= 94;
+  } while (n);
+  return id;
+}
+
+std::string binary(int64_t v, int bits) {
+  std::string s;
+  for (int b = bits - 1; b >= 0; --b) s += ((v >> b) & 1) ? '1' : '0';
+  return s;
+}
+
+// The state changes of a task: (cycle, state), from its start, stalls and end.
+std::vector<std::pair<int64_t, int>> taskTimeline(const TaskStats& t) {
+  std::vector<std::pair<int64_t, int>> out;
+  if (t.start < 0) return out;
+  out.push_back({t.start, 1});
+  for (const StallSpan& s : t.stalls) {
+    out.push_back({s.begin, s.full ? 2 : 3});
+    out.push_back({s.end, 1});
+  }
+  if (t.finished) out.push_back({t.end, 4});
+  return out;
+}
+
+}  // namespace
+
+void writeVcd(std::ostream& out, const SimResult& r, double clockMhz) {
+  int64_t periodPs = static_cast<int64_t>(std::llround(1e6 / clockMhz));
+  out << "$date streamtensor simulation $end\n$version stc $end\n$timescale 1ps $end\n";
+  out << "$scope module " << r.network << " $end\n";
+  size_t id = 0;
+  out << "$scope module tasks $end\n";
+  for (const TaskStats& t : r.tasks) out << "$var reg 3 " << vcdId(id++) << ' ' << t.name << " $end\n";
+  out << "$upscope $end\n$scope module fifos $end\n";
+  for (const FifoStats& f : r.fifos) out << "$var reg 32 " << vcdId(id++) << ' ' << f.name << " $end\n";
+  out << "$upscope $end\n$upscope $end\n$enddefinitions $end\n";
+  // (cycle, signal, value) changes, sorted by cycle then signal.
+  std::vector<std::tuple<int64_t, size_t, int64_t>> changes;
+  for (size_t t = 0; t < r.tasks.size(); ++t)
+    for (const auto& [cycle, state] : taskTimeline(r.tasks[t])) changes.emplace_back(cycle, t, state);
+  for (size_t f = 0; f < r.fifos.size(); ++f)
+    for (const CurvePoint& p : fifoTimeline(r.fifos[f]))
+      changes.emplace_back(p.cycle, r.tasks.size() + f, p.writes - p.reads);
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  out << "#0\n$dumpvars\n";
+  for (size_t t = 0; t < r.tasks.size(); ++t) out << "b000 " << vcdId(t) << '\n';
+  for (size_t f = 0; f < r.fifos.size(); ++f) out << "b0 " << vcdId(r.tasks.size() + f) << '\n';
+  out << "$end\n";
+  int64_t now = -1;
+  for (const auto& [cycle, signal, value] : changes) {
+    if (cycle != now) {
+      out << '#' << cycle * periodPs << '\n';
+      now = cycle;
+    }
+    out << 'b' << binary(value, signal < r.tasks.size() ? 3 : 32) << ' ' << vcdId(signal) << '\n';
+  }
+  out << '#' << (std::max<int64_t>(now, r.cycles) + 1) * periodPs << '\n';
+}
+
+void writeTrace(std::ostream& out, const SimResult& r, double clockMhz) {
+  using nlohmann::json;
+  double us = 1.0 / clockMhz;  // microseconds per cycle
+  json events = json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", r.network}}}});
+  for (size_t t = 0; t < r.tasks.size(); ++t) {
+    const TaskStats& task = r.tasks[t];
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"name", task.name}}}});
+    if (task.start < 0) continue;
+    int64_t end = task.finished ? task.end : r.cycles;
+    events.push_back({{"name", "busy"}, {"cat", "task"}, {"ph", "X"}, {"pid", 1}, {"tid", t},
+                      {"ts", task.start * us}, {"dur", (end - task.start) * us}});
+    for (const StallSpan& s : task.stalls)
+      events.push_back({{"name", std::string(s.full ? "stalled FULL " : "stalled EMPTY ") +
+                                     r.fifos[static_cast<size_t>(s.fifo)].name},
+                        {"cat", "stall"}, {"ph", "X"}, {"pid", 1}, {"tid", t},
+                        {"ts", s.begin * us}, {"dur", (s.end - s.begin) * us}});
+  }
+  for (const FifoStats& f : r.fifos)
+    for (const CurvePoint& p : fifoTimeline(f))
+      events.push_back({{"name", f.name}, {"ph", "C"}, {"pid", 1}, {"ts", p.cycle * us},
+                        {"args", {{"occupancy", p.writes - p.reads}}}});
+  out << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << '\n';
+}
+
+}  // namespace stc::sim

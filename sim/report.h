@@ -1,0 +1,39 @@
+#pragma once
+// Presenting a simulation: JSON, the human summary and deadlock report, token-curve CSV, VCD and
+// Chrome/Perfetto traces; and the search for the smallest depth change that breaks a deadlock.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "sim/engine.h"
+
+namespace stc::sim {
+
+/// The smallest single-FIFO depth change that lets a deadlocked network finish.
+struct DepthFix {
+  int fifo = -1;        ///< -1: no single FIFO of the cycle breaks it
+  int64_t from = 0;
+  int64_t to = 0;
+  int64_t cyclesAfter = 0;
+};
+
+/// Re-simulates with each FULL FIFO of the wait-for cycle deepened (binary search on its depth), and
+/// returns the change adding the fewest bits.
+DepthFix findDepthFix(const Program& program, const RunConfig& config, const SimResult& deadlocked);
+
+/// The JSON object of `stc simulate --json` (DESIGN.md and the simulator issue list the fields).
+nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix, double clockMhz);
+
+/// The human summary: latency, then a line per task and per FIFO; on deadlock, the report.
+void printSummary(std::ostream& out, const SimResult& r, const std::optional<DepthFix>& fix, double clockMhz);
+
+/// Token curves as CSV rows `fifo,cycle,writes,reads` (cumulative counts after each cycle with a change).
+void writeCurvesCsv(std::ostream& out, const SimResult& r);
+/// FIFO occupancy and task state (0 idle, 1 running, 2 stalled on full, 3 stalled on empty, 4 done) as VCD.
+void writeVcd(std::ostream& out, const SimResult& r, double clockMhz);
+/// Chrome/Perfetto trace-event JSON: a track per task with busy and stalled spans, a counter per FIFO.
+void writeTrace(std::ostream& out, const SimResult& r, double clockMhz);
+
+}  // namespace stc::sim

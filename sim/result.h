@@ -1,0 +1,64 @@
+#pragma once
+// What a simulation tells its user: latency, per-task and per-FIFO statistics, token curves, stall spans
+// and, on deadlock, the wait-for cycle.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/run_queue.h"
+
+namespace stc::sim {
+
+/// A span [begin, end) in which a task waited on a FIFO.
+struct StallSpan {
+  int64_t begin;
+  int64_t end;
+  int fifo;
+  bool full;  ///< waiting to write a full FIFO (else to read an empty one)
+};
+
+struct TaskStats {
+  std::string name;
+  int64_t start = -1;  ///< global cycle of the task's local cycle 0, after any stall before its first event
+  int64_t end = -1;    ///< one past its last event
+  int64_t stallFull = 0;
+  int64_t stallEmpty = 0;
+  int64_t events = 0;
+  bool finished = false;
+  std::vector<StallSpan> stalls;  ///< when recorded
+};
+
+struct FifoStats {
+  std::string name;
+  int64_t width = 0;
+  int64_t depth = 0;  ///< as simulated; kUnboundedDepth = -1
+  int64_t tokens = 0;
+  int64_t maxOccupancy = 0;
+  int64_t written = 0;
+  int64_t read = 0;
+  int writer = -1, reader = -1;
+  std::vector<TimeRun> writeTimes, readTimes;  ///< token curves, when recorded
+};
+
+/// One link of a wait-for cycle: `task` waits to `write` (FULL) or read (EMPTY) `fifo`.
+struct WaitEdge {
+  int task = -1;
+  int fifo = -1;
+  bool write = false;
+  int64_t occupancy = 0;
+  int64_t depth = 0;
+};
+
+struct SimResult {
+  std::string network;
+  bool deadlock = false;
+  int64_t cycles = 0;     ///< 1 + the last event's cycle; on deadlock, the cycle at which progress stopped
+  int64_t events = 0;     ///< I/O events simulated
+  double wallSeconds = 0;
+  std::vector<TaskStats> tasks;
+  std::vector<FifoStats> fifos;
+  std::vector<WaitEdge> deadlockCycle;
+};
+
+}  // namespace stc::sim

@@ -1,0 +1,113 @@
+// The stc command line, run as a user runs it: exit codes and messages.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out;
+};
+
+Outcome stc(const std::string& args) {
+  std::string cmd = std::string(STC_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kNets = STC_SOURCE_DIR "/models/networks/";
+
+TEST(Cli, ItensorConvertWorkedExamples) {
+  Outcome o = stc(
+      "itensor convert 'itensor<4x2xf32, iter_space: [4,2]*[2,4], iter_map: (d0,d1)->(d1,d0)>' "
+      "'itensor<4x2xf32, iter_space: [4,2,2]*[2,1,4], iter_map: (d0,d1,d2)->(d2,d0)>' --json");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.out, "{\"buffer_bytes\":128,\"buffer_shape\":[8,2],\"compatible\":false,\"shared_loops\":1}\n");
+  o = stc("itensor convert 'itensor<2x2xf32, iter_space: [4,4]*[2,2], iter_map: (d0,d1)->(d0,d1)>' "
+          "'itensor<2x2xf32, iter_space: [4,4]*[2,2], iter_map: (d0,d1)->(d0,d1)>' --json");
+  EXPECT_EQ(o.out, "{\"compatible\":true}\n");
+}
+
+TEST(Cli, ItensorConvertMalformed) {
+  Outcome o = stc("itensor convert 'itensor<4x2xf32 iter_space: [4]*[1], iter_map: (d0)->(d0,0)>' "
+                  "'itensor<4x2xf32, iter_space: [4]*[1], iter_map: (d0)->(d0,0)>'");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out,
+            "src:1:17: error: expected ','\n  itensor<4x2xf32 iter_space: [4]*[1], iter_map: (d0)->(d0,0)>\n"
+            "                  ^\n");
+}
+
+TEST(Cli, SimulateForkJoinDeadlocks) {
+  Outcome o = stc("simulate " + kNets + "fork_join.yaml");
+  EXPECT_EQ(o.code, 3);
+  EXPECT_NE(o.out.find("A waits to write a_c: FULL, 2/2 tokens; it needs C"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("C waits to read b_c: EMPTY, 0/2 tokens; it needs B"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("B waits to read a_b: EMPTY, 0/2 tokens; it needs A"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("fix: depth of a_c 2 -> 62"), std::string::npos) << o.out;
+}
+
+TEST(Cli, SimulateJsonAndDepthOverride) {
+  Outcome o = stc("simulate " + kNets + "fork_join.yaml --fifo-depth unbounded --json --engine direct");
+  EXPECT_EQ(o.code, 0);
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["deadlock"], false);
+  EXPECT_EQ(j["fifos"][1]["depth"], nullptr);
+  Outcome fixed = stc("simulate " + kNets + "fork_join_fixed.yaml --json");
+  EXPECT_EQ(fixed.code, 0);
+  EXPECT_GE(nlohmann::json::parse(fixed.out)["cycles"].get<int64_t>(), j["cycles"].get<int64_t>());
+}
+
+TEST(Cli, SimulateNeedsBoundSymbols) {
+  Outcome o = stc("simulate " + kNets + "attention_row.yaml");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("the network uses symbol 'ctx': bind it with --ctx N"), std::string::npos) << o.out;
+  EXPECT_EQ(stc("simulate " + kNets + "attention_row.yaml --ctx 128").code, 0);
+}
+
+TEST(Cli, BadInputsExitOne) {
+  EXPECT_EQ(stc("simulate /nonexistent.yaml").out, "/nonexistent.yaml: error: cannot open the file\n");
+  EXPECT_EQ(stc("simulate /nonexistent.yaml").code, 1);
+  Outcome o = stc("simulate " + kNets + "chain.yaml --fifo-depth deep");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc simulate: error: --fifo-depth expects auto, unbounded or a positive integer, got 'deep'\n");
+  o = stc("simulate --bogus");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(stc("frobnicate").code, 1);
+  o = stc("compile x.yaml -o y.yaml");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("unsupported"), std::string::npos);
+}
+
+TEST(Cli, CheckSummaries) {
+  Outcome o = stc("check " + kNets + "fork_join.yaml");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.out, kNets + "fork_join.yaml: network 'fork_join': 3 tasks (0 DMA), 3 FIFOs, 5 ports: ok\n");
+  o = stc("check " + std::string(STC_SOURCE_DIR) + "/configs/u55c.yaml");
+  EXPECT_EQ(o.code, 0);
+}
+
+TEST(Cli, OutputsAreWritten) {
+  std::string dir = ::testing::TempDir();
+  Outcome o = stc("simulate " + kNets + "chain.yaml --curves " + dir + "c.csv --vcd " + dir + "c.vcd --trace " + dir +
+                  "c.json");
+  EXPECT_EQ(o.code, 0) << o.out;
+  std::ifstream csv(dir + "c.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "fifo,cycle,writes,reads");
+  EXPECT_TRUE(std::ifstream(dir + "c.vcd").good());
+  EXPECT_TRUE(std::ifstream(dir + "c.json").good());
+}
+
+}  // namespace

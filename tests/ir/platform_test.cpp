@@ -1,0 +1,57 @@
+#include "compiler/ir/platform.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/ir/yaml_io.h"
+
+namespace stc {
+namespace {
+
+TEST(Platform, EmbeddedDefaultIsTheU55C) {
+  const Platform& p = defaultPlatform();
+  EXPECT_EQ(p.name, "u55c");
+  EXPECT_EQ(p.shell, "xilinx_u55c_gen3x16_xdma_3_202210_1");
+  EXPECT_DOUBLE_EQ(p.kernelClockMhz, 250);
+  EXPECT_EQ(p.hbm.channels, 32);
+  EXPECT_EQ(p.hbm.channelBytes, 512LL << 20);
+  EXPECT_NEAR(p.hbm.channelGbps * p.hbm.channels, 460, 1e-9);
+  EXPECT_EQ(p.resources.dsp, 9024);
+  EXPECT_EQ(p.resources.bram18k, 4032);
+  EXPECT_EQ(p.resources.uram, 960);
+  EXPECT_EQ(p.resources.lut, 1303680);
+  EXPECT_EQ(p.resources.ff, 2607360);
+  EXPECT_EQ(p.resources.slrs, 3);
+  EXPECT_EQ(readTextFile(STC_SOURCE_DIR "/configs/u55c.yaml"), defaultPlatformText());
+}
+
+TEST(Platform, U280) {
+  Platform p = loadPlatform(STC_SOURCE_DIR "/configs/u280.yaml");
+  EXPECT_EQ(p.hbm.channelBytes, 256LL << 20);
+}
+
+std::string errorOf(const std::string& from, const std::string& to) {
+  std::string text = defaultPlatformText();
+  size_t at = text.find(from);
+  if (at == std::string::npos) return "pattern not found: " + from;
+  text.replace(at, from.size(), to);
+  try {
+    parsePlatform(text, "bad.yaml");
+  } catch (const UserError& e) {
+    std::string m = e.what();
+    return m.substr(m.find("error:"));
+  }
+  return "no error";
+}
+
+TEST(Platform, BadFieldsAreNamed) {
+  EXPECT_EQ(errorOf("kernel_clock_mhz: 250", "kernel_clock_mhz: -5"), "error: field 'kernel_clock_mhz': must be positive, got -5");
+  EXPECT_EQ(errorOf("kernel_clock_mhz: 250", "kernel_clock: 250"),
+            "error: field 'kernel_clock': unknown field of a platform (known: platform, shell, part, kernel_clock_mhz, hbm, "
+            "resources, host)");
+  EXPECT_EQ(errorOf("channel_gbps: 14.375", "channel_gbps: 99"),
+            "error: field 'channel_gbps': exceeds what bus_bits at clock_mhz can carry (14.400000 GB/s)");
+  EXPECT_EQ(errorOf("dsp: 9024", "dsp: lots"), "error: field 'dsp': expected an integer, got 'lots'");
+}
+
+}  // namespace
+}  // namespace stc

@@ -1,0 +1,79 @@
+// Report formats: JSON fields, curves CSV rows, VCD and trace structure.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "sim/report.h"
+#include "sim_helpers.h"
+
+namespace stc::testing {
+namespace {
+
+const char* kDepthOne =
+    "network: n\nfifos: [{name: f, width: 32, depth: 1}]\ntasks:\n"
+    "  - {name: a, phases: [{trip: [4], ii: 1, latency: 1, ports: [{fifo: f, dir: out}]}]}\n"
+    "  - {name: b, phases: [{trip: [4], ii: 1, latency: 1, ports: [{fifo: f, dir: in}]}]}\n";
+
+sim::RunConfig recordAll() {
+  sim::RunConfig c;
+  c.recordCurves = true;
+  c.recordStalls = true;
+  return c;
+}
+
+TEST(Report, JsonFields) {
+  sim::SimResult r = simulateText(kDepthOne);
+  nlohmann::json j = sim::resultJson(r, std::nullopt, 250);
+  EXPECT_EQ(j["cycles"], 9);
+  EXPECT_EQ(j["deadlock"], false);
+  EXPECT_EQ(j["events"], 8);
+  EXPECT_TRUE(j["wall_seconds"].is_number());
+  EXPECT_EQ(j["deadlock_cycle"].size(), 0u);
+  EXPECT_EQ(j["tasks"][0], (nlohmann::json{{"name", "a"}, {"start", 0}, {"end", 8}, {"stall_full", 3},
+                                            {"stall_empty", 0}, {"events", 4}}));
+  EXPECT_EQ(j["fifos"][0], (nlohmann::json{{"name", "f"}, {"width", 32}, {"depth", 1}, {"tokens", 4},
+                                            {"max_occupancy", 1}}));
+}
+
+TEST(Report, DeadlockJson) {
+  std::string text = readTextFile(STC_SOURCE_DIR "/models/networks/fork_join.yaml");
+  sim::SimResult r = simulateText(text);
+  nlohmann::json j = sim::resultJson(r, sim::DepthFix{1, 2, 62, 0}, 250);
+  EXPECT_TRUE(j["cycles"].is_null());
+  EXPECT_EQ(j["deadlock_cycle"][0], (nlohmann::json{{"task", "A"}, {"fifo", "a_c"}, {"kind", "write"},
+                                                     {"state", "FULL"}, {"occupancy", 2}, {"depth", 2}}));
+  EXPECT_EQ(j["deadlock_cycle"][1]["state"], "EMPTY");
+  EXPECT_EQ(j["fix"]["depth_to"], 62);
+}
+
+TEST(Report, CurvesCsv) {
+  // Writes at 1, 3, 5, 7 and reads at 2, 4, 6, 8 (see the depth-one timing test).
+  sim::SimResult r = simulateText(kDepthOne, false, {}, recordAll());
+  std::ostringstream s;
+  sim::writeCurvesCsv(s, r);
+  EXPECT_EQ(s.str(),
+            "fifo,cycle,writes,reads\nf,1,1,0\nf,2,1,1\nf,3,2,1\nf,4,2,2\nf,5,3,2\nf,6,3,3\nf,7,4,3\nf,8,4,4\n");
+}
+
+TEST(Report, VcdAndTrace) {
+  sim::SimResult r = simulateText(kDepthOne, true, {}, recordAll());
+  std::ostringstream vcd;
+  sim::writeVcd(vcd, r, 250);
+  EXPECT_NE(vcd.str().find("$timescale 1ps $end"), std::string::npos);
+  EXPECT_NE(vcd.str().find("$var reg 3 ! a $end"), std::string::npos);
+  EXPECT_NE(vcd.str().find("$var reg 32 # f $end"), std::string::npos);
+  EXPECT_NE(vcd.str().find("#4000\n"), std::string::npos);  // cycle 1 at 4 ns
+  std::ostringstream trace;
+  sim::writeTrace(trace, r, 250);
+  nlohmann::json t = nlohmann::json::parse(trace.str());
+  int stalls = 0, counters = 0;
+  for (const auto& e : t["traceEvents"]) {
+    stalls += e.value("cat", "") == "stall";
+    counters += e["ph"] == "C";
+  }
+  EXPECT_EQ(stalls, 6);    // three FULL stalls of a, three EMPTY stalls of b
+  EXPECT_EQ(counters, 8);  // one per cycle with a change
+}
+
+}  // namespace
+}  // namespace stc::testing

@@ -1,0 +1,146 @@
+// Cycle counts derived by hand from the timing semantics of DESIGN.md; each test runs both schedulers.
+#include <gtest/gtest.h>
+
+#include "sim_helpers.h"
+
+namespace stc::testing {
+namespace {
+
+class Timing : public ::testing::TestWithParam<bool> {
+ protected:
+  sim::SimResult run(const std::string& text) { return simulateText(text, GetParam()); }
+};
+
+// A source (latency Ls), m middle stages (latency Lm) and a sink, T tokens, ii 1, depth 2, 32 bits:
+// stage i writes token j at Ls + i*(1 + Lm) + j, the sink reads it one cycle later, so the latency is
+// Ls + m*(1 + Lm) + T + 1 and nobody stalls.
+std::string chain(int stages, int tokens, int ls, int lm) {
+  std::string s = "network: chain\nfifos:\n";
+  for (int i = 0; i <= stages; ++i) s += "  - {name: f" + std::to_string(i) + ", width: 32}\n";
+  s += "tasks:\n  - {name: src, phases: [{trip: [" + std::to_string(tokens) + "], latency: " + std::to_string(ls) +
+       ", ports: [{fifo: f0, dir: out}]}]}\n";
+  for (int i = 1; i <= stages; ++i)
+    s += "  - {name: s" + std::to_string(i) + ", phases: [{trip: [" + std::to_string(tokens) +
+         "], latency: " + std::to_string(lm) + ", ports: [{fifo: f" + std::to_string(i - 1) + ", dir: in}, {fifo: f" +
+         std::to_string(i) + ", dir: out}]}]}\n";
+  s += "  - {name: dst, phases: [{trip: [" + std::to_string(tokens) + "], ports: [{fifo: f" + std::to_string(stages) +
+       ", dir: in}]}]}\n";
+  return s;
+}
+
+TEST_P(Timing, ChainClosedForm) {
+  for (auto [m, T, ls, lm] : {std::tuple{1, 1024, 3, 5}, {5, 100, 1, 1}, {10, 7, 4, 0}, {0, 9, 2, 0}}) {
+    sim::SimResult r = run(chain(m, T, ls, lm));
+    EXPECT_FALSE(r.deadlock);
+    EXPECT_EQ(r.cycles, ls + m * (1 + lm) + T + 1) << "m=" << m << " T=" << T;
+    EXPECT_EQ(r.events, 2LL * (m + 1) * T);
+    for (const auto& t : r.tasks) EXPECT_EQ(t.stallFull + t.stallEmpty, 0) << t.name;
+  }
+}
+
+TEST_P(Timing, ChainExampleFile) {
+  sim::SimResult r = run(readTextFile(STC_SOURCE_DIR "/models/networks/chain.yaml"));
+  EXPECT_EQ(r.cycles, 3 + 1 * (1 + 5) + 1024 + 1);
+}
+
+// Source ii 2 latency 1 writes j at 2j + 1; the sink (ii 1) reads j at 2j + 2, stalling one cycle on
+// every token after the first.
+TEST_P(Timing, SlowProducer) {
+  sim::SimResult r = run(
+      "network: n\nfifos: [{name: f, width: 32}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [10], ii: 2, latency: 1, ports: [{fifo: f, dir: out}]}]}\n"
+      "  - {name: b, phases: [{trip: [10], ii: 1, latency: 1, ports: [{fifo: f, dir: in}]}]}\n");
+  EXPECT_EQ(r.cycles, 2 * 10 + 1);
+  EXPECT_EQ(task(r, "b").stallEmpty, 9);
+  EXPECT_EQ(task(r, "b").start, 2);
+  EXPECT_EQ(task(r, "a").stallFull, 0);
+}
+
+// Latency 10 > ii 1 into a consumer of ii 3 with depth 2: the consumer reads j at 3j + 11; the producer's
+// write j (j >= 2) waits for read j-2: ready at 3j + 6, two cycles after it could go for j >= 3.
+TEST_P(Timing, LatencyAboveIiWithBackpressure) {
+  sim::SimResult r = run(
+      "network: n\nfifos: [{name: f, width: 32}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [8], ii: 1, latency: 10, ports: [{fifo: f, dir: out}]}]}\n"
+      "  - {name: b, phases: [{trip: [8], ii: 3, latency: 1, ports: [{fifo: f, dir: in}]}]}\n");
+  EXPECT_EQ(r.cycles, 3 * 8 + 9);
+  EXPECT_EQ(task(r, "a").stallFull, 2 * 5);
+  EXPECT_EQ(task(r, "b").stallEmpty, 0);
+  EXPECT_EQ(fifo(r, "f").maxOccupancy, 2);
+}
+
+// Level -1: one token per phase, written at the last iteration (7 + latency 2 = 9), read at 10.
+TEST_P(Timing, PerPhasePorts) {
+  sim::SimResult r = run(
+      "network: n\nfifos: [{name: f, width: 32}, {name: g, width: 32}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [8], ii: 1, latency: 2, ports: [{fifo: f, dir: out, level: -1}]}]}\n"
+      "  - {name: b, phases: [{trip: [4], ii: 1, latency: 3, ports: [{fifo: f, dir: in, level: -1}, {fifo: g, dir: out}]}]}\n"
+      "  - {name: c, phases: [{trip: [4], ii: 1, latency: 1, ports: [{fifo: g, dir: in}]}]}\n");
+  // b reads f at 10 (local 0); writes g at 10 + j + 3 = 13..16; c reads at 14..17.
+  EXPECT_EQ(task(r, "b").start, 10);
+  EXPECT_EQ(r.cycles, 18);
+  EXPECT_EQ(fifo(r, "f").tokens, 1);
+}
+
+// Two phases: b reads 4 tokens (local 0..3, latency 3) then its second phase starts at local
+// 3 + 3 + 1 = 7 and writes j at 7 + 2j + 1. With b's offset of 2 the writes land at 10, 12, 14, 16; c
+// reads them at 11, 13, 15, 17, stalling 3 cycles in all.
+TEST_P(Timing, TwoPhases) {
+  sim::SimResult r = run(
+      "network: n\nfifos: [{name: f1, width: 32, depth: 4}, {name: f2, width: 32}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [4], ii: 1, latency: 1, ports: [{fifo: f1, dir: out}]}]}\n"
+      "  - name: b\n    phases:\n"
+      "      - {trip: [4], ii: 1, latency: 3, ports: [{fifo: f1, dir: in}]}\n"
+      "      - {trip: [4], ii: 2, latency: 1, ports: [{fifo: f2, dir: out}]}\n"
+      "  - {name: c, phases: [{trip: [4], ii: 1, latency: 1, ports: [{fifo: f2, dir: in}]}]}\n");
+  EXPECT_EQ(r.cycles, 18);
+  EXPECT_EQ(task(r, "b").start, 2);
+  EXPECT_EQ(task(r, "b").end, 17);
+  EXPECT_EQ(task(r, "c").stallEmpty, 3);
+}
+
+// 512 bits x depth 2 = 1024 bits: a shift register, read one cycle after the write; depth 3 (1536
+// bits) is RAM: two cycles. Likewise 1024 x 1 versus 1025 x 1, and unbounded counts as RAM.
+TEST_P(Timing, ReadLatencyBoundaryAt1024Bits) {
+  auto cycles = [&](int width, const char* depth) {
+    return run("network: n\nfifos: [{name: f, width: " + std::to_string(width) + ", depth: " + depth +
+               "}]\ntasks:\n"
+               "  - {name: a, phases: [{trip: [1], latency: 1, ports: [{fifo: f, dir: out}]}]}\n"
+               "  - {name: b, phases: [{trip: [1], latency: 1, ports: [{fifo: f, dir: in}]}]}\n")
+        .cycles;
+  };
+  EXPECT_EQ(cycles(512, "2"), 3);
+  EXPECT_EQ(cycles(512, "3"), 4);
+  EXPECT_EQ(cycles(1024, "1"), 3);
+  EXPECT_EQ(cycles(1025, "1"), 4);
+  EXPECT_EQ(cycles(8, "unbounded"), 4);
+}
+
+// Depth 1: the writer waits for each read (+1), the reader for each write (+1): tokens land at 1, 3, 5, 7
+// and are read at 2, 4, 6, 8.
+TEST_P(Timing, WriteAfterReadWithDepthOne) {
+  sim::SimResult r = run(
+      "network: n\nfifos: [{name: f, width: 32, depth: 1}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [4], ii: 1, latency: 1, ports: [{fifo: f, dir: out}]}]}\n"
+      "  - {name: b, phases: [{trip: [4], ii: 1, latency: 1, ports: [{fifo: f, dir: in}]}]}\n");
+  EXPECT_EQ(r.cycles, 9);
+  EXPECT_EQ(task(r, "a").stallFull, 3);
+  EXPECT_EQ(task(r, "b").stallEmpty, 3);
+  EXPECT_EQ(fifo(r, "f").maxOccupancy, 1);
+}
+
+// Symbolic tripcounts bound at run time: ctx/4 + 1 tokens.
+TEST_P(Timing, SymbolicTripcounts) {
+  std::string text =
+      "network: n\nfifos: [{name: f, width: 32}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [ctx/4 + 1], ii: 1, latency: 1, ports: [{fifo: f, dir: out}]}]}\n"
+      "  - {name: b, phases: [{trip: [ctx/4 + 1], ii: 1, latency: 1, ports: [{fifo: f, dir: in}]}]}\n";
+  sim::SimResult r = simulateText(text, GetParam(), {{"ctx", 40}});
+  EXPECT_EQ(r.cycles, 1 + 11 + 1);  // a writes j at 1 + j, b reads at 2 + j, 11 tokens
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedulers, Timing, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "SystemC" : "Direct"; });
+
+}  // namespace
+}  // namespace stc::testing
