@@ -1,7 +1,8 @@
 // The event engine. A task's next event is the earliest pending event among its ports' arithmetic
 // sequences (ties: lower port index, which puts writes before reads). Its time is
 //   T = max(local + offset, ready), offset = T(prev) - local(prev)
-// and a stall of T - (local + offset) cycles is charged to FULL (write) or EMPTY (read). When the data
+// and a stall of T - (local + offset) cycles is charged to FULL (write) or EMPTY (read); a wait before a
+// task's first event is not a stall but its start. When the data
 // an event depends on has not been computed yet, the task blocks and records what it waits on; the other
 // side wakes it. Maximum occupancy is found by merging each FIFO's write and read times in time order
 // as soon as the order of the two heads is certain (writes first at equal cycles).
@@ -105,8 +106,10 @@ bool Engine::run(int t) {
     int64_t time = earliest;
     if (ready > earliest) {
       time = ready;
-      (c.write ? ts.stallFull : ts.stallEmpty) += ready - earliest;
-      if (config_.recordStalls) ts.stalls.push_back({earliest, ready, c.fifo, c.write});
+      if (ts.start >= 0) {  // a wait before the first event delays the start; later ones are stalls
+        (c.write ? ts.stallFull : ts.stallEmpty) += ready - earliest;
+        if (config_.recordStalls) ts.stalls.push_back({earliest, ready, c.fifo, c.write});
+      }
     }
     ts.offset = time - c.next;
     if (ts.start < 0) ts.start = ts.offset;

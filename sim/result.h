@@ -22,8 +22,8 @@ struct TaskStats {
   std::string name;
   int64_t start = -1;  ///< global cycle of the task's local cycle 0, after any stall before its first event
   int64_t end = -1;    ///< one past its last event
-  int64_t stallFull = 0;
-  int64_t stallEmpty = 0;
+  int64_t stallFull = 0;   ///< cycles stalled on full FIFOs after the start
+  int64_t stallEmpty = 0;  ///< cycles stalled on empty FIFOs after the start
   int64_t events = 0;
   bool finished = false;
   std::vector<StallSpan> stalls;  ///< when recorded

@@ -80,7 +80,8 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
   std::vector<Bindings> samples = sampleBindings(net, bindings);
   std::map<std::string, Endpoint> writers, readers;
   std::map<std::string, const Task*> tasks;
-  auto visitPort = [&](const Task& t, const Port& p, const Phase* phase) {
+  // Registers p as its FIFO's writer or reader and, when countable, its token count under each sample.
+  auto visitPort = [&](const Task& t, const Port& p, const Phase* phase, bool countable) {
     if (!fifos.count(p.fifo)) {
       diag.error(p.loc, "field 'fifo': task '" + t.name + "' uses unknown FIFO '" + p.fifo + "'");
       return;
@@ -96,6 +97,7 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
       return;
     }
     for (const Bindings& b : samples) {
+      if (!countable) break;
       try {
         if (phase) end.tokens.push_back(portTokens(*phase, p, b));
         else {
@@ -126,7 +128,7 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
       if (p.dir != want)
         diag.error(p.loc, std::string("field 'dir': the port of a ") + taskKindName(t.kind) + " must be '" +
                               (want == PortDir::kOut ? "out" : "in") + "'");
-      if (p.dir == want && fifos.count(p.fifo) && fifos[p.fifo]->width > 0) visitPort(t, p, nullptr);
+      visitPort(t, p, nullptr, p.dir == want && fifos.count(p.fifo) && fifos[p.fifo]->width > 0);
       continue;
     }
     if (t.phases.empty()) diag.error(t.loc, "field 'phases': task '" + t.name + "' has no phases");
@@ -145,12 +147,11 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
       }
       int rank = static_cast<int>(ph.trip.size());
       for (const auto& p : ph.ports) {
-        if (p.level && (*p.level < -1 || *p.level >= rank)) {
+        bool levelOk = !p.level || (*p.level >= -1 && *p.level < rank);
+        if (!levelOk)
           diag.error(p.loc, "field 'level': " + std::to_string(*p.level) + " is out of range for a nest of " +
                                 std::to_string(rank) + " loops (-1 to " + std::to_string(rank - 1) + ")");
-          continue;
-        }
-        visitPort(t, p, &ph);
+        visitPort(t, p, &ph, levelOk);
       }
     }
   }

@@ -26,7 +26,7 @@ TEST(ITensor, ParsesAndPrints) {
   EXPECT_EQ(t.tokenCount(), 16);
   EXPECT_EQ(t.tokenBits(), 256);
   EXPECT_EQ(t.dataShape(), (std::vector<int64_t>{8, 8}));
-  EXPECT_EQ(ITensorType::parse("itensor< 4 x2xf32 ,iter_space:[4, 2, 2] * [2,1,4],iter_map:(d0, d1, d2) -> (d2, d0)>"),
+  EXPECT_EQ(ITensorType::parse("itensor< 4x2xf32 ,iter_space:[4, 2, 2] * [2,1,4],iter_map:(d0, d1, d2) -> (d2, d0)>"),
             t);
 }
 
@@ -124,7 +124,7 @@ TEST(ITensor, MalformedTypesPointAtTheColumn) {
   EXPECT_EQ(message("itensor<4x2xq7, iter_space: [4]*[1], iter_map: (d0)->(d0,0)>"),
             "column 13: unknown element type 'q7'");
   EXPECT_EQ(message("itensor<4x2xf32, iter_space: [4]*[1], iter_map: (d0)->(d1,0)>"),
-            "column 54: unknown dimension 'd1'");
+            "column 56: unknown dimension 'd1'");
   EXPECT_EQ(message("itensor<4x2xf32, iter_space: [4,2]*[1], iter_map: (d0,d1)->(d0,d1)>"),
             "invalid itensor type: iter_space has 2 tripcounts but 1 steps");
   EXPECT_EQ(message("itensor<4x2xf32, iter_space: [4]*[0], iter_map: (d0)->(d0,0)>"),

@@ -59,7 +59,7 @@ TEST(Network, UnknownFifo) {
   EXPECT_EQ(errorOf(std::string(kHeader) +
                     "  - {name: a, phases: [{trip: [4], ports: [{fifo: f, dir: out}, {fifo: g, dir: out}]}]}\n"
                     "  - {name: b, phases: [{trip: [4], ports: [{fifo: f, dir: in}]}]}\n"),
-            "net.yaml:5:73: error: field 'fifo': task 'a' uses unknown FIFO 'g'");
+            "net.yaml:5:65: error: field 'fifo': task 'a' uses unknown FIFO 'g'");
 }
 
 TEST(Network, SecondWriter) {
@@ -105,15 +105,15 @@ TEST(Network, IiLevelAndFieldErrors) {
                     "  - {name: b, phases: [{trip: [4], ports: [{fifo: f, dir: in}]}]}\n"),
             "net.yaml:5:44: error: field 'level': 1 is out of range for a nest of 1 loops (-1 to 0)");
   EXPECT_EQ(errorOf(std::string(kHeader) + "  - {name: a, phases: [{trip: [4], ii: fast, ports: []}]}\n"),
-            "net.yaml:5:41: error: field 'ii': expected an integer, got 'fast'");
+            "net.yaml:5:40: error: field 'ii': expected an integer, got 'fast'");
   EXPECT_EQ(errorOf(std::string(kHeader) + "  - {name: a, phases: [{trip: [4], iii: 2, ports: []}]}\n"),
-            "net.yaml:5:37: error: field 'iii': unknown field of a phase (known: trip, ii, latency, ports)");
+            "net.yaml:5:36: error: field 'iii': unknown field of a phase (known: trip, ii, latency, ports)");
   EXPECT_EQ(errorOf(std::string(kHeader) + "  - {name: a, phases: [{trip: [4], ports: [{fifo: f, dir: sideways}]}]}\n"),
             "net.yaml:5:59: error: field 'dir': expected 'in' or 'out', got 'sideways'");
   EXPECT_EQ(errorOf("network: n\nfifos: [{name: f, width: 32, depth: 0}]\ntasks: []\n"),
             "net.yaml:2:37: error: field 'depth': expected a positive integer or 'unbounded'");
   EXPECT_EQ(errorOf("network: n\ntasks: [{name: a, phases: [{trip: [4, ctx +], ports: []}]}]\n"),
-            "net.yaml:2:38: error: field 'trip': column 6 of expression 'ctx +': expected a number, a symbol or '('");
+            "net.yaml:2:39: error: field 'trip': column 6 of expression 'ctx +': expected a number, a symbol or '('");
 }
 
 TEST(Network, MalformedYaml) {

@@ -87,7 +87,7 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
           ready = wt[static_cast<size_t>(e.fifo)][k] + raw;
         }
         int64_t time = std::max(earliest, ready);
-        (e.order == 0 ? r.stallFull : r.stallEmpty)[t] += time - earliest;
+        if (pos[t] > 0) (e.order == 0 ? r.stallFull : r.stallEmpty)[t] += time - earliest;
         (e.order == 0 ? wt : rt)[static_cast<size_t>(e.fifo)].push_back(time);
         prevT[t] = time;
         prevLocal[t] = e.local;
