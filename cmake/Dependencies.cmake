@@ -36,9 +36,6 @@ stc_require(CLI11_FOUND "CLI11" "libcli11-dev")
 find_package(nlohmann_json QUIET)
 stc_require(nlohmann_json_FOUND "nlohmann-json" "nlohmann-json3-dev")
 
-find_package(fmt QUIET)
-stc_require(fmt_FOUND "fmt" "libfmt-dev")
-
 # Debian's libonnx-dev is built with ONNX_ML=1 and ONNX_NAMESPACE=onnx (its imported targets carry
 # both); Protobuf must be found first because ONNX's targets link protobuf::libprotobuf.
 find_package(Protobuf QUIET)
