@@ -27,6 +27,39 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
   }
 }
 
+Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,
+                             const std::vector<std::string>& binds) {
+  Bindings b;
+  if (ctx) {
+    if (*ctx < 1) throw UserError(command + ": error: --ctx must be at least 1");
+    b["ctx"] = *ctx;
+  }
+  for (const std::string& kv : binds) {
+    size_t eq = kv.find('=');
+    bool ok = eq != std::string::npos && eq > 0;
+    int64_t v = 0;
+    if (ok) {
+      try {
+        size_t used = 0;
+        v = std::stoll(kv.substr(eq + 1), &used);
+        ok = used == kv.size() - eq - 1;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) throw UserError(command + ": error: --bind expects NAME=INTEGER, got '" + kv + "'");
+    b[kv.substr(0, eq)] = v;
+  }
+  return b;
+}
+
+void requireBound(const Network& net, const Bindings& bindings, const std::string& file) {
+  for (const std::string& s : net.symbols())
+    if (!bindings.count(s))
+      throw UserError(file + ": error: the network uses symbol '" + s + "': bind it with " +
+                      (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+}
+
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description) {
   app.allow_extras();
   return [name, description]() {

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   CLI::App* simulate = app.add_subcommand("simulate", "simulate a network cycle by cycle");
   add(simulate, stc::cli::addSimulate(*simulate));
   CLI::App* size = app.add_subcommand("size-fifos", "size every FIFO of a network with a linear program");
-  add(size, stc::cli::addUnimplemented(*size, "size-fifos", "the FIFO sizer"));
+  add(size, stc::cli::addSizeFifos(*size));
   CLI::App* emit = app.add_subcommand("emit", "emit the Vitis HLS project of a model or network");
   add(emit, stc::cli::addUnimplemented(*emit, "emit", "HLS emission"));
   CLI::App* run = app.add_subcommand("run", "compile, simulate, size, verify and emit in one go");

@@ -25,32 +25,6 @@ struct SimulateArgs {
   bool json = false;
 };
 
-Bindings parseBindings(const SimulateArgs& a) {
-  Bindings b;
-  if (a.ctx) {
-    if (*a.ctx < 1) throw UserError("stc simulate: error: --ctx must be at least 1");
-    b["ctx"] = *a.ctx;
-  }
-  for (const std::string& kv : a.binds) {
-    size_t eq = kv.find('=');
-    std::string name = kv.substr(0, eq);
-    bool ok = eq != std::string::npos && !name.empty();
-    int64_t v = 0;
-    if (ok) {
-      try {
-        size_t used = 0;
-        v = std::stoll(kv.substr(eq + 1), &used);
-        ok = used == kv.size() - eq - 1;
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    if (!ok) throw UserError("stc simulate: error: --bind expects NAME=INTEGER, got '" + kv + "'");
-    b[name] = v;
-  }
-  return b;
-}
-
 std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& mode) {
   std::vector<int64_t> depths;
   if (mode == "auto") return depths;
@@ -78,11 +52,8 @@ int simulate(const SimulateArgs& a) {
     throw UserError(a.input + ": error: unsupported: simulating a model needs the compiler (stc compile); "
                               "give a network file (its first key is 'network')");
   Network net = parseNetwork(text, a.input);
-  Bindings bindings = parseBindings(a);
-  for (const std::string& s : net.symbols())
-    if (!bindings.count(s))
-      throw UserError(a.input + ": error: the network uses symbol '" + s + "': bind it with " +
-                      (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+  Bindings bindings = parseSymbolBindings("stc simulate", a.ctx, a.binds);
+  requireBound(net, bindings, a.input);
   sim::Program prog = sim::compileProgram(net, bindings);
   sim::RunConfig config;
   config.depths = resolveDepths(prog, a.fifoDepth);

@@ -1,0 +1,218 @@
+// FIFO sizing.
+//
+// 1. Simulate with every FIFO unbounded, recording token curves. For FIFO f from task i to task j, with
+//    w_k and r_k its write and read times relative to the starts of i and j:
+//      D_f = max_k (w_k + raw - r_k)     the smallest start delay s_j - s_i at which every token is
+//                                        readable when j wants it
+//      T_f tokens, II_source and II_target (mean spacing of writes and of reads).
+// 2. LP (GLPK): minimise sum_f width_f / II_source_f * (s_j - s_i) subject to s_j - s_i >= D_f.
+//    Producers move as late and consumers as early as their neighbours allow; a reconvergent short path
+//    keeps the delay its long twin imposes.
+// 3. Token equations on the measured curves, with delay d = s_j - s_i. A writer with several outputs must
+//    never stall (its other outputs would starve): write k needs read k - depth by w_k - 1, so
+//    depth_f = max_k (k + 1 - #{m : r_m + d < w_k}) (for a faster source T - floor(...), for a slower one
+//    ceil((d - D)/II_source): the paper's closed forms). A writer with one output may stall: depth_f is the
+//    smallest depth at which, replaying the writer with back-pressure, every token is still readable when
+//    the reader wants it (bisection). Either way at least 1 and at most the maximum occupancy of step 1,
+//    which never stalls a writer.
+// 4. Simulate with those depths. On a deadlock, double the FULL FIFOs of the wait-for cycle; when more
+//    than 1% slower than step 1, double the FIFOs whose writers stalled; each capped at the maximum
+//    occupancy, so the loop ends at worst on the maximum-occupancy baseline.
+#include "compiler/sizing/fifo_sizing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "compiler/sizing/lp_solver.h"
+#include "sim/engine.h"
+
+namespace stc::sizing {
+
+MemoryBinding bindMemory(int64_t depth, int64_t width) {
+  int64_t bits = depth * width;
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  if (bits <= 1024) return {"shift_register", ceilDiv(depth, 32) * width};  // SRL32: 32 deep per LUT and bit
+  if (depth <= 64) return {"lutram", width};                               // RAM64X1D: one LUT per bit
+  int64_t bram = ceilDiv(width, 36) * ceilDiv(depth, 512);
+  if (bram <= 16) return {"bram18k", bram};
+  return {"uram", ceilDiv(width, 72) * ceilDiv(depth, 4096)};
+}
+
+namespace {
+
+std::vector<int64_t> expand(const std::vector<sim::TimeRun>& runs, int64_t base) {
+  std::vector<int64_t> v;
+  for (const sim::TimeRun& r : runs)
+    for (int64_t k = 0; k < r.count; ++k) v.push_back(r.start + k * r.stride - base);
+  return v;
+}
+
+double meanSpacing(const std::vector<int64_t>& t) {
+  return t.size() > 1 ? static_cast<double>(t.back() - t.front()) / static_cast<double>(t.size() - 1) : 1.0;
+}
+
+// The depth at which no write stalls: max_k (k + 1 - #{m : r_m + delay < w_k}).
+int64_t noStallDepth(const std::vector<int64_t>& w, const std::vector<int64_t>& r, int64_t delay) {
+  int64_t best = 1;
+  size_t m = 0;
+  for (size_t k = 0; k < w.size(); ++k) {
+    while (m < r.size() && r[m] + delay < w[k]) ++m;
+    best = std::max(best, static_cast<int64_t>(k + 1) - static_cast<int64_t>(m));
+  }
+  return best;
+}
+
+// Whether depth d keeps every read on time when the writer may stall: the writer's write k goes at
+// W_k = max(W_k-1 + (w_k - w_k-1), R_k-d + 1) and must be readable (W_k + raw) by R_k = r_k + delay.
+bool readsOnTime(const std::vector<int64_t>& w, const std::vector<int64_t>& r, int64_t delay, int64_t d, int64_t raw) {
+  int64_t prev = 0;
+  for (size_t k = 0; k < w.size(); ++k) {
+    int64_t t = k == 0 ? w[0] : prev + (w[k] - w[k - 1]);
+    if (static_cast<int64_t>(k) >= d) t = std::max(t, r[k - static_cast<size_t>(d)] + delay + 1);
+    if (t + raw > r[k] + delay) return false;
+    prev = t;
+  }
+  return true;
+}
+
+// The smallest depth that keeps the reader on time, by bisection over [1, cap].
+int64_t consumerPacedDepth(const std::vector<int64_t>& w, const std::vector<int64_t>& r, int64_t delay, int64_t width,
+                           int64_t cap) {
+  auto ok = [&](int64_t d) { return readsOnTime(w, r, delay, d, sim::readAfterWrite(width, d)); };
+  if (!ok(cap)) return cap;
+  int64_t lo = 0, hi = cap;  // ok(hi); lo fails or is 0
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    (ok(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized) {
+  SizingResult out;
+  sim::Program prog = sim::compileProgram(net, options.bindings);
+  sim::RunConfig measure;
+  measure.depths.assign(prog.fifos.size(), kUnboundedDepth);
+  measure.recordCurves = true;
+  out.unbounded = sim::runDirect(prog, measure);
+  sized = net;
+  if (out.unbounded.deadlock) {
+    out.trueDeadlock = true;
+    return out;
+  }
+  out.cyclesUnbounded = out.unbounded.cycles;
+  const auto& tasks = out.unbounded.tasks;
+  size_t nf = prog.fifos.size();
+
+  // Step 1: the token model of each FIFO.
+  std::vector<std::vector<int64_t>> w(nf), r(nf);
+  std::vector<double> bound(nf), iiSource(nf), iiTarget(nf);
+  for (size_t f = 0; f < nf; ++f) {
+    const sim::FifoStats& fs = out.unbounded.fifos[f];
+    w[f] = expand(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start);
+    r[f] = expand(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
+    int64_t d = INT64_MIN;
+    for (size_t k = 0; k < w[f].size(); ++k) d = std::max(d, w[f][k] + 2 - r[f][k]);
+    bound[f] = static_cast<double>(d);
+    iiSource[f] = std::max(1.0, meanSpacing(w[f]));
+    iiTarget[f] = std::max(1.0, meanSpacing(r[f]));
+  }
+  if (options.strategy == Strategy::kConservative) {
+    double slowest = 1.0;
+    for (size_t f = 0; f < nf; ++f) slowest = std::max({slowest, iiSource[f], iiTarget[f]});
+    for (size_t f = 0; f < nf; ++f) {  // stretch every read schedule to the slowest pace
+      double scale = slowest / iiTarget[f];
+      for (auto& t : r[f]) t = r[f].front() + static_cast<int64_t>(std::ceil((t - r[f].front()) * scale));
+    }
+  }
+
+  // Step 2: the LP over task start offsets.
+  DifferenceProblem lp;
+  lp.variables = static_cast<int>(prog.tasks.size());
+  for (size_t f = 0; f < nf; ++f)
+    lp.edges.push_back({prog.fifos[f].writer, prog.fifos[f].reader, bound[f],
+                        static_cast<double>(prog.fifos[f].width) / iiSource[f]});
+  auto lpBegin = std::chrono::steady_clock::now();
+  DifferenceSolution solution = solveDifferenceProblem(lp);
+  out.lpSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - lpBegin).count();
+  out.lpFeasible = solution.optimal && lp.verify(solution.x, 1e-6);
+
+  // Step 3: depths from the token equations.
+  std::vector<int64_t> depths(nf), cap(nf), outputs(prog.tasks.size(), 0);
+  for (const auto& fp : prog.fifos) ++outputs[static_cast<size_t>(fp.writer)];
+  for (size_t f = 0; f < nf; ++f) {
+    const sim::FifoStats& fs = out.unbounded.fifos[f];
+    cap[f] = options.strategy == Strategy::kConservative ? fs.tokens : fs.maxOccupancy;
+    int64_t delay = out.lpFeasible ? std::llround(solution.x[static_cast<size_t>(fs.reader)] -
+                                                  solution.x[static_cast<size_t>(fs.writer)])
+                                   : INT64_MAX / 4;
+    int64_t depth = cap[f];
+    if (out.lpFeasible) {
+      // A writer with one output may stall freely (only it and what feeds it wait); one with several
+      // must not, or its other outputs starve. A shift register (raw 1) lets the reader go a cycle earlier.
+      depth = outputs[static_cast<size_t>(fs.writer)] == 1
+                  ? consumerPacedDepth(w[f], r[f], delay, fs.width, cap[f])
+                  : noStallDepth(w[f], r[f], delay);
+      if (outputs[static_cast<size_t>(fs.writer)] != 1) {
+        int64_t shiftRegister = noStallDepth(w[f], r[f], delay - 1);
+        if (shiftRegister * fs.width <= 1024) depth = shiftRegister;
+      }
+    }
+    depths[f] = std::max<int64_t>(1, std::min(cap[f], depth));
+    SizedFifo s;
+    s.name = fs.name;
+    s.width = fs.width;
+    s.maxOccupancy = fs.maxOccupancy;
+    s.tokens = fs.tokens;
+    s.delay = out.lpFeasible ? static_cast<double>(delay) : 0.0;
+    out.fifos.push_back(s);
+  }
+
+  // Step 4: verify, raising what the simulation points at.
+  sim::RunConfig verify;
+  verify.recordStalls = true;
+  int64_t limit = out.cyclesUnbounded + out.cyclesUnbounded / 100;
+  for (out.rounds = 1;; ++out.rounds) {
+    verify.depths = depths;
+    sim::SimResult run = sim::runDirect(prog, verify);
+    out.cyclesSized = run.deadlock ? 0 : run.cycles;
+    if (!run.deadlock && run.cycles <= limit) break;
+    std::vector<char> raise(nf, 0);
+    if (run.deadlock) {
+      for (const sim::WaitEdge& e : run.deadlockCycle)
+        if (e.write) raise[static_cast<size_t>(e.fifo)] = 1;
+    } else {
+      for (const sim::TaskStats& t : run.tasks)
+        for (const sim::StallSpan& s : t.stalls)
+          if (s.full) raise[static_cast<size_t>(s.fifo)] = 1;
+    }
+    bool grew = false;
+    for (size_t f = 0; f < nf; ++f) {
+      if (!raise[f] || depths[f] >= cap[f]) continue;
+      depths[f] = std::min(cap[f], depths[f] * 2);
+      grew = true;
+    }
+    if (!grew || out.rounds >= options.maxRounds) {  // fall back to the baseline every FIFO at its cap
+      if (depths == cap) break;
+      depths = cap;
+    }
+  }
+
+  for (size_t f = 0; f < nf; ++f) {
+    SizedFifo& s = out.fifos[f];
+    s.depth = depths[f];
+    s.bits = depths[f] * s.width;
+    s.memory = bindMemory(s.depth, s.width);
+    out.memoryCounts[s.memory.kind] += 1;
+    out.totalBits += s.bits;
+    out.baselineMaxOccupancyBits += s.maxOccupancy * s.width;
+    out.baselineFullBits += s.tokens * s.width;
+    sized.fifos[f].depth = depths[f];
+  }
+  return out;
+}
+
+}  // namespace stc::sizing

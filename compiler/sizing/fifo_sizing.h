@@ -1,0 +1,64 @@
+#pragma once
+// LP-based FIFO sizing (DESIGN.md, "FIFO sizing"): one simulation with unbounded FIFOs, one linear
+// program over task start offsets, depths from the token equations, and verifying simulations.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/network.h"
+#include "sim/result.h"
+
+namespace stc::sizing {
+
+enum class Strategy {
+  kNormal,       ///< each consumer read at its measured pace
+  kConservative  ///< every consumer assumed as slow as the slowest task (the paper's conservative mode)
+};
+
+struct SizingOptions {
+  Bindings bindings;
+  Strategy strategy = Strategy::kNormal;
+  int maxRounds = 16;
+};
+
+/// Where a FIFO of a given depth and width lives on the FPGA, and how many primitives it takes.
+struct MemoryBinding {
+  std::string kind;  ///< "shift_register", "lutram", "bram18k" or "uram"
+  int64_t units = 0; ///< LUTs for shift registers and LUTRAM, BRAM_18K or URAM blocks otherwise
+};
+/// Shift register up to 1024 bits; LUTRAM up to 64 deep; BRAM_18K (512 x 36 each) up to 16 blocks;
+/// URAM (4096 x 72 each) beyond.
+MemoryBinding bindMemory(int64_t depth, int64_t width);
+
+struct SizedFifo {
+  std::string name;
+  int64_t width = 0;
+  int64_t depth = 0;
+  int64_t bits = 0;
+  int64_t maxOccupancy = 0;  ///< in the unbounded run
+  int64_t tokens = 0;
+  double delay = 0;          ///< s_reader - s_writer from the LP
+  MemoryBinding memory;
+};
+
+struct SizingResult {
+  bool trueDeadlock = false;       ///< deadlocks even with unbounded FIFOs
+  sim::SimResult unbounded;        ///< the measuring run
+  std::vector<SizedFifo> fifos;
+  int64_t totalBits = 0;
+  int64_t baselineMaxOccupancyBits = 0;
+  int64_t baselineFullBits = 0;
+  int64_t cyclesUnbounded = 0;
+  int64_t cyclesSized = 0;
+  int rounds = 0;                  ///< verifying simulations run
+  bool lpFeasible = true;
+  double lpSeconds = 0;
+  std::map<std::string, int64_t> memoryCounts;  ///< FIFOs per memory kind
+};
+
+/// Sizes every FIFO of net; `sized` receives net with the new depths and nothing else changed.
+SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized);
+
+}  // namespace stc::sizing

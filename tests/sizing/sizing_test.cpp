@@ -1,0 +1,154 @@
+// FIFO sizing: the guarantees (no deadlock, within 1% of the unbounded latency, never more bits than
+// the maximum-occupancy baseline) on every network, and the expected shape of the answer on each.
+#include "compiler/sizing/fifo_sizing.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/ir/yaml_io.h"
+#include "compiler/sizing/lp_solver.h"
+#include "sim/engine.h"
+
+namespace stc::sizing {
+namespace {
+
+struct Sized {
+  SizingResult result;
+  Network network;
+};
+
+Sized size(const std::string& text, Strategy strategy = Strategy::kNormal, const Bindings& b = {}) {
+  Network net = parseNetwork(text, "test.yaml");
+  Sized s;
+  SizingOptions options;
+  options.strategy = strategy;
+  options.bindings = b;
+  s.result = sizeFifos(net, options, s.network);
+  return s;
+}
+
+int64_t depthOf(const Sized& s, const std::string& fifo) {
+  return s.network.fifos[static_cast<size_t>(s.network.findFifo(fifo))].depth;
+}
+
+// The guarantees, checked by an independent simulation of the sized network. The conservative strategy
+// may spend more bits than the maximum-occupancy baseline (it sizes for the slowest pace), never more than
+// every token.
+void expectGuarantees(const Sized& s, const Bindings& b = {}, Strategy strategy = Strategy::kNormal) {
+  ASSERT_FALSE(s.result.trueDeadlock);
+  sim::SimResult again = sim::runDirect(sim::compileProgram(s.network, b), {});
+  EXPECT_FALSE(again.deadlock);
+  EXPECT_EQ(again.cycles, s.result.cyclesSized);
+  EXPECT_LE(s.result.cyclesSized * 100, s.result.cyclesUnbounded * 101);
+  EXPECT_LE(s.result.totalBits,
+            strategy == Strategy::kNormal ? s.result.baselineMaxOccupancyBits : s.result.baselineFullBits);
+  EXPECT_LE(s.result.baselineMaxOccupancyBits, s.result.baselineFullBits);
+}
+
+std::string file(const char* name) { return readTextFile(std::string(STC_SOURCE_DIR "/models/networks/") + name); }
+
+TEST(Lp, DifferenceProblemOptimum) {
+  // x1 - x0 >= 3, x2 - x1 >= 4, x2 - x0 >= 2 (cost 5): the short edge must span 7.
+  DifferenceProblem p{3, {{0, 1, 3, 1}, {1, 2, 4, 1}, {0, 2, 2, 5}}};
+  EXPECT_TRUE(p.check().empty());
+  DifferenceSolution s = solveDifferenceProblem(p);
+  ASSERT_TRUE(s.optimal);
+  EXPECT_TRUE(p.verify(s.x));
+  EXPECT_NEAR(s.x[2] - s.x[0], 7, 1e-9);
+  EXPECT_NEAR(s.objective, 3 + 4 + 5 * 7, 1e-9);
+  EXPECT_FALSE(DifferenceProblem({2, {{0, 5, 1, 1}}}).check().empty());
+  // A positive cycle is infeasible.
+  EXPECT_FALSE(solveDifferenceProblem({2, {{0, 1, 1, 1}, {1, 0, 1, 1}}}).optimal);
+}
+
+TEST(Lp, ThousandFifosSolve) {
+  DifferenceProblem p;
+  p.variables = 1001;
+  for (int k = 0; k < 1000; ++k) p.edges.push_back({k, k + 1, static_cast<double>(k % 7), 1.0 + k % 3});
+  for (int k = 0; k + 10 < 1000; k += 10) p.edges.push_back({k, k + 10, 1, 2});
+  DifferenceSolution s = solveDifferenceProblem(p);
+  ASSERT_TRUE(s.optimal);
+  EXPECT_TRUE(p.verify(s.x));
+}
+
+// A balanced ii-1 chain: every FIFO at the minimal depth of 2 (depth 1 stalls every other cycle).
+TEST(Sizing, ChainIsMinimal) {
+  Sized s = size(file("chain.yaml"));
+  expectGuarantees(s);
+  for (const auto& f : s.network.fifos) EXPECT_EQ(f.depth, 2) << f.name;
+  EXPECT_EQ(s.result.rounds, 1);
+}
+
+// fork_join: only the short path a_c grows, to at least the 62 tokens below which it deadlocks.
+TEST(Sizing, ForkJoinGrowsOnlyTheShortPath) {
+  Sized s = size(file("fork_join.yaml"));
+  expectGuarantees(s);
+  EXPECT_EQ(depthOf(s, "a_b"), 2);
+  EXPECT_EQ(depthOf(s, "b_c"), 2);
+  EXPECT_GE(depthOf(s, "a_c"), 62);
+  EXPECT_LE(depthOf(s, "a_c"), 64);
+}
+
+// A producer far ahead of a slow consumer (ii 1 into ii 4, 4096 tokens): the unbounded run piles up
+// three quarters of the stream; a stalled producer costs nothing, so a few tokens suffice.
+TEST(Sizing, ProducerFarAheadNeedsLittle) {
+  Sized s = size(
+      "network: ahead\nfifos: [{name: w, width: 512}]\ntasks:\n"
+      "  - {name: load, phases: [{trip: [4096], ii: 1, latency: 2, ports: [{fifo: w, dir: out}]}]}\n"
+      "  - {name: mac, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: w, dir: in}]}]}\n");
+  expectGuarantees(s);
+  EXPECT_GT(s.result.fifos[0].maxOccupancy, 3000);
+  EXPECT_LE(depthOf(s, "w"), 2);
+  EXPECT_EQ(s.result.cyclesSized, s.result.cyclesUnbounded - 1);  // a shift register reads a cycle sooner
+}
+
+// Reconvergent paths of different latencies. By hand (unbounded, raw 2): a writes both FIFOs at 1 + j; b
+// reads a_b at 3 + j and writes b_d at 43 + j; d reads a_d 0 at 3, then waits for b_d 0 until 45 and
+// reads a_d j at 45 + j. Write k of a_d (at 1 + k) needs read k - depth before it: read 1 is at 46, so
+// write 46 (at 47) needs depth 45 to go unstalled, and a feeds b too, so it must not stall.
+TEST(Sizing, ReconvergentPaths) {
+  Sized s = size(
+      "network: reconverge\nfifos: [{name: a_d, width: 32}, {name: a_b, width: 32}, {name: b_d, width: 32}]\n"
+      "tasks:\n"
+      "  - {name: a, phases: [{trip: [256], ii: 1, latency: 1, ports: [{fifo: a_d, dir: out}, {fifo: a_b, dir: out}]}]}\n"
+      "  - {name: b, phases: [{trip: [256], ii: 1, latency: 40, ports: [{fifo: a_b, dir: in}, {fifo: b_d, dir: out}]}]}\n"
+      "  - {name: d, phases: [{trip: [256], ii: 1, latency: 1, ports: [{fifo: a_d, dir: in}, {fifo: b_d, dir: in}]}]}\n");
+  expectGuarantees(s);
+  EXPECT_EQ(depthOf(s, "a_b"), 2);
+  EXPECT_EQ(depthOf(s, "b_d"), 2);
+  EXPECT_EQ(depthOf(s, "a_d"), 45);
+  EXPECT_EQ(s.result.fifos[0].maxOccupancy, 45);
+}
+
+TEST(Sizing, ExampleNetworksKeepTheGuarantees) {
+  for (const char* name : {"chain.yaml", "fork_join.yaml", "fork_join_fixed.yaml"}) {
+    for (Strategy st : {Strategy::kNormal, Strategy::kConservative}) {
+      Sized s = size(file(name), st);
+      expectGuarantees(s, {}, st);
+    }
+  }
+  Sized s = size(file("attention_row.yaml"), Strategy::kNormal, {{"ctx", 512}});
+  expectGuarantees(s, {{"ctx", 512}});
+  EXPECT_GE(depthOf(s, "scores_keep"), 500);  // the softmax's second pass reads the row again
+}
+
+TEST(Sizing, TrueDeadlockIsReported) {
+  Sized s = size(
+      "network: loop\nfifos: [{name: x, width: 8}, {name: y, width: 8}]\ntasks:\n"
+      "  - {name: p, phases: [{trip: [4], ports: [{fifo: y, dir: in}, {fifo: x, dir: out}]}]}\n"
+      "  - {name: q, phases: [{trip: [4], ports: [{fifo: x, dir: in}, {fifo: y, dir: out}]}]}\n");
+  EXPECT_TRUE(s.result.trueDeadlock);
+}
+
+TEST(Sizing, MemoryBinding) {
+  EXPECT_EQ(bindMemory(2, 512).kind, "shift_register");
+  EXPECT_EQ(bindMemory(32, 32).kind, "shift_register");  // 1024 bits
+  EXPECT_EQ(bindMemory(33, 32).kind, "lutram");
+  EXPECT_EQ(bindMemory(512, 36).kind, "bram18k");
+  EXPECT_EQ(bindMemory(512, 36).units, 1);
+  EXPECT_EQ(bindMemory(1024, 72).units, 4);
+  EXPECT_EQ(bindMemory(8192, 512).kind, "uram");
+  EXPECT_EQ(bindMemory(8192, 512).units, 8 * 2);
+}
+
+}  // namespace
+}  // namespace stc::sizing
