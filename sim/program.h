@@ -29,10 +29,6 @@ struct TaskProgram {
   std::string name;
   std::vector<PhaseEvents> phases;
   int64_t events = 0;
-  bool dmaRead = false;   ///< tokens come from the HBM model (sim/hbm.h)
-  bool dmaWrite = false;
-  int channel = 0;
-  int64_t bytes = 0;
 };
 
 struct FifoProgram {
@@ -51,7 +47,8 @@ struct Program {
   int64_t events = 0;
 };
 
-/// Verifies net under bindings (throws UserError listing every problem) and builds its Program.
+/// Verifies net under bindings (throws UserError listing every problem) and builds its Program. DMA tasks
+/// are refused as unsupported until the HBM model times them.
 Program compileProgram(const Network& net, const Bindings& bindings);
 
 /// Read latency after a write: 1 cycle for a FIFO of at most 1024 bits in all (shift register), else 2;

@@ -97,6 +97,32 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_NE(o.out.find("unsupported"), std::string::npos);
 }
 
+TEST(Cli, DmaTasksAreUnsupportedNotFaked) {
+  std::string path = ::testing::TempDir() + "dma.yaml";
+  std::ofstream(path) << "network: d\nfifos: [{name: w, width: 512}]\ntasks:\n"
+                         "  - {name: load, kind: dma_read, channel: 0, bytes: 4096, ports: [{fifo: w, dir: out}]}\n"
+                         "  - {name: use, phases: [{trip: [64], ports: [{fifo: w, dir: in}]}]}\n";
+  EXPECT_EQ(stc("check " + path).code, 0);
+  Outcome o = stc("simulate " + path);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, path + ":4:5: error: unsupported: task 'load' is a dma_read; the HBM model that times DMA tasks is "
+                          "not in this build yet\n");
+}
+
+TEST(Cli, SizeFifosWritesTheSizedNetwork) {
+  std::string out = ::testing::TempDir() + "fj.sized.yaml";
+  Outcome o = stc("size-fifos " + kNets + "fork_join.yaml -o " + out + " --json");
+  EXPECT_EQ(o.code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["fifos"][0]["depth"], 2);
+  EXPECT_GE(j["fifos"][1]["depth"].get<int64_t>(), 62);
+  EXPECT_LE(j["total_bits"].get<int64_t>(), j["baseline_max_occupancy_bits"].get<int64_t>());
+  Outcome sim = stc("simulate " + out + " --json");
+  EXPECT_EQ(sim.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], j["cycles_sized"]);
+  EXPECT_EQ(stc("size-fifos " + kNets + "fork_join.yaml").code, 1);  // -o is required
+}
+
 TEST(Cli, CheckSummaries) {
   Outcome o = stc("check " + kNets + "fork_join.yaml");
   EXPECT_EQ(o.code, 0);
