@@ -30,35 +30,33 @@ Program compileProgram(const Network& net, const Bindings& bindings) {
                                                 taskKindName(task.kind) +
                                                 "; the HBM model that times DMA tasks is not in this build yet"));
     }
-    {
-      int64_t origin = 0;
-      for (const auto& ph : task.phases) {
-        std::vector<int64_t> trip;
-        for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
-        int64_t total = 1;
-        for (int64_t n : trip) total *= n;
-        PhaseEvents pe;
-        for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads
-          for (const auto& p : ph.ports) {
-            bool write = p.dir == PortDir::kOut;
-            if (write != (pass == 0)) continue;
-            int level = ph.levelOf(p);
-            int64_t inner = 1;
-            for (size_t k = static_cast<size_t>(level + 1); k < trip.size(); ++k) inner *= trip[k];
-            int64_t count = total / inner;
-            PortEvents ev;
-            ev.fifo = attach(p, count);
-            ev.write = write;
-            ev.stride = inner * ph.ii;
-            ev.first = origin + (write ? (inner - 1) * ph.ii + ph.latency : 0);
-            ev.count = count;
-            tp.events += count;
-            pe.ports.push_back(ev);
-          }
+    int64_t origin = 0;
+    for (const auto& ph : task.phases) {
+      std::vector<int64_t> trip;
+      for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
+      int64_t total = 1;
+      for (int64_t n : trip) total *= n;
+      PhaseEvents pe;
+      for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads
+        for (const auto& p : ph.ports) {
+          bool write = p.dir == PortDir::kOut;
+          if (write != (pass == 0)) continue;
+          int level = ph.levelOf(p);
+          int64_t inner = 1;
+          for (size_t k = static_cast<size_t>(level + 1); k < trip.size(); ++k) inner *= trip[k];
+          int64_t count = total / inner;
+          PortEvents ev;
+          ev.fifo = attach(p, count);
+          ev.write = write;
+          ev.stride = inner * ph.ii;
+          ev.first = origin + (write ? (inner - 1) * ph.ii + ph.latency : 0);
+          ev.count = count;
+          tp.events += count;
+          pe.ports.push_back(ev);
         }
-        tp.phases.push_back(pe);
-        origin += (total - 1) * ph.ii + ph.latency + 1;
       }
+      tp.phases.push_back(pe);
+      origin += (total - 1) * ph.ii + ph.latency + 1;
     }
     prog.events += tp.events;
     prog.tasks.push_back(std::move(tp));

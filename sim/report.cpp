@@ -48,7 +48,7 @@ std::string depthText(int64_t depth) { return depth == kUnboundedDepth ? "unboun
 
 }  // namespace
 
-DepthFix findDepthFix(const Program& program, const RunConfig& config, const SimResult& deadlocked) {
+DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
   DepthFix best;
   std::vector<int64_t> depths;
   for (const FifoStats& f : deadlocked.fifos) depths.push_back(f.depth);
@@ -77,7 +77,6 @@ DepthFix findDepthFix(const Program& program, const RunConfig& config, const Sim
       finishes(hi, &best.cyclesAfter);
     }
   }
-  (void)config;
   return best;
 }
 

@@ -21,7 +21,7 @@ struct DepthFix {
 
 /// Re-simulates with each FULL FIFO of the wait-for cycle deepened (binary search on its depth), and
 /// returns the change adding the fewest bits.
-DepthFix findDepthFix(const Program& program, const RunConfig& config, const SimResult& deadlocked);
+DepthFix findDepthFix(const Program& program, const SimResult& deadlocked);
 
 /// The JSON object of `stc simulate --json` (DESIGN.md and the simulator issue list the fields).
 nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix, double clockMhz);

@@ -114,8 +114,9 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
     const sim::FifoStats& fs = out.unbounded.fifos[f];
     w[f] = expand(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start);
     r[f] = expand(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
+    int64_t raw = sim::readAfterWrite(fs.width, kUnboundedDepth);  // as measured
     int64_t d = INT64_MIN;
-    for (size_t k = 0; k < w[f].size(); ++k) d = std::max(d, w[f][k] + 2 - r[f][k]);
+    for (size_t k = 0; k < w[f].size(); ++k) d = std::max(d, w[f][k] + raw - r[f][k]);
     bound[f] = static_cast<double>(d);
     iiSource[f] = std::max(1.0, meanSpacing(w[f]));
     iiTarget[f] = std::max(1.0, meanSpacing(r[f]));
@@ -125,7 +126,8 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
     for (size_t f = 0; f < nf; ++f) slowest = std::max({slowest, iiSource[f], iiTarget[f]});
     for (size_t f = 0; f < nf; ++f) {  // stretch every read schedule to the slowest pace
       double scale = slowest / iiTarget[f];
-      for (auto& t : r[f]) t = r[f].front() + static_cast<int64_t>(std::ceil((t - r[f].front()) * scale));
+      int64_t first = r[f].front();
+      for (auto& t : r[f]) t = first + static_cast<int64_t>(std::ceil(static_cast<double>(t - first) * scale));
     }
   }
 

@@ -48,7 +48,7 @@ TEST_P(Deadlock, FixSearchFindsDepth62) {
   Network net = parseNetwork(forkJoin(2), "fj.yaml");
   sim::Program prog = sim::compileProgram(net, {});
   sim::SimResult r = GetParam() ? sim::runSystemC(prog, {}) : sim::runDirect(prog, {});
-  sim::DepthFix fix = sim::findDepthFix(prog, {}, r);
+  sim::DepthFix fix = sim::findDepthFix(prog, r);
   ASSERT_GE(fix.fifo, 0);
   EXPECT_EQ(r.fifos[static_cast<size_t>(fix.fifo)].name, "a_c");
   EXPECT_EQ(fix.from, 2);
@@ -67,7 +67,7 @@ TEST_P(Deadlock, TrueDeadlockHasNoFix) {
   EXPECT_EQ(r.deadlockCycle.size(), 2u);
   Network net = parseNetwork(text, "loop.yaml");
   sim::Program prog = sim::compileProgram(net, {});
-  EXPECT_EQ(sim::findDepthFix(prog, {}, r).fifo, -1);
+  EXPECT_EQ(sim::findDepthFix(prog, r).fifo, -1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedulers, Deadlock, ::testing::Values(false, true),

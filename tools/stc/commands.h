@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/ir/network.h"
+#include "compiler/ir/platform.h"
 
 namespace stc::cli {
 
@@ -19,11 +20,21 @@ Runner addCheck(CLI::App& app);
 Runner addItensor(CLI::App& app);
 Runner addSizeFifos(CLI::App& app);
 
-/// Symbol bindings from --ctx N and --bind NAME=N; `command` prefixes error messages.
-Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,
-                             const std::vector<std::string>& binds);
-/// Refuses a network whose symbols are not all bound, naming the flag that binds each.
-void requireBound(const Network& net, const Bindings& bindings, const std::string& file);
+/// What every command that runs a network takes: the file, -p PLATFORM, --ctx N and --bind NAME=N.
+struct NetworkInput {
+  std::string path;
+  std::string platform;
+  std::optional<int64_t> ctx;
+  std::vector<std::string> binds;
+
+  /// Registers the four options on app.
+  void addOptions(CLI::App& app);
+  /// The platform named by -p, or the embedded default.
+  Platform loadPlatformArg() const;
+  /// Reads the network (a UserError naming the file with `notNetwork` for any other kind of file) and
+  /// its symbol bindings, refusing an unbound symbol; `command` prefixes flag errors.
+  Network load(const std::string& command, const std::string& notNetwork, Bindings& bindings) const;
+};
 /// A subcommand of DESIGN.md that this build does not implement yet: says so and exits 1.
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description);
 

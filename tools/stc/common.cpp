@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "compiler/ir/diagnostics.h"
+#include "compiler/ir/yaml_io.h"
 #include "tools/stc/commands.h"
 
 namespace stc::cli {
@@ -27,6 +28,9 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
   }
 }
 
+namespace {
+
+// Symbol bindings from --ctx N and --bind NAME=N.
 Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,
                              const std::vector<std::string>& binds) {
   Bindings b;
@@ -53,11 +57,27 @@ Bindings parseSymbolBindings(const std::string& command, const std::optional<int
   return b;
 }
 
-void requireBound(const Network& net, const Bindings& bindings, const std::string& file) {
+}  // namespace
+
+void NetworkInput::addOptions(CLI::App& app) {
+  app.add_option("input", path, "network file (models/networks/*.yaml)")->required();
+  app.add_option("-p,--platform", platform, "platform config (default: the embedded U55C)");
+  app.add_option("--ctx", ctx, "bind the KV-cache length symbol ctx");
+  app.add_option("--bind", binds, "bind a symbol, NAME=N (repeatable)");
+}
+
+Platform NetworkInput::loadPlatformArg() const { return platform.empty() ? defaultPlatform() : loadPlatform(platform); }
+
+Network NetworkInput::load(const std::string& command, const std::string& notNetwork, Bindings& bindings) const {
+  std::string text = readTextFile(path);
+  if (detectFileKind(text, path) != FileKind::kNetwork) throw UserError(path + ": error: " + notNetwork);
+  Network net = parseNetwork(text, path);
+  bindings = parseSymbolBindings(command, ctx, binds);
   for (const std::string& s : net.symbols())
     if (!bindings.count(s))
-      throw UserError(file + ": error: the network uses symbol '" + s + "': bind it with " +
+      throw UserError(path + ": error: the network uses symbol '" + s + "': bind it with " +
                       (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+  return net;
 }
 
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description) {

@@ -15,11 +15,8 @@ namespace stc::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string input;
-  std::string platform;
+  NetworkInput network;
   std::string fifoDepth = "auto";
-  std::optional<int64_t> ctx;
-  std::vector<std::string> binds;
   std::string vcd, trace, curves;
   std::string engine = "systemc";
   bool json = false;
@@ -45,15 +42,12 @@ std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& 
 }
 
 int simulate(const SimulateArgs& a) {
-  Platform platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
-  std::string text = readTextFile(a.input);
-  FileKind kind = detectFileKind(text, a.input);
-  if (kind != FileKind::kNetwork)
-    throw UserError(a.input + ": error: unsupported: simulating a model needs the compiler (stc compile); "
-                              "give a network file (its first key is 'network')");
-  Network net = parseNetwork(text, a.input);
-  Bindings bindings = parseSymbolBindings("stc simulate", a.ctx, a.binds);
-  requireBound(net, bindings, a.input);
+  Platform platform = a.network.loadPlatformArg();
+  Bindings bindings;
+  Network net = a.network.load("stc simulate",
+                               "unsupported: simulating a model needs the compiler (stc compile); give a network file "
+                               "(its first key is 'network')",
+                               bindings);
   sim::Program prog = sim::compileProgram(net, bindings);
   sim::RunConfig config;
   config.depths = resolveDepths(prog, a.fifoDepth);
@@ -61,7 +55,7 @@ int simulate(const SimulateArgs& a) {
   config.recordStalls = !a.vcd.empty() || !a.trace.empty();
   sim::SimResult r = a.engine == "direct" ? sim::runDirect(prog, config) : sim::runSystemC(prog, config);
   std::optional<sim::DepthFix> fix;
-  if (r.deadlock) fix = sim::findDepthFix(prog, config, r);
+  if (r.deadlock) fix = sim::findDepthFix(prog, r);
   double mhz = platform.kernelClockMhz;
   if (!a.curves.empty()) {
     std::ostringstream s;
@@ -91,11 +85,8 @@ int simulate(const SimulateArgs& a) {
 
 Runner addSimulate(CLI::App& app) {
   auto a = std::make_shared<SimulateArgs>();
-  app.add_option("input", a->input, "network file (models/networks/*.yaml)")->required();
-  app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
+  a->network.addOptions(app);
   app.add_option("--fifo-depth", a->fifoDepth, "auto (the file's depths), unbounded, or N for every FIFO");
-  app.add_option("--ctx", a->ctx, "bind the KV-cache length symbol ctx");
-  app.add_option("--bind", a->binds, "bind a symbol, NAME=N (repeatable)");
   app.add_option("--vcd", a->vcd, "write FIFO occupancy and task states as VCD");
   app.add_option("--trace", a->trace, "write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--curves", a->curves, "write token curves as CSV (fifo,cycle,writes,reads)");

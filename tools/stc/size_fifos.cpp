@@ -15,21 +15,17 @@ namespace stc::cli {
 namespace {
 
 struct SizeArgs {
-  std::string input, output, platform, strategy = "normal";
-  std::optional<int64_t> ctx;
-  std::vector<std::string> binds;
+  NetworkInput network;
+  std::string output, strategy = "normal";
   bool json = false;
 };
 
 int sizeCommand(const SizeArgs& a) {
-  Platform platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
-  std::string text = readTextFile(a.input);
-  if (detectFileKind(text, a.input) != FileKind::kNetwork)
-    throw UserError(a.input + ": error: unsupported: size-fifos takes a network file (its first key is 'network')");
-  Network net = parseNetwork(text, a.input);
+  Platform platform = a.network.loadPlatformArg();
   sizing::SizingOptions options;
-  options.bindings = parseSymbolBindings("stc size-fifos", a.ctx, a.binds);
-  requireBound(net, options.bindings, a.input);
+  Network net = a.network.load("stc size-fifos",
+                               "unsupported: size-fifos takes a network file (its first key is 'network')",
+                               options.bindings);
   options.strategy = a.strategy == "conservative" ? sizing::Strategy::kConservative : sizing::Strategy::kNormal;
   Network sized;
   sizing::SizingResult r = sizing::sizeFifos(net, options, sized);
@@ -80,13 +76,10 @@ int sizeCommand(const SizeArgs& a) {
 
 Runner addSizeFifos(CLI::App& app) {
   auto a = std::make_shared<SizeArgs>();
-  app.add_option("input", a->input, "network file")->required();
+  a->network.addOptions(app);
   app.add_option("-o,--output", a->output, "sized network file to write")->required();
   app.add_option("--strategy", a->strategy, "normal or conservative (every pace scaled to the slowest task)")
       ->check(CLI::IsMember({"normal", "conservative"}));
-  app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
-  app.add_option("--ctx", a->ctx, "bind the KV-cache length symbol ctx");
-  app.add_option("--bind", a->binds, "bind a symbol, NAME=N (repeatable)");
   app.add_flag("--json", a->json, "print one JSON object");
   return [a]() { return sizeCommand(*a); };
 }
