@@ -1,6 +1,7 @@
 // Simulator throughput: I/O events per second on a chain of 40 tasks with 250,000 tokens per FIFO
 // (39 FIFOs, 19.5 million events), for the SystemC scheduler, the direct scheduler and the plain SystemC
-// baseline (plain_systemc.cpp). Run: build/bench/sim_bench --benchmark_repetitions=3
+// baseline (plain_systemc.cpp); and a DMA-heavy network streaming 1 GiB of weights out of HBM.
+// Run: build/bench/sim_bench
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -33,6 +34,22 @@ stc::Network chain(int depth) {
   return stc::parseNetwork(s, "chain40");
 }
 
+// kDmas DMA reads of 64 MiB each (1 GiB in all), 512-bit tokens, one per HBM channel, each feeding a
+// pipelined consumer of ii 1: the HBM, not the consumers, sets the pace.
+constexpr int kDmas = 16;
+stc::Network dmaNetwork() {
+  std::string s = "network: weights1g\nfifos:\n";
+  for (int d = 0; d < kDmas; ++d) s += "  - {name: w" + std::to_string(d) + ", width: 512}\n";
+  s += "tasks:\n";
+  for (int d = 0; d < kDmas; ++d) {
+    s += "  - {name: load" + std::to_string(d) + ", kind: dma_read, channel: " + std::to_string(d) +
+         ", bytes: 67108864, ports: [{fifo: w" + std::to_string(d) + ", dir: out}]}\n";
+    s += "  - {name: mac" + std::to_string(d) + ", phases: [{trip: [1048576], ii: 1, latency: 4, ports: [{fifo: w" +
+         std::to_string(d) + ", dir: in}]}]}\n";
+  }
+  return stc::parseNetwork(s, "weights1g");
+}
+
 long maxRssKb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -53,6 +70,22 @@ void BM_Chain(benchmark::State& state) {
   state.counters["max_rss_mb"] = static_cast<double>(maxRssKb()) / 1024.0;
 }
 
+template <bool kSystemC>
+void BM_Dma(benchmark::State& state) {
+  stc::Network net = dmaNetwork();
+  stc::sim::Program prog = stc::sim::compileProgram(net, {});
+  int64_t events = 0;
+  double gbps = 0;
+  for (auto _ : state) {
+    stc::sim::SimResult r = kSystemC ? stc::sim::runSystemC(prog, {}) : stc::sim::runDirect(prog, {});
+    events += r.events;
+    gbps = static_cast<double>(kDmas) * 67108864.0 / (static_cast<double>(r.cycles) / 250e6) / 1e9;
+  }
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["hbm_gbps"] = gbps;
+  state.counters["max_rss_mb"] = static_cast<double>(maxRssKb()) / 1024.0;
+}
+
 void BM_PlainSystemC(benchmark::State& state) {
   int64_t events = 0;
   for (auto _ : state) events += stc::bench::runPlainSystemCChain(kTasks, kTokens, static_cast<int>(state.range(0)));
@@ -63,6 +96,8 @@ void BM_PlainSystemC(benchmark::State& state) {
 
 BENCHMARK(BM_Chain<true>)->Name("systemc_engine/depth")->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Chain<false>)->Name("direct_engine/depth")->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Dma<true>)->Name("systemc_engine/dma_1GiB")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Dma<false>)->Name("direct_engine/dma_1GiB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainSystemC)->Name("plain_systemc/depth")->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 BENCHMARK_MAIN();

@@ -14,7 +14,33 @@
 namespace stc::sim {
 
 Engine::Engine(const Program& program, const RunConfig& config)
-    : program_(program), config_(config), tasks_(program.tasks.size()), fifos_(program.fifos.size()) {
+    : program_(program),
+      config_(config),
+      tasks_(program.tasks.size()),
+      fifos_(program.fifos.size()),
+      dmas_(program.tasks.size()),
+      channels_(static_cast<size_t>(program.hbm.channels)) {
+  const HbmTiming& hbm = program.hbm;
+  for (size_t c = 0; c < channels_.size(); ++c) channels_[c].stats.channel = static_cast<int>(c);
+  for (size_t t = 0; t < program.tasks.size(); ++t) {
+    if (!program.tasks[t].dma) continue;
+    const DmaProgram& dp = *program.tasks[t].dma;
+    DmaState& d = dmas_[t];
+    ChannelState& ch = channels_[static_cast<size_t>(dp.channel)];
+    d.channel = dp.channel;
+    d.slot = ch.ports.size();
+    d.write = dp.write;
+    d.bytes = dp.bytes;
+    d.tokenBytes = dp.tokenBytes;
+    d.bursts = (dp.bytes + hbm.burstBytes - 1) / hbm.burstBytes;
+    d.outstanding = dp.write ? hbm.outstandingWrites : hbm.outstandingReads;
+    bool lateral = hbm.lateral(dp.port, dp.channel);
+    d.ticksPerByte = lateral ? hbm.lateralTicksPerByte : hbm.ticksPerByte;
+    d.latencyTicks = (dp.write ? hbm.writeLatencyTicks : hbm.readLatencyTicks) + (lateral ? hbm.lateralLatencyTicks : 0);
+    ch.ports.push_back(static_cast<int>(t));
+    ch.pending.emplace_back();
+    ch.pendingHead.push_back(0);
+  }
   for (size_t f = 0; f < fifos_.size(); ++f) {
     const FifoProgram& fp = program.fifos[f];
     FifoState& fs = fifos_[f];
@@ -55,6 +81,12 @@ void Engine::mergeOccupancy(FifoState& f) {
 bool Engine::run(int t) {
   TaskState& ts = tasks_[static_cast<size_t>(t)];
   const TaskProgram& tp = program_.tasks[static_cast<size_t>(t)];
+  DmaState* dma = tp.dma ? &dmas_[static_cast<size_t>(t)] : nullptr;
+  if (dma && !dma->started) {  // a DMA read starts with as many bursts in flight as it may have
+    dma->started = true;
+    if (!dma->write)
+      for (int64_t b = 0; b < std::min(dma->bursts, dma->outstanding); ++b) issueBurst(t, 0);
+  }
   while (!ts.done) {
     int pick = ts.pending;
     if (pick < 0) {
@@ -65,6 +97,14 @@ bool Engine::run(int t) {
           pick = static_cast<int>(k);
         }
       if (pick < 0) {  // phase finished
+        if (dma && dma->write) {  // a DMA write ends with its last acknowledgement
+          if (dma->servedCount < dma->bursts) {
+            dma->waitingChannel = true;
+            ts.waitFifo = -1;
+            return false;
+          }
+          ts.lastTime = std::max(ts.lastTime, dma->lastResponseCycle);
+        }
         if (++ts.phase == tp.phases.size()) {
           ts.done = true;
           break;
@@ -76,6 +116,16 @@ bool Engine::run(int t) {
     Cursor& c = ts.cursors[static_cast<size_t>(pick)];
     FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
     int64_t earliest = c.next + ts.offset;  // offset is 0 before the first event: no predecessor
+    int64_t hbmReady = INT64_MIN;
+    if (dma) {  // checked before the FIFO, whose check consumes a read time
+      hbmReady = dmaReady(*dma, ts.events);
+      if (hbmReady < 0) {
+        ts.pending = pick;
+        ts.waitFifo = -1;
+        dma->waitingChannel = true;
+        return false;
+      }
+    }
     int64_t ready;
     if (c.write) {
       int64_t k = f.written;
@@ -103,12 +153,17 @@ bool Engine::run(int t) {
       ready = f.writeTimes.front() + f.raw;
     }
     ts.pending = -1;
+    bool full = c.write;  // what a stall waits for: room (full) or data (empty)
+    if (hbmReady > ready) {  // a DMA read waits for HBM data, a DMA write for a free outstanding slot
+      ready = hbmReady;
+      full = dma->write;
+    }
     int64_t time = earliest;
     if (ready > earliest) {
       time = ready;
       if (ts.start >= 0) {  // a wait before the first event delays the start; later ones are stalls
-        (c.write ? ts.stallFull : ts.stallEmpty) += ready - earliest;
-        if (config_.recordStalls) ts.stalls.push_back({earliest, ready, c.fifo, c.write});
+        (full ? ts.stallFull : ts.stallEmpty) += ready - earliest;
+        if (config_.recordStalls) ts.stalls.push_back({earliest, ready, c.fifo, full});
       }
     }
     ts.offset = time - c.next;
@@ -138,7 +193,124 @@ bool Engine::run(int t) {
       }
     }
     mergeOccupancy(f);
+    if (dma) afterDmaToken(t, ts.events - 1, time);
   }
+  return true;
+}
+
+// --- HBM ----------------------------------------------------------------------------------------------
+//
+// Order of service. A channel serves its requests in order of request time (round-robin among equal
+// times), so it may serve a request only when no request still unknown could come before it: every port
+// of the channel has a request queued, or has issued all it will. When no task can run, forceServe()
+// serves the earliest queued request of all channels: every port that has nothing queued is then blocked
+// on a FIFO, and whatever unblocks it depends on some HBM service, whose data arrives strictly after that
+// earliest request; so its next request comes later still. Either way each channel serves exactly in
+// request-time order, whatever order the tasks run in.
+
+int64_t Engine::lastTokenOfBurst(const DmaState& d, int64_t burst) const {
+  int64_t end = std::min((burst + 1) * program_.hbm.burstBytes, d.bytes);
+  return (end - 1) / d.tokenBytes;
+}
+
+int64_t Engine::dmaReady(DmaState& d, int64_t token) const {
+  int64_t lastByte = (token + 1) * d.tokenBytes - 1;
+  int64_t burst = lastByte / program_.hbm.burstBytes;
+  int64_t need = d.write ? burst - d.outstanding : burst;  // a write needs a free slot; a read its data
+  if (need < 0) return 0;
+  while (d.servedBase < need && d.servedHead < d.served.size()) {  // older bursts are not needed again
+    ++d.servedHead;
+    ++d.servedBase;
+  }
+  if (need >= d.servedCount) return -1;
+  int64_t tick = d.served[d.servedHead + static_cast<size_t>(need - d.servedBase)];
+  if (!d.write) tick += (lastByte + 1 - burst * program_.hbm.burstBytes) * d.ticksPerByte;
+  return program_.hbm.cycleAtOrAfter(tick);
+}
+
+void Engine::issueBurst(int task, int64_t cycle) {
+  DmaState& d = dmas_[static_cast<size_t>(task)];
+  ChannelState& ch = channels_[static_cast<size_t>(d.channel)];
+  d.lastRequestCycle = std::max(d.lastRequestCycle + 1, cycle);  // one request per cycle on the address channel
+  int64_t bytes = std::min(program_.hbm.burstBytes, d.bytes - d.issued * program_.hbm.burstBytes);
+  ch.pending[d.slot].push_back({d.lastRequestCycle * program_.hbm.ticksPerCycle, d.issued, bytes});
+  ++d.issued;
+  serveChannel(d.channel, false);
+}
+
+void Engine::afterDmaToken(int task, int64_t token, int64_t time) {
+  DmaState& d = dmas_[static_cast<size_t>(task)];
+  if (d.write) {  // a burst is written once its last token is in
+    while (d.issued < d.bursts && lastTokenOfBurst(d, d.issued) <= token) issueBurst(task, time);
+    return;
+  }
+  // A read burst's slot frees once its last token has gone into the FIFO; the next burst takes it.
+  while (d.released < d.bursts && lastTokenOfBurst(d, d.released) <= token) {
+    ++d.released;
+    if (d.issued < d.bursts) issueBurst(task, time);
+  }
+}
+
+void Engine::serveChannel(int channel, bool force) {
+  ChannelState& ch = channels_[static_cast<size_t>(channel)];
+  size_t n = ch.ports.size();
+  for (;; force = false) {
+    size_t best = n;
+    for (size_t k = 0; k < n; ++k) {
+      size_t i = (ch.next + k) % n;
+      if (ch.pendingHead[i] == ch.pending[i].size()) {
+        const DmaState& d = dmas_[static_cast<size_t>(ch.ports[i])];
+        if (d.issued < d.bursts && !force) return;  // its next request may come first
+        continue;
+      }
+      if (best == n || ch.pending[i][ch.pendingHead[i]].tick < ch.pending[best][ch.pendingHead[best]].tick) best = i;
+    }
+    if (best == n) return;
+    BurstRequest req = ch.pending[best][ch.pendingHead[best]++];
+    if (ch.pendingHead[best] == ch.pending[best].size()) {
+      ch.pending[best].clear();
+      ch.pendingHead[best] = 0;
+    }
+    int task = ch.ports[best];
+    DmaState& d = dmas_[static_cast<size_t>(task)];
+    int64_t start = std::max(req.tick, ch.freeTick);
+    int64_t busy = req.bytes * d.ticksPerByte;
+    ch.freeTick = start + busy;
+    ch.stats.busyTicks += busy;
+    (d.write ? ch.stats.bytesWritten : ch.stats.bytesRead) += req.bytes;
+    if (d.write) {
+      int64_t response = start + busy + d.latencyTicks;
+      d.served.push_back(response);
+      d.lastResponseCycle = std::max(d.lastResponseCycle, program_.hbm.cycleAtOrAfter(response));
+    } else {
+      d.served.push_back(start + d.latencyTicks);
+    }
+    if (d.servedHead > 1024 && d.servedHead * 2 > d.served.size()) {
+      d.served.erase(d.served.begin(), d.served.begin() + static_cast<std::ptrdiff_t>(d.servedHead));
+      d.servedHead = 0;
+    }
+    ++d.servedCount;
+    ch.next = (best + 1) % n;
+    if (d.waitingChannel) {
+      d.waitingChannel = false;
+      woken_.push_back(task);
+    }
+  }
+}
+
+bool Engine::forceServe() {
+  int bestChannel = -1;
+  int64_t bestTick = INT64_MAX;
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    const ChannelState& ch = channels_[c];
+    for (size_t i = 0; i < ch.ports.size(); ++i)
+      if (ch.pendingHead[i] < ch.pending[i].size() && ch.pending[i][ch.pendingHead[i]].tick < bestTick) {
+        bestTick = ch.pending[i][ch.pendingHead[i]].tick;
+        bestChannel = static_cast<int>(c);
+      }
+  }
+  if (bestChannel < 0) return false;
+  serveChannel(bestChannel, true);
   return true;
 }
 
@@ -155,6 +327,7 @@ std::vector<WaitEdge> Engine::waitCycle() const {
   while (t >= 0 && seenAt[static_cast<size_t>(t)] < 0 && !tasks_[static_cast<size_t>(t)].done) {
     seenAt[static_cast<size_t>(t)] = static_cast<int>(path.size());
     const TaskState& ts = tasks_[static_cast<size_t>(t)];
+    if (ts.waitFifo < 0) break;  // waiting on HBM, which forceServe() always resolves
     const FifoState& f = fifos_[static_cast<size_t>(ts.waitFifo)];
     path.push_back({t, ts.waitFifo, ts.waitWrite, f.written - f.read, f.depth});
     t = ts.waitWrite ? f.reader : f.writer;
@@ -204,6 +377,14 @@ SimResult Engine::result(double wallSeconds) const {
     r.fifos.push_back(std::move(s));
   }
   if (r.deadlock) r.deadlockCycle = waitCycle();
+  for (const ChannelState& ch : channels_) {
+    if (ch.ports.empty()) continue;
+    ChannelStats s = ch.stats;
+    s.busyFraction = r.cycles > 0 ? static_cast<double>(s.busyTicks) /
+                                        static_cast<double>(r.cycles * program_.hbm.ticksPerCycle)
+                                  : 0.0;
+    r.hbm.push_back(s);
+  }
   return r;
 }
 
@@ -215,7 +396,16 @@ SimResult runDirect(const Program& program, const RunConfig& config) {
   std::vector<char> queued(static_cast<size_t>(n), 1);
   for (int t = 0; t < n; ++t) queue[static_cast<size_t>(t)] = t;
   size_t head = 0;
-  while (head < queue.size()) {
+  for (;;) {
+    if (head == queue.size()) {  // nothing can run: let the HBM serve its earliest request, or stop
+      if (!engine.forceServe()) break;
+      for (int w : engine.woken()) {
+        queued[static_cast<size_t>(w)] = 1;
+        queue.push_back(w);
+      }
+      engine.woken().clear();
+      continue;
+    }
     int t = queue[head++];
     queued[static_cast<size_t>(t)] = 0;
     engine.run(t);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/hbm.h"
 #include "sim/program.h"
 #include "sim/result.h"
 #include "sim/run_queue.h"
@@ -33,6 +34,10 @@ class Engine {
   bool run(int t);
   std::vector<int>& woken() { return woken_; }
   bool finished(int t) const { return tasks_[static_cast<size_t>(t)].done; }
+  /// For a scheduler with no task left to run: serves the earliest pending HBM request of all channels
+  /// (no request still unknown can precede it, see engine.cpp) and appends the tasks it unblocks to
+  /// woken(). False when nothing is pending: the run is over, finished or deadlocked.
+  bool forceServe();
   int taskCount() const { return static_cast<int>(tasks_.size()); }
 
   /// The outcome: times, statistics, curves and, if some task never finished, the wait-for cycle.
@@ -73,7 +78,37 @@ class Engine {
     RunLog writeLog, readLog;
   };
 
+  struct DmaState {  // the HBM side of a DMA task
+    int channel = -1;
+    size_t slot = 0;  // its index among the channel's ports
+    bool write = false;
+    bool started = false;
+    int64_t bytes = 0, tokenBytes = 0, bursts = 0, outstanding = 0;
+    int64_t ticksPerByte = 0, latencyTicks = 0;
+    int64_t issued = 0, released = 0, lastRequestCycle = -1;
+    std::vector<int64_t> served;  // per served burst from servedBase: data base tick (read), response tick (write)
+    size_t servedHead = 0;
+    int64_t servedBase = 0, servedCount = 0, lastResponseCycle = -1;
+    bool waitingChannel = false;
+  };
+  struct ChannelState {
+    std::vector<int> ports;  // DMA tasks in task order, which is also the round-robin order
+    std::vector<std::vector<BurstRequest>> pending;
+    std::vector<size_t> pendingHead;
+    int64_t freeTick = 0;
+    size_t next = 0;  // round-robin pointer
+    ChannelStats stats;
+  };
+
   void enterPhase(TaskState& ts, const TaskProgram& tp);
+  int64_t lastTokenOfBurst(const DmaState& d, int64_t burst) const;
+  /// Cycle from which DMA token k can move, or -1 while the burst it needs has not been served.
+  int64_t dmaReady(DmaState& d, int64_t token) const;
+  void issueBurst(int task, int64_t cycle);
+  void afterDmaToken(int task, int64_t token, int64_t time);
+  /// Serves the channel's requests while their order is certain (every port has a request queued or has
+  /// issued all it will); with force, serves the first one regardless.
+  void serveChannel(int channel, bool force);
   void mergeOccupancy(FifoState& f);
   std::vector<WaitEdge> waitCycle() const;
 
@@ -81,6 +116,8 @@ class Engine {
   RunConfig config_;
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
+  std::vector<DmaState> dmas_;          // one per task; used by DMA tasks only
+  std::vector<ChannelState> channels_;  // one per HBM channel
   std::vector<int> woken_;
 };
 

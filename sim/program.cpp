@@ -9,10 +9,22 @@
 
 namespace stc::sim {
 
-Program compileProgram(const Network& net, const Bindings& bindings) {
+Program compileProgram(const Network& net, const Bindings& bindings, const Platform& platform) {
   verifyNetwork(net, bindings).throwIfAny();
   Program prog;
   prog.name = net.name;
+  prog.hbm = HbmTiming::fromPlatform(platform);
+  Diagnostics diag;
+  for (const Task& t : net.tasks) {
+    if (!t.isDma()) continue;
+    if (t.channel >= prog.hbm.channels)
+      diag.error(t.loc, "field 'channel': " + std::to_string(t.channel) + " is not an HBM channel of platform '" +
+                            platform.name + "' (0 to " + std::to_string(prog.hbm.channels - 1) + ")");
+    if (t.axiPort >= prog.hbm.channels)
+      diag.error(t.loc, "field 'port': " + std::to_string(t.axiPort) + " is not an HBM switch port of platform '" +
+                            platform.name + "' (0 to " + std::to_string(prog.hbm.channels - 1) + ")");
+  }
+  diag.throwIfAny();
   for (const auto& f : net.fifos) prog.fifos.push_back({f.name, f.width, f.depth, 0, -1, -1});
   for (size_t t = 0; t < net.tasks.size(); ++t) {
     const Task& task = net.tasks[t];
@@ -26,9 +38,23 @@ Program compileProgram(const Network& net, const Bindings& bindings) {
       return f;
     };
     if (task.isDma()) {
-      throw UserError(formatError(task.loc, std::string("unsupported: task '") + task.name + "' is a " +
-                                                taskKindName(task.kind) +
-                                                "; the HBM model that times DMA tasks is not in this build yet"));
+      const Port& p = task.dmaPorts.front();
+      int64_t width = net.fifos[static_cast<size_t>(net.findFifo(p.fifo))].width;
+      int64_t count = task.bytes * 8 / width;
+      DmaProgram dma;
+      dma.write = task.kind == TaskKind::kDmaWrite;
+      dma.channel = task.channel;
+      dma.port = task.axiPort >= 0 ? task.axiPort : task.channel;
+      dma.bytes = task.bytes;
+      dma.tokenBytes = (width + 7) / 8;
+      tp.dma = dma;
+      PhaseEvents pe;
+      pe.ports.push_back({attach(p, count), !dma.write, 0, 1, count});
+      tp.phases.push_back(pe);
+      tp.events = count;
+      prog.events += tp.events;
+      prog.tasks.push_back(std::move(tp));
+      continue;
     }
     int64_t origin = 0;
     for (const auto& ph : task.phases) {

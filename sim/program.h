@@ -6,7 +6,11 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "compiler/ir/network.h"
+#include "compiler/ir/platform.h"
+#include "sim/hbm.h"
 
 namespace stc::sim {
 
@@ -25,10 +29,20 @@ struct PhaseEvents {
   std::vector<PortEvents> ports;
 };
 
+/// A DMA task: its tokens move between its FIFO and an HBM channel (sim/hbm.h), at most one per cycle.
+struct DmaProgram {
+  bool write = false;  ///< dma_write: reads its FIFO, writes HBM
+  int channel = 0;
+  int port = 0;        ///< the switch port of its AXI master
+  int64_t bytes = 0;
+  int64_t tokenBytes = 0;
+};
+
 struct TaskProgram {
   std::string name;
-  std::vector<PhaseEvents> phases;
+  std::vector<PhaseEvents> phases;  ///< a DMA has one phase with one port: token k at local cycle k
   int64_t events = 0;
+  std::optional<DmaProgram> dma;
 };
 
 struct FifoProgram {
@@ -45,11 +59,12 @@ struct Program {
   std::vector<TaskProgram> tasks;
   std::vector<FifoProgram> fifos;
   int64_t events = 0;
+  HbmTiming hbm;
 };
 
-/// Verifies net under bindings (throws UserError listing every problem) and builds its Program. DMA tasks
-/// are refused as unsupported until the HBM model times them.
-Program compileProgram(const Network& net, const Bindings& bindings);
+/// Verifies net under bindings (throws UserError listing every problem) and builds its Program for the
+/// platform's HBM (channels and ports must exist on it).
+Program compileProgram(const Network& net, const Bindings& bindings, const Platform& platform = defaultPlatform());
 
 /// Read latency after a write: 1 cycle for a FIFO of at most 1024 bits in all (shift register), else 2;
 /// an unbounded FIFO counts as 2.

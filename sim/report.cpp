@@ -126,6 +126,13 @@ nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix
                      {"tokens", f.tokens},
                      {"max_occupancy", f.maxOccupancy}});
   j["fifos"] = fifos;
+  json hbm = json::array();
+  for (const ChannelStats& c : r.hbm)
+    hbm.push_back({{"channel", c.channel},
+                   {"bytes_read", c.bytesRead},
+                   {"bytes_written", c.bytesWritten},
+                   {"busy_fraction", c.busyFraction}});
+  j["hbm"] = hbm;
   return j;
 }
 
@@ -167,6 +174,12 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
                   t.name.c_str(), static_cast<long long>(t.start),
                   t.finished ? std::to_string(t.end).c_str() : "-", static_cast<long long>(t.stallFull),
                   static_cast<long long>(t.stallEmpty));
+    out << line;
+  }
+  if (!r.hbm.empty()) out << "hbm:\n";
+  for (const ChannelStats& c : r.hbm) {
+    std::snprintf(line, sizeof line, "  channel %-2d  read %14lld B  written %14lld B  busy %5.1f%%\n", c.channel,
+                  static_cast<long long>(c.bytesRead), static_cast<long long>(c.bytesWritten), 100 * c.busyFraction);
     out << line;
   }
   out << "fifos:\n";

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/hbm.h"
 #include "sim/run_queue.h"
 
 namespace stc::sim {
@@ -59,6 +60,7 @@ struct SimResult {
   std::vector<TaskStats> tasks;
   std::vector<FifoStats> fifos;
   std::vector<WaitEdge> deadlockCycle;
+  std::vector<ChannelStats> hbm;  ///< channels that serve a DMA
 };
 
 }  // namespace stc::sim

@@ -29,7 +29,12 @@ inline void appendTime(std::vector<TimeRun>& runs, int64_t t) {
       return;
     }
   }
-  runs.push_back({t, 0, 1});
+  // Field by field: building the run on the stack and copying it costs a store-forwarding stall per new
+  // run, which irregular (HBM-paced) streams pay on most tokens.
+  TimeRun& run = runs.emplace_back();
+  run.start = t;
+  run.stride = 0;
+  run.count = 1;
 }
 
 class RunQueue {

@@ -102,7 +102,10 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
         if (phase) end.tokens.push_back(portTokens(*phase, p, b));
         else {
           const Fifo& f = *fifos[p.fifo];
-          if (&b == &samples.front() && t.bytes * 8 % f.width != 0)
+          if (&b == &samples.front() && f.width % 8 != 0)
+            diag.error(t.loc, "field 'ports': FIFO '" + f.name + "' of DMA task '" + t.name +
+                                  "' must carry whole bytes, but its width is " + std::to_string(f.width) + " bits");
+          else if (&b == &samples.front() && t.bytes * 8 % f.width != 0)
             diag.error(t.loc, "field 'bytes': " + std::to_string(t.bytes) + " bytes are not a whole number of " +
                                   std::to_string(f.width) + "-bit tokens of FIFO '" + f.name + "'");
           end.tokens.push_back(t.bytes * 8 / f.width);
@@ -119,6 +122,7 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
     if (t.isDma()) {
       if (t.bytes <= 0) diag.error(t.loc, "field 'bytes': DMA task '" + t.name + "' needs a positive byte count");
       if (t.channel < 0) diag.error(t.loc, "field 'channel': DMA task '" + t.name + "' needs a channel >= 0");
+      if (t.axiPort < -1) diag.error(t.loc, "field 'port': DMA task '" + t.name + "' needs a port >= 0");
       if (t.dmaPorts.size() != 1) {
         diag.error(t.loc, "field 'ports': DMA task '" + t.name + "' needs exactly one port");
         continue;

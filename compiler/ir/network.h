@@ -66,14 +66,15 @@ struct Task {
   TaskKind kind = TaskKind::kKernel;
   std::vector<Phase> phases;  ///< kernels
   int channel = 0;            ///< DMA: HBM pseudo-channel
+  int axiPort = -1;           ///< DMA: the HBM switch port its AXI master attaches to; -1 = `channel`'s own
   int64_t bytes = 0;          ///< DMA: bytes moved
   std::vector<Port> dmaPorts; ///< DMA: its one port
   SourceLoc loc;
 
   bool isDma() const { return kind != TaskKind::kKernel; }
   bool operator==(const Task& o) const {
-    return name == o.name && kind == o.kind && phases == o.phases && channel == o.channel && bytes == o.bytes &&
-           dmaPorts == o.dmaPorts;
+    return name == o.name && kind == o.kind && phases == o.phases && channel == o.channel && axiPort == o.axiPort &&
+           bytes == o.bytes && dmaPorts == o.dmaPorts;
   }
 };
 

@@ -185,8 +185,9 @@ Network parseNetwork(const std::string& text, const std::string& file) {
     else if (kind == "dma_write") task.kind = TaskKind::kDmaWrite;
     else r.error(t["kind"], "kind", "expected kernel, dma_read or dma_write, got '" + kind + "'");
     if (task.isDma()) {
-      r.onlyKeys(t, {"name", "kind", "channel", "bytes", "ports"}, "a DMA task");
+      r.onlyKeys(t, {"name", "kind", "channel", "port", "bytes", "ports"}, "a DMA task");
       task.channel = static_cast<int>(r.integer(r.required(t, "channel", "a DMA task"), "channel"));
+      if (t["port"]) task.axiPort = static_cast<int>(r.integer(t["port"], "port"));
       task.bytes = r.integer(r.required(t, "bytes", "a DMA task"), "bytes");
       YAML::Node ports = r.required(t, "ports", "a DMA task");
       r.expectSeq(ports, "ports");
@@ -246,8 +247,9 @@ std::string emitNetwork(const Network& net) {
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name;
     if (t.isDma()) {
       out << YAML::Key << "kind" << YAML::Value << taskKindName(t.kind) << YAML::Key << "channel" << YAML::Value
-          << t.channel << YAML::Key << "bytes" << YAML::Value << t.bytes << YAML::Key << "ports" << YAML::Value
-          << YAML::BeginSeq;
+          << t.channel;
+      if (t.axiPort >= 0) out << YAML::Key << "port" << YAML::Value << t.axiPort;
+      out << YAML::Key << "bytes" << YAML::Value << t.bytes << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq;
       for (const auto& p : t.dmaPorts) emitPort(out, p);
       out << YAML::EndSeq;
     } else {

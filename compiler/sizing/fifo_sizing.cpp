@@ -93,7 +93,7 @@ int64_t consumerPacedDepth(const std::vector<int64_t>& w, const std::vector<int6
 
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized) {
   SizingResult out;
-  sim::Program prog = sim::compileProgram(net, options.bindings);
+  sim::Program prog = sim::compileProgram(net, options.bindings, options.platform);
   sim::RunConfig measure;
   measure.depths.assign(prog.fifos.size(), kUnboundedDepth);
   measure.recordCurves = true;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/ir/network.h"
+#include "compiler/ir/platform.h"
 #include "sim/result.h"
 
 namespace stc::sizing {
@@ -19,6 +20,7 @@ enum class Strategy {
 
 struct SizingOptions {
   Bindings bindings;
+  Platform platform = defaultPlatform();  ///< its HBM times the DMA tasks
   Strategy strategy = Strategy::kNormal;
   int maxRounds = 16;
 };

@@ -34,7 +34,7 @@ fifos:
   - {name: w, width: 512, depth: unbounded}
   - {name: x, width: 256, depth: 7}
 tasks:
-  - {name: load, kind: dma_read, channel: 3, bytes: 4096, ports: [{fifo: w, dir: out}]}
+  - {name: load, kind: dma_read, channel: 3, port: 9, bytes: 4096, ports: [{fifo: w, dir: out}]}
   - name: k
     phases:
       - {trip: [ctx/16, 4], ii: 2, latency: 9, ports: [{fifo: w, dir: in, level: 0}, {fifo: x, dir: out, level: -1, type: "itensor<8xf32, iter_space: [1]*[1], iter_map: (d0)->(d0)>"}]}
@@ -47,6 +47,7 @@ tasks:
   EXPECT_EQ(again, n);
   EXPECT_EQ(again.tasks[0].kind, TaskKind::kDmaRead);
   EXPECT_EQ(again.tasks[0].channel, 3);
+  EXPECT_EQ(again.tasks[0].axiPort, 9);
   EXPECT_EQ(again.fifos[0].depth, kUnboundedDepth);
   EXPECT_EQ(*again.tasks[1].phases[0].ports[1].level, -1);
   EXPECT_EQ(again.tasks[1].phases[0].trip[0].str(), "ctx/16");

@@ -48,7 +48,7 @@ int simulate(const SimulateArgs& a) {
                                "unsupported: simulating a model needs the compiler (stc compile); give a network file "
                                "(its first key is 'network')",
                                bindings);
-  sim::Program prog = sim::compileProgram(net, bindings);
+  sim::Program prog = sim::compileProgram(net, bindings, platform);
   sim::RunConfig config;
   config.depths = resolveDepths(prog, a.fifoDepth);
   config.recordCurves = !a.curves.empty() || !a.vcd.empty() || !a.trace.empty();

@@ -23,6 +23,7 @@ struct SizeArgs {
 int sizeCommand(const SizeArgs& a) {
   Platform platform = a.network.loadPlatformArg();
   sizing::SizingOptions options;
+  options.platform = platform;
   Network net = a.network.load("stc size-fifos",
                                "unsupported: size-fifos takes a network file (its first key is 'network')",
                                options.bindings);
