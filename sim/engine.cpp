@@ -37,6 +37,7 @@ Engine::Engine(const Program& program, const RunConfig& config)
     bool lateral = hbm.lateral(dp.port, dp.channel);
     d.ticksPerByte = lateral ? hbm.lateralTicksPerByte : hbm.ticksPerByte;
     d.latencyTicks = (dp.write ? hbm.writeLatencyTicks : hbm.readLatencyTicks) + (lateral ? hbm.lateralLatencyTicks : 0);
+    d.burstLastToken = d.releaseToken = lastTokenOfBurst(d, 0);
     ch.ports.push_back(static_cast<int>(t));
     ch.pending.emplace_back();
     ch.pendingHead.push_back(0);
@@ -69,6 +70,10 @@ void Engine::mergeOccupancy(FifoState& f) {
       f.mergeW.pop();
       ++f.mergedW;
       f.maxOccupancy = std::max(f.maxOccupancy, f.mergedW - f.mergedR);
+      if (f.maxOccupancy == f.depth) {  // a bounded FIFO never holds more than its depth: stop merging
+        f.occupancySettled = true;
+        return;
+      }
     } else if (hr && (hw || f.mergedW == f.tokens)) {
       f.mergeR.pop();
       ++f.mergedR;
@@ -175,7 +180,7 @@ bool Engine::run(int t) {
     if (c.write) {
       f.writeTimes.push(time);
       ++f.written;
-      f.mergeW.push(time);
+      if (!f.occupancySettled) f.mergeW.push(time);
       if (config_.recordCurves) f.writeLog.push(time);
       if (f.readerWaiting) {
         f.readerWaiting = false;
@@ -185,14 +190,14 @@ bool Engine::run(int t) {
       f.writeTimes.pop();
       ++f.read;
       if (f.depth != kUnboundedDepth) f.readTimes.push(time);
-      f.mergeR.push(time);
+      if (!f.occupancySettled) f.mergeR.push(time);
       if (config_.recordCurves) f.readLog.push(time);
       if (f.writerWaiting) {
         f.writerWaiting = false;
         woken_.push_back(f.writer);
       }
     }
-    mergeOccupancy(f);
+    if (!f.occupancySettled) mergeOccupancy(f);
     if (dma) afterDmaToken(t, ts.events - 1, time);
   }
   return true;
@@ -214,8 +219,8 @@ int64_t Engine::lastTokenOfBurst(const DmaState& d, int64_t burst) const {
 }
 
 int64_t Engine::dmaReady(DmaState& d, int64_t token) const {
-  int64_t lastByte = (token + 1) * d.tokenBytes - 1;
-  int64_t burst = lastByte / program_.hbm.burstBytes;
+  while (token > d.burstLastToken) d.burstLastToken = lastTokenOfBurst(d, ++d.burst);  // once per burst
+  int64_t burst = d.burst;
   int64_t need = d.write ? burst - d.outstanding : burst;  // a write needs a free slot; a read its data
   if (need < 0) return 0;
   while (d.servedBase < need && d.servedHead < d.served.size()) {  // older bursts are not needed again
@@ -224,7 +229,7 @@ int64_t Engine::dmaReady(DmaState& d, int64_t token) const {
   }
   if (need >= d.servedCount) return -1;
   int64_t tick = d.served[d.servedHead + static_cast<size_t>(need - d.servedBase)];
-  if (!d.write) tick += (lastByte + 1 - burst * program_.hbm.burstBytes) * d.ticksPerByte;
+  if (!d.write) tick += ((token + 1) * d.tokenBytes - burst * program_.hbm.burstBytes) * d.ticksPerByte;
   return program_.hbm.cycleAtOrAfter(tick);
 }
 
@@ -240,13 +245,17 @@ void Engine::issueBurst(int task, int64_t cycle) {
 
 void Engine::afterDmaToken(int task, int64_t token, int64_t time) {
   DmaState& d = dmas_[static_cast<size_t>(task)];
+  if (token < d.releaseToken) return;
   if (d.write) {  // a burst is written once its last token is in
-    while (d.issued < d.bursts && lastTokenOfBurst(d, d.issued) <= token) issueBurst(task, time);
+    while (d.issued < d.bursts && d.releaseToken <= token) {
+      issueBurst(task, time);
+      d.releaseToken = lastTokenOfBurst(d, d.issued);
+    }
     return;
   }
   // A read burst's slot frees once its last token has gone into the FIFO; the next burst takes it.
-  while (d.released < d.bursts && lastTokenOfBurst(d, d.released) <= token) {
-    ++d.released;
+  while (d.released < d.bursts && d.releaseToken <= token) {
+    d.releaseToken = lastTokenOfBurst(d, ++d.released);
     if (d.issued < d.bursts) issueBurst(task, time);
   }
 }

@@ -73,6 +73,7 @@ class Engine {
     RunQueue readTimes;   // reads [written - depth, read), bounded FIFOs only
     RunQueue mergeW, mergeR;
     int64_t mergedW = 0, mergedR = 0, maxOccupancy = 0;
+    bool occupancySettled = false;  // maxOccupancy reached the depth, which no write can exceed
     bool writerWaiting = false, readerWaiting = false;
     int writer, reader;
     RunLog writeLog, readLog;
@@ -86,6 +87,8 @@ class Engine {
     int64_t bytes = 0, tokenBytes = 0, bursts = 0, outstanding = 0;
     int64_t ticksPerByte = 0, latencyTicks = 0;
     int64_t issued = 0, released = 0, lastRequestCycle = -1;
+    int64_t burst = 0, burstLastToken = 0;  // the burst holding the next token's last byte, and its last token
+    int64_t releaseToken = 0;               // the last token of burst `released` (reads) or `issued` (writes)
     std::vector<int64_t> served;  // per served burst from servedBase: data base tick (read), response tick (write)
     size_t servedHead = 0;
     int64_t servedBase = 0, servedCount = 0, lastResponseCycle = -1;

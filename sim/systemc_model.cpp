@@ -1,7 +1,7 @@
 // SystemC scheduler of the event engine. The only file of the project that includes SystemC.
 //
 //   task process (SC_METHOD):  engine.run(t) -> notify the events of the tasks it woke
-//                              -> blocked: next_trigger(wake[t]); finished: no trigger, never runs again
+//                              statically sensitive to wake[t]; a finished task is never notified again
 //
 // The kernel runs until no process is runnable (sc_start() returns on starvation). Simulated time stays
 // at zero: cycle times are carried by the engine, and the kernel only orders the processes' runs.
@@ -47,12 +47,12 @@ SimResult runSystemC(const Program& program, const RunConfig& config) {
   for (int t = 0; t < n; ++t) {
     sc_core::sc_spawn_options options;
     options.spawn_method();
+    options.set_sensitivity(wake[static_cast<size_t>(t)].get());  // static: no per-block next_trigger
     sc_core::sc_spawn(
         [&engine, &wake, t]() {
-          bool done = engine.run(t);
+          engine.run(t);
           for (int w : engine.woken()) wake[static_cast<size_t>(w)]->notify();
           engine.woken().clear();
-          if (!done) sc_core::next_trigger(*wake[static_cast<size_t>(t)]);
         },
         sc_core::sc_gen_unique_name("task"),
         &options);
