@@ -40,12 +40,13 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
     if (task.isDma()) {
       const Port& p = task.dmaPorts.front();
       int64_t width = net.fifos[static_cast<size_t>(net.findFifo(p.fifo))].width;
-      int64_t count = task.bytes * 8 / width;
+      int64_t bytes = task.bytes.eval(bindings);
+      int64_t count = bytes * 8 / width;
       DmaProgram dma;
       dma.write = task.kind == TaskKind::kDmaWrite;
       dma.channel = task.channel;
       dma.port = task.axiPort >= 0 ? task.axiPort : task.channel;
-      dma.bytes = task.bytes;
+      dma.bytes = bytes;
       dma.tokenBytes = (width + 7) / 8;
       tp.dma = dma;
       PhaseEvents pe;

@@ -26,6 +26,7 @@ std::set<std::string> Network::symbols() const {
   for (const auto& t : tasks)
     for (const auto& p : t.phases)
       for (const auto& e : p.trip) out.insert(e.symbols().begin(), e.symbols().end());
+  for (const auto& t : tasks) out.insert(t.bytes.symbols().begin(), t.bytes.symbols().end());
   return out;
 }
 
@@ -105,13 +106,17 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
           if (&b == &samples.front() && f.width % 8 != 0)
             diag.error(t.loc, "field 'ports': FIFO '" + f.name + "' of DMA task '" + t.name +
                                   "' must carry whole bytes, but its width is " + std::to_string(f.width) + " bits");
-          else if (&b == &samples.front() && t.bytes * 8 % f.width != 0)
-            diag.error(t.loc, "field 'bytes': " + std::to_string(t.bytes) + " bytes are not a whole number of " +
+          int64_t bytes = t.bytes.eval(b);
+          if (&b == &samples.front() && bytes <= 0)
+            diag.error(t.loc, "field 'bytes': DMA task '" + t.name + "' needs a positive byte count, got " +
+                                  std::to_string(bytes));
+          else if (&b == &samples.front() && bytes * 8 % f.width != 0)
+            diag.error(t.loc, "field 'bytes': " + std::to_string(bytes) + " bytes are not a whole number of " +
                                   std::to_string(f.width) + "-bit tokens of FIFO '" + f.name + "'");
-          end.tokens.push_back(t.bytes * 8 / f.width);
+          end.tokens.push_back(bytes * 8 / f.width);
         }
       } catch (const UserError& e) {
-        diag.error(phase ? phase->loc : t.loc, std::string("field 'trip': ") + e.what());
+        diag.error(phase ? phase->loc : t.loc, std::string(phase ? "field 'trip': " : "field 'bytes': ") + e.what());
         return;
       }
     }
@@ -120,7 +125,6 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
     if (t.name.empty()) diag.error(t.loc, "field 'name': a task needs a name");
     if (!tasks.emplace(t.name, &t).second) diag.error(t.loc, "field 'name': task '" + t.name + "' is declared twice");
     if (t.isDma()) {
-      if (t.bytes <= 0) diag.error(t.loc, "field 'bytes': DMA task '" + t.name + "' needs a positive byte count");
       if (t.channel < 0) diag.error(t.loc, "field 'channel': DMA task '" + t.name + "' needs a channel >= 0");
       if (t.axiPort < -1) diag.error(t.loc, "field 'port': DMA task '" + t.name + "' needs a port >= 0");
       if (t.dmaPorts.size() != 1) {

@@ -67,7 +67,7 @@ struct Task {
   std::vector<Phase> phases;  ///< kernels
   int channel = 0;            ///< DMA: HBM pseudo-channel
   int axiPort = -1;           ///< DMA: the HBM switch port its AXI master attaches to; -1 = `channel`'s own
-  int64_t bytes = 0;          ///< DMA: bytes moved
+  Expr bytes;                 ///< DMA: bytes moved (may use symbols, such as a KV cache of `ctx` rows)
   std::vector<Port> dmaPorts; ///< DMA: its one port
   SourceLoc loc;
 

@@ -188,7 +188,7 @@ Network parseNetwork(const std::string& text, const std::string& file) {
       r.onlyKeys(t, {"name", "kind", "channel", "port", "bytes", "ports"}, "a DMA task");
       task.channel = static_cast<int>(r.integer(r.required(t, "channel", "a DMA task"), "channel"));
       if (t["port"]) task.axiPort = static_cast<int>(r.integer(t["port"], "port"));
-      task.bytes = r.integer(r.required(t, "bytes", "a DMA task"), "bytes");
+      task.bytes = r.expr(r.required(t, "bytes", "a DMA task"), "bytes");
       YAML::Node ports = r.required(t, "ports", "a DMA task");
       r.expectSeq(ports, "ports");
       for (const auto& p : ports) task.dmaPorts.push_back(readPort(r, p, false));
@@ -249,7 +249,10 @@ std::string emitNetwork(const Network& net) {
       out << YAML::Key << "kind" << YAML::Value << taskKindName(t.kind) << YAML::Key << "channel" << YAML::Value
           << t.channel;
       if (t.axiPort >= 0) out << YAML::Key << "port" << YAML::Value << t.axiPort;
-      out << YAML::Key << "bytes" << YAML::Value << t.bytes << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq;
+      out << YAML::Key << "bytes" << YAML::Value;
+      if (t.bytes.isConstant()) out << t.bytes.eval();
+      else out << t.bytes.str();
+      out << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq;
       for (const auto& p : t.dmaPorts) emitPort(out, p);
       out << YAML::EndSeq;
     } else {

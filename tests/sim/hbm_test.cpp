@@ -96,6 +96,17 @@ TEST_P(Hbm, WritesStreamAndEndWithTheirAcknowledgement) {
   EXPECT_GE(task(r, "save").end, task(r, "mac").end + 26);
 }
 
+// A KV cache whose size follows ctx: `bytes: ctx*64` bound to 128 is the same run as 8192 bytes.
+TEST_P(Hbm, SymbolicBytes) {
+  std::string text = reads({{0, 0, 8192}});
+  std::string symbolic = text;
+  symbolic.replace(symbolic.find("bytes: 8192"), 11, "bytes: ctx*64");
+  symbolic.replace(symbolic.find("trip: [128]"), 11, "trip: [ctx]");
+  sim::SimResult a = simulateText(text, GetParam()), b = simulateText(symbolic, GetParam(), {{"ctx", 128}});
+  EXPECT_EQ(a.cycles, b.cycles);
+  EXPECT_EQ(b.hbm[0].bytesRead, 8192);
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedulers, Hbm, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "SystemC" : "Direct"; });
 
