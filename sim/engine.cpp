@@ -51,9 +51,16 @@ Engine::Engine(const Program& program, const RunConfig& config)
     fs.writer = fp.writer;
     fs.reader = fp.reader;
   }
+  groupLeft_.assign(static_cast<size_t>(program.groups), 0);
+  groupEnd_.assign(static_cast<size_t>(program.groups), 0);
+  groupWaiters_.resize(static_cast<size_t>(program.groups));
   for (size_t t = 0; t < tasks_.size(); ++t) {
-    if (program.tasks[t].phases.empty()) tasks_[t].done = true;
-    else enterPhase(tasks_[t], program.tasks[t]);
+    if (program.tasks[t].phases.empty()) {
+      tasks_[t].done = true;
+    } else {
+      enterPhase(tasks_[t], program.tasks[t]);
+      ++groupLeft_[static_cast<size_t>(program.tasks[t].group)];
+    }
   }
 }
 
@@ -87,10 +94,19 @@ bool Engine::run(int t) {
   TaskState& ts = tasks_[static_cast<size_t>(t)];
   const TaskProgram& tp = program_.tasks[static_cast<size_t>(t)];
   DmaState* dma = tp.dma ? &dmas_[static_cast<size_t>(t)] : nullptr;
-  if (dma && !dma->started) {  // a DMA read starts with as many bursts in flight as it may have
-    dma->started = true;
-    if (!dma->write)
-      for (int64_t b = 0; b < std::min(dma->bursts, dma->outstanding); ++b) issueBurst(t, 0);
+  if (!ts.opened) {
+    if (tp.group > 0) {  // a group is one kernel invocation: it starts when the previous one has ended
+      size_t previous = static_cast<size_t>(tp.group - 1);
+      if (groupLeft_[previous] > 0) {
+        ts.waitFifo = -1;
+        groupWaiters_[previous].push_back(t);
+        return false;
+      }
+      ts.offset = groupEnd_[previous] + program_.groupGapCycles;
+    }
+    ts.opened = true;
+    if (dma && !dma->write)  // a DMA read starts with as many bursts in flight as it may have
+      for (int64_t b = 0; b < std::min(dma->bursts, dma->outstanding); ++b) issueBurst(t, ts.offset);
   }
   while (!ts.done) {
     int pick = ts.pending;
@@ -111,7 +127,7 @@ bool Engine::run(int t) {
           ts.lastTime = std::max(ts.lastTime, dma->lastResponseCycle);
         }
         if (++ts.phase == tp.phases.size()) {
-          ts.done = true;
+          finishTask(t);
           break;
         }
         enterPhase(ts, tp);
@@ -213,6 +229,21 @@ bool Engine::run(int t) {
 // earliest request; so its next request comes later still. Either way each channel serves exactly in
 // request-time order, whatever order the tasks run in.
 
+bool Engine::gated(int t) const {
+  int g = program_.tasks[static_cast<size_t>(t)].group;
+  return g > 0 && groupLeft_[static_cast<size_t>(g - 1)] > 0;
+}
+
+void Engine::finishTask(int t) {
+  TaskState& ts = tasks_[static_cast<size_t>(t)];
+  ts.done = true;
+  size_t g = static_cast<size_t>(program_.tasks[static_cast<size_t>(t)].group);
+  groupEnd_[g] = std::max(groupEnd_[g], ts.lastTime + 1);
+  if (--groupLeft_[g] > 0) return;
+  for (int w : groupWaiters_[g]) woken_.push_back(w);
+  groupWaiters_[g].clear();
+}
+
 int64_t Engine::lastTokenOfBurst(const DmaState& d, int64_t burst) const {
   int64_t end = std::min((burst + 1) * program_.hbm.burstBytes, d.bytes);
   return (end - 1) / d.tokenBytes;
@@ -269,7 +300,9 @@ void Engine::serveChannel(int channel, bool force) {
       size_t i = (ch.next + k) % n;
       if (ch.pendingHead[i] == ch.pending[i].size()) {
         const DmaState& d = dmas_[static_cast<size_t>(ch.ports[i])];
-        if (d.issued < d.bursts && !force) return;  // its next request may come first
+        // Its next request may come first, unless its group has not begun: then it comes after every
+        // request of the groups before, which are the only ones that can be pending.
+        if (d.issued < d.bursts && !force && !gated(ch.ports[i])) return;
         continue;
       }
       if (best == n || ch.pending[i][ch.pendingHead[i]].tick < ch.pending[best][ch.pendingHead[best]].tick) best = i;

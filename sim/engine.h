@@ -60,7 +60,8 @@ class Engine {
     int64_t start = -1;
     int64_t stallFull = 0, stallEmpty = 0, events = 0;
     bool done = false;
-    int waitFifo = -1;
+    bool opened = false;  // its group may start (the previous group has ended)
+    int waitFifo = -1;    // -1 while waiting for HBM or for its group
     bool waitWrite = false;
     std::vector<StallSpan> stalls;
   };
@@ -83,7 +84,6 @@ class Engine {
     int channel = -1;
     size_t slot = 0;  // its index among the channel's ports
     bool write = false;
-    bool started = false;
     int64_t bytes = 0, tokenBytes = 0, bursts = 0, outstanding = 0;
     int64_t ticksPerByte = 0, latencyTicks = 0;
     int64_t issued = 0, released = 0, lastRequestCycle = -1;
@@ -104,6 +104,9 @@ class Engine {
   };
 
   void enterPhase(TaskState& ts, const TaskProgram& tp);
+  /// Whether task t waits for its group to start.
+  bool gated(int t) const;
+  void finishTask(int t);
   int64_t lastTokenOfBurst(const DmaState& d, int64_t burst) const;
   /// Cycle from which DMA token k can move, or -1 while the burst it needs has not been served.
   int64_t dmaReady(DmaState& d, int64_t token) const;
@@ -121,6 +124,8 @@ class Engine {
   std::vector<FifoState> fifos_;
   std::vector<DmaState> dmas_;          // one per task; used by DMA tasks only
   std::vector<ChannelState> channels_;  // one per HBM channel
+  std::vector<int64_t> groupLeft_, groupEnd_;  // unfinished tasks and the last end, per group
+  std::vector<std::vector<int>> groupWaiters_;
   std::vector<int> woken_;
 };
 

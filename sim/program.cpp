@@ -6,6 +6,8 @@
 #include "sim/program.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 namespace stc::sim {
 
@@ -25,11 +27,20 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
                             platform.name + "' (0 to " + std::to_string(prog.hbm.channels - 1) + ")");
   }
   diag.throwIfAny();
+  std::set<int> groupIds;
+  for (const Task& t : net.tasks) groupIds.insert(t.group);
+  std::vector<int> groupOrder(groupIds.begin(), groupIds.end());
+  prog.groups = std::max<int>(1, static_cast<int>(groupOrder.size()));
+  prog.groupGapCycles = std::llround(platform.invocationOverheadUs * platform.kernelClockMhz);
+  auto groupIndex = [&](int id) {
+    return static_cast<int>(std::lower_bound(groupOrder.begin(), groupOrder.end(), id) - groupOrder.begin());
+  };
   for (const auto& f : net.fifos) prog.fifos.push_back({f.name, f.width, f.depth, 0, -1, -1});
   for (size_t t = 0; t < net.tasks.size(); ++t) {
     const Task& task = net.tasks[t];
     TaskProgram tp;
     tp.name = task.name;
+    tp.group = groupIndex(task.group);
     auto attach = [&](const Port& p, int64_t count) {
       int f = net.findFifo(p.fifo);
       FifoProgram& fp = prog.fifos[static_cast<size_t>(f)];

@@ -43,6 +43,7 @@ struct TaskProgram {
   std::vector<PhaseEvents> phases;  ///< a DMA has one phase with one port: token k at local cycle k
   int64_t events = 0;
   std::optional<DmaProgram> dma;
+  int group = 0;  ///< index among the network's groups in order; group g starts after group g-1 ends
 };
 
 struct FifoProgram {
@@ -60,6 +61,8 @@ struct Program {
   std::vector<FifoProgram> fifos;
   int64_t events = 0;
   HbmTiming hbm;
+  int groups = 1;
+  int64_t groupGapCycles = 0;  ///< host cost of invoking the next group (the platform's invocation overhead)
 };
 
 /// Verifies net under bindings (throws UserError listing every problem) and builds its Program for the

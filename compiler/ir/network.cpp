@@ -170,6 +170,11 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
     if (!hasW || !hasR) continue;
     const Endpoint& w = writers[f.name];
     const Endpoint& r = readers[f.name];
+    if (w.task->group != r.task->group)
+      diag.error(f.loc, "FIFO '" + f.name + "' connects task '" + w.task->name + "' (group " +
+                            std::to_string(w.task->group) + ") to task '" + r.task->name + "' (group " +
+                            std::to_string(r.task->group) +
+                            "): groups run one after another and exchange data through HBM (dma_write, dma_read)");
     if (w.tokens.size() == r.tokens.size() && w.tokens != r.tokens && !w.tokens.empty())
       diag.error(f.loc, "FIFO '" + f.name + "': writer '" + w.task->name + "' moves " + std::to_string(w.tokens[0]) +
                             " tokens but reader '" + r.task->name + "' moves " + std::to_string(r.tokens[0]) +

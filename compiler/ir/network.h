@@ -69,12 +69,13 @@ struct Task {
   int axiPort = -1;           ///< DMA: the HBM switch port its AXI master attaches to; -1 = `channel`'s own
   Expr bytes;                 ///< DMA: bytes moved (may use symbols, such as a KV cache of `ctx` rows)
   std::vector<Port> dmaPorts; ///< DMA: its one port
+  int group = 0;              ///< kernel invocation it belongs to: group g starts after group g-1 ends
   SourceLoc loc;
 
   bool isDma() const { return kind != TaskKind::kKernel; }
   bool operator==(const Task& o) const {
     return name == o.name && kind == o.kind && phases == o.phases && channel == o.channel && axiPort == o.axiPort &&
-           bytes == o.bytes && dmaPorts == o.dmaPorts;
+           bytes == o.bytes && dmaPorts == o.dmaPorts && group == o.group;
   }
 };
 

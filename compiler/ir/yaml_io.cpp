@@ -184,8 +184,13 @@ Network parseNetwork(const std::string& text, const std::string& file) {
     else if (kind == "dma_read") task.kind = TaskKind::kDmaRead;
     else if (kind == "dma_write") task.kind = TaskKind::kDmaWrite;
     else r.error(t["kind"], "kind", "expected kernel, dma_read or dma_write, got '" + kind + "'");
+    if (t["group"]) {
+      int64_t g = r.integer(t["group"], "group");
+      if (g < 0 || g > 1'000'000) r.error(t["group"], "group", "expected a group number from 0");
+      task.group = static_cast<int>(g);
+    }
     if (task.isDma()) {
-      r.onlyKeys(t, {"name", "kind", "channel", "port", "bytes", "ports"}, "a DMA task");
+      r.onlyKeys(t, {"name", "kind", "group", "channel", "port", "bytes", "ports"}, "a DMA task");
       task.channel = static_cast<int>(r.integer(r.required(t, "channel", "a DMA task"), "channel"));
       if (t["port"]) task.axiPort = static_cast<int>(r.integer(t["port"], "port"));
       task.bytes = r.expr(r.required(t, "bytes", "a DMA task"), "bytes");
@@ -193,7 +198,7 @@ Network parseNetwork(const std::string& text, const std::string& file) {
       r.expectSeq(ports, "ports");
       for (const auto& p : ports) task.dmaPorts.push_back(readPort(r, p, false));
     } else {
-      r.onlyKeys(t, {"name", "kind", "phases"}, "a task");
+      r.onlyKeys(t, {"name", "kind", "group", "phases"}, "a task");
       YAML::Node phases = r.required(t, "phases", "a task");
       r.expectSeq(phases, "phases");
       for (const auto& ph : phases) {
@@ -245,6 +250,7 @@ std::string emitNetwork(const Network& net) {
   out << YAML::EndSeq << YAML::Key << "tasks" << YAML::Value << YAML::BeginSeq;
   for (const auto& t : net.tasks) {
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name;
+    if (t.group != 0) out << YAML::Key << "group" << YAML::Value << t.group;
     if (t.isDma()) {
       out << YAML::Key << "kind" << YAML::Value << taskKindName(t.kind) << YAML::Key << "channel" << YAML::Value
           << t.channel;

@@ -107,8 +107,42 @@ TEST_P(Hbm, SymbolicBytes) {
   EXPECT_EQ(b.hbm[0].bytesRead, 8192);
 }
 
+// Two groups (kernel invocations) passing 4 KiB through HBM. Group 0: a writes tokens at 1..64, the
+// dma_write reads them at 2..65 and requests its one burst at 65 (7475 ticks); the channel takes
+// 4096 x 2 ticks and acknowledges 3068 ticks (106.7 ns) later: tick 18735, cycle 163, so group 0 ends at
+// 164. Group 1 starts after the host's 50 us (12500 cycles): its dma_read requests at 12664, the last
+// byte arrives at 12664 x 115 + 3068 + 8192 = 1467620 ticks, cycle 12762; b reads it at 12763.
+TEST_P(Hbm, GroupsRunOneAfterAnother) {
+  std::string s =
+      "network: two_groups\nfifos: [{name: x, width: 512}, {name: y, width: 512}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [64], ports: [{fifo: x, dir: out}]}]}\n"
+      "  - {name: save, kind: dma_write, channel: 0, bytes: 4096, ports: [{fifo: x, dir: in}]}\n"
+      "  - {name: load, group: 1, kind: dma_read, channel: 0, bytes: 4096, ports: [{fifo: y, dir: out}]}\n"
+      "  - {name: b, group: 1, phases: [{trip: [64], ports: [{fifo: y, dir: in}]}]}\n";
+  sim::SimResult r = simulateText(s, GetParam());
+  ASSERT_FALSE(r.deadlock);
+  EXPECT_EQ(task(r, "save").end, 164);
+  EXPECT_EQ(task(r, "load").start, 12692);  // the first token: ceil((1456360 + 3068 + 128) / 115)
+  EXPECT_EQ(r.cycles, 12764);
+  EXPECT_EQ(r.hbm[0].bytesRead, 4096);
+  EXPECT_EQ(r.hbm[0].bytesWritten, 4096);
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedulers, Hbm, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "SystemC" : "Direct"; });
+
+TEST(Hbm, FifosStayInsideAGroup) {
+  try {
+    simulateText("network: n\nfifos: [{name: x, width: 32}]\ntasks:\n"
+                 "  - {name: a, phases: [{trip: [4], ports: [{fifo: x, dir: out}]}]}\n"
+                 "  - {name: b, group: 1, phases: [{trip: [4], ports: [{fifo: x, dir: in}]}]}\n");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(),
+                 "test.yaml:2:9: error: FIFO 'x' connects task 'a' (group 0) to task 'b' (group 1): groups run one after "
+                 "another and exchange data through HBM (dma_write, dma_read)");
+  }
+}
 
 TEST(Hbm, ChannelOutsideThePlatform) {
   try {
