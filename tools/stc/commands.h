@@ -19,6 +19,7 @@ Runner addSimulate(CLI::App& app);
 Runner addCheck(CLI::App& app);
 Runner addItensor(CLI::App& app);
 Runner addSizeFifos(CLI::App& app);
+Runner addCompile(CLI::App& app);
 
 /// What every command that runs a network takes: the file, -p PLATFORM, --ctx N and --bind NAME=N.
 struct NetworkInput {
@@ -26,14 +27,15 @@ struct NetworkInput {
   std::string platform;
   std::optional<int64_t> ctx;
   std::vector<std::string> binds;
+  std::vector<std::string> settings;  ///< --set KEY=VALUE for compiling a graph
 
-  /// Registers the four options on app.
+  /// Registers the options on app.
   void addOptions(CLI::App& app);
   /// The platform named by -p, or the embedded default.
   Platform loadPlatformArg() const;
-  /// Reads the network (a UserError naming the file with `notNetwork` for any other kind of file) and
-  /// its symbol bindings, refusing an unbound symbol; `command` prefixes flag errors.
-  Network load(const std::string& command, const std::string& notNetwork, Bindings& bindings) const;
+  /// Reads the network, or compiles the graph, with its symbol bindings, refusing an unbound symbol;
+  /// `command` prefixes flag errors.
+  Network load(const std::string& command, const Platform& platform, Bindings& bindings) const;
 };
 /// A subcommand of DESIGN.md that this build does not implement yet: says so and exits 1.
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description);

@@ -6,6 +6,7 @@
 
 #include "compiler/ir/diagnostics.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
 
 namespace stc::cli {
@@ -60,18 +61,23 @@ Bindings parseSymbolBindings(const std::string& command, const std::optional<int
 }  // namespace
 
 void NetworkInput::addOptions(CLI::App& app) {
-  app.add_option("input", path, "network file (models/networks/*.yaml)")->required();
+  app.add_option("input", path, "network file (models/networks/*.yaml) or graph (models/graphs/*.yaml)")->required();
   app.add_option("-p,--platform", platform, "platform config (default: the embedded U55C)");
   app.add_option("--ctx", ctx, "bind the KV-cache length symbol ctx");
   app.add_option("--bind", binds, "bind a symbol, NAME=N (repeatable)");
+  app.add_option("--set", settings, "compiler setting for a graph input, KEY=VALUE (see stc compile)");
 }
 
 Platform NetworkInput::loadPlatformArg() const { return platform.empty() ? defaultPlatform() : loadPlatform(platform); }
 
-Network NetworkInput::load(const std::string& command, const std::string& notNetwork, Bindings& bindings) const {
+Network NetworkInput::load(const std::string& command, const Platform& platformArg, Bindings& bindings) const {
   std::string text = readTextFile(path);
-  if (detectFileKind(text, path) != FileKind::kNetwork) throw UserError(path + ": error: " + notNetwork);
-  Network net = parseNetwork(text, path);
+  FileKind kind = detectFileKind(text, path);
+  if (kind != FileKind::kNetwork && kind != FileKind::kGraph)
+    throw UserError(path + ": error: expected a network or a graph file (its first key 'network' or 'graph')");
+  Network net = kind == FileKind::kNetwork
+                    ? parseNetwork(text, path)
+                    : compileGraph(parseGraph(text, path), platformArg, parseCompileOptions(settings, platformArg)).network;
   bindings = parseSymbolBindings(command, ctx, binds);
   for (const std::string& s : net.symbols())
     if (!bindings.count(s))

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, stc::cli::Runner> runners;
   auto add = [&](CLI::App* sub, stc::cli::Runner r) { runners[sub] = std::move(r); };
   CLI::App* compile = app.add_subcommand("compile", "compile a graph (YAML or ONNX) into a network");
-  add(compile, stc::cli::addUnimplemented(*compile, "compile", "the compiler"));
+  add(compile, stc::cli::addCompile(*compile));
   CLI::App* simulate = app.add_subcommand("simulate", "simulate a network cycle by cycle");
   add(simulate, stc::cli::addSimulate(*simulate));
   CLI::App* size = app.add_subcommand("size-fifos", "size every FIFO of a network with a linear program");

@@ -44,10 +44,7 @@ std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& 
 int simulate(const SimulateArgs& a) {
   Platform platform = a.network.loadPlatformArg();
   Bindings bindings;
-  Network net = a.network.load("stc simulate",
-                               "unsupported: simulating a model needs the compiler (stc compile); give a network file "
-                               "(its first key is 'network')",
-                               bindings);
+  Network net = a.network.load("stc simulate", platform, bindings);
   sim::Program prog = sim::compileProgram(net, bindings, platform);
   sim::RunConfig config;
   config.depths = resolveDepths(prog, a.fifoDepth);

@@ -24,9 +24,7 @@ int sizeCommand(const SizeArgs& a) {
   Platform platform = a.network.loadPlatformArg();
   sizing::SizingOptions options;
   options.platform = platform;
-  Network net = a.network.load("stc size-fifos",
-                               "unsupported: size-fifos takes a network file (its first key is 'network')",
-                               options.bindings);
+  Network net = a.network.load("stc size-fifos", platform, options.bindings);
   options.strategy = a.strategy == "conservative" ? sizing::Strategy::kConservative : sizing::Strategy::kNormal;
   Network sized;
   sizing::SizingResult r = sizing::sizeFifos(net, options, sized);

@@ -1,0 +1,81 @@
+// Cost model (see cost_model.h for sources). Per lane of an elementwise or row kernel:
+//
+//   op           latency int / float   DSP per lane int / float   LUT per lane int / float
+//   add, sub          2 / 7                 0 / 2                      40 / 220
+//   mul               3 / 4                 0.5 / 3                    30 / 120
+//   div              12 / 30                0 / 0                     400 / 800
+//   exp, tanh        10 / 20                1 / 7                     300 / 700
+//   gelu, silu       16 / 35                1 / 10                    400 / 900
+//   rope              6 / 10                1 / 6                      80 / 300
+//   row statistics    8 / 20                0.5 / 5                    60 / 300
+//   row apply        12 / 30                1 / 8                     150 / 600
+//
+// A matmul of Tk x Tn MACs per iteration: ceil(log2 Tk) adder-tree levels (1 cycle each for integers, 7
+// for floats) plus 6 (multiply, accumulate, output) cycles, its DSPs from dspPerMac, 25 LUTs per MAC.
+// Every kernel has ii 1 and 600 LUTs of control; concat and gathers move data only.
+#include "compiler/dse/cost_model.h"
+
+#include <cmath>
+#include <map>
+
+namespace stc {
+
+double dspPerMac(const std::string& arithmetic) {
+  if (arithmetic == "w4a8" || arithmetic == "i8" || arithmetic == "i4" || arithmetic == "u8") return 0.5;
+  if (arithmetic == "i16" || arithmetic == "i32") return 1;
+  if (arithmetic == "f16" || arithmetic == "bf16") return 2;
+  return 5;
+}
+
+namespace {
+
+struct LaneCost {
+  int64_t latencyInt, latencyFloat;
+  double dspInt, dspFloat;
+  int64_t lutInt, lutFloat;
+};
+
+LaneCost laneCost(const std::string& op) {
+  static const std::map<std::string, LaneCost> table = {
+      {"add", {2, 7, 0, 2, 40, 220}},          {"sub", {2, 7, 0, 2, 40, 220}},
+      {"mul", {3, 4, 0.5, 3, 30, 120}},        {"div", {12, 30, 0, 0, 400, 800}},
+      {"exp", {10, 20, 1, 7, 300, 700}},       {"tanh", {10, 20, 1, 7, 300, 700}},
+      {"gelu", {16, 35, 1, 10, 400, 900}},     {"silu", {16, 35, 1, 10, 400, 900}},
+      {"rope", {6, 10, 1, 6, 80, 300}},        {"stats", {8, 20, 0.5, 5, 60, 300}},
+      {"apply", {12, 30, 1, 8, 150, 600}},     {"reduce", {8, 20, 0.5, 5, 60, 300}},
+      {"move", {1, 1, 0, 0, 0, 0}}};
+  auto it = table.find(op);
+  return it == table.end() ? table.at("move") : it->second;
+}
+
+std::string laneOp(const std::string& op) {
+  if (op.size() > 6 && op.compare(op.size() - 6, 6, ".stats") == 0) return "stats";
+  if (op.size() > 6 && op.compare(op.size() - 6, 6, ".apply") == 0) return "apply";
+  if (op.rfind("reduce_", 0) == 0) return "reduce";
+  if (op == "concat" || op == "embedding") return "move";
+  return op;
+}
+
+bool isFloat(const std::string& dtype) { return dtype == "f32" || dtype == "f16" || dtype == "bf16" || dtype == "f64"; }
+
+}  // namespace
+
+void costKernels(KernelGraph& graph) {
+  for (Kernel& k : graph.kernels) {
+    k.ii = 1;
+    bool fp = isFloat(k.arithmetic);
+    if (k.op == "matmul" || k.op == "linear") {
+      int64_t levels = static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(k.lanes, 1)))));
+      k.latency = levels * (fp ? 7 : 1) + 6;
+      k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(k.arithmetic)));
+      k.lut = 600 + 25 * k.lanes;
+      continue;
+    }
+    LaneCost c = laneCost(laneOp(k.op));
+    k.latency = fp ? c.latencyFloat : c.latencyInt;
+    k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * (fp ? c.dspFloat : c.dspInt)));
+    k.lut = 600 + k.lanes * (fp ? c.lutFloat : c.lutInt);
+  }
+}
+
+}  // namespace stc

@@ -1,0 +1,64 @@
+// Greedy fusion. Walk the kernels in topological order; a kernel joins the open group when the group's
+// on-chip bytes plus its own stay within the budget, where its own are its internal buffer and, per
+// input, the edge's FIFO and converter buffer (a producer in the open group feeds it on chip; any other
+// tensor comes from HBM). Otherwise it opens the next group.
+#include "compiler/dse/fusion.h"
+
+#include "compiler/lower/edges.h"
+
+namespace stc {
+
+namespace {
+
+int64_t kernelBytes(const KernelGraph& g, size_t k, const std::vector<int>& group, int open,
+                    const CompileOptions& options) {
+  const Kernel& kern = g.kernels[k];
+  int64_t bytes = kern.bufferBytes;
+  for (const auto& ph : kern.phases)
+    for (const auto& p : ph.ports) {
+      if (p.out) continue;
+      auto it = g.producer.find(p.tensor);
+      bool onChip = it != g.producer.end() && group[static_cast<size_t>(it->second.kernel)] == open;
+      bytes += edgeBytes(planEdge(g, p, onChip, options), p);
+    }
+  return bytes;
+}
+
+}  // namespace
+
+FusionResult fuseKernels(const KernelGraph& graph, int64_t budgetBytes, const CompileOptions& options) {
+  FusionResult r;
+  r.group.assign(graph.kernels.size(), -1);
+  int open = 0;
+  for (size_t k = 0; k < graph.kernels.size(); ++k) {
+    if (r.groupBytes.empty()) r.groupBytes.push_back(0);
+    int64_t bytes = kernelBytes(graph, k, r.group, open, options);
+    if (r.groupBytes[static_cast<size_t>(open)] > 0 && r.groupBytes[static_cast<size_t>(open)] + bytes > budgetBytes) {
+      ++open;
+      r.groupBytes.push_back(0);
+      bytes = kernelBytes(graph, k, r.group, open, options);
+    }
+    if (bytes > budgetBytes)
+      throw UserError(formatError(graph.kernels[k].loc, "the on-chip budget of " + std::to_string(budgetBytes) +
+                                                            " bytes is too small for kernel '" + graph.kernels[k].name +
+                                                            "', which needs " + std::to_string(bytes) +
+                                                            " bytes (raise --set onchip_budget_bytes)"));
+    r.group[k] = open;
+    r.groupBytes[static_cast<size_t>(open)] += bytes;
+  }
+  for (int64_t b : r.groupBytes) r.fusedBytes += b;
+  return r;
+}
+
+int64_t unfusedBytes(const KernelGraph& graph, const CompileOptions& options) {
+  int64_t bytes = 0;
+  for (const auto& [name, t] : graph.tensors) {
+    if (t.role != TensorRole::kIntermediate || graph.viewOf.count(name)) continue;
+    int64_t elements = 1;
+    for (const auto& d : t.shape) elements *= d.eval(options.maxima);
+    bytes += (elements * dtypeBits(t.dtype) + 7) / 8;
+  }
+  return bytes;
+}
+
+}  // namespace stc

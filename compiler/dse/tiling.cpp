@@ -1,0 +1,97 @@
+// Intensity-aware unrolling. Every matmul starts at Tk = gcd(tile, K) MACs deep (Tn = gcd(tile, N)
+// wide); then, repeatedly, the slowest matmul whose doubled Tk still divides K, still makes it faster
+// (it may already be bound by the HBM bandwidth of its weight stream) and still fits the DSP budget
+// doubles its Tk. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes / (stripes * bytes per
+// channel-cycle)), with stripes = the channels its weight tile needs per cycle, at most maxStripe.
+#include "compiler/dse/tiling.h"
+
+#include <cmath>
+
+#include "compiler/dse/cost_model.h"
+#include "compiler/lower/kernels.h"
+
+namespace stc {
+
+namespace {
+
+double channelBytesPerCycle(const Platform& p) { return p.hbm.channelGbps * 1000.0 / p.kernelClockMhz; }
+
+struct MatmulDims {
+  double rows = 1;  // batch * M
+  int64_t K = 0, N = 0;
+  bool kConstant = false;
+  int64_t tn = 1;
+  int weightBits = 0;
+  bool fromHbm = false;
+  std::string arithmetic;
+};
+
+MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
+  const TensorInfo& a = g.tensors.at(op.inputs[0]);
+  const TensorInfo& w = g.tensors.at(op.inputs[1]);
+  const TensorInfo& out = g.tensors.at(op.output);
+  MatmulDims d;
+  for (size_t i = 0; i + 1 < out.shape.size(); ++i) d.rows *= static_cast<double>(out.shape[i].eval(o.maxima));
+  d.kConstant = a.shape.back().isConstant();
+  d.K = a.shape.back().eval(o.maxima);
+  d.N = out.shape.back().eval(o.maxima);
+  d.tn = tileFor(out.shape.back(), o.tile);
+  d.weightBits = dtypeBits(w.dtype);
+  d.fromHbm = w.role == TensorRole::kWeight || w.role == TensorRole::kInput;
+  d.arithmetic = w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
+  return d;
+}
+
+}  // namespace
+
+int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options) {
+  int s = static_cast<int>(std::ceil(static_cast<double>(tokenBytes) / channelBytesPerCycle(platform) - 1e-9));
+  return std::max(1, std::min(s, options.maxStripe));
+}
+
+double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
+                    const CompileOptions& options) {
+  MatmulDims d = dimsOf(graph, op, options);
+  double iterations = d.rows * static_cast<double>(d.N / d.tn) * static_cast<double>(d.K / tk);
+  if (!d.fromHbm) return iterations;
+  int64_t tileBytes = (tk * d.tn * d.weightBits + 7) / 8;
+  double bytes = iterations * static_cast<double>(tileBytes);
+  return std::max(iterations, bytes / (stripesFor(tileBytes, platform, options) * channelBytesPerCycle(platform)));
+}
+
+std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,
+                                            const CompileOptions& options) {
+  std::map<std::string, int64_t> tk;
+  std::map<std::string, const Op*> ops;
+  double dspUsed = 0;
+  for (const Op& op : graph.graph->ops) {
+    if (op.op != "matmul" && op.op != "linear") continue;
+    MatmulDims d = dimsOf(graph, op, options);
+    tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : 1;
+    ops[op.name] = &op;
+    dspUsed += static_cast<double>(tk[op.name] * d.tn) * dspPerMac(d.arithmetic);
+  }
+  double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp);
+  for (;;) {
+    std::string best;
+    double bestCycles = -1;
+    for (const auto& [name, t] : tk) {
+      MatmulDims d = dimsOf(graph, *ops[name], options);
+      if (!d.kConstant || d.K % (2 * t) != 0) continue;
+      double now = matmulCycles(graph, *ops[name], t, platform, options);
+      double next = matmulCycles(graph, *ops[name], 2 * t, platform, options);
+      double extra = static_cast<double>(t * d.tn) * dspPerMac(d.arithmetic);
+      if (next >= now || dspUsed + extra > budget) continue;
+      if (now > bestCycles) {
+        bestCycles = now;
+        best = name;
+      }
+    }
+    if (best.empty()) return tk;
+    MatmulDims d = dimsOf(graph, *ops[best], options);
+    dspUsed += static_cast<double>(tk[best] * d.tn) * dspPerMac(d.arithmetic);
+    tk[best] *= 2;
+  }
+}
+
+}  // namespace stc

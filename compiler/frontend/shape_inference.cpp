@@ -1,0 +1,216 @@
+// Shape inference. Each op's rule, with the graph's dims as expressions (a symbolic dim matches only the
+// same expression):
+//   matmul/linear  [..., M, K] x [..., K, N] -> [..., M, N]   (transpose_b: 1 takes the weight as [N, K];
+//                  a 2-D right side is shared by every batch)
+//   add sub mul div          numpy broadcasting              gelu silu exp tanh rope    shape of input 0
+//   softmax layernorm rmsnorm  shape of input 0 (axis must be the last; the norms' scale and bias are [D])
+//   transpose (perm)  permuted       reshape (shape)  same element count     concat (axis)  sizes added
+//   reduce_sum/max/mean (axis, keepdims=1)   embedding ids [S] x table [V, D] -> [S, D]
+#include "compiler/frontend/shape_inference.h"
+
+#include <algorithm>
+
+#include "compiler/ir/itensor.h"
+
+namespace stc {
+
+std::string shapeText(const std::vector<Expr>& shape) {
+  std::string s = "[";
+  for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + shape[k].str();
+  return s + "]";
+}
+
+std::set<std::string> TypedGraph::symbols() const {
+  std::set<std::string> out;
+  for (const auto& [name, t] : tensors)
+    for (const auto& d : t.shape) out.insert(d.symbols().begin(), d.symbols().end());
+  return out;
+}
+
+namespace {
+
+int64_t intAttr(const Op& op, const char* key, int64_t fallback) {
+  auto it = op.attrs.find(key);
+  if (it == op.attrs.end()) return fallback;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  throw UserError(formatError(op.loc, "field '" + std::string(key) + "': op '" + op.name + "' expects an integer"));
+}
+
+std::vector<int64_t> listAttr(const Op& op, const char* key) {
+  auto it = op.attrs.find(key);
+  if (it == op.attrs.end())
+    throw UserError(formatError(op.loc, "field '" + std::string(key) + "': op '" + op.name + "' (" + op.op +
+                                            ") needs it"));
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
+  throw UserError(formatError(op.loc, "field '" + std::string(key) + "': op '" + op.name + "' expects a list of integers"));
+}
+
+bool isOne(const Expr& e) { return e.isConstant() && e.eval() == 1; }
+
+// The dims' product when every dim is constant, else -1.
+int64_t constantElements(const std::vector<Expr>& shape) {
+  int64_t n = 1;
+  for (const auto& d : shape) {
+    if (!d.isConstant()) return -1;
+    n *= d.eval();
+  }
+  return n;
+}
+
+std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in) {
+  auto bad = [&](const std::string& what) -> std::vector<Expr> {
+    throw UserError(formatError(op.loc, "op '" + op.name + "' (" + op.op + "): " + what));
+  };
+  auto arity = [&](size_t lo, size_t hi) {
+    if (in.size() < lo || in.size() > hi)
+      bad("takes " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+          " inputs, got " + std::to_string(in.size()));
+  };
+  const std::string& k = op.op;
+  if (k == "matmul" || k == "linear") {
+    arity(2, 3);
+    auto a = in[0]->shape, b = in[1]->shape;
+    if (a.size() < 2 || b.size() < 2) return bad("needs operands of rank 2 or more, got " + shapeText(a) + " and " + shapeText(b));
+    if (intAttr(op, "transpose_b", 0)) std::swap(b[b.size() - 1], b[b.size() - 2]);
+    if (a.back() != b[b.size() - 2])
+      return bad("inner dimensions differ: " + shapeText(in[0]->shape) + " x " + shapeText(in[1]->shape));
+    if (b.size() > 2) {
+      if (b.size() != a.size() || !std::equal(a.begin(), a.end() - 2, b.begin()))
+        return bad("batch dimensions differ: " + shapeText(a) + " x " + shapeText(b));
+    }
+    std::vector<Expr> out(a.begin(), a.end() - 1);
+    out.push_back(b.back());
+    if (in.size() == 3 && (in[2]->shape.size() != 1 || in[2]->shape[0] != b.back()))
+      return bad("bias must be [" + b.back().str() + "], got " + shapeText(in[2]->shape));
+    return out;
+  }
+  if (k == "add" || k == "sub" || k == "mul" || k == "div") {
+    arity(2, 2);
+    const auto &a = in[0]->shape, &b = in[1]->shape;
+    size_t rank = std::max(a.size(), b.size());
+    std::vector<Expr> out(rank, Expr(1));
+    for (size_t i = 0; i < rank; ++i) {
+      const Expr* x = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
+      const Expr* y = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
+      if (x && y && *x != *y && !isOne(*x) && !isOne(*y))
+        return bad("shapes " + shapeText(a) + " and " + shapeText(b) + " do not broadcast");
+      out[i] = (x && !isOne(*x)) ? *x : y ? *y : *x;
+    }
+    return out;
+  }
+  if (k == "gelu" || k == "silu" || k == "exp" || k == "tanh" || k == "rope") {
+    arity(1, 3);
+    return in[0]->shape;
+  }
+  if (k == "softmax" || k == "layernorm" || k == "rmsnorm") {
+    arity(1, 3);
+    int64_t axis = intAttr(op, "axis", -1);
+    int64_t rank = static_cast<int64_t>(in[0]->shape.size());
+    if (axis != -1 && axis != rank - 1) bad("unsupported: only the last axis (got axis " + std::to_string(axis) + ")");
+    for (size_t i = 1; i < in.size(); ++i)
+      if (in[i]->shape.size() != 1 || in[i]->shape[0] != in[0]->shape.back())
+        bad("scale and bias must be [" + in[0]->shape.back().str() + "], got " + shapeText(in[i]->shape));
+    return in[0]->shape;
+  }
+  if (k == "transpose") {
+    arity(1, 1);
+    auto perm = listAttr(op, "perm");
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i)
+      if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != in[0]->shape.size())
+        return bad("perm must be a permutation of 0.." + std::to_string(in[0]->shape.size() - 1));
+    std::vector<Expr> out;
+    for (int64_t p : perm) out.push_back(in[0]->shape[static_cast<size_t>(p)]);
+    return out;
+  }
+  if (k == "reshape") {
+    arity(1, 1);
+    std::vector<Expr> out;
+    for (int64_t d : listAttr(op, "shape")) {
+      if (d < 1) bad("reshape dims must be positive, got " + std::to_string(d));
+      out.push_back(Expr(d));
+    }
+    int64_t n = constantElements(in[0]->shape);
+    if (n < 0) bad("unsupported: reshape of a symbolic shape " + shapeText(in[0]->shape));
+    if (n != constantElements(out)) bad("cannot reshape " + shapeText(in[0]->shape) + " to " + shapeText(out));
+    return out;
+  }
+  if (k == "concat") {
+    if (in.empty()) bad("needs at least one input");
+    int64_t rank = static_cast<int64_t>(in[0]->shape.size());
+    int64_t axis = intAttr(op, "axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) bad("axis " + std::to_string(axis) + " out of range");
+    std::vector<Expr> out = in[0]->shape;
+    int64_t total = 0;
+    for (const TensorInfo* t : in) {
+      for (int64_t i = 0; i < rank; ++i)
+        if (i != axis && (static_cast<int64_t>(t->shape.size()) != rank || t->shape[static_cast<size_t>(i)] != out[static_cast<size_t>(i)]))
+          bad("inputs differ outside the concat axis: " + shapeText(in[0]->shape) + " and " + shapeText(t->shape));
+      if (!t->shape[static_cast<size_t>(axis)].isConstant()) bad("unsupported: concat along a symbolic dimension");
+      total += t->shape[static_cast<size_t>(axis)].eval();
+    }
+    out[static_cast<size_t>(axis)] = Expr(total);
+    return out;
+  }
+  if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") {
+    arity(1, 1);
+    int64_t rank = static_cast<int64_t>(in[0]->shape.size());
+    int64_t axis = intAttr(op, "axis", -1);
+    if (axis != -1 && axis != rank - 1) bad("unsupported: only the last axis (got axis " + std::to_string(axis) + ")");
+    std::vector<Expr> out = in[0]->shape;
+    if (intAttr(op, "keepdims", 1)) out.back() = Expr(1);
+    else out.pop_back();
+    if (out.empty()) out.push_back(Expr(1));
+    return out;
+  }
+  if (k == "embedding") {
+    arity(2, 2);
+    if (in[1]->shape.size() != 2) bad("the table must be [V, D], got " + shapeText(in[1]->shape));
+    std::vector<Expr> out = in[0]->shape;
+    out.push_back(in[1]->shape[1]);
+    return out;
+  }
+  return bad("unsupported op");
+}
+
+}  // namespace
+
+TypedGraph inferShapes(const Graph& graph) {
+  verifyGraph(graph).throwIfAny();
+  TypedGraph tg;
+  tg.graph = &graph;
+  for (const auto& t : graph.inputs) tg.tensors[t.name] = {t.name, t.shape, t.dtype, TensorRole::kInput, -1, t.loc};
+  for (const auto& t : graph.weights) tg.tensors[t.name] = {t.name, t.shape, t.dtype, TensorRole::kWeight, -1, t.loc};
+  std::string errors;  // every op's problem, one per line
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const Op& op = graph.ops[i];
+    std::vector<const TensorInfo*> in;
+    bool ready = true;
+    for (const auto& name : op.inputs) {
+      auto it = tg.tensors.find(name);
+      if (it == tg.tensors.end()) ready = false;  // an earlier op failed
+      else in.push_back(&it->second);
+    }
+    if (!ready) continue;
+    try {
+      std::vector<Expr> shape = inferOp(op, in);
+      // Activations keep the dtype of the first input that is not a weight (or of input 0).
+      std::string dtype = in.front()->dtype;
+      for (const TensorInfo* t : in)
+        if (t->role != TensorRole::kWeight) {
+          dtype = t->dtype;
+          break;
+        }
+      tg.tensors[op.output] = {op.output, shape, dtype, TensorRole::kIntermediate, static_cast<int>(i), op.loc};
+    } catch (const UserError& e) {
+      errors += (errors.empty() ? "" : "\n") + std::string(e.what());
+    }
+  }
+  if (!errors.empty()) throw UserError(errors);
+  for (const auto& out : graph.outputs) tg.tensors[out].role = TensorRole::kOutput;
+  return tg;
+}
+
+}  // namespace stc

@@ -1,0 +1,30 @@
+#pragma once
+// How a kernel's input port gets its stream: the plan both fusion (to count on-chip bytes) and stream
+// construction (to build it) follow.
+
+#include "compiler/lower/kernel_graph.h"
+
+namespace stc {
+
+struct EdgePlan {
+  enum Kind {
+    kFifo,          ///< the producer's order: a plain FIFO
+    kConverter,     ///< an on-chip converter from the producer's order
+    kDma,           ///< a DMA read from HBM in the consumer's order
+    kDmaConverter,  ///< a DMA read in canonical order, then a converter (the consumer re-reads data)
+  } kind = kFifo;
+  StreamOrder source;      ///< the order the FIFO or converter receives
+  ConverterPlan converter; ///< when there is a converter (buffer sizes at the symbols' maxima)
+  int64_t fifoDepth = 2;   ///< depth of the FIFO into the consumer
+};
+
+/// The plan for `port`; onChip says whether the tensor's producer is a kernel of the same group.
+EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip, const CompileOptions& options);
+
+/// The on-chip bytes an edge holds: its converter's ping-pong buffer and its FIFOs.
+int64_t edgeBytes(const EdgePlan& plan, const KernelPort& port);
+
+/// The order a kernel writes a tensor in.
+const StreamOrder& producedOrder(const KernelGraph& graph, const std::string& tensor);
+
+}  // namespace stc

@@ -1,0 +1,92 @@
+#pragma once
+// The kernel graph: a Graph lowered to pipelined loop nests whose ports read and write tensors in
+// explicit stream orders (itensor types whose tripcounts may be symbolic). lower/streams.cpp turns it
+// into a Network, adding FIFOs, converters and DMAs.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/shape_inference.h"
+#include "compiler/ir/itensor.h"
+
+namespace stc {
+
+/// What the compiler may be asked (stc compile --set KEY=VALUE).
+struct CompileOptions {
+  int64_t tile = 16;                 ///< elements per token along a tensor's last dimension
+  double unrollBudget = 0.7;         ///< share of the platform's DSPs the unrolling may use
+  int64_t onchipBudgetBytes = 0;     ///< on-chip memory a fused group may use; 0 = a quarter of the platform's
+  std::string quant = "none";        ///< "w4a8": 4-bit weights, 8-bit activations; "none": dtypes as given
+  int maxStripe = 8;                 ///< most HBM channels one weight stream is striped across
+  Bindings maxima;                   ///< the largest value of each symbol, for buffer sizes (default 4096)
+};
+
+/// An itensor type with symbolic tripcounts.
+struct StreamOrder {
+  std::vector<int64_t> element;
+  std::string dtype;
+  std::vector<Expr> trips;
+  std::vector<int64_t> steps;
+  AffineMap map;
+
+  int64_t tokenBits() const;
+  /// The number of tokens, as an expression.
+  Expr tokens() const;
+  /// The concrete type with symbols bound.
+  ITensorType bind(const Bindings& b) const;
+  bool isSymbolic() const;
+  /// Whether some loop of more than one iteration moves no data dimension (the stream repeats data).
+  bool repeats() const;
+  bool operator==(const StreamOrder& o) const {
+    return element == o.element && dtype == o.dtype && trips == o.trips && steps == o.steps && map == o.map;
+  }
+  bool operator!=(const StreamOrder& o) const { return !(*this == o); }
+};
+
+struct KernelPort {
+  std::string tensor;
+  StreamOrder order;
+  bool out = false;
+  int level = -2;         ///< loop it advances with; -2 = innermost
+  int64_t keepTokens = 0; ///< tokens its FIFO must hold for the kernel not to deadlock (a row kept for a second pass)
+  bool weight = false;    ///< read straight from HBM, striped over channels
+};
+
+struct KernelPhase {
+  std::vector<Expr> trip;
+  std::vector<KernelPort> ports;
+};
+
+struct Kernel {
+  std::string name;
+  std::string op;           ///< the graph op it implements ("matmul", "softmax.stats", ...)
+  SourceLoc loc;
+  std::vector<KernelPhase> phases;
+  int64_t ii = 1;
+  int64_t latency = 1;
+  int64_t lanes = 1;         ///< operations per iteration (MACs for a matmul)
+  std::string arithmetic;    ///< dtype its arithmetic runs in
+  int64_t bufferBytes = 0;   ///< internal buffer (a concat's collected output)
+  bool gather = false;       ///< an embedding lookup: a DMA read of table rows, no compute
+  int64_t gatherBytes = 0;
+  std::string gatherTable;
+  // Estimates (dse/cost_model.cpp).
+  int64_t dsp = 0, lut = 0;
+};
+
+struct KernelGraph {
+  std::vector<Kernel> kernels;
+  std::map<std::string, TensorInfo> tensors;  ///< every tensor, views included
+  std::vector<std::string> inputs, weights, outputs;
+  /// Where each tensor produced by a kernel is written (graph inputs and weights have no entry).
+  struct PortRef {
+    int kernel = -1, phase = 0, port = 0;
+  };
+  std::map<std::string, PortRef> producer;
+  /// Tensors that are views of another (transpose, reshape): the base tensor's name.
+  std::map<std::string, std::string> viewOf;
+};
+
+}  // namespace stc

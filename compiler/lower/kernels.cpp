@@ -1,0 +1,400 @@
+// Lowering ops to kernels. Stream orders (itensor types) per op, with T the token tile on the last
+// dimension and rows the dims before it:
+//   elementwise      one nest over the output's canonical order; a broadcast input is read through a map
+//                    that drops its broadcast dims (those loops repeat it)
+//   matmul           nest [batch.., M, N/Tn, K/Tk]: A as [1, Tk] tiles with the n loop repeating it (a row of
+//                    A is reused for every output tile), W as [Tk, Tn] tiles, one output token per n
+//   softmax, layernorm, rmsnorm   two kernels: `.stats` reads a row and writes one token per row; `.apply`
+//                    reads the stats, the row again (its FIFO keeps a row) and the scale/bias, and writes
+//   reduce_*         one token per row           concat   collects its inputs (one phase each), then streams
+//   transpose, reshape   views: their consumers read the base tensor in the translated order
+//   embedding        a gather: a DMA read of the looked-up table rows
+#include "compiler/lower/kernels.h"
+
+#include <numeric>
+
+namespace stc {
+
+namespace {
+
+Expr product(const std::vector<Expr>& v) {
+  std::string text;
+  bool constant = true;
+  int64_t value = 1;
+  for (const auto& e : v) {
+    if (e.isConstant()) value *= e.eval();
+    else constant = false;
+    text += (text.empty() ? "" : "*") + ("(" + e.str() + ")");
+  }
+  return constant ? Expr(value) : Expr::parse(text);
+}
+
+Expr divide(const Expr& e, int64_t d) {
+  if (d == 1) return e;
+  if (e.isConstant()) return Expr(e.eval() / d);
+  return Expr::parse("(" + e.str() + ")/" + std::to_string(d));
+}
+
+}  // namespace
+
+int64_t StreamOrder::tokenBits() const {
+  int64_t n = dtypeBits(dtype);
+  for (int64_t d : element) n *= d;
+  return n;
+}
+
+Expr StreamOrder::tokens() const { return product(trips); }
+
+bool StreamOrder::isSymbolic() const {
+  for (const auto& t : trips)
+    if (!t.isConstant()) return true;
+  return false;
+}
+
+bool StreamOrder::repeats() const {
+  for (int k = 0; k < map.numDims(); ++k) {
+    if (trips[static_cast<size_t>(k)].isConstant() && trips[static_cast<size_t>(k)].eval() == 1) continue;
+    bool used = false;
+    for (const auto& r : map.results()) used = used || r.coeffs[static_cast<size_t>(k)] != 0;
+    if (!used) return true;
+  }
+  return false;
+}
+
+ITensorType StreamOrder::bind(const Bindings& b) const {
+  ITensorType t;
+  t.elementShape = element;
+  t.dtype = dtype;
+  for (const auto& e : trips) t.tripcounts.push_back(e.eval(b));
+  t.steps = steps;
+  t.iterMap = map;
+  return t;
+}
+
+int64_t tileFor(const Expr& last, int64_t tile) {
+  if (!last.isConstant()) return 1;
+  return std::gcd(tile, last.eval());
+}
+
+StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile) {
+  StreamOrder o;
+  size_t rank = t.shape.size();
+  int64_t T = tileFor(t.shape.back(), tile);
+  o.element.assign(rank, 1);
+  o.element.back() = T;
+  o.dtype = t.dtype;
+  o.trips = t.shape;
+  o.trips.back() = divide(t.shape.back(), T);
+  o.steps.assign(rank, 1);
+  o.steps.back() = T;
+  std::vector<int> dims(rank);
+  std::iota(dims.begin(), dims.end(), 0);
+  o.map = AffineMap::permutation(static_cast<int>(rank), dims);
+  return o;
+}
+
+namespace {
+
+class Lowering {
+ public:
+  Lowering(const TypedGraph& g, const CompileOptions& o, const std::map<std::string, int64_t>& tileK)
+      : g_(g), opt_(o), tileK_(tileK) {
+    kg_.tensors = g.tensors;
+    for (const auto& t : g.graph->inputs) kg_.inputs.push_back(t.name);
+    for (const auto& t : g.graph->weights) kg_.weights.push_back(t.name);
+    kg_.outputs = g.graph->outputs;
+  }
+
+  KernelGraph run() {
+    for (const Op& op : g_.graph->ops) lower(op);
+    return std::move(kg_);
+  }
+
+ private:
+  [[noreturn]] void unsupported(const Op& op, const std::string& what) {
+    throw UserError(formatError(op.loc, "unsupported: op '" + op.name + "' (" + op.op + "): " + what));
+  }
+  const TensorInfo& info(const std::string& name) const { return kg_.tensors.at(name); }
+
+  // A port reading `tensor` in `order` (over the tensor's own dims); views resolve to their base.
+  KernelPort in(const std::string& tensor, StreamOrder order, int level = -2) {
+    std::string name = tensor;
+    while (views_.count(name)) {
+      const View& v = views_.at(name);
+      if (v.reshape) {
+        StreamOrder canonical = canonicalOrder(info(name), opt_.tile);
+        StreamOrder base = canonicalOrder(info(v.base), opt_.tile);
+        if (order != canonical || canonical.element.back() != base.element.back())
+          throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
+                                                          "' is read in an order that re-tiles its stream"));
+        order = base;
+      } else {  // transpose: view dim i is base dim perm[i]
+        std::vector<int64_t> element(v.perm.size());
+        std::vector<AffineExpr> results(v.perm.size());
+        for (size_t i = 0; i < v.perm.size(); ++i) {
+          element[static_cast<size_t>(v.perm[i])] = order.element[i];
+          results[static_cast<size_t>(v.perm[i])] = order.map.results()[i];
+        }
+        order.element = element;
+        order.map = AffineMap(order.map.numDims(), results);
+      }
+      order.dtype = info(v.base).dtype;
+      name = v.base;
+    }
+    KernelPort p;
+    p.tensor = name;
+    p.order = order;
+    p.level = level;
+    auto role = info(name).role;
+    p.weight = role == TensorRole::kWeight;
+    return p;
+  }
+  KernelPort out(const std::string& tensor, StreamOrder order, int level = -2) {
+    KernelPort p;
+    p.tensor = tensor;
+    p.order = std::move(order);
+    p.out = true;
+    p.level = level;
+    return p;
+  }
+  void add(Kernel k) {
+    for (size_t ph = 0; ph < k.phases.size(); ++ph)
+      for (size_t p = 0; p < k.phases[ph].ports.size(); ++p)
+        if (k.phases[ph].ports[p].out)
+          kg_.producer[k.phases[ph].ports[p].tensor] = {static_cast<int>(kg_.kernels.size()), static_cast<int>(ph),
+                                                        static_cast<int>(p)};
+    kg_.kernels.push_back(std::move(k));
+  }
+  Kernel kernel(const Op& op, const std::string& suffix = "") {
+    Kernel k;
+    k.name = op.name + suffix;
+    k.op = op.op + suffix;
+    k.loc = op.loc;
+    k.arithmetic = info(op.output).dtype;
+    return k;
+  }
+
+  // The order in which an elementwise kernel over `outOrder` reads input `t` (numpy broadcasting).
+  StreamOrder broadcastOrder(const TensorInfo& t, const TensorInfo& outT, const StreamOrder& outOrder) {
+    StreamOrder o;
+    size_t rank = t.shape.size(), outRank = outT.shape.size(), shift = outRank - rank;
+    o.dtype = t.dtype;
+    o.trips = outOrder.trips;
+    o.steps = outOrder.steps;
+    o.element.assign(rank, 1);
+    std::vector<AffineExpr> results;
+    for (size_t i = 0; i < rank; ++i) {
+      AffineExpr e{std::vector<int64_t>(outRank, 0), 0};
+      bool broadcast = t.shape[i].isConstant() && t.shape[i].eval() == 1 &&
+                       !(outT.shape[i + shift].isConstant() && outT.shape[i + shift].eval() == 1);
+      if (!broadcast) {
+        e.coeffs[i + shift] = 1;
+        o.element[i] = outOrder.element[i + shift];
+      }
+      results.push_back(e);
+    }
+    o.map = AffineMap(static_cast<int>(outRank), results);
+    return o;
+  }
+
+  void lower(const Op& op) {
+    const TensorInfo& outT = info(op.output);
+    const std::string& k = op.op;
+    if (k == "transpose" || k == "reshape") {
+      View v;
+      v.base = op.inputs[0];
+      v.reshape = k == "reshape";
+      if (!v.reshape) v.perm = std::get<std::vector<int64_t>>(op.attrs.at("perm"));
+      views_[op.output] = v;
+      kg_.viewOf[op.output] = v.base;
+      return;
+    }
+    if (k == "matmul" || k == "linear") return lowerMatmul(op);
+    if (k == "softmax" || k == "layernorm" || k == "rmsnorm") return lowerRowOp(op);
+    if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") return lowerReduce(op);
+    if (k == "concat") return lowerConcat(op);
+    if (k == "embedding") {
+      Kernel kern = kernel(op);
+      kern.gather = true;
+      kern.gatherTable = op.inputs[1];
+      int64_t rows = product(info(op.inputs[0]).shape).eval(opt_.maxima);
+      kern.gatherBytes = rows * outT.shape.back().eval() * std::max(1, dtypeBits(outT.dtype) / 8);
+      StreamOrder o = canonicalOrder(outT, opt_.tile);
+      kern.phases.push_back({o.trips, {out(op.output, o)}});
+      add(std::move(kern));
+      return;
+    }
+    // Elementwise: add sub mul div gelu silu exp tanh rope.
+    Kernel kern = kernel(op);
+    StreamOrder o = canonicalOrder(outT, opt_.tile);
+    KernelPhase ph{o.trips, {}};
+    for (const auto& name : op.inputs) ph.ports.push_back(in(name, broadcastOrder(info(name), outT, o)));
+    ph.ports.push_back(out(op.output, o));
+    kern.phases.push_back(ph);
+    kern.lanes = o.element.back();
+    add(std::move(kern));
+  }
+
+  void lowerMatmul(const Op& op) {
+    const TensorInfo& a = info(op.inputs[0]);
+    const TensorInfo& w = info(op.inputs[1]);
+    const TensorInfo& outT = info(op.output);
+    bool transposeB = op.attrs.count("transpose_b") && std::get<int64_t>(op.attrs.at("transpose_b")) != 0;
+    size_t rank = outT.shape.size();
+    size_t batch = rank - 2;
+    Expr K = a.shape.back();
+    StreamOrder o = canonicalOrder(outT, opt_.tile);
+    int64_t Tn = o.element.back();
+    int64_t Tk = tileFor(K, opt_.tile);
+    if (auto it = tileK_.find(op.name); it != tileK_.end()) Tk = it->second;
+    // Loop nest: batch dims, m, n, k.
+    std::vector<Expr> trip(outT.shape.begin(), outT.shape.end() - 1);
+    trip.push_back(o.trips.back());
+    trip.push_back(divide(K, Tk));
+    std::vector<int64_t> steps(batch + 1, 1);
+    steps.push_back(Tn);
+    steps.push_back(Tk);
+    int nd = static_cast<int>(trip.size());
+    auto unit = [&](size_t dim) {
+      AffineExpr e{std::vector<int64_t>(static_cast<size_t>(nd), 0), 0};
+      e.coeffs[dim] = 1;
+      return e;
+    };
+    // A: [batch.., M, K], read per (batch.., m, k); the n loop repeats the row.
+    StreamOrder ao;
+    ao.dtype = a.dtype;
+    ao.trips = trip;
+    ao.steps = steps;
+    ao.element.assign(a.shape.size(), 1);
+    ao.element.back() = Tk;
+    std::vector<AffineExpr> ar;
+    for (size_t i = 0; i < batch + 1; ++i) ar.push_back(unit(i));
+    ar.push_back(unit(batch + 2));
+    ao.map = AffineMap(nd, ar);
+    // W: [batch.., K, N] or a shared [K, N] (or [N, K] with transpose_b), read per (batch.., k, n).
+    StreamOrder wo;
+    wo.dtype = w.dtype;
+    wo.trips = trip;
+    wo.steps = steps;
+    wo.element.assign(w.shape.size(), 1);
+    std::vector<AffineExpr> wr;
+    if (w.shape.size() > 2)
+      for (size_t i = 0; i < batch; ++i) wr.push_back(unit(i));
+    AffineExpr kExpr = unit(batch + 2), nExpr = unit(batch + 1);
+    size_t kd = transposeB ? w.shape.size() - 1 : w.shape.size() - 2, nd2 = transposeB ? w.shape.size() - 2 : w.shape.size() - 1;
+    wo.element[kd] = Tk;
+    wo.element[nd2] = Tn;
+    wr.push_back(transposeB ? nExpr : kExpr);
+    wr.push_back(transposeB ? kExpr : nExpr);
+    wo.map = AffineMap(nd, wr);
+    Kernel kern = kernel(op);
+    KernelPhase ph{trip, {in(op.inputs[0], ao), in(op.inputs[1], wo)}};
+    if (op.inputs.size() == 3) {  // bias [N]: one tile per output token, over the loops up to n
+      StreamOrder bo;
+      bo.dtype = info(op.inputs[2]).dtype;
+      bo.trips.assign(trip.begin(), trip.begin() + static_cast<std::ptrdiff_t>(batch + 2));
+      bo.steps.assign(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(batch + 2));
+      bo.element = {Tn};
+      AffineExpr n{std::vector<int64_t>(batch + 2, 0), 0};
+      n.coeffs[batch + 1] = 1;
+      bo.map = AffineMap(static_cast<int>(batch + 2), {n});
+      ph.ports.push_back(in(op.inputs[2], bo, static_cast<int>(batch + 1)));
+    }
+    ph.ports.push_back(out(op.output, o, static_cast<int>(batch + 1)));
+    kern.phases.push_back(ph);
+    kern.lanes = Tk * Tn;
+    kern.arithmetic = w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
+    add(std::move(kern));
+  }
+
+  // Stats stream of a row op: one [1..1] token per row.
+  StreamOrder rowStatsOrder(const TensorInfo& t) {
+    StreamOrder o;
+    size_t rank = t.shape.size();
+    o.dtype = "f32";
+    o.element.assign(rank, 1);
+    o.trips = t.shape;
+    o.trips.back() = Expr(1);
+    o.steps.assign(rank, 1);
+    std::vector<int> dims(rank);
+    std::iota(dims.begin(), dims.end(), 0);
+    o.map = AffineMap::permutation(static_cast<int>(rank), dims);
+    return o;
+  }
+
+  void lowerRowOp(const Op& op) {
+    const TensorInfo& x = info(op.inputs[0]);
+    StreamOrder xo = canonicalOrder(x, opt_.tile);
+    int rowLevel = static_cast<int>(x.shape.size()) - 2;  // -1 for a single row
+    std::string stats = op.output + ".stats";
+    TensorInfo st{stats, x.shape, "f32", TensorRole::kIntermediate, -1, op.loc};
+    st.shape.back() = Expr(1);
+    kg_.tensors[stats] = st;
+    StreamOrder so = rowStatsOrder(x);
+    Kernel s = kernel(op, ".stats");
+    s.phases.push_back({xo.trips, {in(op.inputs[0], xo), out(stats, so, rowLevel)}});
+    s.lanes = xo.element.back();
+    add(std::move(s));
+    Kernel a = kernel(op, ".apply");
+    KernelPhase ph{xo.trips, {}};
+    ph.ports.push_back(in(stats, so, rowLevel));
+    KernelPort row = in(op.inputs[0], xo);
+    // A row, plus what the stats kernel reads of the next row while its result for this one is in flight
+    // (its latency, at most 64 cycles in the cost model).
+    int64_t rowTokens = xo.trips.back().eval(opt_.maxima);
+    row.keepTokens = rowTokens + std::max<int64_t>(rowTokens, 64);
+    ph.ports.push_back(row);
+    for (size_t i = 1; i < op.inputs.size(); ++i)
+      ph.ports.push_back(in(op.inputs[i], broadcastOrder(info(op.inputs[i]), x, xo)));
+    ph.ports.push_back(out(op.output, canonicalOrder(info(op.output), opt_.tile)));
+    a.phases.push_back(ph);
+    a.lanes = xo.element.back();
+    add(std::move(a));
+  }
+
+  void lowerReduce(const Op& op) {
+    const TensorInfo& x = info(op.inputs[0]);
+    StreamOrder xo = canonicalOrder(x, opt_.tile);
+    Kernel k = kernel(op);
+    StreamOrder o = canonicalOrder(info(op.output), 1);
+    k.phases.push_back({xo.trips, {in(op.inputs[0], xo), out(op.output, o, static_cast<int>(x.shape.size()) - 2)}});
+    k.lanes = xo.element.back();
+    add(std::move(k));
+  }
+
+  void lowerConcat(const Op& op) {
+    Kernel k = kernel(op);
+    for (const auto& name : op.inputs) {
+      StreamOrder o = canonicalOrder(info(name), opt_.tile);
+      k.phases.push_back({o.trips, {in(name, o)}});
+    }
+    const TensorInfo& outT = info(op.output);
+    StreamOrder o = canonicalOrder(outT, opt_.tile);
+    k.phases.push_back({o.trips, {out(op.output, o)}});
+    int64_t elements = 1;
+    for (const auto& d : outT.shape) elements *= d.eval(opt_.maxima);
+    k.bufferBytes = (elements * dtypeBits(outT.dtype) + 7) / 8;
+    k.lanes = o.element.back();
+    add(std::move(k));
+  }
+
+  struct View {
+    std::string base;
+    bool reshape = false;
+    std::vector<int64_t> perm;
+  };
+  const TypedGraph& g_;
+  const CompileOptions& opt_;
+  const std::map<std::string, int64_t>& tileK_;
+  KernelGraph kg_;
+  std::map<std::string, View> views_;
+};
+
+}  // namespace
+
+KernelGraph lowerToKernels(const TypedGraph& graph, const CompileOptions& options,
+                           const std::map<std::string, int64_t>& tileK) {
+  return Lowering(graph, options, tileK).run();
+}
+
+}  // namespace stc

@@ -1,0 +1,23 @@
+#pragma once
+// Lowering: each op of a typed graph becomes one or more pipelined loop nests (kernels) whose ports name
+// the stream order they read or write.
+
+#include <map>
+
+#include "compiler/lower/kernel_graph.h"
+
+namespace stc {
+
+/// Elements per token along a last dimension of size `last`: gcd(tile, last), or 1 when symbolic.
+int64_t tileFor(const Expr& last, int64_t tile);
+
+/// The canonical order of a tensor: row-major over its shape, `tileFor` elements per token on the last
+/// dimension.
+StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile);
+
+/// Lowers every op; tileK gives each matmul's reduction tile (from dse/tiling.cpp). Throws UserError naming
+/// an op it cannot lower.
+KernelGraph lowerToKernels(const TypedGraph& graph, const CompileOptions& options,
+                           const std::map<std::string, int64_t>& tileK);
+
+}  // namespace stc

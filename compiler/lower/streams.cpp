@@ -1,0 +1,328 @@
+// Stream construction (see streams.h).
+//
+//   producer kernel --FIFO--> consumer                                  equal orders
+//   producer kernel --FIFO--> cvt.w ==region FIFO (depth 2)==> cvt.r --FIFO--> consumer   orders differ
+//   HBM --dma_read(s)--> [widen] --FIFO--> consumer                     inputs, weights, earlier groups
+//   producer --FIFO--> [pack] --> dma_write --> HBM                     outputs, tensors of later groups
+//
+// A converter's write task reads the producer's stream and writes one region per iteration of the
+// shared loops (one per run with none); its read task streams each region in the consumer's order.
+#include "compiler/lower/streams.h"
+
+#include <algorithm>
+#include <map>
+
+#include "compiler/dse/tiling.h"
+#include "compiler/lower/edges.h"
+#include "compiler/lower/kernels.h"
+
+namespace stc {
+
+namespace {
+
+constexpr int64_t kDmaTokenBits = 512;  // an HBM channel's AXI data width at the kernel (two 256-bit beats)
+
+std::string orderKey(const StreamOrder& o) {
+  std::string s = o.dtype + "|";
+  for (auto e : o.element) s += std::to_string(e) + ",";
+  s += "|";
+  for (const auto& t : o.trips) s += t.str() + ",";
+  s += "|";
+  for (auto st : o.steps) s += std::to_string(st) + ",";
+  return s + "|" + o.map.str(true);
+}
+
+Expr times(const Expr& e, int64_t k) {
+  if (k == 1) return e;
+  if (e.isConstant()) return Expr(e.eval() * k);
+  return Expr::parse("(" + e.str() + ")*" + std::to_string(k));
+}
+
+// The constant factor of a product of tripcounts (to know what it is divisible by).
+int64_t constantFactor(const std::vector<Expr>& trips) {
+  int64_t f = 1;
+  for (const auto& t : trips)
+    if (t.isConstant()) f *= t.eval();
+  return f;
+}
+
+class Builder {
+ public:
+  Builder(const KernelGraph& g, const FusionResult& f, const Platform& p, const CompileOptions& o, StreamCounts& c)
+      : g_(g), f_(f), p_(p), o_(o), counts_(c) {}
+
+  Network run() {
+    net_.name = g_.tensors.empty() ? "network" : "compiled";
+    kernelTask_.assign(g_.kernels.size(), -1);
+    for (size_t k = 0; k < g_.kernels.size(); ++k) {
+      const Kernel& kern = g_.kernels[k];
+      if (kern.gather) continue;
+      Task t;
+      t.name = kern.name;
+      t.group = f_.group[k];
+      t.loc = kern.loc;
+      for (const auto& ph : kern.phases) {
+        Phase phase;
+        phase.trip = ph.trip;
+        phase.ii = kern.ii;
+        phase.latency = kern.latency;
+        phase.loc = kern.loc;
+        t.phases.push_back(phase);
+      }
+      taskNames_.insert(t.name);
+      kernelTask_[k] = addTask(std::move(t));
+      ++counts_.kernels;
+    }
+    for (size_t k = 0; k < g_.kernels.size(); ++k) {
+      if (g_.kernels[k].gather) continue;
+      for (size_t ph = 0; ph < g_.kernels[k].phases.size(); ++ph)
+        for (const KernelPort& port : g_.kernels[k].phases[ph].ports)
+          if (!port.out) connectInput(k, ph, port);
+    }
+    // Tensors leaving the chip: graph outputs and produced tensors nobody on chip reads.
+    for (const auto& [tensor, ref] : g_.producer) {
+      bool isOutput = std::find(g_.outputs.begin(), g_.outputs.end(), tensor) != g_.outputs.end();
+      if (isOutput || !consumed_.count(tensor)) storeToHbm(tensor);
+    }
+    assignChannels();
+    return std::move(net_);
+  }
+
+ private:
+  int addTask(Task t) {
+    net_.tasks.push_back(std::move(t));
+    return static_cast<int>(net_.tasks.size()) - 1;
+  }
+  std::string addFifo(const std::string& base, int64_t width, int64_t depth) {
+    std::string name = base;
+    for (int n = 2; fifoNames_.count(name); ++n) name = base + "." + std::to_string(n);
+    fifoNames_.insert(name);
+    net_.fifos.push_back({name, width, depth, {}});
+    return name;
+  }
+  static Port port(const std::string& fifo, PortDir dir, int level, const StreamOrder* order) {
+    Port p;
+    p.fifo = fifo;
+    p.dir = dir;
+    if (level != -2) p.level = level;
+    if (order && !order->isSymbolic()) p.type = order->bind({});
+    return p;
+  }
+  int taskGroup(int task) const { return net_.tasks[static_cast<size_t>(task)].group; }
+
+  // The producer side of a tensor made by a kernel: its task adds an out port on `fifo`; a gather makes
+  // a DMA read of its own for each reader.
+  void attachProducer(const std::string& tensor, const std::string& fifo, int group) {
+    const KernelGraph::PortRef& ref = g_.producer.at(tensor);
+    const Kernel& kern = g_.kernels[static_cast<size_t>(ref.kernel)];
+    const KernelPort& kp = kern.phases[static_cast<size_t>(ref.phase)].ports[static_cast<size_t>(ref.port)];
+    if (kern.gather) {
+      Task t;
+      t.name = uniqueTask("load_" + kern.gatherTable + "_rows");
+      t.kind = TaskKind::kDmaRead;
+      t.group = group;
+      t.bytes = times(kp.order.tokens(), kp.order.tokenBits() / 8);
+      t.dmaPorts.push_back(port(fifo, PortDir::kOut, -2, &kp.order));
+      t.loc = kern.loc;
+      addTask(std::move(t));
+      ++counts_.dmas;
+      return;
+    }
+    net_.tasks[static_cast<size_t>(kernelTask_[static_cast<size_t>(ref.kernel)])]
+        .phases[static_cast<size_t>(ref.phase)]
+        .ports.push_back(port(fifo, PortDir::kOut, kp.level, &kp.order));
+  }
+  std::string uniqueTask(const std::string& base) {
+    std::string name = base;
+    for (int n = 2; taskNames_.count(name); ++n) name = base + "." + std::to_string(n);
+    taskNames_.insert(name);
+    return name;
+  }
+
+  // A converter from `source` to `target` order over `tensor`, fed by `feedFifo`; returns the read task.
+  int makeConverter(const std::string& tensor, const StreamOrder& source, const StreamOrder& target,
+                    const ConverterPlan& plan, const std::string& feedFifo, int group) {
+    std::string base = tensor + ".cvt" + std::to_string(++converterSerial_);
+    int64_t regionBits = plan.bufferBytes / 2 * 8;
+    std::string region = addFifo(base + ".region", std::max<int64_t>(regionBits, 8), 2);
+    int level = plan.sharedLoops - 1;
+    Task w;
+    w.name = uniqueTask(base + ".w");
+    w.group = group;
+    w.phases.push_back({source.trips, 1, 1, {port(feedFifo, PortDir::kIn, -2, &source), port(region, PortDir::kOut, level, nullptr)}, {}});
+    addTask(std::move(w));
+    Task r;
+    r.name = uniqueTask(base + ".r");
+    r.group = group;
+    r.phases.push_back({target.trips, 1, 2, {port(region, PortDir::kIn, level, nullptr)}, {}});
+    ++counts_.converters;
+    counts_.converterBytes += plan.bufferBytes;
+    return addTask(std::move(r));
+  }
+
+  // DMA read(s) of `tensor` in `order` into FIFO(s) feeding `consumer` phase `phase`; returns the FIFOs
+  // the consumer reads (several when the weight is striped over channels).
+  std::vector<std::string> loadFromHbm(const std::string& tensor, const StreamOrder& order, bool stripe, int group) {
+    int64_t bits = order.tokenBits();
+    int stripes = 1;
+    if (stripe) {
+      stripes = stripesFor(bits / 8, p_, o_);
+      while (stripes > 1 && (bits % (8 * stripes) != 0 || (bits / stripes) % 8 != 0)) --stripes;
+    }
+    std::vector<std::string> fifos;
+    for (int s = 0; s < stripes; ++s) {
+      int64_t sbits = bits / stripes;
+      std::string suffix = stripes > 1 ? ".s" + std::to_string(s) : "";
+      std::string into = addFifo(tensor + suffix + ".hbm", sbits, 2);
+      Expr tokens = order.tokens();
+      Task d;
+      d.name = uniqueTask("load_" + tensor + suffix);
+      d.kind = TaskKind::kDmaRead;
+      d.group = group;
+      int64_t ratio = kDmaTokenBits / sbits;
+      bool widen = sbits < kDmaTokenBits && kDmaTokenBits % sbits == 0 && constantFactor(order.trips) % ratio == 0;
+      if (widen) {  // 512-bit DMA tokens, split into the consumer's narrower ones
+        std::string wide = addFifo(tensor + suffix + ".wide", kDmaTokenBits, 2);
+        Task a;
+        a.name = uniqueTask("widen_" + tensor + suffix);
+        a.group = group;
+        Expr wideTokens = Expr::parse("(" + tokens.str() + ")/" + std::to_string(ratio));
+        if (tokens.isConstant()) wideTokens = Expr(tokens.eval() / ratio);
+        a.phases.push_back({{wideTokens, Expr(ratio)}, 1, 1,
+                            {port(wide, PortDir::kIn, 0, nullptr), port(into, PortDir::kOut, -2, nullptr)}, {}});
+        addTask(std::move(a));
+        ++counts_.adapters;
+        d.dmaPorts.push_back(port(wide, PortDir::kOut, -2, nullptr));
+      } else {
+        d.dmaPorts.push_back(port(into, PortDir::kOut, -2, stripes == 1 ? &order : nullptr));
+      }
+      d.bytes = times(tokens, sbits / 8);
+      addTask(std::move(d));
+      ++counts_.dmas;
+      fifos.push_back(into);
+    }
+    return fifos;
+  }
+
+  void connectInput(size_t k, size_t ph, const KernelPort& kp) {
+    int consumer = kernelTask_[k];
+    int group = taskGroup(consumer);
+    consumed_.insert(kp.tensor);
+    auto prod = g_.producer.find(kp.tensor);
+    bool onChip = prod != g_.producer.end() && f_.group[static_cast<size_t>(prod->second.kernel)] == group;
+    if (prod != g_.producer.end() && !onChip) storeToHbm(kp.tensor);
+    EdgePlan plan = planEdge(g_, kp, onChip, o_);
+    Phase& phase = net_.tasks[static_cast<size_t>(consumer)].phases[ph];
+    const std::string consumerName = net_.tasks[static_cast<size_t>(consumer)].name;
+    auto intoConsumer = [&](int fromTask, size_t fromPhase, const StreamOrder* type) {
+      std::string fifo = addFifo(kp.tensor + ">" + consumerName, kp.order.tokenBits(), plan.fifoDepth);
+      net_.tasks[static_cast<size_t>(fromTask)].phases[fromPhase].ports.push_back(port(fifo, PortDir::kOut, -2, type));
+      net_.tasks[static_cast<size_t>(consumer)].phases[ph].ports.push_back(port(fifo, PortDir::kIn, kp.level, &kp.order));
+    };
+    switch (plan.kind) {
+      case EdgePlan::kFifo: {
+        std::string fifo = addFifo(kp.tensor + ">" + consumerName, kp.order.tokenBits(), plan.fifoDepth);
+        attachProducer(kp.tensor, fifo, group);
+        phase.ports.push_back(port(fifo, PortDir::kIn, kp.level, &kp.order));
+        return;
+      }
+      case EdgePlan::kConverter:
+      case EdgePlan::kDmaConverter: {
+        std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order);
+        auto it = converters_.find(key);
+        if (it == converters_.end()) {
+          std::string feed;
+          if (plan.kind == EdgePlan::kConverter) {
+            feed = addFifo(kp.tensor + ">cvt", plan.source.tokenBits(), 2);
+            attachProducer(kp.tensor, feed, group);
+          } else {
+            feed = loadFromHbm(kp.tensor, plan.source, false, group).front();
+          }
+          int reader = makeConverter(kp.tensor, plan.source, kp.order, plan.converter, feed, group);
+          it = converters_.emplace(key, reader).first;
+        }
+        intoConsumer(it->second, 0, &kp.order);
+        return;
+      }
+      case EdgePlan::kDma: {
+        std::vector<std::string> fifos = loadFromHbm(kp.tensor, kp.order, kp.weight, group);
+        for (const std::string& fifo : fifos)  // a striped stream's parts carry slices, not the tensor's type
+          phase.ports.push_back(port(fifo, PortDir::kIn, kp.level, fifos.size() == 1 ? &kp.order : nullptr));
+        return;
+      }
+    }
+  }
+
+  // A DMA write of `tensor` (once) in its producer's order, from the producer's group.
+  void storeToHbm(const std::string& tensor) {
+    if (!stored_.insert(tensor).second) return;
+    const KernelGraph::PortRef& ref = g_.producer.at(tensor);
+    const StreamOrder& order = producedOrder(g_, tensor);
+    int group = f_.group[static_cast<size_t>(ref.kernel)];
+    int64_t bits = order.tokenBits();
+    std::string fifo = addFifo(tensor + ">hbm", bits, 2);
+    attachProducer(tensor, fifo, group);
+    Task d;
+    d.name = uniqueTask("store_" + tensor);
+    d.kind = TaskKind::kDmaWrite;
+    d.group = group;
+    int64_t ratio = kDmaTokenBits / std::max<int64_t>(bits, 1);
+    if (bits < kDmaTokenBits && kDmaTokenBits % bits == 0 && constantFactor(order.trips) % ratio == 0) {
+      std::string wide = addFifo(tensor + ">hbm.wide", kDmaTokenBits, 2);
+      Task a;
+      a.name = uniqueTask("pack_" + tensor);
+      a.group = group;
+      Expr tokens = order.tokens();
+      Expr wideTokens = tokens.isConstant() ? Expr(tokens.eval() / ratio)
+                                            : Expr::parse("(" + tokens.str() + ")/" + std::to_string(ratio));
+      a.phases.push_back({{wideTokens, Expr(ratio)}, 1, 1,
+                          {port(fifo, PortDir::kIn, -2, nullptr), port(wide, PortDir::kOut, 0, nullptr)}, {}});
+      addTask(std::move(a));
+      ++counts_.adapters;
+      d.dmaPorts.push_back(port(wide, PortDir::kIn, -2, nullptr));
+    } else {
+      d.dmaPorts.push_back(port(fifo, PortDir::kIn, -2, &order));
+    }
+    d.bytes = times(order.tokens(), bits / 8);
+    addTask(std::move(d));
+    ++counts_.dmas;
+  }
+
+  // Each group's DMAs, largest first, to the channel that serves the fewest bytes so far.
+  void assignChannels() {
+    std::map<int, std::vector<Task*>> byGroup;
+    for (Task& t : net_.tasks)
+      if (t.isDma()) byGroup[t.group].push_back(&t);
+    for (auto& [group, dmas] : byGroup) {
+      std::stable_sort(dmas.begin(), dmas.end(), [&](const Task* a, const Task* b) {
+        return a->bytes.eval(o_.maxima) > b->bytes.eval(o_.maxima);
+      });
+      std::vector<int64_t> load(static_cast<size_t>(p_.hbm.channels), 0);
+      for (Task* t : dmas) {
+        size_t best = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        t->channel = static_cast<int>(best);
+        load[best] += t->bytes.eval(o_.maxima);
+      }
+    }
+  }
+
+  const KernelGraph& g_;
+  const FusionResult& f_;
+  const Platform& p_;
+  const CompileOptions& o_;
+  StreamCounts& counts_;
+  Network net_;
+  std::vector<int> kernelTask_;
+  std::set<std::string> fifoNames_, taskNames_, consumed_, stored_;
+  std::map<std::string, int> converters_;
+  int converterSerial_ = 0;
+};
+
+}  // namespace
+
+Network buildNetwork(const KernelGraph& graph, const FusionResult& fusion, const Platform& platform,
+                     const CompileOptions& options, StreamCounts& counts) {
+  return Builder(graph, fusion, platform, options, counts).run();
+}
+
+}  // namespace stc

@@ -1,0 +1,149 @@
+// The compiler, stage by stage, with a check between stages:
+//
+//   Graph --inferShapes--> TypedGraph --(quantize)--> --chooseUnroll--> tiles
+//         --lowerToKernels--> KernelGraph --costKernels--> --fuseKernels--> groups
+//         --buildNetwork--> Network --verifyNetwork--> --estimate resources--> CompileResult
+#include "compiler/pipeline.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "compiler/dse/cost_model.h"
+#include "compiler/dse/fusion.h"
+#include "compiler/dse/tiling.h"
+#include "compiler/frontend/shape_inference.h"
+#include "compiler/lower/kernels.h"
+#include "compiler/lower/streams.h"
+#include "compiler/sizing/fifo_sizing.h"
+
+namespace stc {
+
+namespace {
+
+constexpr int64_t kDefaultSymbolMaximum = 4096;
+
+// On-chip bytes of the platform: BRAM_18K (18 Kib each) and URAM (288 Kib each).
+int64_t platformOnchipBytes(const Platform& p) {
+  return p.resources.bram18k * 18432 / 8 + p.resources.uram * 294912 / 8;
+}
+
+// W4A8: weights a matmul multiplies by become 4-bit, every other tensor 8-bit.
+void quantize(TypedGraph& g) {
+  std::set<std::string> matmulWeights;
+  for (const Op& op : g.graph->ops)
+    if ((op.op == "matmul" || op.op == "linear") && g.tensors.at(op.inputs[1]).role == TensorRole::kWeight)
+      matmulWeights.insert(op.inputs[1]);
+  for (auto& [name, t] : g.tensors) t.dtype = matmulWeights.count(name) ? "i4" : "i8";
+}
+
+// Memory for a buffer of `bytes`: LUTRAM up to 512 bytes (64 bits per LUT), BRAM_18K up to 64 blocks,
+// URAM beyond.
+void addBuffer(int64_t bytes, Resources& r) {
+  int64_t bits = bytes * 8;
+  if (bytes <= 512) r.lut += (bits + 63) / 64;
+  else if ((bits + 18431) / 18432 <= 64) r.bram18k += (bits + 18431) / 18432;
+  else r.uram += (bits + 294911) / 294912;
+}
+
+Resources estimateResources(const KernelGraph& kg, const Network& net, const StreamCounts& counts) {
+  Resources r;
+  for (const Kernel& k : kg.kernels) {
+    r.dsp += k.dsp;
+    r.lut += k.lut;
+    if (k.bufferBytes) addBuffer(k.bufferBytes, r);
+  }
+  for (const Fifo& f : net.fifos) {
+    if (f.name.find(".region") != std::string::npos) {  // a converter's ping-pong buffer
+      addBuffer(f.depth * f.width / 8, r);
+      r.lut += 300;
+      continue;
+    }
+    sizing::MemoryBinding m = sizing::bindMemory(f.depth, f.width);
+    if (m.kind == "bram18k") r.bram18k += m.units;
+    else if (m.kind == "uram") r.uram += m.units;
+    else r.lut += m.units;
+  }
+  r.lut += 2000 * counts.dmas + 200 * counts.adapters;  // an AXI master per DMA; adapters are shift logic
+  r.ff = 2 * r.lut;
+  return r;
+}
+
+double parseNumber(const std::string& key, const std::string& value) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) throw UserError("stc compile: error: --set " + key + " expects a number, got '" + value + "'");
+  return v;
+}
+
+}  // namespace
+
+CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform) {
+  CompileOptions o;
+  o.onchipBudgetBytes = platformOnchipBytes(platform) / 4;
+  for (const std::string& kv : settings) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UserError("stc compile: error: --set expects KEY=VALUE, got '" + kv + "'");
+    std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    auto positiveInt = [&]() {
+      double v = parseNumber(key, value);
+      if (v < 1 || v != std::floor(v)) throw UserError("stc compile: error: --set " + key + " expects a positive integer, got '" + value + "'");
+      return static_cast<int64_t>(v);
+    };
+    if (key == "tile") o.tile = positiveInt();
+    else if (key == "unroll_budget") {
+      o.unrollBudget = parseNumber(key, value);
+      if (!(o.unrollBudget > 0 && o.unrollBudget <= 1))
+        throw UserError("stc compile: error: --set unroll_budget expects a share of the DSPs in (0, 1], got '" + value + "'");
+    } else if (key == "onchip_budget_bytes") o.onchipBudgetBytes = positiveInt();
+    else if (key == "max_stripe") o.maxStripe = static_cast<int>(positiveInt());
+    else if (key == "quant") {
+      if (value != "w4a8" && value != "none")
+        throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");
+      o.quant = value;
+    } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = positiveInt();
+    else
+      throw UserError("stc compile: error: unknown setting '" + key +
+                      "' (known: tile, unroll_budget, onchip_budget_bytes, quant, max_stripe, max_SYMBOL)");
+  }
+  return o;
+}
+
+CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& given) {
+  auto begin = std::chrono::steady_clock::now();
+  CompileOptions options = given;
+  TypedGraph typed = inferShapes(graph);
+  for (const auto& s : typed.symbols())
+    if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
+  if (options.quant == "w4a8") quantize(typed);
+  std::map<std::string, int64_t> tiles = chooseUnroll(typed, platform, options);
+  KernelGraph kernels = lowerToKernels(typed, options, tiles);
+  costKernels(kernels);
+  FusionResult fusion = fuseKernels(kernels, options.onchipBudgetBytes, options);
+  StreamCounts counts;
+  CompileResult out;
+  out.network = buildNetwork(kernels, fusion, platform, options, counts);
+  out.network.name = graph.name;
+  verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
+  CompileReport& r = out.report;
+  r.kernels = counts.kernels;
+  r.converters = counts.converters;
+  r.dmas = counts.dmas;
+  r.adapters = counts.adapters;
+  r.fifos = static_cast<int>(out.network.fifos.size());
+  r.groups = static_cast<int>(fusion.groupBytes.size());
+  r.onchipBytesFused = fusion.fusedBytes;
+  r.onchipBytesUnfused = unfusedBytes(kernels, options);
+  r.resources = estimateResources(kernels, out.network, counts);
+  const Resources& cap = platform.resources;
+  r.fits = r.resources.dsp <= cap.dsp && r.resources.lut <= cap.lut && r.resources.bram18k <= cap.bram18k &&
+           r.resources.uram <= cap.uram && r.resources.ff <= cap.ff;
+  r.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return out;
+}
+
+}  // namespace stc

@@ -1,0 +1,35 @@
+#pragma once
+// The compiler's map: a graph, through every pass, to a Network and a report (one file reads as the
+// whole pipeline: pipeline.cpp).
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/network.h"
+#include "compiler/ir/platform.h"
+#include "compiler/lower/kernel_graph.h"
+
+namespace stc {
+
+struct CompileReport {
+  int kernels = 0, converters = 0, dmas = 0, adapters = 0, fifos = 0, groups = 0;
+  int64_t onchipBytesFused = 0, onchipBytesUnfused = 0;
+  Resources resources;
+  bool fits = false;
+  double compileSeconds = 0;
+};
+
+struct CompileResult {
+  Network network;
+  CompileReport report;
+};
+
+/// Parses `--set KEY=VALUE` settings (tile, unroll_budget, onchip_budget_bytes, quant, max_stripe,
+/// max_SYMBOL) into options; UserError naming an unknown key or a bad value.
+CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform);
+
+/// Runs every pass: shape inference, tiling, lowering, costing, fusion, streams, verification.
+CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& options);
+
+}  // namespace stc

@@ -1,0 +1,87 @@
+// stc compile GRAPH -o NETWORK: the compiler (compiler/pipeline.cpp), its network written atomically and
+// its report printed (or written with --report).
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "compiler/ir/yaml_io.h"
+#include "compiler/pipeline.h"
+#include "tools/stc/commands.h"
+
+namespace stc::cli {
+
+namespace {
+
+struct CompileArgs {
+  std::string input, output, report, platform;
+  std::vector<std::string> settings;
+  bool json = false;
+};
+
+nlohmann::json reportJson(const CompileReport& r) {
+  return {{"kernels", r.kernels},
+          {"converters", r.converters},
+          {"dmas", r.dmas},
+          {"adapters", r.adapters},
+          {"fifos", r.fifos},
+          {"groups", r.groups},
+          {"onchip_bytes_fused", r.onchipBytesFused},
+          {"onchip_bytes_unfused", r.onchipBytesUnfused},
+          {"resources",
+           {{"dsp", r.resources.dsp}, {"bram18k", r.resources.bram18k}, {"uram", r.resources.uram},
+            {"lut", r.resources.lut}, {"ff", r.resources.ff}}},
+          {"fits", r.fits},
+          {"compile_seconds", r.compileSeconds}};
+}
+
+int compile(const CompileArgs& a) {
+  Platform platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
+  if (a.input.size() > 5 && a.input.compare(a.input.size() - 5, 5, ".onnx") == 0)
+    throw UserError(a.input + ": error: unsupported: the ONNX front end is not in this build yet");
+  std::string text = readTextFile(a.input);
+  if (detectFileKind(text, a.input) != FileKind::kGraph)
+    throw UserError(a.input + ":1:1: error: expected a graph file (its first key 'graph')");
+  CompileOptions options = parseCompileOptions(a.settings, platform);
+  CompileResult result = compileGraph(parseGraph(text, a.input), platform, options);
+  nlohmann::json report = reportJson(result.report);
+  writeFileAtomic(a.output, emitNetwork(result.network));
+  if (!a.report.empty()) writeFileAtomic(a.report, report.dump(2) + "\n");
+  if (a.json) {
+    std::cout << report.dump(2) << "\n";
+    return 0;
+  }
+  const CompileReport& r = result.report;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s: %d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); on-chip %lld bytes fused, %lld "
+                "unfused (%.1f%%)\n",
+                result.network.name.c_str(), r.kernels, r.converters, r.dmas, r.fifos, r.groups,
+                static_cast<long long>(r.onchipBytesFused), static_cast<long long>(r.onchipBytesUnfused),
+                r.onchipBytesUnfused ? 100.0 * static_cast<double>(r.onchipBytesFused) / static_cast<double>(r.onchipBytesUnfused) : 0.0);
+  std::cout << line;
+  std::snprintf(line, sizeof line, "resources: DSP %lld/%lld, BRAM_18K %lld/%lld, URAM %lld/%lld, LUT %lld/%lld: %s\n",
+                static_cast<long long>(r.resources.dsp), static_cast<long long>(platform.resources.dsp),
+                static_cast<long long>(r.resources.bram18k), static_cast<long long>(platform.resources.bram18k),
+                static_cast<long long>(r.resources.uram), static_cast<long long>(platform.resources.uram),
+                static_cast<long long>(r.resources.lut), static_cast<long long>(platform.resources.lut),
+                r.fits ? "fits" : "DOES NOT FIT");
+  std::cout << line << "wrote " << a.output << " in " << r.compileSeconds << " s\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner addCompile(CLI::App& app) {
+  auto a = std::make_shared<CompileArgs>();
+  app.add_option("input", a->input, "graph file (models/graphs/*.yaml)")->required();
+  app.add_option("-o,--output", a->output, "network file to write")->required();
+  app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
+  app.add_option("--set", a->settings,
+                 "KEY=VALUE: tile, unroll_budget (share of DSPs), onchip_budget_bytes, quant (w4a8|none), "
+                 "max_stripe, max_SYMBOL (largest value of a symbol, for buffer sizes)");
+  app.add_option("--report", a->report, "write the compile report as JSON");
+  app.add_flag("--json", a->json, "print the report as JSON");
+  return [a]() { return compile(*a); };
+}
+
+}  // namespace stc::cli
