@@ -8,6 +8,7 @@
 namespace stc {
 
 const StreamOrder& producedOrder(const KernelGraph& graph, const std::string& tensor) {
+  if (auto it = graph.viewOrder.find(tensor); it != graph.viewOrder.end()) return it->second;
   const KernelGraph::PortRef& ref = graph.producer.at(tensor);
   return graph.kernels[static_cast<size_t>(ref.kernel)].phases[static_cast<size_t>(ref.phase)].ports[static_cast<size_t>(ref.port)].order;
 }

@@ -87,6 +87,8 @@ struct KernelGraph {
   std::map<std::string, PortRef> producer;
   /// Tensors that are views of another (transpose, reshape): the base tensor's name.
   std::map<std::string, std::string> viewOf;
+  /// Reshape views read in an order of their own: the order their base's producer writes them in.
+  std::map<std::string, StreamOrder> viewOrder;
 };
 
 }  // namespace stc

@@ -115,6 +115,10 @@ class Lowering {
     throw UserError(formatError(op.loc, "unsupported: op '" + op.name + "' (" + op.op + "): " + what));
   }
   const TensorInfo& info(const std::string& name) const { return kg_.tensors.at(name); }
+  const StreamOrder& producedOrderOf(const std::string& tensor) const {
+    const KernelGraph::PortRef& ref = kg_.producer.at(tensor);
+    return kg_.kernels[static_cast<size_t>(ref.kernel)].phases[static_cast<size_t>(ref.phase)].ports[static_cast<size_t>(ref.port)].order;
+  }
 
   // A port reading `tensor` in `order` (over the tensor's own dims); views resolve to their base.
   KernelPort in(const std::string& tensor, StreamOrder order, int level = -2) {
@@ -122,11 +126,27 @@ class Lowering {
     while (views_.count(name)) {
       const View& v = views_.at(name);
       if (v.reshape) {
+        // A reshape keeps the row-major token sequence when both sides have the same tile: its canonical
+        // order is its base's. Read in another order, the view is a stream of its own, which its base's
+        // producer writes in the view's canonical order (a converter then reorders it).
         StreamOrder canonical = canonicalOrder(info(name), opt_.tile);
         StreamOrder base = canonicalOrder(info(v.base), opt_.tile);
-        if (order != canonical || canonical.element.back() != base.element.back())
+        if (canonical.element.back() != base.element.back())
           throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
-                                                          "' is read in an order that re-tiles its stream"));
+                                                          "' changes the stream's tile (" +
+                                                          std::to_string(base.element.back()) + " to " +
+                                                          std::to_string(canonical.element.back()) + " elements)"));
+        if (order != canonical) {
+          auto prod = kg_.producer.find(v.base);
+          if (prod != kg_.producer.end()) {
+            if (producedOrderOf(v.base) != base)
+              throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
+                                                              "' reads a tensor not produced in row-major order"));
+            kg_.producer[name] = prod->second;
+            kg_.viewOrder[name] = canonical;
+          }
+          break;
+        }
         order = base;
       } else {  // transpose: view dim i is base dim perm[i]
         std::vector<int64_t> element(v.perm.size());
@@ -157,7 +177,22 @@ class Lowering {
     p.level = level;
     return p;
   }
+  // A join (a kernel reading two streams made on chip, like a residual add) waits on its slower input
+  // while the faster one piles up; the paths between a fork and a join may hold whole rows (converters),
+  // so each joined stream may keep all its tokens until FIFO sizing trims it. Row ops' apply kernels
+  // keep exactly a row instead (lowerRowOp).
+  void markJoin(Kernel& k) {
+    if (k.op.size() > 6 && k.op.compare(k.op.size() - 6, 6, ".apply") == 0) return;
+    std::vector<KernelPort*> joined;
+    for (auto& ph : k.phases)
+      for (auto& p : ph.ports)
+        if (!p.out && kg_.producer.count(p.tensor)) joined.push_back(&p);
+    if (joined.size() < 2) return;
+    for (KernelPort* p : joined) p->keepTokens = std::max(p->keepTokens, p->order.tokens().eval(opt_.maxima));
+  }
+
   void add(Kernel k) {
+    markJoin(k);
     for (size_t ph = 0; ph < k.phases.size(); ++ph)
       for (size_t p = 0; p < k.phases[ph].ports.size(); ++p)
         if (k.phases[ph].ports[p].out)

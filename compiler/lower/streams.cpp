@@ -81,6 +81,7 @@ class Builder {
     }
     // Tensors leaving the chip: graph outputs and produced tensors nobody on chip reads.
     for (const auto& [tensor, ref] : g_.producer) {
+      if (g_.viewOrder.count(tensor)) continue;  // written through its base
       bool isOutput = std::find(g_.outputs.begin(), g_.outputs.end(), tensor) != g_.outputs.end();
       if (isOutput || !consumed_.count(tensor)) storeToHbm(tensor);
     }
@@ -208,6 +209,8 @@ class Builder {
     int consumer = kernelTask_[k];
     int group = taskGroup(consumer);
     consumed_.insert(kp.tensor);
+    for (auto v = g_.viewOf.find(kp.tensor); v != g_.viewOf.end(); v = g_.viewOf.find(v->second))
+      consumed_.insert(v->second);  // a view's base is read through it
     auto prod = g_.producer.find(kp.tensor);
     bool onChip = prod != g_.producer.end() && f_.group[static_cast<size_t>(prod->second.kernel)] == group;
     if (prod != g_.producer.end() && !onChip) storeToHbm(kp.tensor);

@@ -92,7 +92,7 @@ TEST(Cli, BadInputsExitOne) {
   o = stc("simulate --bogus");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(stc("frobnicate").code, 1);
-  o = stc("compile x.yaml -o y.yaml");
+  o = stc("emit x.yaml -o y");
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.out.find("unsupported"), std::string::npos);
 }
