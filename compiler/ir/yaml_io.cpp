@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/ir/model_spec.h"
 #include "compiler/ir/platform.h"
 
 extern const char kDefaultPlatformYaml[];  // configs/u55c.yaml, embedded by cmake/Embed.cmake
@@ -405,6 +406,7 @@ FileKind detectFileKind(const std::string& text, const std::string& file) {
   if (root["network"]) return FileKind::kNetwork;
   if (root["graph"]) return FileKind::kGraph;
   if (root["platform"]) return FileKind::kPlatform;
+  if (root["model"]) return FileKind::kModel;
   return FileKind::kUnknown;
 }
 
@@ -502,5 +504,69 @@ const Platform& defaultPlatform() {
   static const Platform p = parsePlatform(kDefaultPlatformYaml, "<embedded configs/u55c.yaml>");
   return p;
 }
+
+}  // namespace stc
+
+// ---------------------------------------------------------------------------------------------------
+// Model files.
+
+namespace stc {
+
+ModelSpec parseModel(const std::string& text, const std::string& file) {
+  Reader r(file);
+  YAML::Node root = r.load(text);
+  if (!root || !root.IsMap()) fail(r.loc(root), "a model file must be a mapping starting with 'model'");
+  r.onlyKeys(root,
+             {"model", "family", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "max_ctx",
+              "norm", "activation", "gated", "positions", "tied_embeddings", "quant"},
+             "a model");
+  ModelSpec m;
+  m.loc = r.loc(root);
+  const std::string where = "a model file";
+  m.name = r.str(r.required(root, "model", where), "model");
+  YAML::Node family = r.required(root, "family", where);
+  m.family = r.str(family, "family");
+  if (m.family != "gpt2" && m.family != "llama" && m.family != "qwen" && m.family != "gemma" && m.family != "mistral")
+    r.error(family, "family", "expected gpt2, llama, qwen, gemma or mistral, got '" + m.family + "'");
+  m.layers = static_cast<int>(positiveInt(r, root, "layers", where));
+  m.hidden = positiveInt(r, root, "hidden", where);
+  m.heads = static_cast<int>(positiveInt(r, root, "heads", where));
+  m.kvHeads = root["kv_heads"] ? static_cast<int>(positiveInt(r, root, "kv_heads", where)) : m.heads;
+  if (m.heads % m.kvHeads != 0)
+    r.error(root["kv_heads"], "kv_heads", std::to_string(m.kvHeads) + " does not divide heads (" + std::to_string(m.heads) + ")");
+  if (root["head_dim"]) m.headDim = positiveInt(r, root, "head_dim", where);
+  else if (m.hidden % m.heads != 0) r.error(root["heads"], "heads", "does not divide hidden; give head_dim");
+  else m.headDim = m.hidden / m.heads;
+  m.ffn = positiveInt(r, root, "ffn", where);
+  m.vocab = positiveInt(r, root, "vocab", where);
+  m.maxCtx = positiveInt(r, root, "max_ctx", where);
+  YAML::Node norm = r.required(root, "norm", where);
+  m.norm = r.str(norm, "norm");
+  if (m.norm != "layernorm" && m.norm != "rmsnorm") r.error(norm, "norm", "expected layernorm or rmsnorm, got '" + m.norm + "'");
+  YAML::Node act = r.required(root, "activation", where);
+  m.activation = r.str(act, "activation");
+  if (m.activation != "gelu" && m.activation != "silu")
+    r.error(act, "activation", "expected gelu or silu, got '" + m.activation + "'");
+  auto flag = [&](const char* key) {
+    YAML::Node n = root[key];
+    if (!n) return false;
+    std::string v = r.str(n, key);
+    if (v != "true" && v != "false") r.error(n, key, "expected true or false, got '" + v + "'");
+    return v == "true";
+  };
+  m.gated = flag("gated");
+  m.tiedEmbeddings = flag("tied_embeddings");
+  YAML::Node pos = r.required(root, "positions", where);
+  std::string p = r.str(pos, "positions");
+  if (p != "learned" && p != "rope") r.error(pos, "positions", "expected learned or rope, got '" + p + "'");
+  m.rope = p == "rope";
+  if (root["quant"]) {
+    m.quant = r.str(root["quant"], "quant");
+    if (m.quant != "w4a8" && m.quant != "none") r.error(root["quant"], "quant", "expected w4a8 or none, got '" + m.quant + "'");
+  }
+  return m;
+}
+
+ModelSpec loadModel(const std::string& path) { return parseModel(readTextFile(path), path); }
 
 }  // namespace stc

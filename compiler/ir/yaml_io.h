@@ -22,8 +22,8 @@ Graph parseGraph(const std::string& text, const std::string& file);
 Graph loadGraph(const std::string& path);
 std::string emitGraph(const Graph& graph);
 
-enum class FileKind { kNetwork, kGraph, kPlatform, kUnknown };
-/// What a YAML file holds, from its top-level key (network:, graph:, platform:).
+enum class FileKind { kNetwork, kGraph, kPlatform, kModel, kUnknown };
+/// What a YAML file holds, from its top-level key (network:, graph:, platform:, model:).
 FileKind detectFileKind(const std::string& text, const std::string& file);
 
 }  // namespace stc

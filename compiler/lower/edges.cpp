@@ -1,6 +1,7 @@
 // Edge plans: equal orders get a FIFO; different ones a converter (itensor rule of compiler/ir); HBM
 // tensors are read by a DMA in the order the consumer wants, except when that order re-reads data (a
-// repeat loop), where a DMA reads each byte once in canonical order and a converter re-streams it.
+// repeat loop), where a DMA reads each byte once in that order without its repeat loops and a converter
+// repeats it: a weight that a prefill matmul reuses for every row is then held a column panel at a time.
 #include "compiler/lower/edges.h"
 
 #include "compiler/lower/kernels.h"
@@ -13,6 +14,33 @@ const StreamOrder& producedOrder(const KernelGraph& graph, const std::string& te
   return graph.kernels[static_cast<size_t>(ref.kernel)].phases[static_cast<size_t>(ref.phase)].ports[static_cast<size_t>(ref.port)].order;
 }
 
+StreamOrder withoutRepeats(const StreamOrder& order) {
+  StreamOrder o = order;
+  o.trips.clear();
+  o.steps.clear();
+  std::vector<size_t> kept;
+  for (int k = 0; k < order.map.numDims(); ++k) {
+    bool moves = false;
+    for (const auto& r : order.map.results()) moves = moves || r.coeffs[static_cast<size_t>(k)] != 0;
+    if (!moves) continue;
+    kept.push_back(static_cast<size_t>(k));
+    o.trips.push_back(order.trips[static_cast<size_t>(k)]);
+    o.steps.push_back(order.steps[static_cast<size_t>(k)]);
+  }
+  if (kept.empty()) {  // a single element (a scalar broadcast everywhere): one loop of one iteration
+    o.trips.push_back(Expr(1));
+    o.steps.push_back(1);
+  }
+  std::vector<AffineExpr> results;
+  for (const auto& r : order.map.results()) {
+    AffineExpr e{std::vector<int64_t>(o.trips.size(), 0), r.constant};
+    for (size_t i = 0; i < kept.size(); ++i) e.coeffs[i] = r.coeffs[kept[i]];
+    results.push_back(e);
+  }
+  o.map = AffineMap(static_cast<int>(o.trips.size()), results);
+  return o;
+}
+
 EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip, const CompileOptions& options) {
   EdgePlan plan;
   plan.fifoDepth = port.keepTokens > 0 ? port.keepTokens + 2 : 2;
@@ -21,7 +49,7 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
     plan.kind = plan.source == port.order ? EdgePlan::kFifo : EdgePlan::kConverter;
   } else if (port.order.repeats()) {
     plan.kind = EdgePlan::kDmaConverter;
-    plan.source = canonicalOrder(graph.tensors.at(port.tensor), options.tile);
+    plan.source = withoutRepeats(port.order);
   } else {
     plan.kind = EdgePlan::kDma;
     plan.source = port.order;

@@ -11,7 +11,8 @@ struct EdgePlan {
     kFifo,          ///< the producer's order: a plain FIFO
     kConverter,     ///< an on-chip converter from the producer's order
     kDma,           ///< a DMA read from HBM in the consumer's order
-    kDmaConverter,  ///< a DMA read in canonical order, then a converter (the consumer re-reads data)
+    kDmaConverter,  ///< a DMA read of each element once in the consumer's order, then a converter that
+                    ///< repeats them (the consumer re-reads data)
   } kind = kFifo;
   StreamOrder source;      ///< the order the FIFO or converter receives
   ConverterPlan converter; ///< when there is a converter (buffer sizes at the symbols' maxima)
@@ -20,6 +21,10 @@ struct EdgePlan {
 
 /// The plan for `port`; onChip says whether the tensor's producer is a kernel of the same group.
 EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip, const CompileOptions& options);
+
+/// The order with its repeat loops (those moving no data dimension) dropped: each element read once, in
+/// the order the consumer first reads it.
+StreamOrder withoutRepeats(const StreamOrder& order);
 
 /// The on-chip bytes an edge holds: its converter's ping-pong buffer and its FIFOs.
 int64_t edgeBytes(const EdgePlan& plan, const KernelPort& port);

@@ -270,6 +270,9 @@ class Lowering {
     add(std::move(kern));
   }
 
+  // Loop order: (batch.., m, n, k) reads a row of A once per output tile (the row sits in a converter)
+  // and streams W once per row. With several rows and W in HBM, (batch.., n, m, k) keeps a column panel
+  // of W on chip for every row instead and the output comes column-panel by column-panel.
   void lowerMatmul(const Op& op) {
     const TensorInfo& a = info(op.inputs[0]);
     const TensorInfo& w = info(op.inputs[1]);
@@ -277,69 +280,81 @@ class Lowering {
     bool transposeB = op.attrs.count("transpose_b") && std::get<int64_t>(op.attrs.at("transpose_b")) != 0;
     size_t rank = outT.shape.size();
     size_t batch = rank - 2;
-    Expr K = a.shape.back();
-    StreamOrder o = canonicalOrder(outT, opt_.tile);
-    int64_t Tn = o.element.back();
+    Expr K = a.shape.back(), M = outT.shape[rank - 2];
+    StreamOrder canonical = canonicalOrder(outT, opt_.tile);
+    int64_t Tn = canonical.element.back();
     int64_t Tk = tileFor(K, opt_.tile);
     if (auto it = tileK_.find(op.name); it != tileK_.end()) Tk = it->second;
-    // Loop nest: batch dims, m, n, k.
-    std::vector<Expr> trip(outT.shape.begin(), outT.shape.end() - 1);
-    trip.push_back(o.trips.back());
-    trip.push_back(divide(K, Tk));
-    std::vector<int64_t> steps(batch + 1, 1);
-    steps.push_back(Tn);
-    steps.push_back(Tk);
-    int nd = static_cast<int>(trip.size());
-    auto unit = [&](size_t dim) {
-      AffineExpr e{std::vector<int64_t>(static_cast<size_t>(nd), 0), 0};
+    bool nOuter = M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate;
+    size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
+    std::vector<Expr> trip(outT.shape.begin(), outT.shape.end() - 2);
+    trip.resize(batch + 3, Expr(1));
+    std::vector<int64_t> steps(batch + 3, 1);
+    trip[pm] = M;
+    trip[pn] = canonical.trips.back();
+    trip[pk] = divide(K, Tk);
+    steps[pn] = Tn;
+    steps[pk] = Tk;
+    auto unit = [](size_t dims, size_t dim) {
+      AffineExpr e{std::vector<int64_t>(dims, 0), 0};
       e.coeffs[dim] = 1;
       return e;
     };
-    // A: [batch.., M, K], read per (batch.., m, k); the n loop repeats the row.
-    StreamOrder ao;
-    ao.dtype = a.dtype;
-    ao.trips = trip;
-    ao.steps = steps;
-    ao.element.assign(a.shape.size(), 1);
-    ao.element.back() = Tk;
+    size_t nd = trip.size();
+    auto order = [&](const std::string& dtype, std::vector<int64_t> element, std::vector<AffineExpr> results, size_t loops) {
+      StreamOrder o;
+      o.dtype = dtype;
+      o.element = std::move(element);
+      o.trips.assign(trip.begin(), trip.begin() + static_cast<std::ptrdiff_t>(loops));
+      o.steps.assign(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(loops));
+      o.map = AffineMap(static_cast<int>(loops), std::move(results));
+      return o;
+    };
+    // A [batch.., M, K]: [1, Tk] tiles.
     std::vector<AffineExpr> ar;
-    for (size_t i = 0; i < batch + 1; ++i) ar.push_back(unit(i));
-    ar.push_back(unit(batch + 2));
-    ao.map = AffineMap(nd, ar);
-    // W: [batch.., K, N] or a shared [K, N] (or [N, K] with transpose_b), read per (batch.., k, n).
-    StreamOrder wo;
-    wo.dtype = w.dtype;
-    wo.trips = trip;
-    wo.steps = steps;
-    wo.element.assign(w.shape.size(), 1);
+    for (size_t i = 0; i < batch; ++i) ar.push_back(unit(nd, i));
+    ar.push_back(unit(nd, pm));
+    ar.push_back(unit(nd, pk));
+    std::vector<int64_t> ae(a.shape.size(), 1);
+    ae.back() = Tk;
+    // W [batch.., K, N], a shared [K, N], or [N, K] with transpose_b: [Tk, Tn] tiles.
     std::vector<AffineExpr> wr;
     if (w.shape.size() > 2)
-      for (size_t i = 0; i < batch; ++i) wr.push_back(unit(i));
-    AffineExpr kExpr = unit(batch + 2), nExpr = unit(batch + 1);
-    size_t kd = transposeB ? w.shape.size() - 1 : w.shape.size() - 2, nd2 = transposeB ? w.shape.size() - 2 : w.shape.size() - 1;
-    wo.element[kd] = Tk;
-    wo.element[nd2] = Tn;
-    wr.push_back(transposeB ? nExpr : kExpr);
-    wr.push_back(transposeB ? kExpr : nExpr);
-    wo.map = AffineMap(nd, wr);
+      for (size_t i = 0; i < batch; ++i) wr.push_back(unit(nd, i));
+    wr.push_back(unit(nd, transposeB ? pn : pk));
+    wr.push_back(unit(nd, transposeB ? pk : pn));
+    std::vector<int64_t> we(w.shape.size(), 1);
+    we[w.shape.size() - 2] = transposeB ? Tn : Tk;
+    we[w.shape.size() - 1] = transposeB ? Tk : Tn;
     Kernel kern = kernel(op);
-    KernelPhase ph{trip, {in(op.inputs[0], ao), in(op.inputs[1], wo)}};
-    if (op.inputs.size() == 3) {  // bias [N]: one tile per output token, over the loops up to n
-      StreamOrder bo;
-      bo.dtype = info(op.inputs[2]).dtype;
-      bo.trips.assign(trip.begin(), trip.begin() + static_cast<std::ptrdiff_t>(batch + 2));
-      bo.steps.assign(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(batch + 2));
-      bo.element = {Tn};
-      AffineExpr n{std::vector<int64_t>(batch + 2, 0), 0};
-      n.coeffs[batch + 1] = 1;
-      bo.map = AffineMap(static_cast<int>(batch + 2), {n});
-      ph.ports.push_back(in(op.inputs[2], bo, static_cast<int>(batch + 1)));
+    KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, nd)), in(op.inputs[1], order(w.dtype, we, wr, nd))}};
+    int outLevel = static_cast<int>(batch + 1);  // one output tile per (batch.., m, n)
+    if (op.inputs.size() == 3)  // bias [N]: a tile per output token
+      ph.ports.push_back(in(op.inputs[2], order(info(op.inputs[2]).dtype, {Tn}, {unit(batch + 2, pn)}, batch + 2), outLevel));
+    if (!nOuter) {
+      ph.ports.push_back(out(op.output, canonical, outLevel));
+    } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
+      std::vector<AffineExpr> orr;
+      for (size_t i = 0; i < batch; ++i) orr.push_back(unit(batch + 2, i));
+      orr.push_back(unit(batch + 2, pm));
+      orr.push_back(unit(batch + 2, pn));
+      std::string panels = op.output + ".panels";
+      TensorInfo pt = outT;
+      pt.name = panels;
+      kg_.tensors[panels] = pt;
+      ph.ports.push_back(out(panels, order(outT.dtype, canonical.element, orr, batch + 2), outLevel));
     }
-    ph.ports.push_back(out(op.output, o, static_cast<int>(batch + 1)));
     kern.phases.push_back(ph);
     kern.lanes = Tk * Tn;
     kern.arithmetic = w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
     add(std::move(kern));
+    if (nOuter) {
+      Kernel copy = kernel(op, ".rows");
+      copy.op = "move";
+      copy.phases.push_back({canonical.trips, {in(op.output + ".panels", canonical), out(op.output, canonical)}});
+      copy.lanes = Tn;
+      add(std::move(copy));
+    }
   }
 
   // Stats stream of a row op: one [1..1] token per row.

@@ -1,7 +1,8 @@
-// stc check FILE: validates a network, graph or platform file and prints a one-line summary, or every
+// stc check FILE: validates a network, graph, model or platform file and prints a one-line summary, or every
 // error found.
 #include <iostream>
 
+#include "compiler/ir/model_spec.h"
 #include "compiler/ir/platform.h"
 #include "compiler/ir/yaml_io.h"
 #include "tools/stc/commands.h"
@@ -46,10 +47,17 @@ int check(const std::string& path) {
                 << " HBM channels of " << p.hbm.channelGbps << " GB/s, " << p.resources.dsp << " DSP: ok\n";
       return 0;
     }
+    case FileKind::kModel: {
+      ModelSpec m = parseModel(text, path);
+      std::cout << path << ": model '" << m.name << "' (" << m.family << "): " << m.layers << " layers, hidden "
+                << m.hidden << ", " << m.heads << " heads (" << m.kvHeads << " KV), FFN " << m.ffn << ", " << m.quant
+                << ": ok\n";
+      return 0;
+    }
     case FileKind::kUnknown: break;
   }
-  throw UserError(path + ":1:1: error: not a network, graph or platform file (expected a first key 'network', "
-                         "'graph' or 'platform')");
+  throw UserError(path + ":1:1: error: not a network, graph, model or platform file (expected a first key 'network', "
+                         "'graph', 'model' or 'platform')");
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
 // stc simulate NETWORK: runs the cycle-level simulator and reports latency, stalls, FIFO occupancy and,
 // on deadlock, the wait-for cycle with the smallest depth change that breaks it (exit 3).
+#include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
+#include "compiler/ir/model_spec.h"
 #include "compiler/ir/platform.h"
+#include "compiler/llm/decode.h"
 #include "compiler/ir/yaml_io.h"
 #include "sim/report.h"
 #include "sim/systemc_model.h"
@@ -19,6 +23,8 @@ struct SimulateArgs {
   std::string fifoDepth = "auto";
   std::string vcd, trace, curves;
   std::string engine = "systemc";
+  std::string decode;
+  bool table = false;
   bool json = false;
 };
 
@@ -41,8 +47,90 @@ std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& 
   return depths;
 }
 
+// "P:G" -> (P, G).
+std::pair<int64_t, int64_t> parseDecode(const std::string& text) {
+  size_t colon = text.find(':');
+  try {
+    if (colon != std::string::npos) {
+      size_t u1 = 0, u2 = 0;
+      int64_t p = std::stoll(text.substr(0, colon), &u1), g = std::stoll(text.substr(colon + 1), &u2);
+      if (u1 == colon && u2 == text.size() - colon - 1 && p > 0 && g > 0) return {p, g};
+    }
+  } catch (const std::exception&) {
+  }
+  throw UserError("stc simulate: error: --decode expects PROMPT:GEN, two positive integers, got '" + text + "'");
+}
+
+nlohmann::json decodeJson(const llm::DecodeResult& r) {
+  auto schedule = [](const llm::Schedule& s) {
+    return nlohmann::json{{"latency_ms", s.latencyMs}, {"ttft_ms", s.ttftMs}, {"decode_tokens_per_s", s.decodeTokensPerS}};
+  };
+  return {{"model", r.model},
+          {"prompt", r.prompt},
+          {"gen", r.gen},
+          {"latency_ms", r.hostLoop.latencyMs},
+          {"ttft_ms", r.hostLoop.ttftMs},
+          {"decode_tokens_per_s", r.hostLoop.decodeTokensPerS},
+          {"roofline_tokens_per_s", r.rooflineTokensPerS},
+          {"device_loop", schedule(r.deviceLoop)},
+          {"layer_cycles_first", r.layerCyclesFirst},
+          {"layer_cycles_last", r.layerCyclesLast},
+          {"prefill_layer_cycles", r.prefillLayerCycles},
+          {"head_cycles", r.headCycles},
+          {"resources",
+           {{"dsp", r.resources.dsp}, {"bram18k", r.resources.bram18k}, {"uram", r.resources.uram},
+            {"lut", r.resources.lut}, {"ff", r.resources.ff}}},
+          {"fits", r.fits},
+          {"hbm_bytes", r.hbmBytes},
+          {"fits_hbm", r.fitsHbm},
+          {"wall_seconds", r.wallSeconds}};
+}
+
+int simulateModel(const SimulateArgs& a, const Platform& platform) {
+  if (a.decode.empty() && !a.table)
+    throw UserError("stc simulate: error: a model needs --decode PROMPT:GEN or --table");
+  ModelSpec model = loadModel(a.network.path);
+  llm::Estimator estimator(model, platform);
+  std::vector<std::pair<int64_t, int64_t>> requests;
+  if (a.table) requests = {{32, 32}, {64, 64}, {128, 128}, {256, 256}};
+  else requests.push_back(parseDecode(a.decode));
+  std::vector<llm::DecodeResult> results = estimator.runAll(requests);
+  if (a.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : results) out.push_back(decodeJson(r));
+    std::cout << (a.table ? out : out[0]).dump(2) << "\n";
+    return 0;
+  }
+  const auto& first = results.front();
+  char line[256];
+  std::snprintf(line, sizeof line, "%s on %s at %g MHz: %s, resources DSP %lld BRAM_18K %lld URAM %lld LUT %lld (%s); HBM %.2f GB (%s)\n",
+                model.name.c_str(), platform.name.c_str(), platform.kernelClockMhz, model.quant.c_str(),
+                static_cast<long long>(first.resources.dsp), static_cast<long long>(first.resources.bram18k),
+                static_cast<long long>(first.resources.uram), static_cast<long long>(first.resources.lut),
+                first.fits ? "fits" : "DOES NOT FIT", static_cast<double>(first.hbmBytes) / 1e9,
+                first.fitsHbm ? "fits" : "DOES NOT FIT");
+  std::cout << line;
+  std::cout << "                 one call per layer (the paper's)        one call per token\n";
+  std::cout << "prompt:gen   latency ms   TTFT ms   tokens/s     latency ms   TTFT ms   tokens/s    roofline tokens/s\n";
+  for (const auto& r : results) {
+    std::snprintf(line, sizeof line, "%4lld:%-4lld   %10.2f  %8.2f  %9.1f     %10.2f  %8.2f  %9.1f    %9.1f\n",
+                  static_cast<long long>(r.prompt), static_cast<long long>(r.gen), r.hostLoop.latencyMs, r.hostLoop.ttftMs,
+                  r.hostLoop.decodeTokensPerS, r.deviceLoop.latencyMs, r.deviceLoop.ttftMs, r.deviceLoop.decodeTokensPerS,
+                  r.rooflineTokensPerS);
+    std::cout << line;
+  }
+  std::snprintf(line, sizeof line, "(layer cycles %lld at the first decode step, %lld at the last; %.2f s of simulation)\n",
+                static_cast<long long>(results.back().layerCyclesFirst), static_cast<long long>(results.back().layerCyclesLast),
+                results.back().wallSeconds);
+  std::cout << line;
+  return 0;
+}
+
 int simulate(const SimulateArgs& a) {
   Platform platform = a.network.loadPlatformArg();
+  if (detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel) return simulateModel(a, platform);
+  if (!a.decode.empty() || a.table)
+    throw UserError("stc simulate: error: --decode and --table take a model file (models/*.yaml, first key 'model')");
   Bindings bindings;
   Network net = a.network.load("stc simulate", platform, bindings);
   sim::Program prog = sim::compileProgram(net, bindings, platform);
@@ -89,6 +177,8 @@ Runner addSimulate(CLI::App& app) {
   app.add_option("--curves", a->curves, "write token curves as CSV (fifo,cycle,writes,reads)");
   app.add_option("--engine", a->engine, "systemc (default) or direct (the same engine without the SystemC kernel)")
       ->check(CLI::IsMember({"systemc", "direct"}));
+  app.add_option("--decode", a->decode, "for a model: PROMPT:GEN, the latency, TTFT and decode speed");
+  app.add_flag("--table", a->table, "for a model: the rows 32:32, 64:64, 128:128, 256:256");
   app.add_flag("--json", a->json, "print one JSON object");
   return [a]() { return simulate(*a); };
 }

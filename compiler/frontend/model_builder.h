@@ -1,0 +1,28 @@
+#pragma once
+// Family builders: the graphs of an LLM's decoder layer (decode and prefill) and of its head.
+
+#include <cstdint>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/model_spec.h"
+
+namespace stc {
+
+/// One decoder layer decoding one token against a KV cache of `ctx` tokens in HBM (ctx stays a symbol).
+/// Outputs: the layer's output row and the new token's key and value (appended to the cache by the host).
+Graph buildDecodeLayer(const ModelSpec& model);
+
+/// One decoder layer over a prompt of `prompt` tokens (its keys and values read back from HBM).
+Graph buildPrefillLayer(const ModelSpec& model, int64_t prompt);
+
+/// The final norm and the LM head (tied to the embedding table when the model ties them) for one row.
+Graph buildHead(const ModelSpec& model);
+
+/// The vocabulary padded to a multiple of 64, as GPT-2 implementations pad 50257 to 50304.
+int64_t paddedVocab(const ModelSpec& model);
+
+/// Bytes of one layer's weights and of the head's, in the model's quantization.
+int64_t layerWeightBytes(const ModelSpec& model);
+int64_t headWeightBytes(const ModelSpec& model);
+
+}  // namespace stc
