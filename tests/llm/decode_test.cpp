@@ -1,0 +1,87 @@
+// LLM decode estimation: physical limits and monotonic trends, model errors, thread-count independence.
+#include "compiler/llm/decode.h"
+
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include "compiler/ir/yaml_io.h"
+
+namespace stc::llm {
+namespace {
+
+ModelSpec model(const std::string& name) { return loadModel(std::string(STC_SOURCE_DIR "/models/") + name + ".yaml"); }
+
+TEST(Decode, NeverFasterThanTheRoofline) {
+  for (const char* name : {"gpt2", "qwen", "gemma"}) {
+    Estimator e(model(name), defaultPlatform());
+    DecodeResult r = e.run(16, 4);
+    EXPECT_GT(r.hostLoop.decodeTokensPerS, 0) << name;
+    EXPECT_LE(r.hostLoop.decodeTokensPerS, r.rooflineTokensPerS) << name;
+    EXPECT_LE(r.deviceLoop.decodeTokensPerS, r.rooflineTokensPerS) << name;
+    // One call per token saves the per-layer invocation overhead.
+    EXPECT_GT(r.deviceLoop.decodeTokensPerS, r.hostLoop.decodeTokensPerS) << name;
+    EXPECT_TRUE(r.fits) << name;
+    EXPECT_TRUE(r.fitsHbm) << name;
+  }
+}
+
+TEST(Decode, LatencyGrowsWithContextAndTtftWithPrompt) {
+  Estimator e(model("gpt2"), defaultPlatform());
+  std::vector<DecodeResult> r = e.runAll({{8, 4}, {64, 4}, {8, 60}});
+  EXPECT_LT(r[0].layerCyclesFirst, r[1].layerCyclesFirst);  // ctx 8 against ctx 64
+  EXPECT_LT(r[2].layerCyclesFirst, r[2].layerCyclesLast);   // ctx 8 against ctx 67
+  EXPECT_LT(r[0].hostLoop.ttftMs, r[1].hostLoop.ttftMs);
+  EXPECT_GT(r[0].hostLoop.decodeTokensPerS, r[2].hostLoop.decodeTokensPerS);
+  // latency = TTFT + the decode steps, decode speed = G / (latency - TTFT).
+  EXPECT_NEAR(r[0].hostLoop.decodeTokensPerS, 4 / ((r[0].hostLoop.latencyMs - r[0].hostLoop.ttftMs) / 1000), 1e-6);
+}
+
+TEST(Decode, SameResultsAtAnyThreadCount) {
+  auto once = [](size_t threads) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    Estimator e(model("qwen"), defaultPlatform());
+    return e.runAll({{8, 6}, {12, 6}});
+  };
+  std::vector<DecodeResult> one = once(1), two = once(2);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].hostLoop.latencyMs, two[i].hostLoop.latencyMs);
+    EXPECT_EQ(one[i].layerCyclesLast, two[i].layerCyclesLast);
+    EXPECT_EQ(one[i].prefillLayerCycles, two[i].prefillLayerCycles);
+  }
+}
+
+TEST(Decode, TooBigForHbmIsReported) {
+  ModelSpec m = model("gpt2");
+  m.layers = 3000;  // 3000 layers of 6.3 MB of weights: far beyond 16 GB
+  Estimator e(m, defaultPlatform());
+  DecodeResult r = e.run(4, 1);
+  EXPECT_FALSE(r.fitsHbm);
+  EXPECT_GT(r.hbmBytes, 16LL << 30);
+}
+
+std::string errorOf(const std::string& from, const std::string& to) {
+  std::string text = readTextFile(STC_SOURCE_DIR "/models/gpt2.yaml");
+  text.replace(text.find(from), from.size(), to);
+  try {
+    parseModel(text, "m.yaml");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Decode, BadModelFields) {
+  EXPECT_EQ(errorOf("layers: 24", "layers: many"), "m.yaml:5:9: error: field 'layers': expected an integer, got 'many'");
+  EXPECT_EQ(errorOf("family: gpt2", "family: gpt5"),
+            "m.yaml:4:9: error: field 'family': expected gpt2, llama, qwen, gemma or mistral, got 'gpt5'");
+  EXPECT_EQ(errorOf("heads: 16", "heads: 16\nkv_heads: 3"), "m.yaml:8:11: error: field 'kv_heads': 3 does not divide heads (16)");
+  EXPECT_EQ(errorOf("norm: layernorm", "norm: batchnorm"), "m.yaml:11:7: error: field 'norm': expected layernorm or rmsnorm, got 'batchnorm'");
+  EXPECT_EQ(errorOf("vocab: 50257", "vocab: 50257\nvocab_size: 3"),
+            "m.yaml:10:1: error: field 'vocab_size': unknown field of a model (known: model, family, layers, hidden, heads, "
+            "kv_heads, head_dim, ffn, vocab, max_ctx, norm, activation, gated, positions, tied_embeddings, quant)");
+  Estimator e(model("gpt2"), defaultPlatform());
+  EXPECT_THROW(e.run(1000, 100), UserError);  // beyond max_ctx
+}
+
+}  // namespace
+}  // namespace stc::llm
