@@ -31,7 +31,8 @@ const Fifo& fifoNamed(const Network& n, const std::string& name) {
 }
 
 TEST(Compiler, ExampleGraphsCompileSimulateAndSize) {
-  for (const char* name : {"matmul_chain.yaml", "mlp.yaml", "rows.yaml", "attention_decode.yaml", "gpt2_layer.yaml"}) {
+  for (const char* name : {"matmul_chain.yaml", "mlp.yaml", "rows.yaml", "attention_decode.yaml", "gpt2_layer.yaml",
+                           "misc_ops.yaml"}) {
     for (const char* quant : {"quant=none", "quant=w4a8"}) {
       CompileResult r = compileFile(name, {quant});
       Bindings b = {{"ctx", 96}};
