@@ -5,6 +5,7 @@
 //   add sub mul div          numpy broadcasting              gelu silu exp tanh rope    shape of input 0
 //   softmax layernorm rmsnorm  shape of input 0 (axis must be the last; the norms' scale and bias are [D])
 //   transpose (perm)  permuted       reshape (shape)  same element count     concat (axis)  sizes added
+//   slice (axis, start, end)  the axis cut to end - start
 //   reduce_sum/max/mean (axis, keepdims=1)   embedding ids [S] x table [V, D] -> [S, D]
 #include "compiler/frontend/shape_inference.h"
 
@@ -134,6 +135,21 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     int64_t n = constantElements(in[0]->shape);
     if (n < 0) bad("unsupported: reshape of a symbolic shape " + shapeText(in[0]->shape));
     if (n != constantElements(out)) bad("cannot reshape " + shapeText(in[0]->shape) + " to " + shapeText(out));
+    return out;
+  }
+  if (k == "slice") {  // axis, start, end: elements [start, end) of one axis
+    arity(1, 1);
+    int64_t rank = static_cast<int64_t>(in[0]->shape.size());
+    int64_t axis = intAttr(op, "axis", -1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) bad("axis out of range");
+    const Expr& size = in[0]->shape[static_cast<size_t>(axis)];
+    if (!size.isConstant()) bad("unsupported: slicing a symbolic dimension");
+    int64_t start = intAttr(op, "start", 0), end = intAttr(op, "end", size.eval());
+    if (start < 0 || end > size.eval() || start >= end)
+      bad("slice [" + std::to_string(start) + ", " + std::to_string(end) + ") is not inside dimension " + size.str());
+    std::vector<Expr> out = in[0]->shape;
+    out[static_cast<size_t>(axis)] = Expr(end - start);
     return out;
   }
   if (k == "concat") {

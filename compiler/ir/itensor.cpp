@@ -217,7 +217,7 @@ std::vector<int64_t> ITensorType::dataShape() const {
   return shape;
 }
 
-ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& consumer) {
+ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& consumer, bool consumerReadsPart) {
   ConverterPlan plan;
   if (producer == consumer) {
     plan.compatible = true;
@@ -226,7 +226,10 @@ ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& con
   std::vector<int64_t> shape = producer.dataShape();
   if (producer.dtype != consumer.dtype)
     throw UserError("the streams carry different element types (" + producer.dtype + " and " + consumer.dtype + ")");
-  if (shape != consumer.dataShape())
+  std::vector<int64_t> consumerShape = consumer.dataShape();
+  bool inside = consumerShape.size() == shape.size();
+  for (size_t r = 0; inside && r < shape.size(); ++r) inside = consumerShape[r] <= shape[r];
+  if (shape != consumerShape && !(consumerReadsPart && inside))
     throw UserError("the streams cover different data shapes ([" + joinDims(shape, ", ") + "] and [" +
                     joinDims(consumer.dataShape(), ", ") + "])");
 

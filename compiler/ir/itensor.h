@@ -52,7 +52,8 @@ struct ConverterPlan {
 };
 
 /// Converter inference of DESIGN.md: the buffer is the smallest region both sides traverse in the same
-/// order. Throws UserError when the two streams do not carry the same tensor (shape or dtype).
-ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& consumer);
+/// order. Throws UserError when the two streams do not carry the same tensor (shape or dtype), unless
+/// consumerReadsPart allows the consumer to read a box inside the producer's data (a slice).
+ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& consumer, bool consumerReadsPart = false);
 
 }  // namespace stc

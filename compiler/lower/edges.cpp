@@ -55,7 +55,7 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
     plan.source = port.order;
   }
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
-    plan.converter = inferConverter(plan.source.bind(options.maxima), port.order.bind(options.maxima));
+    plan.converter = inferConverter(plan.source.bind(options.maxima), port.order.bind(options.maxima), true);
   return plan;
 }
 

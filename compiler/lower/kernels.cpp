@@ -7,7 +7,8 @@
 //   softmax, layernorm, rmsnorm   two kernels: `.stats` reads a row and writes one token per row; `.apply`
 //                    reads the stats, the row again (its FIFO keeps a row) and the scale/bias, and writes
 //   reduce_*         one token per row           concat   collects its inputs (one phase each), then streams
-//   transpose, reshape   views: their consumers read the base tensor in the translated order
+//   reshape          a view: its consumers read the base tensor's row-major stream
+//   transpose, slice a copy kernel reading the input in the permuted (offset) order through a converter
 //   embedding        a gather: a DMA read of the looked-up table rows
 #include "compiler/lower/kernels.h"
 
@@ -125,7 +126,7 @@ class Lowering {
     std::string name = tensor;
     while (views_.count(name)) {
       const View& v = views_.at(name);
-      if (v.reshape) {
+      {
         // A reshape keeps the row-major token sequence when both sides have the same tile: its canonical
         // order is its base's. Read in another order, the view is a stream of its own, which its base's
         // producer writes in the view's canonical order (a converter then reorders it).
@@ -148,15 +149,6 @@ class Lowering {
           break;
         }
         order = base;
-      } else {  // transpose: view dim i is base dim perm[i]
-        std::vector<int64_t> element(v.perm.size());
-        std::vector<AffineExpr> results(v.perm.size());
-        for (size_t i = 0; i < v.perm.size(); ++i) {
-          element[static_cast<size_t>(v.perm[i])] = order.element[i];
-          results[static_cast<size_t>(v.perm[i])] = order.map.results()[i];
-        }
-        order.element = element;
-        order.map = AffineMap(order.map.numDims(), results);
       }
       order.dtype = info(v.base).dtype;
       name = v.base;
@@ -235,15 +227,14 @@ class Lowering {
   void lower(const Op& op) {
     const TensorInfo& outT = info(op.output);
     const std::string& k = op.op;
-    if (k == "transpose" || k == "reshape") {
+    if (k == "reshape") {
       View v;
       v.base = op.inputs[0];
-      v.reshape = k == "reshape";
-      if (!v.reshape) v.perm = std::get<std::vector<int64_t>>(op.attrs.at("perm"));
       views_[op.output] = v;
       kg_.viewOf[op.output] = v.base;
       return;
     }
+    if (k == "transpose" || k == "slice") return lowerRelayout(op);
     if (k == "matmul" || k == "linear") return lowerMatmul(op);
     if (k == "softmax" || k == "layernorm" || k == "rmsnorm") return lowerRowOp(op);
     if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") return lowerReduce(op);
@@ -412,6 +403,36 @@ class Lowering {
     add(std::move(k));
   }
 
+  // Transpose and slice: a copy kernel writing the output row-major, reading the input in the order that
+  // gives (for a slice, the part it keeps; a converter in front holds what the order needs).
+  void lowerRelayout(const Op& op) {
+    const TensorInfo& outT = info(op.output);
+    const TensorInfo& inT = info(op.inputs[0]);
+    StreamOrder o = canonicalOrder(outT, opt_.tile);
+    StreamOrder src = o;
+    src.dtype = inT.dtype;
+    if (op.op == "transpose") {  // output dim i is input dim perm[i]
+      auto perm = std::get<std::vector<int64_t>>(op.attrs.at("perm"));
+      std::vector<AffineExpr> results(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) {
+        src.element[static_cast<size_t>(perm[i])] = o.element[i];
+        results[static_cast<size_t>(perm[i])] = o.map.results()[i];
+      }
+      src.map = AffineMap(o.map.numDims(), results);
+    } else {  // slice: the same dims, offset along the axis
+      int64_t rank = static_cast<int64_t>(inT.shape.size());
+      int64_t axis = op.attrs.count("axis") ? std::get<int64_t>(op.attrs.at("axis")) : -1;
+      if (axis < 0) axis += rank;
+      std::vector<AffineExpr> results = o.map.results();
+      results[static_cast<size_t>(axis)].constant += op.attrs.count("start") ? std::get<int64_t>(op.attrs.at("start")) : 0;
+      src.map = AffineMap(o.map.numDims(), results);
+    }
+    Kernel k = kernel(op);
+    k.phases.push_back({o.trips, {in(op.inputs[0], src), out(op.output, o)}});
+    k.lanes = o.element.back();
+    add(std::move(k));
+  }
+
   void lowerConcat(const Op& op) {
     Kernel k = kernel(op);
     for (const auto& name : op.inputs) {
@@ -428,10 +449,8 @@ class Lowering {
     add(std::move(k));
   }
 
-  struct View {
+  struct View {  // a reshape: the same row-major stream under another shape
     std::string base;
-    bool reshape = false;
-    std::vector<int64_t> perm;
   };
   const TypedGraph& g_;
   const CompileOptions& opt_;

@@ -2,6 +2,9 @@
 // error found.
 #include <iostream>
 
+#include <map>
+
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/model_spec.h"
 #include "compiler/ir/platform.h"
 #include "compiler/ir/yaml_io.h"
@@ -12,8 +15,17 @@ namespace stc::cli {
 namespace {
 
 int check(const std::string& path) {
-  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0)
-    throw UserError(path + ": error: unsupported: the ONNX front end is not in this build yet");
+  if (isOnnxPath(path)) {
+    Graph g = importOnnx(path);
+    verifyGraph(g).throwIfAny();
+    std::cout << path << ": ONNX model '" << g.name << "': " << g.inputs.size() << " inputs, " << g.weights.size()
+              << " weights, " << g.ops.size() << " ops:";
+    std::map<std::string, int> kinds;
+    for (const auto& op : g.ops) ++kinds[op.op];
+    for (const auto& [k, n] : kinds) std::cout << " " << k << " " << n;
+    std::cout << ": ok\n";
+    return 0;
+  }
   std::string text = readTextFile(path);
   switch (detectFileKind(text, path)) {
     case FileKind::kNetwork: {

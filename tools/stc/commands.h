@@ -37,6 +37,9 @@ struct NetworkInput {
   /// `command` prefixes flag errors.
   Network load(const std::string& command, const Platform& platform, Bindings& bindings) const;
 };
+/// Whether path names an ONNX file (by its extension).
+bool isOnnxPath(const std::string& path);
+
 /// A subcommand of DESIGN.md that this build does not implement yet: says so and exits 1.
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description);
 

@@ -6,6 +6,7 @@
 
 #include "compiler/ir/diagnostics.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
 
@@ -70,7 +71,19 @@ void NetworkInput::addOptions(CLI::App& app) {
 
 Platform NetworkInput::loadPlatformArg() const { return platform.empty() ? defaultPlatform() : loadPlatform(platform); }
 
+bool isOnnxPath(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
 Network NetworkInput::load(const std::string& command, const Platform& platformArg, Bindings& bindings) const {
+  if (isOnnxPath(path)) {
+    bindings = parseSymbolBindings(command, ctx, binds);
+    Network net = compileGraph(importOnnx(path), platformArg, parseCompileOptions(settings, platformArg)).network;
+    for (const std::string& s : net.symbols())
+      if (!bindings.count(s))
+        throw UserError(path + ": error: the model uses symbol '" + s + "': bind it with --bind " + s + "=N");
+    return net;
+  }
   std::string text = readTextFile(path);
   FileKind kind = detectFileKind(text, path);
   if (kind != FileKind::kNetwork && kind != FileKind::kGraph)

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
@@ -36,13 +37,17 @@ nlohmann::json reportJson(const CompileReport& r) {
 
 int compile(const CompileArgs& a) {
   Platform platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
-  if (a.input.size() > 5 && a.input.compare(a.input.size() - 5, 5, ".onnx") == 0)
-    throw UserError(a.input + ": error: unsupported: the ONNX front end is not in this build yet");
-  std::string text = readTextFile(a.input);
-  if (detectFileKind(text, a.input) != FileKind::kGraph)
-    throw UserError(a.input + ":1:1: error: expected a graph file (its first key 'graph')");
+  Graph graph;
+  if (isOnnxPath(a.input)) {
+    graph = importOnnx(a.input);
+  } else {
+    std::string text = readTextFile(a.input);
+    if (detectFileKind(text, a.input) != FileKind::kGraph)
+      throw UserError(a.input + ":1:1: error: expected a graph file (its first key 'graph') or an ONNX model");
+    graph = parseGraph(text, a.input);
+  }
   CompileOptions options = parseCompileOptions(a.settings, platform);
-  CompileResult result = compileGraph(parseGraph(text, a.input), platform, options);
+  CompileResult result = compileGraph(graph, platform, options);
   nlohmann::json report = reportJson(result.report);
   writeFileAtomic(a.output, emitNetwork(result.network));
   if (!a.report.empty()) writeFileAtomic(a.report, report.dump(2) + "\n");

@@ -128,7 +128,8 @@ int simulateModel(const SimulateArgs& a, const Platform& platform) {
 
 int simulate(const SimulateArgs& a) {
   Platform platform = a.network.loadPlatformArg();
-  if (detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel) return simulateModel(a, platform);
+  if (!isOnnxPath(a.network.path) && detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel)
+    return simulateModel(a, platform);
   if (!a.decode.empty() || a.table)
     throw UserError("stc simulate: error: --decode and --table take a model file (models/*.yaml, first key 'model')");
   Bindings bindings;

@@ -1,0 +1,697 @@
+// ONNX import, the only file that includes ONNX.
+//
+//   ModelProto --shape inference--> values with shapes (dims or named symbols)
+//     initializers and Constant nodes: constant tensors; a node whose inputs are all constant is folded
+//     (Shape of a known shape, Gather, Unsqueeze, Concat, Reshape, Cast, ConstantOfShape, Equal, Where,
+//     Expand, Range, arithmetic) and stays a constant
+//     the rest: dynamic nodes; decomposed patterns are recognised first:
+//       LayerNorm  ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias
+//       RMSNorm    Pow 2, ReduceMean, Add eps, Sqrt, (Div 1 /) , Mul x, Mul scale
+//       GELU       Div sqrt2, Erf, Add 1, Mul x, Mul 0.5 | Pow 3, Mul, Add x, Mul, Tanh, Add 1, Mul 0.5x
+//       SiLU       Sigmoid, Mul x
+//     then each maps to a graph op (MatMul, Gemm, Add, Sub, Mul, Div, Softmax, Transpose, Reshape, Tanh,
+//     Exp, Gather as an embedding, Identity); constants they read become weights.
+#include "compiler/frontend/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "compiler/ir/itensor.h"
+
+namespace stc {
+
+namespace {
+
+constexpr int kMinOpset = 13, kMaxOpset = 17;
+
+struct Const {
+  std::vector<int64_t> dims;
+  std::vector<double> v;
+  int64_t count() const {
+    int64_t n = 1;
+    for (auto d : dims) n *= d;
+    return n;
+  }
+};
+
+std::string dtypeOf(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return "f32";
+    case onnx::TensorProto::FLOAT16: return "f16";
+    case onnx::TensorProto::BFLOAT16: return "bf16";
+    case onnx::TensorProto::INT8: return "i8";
+    case onnx::TensorProto::INT16: return "i16";
+    case onnx::TensorProto::INT32: return "i32";
+    case onnx::TensorProto::INT64: return "i64";
+    case onnx::TensorProto::BOOL: return "i1";
+    default: return "f32";
+  }
+}
+
+Const fromTensor(const onnx::TensorProto& t) {
+  Const c;
+  for (auto d : t.dims()) c.dims.push_back(d);
+  int64_t n = c.count();
+  const std::string& raw = t.raw_data();
+  auto fromRaw = [&](auto sample) {
+    using T = decltype(sample);
+    for (int64_t i = 0; i < n && static_cast<size_t>(i + 1) * sizeof(T) <= raw.size(); ++i) {
+      T x;
+      std::memcpy(&x, raw.data() + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      c.v.push_back(static_cast<double>(x));
+    }
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (!raw.empty()) fromRaw(float{});
+      else for (float x : t.float_data()) c.v.push_back(x);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (!raw.empty()) fromRaw(double{});
+      else for (double x : t.double_data()) c.v.push_back(x);
+      break;
+    case onnx::TensorProto::INT64:
+      if (!raw.empty()) fromRaw(int64_t{});
+      else for (auto x : t.int64_data()) c.v.push_back(static_cast<double>(x));
+      break;
+    case onnx::TensorProto::INT32:
+      if (!raw.empty()) fromRaw(int32_t{});
+      else for (auto x : t.int32_data()) c.v.push_back(x);
+      break;
+    case onnx::TensorProto::BOOL:
+    case onnx::TensorProto::UINT8:
+      if (!raw.empty()) fromRaw(uint8_t{});
+      else for (auto x : t.int32_data()) c.v.push_back(x);
+      break;
+    default:
+      c.v.assign(static_cast<size_t>(n), 0.0);  // values this front end never needs to read
+  }
+  if (static_cast<int64_t>(c.v.size()) != n) c.v.resize(static_cast<size_t>(n), 0.0);
+  return c;
+}
+
+// Numpy broadcasting of two constants through f.
+Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
+  size_t rank = std::max(a.dims.size(), b.dims.size());
+  Const out;
+  out.dims.assign(rank, 1);
+  auto dimAt = [&](const Const& c, size_t i) { return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())]; };
+  for (size_t i = 0; i < rank; ++i) out.dims[i] = std::max(dimAt(a, i), dimAt(b, i));
+  int64_t n = out.count();
+  for (int64_t flat = 0; flat < n; ++flat) {
+    int64_t ia = 0, ib = 0, sa = 1, sb = 1, rem = flat;
+    for (size_t i = rank; i-- > 0;) {
+      int64_t idx = rem % out.dims[i];
+      rem /= out.dims[i];
+      int64_t da = dimAt(a, i), db = dimAt(b, i);
+      ia += (da == 1 ? 0 : idx) * sa;
+      ib += (db == 1 ? 0 : idx) * sb;
+      sa *= da;
+      sb *= db;
+    }
+    out.v.push_back(f(a.v.empty() ? 0 : a.v[static_cast<size_t>(ia)], b.v.empty() ? 0 : b.v[static_cast<size_t>(ib)]));
+  }
+  return out;
+}
+
+int64_t intAttr(const onnx::NodeProto& n, const char* name, int64_t fallback) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return fallback;
+}
+
+std::vector<int64_t> intsAttr(const onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  return {};
+}
+
+std::string symbolName(const std::string& param) {
+  std::string s;
+  for (char c : param) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "d_" + s;
+  return s;
+}
+
+class Importer {
+ public:
+  explicit Importer(std::string path) : path_(std::move(path)) {}
+
+  Graph run() {
+    load();
+    for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
+    for (const auto& in : model_.graph().input())
+      if (!consts_.count(in.name())) {
+        graph_.inputs.push_back({in.name(), shapeOf(in.name()), dtypeOf(in.type().tensor_type().elem_type()), loc()});
+      }
+    for (const auto& node : model_.graph().node()) visit(node);
+    if (!unsupported_.empty()) {
+      std::string msg = path_ + ": error: unsupported: " + std::to_string(unsupported_.size()) + " node(s):";
+      for (const auto& u : unsupported_) msg += "\n  " + u;
+      throw UserError(msg);
+    }
+    recognisePatterns();
+    for (size_t i = 0; i < dyn_.size(); ++i)
+      if (!dyn_[i].dead) emit(dyn_[i]);
+    if (!unsupported_.empty()) {
+      std::string msg = path_ + ": error: unsupported: " + std::to_string(unsupported_.size()) + " node(s):";
+      for (const auto& u : unsupported_) msg += "\n  " + u;
+      throw UserError(msg);
+    }
+    for (const auto& out : model_.graph().output()) graph_.outputs.push_back(resolve(out.name()));
+    graph_.name = model_.graph().name().empty() ? "onnx_model" : symbolName(model_.graph().name());
+    graph_.loc = loc();
+    return std::move(graph_);
+  }
+
+ private:
+  struct Dyn {
+    const onnx::NodeProto* node;
+    std::string op;  // after pattern recognition: a graph op name, or the ONNX op type
+    std::vector<std::string> inputs;
+    std::string output;
+    std::map<std::string, AttrValue> attrs;
+    bool dead = false;
+  };
+
+  SourceLoc loc() const { return SourceLoc{path_, 0, 0}; }
+
+  void load() {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) throw UserError(path_ + ": error: cannot open the file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!model_.ParseFromString(ss.str()) || !model_.has_graph())
+      throw UserError(path_ + ": error: not an ONNX model (the file does not parse as an ONNX ModelProto)");
+    int opset = -1;
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    if (opset < kMinOpset || opset > kMaxOpset)
+      throw UserError(path_ + ": error: opset " + std::to_string(opset) + " is outside the supported range " +
+                      std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " (export with opset_version=" +
+                      std::to_string(kMaxOpset) + ")");
+    try {
+      onnx::shape_inference::InferShapes(model_);
+    } catch (const std::exception& e) {
+      throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what());
+    }
+    auto record = [&](const onnx::ValueInfoProto& v) { types_[v.name()] = &v.type(); };
+    for (const auto& v : model_.graph().input()) record(v);
+    for (const auto& v : model_.graph().value_info()) record(v);
+    for (const auto& v : model_.graph().output()) record(v);
+  }
+
+  // Shape of a value: inferred dims, a named symbol for a dim_param; UserError when unknown.
+  std::vector<Expr> shapeOf(const std::string& name) const {
+    auto it = types_.find(name);
+    if (it == types_.end() || !it->second->tensor_type().has_shape())
+      throw UserError(path_ + ": error: value '" + name + "' has no inferred shape");
+    std::vector<Expr> shape;
+    for (const auto& d : it->second->tensor_type().shape().dim()) {
+      if (d.has_dim_value()) shape.push_back(Expr(d.dim_value()));
+      else if (d.has_dim_param()) shape.push_back(Expr::parse(symbolName(d.dim_param())));
+      else throw UserError(path_ + ": error: value '" + name + "' has a dimension of unknown size");
+    }
+    return shape;
+  }
+  bool hasConcreteShape(const std::string& name) const {
+    try {
+      for (const auto& d : shapeOf(name))
+        if (!d.isConstant()) return false;
+      return true;
+    } catch (const UserError&) {
+      return false;
+    }
+  }
+
+  std::string nodeName(const onnx::NodeProto& n) const { return n.name().empty() ? n.output(0) : n.name(); }
+
+  void visit(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (op == "Constant") {
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "value") consts_[n.output(0)] = fromTensor(a.t());
+        else if (a.name() == "value_float") consts_[n.output(0)] = {{}, {a.f()}};
+        else if (a.name() == "value_int") consts_[n.output(0)] = {{}, {static_cast<double>(a.i())}};
+        else if (a.name() == "value_ints") {
+          Const c{{a.ints_size()}, {}};
+          for (auto x : a.ints()) c.v.push_back(static_cast<double>(x));
+          consts_[n.output(0)] = c;
+        }
+      }
+      return;
+    }
+    bool allConst = true;
+    for (const auto& in : n.input())
+      if (!in.empty() && !consts_.count(in)) allConst = false;
+    if (op == "Shape" && hasConcreteShape(n.input(0))) {
+      Const c{{0}, {}};
+      for (const auto& d : shapeOf(n.input(0))) c.v.push_back(static_cast<double>(d.eval()));
+      c.dims[0] = static_cast<int64_t>(c.v.size());
+      consts_[n.output(0)] = c;
+      return;
+    }
+    if (allConst && fold(n)) return;
+    if (op == "Split" || op == "Slice") {
+      sliceNodes(n);
+      return;
+    }
+    Dyn d;
+    d.node = &n;
+    d.op = op;
+    for (const auto& in : n.input()) d.inputs.push_back(in);
+    d.output = n.output(0);
+    static const std::set<std::string> mapped = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
+                                                 "Reciprocal", "ReduceMean", "Softmax", "Transpose", "Reshape",
+                                                 "Tanh", "Exp", "Erf", "Sigmoid", "Gather", "Identity",
+                                                 "LayerNormalization", "Where", "Cast", "Neg", "Unsqueeze",
+                                                 "Squeeze", "Expand", "Concat"};
+    if (!mapped.count(op) || (op != "Identity" && n.output_size() != 1))
+      unsupported_.push_back(nodeName(n) + " (" + op + ")");
+    producer_[d.output] = dyn_.size();
+    dyn_.push_back(d);
+  }
+
+  // Split and Slice of a stream: one `slice` (axis, start, end) per output; steps other than 1 and several
+  // axes are unsupported.
+  void sliceNodes(const onnx::NodeProto& n) {
+    std::vector<Expr> shape = shapeOf(n.input(0));
+    int64_t rank = static_cast<int64_t>(shape.size());
+    auto constInput = [&](int i) -> const Const* {
+      if (n.input_size() <= i || n.input(i).empty()) return nullptr;
+      auto it = consts_.find(n.input(i));
+      return it == consts_.end() ? nullptr : &it->second;
+    };
+    auto add = [&](const std::string& output, int64_t axis, int64_t start, int64_t end) {
+      Dyn d;
+      d.node = &n;
+      d.op = "slice";
+      d.inputs = {n.input(0)};
+      d.output = output;
+      d.attrs = {{"axis", axis}, {"start", start}, {"end", end}};
+      producer_[output] = dyn_.size();
+      dyn_.push_back(d);
+    };
+    if (n.op_type() == "Split") {
+      int64_t axis = intAttr(n, "axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank || !shape[static_cast<size_t>(axis)].isConstant()) {
+        unsupported_.push_back(nodeName(n) + " (Split of a symbolic dimension)");
+        return;
+      }
+      int64_t size = shape[static_cast<size_t>(axis)].eval(), start = 0;
+      std::vector<int64_t> parts;
+      if (const Const* c = constInput(1)) for (double x : c->v) parts.push_back(static_cast<int64_t>(x));
+      else if (auto a = intsAttr(n, "split"); !a.empty()) parts = a;
+      else parts.assign(static_cast<size_t>(n.output_size()), size / n.output_size());
+      for (int i = 0; i < n.output_size() && i < static_cast<int>(parts.size()); ++i) {
+        add(n.output(i), axis, start, start + parts[static_cast<size_t>(i)]);
+        start += parts[static_cast<size_t>(i)];
+      }
+      return;
+    }
+    const Const *starts = constInput(1), *ends = constInput(2), *axes = constInput(3), *steps = constInput(4);
+    if (!starts || !ends || starts->v.size() != 1 || (n.input_size() > 3 && !n.input(3).empty() && !axes) ||
+        (steps && (steps->v.size() != 1 || steps->v[0] != 1))) {
+      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with step 1)");
+      return;
+    }
+    int64_t axis = axes ? static_cast<int64_t>(axes->v[0]) : 0;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || !shape[static_cast<size_t>(axis)].isConstant()) {
+      unsupported_.push_back(nodeName(n) + " (Slice of a symbolic dimension)");
+      return;
+    }
+    int64_t size = shape[static_cast<size_t>(axis)].eval();
+    auto clamp = [&](double x) {
+      int64_t v = x < -1e15 ? 0 : x > 1e15 ? size : static_cast<int64_t>(x);
+      if (v < 0) v += size;
+      return std::max<int64_t>(0, std::min(v, size));
+    };
+    add(n.output(0), axis, clamp(starts->v[0]), clamp(ends->v[0]));
+  }
+
+  // Folds a node of constant inputs; false when this front end cannot evaluate it.
+  bool fold(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    auto in = [&](int i) -> const Const& { return consts_.at(n.input(i)); };
+    Const out;
+    using F = std::function<double(double, double)>;
+    static const std::map<std::string, F> binary = {
+        {"Add", [](double a, double b) { return a + b; }},     {"Sub", [](double a, double b) { return a - b; }},
+        {"Mul", [](double a, double b) { return a * b; }},     {"Div", [](double a, double b) { return b == 0 ? 0 : a / b; }},
+        {"Pow", [](double a, double b) { return std::pow(a, b); }}, {"Equal", [](double a, double b) { return a == b ? 1.0 : 0.0; }}};
+    if (auto it = binary.find(op); it != binary.end()) out = broadcast(in(0), in(1), it->second);
+    else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity") {
+      out = in(0);
+      for (double& x : out.v) x = op == "Sqrt" ? std::sqrt(x) : op == "Neg" ? -x : op == "Reciprocal" ? 1 / x : x;
+    } else if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Expand" || op == "ConstantOfShape") {
+      if (!hasConcreteShape(n.output(0))) return false;
+      std::vector<int64_t> dims;
+      for (const auto& d : shapeOf(n.output(0))) dims.push_back(d.eval());
+      if (op == "Expand") out = broadcast(in(0), Const{dims, std::vector<double>(static_cast<size_t>(Const{dims, {}}.count()), 0)}, [](double a, double) { return a; });
+      else if (op == "ConstantOfShape") {
+        double value = 0;
+        for (const auto& a : n.attribute())
+          if (a.name() == "value") value = fromTensor(a.t()).v.empty() ? 0 : fromTensor(a.t()).v[0];
+        out.dims = dims;
+        out.v.assign(static_cast<size_t>(out.count()), value);
+      } else {
+        out = in(0);
+        out.dims = dims;
+      }
+    } else if (op == "Gather" && in(0).dims.size() == 1) {
+      for (double i : in(1).v) {
+        int64_t k = static_cast<int64_t>(i);
+        if (k < 0) k += in(0).dims[0];
+        out.v.push_back(in(0).v.at(static_cast<size_t>(k)));
+      }
+      out.dims = in(1).dims;
+    } else if (op == "Concat" && in(0).dims.size() <= 1) {
+      for (int i = 0; i < n.input_size(); ++i) out.v.insert(out.v.end(), in(i).v.begin(), in(i).v.end());
+      out.dims = {static_cast<int64_t>(out.v.size())};
+    } else if (op == "Where") {
+      Const t = broadcast(in(0), in(1), [](double c, double a) { return c != 0 ? a : NAN; });
+      out = broadcast(t, in(2), [](double a, double b) { return std::isnan(a) ? b : a; });
+    } else if (op == "Range") {
+      for (double x = in(0).v[0]; in(2).v[0] > 0 ? x < in(1).v[0] : x > in(1).v[0]; x += in(2).v[0]) out.v.push_back(x);
+      out.dims = {static_cast<int64_t>(out.v.size())};
+    } else {
+      return false;
+    }
+    consts_[n.output(0)] = out;
+    return true;
+  }
+
+  // --- patterns ---
+  Dyn* producer(const std::string& value) {
+    auto it = producer_.find(value);
+    return it == producer_.end() ? nullptr : &dyn_[it->second];
+  }
+  std::vector<Dyn*> consumers(const std::string& value) {
+    std::vector<Dyn*> out;
+    for (auto& d : dyn_)
+      for (const auto& in : d.inputs)
+        if (in == value && !d.dead) out.push_back(&d);
+    return out;
+  }
+  bool isConst(const std::string& v, double value, double tol = 1e-3) const {
+    auto it = consts_.find(v);
+    return it != consts_.end() && it->second.count() == 1 && std::fabs(it->second.v[0] - value) <= tol * std::max(1.0, std::fabs(value));
+  }
+  // The other input of a binary node, given one.
+  static std::string other(const Dyn& d, const std::string& one) { return d.inputs[0] == one ? d.inputs[1] : d.inputs[0]; }
+  Dyn* soleConsumer(const std::string& v, const char* op) {
+    auto c = consumers(v);
+    return c.size() == 1 && c[0]->op == op ? c[0] : nullptr;
+  }
+  void replace(std::vector<Dyn*> nodes, Dyn* last, const std::string& op, std::vector<std::string> inputs) {
+    for (Dyn* n : nodes) n->dead = true;
+    last->dead = false;
+    last->op = op;
+    last->inputs = std::move(inputs);
+    last->attrs.clear();
+  }
+
+  void recognisePatterns() {
+    for (auto& d : dyn_) {
+      if (d.dead) continue;
+      if (d.op == "Erf") geluErf(d);
+      else if (d.op == "Tanh") geluTanh(d);
+      else if (d.op == "Sqrt") norm(d);
+      else if (d.op == "Sigmoid") silu(d);
+      else if (d.op == "Concat") rope(d);
+      else if (d.op == "LayerNormalization") {
+        d.op = "layernorm";
+        d.inputs.resize(std::min<size_t>(d.inputs.size(), 3));
+      }
+    }
+  }
+  // x/sqrt2 -> Erf -> +1 -> *x -> *0.5 (the last two in either order)
+  void geluErf(Dyn& erf) {
+    Dyn* div = producer(erf.inputs[0]);
+    if (!div || div->op != "Div" || !isConst(div->inputs[1], std::sqrt(2.0))) return;
+    std::string x = div->inputs[0];
+    Dyn* add = soleConsumer(erf.output, "Add");
+    if (!add || !isConst(other(*add, erf.output), 1.0)) return;
+    Dyn* m1 = soleConsumer(add->output, "Mul");
+    if (!m1) return;
+    Dyn* m2 = soleConsumer(m1->output, "Mul");
+    if (!m2) return;
+    replace({div, &erf, add, m1, m2}, m2, "gelu", {x});
+  }
+  // 0.5x * (1 + tanh(c * (x + 0.044715 x^3)))
+  void geluTanh(Dyn& tanh) {
+    Dyn* scale = producer(tanh.inputs[0]);
+    if (!scale || scale->op != "Mul") return;
+    Dyn* sum = producer(consts_.count(scale->inputs[0]) ? scale->inputs[1] : scale->inputs[0]);
+    if (!sum || sum->op != "Add") return;
+    Dyn* cubeScaled = producer(sum->inputs[1]);
+    std::string x = sum->inputs[0];
+    if (!cubeScaled || cubeScaled->op != "Mul") {
+      cubeScaled = producer(sum->inputs[0]);
+      x = sum->inputs[1];
+    }
+    if (!cubeScaled || cubeScaled->op != "Mul") return;
+    Dyn* pow = producer(consts_.count(cubeScaled->inputs[0]) ? cubeScaled->inputs[1] : cubeScaled->inputs[0]);
+    if (!pow || pow->op != "Pow" || pow->inputs[0] != x || !isConst(pow->inputs[1], 3.0)) return;
+    Dyn* add = soleConsumer(tanh.output, "Add");
+    if (!add) return;
+    Dyn* mul = soleConsumer(add->output, "Mul");
+    if (!mul) return;
+    std::vector<Dyn*> nodes = {scale, sum, cubeScaled, pow, &tanh, add, mul};
+    Dyn* half = producer(other(*mul, add->output));  // 0.5 * x, if computed separately
+    if (half && half->op == "Mul" && (half->inputs[0] == x || half->inputs[1] == x)) nodes.push_back(half);
+    Dyn* last = mul;
+    if (Dyn* m2 = soleConsumer(mul->output, "Mul"); m2 && (isConst(m2->inputs[0], 0.5) || isConst(m2->inputs[1], 0.5))) {
+      nodes.push_back(m2);
+      last = m2;
+    }
+    replace(nodes, last, "gelu", {x});
+  }
+  // LayerNorm and RMSNorm, found from their Sqrt.
+  void norm(Dyn& sqrt) {
+    Dyn* add = producer(sqrt.inputs[0]);
+    if (!add || add->op != "Add") return;
+    Dyn* mean2 = producer(consts_.count(add->inputs[0]) ? add->inputs[1] : add->inputs[0]);
+    if (!mean2 || mean2->op != "ReduceMean") return;
+    Dyn* pow = producer(mean2->inputs[0]);
+    if (!pow || pow->op != "Pow" || !isConst(pow->inputs[1], 2.0)) return;
+    Dyn* center = producer(pow->inputs[0]);
+    bool layer = center && center->op == "Sub";
+    std::vector<Dyn*> nodes = {add, mean2, pow, &sqrt};
+    std::string x = layer ? center->inputs[0] : pow->inputs[0];
+    if (layer) {
+      Dyn* mean1 = producer(center->inputs[1]);
+      if (!mean1 || mean1->op != "ReduceMean" || mean1->inputs[0] != x) return;
+      nodes.push_back(center);
+      nodes.push_back(mean1);
+    }
+    // Normalised: Div(centered or x, sqrt), or Mul(x, Div(1, sqrt)) / Mul(x, Reciprocal(sqrt)).
+    Dyn* normed = nullptr;
+    for (Dyn* c : consumers(sqrt.output)) {
+      if (c->op == "Div" && c->inputs[1] == sqrt.output) normed = c;
+      if ((c->op == "Div" && isConst(c->inputs[0], 1.0)) || c->op == "Reciprocal") {
+        nodes.push_back(c);
+        normed = soleConsumer(c->output, "Mul");
+      }
+    }
+    if (!normed) return;
+    nodes.push_back(normed);
+    Dyn* scale = soleConsumer(normed->output, "Mul");
+    if (!scale || !consts_.count(other(*scale, normed->output))) return;
+    nodes.push_back(scale);
+    std::vector<std::string> inputs = {x, weightFrom(other(*scale, normed->output), scale->output + "_scale")};
+    Dyn* last = scale;
+    if (layer) {
+      Dyn* bias = soleConsumer(scale->output, "Add");
+      if (bias && consts_.count(other(*bias, scale->output))) {
+        nodes.push_back(bias);
+        inputs.push_back(weightFrom(other(*bias, scale->output), bias->output + "_bias"));
+        last = bias;
+      }
+    }
+    replace(nodes, last, layer ? "layernorm" : "rmsnorm", inputs);
+  }
+  // Rotary embedding with rotate_half: x * cos + concat(-x[h:], x[:h]) * sin, cos and sin constant.
+  void rope(Dyn& cat) {
+    if (cat.inputs.size() != 2) return;
+    Dyn* neg = producer(cat.inputs[0]);
+    Dyn* low = producer(cat.inputs[1]);
+    if (!neg || neg->op != "Neg" || !low || low->op != "slice") return;
+    Dyn* high = producer(neg->inputs[0]);
+    if (!high || high->op != "slice" || high->inputs[0] != low->inputs[0]) return;
+    std::string x = low->inputs[0];
+    Dyn* sinMul = soleConsumer(cat.output, "Mul");
+    if (!sinMul || !consts_.count(other(*sinMul, cat.output))) return;
+    Dyn* sum = soleConsumer(sinMul->output, "Add");
+    if (!sum) return;
+    Dyn* cosMul = producer(other(*sum, sinMul->output));
+    if (!cosMul || cosMul->op != "Mul" || other(*cosMul, x) == x || !consts_.count(other(*cosMul, x))) return;
+    std::vector<Dyn*> nodes = {neg, &cat, sinMul, cosMul, sum};
+    // The slices go too when nothing else reads them.
+    if (consumers(low->output).size() == 1) nodes.push_back(low);
+    if (consumers(high->output).size() == 1) nodes.push_back(high);
+    replace(nodes, sum, "rope", {x});
+  }
+
+  void silu(Dyn& sig) {
+    Dyn* mul = soleConsumer(sig.output, "Mul");
+    if (!mul || other(*mul, sig.output) != sig.inputs[0]) return;
+    replace({&sig, mul}, mul, "silu", {sig.inputs[0]});
+  }
+
+  // --- emission ---
+  std::map<std::string, std::string> alias_;
+  std::string resolve(const std::string& v) const {
+    auto it = alias_.find(v);
+    return it == alias_.end() ? v : resolve(it->second);
+  }
+  // A constant read by an op becomes a weight (named after the constant, or `fallback` for scalars).
+  std::string weightFrom(const std::string& value, const std::string& fallback) {
+    if (declared_.count(value)) return value;
+    const Const& c = consts_.at(value);
+    std::string name = value.empty() ? fallback : value;
+    std::vector<Expr> shape;
+    for (auto d : c.dims) shape.push_back(Expr(d));
+    if (shape.empty()) shape.push_back(Expr(1));
+    graph_.weights.push_back({name, shape, "f32", loc()});
+    declared_.insert(name);
+    return name;
+  }
+  std::string operand(const std::string& v, const std::string& user) {
+    if (consts_.count(v)) return weightFrom(v, user + "_const");
+    return resolve(v);
+  }
+  void emit(Dyn& d) {
+    const onnx::NodeProto& n = *d.node;
+    std::string name = nodeName(n);
+    Op op;
+    op.name = symbolName(name);
+    for (int k = 2; !opNames_.insert(op.name).second; ++k) op.name = symbolName(name) + "_" + std::to_string(k);
+    op.output = d.output;
+    op.loc = loc();
+    static const std::map<std::string, std::string> direct = {
+        {"MatMul", "matmul"}, {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Tanh", "tanh"},
+        {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"layernorm", "layernorm"}, {"rmsnorm", "rmsnorm"}};
+    if (d.op == "Identity" || d.op == "Cast") {
+      alias_[d.output] = d.inputs[0];
+      return;
+    }
+    if (auto it = direct.find(d.op); it != direct.end()) {
+      op.op = it->second;
+      for (const auto& in : d.inputs)
+        if (!in.empty()) op.inputs.push_back(operand(in, op.name));
+    } else if (d.op == "Gemm") {
+      op.op = "matmul";
+      op.inputs = {operand(d.inputs[0], op.name), operand(d.inputs[1], op.name)};
+      if (intAttr(n, "transB", 0)) op.attrs["transpose_b"] = int64_t{1};
+      if (d.inputs.size() > 2 && !d.inputs[2].empty()) op.inputs.push_back(operand(d.inputs[2], op.name));
+    } else if (d.op == "slice") {
+      op.op = "slice";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs = d.attrs;
+    } else if (d.op == "rope") {
+      op.op = "rope";
+      op.inputs = {operand(d.inputs[0], op.name)};
+    } else if (d.op == "Neg") {  // -x as x * -1
+      consts_[d.output + "_minus_one"] = Const{{}, {-1.0}};
+      op.op = "mul";
+      op.inputs = {operand(d.inputs[0], op.name), weightFrom(d.output + "_minus_one", d.output + "_minus_one")};
+    } else if (d.op == "Unsqueeze" || d.op == "Squeeze") {
+      op.op = "reshape";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      std::vector<int64_t> shape;
+      for (const auto& e : shapeOf(d.output)) shape.push_back(e.isConstant() ? e.eval() : -1);
+      if (std::find(shape.begin(), shape.end(), -1) != shape.end()) {
+        unsupported_.push_back(name + " (" + d.op + " of a symbolic shape)");
+        return;
+      }
+      op.attrs["shape"] = shape;
+    } else if (d.op == "Expand") {  // broadcast: x + zeros of the dims the (constant) target shape grows
+      if (!consts_.count(d.inputs[1])) {
+        unsupported_.push_back(name + " (Expand to a shape computed at run time)");
+        return;
+      }
+      std::vector<Expr> from = shapeOf(d.inputs[0]);
+      const Const& target = consts_.at(d.inputs[1]);
+      Const zeros;
+      size_t rank = std::max(from.size(), target.v.size());
+      for (size_t i = 0; i < rank; ++i) {
+        int64_t want = i < rank - target.v.size() ? 1 : static_cast<int64_t>(target.v[i - (rank - target.v.size())]);
+        bool fromOne = i < rank - from.size() || (from[i - (rank - from.size())].isConstant() && from[i - (rank - from.size())].eval() == 1);
+        zeros.dims.push_back(fromOne && want > 1 ? want : 1);
+      }
+      zeros.v.assign(static_cast<size_t>(zeros.count()), 0.0);
+      consts_[d.output + "_zeros"] = zeros;
+      op.op = "add";
+      op.inputs = {operand(d.inputs[0], op.name), weightFrom(d.output + "_zeros", d.output + "_zeros")};
+    } else if (d.op == "Concat") {
+      op.op = "concat";
+      for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
+      op.attrs["axis"] = intAttr(n, "axis", 0);
+    } else if (d.op == "Softmax") {
+      op.op = "softmax";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs["axis"] = intAttr(n, "axis", -1);
+      int64_t rank = static_cast<int64_t>(shapeOf(d.output).size());
+      if (std::get<int64_t>(op.attrs["axis"]) == rank - 1) op.attrs["axis"] = int64_t{-1};
+    } else if (d.op == "Transpose") {
+      op.op = "transpose";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs["perm"] = intsAttr(n, "perm");
+    } else if (d.op == "Reshape") {
+      op.op = "reshape";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      std::vector<int64_t> shape;
+      for (const auto& e : shapeOf(d.output)) {
+        if (!e.isConstant()) {
+          unsupported_.push_back(name + " (Reshape to a symbolic shape)");
+          return;
+        }
+        shape.push_back(e.eval());
+      }
+      op.attrs["shape"] = shape;
+    } else if (d.op == "Gather" && consts_.count(d.inputs[0])) {
+      op.op = "embedding";
+      op.inputs = {operand(d.inputs[1], op.name), operand(d.inputs[0], op.name)};
+    } else if (d.op == "Where" && consts_.count(d.inputs[0]) && consts_.count(d.inputs[2]) && !consts_.count(d.inputs[1])) {
+      // A select between a stream and a constant under a constant mask: modelled as adding the constant
+      // where the mask is off (its cost; the values differ only where softmax then gives ~0 weight).
+      Const bias = broadcast(consts_.at(d.inputs[0]), consts_.at(d.inputs[2]), [](double c, double y) { return c != 0 ? 0.0 : y; });
+      std::string bname = d.output + "_mask";
+      consts_[bname] = bias;
+      op.op = "add";
+      op.inputs = {operand(d.inputs[1], op.name), weightFrom(bname, bname)};
+    } else {
+      unsupported_.push_back(name + " (" + d.op + ")");
+      return;
+    }
+    graph_.ops.push_back(op);
+  }
+
+  std::string path_;
+  onnx::ModelProto model_;
+  std::map<std::string, const onnx::TypeProto*> types_;
+  std::map<std::string, Const> consts_;
+  std::vector<Dyn> dyn_;
+  std::map<std::string, size_t> producer_;
+  std::vector<std::string> unsupported_;
+  std::set<std::string> declared_, opNames_;
+  Graph graph_;
+};
+
+}  // namespace
+
+Graph importOnnx(const std::string& path) { return Importer(path).run(); }
+
+}  // namespace stc

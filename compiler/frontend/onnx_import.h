@@ -1,0 +1,17 @@
+#pragma once
+// The ONNX front end: a model exported by PyTorch (torch.onnx.export, opsets 13 to 17) as a Graph.
+
+#include <string>
+
+#include "compiler/ir/graph.h"
+
+namespace stc {
+
+/// Imports the model at path: initializers become weights, shapes come from ONNX shape inference
+/// (symbolic dimensions keep their names as symbols), constant subgraphs (shape arithmetic) are folded,
+/// and decomposed LayerNorm, RMSNorm, GELU (erf and tanh forms) and SiLU become one op each. Throws one
+/// UserError naming the file for a file that is not ONNX or an opset outside 13..17, or listing every
+/// unsupported node by name and op type.
+Graph importOnnx(const std::string& path);
+
+}  // namespace stc

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Writes the small ONNX test models of models/onnx/ with torch.onnx.export (Debian's python3-torch and
+python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_models.py).
+
+  mlp.onnx           Linear, GELU (erf), Linear over `seq` rows (a symbolic dimension), opset 13
+  gpt2_block.onnx    a GPT-2 block as Hugging Face writes it: LayerNorm, one c_attn projection split into
+                     q, k, v, causal attention, GELU (tanh), residuals; opset 14
+  llama_block.onnx   a Llama block: RMSNorm, rotary embeddings (rotate_half), grouped-query attention,
+                     SiLU-gated MLP; opset 17
+
+The files are committed, so the tests run without torch.
+"""
+import math
+import os
+import sys
+
+import torch
+from torch import nn
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "onnx")
+
+
+class Mlp(nn.Module):
+    def __init__(self, d=32, f=64):
+        super().__init__()
+        self.up = nn.Linear(d, f)
+        self.down = nn.Linear(f, d)
+
+    def forward(self, x):
+        return self.down(nn.functional.gelu(self.up(x)))
+
+
+class Gpt2Block(nn.Module):
+    def __init__(self, d=64, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.ln_1 = nn.LayerNorm(d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.mlp_proj = nn.Linear(4 * d, d)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+
+    def split_heads(self, t):
+        b, s, _ = t.shape
+        return t.view(b, s, self.heads, self.dh).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.ln_1(x)
+        q, k, v = self.c_attn(h).split(d, dim=2)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
+        mask = self.bias[:, :, :s, :s]
+        w = torch.where(mask.bool(), w, torch.tensor(-1e4))
+        w = nn.functional.softmax(w, dim=-1)
+        a = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous().view(b, s, d)
+        x = x + self.c_proj(a)
+        h = self.ln_2(x)
+        m = self.mlp_proj(nn.functional.gelu(self.c_fc(h), approximate="tanh"))
+        return x + m
+
+
+class RmsNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        v = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(v + self.eps))
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, d=64, heads=4, kv_heads=2, ffn=128, seq=8):
+        super().__init__()
+        self.heads, self.kv, self.dh = heads, kv_heads, d // heads
+        self.input_layernorm = RmsNorm(d)
+        self.q_proj = nn.Linear(d, heads * self.dh, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
+        self.o_proj = nn.Linear(heads * self.dh, d, bias=False)
+        self.post_attention_layernorm = RmsNorm(d)
+        self.gate_proj = nn.Linear(d, ffn, bias=False)
+        self.up_proj = nn.Linear(d, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, d, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.dh, 2).float() / self.dh))
+        t = torch.arange(seq).float()
+        freqs = torch.outer(t, inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos())
+        self.register_buffer("sin", emb.sin())
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), -1e4), diagonal=1))
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(b, s, self.heads, self.dh).transpose(1, 2)
+        k = self.k_proj(h).view(b, s, self.kv, self.dh).transpose(1, 2)
+        v = self.v_proj(h).view(b, s, self.kv, self.dh).transpose(1, 2)
+        q = q * self.cos + rotate_half(q) * self.sin
+        k = k * self.cos + rotate_half(k) * self.sin
+        rep = self.heads // self.kv
+        k = k[:, :, None, :, :].expand(b, self.kv, rep, s, self.dh).reshape(b, self.heads, s, self.dh)
+        v = v[:, :, None, :, :].expand(b, self.kv, rep, s, self.dh).reshape(b, self.heads, s, self.dh)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.dh) + self.mask
+        w = nn.functional.softmax(w, dim=-1)
+        a = torch.matmul(w, v).transpose(1, 2).reshape(b, s, self.heads * self.dh)
+        x = x + self.o_proj(a)
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+def export(model, example, name, opset, dynamic=None):
+    torch.manual_seed(0)
+    model.eval()
+    path = os.path.join(OUT, name)
+    torch.onnx.export(model, example, path, opset_version=opset, input_names=["x"], output_names=["y"],
+                      dynamic_axes=dynamic, do_constant_folding=True)
+    print("wrote", os.path.relpath(path), os.path.getsize(path), "bytes")
+
+
+def main():
+    torch.manual_seed(0)
+    os.makedirs(OUT, exist_ok=True)
+    export(Mlp(), torch.randn(4, 32), "mlp.onnx", 13, {"x": {0: "seq"}, "y": {0: "seq"}})
+    export(Gpt2Block(), torch.randn(1, 8, 64), "gpt2_block.onnx", 14)
+    export(LlamaBlock(), torch.randn(1, 8, 64), "llama_block.onnx", 17)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
