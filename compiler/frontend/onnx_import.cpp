@@ -7,7 +7,8 @@
 //     the rest: dynamic nodes; decomposed patterns are recognised first:
 //       LayerNorm  ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias
 //       RMSNorm    Pow 2, ReduceMean, Add eps, Sqrt, (Div 1 /) , Mul x, Mul scale
-//       GELU       Div sqrt2, Erf, Add 1, Mul x, Mul 0.5 | Pow 3, Mul, Add x, Mul, Tanh, Add 1, Mul 0.5x
+//       GELU       Div sqrt2, Erf, Add 1, Mul x, Mul 0.5 | x^3 (Pow 3 or Mul x Mul x x), Mul, Add x, Mul, Tanh,
+//                  Add 1, Mul (0.5)x
 //       SiLU       Sigmoid, Mul x
 //     then each maps to a graph op (MatMul, Gemm, Add, Sub, Mul, Div, Softmax, Transpose, Reshape, Tanh,
 //     Exp, Gather as an embedding, Identity); constants they read become weights.
@@ -462,13 +463,25 @@ class Importer {
       x = sum->inputs[1];
     }
     if (!cubeScaled || cubeScaled->op != "Mul") return;
-    Dyn* pow = producer(consts_.count(cubeScaled->inputs[0]) ? cubeScaled->inputs[1] : cubeScaled->inputs[0]);
-    if (!pow || pow->op != "Pow" || pow->inputs[0] != x || !isConst(pow->inputs[1], 3.0)) return;
+    // x^3 as Pow(x, 3), or as Mul(x, Mul(x, x)).
+    Dyn* cube = producer(consts_.count(cubeScaled->inputs[0]) ? cubeScaled->inputs[1] : cubeScaled->inputs[0]);
+    if (!cube) return;
+    std::vector<Dyn*> nodes = {scale, sum, cubeScaled, cube, &tanh};
+    if (cube->op == "Pow") {
+      if (cube->inputs[0] != x || !isConst(cube->inputs[1], 3.0)) return;
+    } else if (cube->op == "Mul" && (cube->inputs[0] == x || cube->inputs[1] == x)) {
+      Dyn* square = producer(other(*cube, x));
+      if (!square || square->op != "Mul" || square->inputs[0] != x || square->inputs[1] != x) return;
+      nodes.push_back(square);
+    } else {
+      return;
+    }
     Dyn* add = soleConsumer(tanh.output, "Add");
     if (!add) return;
     Dyn* mul = soleConsumer(add->output, "Mul");
     if (!mul) return;
-    std::vector<Dyn*> nodes = {scale, sum, cubeScaled, pow, &tanh, add, mul};
+    nodes.push_back(add);
+    nodes.push_back(mul);
     Dyn* half = producer(other(*mul, add->output));  // 0.5 * x, if computed separately
     if (half && half->op == "Mul" && (half->inputs[0] == x || half->inputs[1] == x)) nodes.push_back(half);
     Dyn* last = mul;

@@ -130,6 +130,23 @@ TEST(Cli, SizeFifosWritesTheSizedNetwork) {
   EXPECT_EQ(stc("size-fifos " + kNets + "fork_join.yaml").code, 1);  // -o is required
 }
 
+TEST(Cli, OnnxModels) {
+  std::string onnx = std::string(STC_SOURCE_DIR) + "/models/onnx/";
+  Outcome o = stc("check " + onnx + "gpt2_block.onnx");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("gelu 1"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("layernorm 2"), std::string::npos) << o.out;
+  std::string out = ::testing::TempDir() + "llama.net.yaml";
+  o = stc("compile " + onnx + "llama_block.onnx -o " + out + " --set quant=w4a8");
+  EXPECT_EQ(o.code, 0) << o.out;
+  o = stc("simulate " + onnx + "mlp.onnx --bind seq=16 --json");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(nlohmann::json::parse(o.out)["deadlock"], false);
+  o = stc("simulate " + onnx + "mlp.onnx");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("the model uses symbol 'seq': bind it with --bind seq=N"), std::string::npos) << o.out;
+}
+
 TEST(Cli, CheckSummaries) {
   Outcome o = stc("check " + kNets + "fork_join.yaml");
   EXPECT_EQ(o.code, 0);
