@@ -94,18 +94,23 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       if (v < 1 || v != std::floor(v)) throw UserError("stc compile: error: --set " + key + " expects a positive integer, got '" + value + "'");
       return static_cast<int64_t>(v);
     };
-    if (key == "tile") o.tile = positiveInt();
+    auto atMost = [&](int64_t v, int64_t limit) {
+      if (v > limit)
+        throw UserError("stc compile: error: --set " + key + " must be at most " + std::to_string(limit) + ", got '" + value + "'");
+      return v;
+    };
+    if (key == "tile") o.tile = atMost(positiveInt(), 4096);
     else if (key == "unroll_budget") {
       o.unrollBudget = parseNumber(key, value);
       if (!(o.unrollBudget > 0 && o.unrollBudget <= 1))
         throw UserError("stc compile: error: --set unroll_budget expects a share of the DSPs in (0, 1], got '" + value + "'");
-    } else if (key == "onchip_budget_bytes") o.onchipBudgetBytes = positiveInt();
-    else if (key == "max_stripe") o.maxStripe = static_cast<int>(positiveInt());
+    } else if (key == "onchip_budget_bytes") o.onchipBudgetBytes = atMost(positiveInt(), kMaxNumber);
+    else if (key == "max_stripe") o.maxStripe = static_cast<int>(atMost(positiveInt(), 32));
     else if (key == "quant") {
       if (value != "w4a8" && value != "none")
         throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");
       o.quant = value;
-    } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = positiveInt();
+    } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else
       throw UserError("stc compile: error: unknown setting '" + key +
                       "' (known: tile, unroll_budget, onchip_budget_bytes, quant, max_stripe, max_SYMBOL)");

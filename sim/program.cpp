@@ -11,6 +11,12 @@
 
 namespace stc::sim {
 
+namespace {
+// Bounds that keep every cycle of a run far inside int64 and a run finite in practice.
+constexpr int64_t kMaxLocalCycle = int64_t{1} << 56;
+constexpr int64_t kMaxEvents = int64_t{1} << 40;
+}  // namespace
+
 Program compileProgram(const Network& net, const Bindings& bindings, const Platform& platform) {
   verifyNetwork(net, bindings).throwIfAny();
   Program prog;
@@ -72,8 +78,9 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
     for (const auto& ph : task.phases) {
       std::vector<int64_t> trip;
       for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
+      const std::string what = "the schedule of task '" + task.name + "'";
       int64_t total = 1;
-      for (int64_t n : trip) total *= n;
+      for (int64_t n : trip) total = checkedMul(total, n, what);
       PhaseEvents pe;
       for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads
         for (const auto& p : ph.ports) {
@@ -81,24 +88,28 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
           if (write != (pass == 0)) continue;
           int level = ph.levelOf(p);
           int64_t inner = 1;
-          for (size_t k = static_cast<size_t>(level + 1); k < trip.size(); ++k) inner *= trip[k];
+          for (size_t k = static_cast<size_t>(level + 1); k < trip.size(); ++k) inner = checkedMul(inner, trip[k], what);
           int64_t count = total / inner;
           PortEvents ev;
           ev.fifo = attach(p, count);
           ev.write = write;
-          ev.stride = inner * ph.ii;
-          ev.first = origin + (write ? (inner - 1) * ph.ii + ph.latency : 0);
+          ev.stride = checkedMul(inner, ph.ii, what);
+          ev.first = checkedAdd(origin, write ? checkedAdd(checkedMul(inner - 1, ph.ii, what), ph.latency, what) : 0, what);
           ev.count = count;
           tp.events += count;
           pe.ports.push_back(ev);
         }
       }
       tp.phases.push_back(pe);
-      origin += (total - 1) * ph.ii + ph.latency + 1;
+      origin = checkedAdd(origin, checkedAdd(checkedMul(total - 1, ph.ii, what), ph.latency + 1, what), what);
+      if (origin > kMaxLocalCycle) throw UserError(formatError(ph.loc, what + " is too long to simulate"));
     }
     prog.events += tp.events;
     prog.tasks.push_back(std::move(tp));
   }
+  if (prog.events > kMaxEvents)
+    throw UserError(formatError(net.loc, "the network has " + std::to_string(prog.events) + " I/O events, more than the " +
+                                             std::to_string(kMaxEvents) + " a simulation may run (check the tripcounts)"));
   return prog;
 }
 

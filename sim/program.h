@@ -2,6 +2,7 @@
 // A Network compiled for simulation: symbols bound, every port turned into an arithmetic sequence of
 // task-local event cycles (DESIGN.md, timing semantics).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -72,7 +73,7 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
 /// Read latency after a write: 1 cycle for a FIFO of at most 1024 bits in all (shift register), else 2;
 /// an unbounded FIFO counts as 2.
 inline int readAfterWrite(int64_t width, int64_t depth) {
-  return depth != kUnboundedDepth && width * depth <= 1024 ? 1 : 2;
+  return depth != kUnboundedDepth && depth <= 1024 / std::max<int64_t>(width, 1) ? 1 : 2;
 }
 
 }  // namespace stc::sim

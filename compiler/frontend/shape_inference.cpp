@@ -53,9 +53,17 @@ int64_t constantElements(const std::vector<Expr>& shape) {
   int64_t n = 1;
   for (const auto& d : shape) {
     if (!d.isConstant()) return -1;
-    n *= d.eval();
+    n = checkedMul(n, d.eval(), "the tensor " + shapeText(shape));
   }
   return n;
+}
+
+// The product of a shape's constant dims must stay below 2^40 elements.
+void checkSize(const std::vector<Expr>& shape, const std::string& what) {
+  int64_t n = 1;
+  for (const auto& d : shape)
+    if (d.isConstant()) n = checkedMul(n, d.eval(), what);
+  if (n > kMaxNumber) throw UserError(what + " is too large (more than 2^40 elements)");
 }
 
 std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in) {
@@ -197,6 +205,11 @@ TypedGraph inferShapes(const Graph& graph) {
   verifyGraph(graph).throwIfAny();
   TypedGraph tg;
   tg.graph = &graph;
+  for (const auto* list : {&graph.inputs, &graph.weights})
+    for (const auto& t : *list) {
+      if (t.shape.empty()) throw UserError(formatError(t.loc, "field 'shape': tensor '" + t.name + "' needs at least one dimension"));
+      checkSize(t.shape, formatError(t.loc, "field 'shape': tensor '" + t.name + "' " + shapeText(t.shape)));
+    }
   for (const auto& t : graph.inputs) tg.tensors[t.name] = {t.name, t.shape, t.dtype, TensorRole::kInput, -1, t.loc};
   for (const auto& t : graph.weights) tg.tensors[t.name] = {t.name, t.shape, t.dtype, TensorRole::kWeight, -1, t.loc};
   std::string errors;  // every op's problem, one per line
@@ -211,7 +224,10 @@ TypedGraph inferShapes(const Graph& graph) {
     }
     if (!ready) continue;
     try {
+      for (const TensorInfo* t : in)
+        if (t->shape.empty()) throw UserError(formatError(op.loc, "op '" + op.name + "': input '" + t->name + "' has no dimensions"));
       std::vector<Expr> shape = inferOp(op, in);
+      checkSize(shape, formatError(op.loc, "op '" + op.name + "': its result " + shapeText(shape)));
       // Activations keep the dtype of the first input that is not a weight (or of input 0).
       std::string dtype = in.front()->dtype;
       for (const TensorInfo* t : in)

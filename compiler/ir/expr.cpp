@@ -67,7 +67,7 @@ class ExprParser {
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       int64_t v = 0;
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-        if (v > (INT64_MAX - 9) / 10) error("number too large");
+        if (v > kMaxNumber / 10) error("number too large (at most 2^40)");
         v = v * 10 + (s_[pos_++] - '0');
       }
       out_.program_.push_back({Expr::Op::kConst, v, {}});
@@ -86,6 +86,18 @@ class ExprParser {
   Expr& out_;
   size_t pos_ = 0;
 };
+
+int64_t checkedMul(int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw UserError(what + " is too large");
+  return r;
+}
+
+int64_t checkedAdd(int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw UserError(what + " is too large");
+  return r;
+}
 
 Expr::Expr(int64_t value) : text_(std::to_string(value)), program_{{Op::kConst, value, {}}} {}
 
@@ -116,16 +128,18 @@ int64_t Expr::eval(const Bindings& bindings) const {
       continue;
     }
     if (op.kind == Op::kNeg) {
+      if (stack.back() == INT64_MIN) throw UserError("a value of '" + text_ + "' is too large");
       stack.back() = -stack.back();
       continue;
     }
     int64_t b = stack.back();
     stack.pop_back();
     int64_t& a = stack.back();
+    const std::string what = "a value of '" + text_ + "'";
     switch (op.kind) {
-      case Op::kAdd: a += b; break;
-      case Op::kSub: a -= b; break;
-      case Op::kMul: a *= b; break;
+      case Op::kAdd: a = checkedAdd(a, b, what); break;
+      case Op::kSub: a = checkedAdd(a, -b, what); break;
+      case Op::kMul: a = checkedMul(a, b, what); break;
       case Op::kDiv:
       case Op::kMod: {
         if (b == 0) throw UserError("division by zero in '" + text_ + "'");

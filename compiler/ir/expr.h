@@ -10,6 +10,13 @@
 
 namespace stc {
 
+/// The largest number a file or flag may give (2^40): sizes, counts and products stay far from overflow.
+constexpr int64_t kMaxNumber = int64_t{1} << 40;
+
+/// a * b and a + b, or a UserError saying `what` is too large when the result leaves int64.
+int64_t checkedMul(int64_t a, int64_t b, const std::string& what);
+int64_t checkedAdd(int64_t a, int64_t b, const std::string& what);
+
 /// Values of the symbols of a network or graph (`ctx`, `seq`, ...).
 using Bindings = std::map<std::string, int64_t>;
 

@@ -9,9 +9,11 @@
 //   -> region 8 x 2, buffer 2 * 8 * 2 * 4 B = 128 B.
 #include "compiler/ir/itensor.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "compiler/ir/diagnostics.h"
+#include "compiler/ir/expr.h"
 
 namespace stc {
 
@@ -191,12 +193,22 @@ std::vector<std::string> ITensorType::verify() const {
   for (const auto& r : iterMap.results())
     for (int64_t c : r.coeffs)
       if (c < 0) problems.push_back("iter_map coefficients must not be negative");
+  if (problems.empty()) {
+    try {  // every size derived from the type stays within bounds
+      int64_t elements = 1;
+      for (int64_t d : elementShape) elements = checkedMul(elements, d, "the element");
+      for (int64_t d : dataShape()) elements = checkedMul(elements, d, "the data shape");
+      checkedMul(tokenCount(), std::max<int64_t>(1, tokenBits()), "the stream");
+    } catch (const UserError& e) {
+      problems.push_back(std::string(e.what()) + " (sizes too large)");
+    }
+  }
   return problems;
 }
 
 int64_t ITensorType::tokenCount() const {
   int64_t n = 1;
-  for (int64_t t : tripcounts) n *= t;
+  for (int64_t t : tripcounts) n = checkedMul(n, t, "the token count");
   return n;
 }
 
@@ -211,8 +223,10 @@ std::vector<int64_t> ITensorType::dataShape() const {
   for (size_t r = 0; r < elementShape.size(); ++r) {
     const AffineExpr& e = iterMap.results()[r];
     int64_t last = e.constant;
-    for (size_t k = 0; k < e.coeffs.size(); ++k) last += e.coeffs[k] * (tripcounts[k] - 1) * steps[k];
-    shape.push_back(last + elementShape[r]);
+    for (size_t k = 0; k < e.coeffs.size(); ++k)
+      last = checkedAdd(last, checkedMul(checkedMul(e.coeffs[k], tripcounts[k] - 1, "the data shape"), steps[k], "the data shape"),
+                        "the data shape");
+    shape.push_back(checkedAdd(last, elementShape[r], "the data shape"));
   }
   return shape;
 }
@@ -261,9 +275,10 @@ ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& con
   int64_t elements = 1;
   for (size_t r = 0; r < shape.size(); ++r) {
     plan.bufferShape.push_back(bound[r] ? producer.elementShape[r] : shape[r]);
-    elements *= plan.bufferShape.back();
+    elements = checkedMul(elements, plan.bufferShape.back(), "the converter buffer");
   }
-  plan.bufferBytes = 2 * ((elements * dtypeBits(producer.dtype) + 7) / 8);
+  plan.bufferBytes = checkedMul(2, (checkedMul(elements, dtypeBits(producer.dtype), "the converter buffer") + 7) / 8,
+                                "the converter buffer");
   return plan;
 }
 

@@ -33,7 +33,8 @@ std::set<std::string> Network::symbols() const {
 int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings) {
   int64_t n = 1;
   int level = phase.levelOf(port);
-  for (int k = 0; k <= level && k < static_cast<int>(phase.trip.size()); ++k) n *= phase.trip[k].eval(bindings);
+  for (int k = 0; k <= level && k < static_cast<int>(phase.trip.size()); ++k)
+    n = checkedMul(n, phase.trip[k].eval(bindings), "the token count of FIFO '" + port.fifo + "'");
   return n;
 }
 
@@ -110,10 +111,12 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
           if (&b == &samples.front() && bytes <= 0)
             diag.error(t.loc, "field 'bytes': DMA task '" + t.name + "' needs a positive byte count, got " +
                                   std::to_string(bytes));
+          else if (&b == &samples.front() && bytes > kMaxNumber)
+            diag.error(t.loc, "field 'bytes': " + std::to_string(bytes) + " is too large (at most 2^40)");
           else if (&b == &samples.front() && bytes * 8 % f.width != 0)
             diag.error(t.loc, "field 'bytes': " + std::to_string(bytes) + " bytes are not a whole number of " +
                                   std::to_string(f.width) + "-bit tokens of FIFO '" + f.name + "'");
-          end.tokens.push_back(bytes * 8 / f.width);
+          end.tokens.push_back(std::min(bytes, kMaxNumber) * 8 / f.width);
         }
       } catch (const UserError& e) {
         diag.error(phase ? phase->loc : t.loc, std::string(phase ? "field 'trip': " : "field 'bytes': ") + e.what());

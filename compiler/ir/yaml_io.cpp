@@ -91,6 +91,7 @@ class Reader {
       used = 0;
     }
     if (used == 0 || used != s.size()) error(n, field, "expected an integer, got '" + s + "'");
+    if (v > kMaxNumber || v < -kMaxNumber) error(n, field, "number too large (at most 2^40), got '" + s + "'");
     return v;
   }
   double real(const YAML::Node& n, const std::string& field) const {

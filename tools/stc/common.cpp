@@ -37,7 +37,7 @@ Bindings parseSymbolBindings(const std::string& command, const std::optional<int
                              const std::vector<std::string>& binds) {
   Bindings b;
   if (ctx) {
-    if (*ctx < 1) throw UserError(command + ": error: --ctx must be at least 1");
+    if (*ctx < 1 || *ctx > kMaxNumber) throw UserError(command + ": error: --ctx must be 1 to 2^40");
     b["ctx"] = *ctx;
   }
   for (const std::string& kv : binds) {
@@ -54,6 +54,7 @@ Bindings parseSymbolBindings(const std::string& command, const std::optional<int
       }
     }
     if (!ok) throw UserError(command + ": error: --bind expects NAME=INTEGER, got '" + kv + "'");
+    if (v < 1 || v > kMaxNumber) throw UserError(command + ": error: --bind " + kv + ": the value must be 1 to 2^40");
     b[kv.substr(0, eq)] = v;
   }
   return b;
