@@ -91,7 +91,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
     std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
     auto positiveInt = [&]() {
       double v = parseNumber(key, value);
-      if (v < 1 || v != std::floor(v)) throw UserError("stc compile: error: --set " + key + " expects a positive integer, got '" + value + "'");
+      if (v < 1 || v != std::floor(v) || v > static_cast<double>(kMaxNumber)) throw UserError("stc compile: error: --set " + key + " expects a positive integer, got '" + value + "'");
       return static_cast<int64_t>(v);
     };
     auto atMost = [&](int64_t v, int64_t limit) {

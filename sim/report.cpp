@@ -287,7 +287,7 @@ void writeTrace(std::ostream& out, const SimResult& r, double clockMhz) {
     for (const CurvePoint& p : fifoTimeline(f))
       events.push_back({{"name", f.name}, {"ph", "C"}, {"pid", 1}, {"ts", p.cycle * us},
                         {"args", {{"occupancy", p.writes - p.reads}}}});
-  out << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << '\n';
+  out << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace stc::sim

@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "compiler/ir/itensor.h"
+#include "compiler/ir/yaml_io.h"
 
 namespace stc {
 
@@ -187,11 +188,8 @@ class Importer {
   SourceLoc loc() const { return SourceLoc{path_, 0, 0}; }
 
   void load() {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) throw UserError(path_ + ": error: cannot open the file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!model_.ParseFromString(ss.str()) || !model_.has_graph())
+    std::string bytes = readTextFile(path_);  // a regular file of at most 1 GiB
+    if (!model_.ParseFromString(bytes) || !model_.has_graph())
       throw UserError(path_ + ": error: not an ONNX model (the file does not parse as an ONNX ModelProto)");
     int opset = -1;
     for (const auto& o : model_.opset_import())

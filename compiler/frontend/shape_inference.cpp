@@ -140,9 +140,15 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
       if (d < 1) bad("reshape dims must be positive, got " + std::to_string(d));
       out.push_back(Expr(d));
     }
-    int64_t n = constantElements(in[0]->shape);
+    int64_t n = 0, m = 0;
+    try {
+      n = constantElements(in[0]->shape);
+      m = constantElements(out);
+    } catch (const UserError& e) {
+      bad(e.what());
+    }
     if (n < 0) bad("unsupported: reshape of a symbolic shape " + shapeText(in[0]->shape));
-    if (n != constantElements(out)) bad("cannot reshape " + shapeText(in[0]->shape) + " to " + shapeText(out));
+    if (n != m) bad("cannot reshape " + shapeText(in[0]->shape) + " to " + shapeText(out));
     return out;
   }
   if (k == "slice") {  // axis, start, end: elements [start, end) of one axis

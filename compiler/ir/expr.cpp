@@ -46,6 +46,11 @@ class ExprParser {
   }
   void unary() {
     skip();
+    if (++depth_ > kMaxDepth) error("nested too deeply (at most " + std::to_string(kMaxDepth) + " levels)");
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     if (pos_ < s_.size() && s_[pos_] == '-') {
       ++pos_;
       unary();
@@ -82,9 +87,11 @@ class ExprParser {
     }
   }
 
+  static constexpr int kMaxDepth = 200;
   const std::string& s_;
   Expr& out_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 int64_t checkedMul(int64_t a, int64_t b, const std::string& what) {

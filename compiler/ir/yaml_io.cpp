@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -17,6 +18,12 @@ extern const char kDefaultPlatformYaml[];  // configs/u55c.yaml, embedded by cma
 namespace stc {
 
 std::string readTextFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (std::filesystem::exists(path, ec)) throw UserError(path + ": error: not a regular file");
+    throw UserError(path + ": error: cannot open the file");
+  }
+  if (std::filesystem::file_size(path, ec) > (int64_t{1} << 30)) throw UserError(path + ": error: larger than 1 GiB");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": error: cannot open the file");
   std::ostringstream ss;
@@ -424,6 +431,7 @@ double positiveReal(const Reader& r, const YAML::Node& map, const char* key, con
   YAML::Node n = r.required(map, key, where);
   double v = r.real(n, key);
   if (!(v > 0)) r.error(n, key, "must be positive, got " + n.Scalar());
+  if (v > 1e7) r.error(n, key, "is implausibly large (at most 1e7), got " + n.Scalar());
   return v;
 }
 
@@ -529,18 +537,23 @@ ModelSpec parseModel(const std::string& text, const std::string& file) {
   m.family = r.str(family, "family");
   if (m.family != "gpt2" && m.family != "llama" && m.family != "qwen" && m.family != "gemma" && m.family != "mistral")
     r.error(family, "family", "expected gpt2, llama, qwen, gemma or mistral, got '" + m.family + "'");
-  m.layers = static_cast<int>(positiveInt(r, root, "layers", where));
-  m.hidden = positiveInt(r, root, "hidden", where);
-  m.heads = static_cast<int>(positiveInt(r, root, "heads", where));
-  m.kvHeads = root["kv_heads"] ? static_cast<int>(positiveInt(r, root, "kv_heads", where)) : m.heads;
+  auto bounded = [&](const char* key, int64_t limit) {
+    int64_t v = positiveInt(r, root, key, where);
+    if (v > limit) r.error(root[key], key, "must be at most " + std::to_string(limit) + ", got " + root[key].Scalar());
+    return v;
+  };
+  m.layers = static_cast<int>(bounded("layers", 4096));
+  m.hidden = bounded("hidden", int64_t{1} << 24);
+  m.heads = static_cast<int>(bounded("heads", 4096));
+  m.kvHeads = root["kv_heads"] ? static_cast<int>(bounded("kv_heads", 4096)) : m.heads;
   if (m.heads % m.kvHeads != 0)
     r.error(root["kv_heads"], "kv_heads", std::to_string(m.kvHeads) + " does not divide heads (" + std::to_string(m.heads) + ")");
-  if (root["head_dim"]) m.headDim = positiveInt(r, root, "head_dim", where);
+  if (root["head_dim"]) m.headDim = bounded("head_dim", int64_t{1} << 24);
   else if (m.hidden % m.heads != 0) r.error(root["heads"], "heads", "does not divide hidden; give head_dim");
   else m.headDim = m.hidden / m.heads;
-  m.ffn = positiveInt(r, root, "ffn", where);
-  m.vocab = positiveInt(r, root, "vocab", where);
-  m.maxCtx = positiveInt(r, root, "max_ctx", where);
+  m.ffn = bounded("ffn", int64_t{1} << 24);
+  m.vocab = bounded("vocab", int64_t{1} << 24);
+  m.maxCtx = bounded("max_ctx", int64_t{1} << 24);
   YAML::Node norm = r.required(root, "norm", where);
   m.norm = r.str(norm, "norm");
   if (m.norm != "layernorm" && m.norm != "rmsnorm") r.error(norm, "norm", "expected layernorm or rmsnorm, got '" + m.norm + "'");

@@ -58,7 +58,7 @@ Estimator::Estimator(const ModelSpec& model, const Platform& platform) : model_(
 void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests) {
   std::vector<int64_t> ctxs, prompts;
   for (auto [prompt, gen] : requests) {
-    if (prompt < 1 || gen < 1 || prompt + gen > model_.maxCtx)
+    if (prompt < 1 || gen < 1 || prompt > model_.maxCtx || gen > model_.maxCtx || prompt + gen > model_.maxCtx)
       throw UserError("stc simulate: error: --decode " + std::to_string(prompt) + ":" + std::to_string(gen) +
                       " needs a prompt and a generation of at least 1 token, together at most max_ctx (" +
                       std::to_string(model_.maxCtx) + ")");

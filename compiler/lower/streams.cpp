@@ -170,6 +170,7 @@ class Builder {
       stripes = stripesFor(bits / 8, p_, o_);
       while (stripes > 1 && (bits % (8 * stripes) != 0 || (bits / stripes) % 8 != 0)) --stripes;
     }
+    requireWholeBytes(tensor, bits);
     std::vector<std::string> fifos;
     for (int s = 0; s < stripes; ++s) {
       int64_t sbits = bits / stripes;
@@ -263,6 +264,7 @@ class Builder {
     const StreamOrder& order = producedOrder(g_, tensor);
     int group = f_.group[static_cast<size_t>(ref.kernel)];
     int64_t bits = order.tokenBits();
+    requireWholeBytes(tensor, bits);
     std::string fifo = addFifo(tensor + ">hbm", bits, 2);
     attachProducer(tensor, fifo, group);
     Task d;
@@ -289,6 +291,15 @@ class Builder {
     d.bytes = times(order.tokens(), bits / 8);
     addTask(std::move(d));
     ++counts_.dmas;
+  }
+
+  // DMAs move whole bytes: a token of 4-bit elements needs an even number of them.
+  void requireWholeBytes(const std::string& tensor, int64_t bits) const {
+    if (bits % 8 == 0) return;
+    const TensorInfo& t = g_.tensors.at(tensor);
+    throw UserError(formatError(t.loc, "unsupported: tensor '" + tensor + "' (" + t.dtype + ", last dimension " +
+                                           t.shape.back().str() + ") would move through HBM in " +
+                                           std::to_string(bits) + "-bit tokens; DMAs move whole bytes"));
   }
 
   // Each group's DMAs, largest first, to the channel that serves the fewest bytes so far.

@@ -147,6 +147,21 @@ TEST(Cli, OnnxModels) {
   EXPECT_NE(o.out.find("the model uses symbol 'seq': bind it with --bind seq=N"), std::string::npos) << o.out;
 }
 
+TEST(Cli, HostileInputs) {
+  Outcome o = stc("check /dev/zero");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "/dev/zero: error: not a regular file\n");
+  std::string path = ::testing::TempDir() + "utf8.yaml";
+  std::ofstream(path) << "network: n\xff\nfifos: [{name: f, width: 32}]\ntasks:\n"
+                         "  - {name: a\xfe, phases: [{trip: [4], ports: [{fifo: f, dir: out}]}]}\n"
+                         "  - {name: b, phases: [{trip: [4], ports: [{fifo: f, dir: in}]}]}\n";
+  o = stc("simulate " + path + " --json");
+  EXPECT_EQ(o.code, 0) << o.out;  // names that are not UTF-8 are replaced in JSON, never an abort
+  o = stc("simulate " + path + " --ctx 99999999999999999");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc simulate: error: --ctx must be 1 to 2^40\n");
+}
+
 TEST(Cli, CheckSummaries) {
   Outcome o = stc("check " + kNets + "fork_join.yaml");
   EXPECT_EQ(o.code, 0);

@@ -172,6 +172,10 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(errorOf("graph: g\ninputs: [{name: x, shape: [4, 8]}, {name: z, shape: [3, 8]}]\nops:\n"
                     "  - {name: s, op: add, inputs: [x, z], output: y}\noutputs: [y]\n"),
             "g.yaml:4:5: error: op 's' (add): shapes [4, 8] and [3, 8] do not broadcast");
+  EXPECT_EQ(errorOf("graph: g\ninputs: [{name: a, shape: [3, 17], dtype: i4}]\nops:\n"
+                    "  - {name: e, op: exp, inputs: [a], output: y}\noutputs: [y]\n"),
+            "g.yaml:2:10: error: unsupported: tensor 'a' (i4, last dimension 17) would move through HBM in 4-bit "
+            "tokens; DMAs move whole bytes");
   std::string mlp = readTextFile(graphFile("mlp.yaml"));
   std::string e = errorOf(mlp, {"onchip_budget_bytes=100"});
   EXPECT_NE(e.find("error: the on-chip budget of 100 bytes is too small for kernel 'up', which needs"), std::string::npos) << e;

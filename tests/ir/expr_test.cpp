@@ -33,6 +33,16 @@ TEST(Expr, Errors) {
     EXPECT_STREQ(e.what(), "symbol 'seq' in 'seq*2' is not bound (use --ctx N or --bind seq=N)");
   }
   EXPECT_THROW(Expr::parse("4/(ctx-ctx)").eval({{"ctx", 3}}), UserError);
+  // Bounds: literals up to 2^40, products checked, nesting limited (no overflow, no stack exhaustion).
+  EXPECT_THROW(Expr::parse("2199023255552"), UserError);
+  try {
+    Expr::parse("ctx*ctx*ctx*ctx").eval({{"ctx", 1 << 20}});
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "a value of 'ctx*ctx*ctx*ctx' is too large");
+  }
+  EXPECT_THROW(Expr::parse(std::string(100000, '(') + "1" + std::string(100000, ')')), UserError);
+  EXPECT_THROW(Expr::parse(std::string(100000, '-') + "1"), UserError);
 }
 
 }  // namespace

@@ -50,9 +50,9 @@ int compile(const CompileArgs& a) {
   CompileResult result = compileGraph(graph, platform, options);
   nlohmann::json report = reportJson(result.report);
   writeFileAtomic(a.output, emitNetwork(result.network));
-  if (!a.report.empty()) writeFileAtomic(a.report, report.dump(2) + "\n");
+  if (!a.report.empty()) writeFileAtomic(a.report, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (a.json) {
-    std::cout << report.dump(2) << "\n";
+    std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   const CompileReport& r = result.report;

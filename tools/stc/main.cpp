@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "stc: error: out of memory\n";
     return 1;
+  } catch (const std::exception& e) {  // a bug: no user input should get here
+    std::cerr << "stc: internal error: " << e.what() << " (please report it)\n";
+    return 1;
   }
   return 1;
 }

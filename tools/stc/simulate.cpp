@@ -98,7 +98,7 @@ int simulateModel(const SimulateArgs& a, const Platform& platform) {
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : results) out.push_back(decodeJson(r));
-    std::cout << (a.table ? out : out[0]).dump(2) << "\n";
+    std::cout << (a.table ? out : out[0]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   const auto& first = results.front();
@@ -159,7 +159,7 @@ int simulate(const SimulateArgs& a) {
     writeFileAtomic(a.trace, s.str());
   }
   if (a.json) {
-    std::cout << sim::resultJson(r, fix, mhz).dump(2) << "\n";
+    std::cout << sim::resultJson(r, fix, mhz).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (r.deadlock) sim::printSummary(std::cerr, r, fix, mhz);
   } else {
     sim::printSummary(std::cout, r, fix, mhz);

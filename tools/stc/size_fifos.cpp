@@ -49,7 +49,7 @@ int sizeCommand(const SizeArgs& a) {
                      {"lp_seconds", r.lpSeconds},
                      {"lp_feasible", r.lpFeasible},
                      {"memory", r.memoryCounts}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     char line[256];
     std::snprintf(line, sizeof line, "%s: %zu FIFOs sized in %d round(s); %lld cycles (unbounded %lld)\n",
