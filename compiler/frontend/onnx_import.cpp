@@ -270,7 +270,7 @@ class Importer {
     for (const auto& in : n.input()) d.inputs.push_back(in);
     d.output = n.output(0);
     static const std::set<std::string> mapped = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
-                                                 "Reciprocal", "ReduceMean", "Softmax", "Transpose", "Reshape",
+                                                 "Reciprocal", "ReduceMean", "ReduceSum", "ReduceMax", "Softmax", "Transpose", "Reshape",
                                                  "Tanh", "Exp", "Erf", "Sigmoid", "Gather", "Identity",
                                                  "LayerNormalization", "Where", "Cast", "Neg", "Unsqueeze",
                                                  "Squeeze", "Expand", "Concat"};
@@ -278,6 +278,44 @@ class Importer {
       unsupported_.push_back(nodeName(n) + " (" + op + ")");
     producer_[d.output] = dyn_.size();
     dyn_.push_back(d);
+  }
+
+  // A constant sliced along any axes (steps of 1 or more).
+  Const sliceConst(const onnx::NodeProto& n) {
+    const Const& data = consts_.at(n.input(0));
+    size_t rank = data.dims.size();
+    std::vector<int64_t> begin(rank, 0), end = data.dims, step(rank, 1);
+    auto list = [&](int i) -> std::vector<int64_t> {
+      std::vector<int64_t> v;
+      if (n.input_size() > i && !n.input(i).empty())
+        for (double x : consts_.at(n.input(i)).v) v.push_back(x < -9e18 ? INT64_MIN / 2 : x > 9e18 ? INT64_MAX / 2 : static_cast<int64_t>(x));
+      return v;
+    };
+    std::vector<int64_t> starts = list(1), ends = list(2), axes = list(3), steps = list(4);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+      if (a < 0) a += static_cast<int64_t>(rank);
+      if (a < 0 || a >= static_cast<int64_t>(rank)) throw UserError(path_ + ": error: Slice '" + nodeName(n) + "': axis out of range");
+      int64_t size = data.dims[static_cast<size_t>(a)];
+      auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + size : x, size)); };
+      begin[static_cast<size_t>(a)] = clamp(starts[i]);
+      end[static_cast<size_t>(a)] = clamp(i < ends.size() ? ends[i] : size);
+      step[static_cast<size_t>(a)] = i < steps.size() && steps[i] > 0 ? steps[i] : 1;
+    }
+    Const out;
+    for (size_t a = 0; a < rank; ++a)
+      out.dims.push_back(std::max<int64_t>(0, (end[a] - begin[a] + step[a] - 1) / step[a]));
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t flat = 0; flat < out.count(); ++flat) {
+      int64_t src = 0;
+      for (size_t a = 0; a < rank; ++a) src = src * data.dims[a] + begin[a] + idx[a] * step[a];
+      out.v.push_back(data.v.at(static_cast<size_t>(src)));
+      for (size_t a = rank; a-- > 0;) {
+        if (++idx[a] < out.dims[a]) break;
+        idx[a] = 0;
+      }
+    }
+    return out;
   }
 
   // Split and Slice of a stream: one `slice` (axis, start, end) per output; steps other than 1 and several
@@ -381,6 +419,20 @@ class Importer {
     } else if (op == "Where") {
       Const t = broadcast(in(0), in(1), [](double c, double a) { return c != 0 ? a : NAN; });
       out = broadcast(t, in(2), [](double a, double b) { return std::isnan(a) ? b : a; });
+    } else if (op == "Slice") {
+      out = sliceConst(n);
+    } else if (op == "Trilu") {  // keeps the upper (upper=1) or lower triangle of the last two dims
+      out = in(0);
+      size_t r = out.dims.size();
+      if (r < 2) return false;
+      int64_t k = n.input_size() > 1 && !n.input(1).empty() ? static_cast<int64_t>(in(1).v.at(0)) : 0;
+      bool upper = intAttr(n, "upper", 1) != 0;
+      int64_t rows = out.dims[r - 2], cols = out.dims[r - 1];
+      for (int64_t flat = 0; flat < out.count(); ++flat) {
+        int64_t j = flat % cols, i = (flat / cols) % rows;
+        bool keep = upper ? j - i >= k : j - i <= k;
+        if (!keep) out.v[static_cast<size_t>(flat)] = 0;
+      }
     } else if (op == "Range") {
       for (double x = in(0).v[0]; in(2).v[0] > 0 ? x < in(1).v[0] : x > in(1).v[0]; x += in(2).v[0]) out.v.push_back(x);
       out.dims = {static_cast<int64_t>(out.v.size())};
@@ -650,6 +702,19 @@ class Importer {
       op.op = "concat";
       for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
       op.attrs["axis"] = intAttr(n, "axis", 0);
+    } else if (d.op == "ReduceMean" || d.op == "ReduceSum" || d.op == "ReduceMax") {
+      std::vector<int64_t> axes = intsAttr(n, "axes");
+      if (axes.empty() && d.inputs.size() > 1 && consts_.count(d.inputs[1]))
+        for (double a : consts_.at(d.inputs[1]).v) axes.push_back(static_cast<int64_t>(a));
+      int64_t rank = static_cast<int64_t>(shapeOf(d.inputs[0]).size());
+      if (axes.size() != 1 || (axes[0] != -1 && axes[0] != rank - 1)) {
+        unsupported_.push_back(name + " (" + d.op + " other than over the last axis)");
+        return;
+      }
+      op.op = d.op == "ReduceMean" ? "reduce_mean" : d.op == "ReduceSum" ? "reduce_sum" : "reduce_max";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs["axis"] = int64_t{-1};
+      op.attrs["keepdims"] = intAttr(n, "keepdims", 1);
     } else if (d.op == "Softmax") {
       op.op = "softmax";
       op.inputs = {operand(d.inputs[0], op.name)};

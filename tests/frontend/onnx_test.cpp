@@ -114,6 +114,65 @@ onnx::ModelProto tinyModel(int opset, const std::vector<std::string>& ops) {
   return m;
 }
 
+// A causal mask made the way exporters make it (a constant triangle, sliced) selects between a stream
+// and a constant; a reduction over the last axis follows. Folding leaves one add and one reduce_sum.
+TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(14);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("masked");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* t = in->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int d : {4, 8}) t->mutable_shape()->add_dim()->set_dim_value(d);
+  auto constant = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> values, bool ints = false) {
+    auto* c = g->add_initializer();
+    c->set_name(name);
+    for (auto d : dims) c->add_dims(d);
+    if (ints) {
+      c->set_data_type(onnx::TensorProto::INT64);
+      for (float v : values) c->add_int64_data(static_cast<int64_t>(v));
+    } else {
+      c->set_data_type(onnx::TensorProto::FLOAT);
+      for (float v : values) c->add_float_data(v);
+    }
+  };
+  constant("ones", {8, 8}, std::vector<float>(64, 1.0f));
+  constant("starts", {1}, {0}, true);
+  constant("ends", {1}, {4}, true);
+  constant("axes", {1}, {0}, true);
+  constant("low", {}, {-1e4f});
+  constant("reduce_axes", {1}, {-1}, true);
+  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out + "_node");
+    for (auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  auto* tril = node("Trilu", {"ones"}, "tri");
+  auto* upper = tril->add_attribute();
+  upper->set_name("upper");
+  upper->set_type(onnx::AttributeProto::INT);
+  upper->set_i(0);
+  node("Slice", {"tri", "starts", "ends", "axes"}, "mask");
+  node("Where", {"mask", "x", "low"}, "masked");
+  node("ReduceSum", {"masked", "reduce_axes"}, "total");
+  auto* out = g->add_output();
+  out->set_name("total");
+  std::string path = writeModel(m, "masked.onnx");
+  Graph graph = importOnnx(path);
+  auto counts = opCounts(graph);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts["add"], 1);
+  EXPECT_EQ(counts["reduce_sum"], 1);
+  CompileResult r = compileGraph(graph, defaultPlatform(), parseCompileOptions({}, defaultPlatform()));
+  EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock);
+}
+
 TEST(Onnx, Errors) {
   std::string text = ::testing::TempDir() + "not.onnx";
   std::ofstream(text) << "graph: not onnx\n";
