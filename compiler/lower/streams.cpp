@@ -185,15 +185,7 @@ class Builder {
       bool widen = sbits < kDmaTokenBits && kDmaTokenBits % sbits == 0 && constantFactor(order.trips) % ratio == 0;
       if (widen) {  // 512-bit DMA tokens, split into the consumer's narrower ones
         std::string wide = addFifo(tensor + suffix + ".wide", kDmaTokenBits, 2);
-        Task a;
-        a.name = uniqueTask("widen_" + tensor + suffix);
-        a.group = group;
-        Expr wideTokens = Expr::parse("(" + tokens.str() + ")/" + std::to_string(ratio));
-        if (tokens.isConstant()) wideTokens = Expr(tokens.eval() / ratio);
-        a.phases.push_back({{wideTokens, Expr(ratio)}, 1, 1,
-                            {port(wide, PortDir::kIn, 0, nullptr), port(into, PortDir::kOut, -2, nullptr)}, {}});
-        addTask(std::move(a));
-        ++counts_.adapters;
+        addAdapter("widen_" + tensor + suffix, group, tokens, ratio, wide, into, true);
         d.dmaPorts.push_back(port(wide, PortDir::kOut, -2, nullptr));
       } else {
         d.dmaPorts.push_back(port(into, PortDir::kOut, -2, stripes == 1 ? &order : nullptr));
@@ -274,16 +266,7 @@ class Builder {
     int64_t ratio = kDmaTokenBits / std::max<int64_t>(bits, 1);
     if (bits < kDmaTokenBits && kDmaTokenBits % bits == 0 && constantFactor(order.trips) % ratio == 0) {
       std::string wide = addFifo(tensor + ">hbm.wide", kDmaTokenBits, 2);
-      Task a;
-      a.name = uniqueTask("pack_" + tensor);
-      a.group = group;
-      Expr tokens = order.tokens();
-      Expr wideTokens = tokens.isConstant() ? Expr(tokens.eval() / ratio)
-                                            : Expr::parse("(" + tokens.str() + ")/" + std::to_string(ratio));
-      a.phases.push_back({{wideTokens, Expr(ratio)}, 1, 1,
-                          {port(fifo, PortDir::kIn, -2, nullptr), port(wide, PortDir::kOut, 0, nullptr)}, {}});
-      addTask(std::move(a));
-      ++counts_.adapters;
+      addAdapter("pack_" + tensor, group, order.tokens(), ratio, fifo, wide, false);
       d.dmaPorts.push_back(port(wide, PortDir::kIn, -2, nullptr));
     } else {
       d.dmaPorts.push_back(port(fifo, PortDir::kIn, -2, &order));
@@ -291,6 +274,23 @@ class Builder {
     d.bytes = times(order.tokens(), bits / 8);
     addTask(std::move(d));
     ++counts_.dmas;
+  }
+
+  // A width adapter over `narrowTokens` tokens, `ratio` of them per 512-bit token: it splits wide tokens
+  // (read once per outer iteration) into narrow ones, or packs narrow ones into wide.
+  void addAdapter(const std::string& name, int group, const Expr& narrowTokens, int64_t ratio, const std::string& in,
+                  const std::string& out, bool split) {
+    Task a;
+    a.name = uniqueTask(name);
+    a.group = group;
+    Expr wideTokens = narrowTokens.isConstant()
+                          ? Expr(narrowTokens.eval() / ratio)
+                          : Expr::parse("(" + narrowTokens.str() + ")/" + std::to_string(ratio));
+    a.phases.push_back({{wideTokens, Expr(ratio)}, 1, 1,
+                        {port(in, PortDir::kIn, split ? 0 : -2, nullptr), port(out, PortDir::kOut, split ? -2 : 0, nullptr)},
+                        {}});
+    addTask(std::move(a));
+    ++counts_.adapters;
   }
 
   // DMAs move whole bytes: a token of 4-bit elements needs an even number of them.
