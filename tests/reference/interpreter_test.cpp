@@ -1,0 +1,102 @@
+// The reference interpreter against values worked out by hand.
+#include "compiler/reference/interpreter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/ir/yaml_io.h"
+
+namespace stc {
+namespace {
+
+std::vector<float> run(const std::string& ops, const std::string& decls, const std::map<std::string, Tensor>& values,
+                       const std::string& output) {
+  Graph g = parseGraph("graph: t\n" + decls + "ops:\n" + ops + "outputs: [" + output + "]\n", "t.yaml");
+  return interpret(g, values).at(output).data;
+}
+
+void expectNear(const std::vector<float>& got, const std::vector<float>& want, float tol = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+TEST(Reference, MatmulWithBiasAndTransposedWeight) {
+  std::string decls = "inputs: [{name: a, shape: [2, 2]}]\nweights: [{name: w, shape: [2, 2]}, {name: b, shape: [2]}]\n";
+  std::map<std::string, Tensor> v = {{"a", {{2, 2}, {1, 2, 3, 4}}}, {"w", {{2, 2}, {5, 6, 7, 8}}}, {"b", {{2}, {1, -1}}}};
+  // [[1,2],[3,4]] x [[5,6],[7,8]] = [[19,22],[43,50]], plus [1, -1].
+  expectNear(run("  - {name: m, op: matmul, inputs: [a, w, b], output: y}\n", decls, v, "y"), {20, 21, 44, 49});
+  // With w read as [N, K]: [[1,2],[3,4]] x [[5,7],[6,8]] = [[17,23],[39,53]].
+  expectNear(run("  - {name: m, op: matmul, inputs: [a, w], output: y, transpose_b: 1}\n", decls, v, "y"), {17, 23, 39, 53});
+}
+
+TEST(Reference, BroadcastingAndUnaryOps) {
+  std::string decls = "inputs: [{name: x, shape: [2, 3]}]\nweights: [{name: r, shape: [3]}]\n";
+  std::map<std::string, Tensor> v = {{"x", {{2, 3}, {0, 1, 2, 3, 4, 5}}}, {"r", {{3}, {10, 20, 30}}}};
+  expectNear(run("  - {name: s, op: add, inputs: [x, r], output: y}\n", decls, v, "y"), {10, 21, 32, 13, 24, 35});
+  expectNear(run("  - {name: s, op: div, inputs: [x, r], output: y}\n", decls, v, "y"), {0, 0.05f, 2.0f / 30, 0.3f, 0.2f, 5.0f / 30});
+  std::map<std::string, Tensor> one = {{"x", {{2, 3}, {0, 1, -1, 0, 0, 0}}}, {"r", {{3}, {0, 0, 0}}}};
+  auto gelu = run("  - {name: g, op: gelu, inputs: [x], output: y}\n", decls, one, "y");
+  EXPECT_NEAR(gelu[1], 0.841344746f, 1e-6f);  // Phi(1) = 0.841344746
+  EXPECT_NEAR(gelu[2], -0.158655254f, 1e-6f);
+  auto geluTanh = run("  - {name: g, op: gelu, inputs: [x], output: y, approximate: tanh}\n", decls, one, "y");
+  EXPECT_NEAR(geluTanh[1], 0.841191990f, 1e-6f);
+  auto silu = run("  - {name: g, op: silu, inputs: [x], output: y}\n", decls, one, "y");
+  EXPECT_NEAR(silu[1], 0.731058579f, 1e-6f);  // 1 / (1 + e^-1)
+}
+
+TEST(Reference, RowOps) {
+  std::string decls = "inputs: [{name: x, shape: [2, 2]}]\nweights: [{name: g, shape: [2]}, {name: b, shape: [2]}]\n";
+  std::map<std::string, Tensor> v = {{"x", {{2, 2}, {0, std::log(2.0f), 3, 4}}}, {"g", {{2}, {1, 2}}}, {"b", {{2}, {0, 1}}}};
+  auto soft = run("  - {name: s, op: softmax, inputs: [x], output: y, axis: -1}\n", decls, v, "y");
+  EXPECT_NEAR(soft[0], 1.0f / 3, 1e-6f);  // e^0 : e^ln2 = 1 : 2
+  EXPECT_NEAR(soft[1], 2.0f / 3, 1e-6f);
+  // Row [3, 4]: mean 3.5, variance 0.25, normalised [-1, 1] (eps 1e-5), scaled [-1, 2], shifted [-1, 3].
+  auto ln = run("  - {name: s, op: layernorm, inputs: [x, g, b], output: y}\n", decls, v, "y");
+  EXPECT_NEAR(ln[2], -1.0f / std::sqrt(1 + 4e-5f), 1e-5f);
+  EXPECT_NEAR(ln[3], 2.0f / std::sqrt(1 + 4e-5f) + 1, 1e-5f);
+  // Row [3, 4]: root mean square sqrt(12.5); scaled by [1, 2].
+  auto rms = run("  - {name: s, op: rmsnorm, inputs: [x, g], output: y}\n", decls, v, "y");
+  EXPECT_NEAR(rms[2], 3 / std::sqrt(12.5f), 1e-5f);
+  EXPECT_NEAR(rms[3], 8 / std::sqrt(12.5f), 1e-5f);
+  expectNear(run("  - {name: s, op: reduce_sum, inputs: [x], output: y}\n", decls, v, "y"), {std::log(2.0f), 7});
+  expectNear(run("  - {name: s, op: reduce_max, inputs: [x], output: y}\n", decls, v, "y"), {std::log(2.0f), 4});
+  expectNear(run("  - {name: s, op: reduce_mean, inputs: [x], output: y}\n", decls, v, "y"), {std::log(2.0f) / 2, 3.5f});
+  // Rope, D = 2: row 0 (position 0) unchanged; row 1 rotated by 1 radian.
+  auto rope = run("  - {name: s, op: rope, inputs: [x], output: y}\n", decls, v, "y");
+  EXPECT_NEAR(rope[0], 0, 1e-6f);
+  EXPECT_NEAR(rope[2], 3 * std::cos(1.0f) - 4 * std::sin(1.0f), 1e-5f);
+  EXPECT_NEAR(rope[3], 4 * std::cos(1.0f) + 3 * std::sin(1.0f), 1e-5f);
+}
+
+TEST(Reference, DataMovement) {
+  std::string decls = "inputs: [{name: x, shape: [2, 3]}, {name: ids, shape: [2], dtype: i32}]\n"
+                      "weights: [{name: t, shape: [3, 2]}]\n";
+  std::map<std::string, Tensor> v = {{"x", {{2, 3}, {1, 2, 3, 4, 5, 6}}}, {"ids", {{2}, {2, 0}}},
+                                     {"t", {{3, 2}, {10, 11, 20, 21, 30, 31}}}};
+  expectNear(run("  - {name: s, op: transpose, inputs: [x], output: y, perm: [1, 0]}\n", decls, v, "y"), {1, 4, 2, 5, 3, 6});
+  expectNear(run("  - {name: s, op: slice, inputs: [x], output: y, axis: 1, start: 1, end: 3}\n", decls, v, "y"), {2, 3, 5, 6});
+  expectNear(run("  - {name: s, op: concat, inputs: [x, x], output: y, axis: 1}\n", decls, v, "y"),
+             {1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6});
+  expectNear(run("  - {name: s, op: embedding, inputs: [ids, t], output: y}\n", decls, v, "y"), {30, 31, 10, 11});
+  expectNear(run("  - {name: s, op: reshape, inputs: [x], output: y, shape: [3, 2]}\n", decls, v, "y"), {1, 2, 3, 4, 5, 6});
+}
+
+TEST(Reference, Errors) {
+  std::string decls = "inputs: [{name: x, shape: [2, 3]}]\n";
+  try {
+    run("  - {name: s, op: exp, inputs: [x], output: y}\n", decls, {}, "y");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "t.yaml:2:10: error: no value for 'x'");
+  }
+  try {
+    run("  - {name: s, op: exp, inputs: [x], output: y}\n", decls, {{"x", {{2, 3}, {1, 2}}}}, "y");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "t.yaml:2:10: error: the value of 'x' has 2 elements, its shape [2, 3] needs 6");
+  }
+}
+
+}  // namespace
+}  // namespace stc
