@@ -131,7 +131,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   FusionResult fusion = fuseKernels(kernels, options.onchipBudgetBytes, options);
   StreamCounts counts;
   CompileResult out;
-  out.network = buildNetwork(kernels, fusion, platform, options, counts);
+  out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   CompileReport& r = out.report;
@@ -147,6 +147,8 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   const Resources& cap = platform.resources;
   r.fits = r.resources.dsp <= cap.dsp && r.resources.lut <= cap.lut && r.resources.bram18k <= cap.bram18k &&
            r.resources.uram <= cap.uram && r.resources.ff <= cap.ff;
+  out.kernels = std::move(kernels);
+  out.options = options;
   r.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return out;
 }

@@ -9,6 +9,7 @@
 #include "compiler/ir/network.h"
 #include "compiler/ir/platform.h"
 #include "compiler/lower/kernel_graph.h"
+#include "compiler/lower/streams.h"
 
 namespace stc {
 
@@ -23,6 +24,9 @@ struct CompileReport {
 struct CompileResult {
   Network network;
   CompileReport report;
+  KernelGraph kernels;  ///< what the network's kernel tasks compute
+  NetworkRoles roles;   ///< what each task does with data (for emission)
+  CompileOptions options;  ///< the options used, symbol maxima filled in
 };
 
 /// Parses `--set KEY=VALUE` settings (tile, unroll_budget, onchip_budget_bytes, quant, max_stripe,

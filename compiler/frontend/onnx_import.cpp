@@ -11,7 +11,8 @@
 //                  Add 1, Mul (0.5)x
 //       SiLU       Sigmoid, Mul x
 //     then each maps to a graph op (MatMul, Gemm, Add, Sub, Mul, Div, Softmax, Transpose, Reshape, Tanh,
-//     Exp, Gather as an embedding, Identity); constants they read become weights.
+//     Exp, Gather as an embedding, Identity); constants they read become weights, their values (as f32)
+//     kept in graph.values unless the file does not hold them (external data, an unread dtype).
 #include "compiler/frontend/onnx_import.h"
 
 #include <onnx/onnx_pb.h>
@@ -38,6 +39,7 @@ constexpr int kMinOpset = 13, kMaxOpset = 17;
 struct Const {
   std::vector<int64_t> dims;
   std::vector<double> v;
+  bool known = true;  // false when v is a stand-in of zeros: the file does not hold the values here
   int64_t count() const {
     int64_t n = 1;
     for (auto d : dims) n *= d;
@@ -59,45 +61,100 @@ std::string dtypeOf(int t) {
   }
 }
 
+// IEEE 754 half-precision bits as a number.
+double halfToDouble(uint16_t h) {
+  int exponent = (h >> 10) & 0x1f, fraction = h & 0x3ff;
+  double magnitude = exponent == 0    ? std::ldexp(fraction, -24)  // subnormal
+                     : exponent == 31 ? (fraction ? NAN : INFINITY)
+                                      : std::ldexp(fraction + 1024, exponent - 25);
+  return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+// bfloat16 bits: the high half of an f32.
+double bfloat16ToDouble(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
 Const fromTensor(const onnx::TensorProto& t) {
   Const c;
   for (auto d : t.dims()) c.dims.push_back(d);
   int64_t n = c.count();
   const std::string& raw = t.raw_data();
-  auto fromRaw = [&](auto sample) {
+  auto cast = [](auto x) { return static_cast<double>(x); };
+  // raw_data holds the values little-endian, which memcpy reads as is on the little-endian hosts we run on.
+  auto fromRaw = [&](auto sample, auto convert) {
     using T = decltype(sample);
     for (int64_t i = 0; i < n && static_cast<size_t>(i + 1) * sizeof(T) <= raw.size(); ++i) {
       T x;
       std::memcpy(&x, raw.data() + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-      c.v.push_back(static_cast<double>(x));
+      c.v.push_back(convert(x));
     }
   };
+  // Types narrower than 32 bits sit one to an element of int32_data (16-bit floats as their bits).
+  auto from16 = [&](double (*convert)(uint16_t)) {
+    if (!raw.empty()) fromRaw(uint16_t{}, convert);
+    else for (auto x : t.int32_data()) c.v.push_back(convert(static_cast<uint16_t>(x)));
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    c.v.assign(static_cast<size_t>(n), 0.0);  // shapes are all this front end needs from such a file
+    c.known = false;
+    return c;
+  }
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) fromRaw(float{});
+      if (!raw.empty()) fromRaw(float{}, cast);
       else for (float x : t.float_data()) c.v.push_back(x);
       break;
     case onnx::TensorProto::DOUBLE:
-      if (!raw.empty()) fromRaw(double{});
+      if (!raw.empty()) fromRaw(double{}, cast);
       else for (double x : t.double_data()) c.v.push_back(x);
       break;
+    case onnx::TensorProto::FLOAT16: from16(halfToDouble); break;
+    case onnx::TensorProto::BFLOAT16: from16(bfloat16ToDouble); break;
     case onnx::TensorProto::INT64:
-      if (!raw.empty()) fromRaw(int64_t{});
+      if (!raw.empty()) fromRaw(int64_t{}, cast);
       else for (auto x : t.int64_data()) c.v.push_back(static_cast<double>(x));
       break;
+    case onnx::TensorProto::UINT64:
+      if (!raw.empty()) fromRaw(uint64_t{}, cast);
+      else for (auto x : t.uint64_data()) c.v.push_back(static_cast<double>(x));
+      break;
+    case onnx::TensorProto::UINT32:
+      if (!raw.empty()) fromRaw(uint32_t{}, cast);
+      else for (auto x : t.uint64_data()) c.v.push_back(static_cast<double>(x));
+      break;
     case onnx::TensorProto::INT32:
-      if (!raw.empty()) fromRaw(int32_t{});
+      if (!raw.empty()) fromRaw(int32_t{}, cast);
+      else for (auto x : t.int32_data()) c.v.push_back(x);
+      break;
+    case onnx::TensorProto::INT16:
+      if (!raw.empty()) fromRaw(int16_t{}, cast);
+      else for (auto x : t.int32_data()) c.v.push_back(x);
+      break;
+    case onnx::TensorProto::UINT16:
+      if (!raw.empty()) fromRaw(uint16_t{}, cast);
+      else for (auto x : t.int32_data()) c.v.push_back(x);
+      break;
+    case onnx::TensorProto::INT8:
+      if (!raw.empty()) fromRaw(int8_t{}, cast);
       else for (auto x : t.int32_data()) c.v.push_back(x);
       break;
     case onnx::TensorProto::BOOL:
     case onnx::TensorProto::UINT8:
-      if (!raw.empty()) fromRaw(uint8_t{});
+      if (!raw.empty()) fromRaw(uint8_t{}, cast);
       else for (auto x : t.int32_data()) c.v.push_back(x);
       break;
-    default:
-      c.v.assign(static_cast<size_t>(n), 0.0);  // values this front end never needs to read
+    default:  // strings, complex numbers, 8-bit floats
+      c.v.assign(static_cast<size_t>(n), 0.0);
+      c.known = false;
   }
-  if (static_cast<int64_t>(c.v.size()) != n) c.v.resize(static_cast<size_t>(n), 0.0);
+  if (static_cast<int64_t>(c.v.size()) != n) {  // a tensor whose data is short of its dims
+    c.v.resize(static_cast<size_t>(n), 0.0);
+    c.known = false;
+  }
   return c;
 }
 
@@ -105,6 +162,7 @@ Const fromTensor(const onnx::TensorProto& t) {
 Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
   size_t rank = std::max(a.dims.size(), b.dims.size());
   Const out;
+  out.known = a.known && b.known;
   out.dims.assign(rank, 1);
   auto dimAt = [&](const Const& c, size_t i) { return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())]; };
   for (size_t i = 0; i < rank; ++i) out.dims[i] = std::max(dimAt(a, i), dimAt(b, i));
@@ -439,6 +497,8 @@ class Importer {
     } else {
       return false;
     }
+    for (const auto& i : n.input())
+      if (!i.empty() && !consts_.at(i).known) out.known = false;
     consts_[n.output(0)] = out;
     return true;
   }
@@ -619,7 +679,9 @@ class Importer {
     auto it = alias_.find(v);
     return it == alias_.end() ? v : resolve(it->second);
   }
-  // A constant read by an op becomes a weight (named after the constant, or `fallback` for scalars).
+  // A constant read by an op becomes a weight (named after the constant, or `fallback` for scalars), its
+  // values, when known, as f32 in graph.values. The weight keeps the constant's shape and layout (a Gemm's
+  // transB stays an attribute), so the values are the constant's, in order.
   std::string weightFrom(const std::string& value, const std::string& fallback) {
     if (declared_.count(value)) return value;
     const Const& c = consts_.at(value);
@@ -628,6 +690,8 @@ class Importer {
     for (auto d : c.dims) shape.push_back(Expr(d));
     if (shape.empty()) shape.push_back(Expr(1));
     graph_.weights.push_back({name, shape, "f32", loc()});
+    if (c.known && static_cast<int64_t>(c.v.size()) == c.count())
+      graph_.values[name] = std::vector<float>(c.v.begin(), c.v.end());
     declared_.insert(name);
     return name;
   }

@@ -7,11 +7,12 @@
 
 namespace stc {
 
-/// Imports the model at path: initializers become weights, shapes come from ONNX shape inference
-/// (symbolic dimensions keep their names as symbols), constant subgraphs (shape arithmetic) are folded,
-/// and decomposed LayerNorm, RMSNorm, GELU (erf and tanh forms) and SiLU become one op each. Throws one
-/// UserError naming the file for a file that is not ONNX or an opset outside 13..17, or listing every
-/// unsupported node by name and op type.
+/// Imports the model at path: initializers become weights (their values, converted to f32, in
+/// Graph::values; none for a weight whose data the file keeps outside it), shapes come from ONNX shape
+/// inference (symbolic dimensions keep their names as symbols), constant subgraphs (shape arithmetic) are
+/// folded, and decomposed LayerNorm, RMSNorm, GELU (erf and tanh forms) and SiLU become one op each.
+/// Throws one UserError naming the file for a file that is not ONNX or an opset outside 13..17, or
+/// listing every unsupported node by name and op type.
 Graph importOnnx(const std::string& path);
 
 }  // namespace stc

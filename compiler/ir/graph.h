@@ -42,7 +42,9 @@ struct Graph {
   std::vector<TensorDecl> weights;
   std::vector<Op> ops;
   std::vector<std::string> outputs;
+  std::map<std::string, std::vector<float>> values;  ///< known values of weights (row-major f32), e.g. ONNX initializers
   SourceLoc loc;
+  /// Compares structure only, not `values` (the YAML format does not carry them).
   bool operator==(const Graph& o) const {
     return name == o.name && inputs == o.inputs && weights == o.weights && ops == o.ops && outputs == o.outputs;
   }

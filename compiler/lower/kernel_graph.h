@@ -62,6 +62,7 @@ struct KernelPhase {
 struct Kernel {
   std::string name;
   std::string op;           ///< the graph op it implements ("matmul", "softmax.stats", ...)
+  int opIndex = -1;         ///< that op's index in the graph
   SourceLoc loc;
   std::vector<KernelPhase> phases;
   int64_t ii = 1;

@@ -4,7 +4,7 @@
 //                    that drops its broadcast dims (those loops repeat it)
 //   matmul           nest [batch.., M, N/Tn, K/Tk]: A as [1, Tk] tiles with the n loop repeating it (a row of
 //                    A is reused for every output tile), W as [Tk, Tn] tiles, one output token per n
-//   softmax, layernorm, rmsnorm   two kernels: `.stats` reads a row and writes one token per row; `.apply`
+//   softmax, layernorm, rmsnorm   two kernels: `.stats` reads a row and writes one two-value token per row; `.apply`
 //                    reads the stats, the row again (its FIFO keeps a row) and the scale/bias, and writes
 //   reduce_*         one token per row           concat   collects its inputs (one phase each), then streams
 //   reshape          a view: its consumers read the base tensor's row-major stream
@@ -196,6 +196,7 @@ class Lowering {
     Kernel k;
     k.name = op.name + suffix;
     k.op = op.op + suffix;
+    k.opIndex = static_cast<int>(&op - g_.graph->ops.data());
     k.loc = op.loc;
     k.arithmetic = info(op.output).dtype;
     return k;
@@ -348,15 +349,18 @@ class Lowering {
     }
   }
 
-  // Stats stream of a row op: one [1..1] token per row.
+  // Stats stream of a row op: one token per row, two f32 values (softmax: max and sum of exponentials;
+  // layernorm: mean and variance; rmsnorm: mean square).
   StreamOrder rowStatsOrder(const TensorInfo& t) {
     StreamOrder o;
     size_t rank = t.shape.size();
     o.dtype = "f32";
     o.element.assign(rank, 1);
+    o.element.back() = 2;
     o.trips = t.shape;
     o.trips.back() = Expr(1);
     o.steps.assign(rank, 1);
+    o.steps.back() = 2;
     std::vector<int> dims(rank);
     std::iota(dims.begin(), dims.end(), 0);
     o.map = AffineMap::permutation(static_cast<int>(rank), dims);
@@ -369,7 +373,7 @@ class Lowering {
     int rowLevel = static_cast<int>(x.shape.size()) - 2;  // -1 for a single row
     std::string stats = op.output + ".stats";
     TensorInfo st{stats, x.shape, "f32", TensorRole::kIntermediate, -1, op.loc};
-    st.shape.back() = Expr(1);
+    st.shape.back() = Expr(2);
     kg_.tensors[stats] = st;
     StreamOrder so = rowStatsOrder(x);
     Kernel s = kernel(op, ".stats");

@@ -48,8 +48,9 @@ int64_t constantFactor(const std::vector<Expr>& trips) {
 
 class Builder {
  public:
-  Builder(const KernelGraph& g, const FusionResult& f, const Platform& p, const CompileOptions& o, StreamCounts& c)
-      : g_(g), f_(f), p_(p), o_(o), counts_(c) {}
+  Builder(const KernelGraph& g, const FusionResult& f, const Platform& p, const CompileOptions& o, StreamCounts& c,
+          NetworkRoles* roles)
+      : g_(g), f_(f), p_(p), o_(o), counts_(c), rolesOut_(roles) {}
 
   Network run() {
     net_.name = g_.tensors.empty() ? "network" : "compiled";
@@ -70,6 +71,10 @@ class Builder {
         t.phases.push_back(phase);
       }
       taskNames_.insert(t.name);
+      TaskRole role;
+      role.kernel = static_cast<int>(k);
+      for (const auto& ph : kern.phases) role.portFifos.emplace_back(ph.ports.size());
+      roles_.tasks[t.name] = role;
       kernelTask_[k] = addTask(std::move(t));
       ++counts_.kernels;
     }
@@ -86,6 +91,7 @@ class Builder {
       if (isOutput || !consumed_.count(tensor)) storeToHbm(tensor);
     }
     assignChannels();
+    if (rolesOut_) *rolesOut_ = std::move(roles_);
     return std::move(net_);
   }
 
@@ -125,10 +131,18 @@ class Builder {
       t.bytes = times(kp.order.tokens(), kp.order.tokenBits() / 8);
       t.dmaPorts.push_back(port(fifo, PortDir::kOut, -2, &kp.order));
       t.loc = kern.loc;
+      TaskRole role;
+      role.kind = TaskRole::kGather;
+      role.tensor = kern.gatherTable;
+      role.order = kp.order;
+      roles_.tasks[t.name] = role;
       addTask(std::move(t));
       ++counts_.dmas;
       return;
     }
+    roles_.tasks[net_.tasks[static_cast<size_t>(kernelTask_[static_cast<size_t>(ref.kernel)])].name]
+        .portFifos[static_cast<size_t>(ref.phase)][static_cast<size_t>(ref.port)]
+        .push_back(fifo);
     net_.tasks[static_cast<size_t>(kernelTask_[static_cast<size_t>(ref.kernel)])]
         .phases[static_cast<size_t>(ref.phase)]
         .ports.push_back(port(fifo, PortDir::kOut, kp.level, &kp.order));
@@ -151,11 +165,21 @@ class Builder {
     w.name = uniqueTask(base + ".w");
     w.group = group;
     w.phases.push_back({source.trips, 1, 1, {port(feedFifo, PortDir::kIn, -2, &source), port(region, PortDir::kOut, level, nullptr)}, {}});
+    TaskRole role;
+    role.kind = TaskRole::kConverterWrite;
+    role.tensor = tensor;
+    role.order = source;
+    role.target = target;
+    role.sharedLoops = plan.sharedLoops;
+    role.region = plan.bufferShape;
+    roles_.tasks[w.name] = role;
     addTask(std::move(w));
     Task r;
     r.name = uniqueTask(base + ".r");
     r.group = group;
     r.phases.push_back({target.trips, 1, 2, {port(region, PortDir::kIn, level, nullptr)}, {}});
+    role.kind = TaskRole::kConverterRead;
+    roles_.tasks[r.name] = role;
     ++counts_.converters;
     counts_.converterBytes += plan.bufferBytes;
     return addTask(std::move(r));
@@ -183,9 +207,19 @@ class Builder {
       d.group = group;
       int64_t ratio = kDmaTokenBits / sbits;
       bool widen = sbits < kDmaTokenBits && kDmaTokenBits % sbits == 0 && constantFactor(order.trips) % ratio == 0;
+      TaskRole role;
+      role.kind = TaskRole::kLoad;
+      role.tensor = tensor;
+      role.order = order;
+      role.stripe = s;
+      role.stripes = stripes;
+      role.ratio = widen ? ratio : 1;
+      role.packed = !g_.producer.count(tensor);
+      roles_.tasks[d.name] = role;
       if (widen) {  // 512-bit DMA tokens, split into the consumer's narrower ones
         std::string wide = addFifo(tensor + suffix + ".wide", kDmaTokenBits, 2);
-        addAdapter("widen_" + tensor + suffix, group, tokens, ratio, wide, into, true);
+        role.kind = TaskRole::kSplit;
+        roles_.tasks[addAdapter("widen_" + tensor + suffix, group, tokens, ratio, wide, into, true)] = role;
         d.dmaPorts.push_back(port(wide, PortDir::kOut, -2, nullptr));
       } else {
         d.dmaPorts.push_back(port(into, PortDir::kOut, -2, stripes == 1 ? &order : nullptr));
@@ -200,6 +234,9 @@ class Builder {
 
   void connectInput(size_t k, size_t ph, const KernelPort& kp) {
     int consumer = kernelTask_[k];
+    std::vector<std::string>& fifosOfPort =
+        roles_.tasks[net_.tasks[static_cast<size_t>(consumer)].name]
+            .portFifos[ph][static_cast<size_t>(&kp - g_.kernels[k].phases[ph].ports.data())];
     int group = taskGroup(consumer);
     consumed_.insert(kp.tensor);
     for (auto v = g_.viewOf.find(kp.tensor); v != g_.viewOf.end(); v = g_.viewOf.find(v->second))
@@ -208,18 +245,19 @@ class Builder {
     bool onChip = prod != g_.producer.end() && f_.group[static_cast<size_t>(prod->second.kernel)] == group;
     if (prod != g_.producer.end() && !onChip) storeToHbm(kp.tensor);
     EdgePlan plan = planEdge(g_, kp, onChip, o_);
-    Phase& phase = net_.tasks[static_cast<size_t>(consumer)].phases[ph];
     const std::string consumerName = net_.tasks[static_cast<size_t>(consumer)].name;
     auto intoConsumer = [&](int fromTask, size_t fromPhase, const StreamOrder* type) {
       std::string fifo = addFifo(kp.tensor + ">" + consumerName, kp.order.tokenBits(), plan.fifoDepth);
       net_.tasks[static_cast<size_t>(fromTask)].phases[fromPhase].ports.push_back(port(fifo, PortDir::kOut, -2, type));
       net_.tasks[static_cast<size_t>(consumer)].phases[ph].ports.push_back(port(fifo, PortDir::kIn, kp.level, &kp.order));
+      fifosOfPort.push_back(fifo);
     };
     switch (plan.kind) {
       case EdgePlan::kFifo: {
         std::string fifo = addFifo(kp.tensor + ">" + consumerName, kp.order.tokenBits(), plan.fifoDepth);
         attachProducer(kp.tensor, fifo, group);
-        phase.ports.push_back(port(fifo, PortDir::kIn, kp.level, &kp.order));
+        net_.tasks[static_cast<size_t>(consumer)].phases[ph].ports.push_back(port(fifo, PortDir::kIn, kp.level, &kp.order));
+        fifosOfPort.push_back(fifo);
         return;
       }
       case EdgePlan::kConverter:
@@ -243,7 +281,9 @@ class Builder {
       case EdgePlan::kDma: {
         std::vector<std::string> fifos = loadFromHbm(kp.tensor, kp.order, kp.weight, group);
         for (const std::string& fifo : fifos)  // a striped stream's parts carry slices, not the tensor's type
-          phase.ports.push_back(port(fifo, PortDir::kIn, kp.level, fifos.size() == 1 ? &kp.order : nullptr));
+          net_.tasks[static_cast<size_t>(consumer)].phases[ph].ports.push_back(
+              port(fifo, PortDir::kIn, kp.level, fifos.size() == 1 ? &kp.order : nullptr));
+        fifosOfPort = fifos;
         return;
       }
     }
@@ -264,9 +304,17 @@ class Builder {
     d.kind = TaskKind::kDmaWrite;
     d.group = group;
     int64_t ratio = kDmaTokenBits / std::max<int64_t>(bits, 1);
-    if (bits < kDmaTokenBits && kDmaTokenBits % bits == 0 && constantFactor(order.trips) % ratio == 0) {
+    bool pack = bits < kDmaTokenBits && kDmaTokenBits % bits == 0 && constantFactor(order.trips) % ratio == 0;
+    TaskRole role;
+    role.kind = TaskRole::kStore;
+    role.tensor = tensor;
+    role.order = order;
+    role.ratio = pack ? ratio : 1;
+    roles_.tasks[d.name] = role;
+    if (pack) {
       std::string wide = addFifo(tensor + ">hbm.wide", kDmaTokenBits, 2);
-      addAdapter("pack_" + tensor, group, order.tokens(), ratio, fifo, wide, false);
+      role.kind = TaskRole::kPack;
+      roles_.tasks[addAdapter("pack_" + tensor, group, order.tokens(), ratio, fifo, wide, false)] = role;
       d.dmaPorts.push_back(port(wide, PortDir::kIn, -2, nullptr));
     } else {
       d.dmaPorts.push_back(port(fifo, PortDir::kIn, -2, &order));
@@ -278,8 +326,8 @@ class Builder {
 
   // A width adapter over `narrowTokens` tokens, `ratio` of them per 512-bit token: it splits wide tokens
   // (read once per outer iteration) into narrow ones, or packs narrow ones into wide.
-  void addAdapter(const std::string& name, int group, const Expr& narrowTokens, int64_t ratio, const std::string& in,
-                  const std::string& out, bool split) {
+  std::string addAdapter(const std::string& name, int group, const Expr& narrowTokens, int64_t ratio, const std::string& in,
+                         const std::string& out, bool split) {
     Task a;
     a.name = uniqueTask(name);
     a.group = group;
@@ -289,8 +337,10 @@ class Builder {
     a.phases.push_back({{wideTokens, Expr(ratio)}, 1, 1,
                         {port(in, PortDir::kIn, split ? 0 : -2, nullptr), port(out, PortDir::kOut, split ? -2 : 0, nullptr)},
                         {}});
+    std::string taskName = a.name;
     addTask(std::move(a));
     ++counts_.adapters;
+    return taskName;
   }
 
   // DMAs move whole bytes: a token of 4-bit elements needs an even number of them.
@@ -325,6 +375,8 @@ class Builder {
   const Platform& p_;
   const CompileOptions& o_;
   StreamCounts& counts_;
+  NetworkRoles* rolesOut_;
+  NetworkRoles roles_;
   Network net_;
   std::vector<int> kernelTask_;
   std::set<std::string> fifoNames_, taskNames_, consumed_, stored_;
@@ -335,8 +387,8 @@ class Builder {
 }  // namespace
 
 Network buildNetwork(const KernelGraph& graph, const FusionResult& fusion, const Platform& platform,
-                     const CompileOptions& options, StreamCounts& counts) {
-  return Builder(graph, fusion, platform, options, counts).run();
+                     const CompileOptions& options, StreamCounts& counts, NetworkRoles* roles) {
+  return Builder(graph, fusion, platform, options, counts, roles).run();
 }
 
 }  // namespace stc

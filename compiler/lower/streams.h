@@ -5,6 +5,8 @@
 // writes for outputs and tensors later groups read; weights striped over HBM channels and narrow DMA
 // streams widened to 512-bit tokens; channels balanced by the bytes they serve.
 
+#include <map>
+
 #include "compiler/dse/fusion.h"
 #include "compiler/ir/network.h"
 #include "compiler/ir/platform.h"
@@ -20,7 +22,38 @@ struct StreamCounts {
   int64_t converterBytes = 0;
 };
 
+/// What each task of a built network does with data: the network keeps timing only, HLS emission
+/// (compiler/emit) needs the rest.
+struct TaskRole {
+  enum Kind {
+    kKernel,          ///< a kernel of the kernel graph
+    kConverterWrite,  ///< fills one region per iteration of the shared loops, from `order`
+    kConverterRead,   ///< streams each region in `target` order
+    kLoad,            ///< DMA read of `tensor` in `order`
+    kStore,           ///< DMA write of `tensor` in `order`
+    kSplit,           ///< 512-bit tokens into `ratio` narrow ones
+    kPack,            ///< `ratio` narrow tokens into one 512-bit token
+    kGather,          ///< an embedding lookup's DMA read of table rows
+  } kind = kKernel;
+  int kernel = -1;              ///< kKernel: index in KernelGraph::kernels
+  /// kKernel: the FIFOs of each kernel port, [phase][port] (several: a striped input, or an output with
+  /// several readers).
+  std::vector<std::vector<std::vector<std::string>>> portFifos;
+  std::string tensor;           ///< the tensor moved
+  StreamOrder order;            ///< the (narrow) stream order; a converter's source order
+  StreamOrder target;           ///< a converter's consumer order
+  int sharedLoops = 0;          ///< a converter's shared outer loops
+  std::vector<int64_t> region;  ///< a converter's region shape (at the symbols' maxima)
+  int stripe = 0, stripes = 1;  ///< kLoad: the slice of each token it moves
+  int64_t ratio = 1;            ///< narrow tokens per 512-bit token; 1 = not widened
+  bool packed = false;          ///< kLoad: HBM holds exactly this stream (inputs, weights), not a row-major tensor
+};
+
+struct NetworkRoles {
+  std::map<std::string, TaskRole> tasks;  ///< by task name
+};
+
 Network buildNetwork(const KernelGraph& graph, const FusionResult& fusion, const Platform& platform,
-                     const CompileOptions& options, StreamCounts& counts);
+                     const CompileOptions& options, StreamCounts& counts, NetworkRoles* roles = nullptr);
 
 }  // namespace stc

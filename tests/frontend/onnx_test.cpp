@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/pipeline.h"
+#include "compiler/reference/interpreter.h"
 #include "compiler/sizing/fifo_sizing.h"
 #include "sim/engine.h"
 
@@ -71,6 +74,93 @@ TEST(Onnx, ShapesDtypesAndSymbols) {
     params += n;
   }
   EXPECT_EQ(params, 32 * 64 + 64 + 64 * 32 + 32);  // two Linear layers with biases
+}
+
+// The f32 initializers of a model file, read with the protobuf API alone (not through the importer).
+std::map<std::string, Tensor> floatInitializers(const std::string& path) {
+  onnx::ModelProto m;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(m.ParseFromIstream(&in)) << path;
+  std::map<std::string, Tensor> out;
+  for (const auto& t : m.graph().initializer()) {
+    if (t.data_type() != onnx::TensorProto::FLOAT) continue;
+    Tensor& v = out[t.name()];
+    v.shape.assign(t.dims().begin(), t.dims().end());
+    if (t.has_raw_data()) {
+      v.data.resize(t.raw_data().size() / sizeof(float));
+      std::memcpy(v.data.data(), t.raw_data().data(), v.data.size() * sizeof(float));
+    } else {
+      v.data.assign(t.float_data().begin(), t.float_data().end());
+    }
+  }
+  return out;
+}
+
+int64_t elements(const TensorDecl& t) {
+  int64_t n = 1;
+  for (const auto& d : t.shape) n *= d.eval();
+  return n;
+}
+
+// Every weight has values that fill its shape; a weight that is an initializer has the initializer's data.
+TEST(Onnx, WeightsKeepTheirValues) {
+  for (const char* name : {"mlp.onnx", "gpt2_block.onnx", "llama_block.onnx"}) {
+    Graph g = importOnnx(model(name));
+    std::map<std::string, Tensor> initializers = floatInitializers(model(name));
+    int fromInitializers = 0;
+    EXPECT_EQ(g.values.size(), g.weights.size()) << name;
+    for (const auto& w : g.weights) {
+      ASSERT_TRUE(g.values.count(w.name)) << name << ": " << w.name;
+      const std::vector<float>& v = g.values.at(w.name);
+      EXPECT_EQ(static_cast<int64_t>(v.size()), elements(w)) << name << ": " << w.name;
+      auto it = initializers.find(w.name);
+      if (it == initializers.end()) continue;
+      ++fromInitializers;
+      EXPECT_EQ(v, it->second.data) << name << ": " << w.name;
+      std::vector<int64_t> shape;
+      for (const auto& d : w.shape) shape.push_back(d.eval());
+      EXPECT_EQ(shape, it->second.shape) << name << ": " << w.name;
+    }
+    EXPECT_GE(fromInitializers, 2) << name;  // at least one Linear's weight and bias
+  }
+}
+
+// The imported MLP run by the reference interpreter on its own weights gives what loops over the
+// initializers give: down(gelu(up(x))), torch's Linear being x W^T + b.
+TEST(Onnx, InterpretedMlpMatchesLoopsOverInitializers) {
+  Graph g = importOnnx(model("mlp.onnx"));
+  std::map<std::string, Tensor> init = floatInitializers(model("mlp.onnx"));
+  const int64_t rows = 3, d = 32, f = 64;
+  ASSERT_EQ(init.at("up.weight").shape, (std::vector<int64_t>{f, d}));
+  ASSERT_EQ(init.at("down.weight").shape, (std::vector<int64_t>{d, f}));
+  Tensor x{{rows, d}, {}};
+  for (int64_t i = 0; i < rows * d; ++i) x.data.push_back(std::sin(0.37f * static_cast<float>(i)));
+  std::map<std::string, Tensor> values = {{g.inputs[0].name, x}};
+  for (const auto& [name, v] : g.values) values[name] = Tensor{{}, v};
+  std::map<std::string, Tensor> result = interpret(g, values, {{"seq", rows}});
+  const Tensor& y = result.at(g.outputs.at(0));
+  ASSERT_EQ(y.shape, (std::vector<int64_t>{rows, d}));
+
+  auto linear = [](const std::vector<double>& in, const Tensor& w, const Tensor& b) {
+    int64_t outs = w.shape[0], ins = w.shape[1];
+    std::vector<double> out;
+    for (int64_t o = 0; o < outs; ++o) {
+      double acc = b.data[static_cast<size_t>(o)];
+      for (int64_t i = 0; i < ins; ++i)
+        acc += in[static_cast<size_t>(i)] * w.data[static_cast<size_t>(o * ins + i)];
+      out.push_back(acc);
+    }
+    return out;
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> row(x.data.begin() + r * d, x.data.begin() + (r + 1) * d);
+    std::vector<double> h = linear(row, init.at("up.weight"), init.at("up.bias"));
+    for (double& v : h) v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    std::vector<double> expected = linear(h, init.at("down.weight"), init.at("down.bias"));
+    for (int64_t c = 0; c < d; ++c)
+      EXPECT_NEAR(y.data[static_cast<size_t>(r * d + c)], expected[static_cast<size_t>(c)], 1e-5)
+          << r << "," << c;
+  }
 }
 
 std::string errorOf(const std::string& path) {
@@ -169,8 +259,64 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
   EXPECT_EQ(counts.size(), 2u);
   EXPECT_EQ(counts["add"], 1);
   EXPECT_EQ(counts["reduce_sum"], 1);
+  // The select became an add of a folded constant: 0 where the mask keeps x, the low value elsewhere.
+  ASSERT_EQ(graph.weights.size(), 1u);
+  const std::vector<float>& bias = graph.values.at(graph.weights[0].name);
+  ASSERT_EQ(bias.size(), 32u);
+  for (size_t i = 0; i < 4; ++i)
+    for (size_t j = 0; j < 8; ++j) EXPECT_EQ(bias[i * 8 + j], j <= i ? 0.0f : -1e4f) << i << "," << j;
   CompileResult r = compileGraph(graph, defaultPlatform(), parseCompileOptions({}, defaultPlatform()));
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock);
+}
+
+// f16 (raw_data) and f64 initializers, folded through Cast, become f32 values; an initializer whose data
+// is in an external file becomes a weight without values rather than one of made-up zeros.
+TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
+  onnx::ModelProto m = tinyModel(17, {});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* half = g->add_initializer();
+  half->set_name("half");
+  half->set_data_type(onnx::TensorProto::FLOAT16);
+  half->add_dims(4);
+  const uint16_t halfBits[] = {0x3E00, 0xC000, 0x0001, 0x7BFF};  // 1.5, -2, 2^-24 (subnormal), 65504
+  half->set_raw_data(std::string(reinterpret_cast<const char*>(halfBits), sizeof halfBits));
+  auto* wide = g->add_initializer();
+  wide->set_name("wide");
+  wide->set_data_type(onnx::TensorProto::DOUBLE);
+  wide->add_dims(4);
+  for (double v : {0.25, -3.0, 1e10, 7.0}) wide->add_double_data(v);
+  auto* outside = g->add_initializer();
+  outside->set_name("outside");
+  outside->set_data_type(onnx::TensorProto::FLOAT);
+  outside->add_dims(4);
+  outside->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = outside->add_external_data();
+  location->set_key("location");
+  location->set_value("outside.bin");
+  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out + "_node");
+    for (auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    if (op == "Cast") {
+      auto* to = n->add_attribute();
+      to->set_name("to");
+      to->set_type(onnx::AttributeProto::INT);
+      to->set_i(onnx::TensorProto::FLOAT);
+    }
+  };
+  node("Cast", {"half"}, "half_f32");
+  node("Cast", {"wide"}, "wide_f32");
+  node("Add", {"x", "half_f32"}, "a");
+  node("Mul", {"a", "wide_f32"}, "b");
+  node("Add", {"b", "outside"}, "c");
+  g->mutable_output(0)->set_name("c");
+  Graph graph = importOnnx(writeModel(m, "types.onnx"));
+  ASSERT_EQ(graph.weights.size(), 3u);
+  EXPECT_EQ(graph.values.at("half_f32"), (std::vector<float>{1.5f, -2.0f, std::ldexp(1.0f, -24), 65504.0f}));
+  EXPECT_EQ(graph.values.at("wide_f32"), (std::vector<float>{0.25f, -3.0f, 1e10f, 7.0f}));
+  EXPECT_EQ(graph.values.count("outside"), 0u);
 }
 
 TEST(Onnx, Errors) {

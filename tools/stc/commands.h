@@ -20,6 +20,12 @@ Runner addCheck(CLI::App& app);
 Runner addItensor(CLI::App& app);
 Runner addSizeFifos(CLI::App& app);
 Runner addCompile(CLI::App& app);
+Runner addEmit(CLI::App& app);
+Runner addRun(CLI::App& app);
+
+/// Symbol bindings from --ctx N and --bind NAME=N; `command` prefixes errors.
+Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,
+                             const std::vector<std::string>& binds);
 
 /// What every command that runs a network takes: the file, -p PLATFORM, --ctx N and --bind NAME=N.
 struct NetworkInput {

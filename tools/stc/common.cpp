@@ -30,8 +30,6 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
   }
 }
 
-namespace {
-
 // Symbol bindings from --ctx N and --bind NAME=N.
 Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,
                              const std::vector<std::string>& binds) {
@@ -59,8 +57,6 @@ Bindings parseSymbolBindings(const std::string& command, const std::optional<int
   }
   return b;
 }
-
-}  // namespace
 
 void NetworkInput::addOptions(CLI::App& app) {
   app.add_option("input", path, "network file (models/networks/*.yaml) or graph (models/graphs/*.yaml)")->required();

@@ -21,9 +21,9 @@ int main(int argc, char** argv) {
   CLI::App* size = app.add_subcommand("size-fifos", "size every FIFO of a network with a linear program");
   add(size, stc::cli::addSizeFifos(*size));
   CLI::App* emit = app.add_subcommand("emit", "emit the Vitis HLS project of a model or network");
-  add(emit, stc::cli::addUnimplemented(*emit, "emit", "HLS emission"));
+  add(emit, stc::cli::addEmit(*emit));
   CLI::App* run = app.add_subcommand("run", "compile, simulate, size, verify and emit in one go");
-  add(run, stc::cli::addUnimplemented(*run, "run", "the whole flow"));
+  add(run, stc::cli::addRun(*run));
   CLI::App* itensor = app.add_subcommand("itensor", "itensor type tools");
   add(itensor, stc::cli::addItensor(*itensor));
   CLI::App* check = app.add_subcommand("check", "validate a network, graph or platform file");

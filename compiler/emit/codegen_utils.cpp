@@ -1,0 +1,131 @@
+// Helpers the HLS emitters share (see codegen_utils.h).
+#include "compiler/emit/codegen_utils.h"
+
+#include <cctype>
+#include <stdexcept>
+
+namespace stc::emit {
+
+Code& Code::line(const std::string& text) {
+  if (!text.empty()) text_ += std::string(static_cast<size_t>(indent_) * 2, ' ') + text;
+  text_ += "\n";
+  return *this;
+}
+
+Code& Code::open(const std::string& head) {
+  line(head + " {");
+  ++indent_;
+  return *this;
+}
+
+Code& Code::close(const std::string& tail) {
+  if (indent_ == 0) throw std::logic_error("emit: a block closed that was never opened");
+  --indent_;
+  return line(tail);
+}
+
+Code& Code::blank() {
+  text_ += "\n";
+  return *this;
+}
+
+std::string identifier(const std::string& name) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "t_" + out;
+  return out;
+}
+
+std::string cxx(const Expr& e) { return e.isConstant() ? std::to_string(e.eval()) : "(" + e.str() + ")"; }
+
+std::string cxxProduct(const std::vector<Expr>& exprs) {
+  int64_t constant = 1;
+  std::string symbolic;
+  for (const Expr& e : exprs) {
+    if (e.isConstant()) constant *= e.eval();
+    else symbolic += (symbolic.empty() ? "" : " * ") + cxx(e);
+  }
+  if (symbolic.empty()) return std::to_string(constant);
+  return constant == 1 ? symbolic : std::to_string(constant) + " * " + symbolic;
+}
+
+int64_t tokenElements(const StreamOrder& order) {
+  int64_t n = 1;
+  for (int64_t e : order.element) n *= e;
+  return n;
+}
+
+void openLoops(Code& code, const StreamOrder& order, const std::string& prefix, int from, int to,
+               const std::string& label) {
+  openLoops(code, order.trips, prefix, from, to, label);
+}
+
+void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& prefix, int from, int to,
+               const std::string& label) {
+  for (int k = from; k < to; ++k) {
+    std::string v = prefix + std::to_string(k);
+    code.open(label + "_" + v + ": for (int " + v + " = 0; " + v + " < " + cxx(trips.at(static_cast<size_t>(k))) +
+              "; ++" + v + ")");
+  }
+}
+
+std::string dataCoord(const StreamOrder& order, int d, const std::string& prefix, const std::string& elem) {
+  const AffineExpr& r = order.map.results()[static_cast<size_t>(d)];
+  std::string s;
+  for (size_t k = 0; k < r.coeffs.size(); ++k) {
+    int64_t c = r.coeffs[k] * order.steps[k];
+    if (c == 0) continue;
+    s += (s.empty() ? "" : " + ") + (c == 1 ? "" : std::to_string(c) + " * ") + prefix + std::to_string(k);
+  }
+  if (r.constant != 0) s += (s.empty() ? "" : " + ") + std::to_string(r.constant);
+  // The element's coordinate within the token, row-major over the element shape.
+  int64_t extent = order.element[static_cast<size_t>(d)];
+  if (extent > 1) {
+    int64_t inner = 1;
+    for (size_t e = static_cast<size_t>(d) + 1; e < order.element.size(); ++e) inner *= order.element[e];
+    std::string within = inner == 1 ? elem : "(" + elem + ") / " + std::to_string(inner);
+    if (inner * extent != tokenElements(order) || inner != 1) within = "(" + within + ") % " + std::to_string(extent);
+    s += (s.empty() ? "" : " + ") + within;
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string rowMajor(const std::vector<Expr>& shape, const std::vector<std::string>& coords) {
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::vector<Expr> inner(shape.begin() + static_cast<std::ptrdiff_t>(d) + 1, shape.end());
+    std::string stride = cxxProduct(inner);
+    if (coords[d] == "0") continue;
+    s += (s.empty() ? "" : " + ") + (stride == "1" ? "(" + coords[d] + ")" : "(" + coords[d] + ") * " + stride);
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string elementIndex(const TensorInfo& tensor, const StreamOrder& order, const std::string& prefix,
+                         const std::string& elem) {
+  std::vector<std::string> coords;
+  for (int d = 0; d < order.map.numResults(); ++d) coords.push_back(dataCoord(order, d, prefix, elem));
+  return rowMajor(tensor.shape, coords);
+}
+
+std::string broadcastIndex(const std::vector<int64_t>& from, const std::vector<int64_t>& to, const std::string& elem) {
+  size_t shift = from.size() - to.size();
+  std::string s;
+  int64_t toStride = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    int64_t extent = to[d];
+    if (extent > 1) {
+      int64_t inner = 1;
+      for (size_t e = d + shift + 1; e < from.size(); ++e) inner *= from[e];
+      std::string coord = inner == 1 ? elem : "(" + elem + ") / " + std::to_string(inner);
+      coord = "(" + coord + ") % " + std::to_string(extent);
+      s = (toStride == 1 ? coord : coord + " * " + std::to_string(toStride)) + (s.empty() ? "" : " + " + s);
+    }
+    toStride *= extent;
+  }
+  return s.empty() ? "0" : s;
+}
+
+int64_t atMaxima(const Expr& e, const Bindings& maxima) { return e.eval(maxima); }
+
+}  // namespace stc::emit

@@ -1,0 +1,66 @@
+#pragma once
+// Helpers the HLS emitters share: C++ text with indentation, identifiers from graph names, and the
+// arithmetic of stream orders (loop nests, data coordinates, row-major addresses) as C++ expressions.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/shape_inference.h"
+#include "compiler/ir/expr.h"
+#include "compiler/lower/kernel_graph.h"
+
+namespace stc::emit {
+
+/// C++ source text built line by line; open() and close() indent a block.
+class Code {
+ public:
+  Code& line(const std::string& text);
+  Code& open(const std::string& head);  ///< `head {`, then one more indent
+  Code& close(const std::string& tail = "}");
+  Code& blank();
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+  int indent_ = 0;
+};
+
+/// A C++ identifier from a graph or network name: non-alphanumerics become '_'.
+std::string identifier(const std::string& name);
+
+/// An expression as C++ (symbols are `int` variables of the same name).
+std::string cxx(const Expr& e);
+
+/// The product of exprs as C++, constants folded.
+std::string cxxProduct(const std::vector<Expr>& exprs);
+
+/// Elements of one token.
+int64_t tokenElements(const StreamOrder& order);
+
+/// Opens the loops of `order` from loop `from` to loop `to` (exclusive) with variables prefix+k.
+void openLoops(Code& code, const StreamOrder& order, const std::string& prefix, int from, int to,
+               const std::string& label);
+void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& prefix, int from, int to,
+               const std::string& label);
+
+/// The data coordinate along dim d of element `elem` (a flat index within the token, an expression)
+/// of the token at loop variables prefix+k.
+std::string dataCoord(const StreamOrder& order, int d, const std::string& prefix, const std::string& elem);
+
+/// Row-major linear index in a tensor of `shape` of the element at coordinates `coords`.
+std::string rowMajor(const std::vector<Expr>& shape, const std::vector<std::string>& coords);
+
+/// The row-major linear index, in `tensor`, of element `elem` of the token at loop variables prefix+k.
+std::string elementIndex(const TensorInfo& tensor, const StreamOrder& order, const std::string& prefix,
+                         const std::string& elem);
+
+/// The index within a token of element shape `from` (flat `elem`) of the same element in a token of
+/// element shape `to`, aligned at the last dimension, where `to` has extent 1 (broadcasts) or the same
+/// extent as `from`.
+std::string broadcastIndex(const std::vector<int64_t>& from, const std::vector<int64_t>& to, const std::string& elem);
+
+/// The value of e with every symbol at its maximum.
+int64_t atMaxima(const Expr& e, const Bindings& maxima);
+
+}  // namespace stc::emit

@@ -1,0 +1,60 @@
+// hls_stream.h for the C simulation of an emitted streamtensor project: the part of Vitis HLS's
+// hls::stream the kernels use, so that `make csim` needs only g++. Synthesis uses Vitis HLS's own header.
+//
+// As in Vitis HLS's C simulation, a stream is an unbounded queue (dataflow processes run one after
+// another), and reading an empty stream is an error: it means the design would deadlock or a process
+// reads more tokens than were written. Depths take effect in synthesis and in streamtensor's simulator.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <string>
+
+namespace hls {
+
+template <typename T, int Depth = 0>
+class stream {
+ public:
+  stream() = default;
+  explicit stream(const char* name) : name_(name) {}
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  ~stream() {
+    if (!q_.empty())
+      std::fprintf(stderr, "csim: stream '%s' still holds %zu token(s) at the end of the run\n", name_.c_str(),
+                   q_.size());
+  }
+
+  bool empty() const { return q_.empty(); }
+  bool full() const { return false; }
+  size_t size() const { return q_.size(); }
+  void write(const T& v) { q_.push_back(v); }
+  T read() {
+    if (q_.empty()) {
+      std::fprintf(stderr, "csim: read from empty stream '%s' (the design would stall here)\n", name_.c_str());
+      std::exit(2);
+    }
+    T v = q_.front();
+    q_.pop_front();
+    return v;
+  }
+  void read(T& v) { v = read(); }
+  bool read_nb(T& v) {
+    if (q_.empty()) return false;
+    v = read();
+    return true;
+  }
+  bool write_nb(const T& v) {
+    write(v);
+    return true;
+  }
+  void operator>>(T& v) { v = read(); }
+  void operator<<(const T& v) { write(v); }
+
+ private:
+  std::string name_ = "stream";
+  std::deque<T> q_;
+};
+
+}  // namespace hls

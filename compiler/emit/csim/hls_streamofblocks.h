@@ -1,0 +1,86 @@
+// hls_streamofblocks.h for the C simulation of an emitted streamtensor project: hls::stream_of_blocks,
+// the ping-pong buffers of converters. A writer fills a block under a write_lock, which hands the block
+// to the stream when it goes out of scope; a reader reads the oldest block under a read_lock, which
+// frees it when it goes out of scope. Blocks are one-dimensional arrays (typedef float blk_t[N]).
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <type_traits>
+
+namespace hls {
+
+template <typename Block, int Depth = 2>
+class stream_of_blocks {
+  using Elem = typename std::remove_extent<Block>::type;
+  static constexpr size_t kSize = std::extent<Block>::value;
+
+ public:
+  stream_of_blocks() = default;
+  stream_of_blocks(const stream_of_blocks&) = delete;
+  stream_of_blocks& operator=(const stream_of_blocks&) = delete;
+  bool empty() const { return ready_.empty(); }
+  bool full() const { return false; }
+
+  Elem* acquireWrite() {
+    pending_.emplace_back(new Elem[kSize]());
+    return pending_.back().get();
+  }
+  void releaseWrite() {
+    ready_.push_back(std::move(pending_.front()));
+    pending_.pop_front();
+  }
+  Elem* acquireRead() {
+    if (ready_.empty()) {
+      std::fprintf(stderr, "csim: read_lock on an empty stream of blocks (the design would stall here)\n");
+      std::exit(2);
+    }
+    return ready_.front().get();
+  }
+  void releaseRead() { ready_.pop_front(); }
+
+ private:
+  std::deque<std::unique_ptr<Elem[]>> pending_, ready_;
+};
+
+template <typename Block>
+class write_lock {
+  using Elem = typename std::remove_extent<Block>::type;
+
+ public:
+  template <int Depth>
+  explicit write_lock(stream_of_blocks<Block, Depth>& s)
+      : data_(s.acquireWrite()), release_([](void* p) { static_cast<stream_of_blocks<Block, Depth>*>(p)->releaseWrite(); }), owner_(&s) {}
+  write_lock(const write_lock&) = delete;
+  write_lock& operator=(const write_lock&) = delete;
+  ~write_lock() { release_(owner_); }
+  Elem& operator[](size_t i) { return data_[i]; }
+
+ private:
+  Elem* data_;
+  void (*release_)(void*);
+  void* owner_;
+};
+
+template <typename Block>
+class read_lock {
+  using Elem = typename std::remove_extent<Block>::type;
+
+ public:
+  template <int Depth>
+  explicit read_lock(stream_of_blocks<Block, Depth>& s)
+      : data_(s.acquireRead()), release_([](void* p) { static_cast<stream_of_blocks<Block, Depth>*>(p)->releaseRead(); }), owner_(&s) {}
+  read_lock(const read_lock&) = delete;
+  read_lock& operator=(const read_lock&) = delete;
+  ~read_lock() { release_(owner_); }
+  const Elem& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  const Elem* data_;
+  void (*release_)(void*);
+  void* owner_;
+};
+
+}  // namespace hls

@@ -1,0 +1,54 @@
+#pragma once
+// HLS emission: a compiled, sized network becomes a Vitis HLS project for the U55C (DESIGN.md, "HLS
+// emission"): src/ (one top function per fused group), host/ (XRT), connectivity.cfg, hls_config.cfg,
+// a Makefile, csim/ (a test bench and stream headers that need only g++) and data/ (inputs, weights and
+// the reference interpreter's expected outputs).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/platform.h"
+#include "compiler/pipeline.h"
+
+namespace stc {
+
+struct EmitOptions {
+  std::string dir;          ///< the project folder
+  bool force = false;       ///< replace a non-empty folder
+  uint64_t seed = 1;        ///< random inputs and weights
+  std::string inputsFile;   ///< raw little-endian f32 graph inputs, in order; empty = random from seed
+  Bindings bindings;        ///< symbol values of the C simulation (`ctx`)
+  int layers = 1;           ///< invocations the C simulation chains (a model's layers): output 0 feeds input 0
+  double rtol = 1e-3, atol = 1e-3;  ///< the C simulation's tolerance: |out - expected| <= atol + rtol*|expected|
+};
+
+struct EmitSummary {
+  std::vector<std::string> tops;  ///< one kernel per fused group
+  int files = 0;
+  int64_t bytes = 0;
+};
+
+/// One generated file: path relative to the project folder, and contents.
+struct ProjectFile {
+  std::string path;
+  std::string text;
+};
+
+/// The kernel sources of a compiled network (src/*.cpp, src/*.h): one function per task, one top per
+/// group. Throws UserError naming the op or task it cannot emit.
+std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled);
+
+/// The top function of fused group `group`.
+std::string topFunctionName(const Graph& graph, int group);
+
+/// Writes the whole project to options.dir atomically (a temporary folder renamed into place); refuses a
+/// non-empty folder without force. compiled.network carries the FIFO depths to emit.
+EmitSummary emitProject(const Graph& graph, const CompileResult& compiled, const Platform& platform,
+                        const EmitOptions& options);
+
+}  // namespace stc

@@ -1,0 +1,730 @@
+// The project around the kernels: HBM buffer layouts (src/layout.h), the C simulation (csim/), the XRT
+// host program, the Vitis configs and Makefile, and data/ (inputs, weights, the reference interpreter's
+// expected outputs). Written to a temporary folder, then renamed into place.
+//
+// HBM buffers: a DMA read of a graph input or weight reads a buffer of its own holding exactly its
+// stream (the host packs it: `layout::pack_<dma>`); a tensor that crosses HBM between groups, and every
+// graph output, lives row-major in one buffer that its DMA write fills and later DMA reads address.
+// GCC 12 at -O3 reports a null memmove inside std::vector<float>'s copy assignment that cannot happen
+// (a known false positive of -Wnonnull with inlined standard containers).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wnonnull"
+#endif
+
+#include "compiler/emit/emit.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+#include "compiler/emit/codegen_utils.h"
+#include "compiler/reference/interpreter.h"
+
+extern const char kCsimHlsStream[];          // compiler/emit/csim/hls_stream.h, embedded by cmake/Embed.cmake
+extern const char kCsimHlsStreamOfBlocks[];  // compiler/emit/csim/hls_streamofblocks.h
+
+namespace stc {
+
+namespace {
+
+namespace fs = std::filesystem;
+using emit::Code;
+using emit::identifier;
+
+constexpr int64_t kMaxDataBytes = int64_t{512} << 20;  // inputs, weights and expected outputs together
+constexpr int64_t kDefaultSymbolValue = 16;
+
+// splitmix64: the same sequence on every machine, for inputs and weights.
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed) {}
+  double uniform(double lo, double hi) {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return lo + (hi - lo) * static_cast<double>(z >> 11) / 9007199254740992.0;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+int64_t elementsOf(const std::vector<Expr>& shape, const Bindings& b) {
+  int64_t n = 1;
+  for (const Expr& d : shape) n = checkedMul(n, d.eval(b), "a tensor's size");
+  return n;
+}
+
+std::vector<int64_t> bindShape(const std::vector<Expr>& shape, const Bindings& b) {
+  std::vector<int64_t> out;
+  for (const Expr& d : shape) out.push_back(d.eval(b));
+  return out;
+}
+
+std::string bytesOf(const std::vector<float>& v) {
+  std::string s(v.size() * sizeof(float), '\0');
+  if (!v.empty()) std::memcpy(s.data(), v.data(), s.size());
+  return s;
+}
+
+// One HBM buffer argument of a top function.
+struct Buffer {
+  std::string var;        ///< C++ variable in the test bench and host
+  std::string tensor;     ///< the tensor it holds (a packed stream of it, or all of it row-major)
+  std::string dma;        ///< packed: the DMA task whose stream it holds
+  bool packed = false;
+  int channel = 0;
+};
+
+class ProjectWriter {
+ public:
+  ProjectWriter(const Graph& g, const CompileResult& c, const Platform& p, const EmitOptions& o)
+      : graph_(g), compiled_(c), platform_(p), options_(o), net_(c.network), kg_(c.kernels) {
+    for (const Task& t : net_.tasks) groups_.insert(t.group);
+    for (const auto& [name, t] : kg_.tensors)
+      for (const Expr& d : t.shape) symbols_.insert(d.symbols().begin(), d.symbols().end());
+    for (const auto& s : net_.symbols()) symbols_.insert(s);
+    bindings_ = options_.bindings;
+    for (const auto& s : symbols_)
+      if (!bindings_.count(s)) bindings_[s] = std::min<int64_t>(kDefaultSymbolValue, compiled_.options.maxima.at(s));
+    planBuffers();
+  }
+
+  std::vector<ProjectFile> files() {
+    std::vector<ProjectFile> out = emitKernels(graph_, compiled_);
+    out.push_back({"src/layout.h", layoutHeader()});
+    out.push_back({"csim/hls_stream.h", csimStreamHeader()});
+    out.push_back({"csim/hls_streamofblocks.h", csimBlocksHeader()});
+    out.push_back({"csim/tb.cpp", testBench()});
+    out.push_back({"host/host.cpp", host()});
+    out.push_back({"connectivity.cfg", connectivity()});
+    out.push_back({"hls_config.cfg", hlsConfig()});
+    for (int g : groups_) out.push_back({"hls_" + topFunctionName(graph_, g) + ".cfg", hlsTopConfig(g)});
+    out.push_back({"Makefile", makefile()});
+    out.push_back({"README.md", readme()});
+    data(out);
+    return out;
+  }
+
+  std::vector<std::string> tops() const {
+    std::vector<std::string> t;
+    for (int g : groups_) t.push_back(topFunctionName(graph_, g));
+    return t;
+  }
+
+ private:
+  static const char* csimStreamHeader() { return kCsimHlsStream; }
+  static const char* csimBlocksHeader() { return kCsimHlsStreamOfBlocks; }
+
+  std::string base(std::string tensor) const {
+    for (auto v = kg_.viewOf.find(tensor); v != kg_.viewOf.end(); v = kg_.viewOf.find(tensor)) tensor = v->second;
+    return tensor;
+  }
+  bool isGraphTensor(const std::string& name, const std::vector<TensorDecl>& list) const {
+    return std::any_of(list.begin(), list.end(), [&](const TensorDecl& t) { return t.name == name; });
+  }
+
+  // Every DMA's buffer, and the tensors that live in HBM.
+  void planBuffers() {
+    std::map<std::string, int> storeChannel;
+    for (const Task& t : net_.tasks) {
+      if (!t.isDma()) continue;
+      const TaskRole& r = compiled_.roles.tasks.at(t.name);
+      if (r.kind == TaskRole::kGather)
+        throw UserError("unsupported: HLS emission of the embedding lookup '" + t.name + "' (table rows gathered by token id)");
+      Buffer b;
+      b.tensor = r.tensor;
+      b.channel = t.channel;
+      if (r.kind == TaskRole::kLoad && r.packed) {
+        if (!isGraphTensor(r.tensor, graph_.inputs) && !isGraphTensor(r.tensor, graph_.weights))
+          throw UserError("unsupported: HLS emission of '" + t.name + "', a DMA of '" + r.tensor + "', which is neither an input nor a weight");
+        b.packed = true;
+        b.dma = t.name;
+        b.var = "b_" + identifier(t.name);
+      } else {
+        b.tensor = base(r.tensor);
+        b.var = "m_" + identifier(b.tensor);
+        if (r.kind == TaskRole::kStore) storeChannel[b.tensor] = t.channel;
+        hbmTensors_.insert(b.tensor);
+      }
+      bufferOf_[t.name] = b;
+    }
+    for (auto& [task, b] : bufferOf_) {
+      if (b.packed) continue;
+      auto it = storeChannel.find(b.tensor);
+      if (it == storeChannel.end())
+        throw UserError("unsupported: HLS emission of '" + task + "': tensor '" + b.tensor + "' is read from HBM but never written there");
+      b.channel = it->second;  // where the data lives; its own port may sit on another channel
+    }
+    for (const auto& out : graph_.outputs)
+      if (!hbmTensors_.count(base(out)))
+        throw UserError("unsupported: HLS emission of graph output '" + out + "', which no DMA writes to HBM");
+    if (options_.layers > 1) {
+      const auto& in0 = kg_.tensors.at(graph_.inputs.at(0).name);
+      const auto& out0 = kg_.tensors.at(graph_.outputs.at(0));
+      if (elementsOf(in0.shape, bindings_) != elementsOf(out0.shape, bindings_))
+        throw UserError("unsupported: chaining " + std::to_string(options_.layers) + " layers: output '" + out0.name +
+                        "' does not have the shape of input '" + in0.name + "'");
+    }
+  }
+
+  std::string symbolParams(bool leadingComma) const {
+    std::string s;
+    for (const auto& sym : symbols_) s += (s.empty() && !leadingComma ? "" : ", ") + std::string("int ") + sym;
+    return s;
+  }
+  std::string symbolArgs() const {
+    std::string s;
+    for (const auto& sym : symbols_) s += ", " + sym;
+    return s;
+  }
+  // A top's arguments, in order: its DMAs' buffers.
+  std::vector<std::pair<const Task*, const Buffer*>> topArgs(int g) const {
+    std::vector<std::pair<const Task*, const Buffer*>> out;
+    for (const Task& t : net_.tasks)
+      if (t.group == g && t.isDma()) out.push_back({&t, &bufferOf_.at(t.name)});
+    return out;
+  }
+  std::string elemsCall(const std::string& tensor) const {
+    return "layout::elems_" + identifier(tensor) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
+  }
+  std::string wordsCall(const std::string& dma) const {
+    return "layout::words_" + identifier(dma) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
+  }
+
+  std::string layoutHeader() const {
+    Code c;
+    c.line("// Generated by stc emit: the top functions and the layout of every HBM buffer.");
+    c.line("#pragma once");
+    c.blank();
+    for (int g : groups_) {
+      std::string head = "extern \"C\" void " + topFunctionName(graph_, g) + "(";
+      bool first = true;
+      for (const auto& [t, b] : topArgs(g)) {
+        head += (first ? "" : ", ") + std::string(t->kind == TaskKind::kDmaRead ? "const float* " : "float* ") + identifier(t->name);
+        first = false;
+      }
+      c.line(head + symbolParams(!first) + ");");
+    }
+    c.blank();
+    c.open("namespace layout");
+    std::set<std::string> tensors(hbmTensors_);
+    for (const auto& t : graph_.inputs) tensors.insert(t.name);
+    for (const auto& t : graph_.weights) tensors.insert(t.name);
+    for (const auto& name : tensors) {
+      c.line("/// Elements of '" + name + "'.");
+      c.line("inline long elems_" + identifier(name) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
+             emit::cxxProduct(kg_.tensors.at(name).shape) + "; }");
+    }
+    for (const auto& [task, b] : bufferOf_) {
+      if (!b.packed) continue;
+      const TaskRole& r = compiled_.roles.tasks.at(task);
+      int64_t part = emit::tokenElements(r.order) / r.stripes;
+      c.line("/// Floats in the buffer of '" + task + "': its stream of '" + r.tensor + "'" +
+             (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of each token" : "") + ".");
+      c.line("inline long words_" + identifier(task) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
+             std::to_string(part) + "L * " + emit::cxxProduct(r.order.trips) + "; }");
+      c.line("/// Packs row-major '" + r.tensor + "' into the stream order of '" + task + "'.");
+      c.open("inline void pack_" + identifier(task) + "(const float* tensor, float* buf" + symbolParams(true) + ")");
+      c.line(unusedSymbols() + "long t = 0;");
+      int n = static_cast<int>(r.order.trips.size());
+      emit::openLoops(c, r.order, "i", 0, n, "pack");
+      c.open("for (int j = 0; j < " + std::to_string(part) + "; ++j)");
+      std::string elem = r.stripes > 1 ? std::to_string(r.stripe * part) + " + j" : "j";
+      c.line("buf[t * " + std::to_string(part) + " + j] = tensor[" + emit::elementIndex(kg_.tensors.at(r.tensor), r.order, "i", elem) + "];");
+      c.close();
+      c.line("++t;");
+      for (int k = 0; k < n; ++k) c.close();
+      c.close();
+    }
+    c.close("}  // namespace layout");
+    return c.text();
+  }
+  std::string unusedSymbols() const {
+    std::string s;
+    for (const auto& sym : symbols_) s += "(void)" + sym + "; ";
+    return s;
+  }
+
+  // The statements shared by the test bench and the host: raw tensors of a layer from the files,
+  // packed buffers and HBM tensors. `alloc` declares a buffer.
+  void layerTensors(Code& c) const {
+    c.line("// Graph inputs (input 0 of a later layer is the previous layer's output 0), then weights.");
+    for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+      const std::string& name = graph_.inputs[i].name;
+      std::string v = "t_" + identifier(name);
+      if (i == 0)
+        c.line("std::vector<float> " + v + " = layer == 0 ? take(inputs, in_pos, " + elemsCall(name) + ") : chained;");
+      else
+        c.line("std::vector<float> " + v + " = take(inputs, in_pos, " + elemsCall(name) + ");");
+    }
+    for (const auto& w : graph_.weights)
+      c.line("std::vector<float> t_" + identifier(w.name) + " = take(weights, w_pos, " + elemsCall(w.name) + ");");
+  }
+
+  std::string testBench() const {
+    Code c;
+    c.line("// Generated by stc emit: the C simulation. Runs the kernels on data/inputs.bin and data/weights.bin,");
+    c.line("// writes data/outputs.bin and compares it with data/expected.bin (the reference interpreter's).");
+    c.line("#include <cmath>");
+    c.line("#include <cstdio>");
+    c.line("#include <fstream>");
+    c.line("#include <iterator>");
+    c.line("#include <vector>");
+    c.blank();
+    c.line("#include \"layout.h\"");
+    c.blank();
+    c.open("static std::vector<float> readFloats(const char* path)");
+    c.line("std::ifstream in(path, std::ios::binary);");
+    c.open("if (!in)");
+    c.line("std::fprintf(stderr, \"csim: cannot read %s\\n\", path);");
+    c.line("std::exit(1);");
+    c.close();
+    c.line("std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());");
+    c.line("std::vector<float> v(bytes.size() / sizeof(float));");
+    c.line("std::copy(bytes.begin(), bytes.begin() + static_cast<long>(v.size() * sizeof(float)), reinterpret_cast<char*>(v.data()));");
+    c.line("return v;");
+    c.close();
+    c.blank();
+    c.open("static std::vector<float> take(const std::vector<float>& all, size_t& pos, long n)");
+    c.open("if (pos + static_cast<size_t>(n) > all.size())");
+    c.line("std::fprintf(stderr, \"csim: a data file is shorter than the graph needs\\n\");");
+    c.line("std::exit(1);");
+    c.close();
+    c.line("std::vector<float> v(all.begin() + static_cast<long>(pos), all.begin() + static_cast<long>(pos + static_cast<size_t>(n)));");
+    c.line("pos += static_cast<size_t>(n);");
+    c.line("return v;");
+    c.close();
+    c.blank();
+    c.open("int main()");
+    for (const auto& sym : symbols_) c.line("const int " + sym + " = " + std::to_string(bindings_.at(sym)) + ";");
+    c.line("const int layers = " + std::to_string(options_.layers) + ";");
+    c.line("const double rtol = " + std::to_string(options_.rtol) + ", atol = " + std::to_string(options_.atol) + ";");
+    c.line("const std::vector<float> inputs = readFloats(\"data/inputs.bin\");");
+    c.line("const std::vector<float> weights = readFloats(\"data/weights.bin\");");
+    c.line("const std::vector<float> expected = readFloats(\"data/expected.bin\");");
+    c.line("size_t in_pos = 0, w_pos = 0;");
+    c.line("std::vector<float> outputs, chained;");
+    c.open("for (int layer = 0; layer < layers; ++layer)");
+    layerTensors(c);
+    c.line("// HBM: packed streams of inputs and weights, and tensors written by DMAs.");
+    std::set<std::string> declared;
+    for (const auto& [task, b] : bufferOf_) {
+      if (!declared.insert(b.var).second) continue;
+      if (b.packed) {
+        c.line("std::vector<float> " + b.var + "(static_cast<size_t>(" + wordsCall(task) + "));");
+        c.line("layout::pack_" + identifier(task) + "(t_" + identifier(b.tensor) + ".data(), " + b.var + ".data()" + symbolArgs() + ");");
+      } else {
+        c.line("std::vector<float> " + b.var + "(static_cast<size_t>(" + elemsCall(b.tensor) + "));");
+      }
+    }
+    c.line("// The kernels, group after group.");
+    for (int g : groups_) {
+      std::string call = topFunctionName(graph_, g) + "(";
+      bool first = true;
+      for (const auto& [t, b] : topArgs(g)) {
+        call += (first ? "" : ", ") + b->var + ".data()";
+        first = false;
+      }
+      c.line(call + (first ? symbolArgs().substr(symbols_.empty() ? 0 : 2) : symbolArgs()) + ");");
+    }
+    for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+      std::string var = "m_" + identifier(base(graph_.outputs[i]));
+      c.line("outputs.insert(outputs.end(), " + var + ".begin(), " + var + ".end());");
+      if (i == 0) c.line("chained = " + var + ";");
+    }
+    c.close();
+    c.line("std::ofstream(\"data/outputs.bin\", std::ios::binary).write(reinterpret_cast<const char*>(outputs.data()), static_cast<long>(outputs.size() * sizeof(float)));");
+    c.open("if (outputs.size() != expected.size())");
+    c.line("std::fprintf(stderr, \"csim: FAIL: %zu outputs, expected %zu\\n\", outputs.size(), expected.size());");
+    c.line("return 1;");
+    c.close();
+    c.line("size_t bad = 0, worst = 0;");
+    c.line("double worst_error = 0;");
+    c.open("for (size_t i = 0; i < outputs.size(); ++i)");
+    c.line("double error = std::fabs(static_cast<double>(outputs[i]) - expected[i]);");
+    c.line("if (!(error <= atol + rtol * std::fabs(expected[i]))) ++bad;");
+    c.open("if (!(error <= worst_error))");
+    c.line("worst_error = error;");
+    c.line("worst = i;");
+    c.close();
+    c.close();
+    c.open("if (bad)");
+    c.line("std::printf(\"csim: FAIL: %zu of %zu outputs differ from the reference beyond atol %g + rtol %g; worst at %zu: %g, expected %g\\n\", bad, outputs.size(), atol, rtol, worst, outputs[worst], expected[worst]);");
+    c.line("return 1;");
+    c.close();
+    c.line("std::printf(\"csim: PASS: %zu outputs match the reference (largest difference %.3g; atol %g + rtol %g)\\n\", outputs.size(), worst_error, atol, rtol);");
+    c.line("return 0;");
+    c.close();
+    return c.text();
+  }
+
+  std::string host() const {
+    Code c;
+    c.line("// Generated by stc emit: the XRT host program. Loads the xclbin, places each buffer in the HBM");
+    c.line("// bank of its kernel port, packs inputs and weights in their stream order, and runs the decode");
+    c.line("// loop: per token, one invocation of the kernels per layer, each layer's output feeding the next.");
+    c.line("//   build/host [build/streamtensor.xclbin] [tokens]");
+    c.line("#include <cstdio>");
+    c.line("#include <cstdlib>");
+    c.line("#include <fstream>");
+    c.line("#include <iterator>");
+    c.line("#include <string>");
+    c.line("#include <vector>");
+    c.blank();
+    c.line("#include <xrt/xrt_bo.h>");
+    c.line("#include <xrt/xrt_device.h>");
+    c.line("#include <xrt/xrt_kernel.h>");
+    c.blank();
+    c.line("#include \"../src/layout.h\"");
+    c.blank();
+    c.open("static std::vector<float> readFloats(const char* path)");
+    c.line("std::ifstream in(path, std::ios::binary);");
+    c.line("std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());");
+    c.line("std::vector<float> v(bytes.size() / sizeof(float));");
+    c.line("std::copy(bytes.begin(), bytes.begin() + static_cast<long>(v.size() * sizeof(float)), reinterpret_cast<char*>(v.data()));");
+    c.line("return v;");
+    c.close();
+    c.blank();
+    c.open("static std::vector<float> take(const std::vector<float>& all, size_t& pos, long n)");
+    c.line("std::vector<float> v(all.begin() + static_cast<long>(pos), all.begin() + static_cast<long>(pos + static_cast<size_t>(n)));");
+    c.line("pos += static_cast<size_t>(n);");
+    c.line("return v;");
+    c.close();
+    c.blank();
+    c.open("static xrt::bo upload(const xrt::device& device, const std::vector<float>& data, xrt::memory_group bank)");
+    c.line("xrt::bo bo(device, data.size() * sizeof(float), bank);");
+    c.line("bo.write(data.data());");
+    c.line("bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);");
+    c.line("return bo;");
+    c.close();
+    c.blank();
+    c.open("int main(int argc, char** argv)");
+    c.line("const std::string xclbin = argc > 1 ? argv[1] : \"build/streamtensor.xclbin\";");
+    c.line("const int tokens = argc > 2 ? std::atoi(argv[2]) : 1;");
+    for (const auto& sym : symbols_) c.line("const int " + sym + " = " + std::to_string(bindings_.at(sym)) + ";  // the C simulation's value");
+    c.line("const int layers = " + std::to_string(options_.layers) + ";");
+    c.line("xrt::device device(0);");
+    c.line("const auto uuid = device.load_xclbin(xclbin);");
+    for (int g : groups_) {
+      std::string top = topFunctionName(graph_, g);
+      c.line("xrt::kernel k_" + top + "(device, uuid, \"" + top + "\");");
+    }
+    c.line("const std::vector<float> inputs = readFloats(\"data/inputs.bin\");");
+    c.line("const std::vector<float> weights = readFloats(\"data/weights.bin\");");
+    c.line("// Per layer: its packed input and weight streams, and the tensors its DMAs write, each in the bank");
+    c.line("// connectivity.cfg gives the port (group_id of the argument).");
+    c.line("std::vector<std::vector<xrt::bo>> bos(layers);");
+    c.line("size_t in_pos = 0, w_pos = 0;");
+    c.line("std::vector<float> chained;");
+    c.open("for (int layer = 0; layer < layers; ++layer)");
+    layerTensors(c);
+    std::map<std::string, int> slot;
+    for (int g : groups_) {
+      std::string top = topFunctionName(graph_, g);
+      int arg = 0;
+      for (const auto& [t, b] : topArgs(g)) {
+        if (!slot.count(b->var)) {
+          int index = static_cast<int>(slot.size());
+          slot[b->var] = index;
+          std::string bank = "k_" + top + ".group_id(" + std::to_string(arg) + ")";
+          if (b->packed) {
+            c.open("");
+            c.line("std::vector<float> packed(static_cast<size_t>(" + wordsCall(t->name) + "));");
+            c.line("layout::pack_" + identifier(t->name) + "(t_" + identifier(b->tensor) + ".data(), packed.data()" + symbolArgs() + ");");
+            c.line("bos[layer].push_back(upload(device, packed, " + bank + "));  // " + b->var + ", HBM[" + std::to_string(t->channel) + "]");
+            c.close();
+          } else {
+            c.line("bos[layer].push_back(upload(device, std::vector<float>(static_cast<size_t>(" + elemsCall(b->tensor) +
+                   ")), " + bank + "));  // " + b->var + ", HBM[" + std::to_string(b->channel) + "]");
+          }
+        }
+        ++arg;
+      }
+    }
+    c.line("chained = t_" + identifier(graph_.inputs.at(0).name) + ";");
+    c.close();
+    c.open("for (int token = 0; token < tokens; ++token)");
+    c.open("for (int layer = 0; layer < layers; ++layer)");
+    c.line("std::vector<xrt::bo>& b = bos[layer];");
+    if (options_.layers > 1 || true) {
+      const std::string& in0 = graph_.inputs.at(0).name;
+      c.line("// Input 0 is the previous layer's output 0 (or, at layer 0, the previous token's).");
+      for (const auto& [task, b] : bufferOf_) {
+        if (!b.packed || b.tensor != in0) continue;
+        c.open("");
+        c.line("std::vector<float> packed(static_cast<size_t>(" + wordsCall(task) + "));");
+        c.line("layout::pack_" + identifier(task) + "(chained.data(), packed.data()" + symbolArgs() + ");");
+        c.line("b[" + std::to_string(slot.at(b.var)) + "].write(packed.data());");
+        c.line("b[" + std::to_string(slot.at(b.var)) + "].sync(XCL_BO_SYNC_BO_TO_DEVICE);");
+        c.close();
+      }
+    }
+    for (int g : groups_) {
+      std::string top = topFunctionName(graph_, g);
+      std::string call = "k_" + top + "(";
+      bool first = true;
+      for (const auto& [t, b] : topArgs(g)) {
+        call += (first ? "" : ", ") + std::string("b[") + std::to_string(slot.at(b->var)) + "]";
+        first = false;
+      }
+      c.line("auto run_" + top + " = " + call + (first ? symbolArgs().substr(symbols_.empty() ? 0 : 2) : symbolArgs()) + ");");
+      c.line("run_" + top + ".wait();");
+    }
+    std::string out0 = "m_" + identifier(base(graph_.outputs.at(0)));
+    c.line("xrt::bo& out = b[" + std::to_string(slot.at(out0)) + "];");
+    c.line("out.sync(XCL_BO_SYNC_BO_FROM_DEVICE);");
+    c.line("out.read(chained.data());");
+    c.close();
+    c.line("std::printf(\"token %d done\\n\", token);");
+    c.close();
+    c.line("std::ofstream(\"data/host_outputs.bin\", std::ios::binary).write(reinterpret_cast<const char*>(chained.data()), static_cast<long>(chained.size() * sizeof(float)));");
+    c.line("return 0;");
+    c.close();
+    return c.text();
+  }
+
+  std::string connectivity() const {
+    std::string s = "# Generated by stc emit: one compute unit per fused group, each DMA port on the HBM pseudo-channel\n"
+                    "# the compiler balanced it to. A port that reads a tensor another group wrote reaches the\n"
+                    "# channel holding it through the HBM switch (a range covering both).\n[connectivity]\n";
+    for (int g : groups_) {
+      std::string top = topFunctionName(graph_, g);
+      s += "nk=" + top + ":1:" + top + "_1\n";
+    }
+    for (int g : groups_) {
+      std::string top = topFunctionName(graph_, g);
+      for (const auto& [t, b] : topArgs(g)) {
+        int lo = std::min(t->channel, b->channel), hi = std::max(t->channel, b->channel);
+        std::string bank = lo == hi ? "HBM[" + std::to_string(lo) + "]" : "HBM[" + std::to_string(lo) + ":" + std::to_string(hi) + "]";
+        s += "sp=" + top + "_1." + identifier(t->name) + ":" + bank + "\n";
+      }
+    }
+    for (int g : groups_) {
+      std::string top = topFunctionName(graph_, g);
+      s += "slr=" + top + "_1:SLR0\n";
+    }
+    return s;
+  }
+
+  std::string hlsConfig() const {
+    char clock[32];
+    std::snprintf(clock, sizeof clock, "%gns", 1000.0 / platform_.kernelClockMhz);
+    return "# Generated by stc emit: settings every kernel shares, for v++ -c --mode hls (with hls_<top>.cfg).\n"
+           "part=" + platform_.part + "\n\n[hls]\nflow_target=vitis\nclock=" + clock +
+           "\npackage.output.format=xo\nsyn.cflags=-std=c++14 -Isrc\ncsim.code_analyzer=0\n";
+  }
+
+  std::string hlsTopConfig(int g) const {
+    std::string top = topFunctionName(graph_, g);
+    return "# Generated by stc emit: the kernel of fused group " + std::to_string(g) + ".\n[hls]\nsyn.file=src/" + top +
+           ".cpp\nsyn.top=" + top + "\npackage.output.file=build/" + top + ".xo\n";
+  }
+
+  std::string makefile() const {
+    std::string tops;
+    for (const auto& t : this->tops()) tops += (tops.empty() ? "" : " ") + t;
+    return "# Generated by stc emit.\n"
+           "#   make csim     C simulation with g++ alone: runs the kernels, compares with data/expected.bin\n"
+           "#   make hls      one .xo per kernel (v++ -c --mode hls)\n"
+           "#   make xclbin   links them for the platform (v++ -l), with connectivity.cfg\n"
+           "#   make host     the XRT host program\n"
+           "PLATFORM ?= " + platform_.shell + "\n"
+           "TARGET ?= hw\n"
+           "CXX ?= g++\n"
+           "XILINX_XRT ?= /opt/xilinx/xrt\n"
+           "TOPS := " + tops + "\n"
+           "SRCS := $(TOPS:%=src/%.cpp)\n\n"
+           ".PHONY: csim hls xclbin host clean\n\n"
+           "csim: build/csim\n"
+           "\t./build/csim\n\n"
+           "build/csim: $(SRCS) src/streamtensor.h src/layout.h csim/tb.cpp csim/hls_stream.h csim/hls_streamofblocks.h\n"
+           "\t@mkdir -p build\n"
+           "\t$(CXX) -std=c++17 -O1 -Wno-unknown-pragmas -Icsim -Isrc $(SRCS) csim/tb.cpp -o $@\n\n"
+           "hls: $(TOPS:%=build/%.xo)\n\n"
+           "build/%.xo: src/%.cpp src/streamtensor.h hls_config.cfg hls_%.cfg\n"
+           "\tv++ -c --mode hls --platform $(PLATFORM) --config hls_config.cfg --config hls_$*.cfg --work_dir build/hls_$*\n\n"
+           "xclbin: build/streamtensor.xclbin\n\n"
+           "build/streamtensor.xclbin: $(TOPS:%=build/%.xo) connectivity.cfg\n"
+           "\tv++ -l -t $(TARGET) --platform $(PLATFORM) --config connectivity.cfg $(TOPS:%=build/%.xo) -o $@\n\n"
+           "host: build/host\n\n"
+           "build/host: host/host.cpp src/layout.h\n"
+           "\t@mkdir -p build\n"
+           "\t$(CXX) -std=c++17 -O2 -I$(XILINX_XRT)/include host/host.cpp -L$(XILINX_XRT)/lib -lxrt_coreutil -pthread -o $@\n\n"
+           "clean:\n"
+           "\trm -rf build data/outputs.bin\n";
+  }
+
+  std::string readme() const {
+    std::string s = "# " + graph_.name + ": a Vitis HLS project for " + platform_.name + " (generated by stc emit)\n\n";
+    s += "- `src/`: one kernel per fused group (" + std::to_string(groups_.size()) + "):";
+    for (const auto& t : tops()) s += " `" + t + "`";
+    s += "; `src/layout.h`, the HBM buffers and how inputs and weights are packed in stream order.\n";
+    s += "- `make csim`: builds with g++ alone and compares the kernels' outputs with `data/expected.bin`, the\n"
+         "  reference interpreter's, within atol " + std::to_string(options_.atol) + " + rtol " + std::to_string(options_.rtol) +
+         " x |expected|; writes `data/outputs.bin`.\n";
+    s += "- `make hls`, `make xclbin`, `make host`: need Vitis and XRT (platform `" + platform_.shell + "`).\n";
+    s += "- `data/inputs.bin`: raw little-endian f32 graph inputs in order";
+    if (options_.layers > 1) s += ", layer after layer (input 0 only for layer 0: later layers take the previous output 0)";
+    s += "; `data/weights.bin`: the weights in order" + std::string(options_.layers > 1 ? ", layer after layer" : "") +
+         "; `data/expected.bin`: the graph outputs in order" + std::string(options_.layers > 1 ? ", layer after layer" : "") + ".\n";
+    if (!symbols_.empty()) {
+      s += "- Symbols of the C simulation:";
+      for (const auto& sym : symbols_) s += " " + sym + " = " + std::to_string(bindings_.at(sym));
+      s += " (kernel arguments; buffers are sized for their maxima).\n";
+    }
+    return s;
+  }
+
+  // inputs.bin, weights.bin and expected.bin.
+  void data(std::vector<ProjectFile>& out) {
+    std::vector<float> inputs, weights, expected;
+    std::vector<float> given;
+    if (!options_.inputsFile.empty()) {
+      std::ifstream in(options_.inputsFile, std::ios::binary);
+      if (!in) throw UserError(options_.inputsFile + ": error: cannot read the inputs file");
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (bytes.size() % sizeof(float) != 0)
+        throw UserError(options_.inputsFile + ": error: the inputs file holds " + std::to_string(bytes.size()) +
+                        " bytes, not a whole number of f32 values");
+      given.resize(bytes.size() / sizeof(float));
+      std::memcpy(given.data(), bytes.data(), bytes.size());
+    }
+    Random rng(options_.seed);
+    size_t givenPos = 0;
+    int64_t total = 0;
+    std::map<std::string, Tensor> values;
+    std::vector<float> chained;
+    for (int layer = 0; layer < options_.layers; ++layer) {
+      for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+        const TensorDecl& t = graph_.inputs[i];
+        Tensor v{bindShape(t.shape, bindings_), {}};
+        int64_t n = elementsOf(t.shape, bindings_);
+        total = checkedAdd(total, n * 4, "the project's data");
+        if (total > kMaxDataBytes) tooLarge();
+        if (layer > 0 && i == 0) {
+          v.data.assign(chained.begin(), chained.end());
+        } else if (!options_.inputsFile.empty()) {
+          if (givenPos + static_cast<size_t>(n) > given.size()) inputsSizeError(given.size());
+          v.data.assign(given.begin() + static_cast<std::ptrdiff_t>(givenPos), given.begin() + static_cast<std::ptrdiff_t>(givenPos + static_cast<size_t>(n)));
+          givenPos += static_cast<size_t>(n);
+        } else {
+          for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(rng.uniform(-1, 1)));
+        }
+        if (!(layer > 0 && i == 0)) inputs.insert(inputs.end(), v.data.begin(), v.data.end());
+        values[t.name] = std::move(v);
+      }
+      for (const TensorDecl& t : graph_.weights) {
+        Tensor v{bindShape(t.shape, bindings_), {}};
+        int64_t n = elementsOf(t.shape, bindings_);
+        total = checkedAdd(total, n * 4, "the project's data");
+        if (total > kMaxDataBytes) tooLarge();
+        auto known = graph_.values.find(t.name);
+        if (known != graph_.values.end() && static_cast<int64_t>(known->second.size()) == n) {
+          v.data.assign(known->second.begin(), known->second.end());
+        } else {
+          // Weights of a layer scaled like a trained network's: matrices by 1/sqrt(fan-in), vectors near 1.
+          double scale = v.shape.size() >= 2 ? 1.0 / std::sqrt(static_cast<double>(v.shape[v.shape.size() - 2])) : 0.5;
+          double center = v.shape.size() >= 2 ? 0.0 : 1.0;
+          for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(center + scale * rng.uniform(-1, 1)));
+        }
+        weights.insert(weights.end(), v.data.begin(), v.data.end());
+        values[t.name] = std::move(v);
+      }
+      std::map<std::string, Tensor> env = interpret(graph_, values, bindings_);
+      for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+        const Tensor& o = env.at(graph_.outputs[i]);
+        expected.insert(expected.end(), o.data.begin(), o.data.end());
+        if (i == 0) chained.assign(o.data.begin(), o.data.end());
+      }
+      total = checkedAdd(total, static_cast<int64_t>(expected.size()) * 4, "the project's data");
+      if (total > kMaxDataBytes) tooLarge();
+    }
+    if (!options_.inputsFile.empty() && givenPos != given.size()) inputsSizeError(given.size());
+    out.push_back({"data/inputs.bin", bytesOf(inputs)});
+    out.push_back({"data/weights.bin", bytesOf(weights)});
+    out.push_back({"data/expected.bin", bytesOf(expected)});
+  }
+  [[noreturn]] void tooLarge() const {
+    throw UserError("stc emit: error: the project's data (inputs, weights, expected outputs) would exceed " +
+                    std::to_string(kMaxDataBytes >> 20) + " MiB; emit fewer layers or smaller dimensions");
+  }
+  [[noreturn]] void inputsSizeError(size_t got) const {
+    int64_t need = 0;
+    for (int layer = 0; layer < options_.layers; ++layer)
+      for (size_t i = layer > 0 ? 1 : 0; i < graph_.inputs.size(); ++i) need += elementsOf(graph_.inputs[i].shape, bindings_);
+    throw UserError(options_.inputsFile + ": error: the inputs file holds " + std::to_string(got) +
+                    " f32 values; the graph's inputs need " + std::to_string(need));
+  }
+
+  const Graph& graph_;
+  const CompileResult& compiled_;
+  const Platform& platform_;
+  const EmitOptions& options_;
+  const Network& net_;
+  const KernelGraph& kg_;
+  std::set<int> groups_;
+  std::set<std::string> symbols_;
+  Bindings bindings_;
+  std::map<std::string, Buffer> bufferOf_;  // by DMA task
+  std::set<std::string> hbmTensors_;
+};
+
+// Writes files under a fresh folder next to dir, then moves it into place.
+int64_t writeAtomically(const std::vector<ProjectFile>& files, const EmitOptions& options) {
+  fs::path dir = options.dir;
+  std::error_code ec;
+  bool exists = fs::exists(dir, ec);
+  if (exists && !fs::is_directory(dir, ec)) throw UserError(options.dir + ": error: exists and is not a folder");
+  if (exists && !fs::is_empty(dir, ec) && !options.force)
+    throw UserError(options.dir + ": error: the folder is not empty (pass --force to replace it)");
+  fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  std::string stem = dir.filename().string();
+  if (stem.empty() || stem == "." || stem == "..") throw UserError(options.dir + ": error: not a folder name stc can replace");
+  fs::path tmp = parent / ("." + stem + ".tmp." + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  int64_t bytes = 0;
+  try {
+    for (const ProjectFile& f : files) {
+      fs::path p = tmp / f.path;
+      fs::create_directories(p.parent_path());
+      std::ofstream out(p, std::ios::binary | std::ios::trunc);
+      out << f.text;
+      out.close();
+      if (!out) throw UserError(options.dir + ": error: cannot write " + f.path);
+      bytes += static_cast<int64_t>(f.text.size());
+    }
+    fs::path old = parent / ("." + stem + ".old." + std::to_string(::getpid()));
+    if (exists) fs::rename(dir, old);
+    fs::rename(tmp, dir);
+    if (exists) fs::remove_all(old, ec);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp, ec);
+    throw UserError(options.dir + ": error: cannot write the project (" + e.code().message() + ")");
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+EmitSummary emitProject(const Graph& graph, const CompileResult& compiled, const Platform& platform,
+                        const EmitOptions& options) {
+  if (options.layers < 1) throw UserError("stc emit: error: --layers must be at least 1");
+  ProjectWriter writer(graph, compiled, platform, options);
+  std::vector<ProjectFile> files = writer.files();
+  EmitSummary s;
+  s.tops = writer.tops();
+  s.files = static_cast<int>(files.size());
+  s.bytes = writeAtomically(files, options);
+  return s;
+}
+
+}  // namespace stc

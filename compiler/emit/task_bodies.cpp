@@ -1,0 +1,555 @@
+// Task bodies in HLS C++. Every stream carries f32 tokens `Tok<N>` (N elements, row-major over the
+// token's element shape); a token's place in its tensor follows from its itensor type, so every task
+// is a loop nest over its stream orders:
+//
+//   DMA read     for each token of `order`: N elements from HBM (packed buffers in stream order, tensors
+//                of earlier groups row-major); 512-bit tokens collect 16 elements
+//   DMA write    for each token of the producer's order: its elements to their row-major addresses
+//   converter    .w: per iteration of the shared loops, fill a block (hls::stream_of_blocks, the
+//                ping-pong buffer) in the source order; .r: stream the block in the consumer's order
+//   kernels      the op, token by token: elementwise (with broadcasts), matmul (a row tile of A times a
+//                [Tk, Tn] tile of W, accumulated over k), row ops in two passes (.stats then .apply),
+//                reductions, copies (move, transpose, slice), concat (a buffer), rope (a row buffer:
+//                an output element needs its partner in the other half of the row)
+#include "compiler/emit/task_bodies.h"
+
+#include <algorithm>
+
+#include "compiler/ir/diagnostics.h"
+
+namespace stc::emit {
+
+namespace {
+
+std::string tok(int64_t n) { return "Tok<" + std::to_string(n) + ">"; }
+
+void pipeline(Code& c, int64_t ii) { c.line("#pragma HLS PIPELINE II=" + std::to_string(ii)); }
+
+// `for (int e = 0; e < n; ++e)` unrolled.
+void openElements(Code& c, const std::string& var, int64_t n) {
+  c.open("for (int " + var + " = 0; " + var + " < " + std::to_string(n) + "; ++" + var + ")");
+  c.line("#pragma HLS UNROLL");
+}
+
+// Reads a kernel port's token into `var`: from one FIFO, or reassembled from its stripes.
+void readPort(const EmitContext& ctx, Code& c, const std::string& var, int64_t elements,
+              const std::vector<std::string>& fifos) {
+  if (fifos.size() == 1) {
+    c.line(tok(elements) + " " + var + " = " + ctx.fifoVar(fifos[0]) + ".read();");
+    return;
+  }
+  c.line(tok(elements) + " " + var + ";");
+  int64_t part = elements / static_cast<int64_t>(fifos.size());
+  for (size_t s = 0; s < fifos.size(); ++s) {
+    c.open("");
+    c.line(tok(part) + " part = " + ctx.fifoVar(fifos[s]) + ".read();");
+    openElements(c, "j", part);
+    c.line(var + ".v[" + std::to_string(static_cast<int64_t>(s) * part) + " + j] = part.v[j];");
+    c.close().close();
+  }
+}
+
+void writePort(const EmitContext& ctx, Code& c, const std::string& var, const std::vector<std::string>& fifos) {
+  for (const auto& f : fifos) c.line(ctx.fifoVar(f) + ".write(" + var + ");");
+}
+
+std::string floatLiteral(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9gf", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
+  return s;
+}
+
+double attrNumber(const Op& op, const std::string& name, double fallback) {
+  auto it = op.attrs.find(name);
+  if (it == op.attrs.end()) return fallback;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&it->second)) return *d;
+  return fallback;
+}
+
+class KernelBody {
+ public:
+  KernelBody(const EmitContext& ctx, const Task& task, const TaskRole& role, Code& c)
+      : ctx_(ctx), task_(task), role_(role), c_(c),
+        kernel_(ctx.compiled->kernels.kernels[static_cast<size_t>(role.kernel)]),
+        op_(ctx.graph->ops[static_cast<size_t>(kernel_.opIndex)]) {}
+
+  void emit() {
+    const std::string& k = kernel_.op;
+    auto dot = k.find('.');
+    std::string base = k.substr(0, dot), pass = dot == std::string::npos ? "" : k.substr(dot + 1);
+    if (k == "matmul" || k == "linear") return matmul();
+    if (pass == "stats") return rowStats(base);
+    if (pass == "apply") return rowApply(base);
+    if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") return reduce();
+    if (k == "concat") return concat();
+    if (k == "rope") return rope();
+    if (k == "move" || k == "transpose" || k == "slice" || k == "add" || k == "sub" || k == "mul" || k == "div" ||
+        k == "gelu" || k == "silu" || k == "exp" || k == "tanh")
+      return elementwise();
+    throw UserError(formatError(op_.loc, "unsupported: HLS emission of op '" + op_.name + "' (" + op_.op + ")"));
+  }
+
+ private:
+  const KernelPort& port(size_t ph, size_t p) const { return kernel_.phases[ph].ports[p]; }
+  const std::vector<std::string>& fifos(size_t ph, size_t p) const { return role_.portFifos[ph][p]; }
+  int64_t ii(size_t ph) const { return task_.phases[ph].ii; }
+  const TensorInfo& info(const std::string& tensor) const { return ctx_.compiled->kernels.tensors.at(tensor); }
+  void read(size_t ph, size_t p, const std::string& var) {
+    readPort(ctx_, c_, var, tokenElements(port(ph, p).order), fifos(ph, p));
+  }
+  void write(size_t ph, size_t p, const std::string& var) { writePort(ctx_, c_, var, fifos(ph, p)); }
+  size_t outPort(size_t ph) const {
+    const auto& ports = kernel_.phases[ph].ports;
+    for (size_t p = 0; p < ports.size(); ++p)
+      if (ports[p].out) return p;
+    throw UserError(formatError(op_.loc, "internal: kernel '" + kernel_.name + "' has no output"));
+  }
+  // Opens the phase's loops 0..n-1 and closes all of them with close(n).
+  void loops(size_t ph, int from, int to) { openLoops(c_, kernel_.phases[ph].trip, "i", from, to, identifier(kernel_.name)); }
+  void closeLoops(int n) {
+    for (int i = 0; i < n; ++i) c_.close();
+  }
+  int numLoops(size_t ph) const { return static_cast<int>(kernel_.phases[ph].trip.size()); }
+
+  // One output token per iteration from one token of each input (broadcast inputs re-read through their
+  // own orders); copies read the permuted or offset order and keep the element order.
+  void elementwise() {
+    size_t out = outPort(0);
+    int n = numLoops(0);
+    loops(0, 0, n);
+    pipeline(c_, ii(0));
+    std::vector<std::string> args;
+    for (size_t p = 0; p < kernel_.phases[0].ports.size(); ++p) {
+      if (p == out) continue;
+      std::string var = "in" + std::to_string(p);
+      read(0, p, var);
+      bool copy = kernel_.op == "move" || kernel_.op == "transpose" || kernel_.op == "slice";
+      args.push_back(var + ".v[" + (copy ? "e" : broadcastIndex(port(0, out).order.element, port(0, p).order.element, "e")) + "]");
+    }
+    int64_t elems = tokenElements(port(0, out).order);
+    c_.line(tok(elems) + " out;");
+    openElements(c_, "e", elems);
+    c_.line("out.v[e] = " + apply(args) + ";");
+    c_.close();
+    write(0, out, "out");
+    closeLoops(n);
+  }
+
+  std::string apply(const std::vector<std::string>& a) const {
+    const std::string& k = kernel_.op;
+    if (k == "add") return a[0] + " + " + a[1];
+    if (k == "sub") return a[0] + " - " + a[1];
+    if (k == "mul") return a[0] + " * " + a[1];
+    if (k == "div") return a[0] + " / " + a[1];
+    if (k == "exp") return "std::exp(" + a[0] + ")";
+    if (k == "tanh") return "std::tanh(" + a[0] + ")";
+    if (k == "silu") return "st_silu(" + a[0] + ")";
+    if (k == "gelu") {
+      auto it = op_.attrs.find("approximate");
+      bool tanhForm = it != op_.attrs.end() && std::holds_alternative<std::string>(it->second) &&
+                      std::get<std::string>(it->second) == "tanh";
+      return (tanhForm ? "st_gelu_tanh(" : "st_gelu(") + a[0] + ")";
+    }
+    return a[0];  // move, transpose, slice
+  }
+
+  // Loops (batch.., m|n, n|m, k): A [.., Tk] and W [Tk, Tn] tiles every iteration, accumulated over k;
+  // the bias and the output once per (batch.., m, n).
+  void matmul() {
+    int n = numLoops(0);
+    size_t out = outPort(0);
+    bool transposeB = attrNumber(op_, "transpose_b", 0) != 0;
+    const auto& we = port(0, 1).order.element;
+    int64_t Tk = transposeB ? we.back() : we[we.size() - 2];
+    int64_t Tn = transposeB ? we[we.size() - 2] : we.back();
+    bool bias = kernel_.phases[0].ports.size() == 4;
+    loops(0, 0, n - 1);
+    c_.line("float acc[" + std::to_string(Tn) + "];");
+    c_.line("#pragma HLS ARRAY_PARTITION variable=acc complete");
+    openElements(c_, "n", Tn);
+    c_.line("acc[n] = 0.0f;");
+    c_.close();
+    if (bias) read(0, 2, "bias");
+    loops(0, n - 1, n);
+    pipeline(c_, ii(0));
+    read(0, 0, "a");
+    read(0, 1, "w");
+    openElements(c_, "n", Tn);
+    c_.line("float sum = 0.0f;");
+    openElements(c_, "k", Tk);
+    c_.line(std::string("sum += a.v[k] * w.v[") + (transposeB ? "n * " + std::to_string(Tk) + " + k" : "k * " + std::to_string(Tn) + " + n") + "];");
+    c_.close();
+    c_.line("acc[n] += sum;");
+    c_.close();
+    c_.close();  // k loop
+    c_.line(tok(Tn) + " out;");
+    openElements(c_, "n", Tn);
+    c_.line(std::string("out.v[n] = acc[n]") + (bias ? " + bias.v[n]" : "") + ";");
+    c_.close();
+    write(0, out, "out");
+    closeLoops(n - 1);
+  }
+
+  std::string rowLength(size_t ph, size_t p) const {
+    const StreamOrder& o = port(ph, p).order;
+    return cxx(o.trips.back()) + " * " + std::to_string(o.element.back());
+  }
+
+  // Row statistics in one pass: softmax keeps a running maximum and rescales the running sum of
+  // exponentials (online softmax); layernorm sums and sums of squares; rmsnorm the sum of squares.
+  void rowStats(const std::string& base) {
+    int n = numLoops(0);
+    int64_t T = tokenElements(port(0, 0).order);
+    loops(0, 0, n - 1);
+    if (base == "softmax") c_.line("float m = -INFINITY, sum = 0.0f;");
+    else c_.line("float s1 = 0.0f, s2 = 0.0f;");
+    loops(0, n - 1, n);
+    pipeline(c_, ii(0));
+    read(0, 0, "x");
+    c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
+    c_.line("float v = x.v[e];");
+    if (base == "softmax") {
+      c_.line("float mx = v > m ? v : m;");
+      c_.line("sum = sum * std::exp(m - mx) + std::exp(v - mx);");
+      c_.line("m = mx;");
+    } else {
+      if (base == "layernorm") c_.line("s1 += v;");
+      c_.line("s2 += v * v;");
+    }
+    c_.close();
+    c_.close();
+    c_.line("const float D = " + rowLength(0, 0) + ";");
+    c_.line("Tok<2> stats;");
+    if (base == "softmax") {
+      c_.line("(void)D;");
+      c_.line("stats.v[0] = m;");
+      c_.line("stats.v[1] = sum;");
+    } else if (base == "layernorm") {
+      c_.line("stats.v[0] = s1 / D;");
+      c_.line("stats.v[1] = s2 / D - stats.v[0] * stats.v[0];");
+    } else {
+      c_.line("stats.v[0] = s2 / D;");
+      c_.line("stats.v[1] = 0.0f;");
+    }
+    write(0, 1, "stats");
+    closeLoops(n - 1);
+  }
+
+  void rowApply(const std::string& base) {
+    int n = numLoops(0);
+    size_t out = outPort(0);
+    double eps = attrNumber(op_, "eps", base == "rmsnorm" ? 1e-6 : 1e-5);
+    loops(0, 0, n - 1);
+    read(0, 0, "stats");
+    if (base == "softmax") c_.line("const float inv = 1.0f / stats.v[1];");
+    else if (base == "layernorm") c_.line("const float inv = 1.0f / std::sqrt(stats.v[1] + " + floatLiteral(eps) + ");");
+    else c_.line("const float inv = 1.0f / std::sqrt(stats.v[0] + " + floatLiteral(eps) + ");");
+    loops(0, n - 1, n);
+    pipeline(c_, ii(0));
+    read(0, 1, "x");
+    std::vector<std::string> extra;
+    for (size_t p = 2; p < kernel_.phases[0].ports.size(); ++p) {
+      if (p == out) continue;
+      std::string var = "in" + std::to_string(p);
+      read(0, p, var);
+      extra.push_back(var + ".v[" + broadcastIndex(port(0, out).order.element, port(0, p).order.element, "e") + "]");
+    }
+    int64_t T = tokenElements(port(0, out).order);
+    c_.line(tok(T) + " out;");
+    openElements(c_, "e", T);
+    std::string v;
+    if (base == "softmax") v = "std::exp(x.v[e] - stats.v[0]) * inv";
+    else if (base == "layernorm") v = "(x.v[e] - stats.v[0]) * inv";
+    else v = "x.v[e] * inv";
+    if (base != "softmax") {
+      if (!extra.empty()) v = "(" + v + ") * " + extra[0];
+      if (extra.size() > 1) v += " + " + extra[1];
+    }
+    c_.line("out.v[e] = " + v + ";");
+    c_.close();
+    write(0, out, "out");
+    c_.close();
+    closeLoops(n - 1);
+  }
+
+  void reduce() {
+    int n = numLoops(0);
+    bool max = kernel_.op == "reduce_max";
+    int64_t T = tokenElements(port(0, 0).order);
+    loops(0, 0, n - 1);
+    c_.line(std::string("float acc = ") + (max ? "-INFINITY" : "0.0f") + ";");
+    loops(0, n - 1, n);
+    pipeline(c_, ii(0));
+    read(0, 0, "x");
+    c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
+    c_.line(max ? "acc = x.v[e] > acc ? x.v[e] : acc;" : "acc += x.v[e];");
+    c_.close();
+    c_.close();
+    c_.line("Tok<1> out;");
+    c_.line(kernel_.op == "reduce_mean" ? "out.v[0] = acc / (" + rowLength(0, 0) + ");" : "out.v[0] = acc;");
+    write(0, 1, "out");
+    closeLoops(n - 1);
+  }
+
+  // Each input phase stores its tokens at their place in the output (a buffer of the whole output);
+  // the last phase streams the output.
+  void concat() {
+    const TensorInfo& outT = info(op_.output);
+    int64_t rank = static_cast<int64_t>(outT.shape.size());
+    int64_t axis = static_cast<int64_t>(attrNumber(op_, "axis", 0));
+    if (axis < 0) axis += rank;
+    int64_t capacity = 1;
+    for (const Expr& d : outT.shape) capacity *= d.eval(ctx_.compiled->options.maxima);
+    c_.line("static float buf[" + std::to_string(capacity) + "];");
+    std::string offset = "0";
+    for (size_t i = 0; i + 1 < kernel_.phases.size(); ++i) {
+      const TensorInfo& inT = info(op_.inputs[i]);
+      const KernelPort& p = port(i, 0);
+      int n = numLoops(i);
+      loops(i, 0, n);
+      pipeline(c_, ii(i));
+      read(i, 0, "x");
+      openElements(c_, "e", tokenElements(p.order));
+      c_.line("const long lin = " + elementIndex(info(p.tensor), p.order, "i", "e") + ";");
+      std::vector<std::string> coords;
+      for (size_t d = 0; d < inT.shape.size(); ++d) {
+        std::vector<Expr> inner(inT.shape.begin() + static_cast<std::ptrdiff_t>(d) + 1, inT.shape.end());
+        std::string c = "(lin / (" + cxxProduct(inner) + ")) % " + cxx(inT.shape[d]);
+        if (static_cast<int64_t>(d) == axis && offset != "0") c = "(" + c + ") + " + offset;
+        coords.push_back(c);
+      }
+      c_.line("buf[" + rowMajor(outT.shape, coords) + "] = x.v[e];");
+      c_.close();
+      closeLoops(n);
+      offset = offset == "0" ? cxx(inT.shape[static_cast<size_t>(axis)]) : offset + " + " + cxx(inT.shape[static_cast<size_t>(axis)]);
+    }
+    size_t last = kernel_.phases.size() - 1;
+    const KernelPort& o = port(last, 0);
+    int n = numLoops(last);
+    loops(last, 0, n);
+    pipeline(c_, ii(last));
+    int64_t T = tokenElements(o.order);
+    c_.line(tok(T) + " out;");
+    openElements(c_, "e", T);
+    c_.line("out.v[e] = buf[" + elementIndex(outT, o.order, "i", "e") + "];");
+    c_.close();
+    write(last, 0, "out");
+    closeLoops(n);
+  }
+
+  // Rotates the two halves of each row by angle pos * 10000^(-2i/D), pos the row's index along the
+  // dimension before the last; a row is buffered because an element's partner is half a row away.
+  void rope() {
+    const TensorInfo& inT = info(op_.inputs[0]);
+    if (!inT.shape.back().isConstant())
+      throw UserError(formatError(op_.loc, "unsupported: HLS emission of rope '" + op_.name + "' over a symbolic row length"));
+    int64_t D = inT.shape.back().eval();
+    std::string positions = inT.shape.size() >= 2 ? cxx(inT.shape[inT.shape.size() - 2]) : "1";
+    const StreamOrder& o = port(0, 0).order;
+    int n = numLoops(0);
+    int64_t T = tokenElements(o);
+    loops(0, 0, n - 1);
+    std::vector<Expr> rowTrips(o.trips.begin(), o.trips.end() - 1);
+    std::vector<std::string> rowVars;
+    for (int k = 0; k + 1 < n; ++k) rowVars.push_back("i" + std::to_string(k));
+    c_.line("const int pos = (" + rowMajor(rowTrips, rowVars) + ") % " + positions + ";");
+    c_.line("float row[" + std::to_string(D) + "];");
+    std::string label = identifier(kernel_.name);
+    std::string tiles = cxx(o.trips.back());
+    c_.open(label + "_load: for (int t = 0; t < " + tiles + "; ++t)");
+    pipeline(c_, ii(0));
+    read(0, 0, "x");
+    openElements(c_, "e", T);
+    c_.line("row[t * " + std::to_string(T) + " + e] = x.v[e];");
+    c_.close().close();
+    c_.open(label + "_rotate: for (int t = 0; t < " + tiles + "; ++t)");
+    pipeline(c_, ii(0));
+    c_.line(tok(T) + " out;");
+    openElements(c_, "e", T);
+    c_.line("const int j = t * " + std::to_string(T) + " + e, h = " + std::to_string(D / 2) + ", i = j % h;");
+    c_.line("const float angle = pos * std::pow(10000.0f, -2.0f * i / " + std::to_string(D) + ".0f);");
+    c_.line("const float c = std::cos(angle), s = std::sin(angle);");
+    c_.line("out.v[e] = j < h ? row[j] * c - row[j + h] * s : row[j] * c + row[j - h] * s;");
+    c_.close();
+    write(0, outPort(0), "out");
+    c_.close();
+    closeLoops(n - 1);
+  }
+
+  const EmitContext& ctx_;
+  const Task& task_;
+  const TaskRole& role_;
+  Code& c_;
+  const Kernel& kernel_;
+  const Op& op_;
+};
+
+std::string firstPort(const Task& task, PortDir dir) {
+  const auto& ports = task.isDma() ? task.dmaPorts : task.phases.at(0).ports;
+  for (const Port& p : ports)
+    if (p.dir == dir) return p.fifo;
+  throw UserError("internal: task '" + task.name + "' has no port of that direction");
+}
+
+// Element j of the narrow token at running count t, placed in or taken from the 512-bit token `wide`.
+void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
+  const StreamOrder& o = role.order;
+  int64_t E = tokenElements(o), part = E / role.stripes;
+  std::string out = ctx.fifoVar(firstPort(task, PortDir::kOut));
+  const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
+  c.line("long t = 0;");
+  if (role.ratio > 1) c.line("Tok<16> wide;");
+  int n = static_cast<int>(o.trips.size());
+  openLoops(c, o, "i", 0, n, identifier(task.name));
+  pipeline(c, 1);
+  c.line(tok(part) + " tok;");
+  openElements(c, "j", part);
+  std::string elem = role.stripes > 1 ? std::to_string(role.stripe * part) + " + j" : "j";
+  c.line("tok.v[j] = " + mem + "[" + (role.packed ? "t * " + std::to_string(part) + " + j" : elementIndex(t, o, "i", elem)) + "];");
+  c.close();
+  if (role.ratio > 1) {
+    openElements(c, "j", part);
+    c.line("wide.v[(t % " + std::to_string(role.ratio) + ") * " + std::to_string(part) + " + j] = tok.v[j];");
+    c.close();
+    c.line("if (t % " + std::to_string(role.ratio) + " == " + std::to_string(role.ratio - 1) + ") " + out + ".write(wide);");
+  } else {
+    c.line(out + ".write(tok);");
+  }
+  c.line("++t;");
+  for (int k = 0; k < n; ++k) c.close();
+}
+
+void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
+  const StreamOrder& o = role.order;
+  int64_t E = tokenElements(o);
+  std::string in = ctx.fifoVar(firstPort(task, PortDir::kIn));
+  const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
+  c.line("long t = 0;");
+  if (role.ratio > 1) c.line("Tok<16> wide;");
+  int n = static_cast<int>(o.trips.size());
+  openLoops(c, o, "i", 0, n, identifier(task.name));
+  pipeline(c, 1);
+  if (role.ratio > 1) {
+    c.line("if (t % " + std::to_string(role.ratio) + " == 0) wide = " + in + ".read();");
+    c.line(tok(E) + " tok;");
+    openElements(c, "j", E);
+    c.line("tok.v[j] = wide.v[(t % " + std::to_string(role.ratio) + ") * " + std::to_string(E) + " + j];");
+    c.close();
+  } else {
+    c.line(tok(E) + " tok = " + in + ".read();");
+  }
+  openElements(c, "j", E);
+  c.line(mem + "[" + elementIndex(t, o, "i", "j") + "] = tok.v[j];");
+  c.close();
+  c.line("++t;");
+  for (int k = 0; k < n; ++k) c.close();
+}
+
+// Split: one 512-bit token into `ratio` narrow ones; pack: the reverse.
+void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Code& c) {
+  const Phase& ph = task.phases.at(0);
+  std::string in = firstPort(task, PortDir::kIn), out = firstPort(task, PortDir::kOut);
+  bool split = role.kind == TaskRole::kSplit;
+  int64_t narrow = ctx.elements(split ? out : in), r = role.ratio;
+  std::string label = identifier(task.name);
+  c.open(label + "_wide: for (long w = 0; w < " + cxx(ph.trip[0]) + "; ++w)");
+  c.line("Tok<16> wide;");
+  if (split) c.line("wide = " + ctx.fifoVar(in) + ".read();");
+  c.open(label + "_narrow: for (int q = 0; q < " + std::to_string(r) + "; ++q)");
+  pipeline(c, ph.ii);
+  c.line(tok(narrow) + " tok;");
+  if (!split) c.line("tok = " + ctx.fifoVar(in) + ".read();");
+  openElements(c, "j", narrow);
+  c.line(split ? "tok.v[j] = wide.v[q * " + std::to_string(narrow) + " + j];"
+               : "wide.v[q * " + std::to_string(narrow) + " + j] = tok.v[j];");
+  c.close();
+  if (split) c.line(ctx.fifoVar(out) + ".write(tok);");
+  c.close();
+  if (!split) c.line(ctx.fifoVar(out) + ".write(wide);");
+  c.close();
+}
+
+// The offset of an element within its converter region: its data coordinates without the shared loops'
+// part, row-major over the region shape.
+std::string regionIndex(const TaskRole& role, const StreamOrder& order, const std::string& elem) {
+  StreamOrder local = order;
+  std::vector<AffineExpr> results = local.map.results();
+  for (auto& r : results)
+    for (int k = 0; k < role.sharedLoops; ++k) r.coeffs[static_cast<size_t>(k)] = 0;
+  local.map = AffineMap(local.map.numDims(), results);
+  std::vector<Expr> shape;
+  for (int64_t d : role.region) shape.emplace_back(d);
+  std::vector<std::string> coords;
+  for (int d = 0; d < local.map.numResults(); ++d) coords.push_back(dataCoord(local, d, "i", elem));
+  return rowMajor(shape, coords);
+}
+
+void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, Code& c) {
+  bool writer = role.kind == TaskRole::kConverterWrite;
+  const StreamOrder& o = writer ? role.order : role.target;
+  std::string region = writer ? firstPort(task, PortDir::kOut) : firstPort(task, PortDir::kIn);
+  std::string label = identifier(task.name);
+  int n = static_cast<int>(o.trips.size());
+  openLoops(c, o, "i", 0, role.sharedLoops, label);
+  c.open("");
+  c.line(std::string(writer ? "hls::write_lock<" : "hls::read_lock<") + ctx.blockType(region) + "> block(" +
+         ctx.fifoVar(region) + ");");
+  openLoops(c, o, "i", role.sharedLoops, n, label);
+  pipeline(c, task.phases.at(0).ii);
+  int64_t E = tokenElements(o);
+  if (writer) {
+    c.line(tok(E) + " tok = " + ctx.fifoVar(firstPort(task, PortDir::kIn)) + ".read();");
+    openElements(c, "e", E);
+    c.line("block[" + regionIndex(role, o, "e") + "] = tok.v[e];");
+    c.close();
+  } else {
+    c.line(tok(E) + " tok;");
+    openElements(c, "e", E);
+    c.line("tok.v[e] = block[" + regionIndex(role, o, "e") + "];");
+    c.close();
+    for (const Port& p : task.phases.at(0).ports)
+      if (p.dir == PortDir::kOut) c.line(ctx.fifoVar(p.fifo) + ".write(tok);");
+  }
+  for (int k = role.sharedLoops; k < n; ++k) c.close();
+  c.close();
+  for (int k = 0; k < role.sharedLoops; ++k) c.close();
+}
+
+}  // namespace
+
+int64_t regionElements(const TaskRole& role) {
+  int64_t n = 1;
+  for (int64_t d : role.region) n *= d;
+  return n;
+}
+
+void emitTaskBody(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& memory,
+                  Code& code) {
+  switch (role.kind) {
+    case TaskRole::kKernel:
+      KernelBody(ctx, task, role, code).emit();
+      return;
+    case TaskRole::kLoad:
+      dmaLoad(ctx, task, role, memory, code);
+      return;
+    case TaskRole::kStore:
+      dmaStore(ctx, task, role, memory, code);
+      return;
+    case TaskRole::kSplit:
+    case TaskRole::kPack:
+      adapter(ctx, task, role, code);
+      return;
+    case TaskRole::kConverterWrite:
+    case TaskRole::kConverterRead:
+      converter(ctx, task, role, code);
+      return;
+    case TaskRole::kGather:
+      throw UserError("unsupported: HLS emission of the embedding lookup '" + task.name +
+                      "' (table rows gathered by token id)");
+  }
+}
+
+}  // namespace stc::emit

@@ -1,0 +1,178 @@
+// stc emit MODEL -o DIR and stc run MODEL -o DIR: the flow that ends in a Vitis HLS project.
+//
+//   load the graph (YAML graph, ONNX, or an LLM model file: its decode layer, chained over its layers)
+//   -> compile -> simulate with unbounded FIFOs -> size the FIFOs (LP) -> simulate again to verify
+//   -> emit (compiler/emit). `run` prints each stage's figures; `emit` prints what it wrote.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "compiler/emit/emit.h"
+#include "compiler/frontend/model_builder.h"
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/ir/model_spec.h"
+#include "compiler/ir/yaml_io.h"
+#include "compiler/sizing/fifo_sizing.h"
+#include "tools/stc/commands.h"
+
+namespace stc::cli {
+
+namespace {
+
+struct EmitArgs {
+  NetworkInput input;
+  EmitOptions emit;
+  int layers = 0;  // 0: the model's layer count (1 for a graph)
+  bool verbose = false;
+};
+
+struct Loaded {
+  Graph graph;
+  int layers = 1;
+  std::string quant = "none";  // what the model or settings ask for
+};
+
+Loaded loadGraph(const EmitArgs& a, const std::string& command) {
+  Loaded l;
+  const std::string& path = a.input.path;
+  if (isOnnxPath(path)) {
+    l.graph = importOnnx(path);
+  } else {
+    std::string text = readTextFile(path);
+    switch (detectFileKind(text, path)) {
+      case FileKind::kGraph:
+        l.graph = parseGraph(text, path);
+        break;
+      case FileKind::kModel: {
+        ModelSpec model = parseModel(text, path);
+        l.graph = buildDecodeLayer(model);
+        l.graph.name = model.name;
+        l.layers = model.layers;
+        l.quant = model.quant;
+        break;
+      }
+      case FileKind::kNetwork:
+        throw UserError(path + ": error: " + command +
+                        " needs what the kernels compute, and a network file holds their timing only: pass the graph, "
+                        "ONNX or model file it was compiled from (emission sizes the FIFOs on the way)");
+      default:
+        throw UserError(path + ": error: expected a graph, model or ONNX file");
+    }
+  }
+  if (a.layers > 0) l.layers = a.layers;
+  return l;
+}
+
+void progress(bool on, const std::string& text) {
+  if (!on) return;
+  std::cout << text << std::flush;
+}
+
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+int emitCommand(const EmitArgs& a, const std::string& command) {
+  auto begin = std::chrono::steady_clock::now();
+  bool v = a.verbose;
+  Platform platform = a.input.loadPlatformArg();
+  Loaded loaded = loadGraph(a, command);
+  std::vector<std::string> settings = a.input.settings;
+  for (const auto& s : settings)
+    if (s.rfind("quant=", 0) == 0) loaded.quant = s.substr(6);
+  settings.push_back("quant=none");
+  if (loaded.quant != "none")
+    std::cerr << command << ": note: quant " << loaded.quant
+              << " has no functional emission yet; the project computes in f32 (compiled with quant=none)\n";
+  CompileOptions options = parseCompileOptions(settings, platform);
+
+  progress(v, "[1/5] compile   ");
+  CompileResult compiled = compileGraph(loaded.graph, platform, options);
+  const CompileReport& r = compiled.report;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); DSP %lld/%lld BRAM_18K %lld/%lld URAM %lld/%lld (%s); %.2f ms\n",
+                r.kernels, r.converters, r.dmas, r.fifos, r.groups, static_cast<long long>(r.resources.dsp),
+                static_cast<long long>(platform.resources.dsp), static_cast<long long>(r.resources.bram18k),
+                static_cast<long long>(platform.resources.bram18k), static_cast<long long>(r.resources.uram),
+                static_cast<long long>(platform.resources.uram), r.fits ? "fits" : "DOES NOT FIT", r.compileSeconds * 1e3);
+  progress(v, line);
+
+  Bindings bindings = parseSymbolBindings(command, a.input.ctx, a.input.binds);
+  for (const auto& s : compiled.network.symbols())
+    if (!bindings.count(s)) bindings[s] = std::min<int64_t>(16, compiled.options.maxima.at(s));
+  sizing::SizingOptions sizingOptions;
+  sizingOptions.platform = platform;
+  sizingOptions.bindings = bindings;
+  progress(v, "[2/5] simulate  (unbounded FIFOs) ...\r");
+  Network sized;
+  sizing::SizingResult s = sizing::sizeFifos(compiled.network, sizingOptions, sized);
+  if (s.trueDeadlock) {
+    std::cerr << command << ": the network deadlocks even with unbounded FIFOs; nothing was written\n";
+    return 3;
+  }
+  double mhz = platform.kernelClockMhz;
+  std::snprintf(line, sizeof line, "[2/5] simulate  %lld cycles (%.2f us at %g MHz) with unbounded FIFOs\n",
+                static_cast<long long>(s.cyclesUnbounded), static_cast<double>(s.cyclesUnbounded) / mhz, mhz);
+  progress(v, line);
+  std::snprintf(line, sizeof line,
+                "[3/5] size      %zu FIFOs: %lld bits (at maximum occupancy %lld, holding every token %lld); LP %.1f ms\n",
+                s.fifos.size(), static_cast<long long>(s.totalBits), static_cast<long long>(s.baselineMaxOccupancyBits),
+                static_cast<long long>(s.baselineFullBits), s.lpSeconds * 1e3);
+  progress(v, line);
+  std::snprintf(line, sizeof line, "[4/5] verify    %lld cycles with the sized FIFOs (%+.2f%%), no deadlock; %d round(s)\n",
+                static_cast<long long>(s.cyclesSized),
+                s.cyclesUnbounded ? 100.0 * static_cast<double>(s.cyclesSized - s.cyclesUnbounded) / static_cast<double>(s.cyclesUnbounded) : 0.0,
+                s.rounds);
+  progress(v, line);
+  compiled.network = sized;
+
+  EmitOptions eo = a.emit;
+  eo.layers = loaded.layers;
+  eo.bindings = bindings;
+  progress(v, "[5/5] emit      ...\r");
+  EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
+  std::string tops;
+  for (const auto& t : e.tops) tops += (tops.empty() ? "" : ", ") + t;
+  std::snprintf(line, sizeof line, "%s%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
+                v ? "[5/5] emit      " : "", eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(),
+                eo.layers, seconds(begin));
+  std::cout << line;
+  if (!v)
+    std::printf("FIFOs sized: %zu, %lld bits; %lld cycles (unbounded %lld)\n", s.fifos.size(),
+                static_cast<long long>(s.totalBits), static_cast<long long>(s.cyclesSized),
+                static_cast<long long>(s.cyclesUnbounded));
+  std::cout << "next: make -C " << eo.dir << " csim\n";
+  return 0;
+}
+
+std::shared_ptr<EmitArgs> addOptions(CLI::App& app) {
+  auto a = std::make_shared<EmitArgs>();
+  a->input.addOptions(app);
+  app.add_option("-o,--output", a->emit.dir, "project folder to write")->required();
+  app.add_option("--inputs", a->emit.inputsFile, "graph inputs for the C simulation: raw little-endian f32, in order");
+  app.add_option("--seed", a->emit.seed, "seed of the random inputs and weights (default 1)");
+  app.add_option("--layers", a->layers, "layers the C simulation chains (default: the model's, 1 for a graph)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--rtol", a->emit.rtol, "relative tolerance of the C simulation's check (default 1e-3)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--atol", a->emit.atol, "absolute tolerance of the C simulation's check (default 1e-3)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_flag("--force", a->emit.force, "replace a non-empty project folder");
+  return a;
+}
+
+}  // namespace
+
+Runner addEmit(CLI::App& app) {
+  auto a = addOptions(app);
+  return [a]() { return emitCommand(*a, "stc emit"); };
+}
+
+Runner addRun(CLI::App& app) {
+  auto a = addOptions(app);
+  a->verbose = true;
+  return [a]() { return emitCommand(*a, "stc run"); };
+}
+
+}  // namespace stc::cli
