@@ -595,7 +595,7 @@ class ProjectWriter {
       given.resize(bytes.size() / sizeof(float));
       std::memcpy(given.data(), bytes.data(), bytes.size());
     }
-    Random rng(options_.seed);
+    Random rng(options_.seed), weightRng(options_.seed ^ 0x5745494748545331ULL);  // inputs, weights: two streams
     size_t givenPos = 0;
     int64_t total = 0;
     std::map<std::string, Tensor> values;
@@ -631,7 +631,7 @@ class ProjectWriter {
           // Weights of a layer scaled like a trained network's: matrices by 1/sqrt(fan-in), vectors near 1.
           double scale = v.shape.size() >= 2 ? 1.0 / std::sqrt(static_cast<double>(v.shape[v.shape.size() - 2])) : 0.5;
           double center = v.shape.size() >= 2 ? 0.0 : 1.0;
-          for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(center + scale * rng.uniform(-1, 1)));
+          for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(center + scale * weightRng.uniform(-1, 1)));
         }
         weights.insert(weights.end(), v.data.begin(), v.data.end());
         values[t.name] = std::move(v);

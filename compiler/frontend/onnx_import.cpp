@@ -544,6 +544,9 @@ class Importer {
       else if (d.op == "LayerNormalization") {
         d.op = "layernorm";
         d.inputs.resize(std::min<size_t>(d.inputs.size(), 3));
+        d.attrs.clear();
+        for (const auto& a : d.node->attribute())
+          if (a.name() == "epsilon") d.attrs["eps"] = static_cast<double>(a.f());
       }
     }
   }
@@ -600,6 +603,7 @@ class Importer {
       last = m2;
     }
     replace(nodes, last, "gelu", {x});
+    last->attrs["approximate"] = std::string("tanh");
   }
   // LayerNorm and RMSNorm, found from their Sqrt.
   void norm(Dyn& sqrt) {
@@ -643,7 +647,9 @@ class Importer {
         last = bias;
       }
     }
+    std::string eps = other(*add, mean2->output);
     replace(nodes, last, layer ? "layernorm" : "rmsnorm", inputs);
+    if (consts_.count(eps) && consts_.at(eps).v.size() == 1) last->attrs["eps"] = consts_.at(eps).v[0];
   }
   // Rotary embedding with rotate_half: x * cos + concat(-x[h:], x[:h]) * sin, cos and sin constant.
   void rope(Dyn& cat) {
@@ -716,6 +722,7 @@ class Importer {
     }
     if (auto it = direct.find(d.op); it != direct.end()) {
       op.op = it->second;
+      op.attrs = d.attrs;  // what pattern recognition found (gelu's approximation, a norm's eps)
       for (const auto& in : d.inputs)
         if (!in.empty()) op.inputs.push_back(operand(in, op.name));
     } else if (d.op == "Gemm") {

@@ -92,9 +92,9 @@ TEST(Cli, BadInputsExitOne) {
   o = stc("simulate --bogus");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(stc("frobnicate").code, 1);
-  o = stc("emit x.yaml -o y");
+  o = stc("emit /nonexistent.yaml -o y");
   EXPECT_EQ(o.code, 1);
-  EXPECT_NE(o.out.find("unsupported"), std::string::npos);
+  EXPECT_NE(o.out.find("/nonexistent.yaml"), std::string::npos);
 }
 
 // One 4 KiB burst of 64 tokens on channel 0: token k arrives at 26.675 + 64 (k + 1) / 57.5 cycles, the

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 
 #include "compiler/emit/emit.h"
 #include "compiler/frontend/model_builder.h"
@@ -37,6 +38,8 @@ Loaded loadGraph(const EmitArgs& a, const std::string& command) {
   const std::string& path = a.input.path;
   if (isOnnxPath(path)) {
     l.graph = importOnnx(path);
+    std::string stem = path.substr(path.find_last_of('/') + 1);  // exporters name every graph alike
+    l.graph.name = stem.substr(0, stem.size() - 5);
   } else {
     std::string text = readTextFile(path);
     switch (detectFileKind(text, path)) {
@@ -63,8 +66,12 @@ Loaded loadGraph(const EmitArgs& a, const std::string& command) {
   return l;
 }
 
+// A stage's result line; `pending` lines (a stage under way, ending in '\r') only on a terminal.
 void progress(bool on, const std::string& text) {
   if (!on) return;
+  bool pending = !text.empty() && text.back() == '\r';
+  static const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+  if (pending && !terminal) return;
   std::cout << text << std::flush;
 }
 
@@ -134,8 +141,9 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
   std::string tops;
   for (const auto& t : e.tops) tops += (tops.empty() ? "" : ", ") + t;
-  std::snprintf(line, sizeof line, "%s%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
-                v ? "[5/5] emit      " : "", eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(),
+  progress(v, "[5/5] emit      ");
+  std::snprintf(line, sizeof line, "%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
+                eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(),
                 eo.layers, seconds(begin));
   std::cout << line;
   if (!v)

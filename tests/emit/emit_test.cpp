@@ -1,0 +1,235 @@
+// HLS emission end to end, as a user runs it: `stc emit` writes a project, `make csim` builds it with g++
+// alone and compares the kernels' outputs with the reference interpreter's. The project text is checked
+// against the network that `stc compile` and `stc size-fifos` produce for the same graph.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "compiler/ir/network.h"
+#include "compiler/ir/yaml_io.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int code;
+  std::string out;
+};
+
+Outcome shell(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+Outcome stc(const std::string& args) { return shell(std::string(STC_BINARY) + " " + args); }
+
+std::string model(const std::string& rel) { return STC_SOURCE_DIR "/models/" + rel; }
+
+std::string fresh(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "emit_" + name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string sources(const std::string& dir) {
+  std::string all;
+  for (const auto& e : fs::directory_iterator(dir + "/src"))
+    if (e.path().extension() == ".cpp") all += readAll(e.path().string());
+  return all;
+}
+
+// Emits `input` and runs its C simulation; expects both to pass.
+void emitAndSimulate(const std::string& input, const std::string& name, const std::string& flags = "") {
+  std::string dir = fresh(name);
+  Outcome e = stc("emit " + input + " -o " + dir + " " + flags);
+  ASSERT_EQ(e.code, 0) << e.out;
+  Outcome m = shell("make -s -C " + dir + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
+  EXPECT_NE(m.out.find("csim: PASS"), std::string::npos) << m.out;
+  // The outputs the C simulation wrote are the expected ones, value for value within the tolerance.
+  std::string out = readAll(dir + "/data/outputs.bin"), expected = readAll(dir + "/data/expected.bin");
+  ASSERT_EQ(out.size(), expected.size());
+  ASSERT_GT(out.size(), 0u);
+}
+
+TEST(Emit, MatmulCsimMatchesTheReference) {
+  std::string path = ::testing::TempDir() + "matmul.yaml";
+  std::ofstream(path) << "graph: matmul\n"
+                         "inputs: [{name: a, shape: [3, 96], dtype: f32}]\n"
+                         "weights: [{name: w, shape: [96, 40], dtype: f32}]\n"
+                         "ops: [{name: mm, op: matmul, inputs: [a, w], output: y}]\n"
+                         "outputs: [y]\n";
+  emitAndSimulate(path, "matmul");
+}
+
+TEST(Emit, MlpCsimMatchesTheReference) { emitAndSimulate(model("graphs/mlp.yaml"), "mlp"); }
+
+TEST(Emit, LayernormAndSoftmaxRowsCsimMatchesTheReference) { emitAndSimulate(model("graphs/rows.yaml"), "rows"); }
+
+TEST(Emit, AttentionOverASymbolicCacheCsimMatchesTheReference) {
+  emitAndSimulate(model("graphs/attention_decode.yaml"), "attention", "--ctx 24");
+}
+
+TEST(Emit, TwoLayerTinyGpt2CsimMatchesTheReference) {
+  emitAndSimulate(model("gpt2-tiny.yaml"), "gpt2_tiny", "--ctx 8");
+  std::string readme = readAll(::testing::TempDir() + "emit_gpt2_tiny/README.md");
+  EXPECT_NE(readme.find("ctx = 8"), std::string::npos);
+  // Two layers: layer 1 reads layer 0's output; expected outputs hold both layers' y, k_new, v_new.
+  EXPECT_EQ(readAll(::testing::TempDir() + "emit_gpt2_tiny/data/expected.bin").size(), 2u * 3 * 64 * 4);
+}
+
+TEST(Emit, OnnxBlocksWithTheirOwnWeightsCsimMatchesTheReference) {
+  emitAndSimulate(model("onnx/gpt2_block.onnx"), "onnx_gpt2");
+  emitAndSimulate(model("onnx/llama_block.onnx"), "onnx_llama");
+  // The weights file holds the ONNX initializers, not random values: the first weight of the GPT-2 block
+  // is its first LayerNorm's scale, which torch initialises to ones.
+  std::string w = readAll(::testing::TempDir() + "emit_onnx_gpt2/data/weights.bin");
+  ASSERT_GE(w.size(), 4u);
+  float first;
+  std::memcpy(&first, w.data(), 4);
+  EXPECT_EQ(first, 1.0f);
+}
+
+// Every FIFO of the sized network is one stream with its depth, every DMA one sp= line on its channel.
+TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
+  std::string dir = fresh("text");
+  std::string net = ::testing::TempDir() + "text_net.yaml", sized = ::testing::TempDir() + "text_sized.yaml";
+  ASSERT_EQ(stc("emit " + model("graphs/attention_decode.yaml") + " --ctx 24 -o " + dir).code, 0);
+  ASSERT_EQ(stc("compile " + model("graphs/attention_decode.yaml") + " -o " + net).code, 0);
+  ASSERT_EQ(stc("size-fifos " + net + " --ctx 24 -o " + sized).code, 0);
+  stc::Network n = stc::parseNetwork(readAll(sized), sized);
+  std::string src = sources(dir), cfg = readAll(dir + "/connectivity.cfg");
+  int regions = 0, streams = 0, dmas = 0;
+  for (const stc::Fifo& f : n.fifos) {
+    std::string var = "s_";
+    for (char c : f.name) var += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (src.find("hls::stream_of_blocks<blk_" + var.substr(2) + ", " + std::to_string(f.depth) + "> " + var + ";") !=
+        std::string::npos) {
+      ++regions;
+      continue;
+    }
+    std::string pragma = "#pragma HLS STREAM variable=" + var + " depth=" + std::to_string(f.depth) + "\n";
+    EXPECT_NE(src.find(pragma), std::string::npos) << f.name << " depth " << f.depth;
+    ++streams;
+  }
+  EXPECT_GT(regions, 0);
+  size_t pragmas = 0;
+  for (size_t p = src.find("#pragma HLS STREAM"); p != std::string::npos; p = src.find("#pragma HLS STREAM", p + 1)) ++pragmas;
+  EXPECT_EQ(pragmas, static_cast<size_t>(streams));
+  for (const stc::Task& t : n.tasks) {
+    if (!t.isDma()) continue;
+    ++dmas;
+    std::string port;
+    for (char c : t.name) port += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    std::regex sp("sp=attention_decode_g0_1\\." + port + ":HBM\\[([0-9]+)(:[0-9]+)?\\]\\n");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(cfg, m, sp)) << t.name;
+    EXPECT_EQ(std::stoi(m[1].str()) , t.channel) << t.name;
+    EXPECT_NE(src.find("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port + " "), std::string::npos);
+  }
+  EXPECT_GT(dmas, 0);
+  EXPECT_NE(cfg.find("nk=attention_decode_g0:1:attention_decode_g0_1\n"), std::string::npos);
+  EXPECT_NE(src.find("#pragma HLS DATAFLOW"), std::string::npos);
+  EXPECT_NE(src.find("#pragma HLS INTERFACE s_axilite port=ctx"), std::string::npos);
+  std::string mk = readAll(dir + "/Makefile");
+  for (const char* target : {"\ncsim:", "\nhls:", "\nxclbin:", "\nhost:", "PLATFORM ?= xilinx_u55c_gen3x16_xdma_3_202210_1"})
+    EXPECT_NE(mk.find(target), std::string::npos) << target;
+  EXPECT_NE(readAll(dir + "/hls_config.cfg").find("part=xcu55c-fsvh2892-2L-e\n"), std::string::npos);
+  EXPECT_NE(readAll(dir + "/hls_config.cfg").find("clock=4ns\n"), std::string::npos);
+  std::string host = readAll(dir + "/host/host.cpp");
+  for (const char* api : {"xrt::device device(0)", "load_xclbin", "xrt::kernel", "group_id(", "XCL_BO_SYNC_BO_TO_DEVICE", ".wait()"})
+    EXPECT_NE(host.find(api), std::string::npos) << api;
+}
+
+// The C simulation is a real check: a wrong expected value makes `make csim` fail.
+TEST(Emit, CsimFailsWhenTheOutputsDiffer) {
+  std::string dir = fresh("mismatch");
+  ASSERT_EQ(stc("emit " + model("graphs/rows.yaml") + " -o " + dir).code, 0);
+  std::fstream f(dir + "/data/expected.bin", std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(4 * 100);
+  float wrong = 0.5f;
+  f.write(reinterpret_cast<const char*>(&wrong), 4);
+  f.close();
+  Outcome m = shell("make -s -C " + dir + " csim");
+  EXPECT_NE(m.code, 0);
+  EXPECT_NE(m.out.find("csim: FAIL: 1 of 2048 outputs differ"), std::string::npos) << m.out;
+}
+
+TEST(Emit, InputsFromAFileAndTheSameBytesEveryTime) {
+  std::string a = fresh("same_a"), b = fresh("same_b");
+  ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --seed 7 -o " + a).code, 0);
+  ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --seed 7 -o " + b + " --inputs " + a + "/data/inputs.bin").code, 0);
+  for (const char* f : {"src/mlp_g0.cpp", "src/layout.h", "csim/tb.cpp", "host/host.cpp", "connectivity.cfg",
+                        "data/inputs.bin", "data/weights.bin", "data/expected.bin", "Makefile"})
+    EXPECT_TRUE(readAll(a + "/" + f) == readAll(b + "/" + f)) << f;
+  std::string c = fresh("same_c");
+  ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --seed 8 -o " + c).code, 0);
+  EXPECT_FALSE(readAll(a + "/data/inputs.bin") == readAll(c + "/data/inputs.bin"));
+}
+
+TEST(Emit, RefusesAndExplains) {
+  std::string dir = fresh("refuse");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/keep.txt") << "mine";
+  Outcome o = stc("emit " + model("graphs/mlp.yaml") + " -o " + dir);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, dir + ": error: the folder is not empty (pass --force to replace it)\n");
+  EXPECT_TRUE(fs::exists(dir + "/keep.txt"));
+  o = stc("emit " + model("graphs/mlp.yaml") + " -o " + dir + " --force");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_FALSE(fs::exists(dir + "/keep.txt"));
+  EXPECT_TRUE(fs::exists(dir + "/Makefile"));
+
+  // An op without an HLS body: named, and nothing written.
+  std::string gone = fresh("unsupported");
+  o = stc("emit " + model("graphs/misc_ops.yaml") + " -o " + gone);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("unsupported: HLS emission of the embedding lookup 'load_table_rows'"), std::string::npos) << o.out;
+  EXPECT_FALSE(fs::exists(gone));
+  for (const auto& e : fs::directory_iterator(::testing::TempDir()))
+    EXPECT_EQ(e.path().filename().string().find(".emit_unsupported.tmp"), std::string::npos);
+
+  // A network file has timing only.
+  o = stc("emit " + model("networks/fork_join.yaml") + " -o " + gone);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("a network file holds their timing only"), std::string::npos) << o.out;
+
+  // Inputs of the wrong size.
+  std::string small = ::testing::TempDir() + "small.bin";
+  std::ofstream(small, std::ios::binary) << std::string(12, '\0');
+  o = stc("emit " + model("graphs/mlp.yaml") + " -o " + gone + " --inputs " + small);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, small + ": error: the inputs file holds 3 f32 values; the graph's inputs need 256\n");
+  EXPECT_FALSE(fs::exists(gone));
+}
+
+TEST(Emit, RunPrintsEveryStage) {
+  std::string dir = fresh("run");
+  Outcome o = stc("run " + model("graphs/mlp.yaml") + " -o " + dir);
+  ASSERT_EQ(o.code, 0) << o.out;
+  for (const char* stage : {"[1/5] compile", "[2/5] simulate", "[3/5] size", "[4/5] verify", "[5/5] emit"})
+    EXPECT_NE(o.out.find(stage), std::string::npos) << stage;
+  EXPECT_NE(o.out.find("no deadlock"), std::string::npos);
+}
+
+}  // namespace
