@@ -56,16 +56,18 @@ int64_t tokenElements(const StreamOrder& order) {
 }
 
 void openLoops(Code& code, const StreamOrder& order, const std::string& prefix, int from, int to,
-               const std::string& label) {
-  openLoops(code, order.trips, prefix, from, to, label);
+               const std::string& label, const Bindings* maxima) {
+  openLoops(code, order.trips, prefix, from, to, label, maxima);
 }
 
 void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& prefix, int from, int to,
-               const std::string& label) {
+               const std::string& label, const Bindings* maxima) {
   for (int k = from; k < to; ++k) {
     std::string v = prefix + std::to_string(k);
-    code.open(label + "_" + v + ": for (int " + v + " = 0; " + v + " < " + cxx(trips.at(static_cast<size_t>(k))) +
-              "; ++" + v + ")");
+    const Expr& trip = trips.at(static_cast<size_t>(k));
+    code.open(label + "_" + v + ": for (int " + v + " = 0; " + v + " < " + cxx(trip) + "; ++" + v + ")");
+    if (maxima && !trip.isConstant())
+      code.line("#pragma HLS LOOP_TRIPCOUNT min=1 max=" + std::to_string(trip.eval(*maxima)));
   }
 }
 

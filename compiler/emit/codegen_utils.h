@@ -38,11 +38,12 @@ std::string cxxProduct(const std::vector<Expr>& exprs);
 /// Elements of one token.
 int64_t tokenElements(const StreamOrder& order);
 
-/// Opens the loops of `order` from loop `from` to loop `to` (exclusive) with variables prefix+k.
+/// Opens the loops of `order` from loop `from` to loop `to` (exclusive) with variables prefix+k; with
+/// maxima, a loop over a symbolic count gets its LOOP_TRIPCOUNT for synthesis reports.
 void openLoops(Code& code, const StreamOrder& order, const std::string& prefix, int from, int to,
-               const std::string& label);
+               const std::string& label, const Bindings* maxima = nullptr);
 void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& prefix, int from, int to,
-               const std::string& label);
+               const std::string& label, const Bindings* maxima = nullptr);
 
 /// The data coordinate along dim d of element `elem` (a flat index within the token, an expression)
 /// of the token at loop variables prefix+k.

@@ -108,7 +108,7 @@ class KernelBody {
     throw UserError(formatError(op_.loc, "internal: kernel '" + kernel_.name + "' has no output"));
   }
   // Opens the phase's loops 0..n-1 and closes all of them with close(n).
-  void loops(size_t ph, int from, int to) { openLoops(c_, kernel_.phases[ph].trip, "i", from, to, identifier(kernel_.name)); }
+  void loops(size_t ph, int from, int to) { openLoops(c_, kernel_.phases[ph].trip, "i", from, to, identifier(kernel_.name), &ctx_.compiled->options.maxima); }
   void closeLoops(int n) {
     for (int i = 0; i < n; ++i) c_.close();
   }
@@ -403,7 +403,7 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   c.line("long t = 0;");
   if (role.ratio > 1) c.line("Tok<16> wide;");
   int n = static_cast<int>(o.trips.size());
-  openLoops(c, o, "i", 0, n, identifier(task.name));
+  openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
   pipeline(c, 1);
   c.line(tok(part) + " tok;");
   openElements(c, "j", part);
@@ -430,7 +430,7 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   c.line("long t = 0;");
   if (role.ratio > 1) c.line("Tok<16> wide;");
   int n = static_cast<int>(o.trips.size());
-  openLoops(c, o, "i", 0, n, identifier(task.name));
+  openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
   pipeline(c, 1);
   if (role.ratio > 1) {
     c.line("if (t % " + std::to_string(role.ratio) + " == 0) wide = " + in + ".read();");
@@ -493,11 +493,11 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   std::string region = writer ? firstPort(task, PortDir::kOut) : firstPort(task, PortDir::kIn);
   std::string label = identifier(task.name);
   int n = static_cast<int>(o.trips.size());
-  openLoops(c, o, "i", 0, role.sharedLoops, label);
+  openLoops(c, o, "i", 0, role.sharedLoops, label, &ctx.compiled->options.maxima);
   c.open("");
   c.line(std::string(writer ? "hls::write_lock<" : "hls::read_lock<") + ctx.blockType(region) + "> block(" +
          ctx.fifoVar(region) + ");");
-  openLoops(c, o, "i", role.sharedLoops, n, label);
+  openLoops(c, o, "i", role.sharedLoops, n, label, &ctx.compiled->options.maxima);
   pipeline(c, task.phases.at(0).ii);
   int64_t E = tokenElements(o);
   if (writer) {

@@ -81,6 +81,10 @@ struct Task {
 
 struct Network {
   std::string name;
+  /// The graph or ONNX file `stc compile` made it from, and its --set settings: what emission recompiles
+  /// to know what the kernels compute (timing alone does not say). Empty for a hand-written network.
+  std::string sourceFile;
+  std::vector<std::string> sourceSettings;
   std::vector<Fifo> fifos;
   std::vector<Task> tasks;
   SourceLoc loc;

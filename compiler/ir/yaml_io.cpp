@@ -158,10 +158,19 @@ Network parseNetwork(const std::string& text, const std::string& file) {
   Reader r(file);
   YAML::Node root = r.load(text);
   if (!root || !root.IsMap()) fail(r.loc(root), "a network file must be a mapping with 'network', 'fifos', 'tasks'");
-  r.onlyKeys(root, {"network", "fifos", "tasks"}, "a network");
+  r.onlyKeys(root, {"network", "source", "fifos", "tasks"}, "a network");
   Network net;
   net.loc = r.loc(root);
   net.name = r.str(r.required(root, "network", "a network file"), "network");
+  if (YAML::Node src = root["source"]) {
+    r.expectMap(src, "source");
+    r.onlyKeys(src, {"file", "settings"}, "a network's source");
+    net.sourceFile = r.str(r.required(src, "file", "a network's source"), "file");
+    if (YAML::Node settings = src["settings"]) {
+      r.expectSeq(settings, "settings");
+      for (const auto& s : settings) net.sourceSettings.push_back(r.str(s, "settings"));
+    }
+  }
   YAML::Node fifos = root["fifos"];
   if (fifos) {
     r.expectSeq(fifos, "fifos");
@@ -248,6 +257,16 @@ void emitPort(YAML::Emitter& out, const Port& p) {
 std::string emitNetwork(const Network& net) {
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "network" << YAML::Value << net.name;
+  if (!net.sourceFile.empty()) {
+    out << YAML::Key << "source" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "file" << YAML::Value
+        << net.sourceFile;
+    if (!net.sourceSettings.empty()) {
+      out << YAML::Key << "settings" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& s : net.sourceSettings) out << s;
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "fifos" << YAML::Value << YAML::BeginSeq;
   for (const auto& f : net.fifos) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << f.name << YAML::Key << "width"

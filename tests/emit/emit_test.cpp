@@ -161,6 +161,32 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
     EXPECT_NE(host.find(api), std::string::npos) << api;
 }
 
+// A network file from `stc compile` and `stc size-fifos`, with one depth then raised by hand, is emitted
+// with exactly its depths.
+TEST(Emit, ASizedNetworkFileKeepsItsDepths) {
+  std::string net = ::testing::TempDir() + "keep_net.yaml", sized = ::testing::TempDir() + "keep_sized.yaml";
+  ASSERT_EQ(stc("compile " + model("graphs/rows.yaml") + " -o " + net).code, 0);
+  ASSERT_EQ(stc("size-fifos " + net + " -o " + sized).code, 0);
+  stc::Network n = stc::parseNetwork(readAll(sized), sized);
+  ASSERT_FALSE(n.sourceFile.empty());
+  n.fifos.front().depth += 37;
+  std::ofstream(sized) << stc::emitNetwork(n);
+  std::string dir = fresh("keep");
+  Outcome o = stc("emit " + sized + " -o " + dir);
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("with the file's FIFO depths, no deadlock"), std::string::npos) << o.out;
+  std::string src = sources(dir);
+  for (const stc::Fifo& f : n.fifos) {
+    if (f.name.find(".region") != std::string::npos) continue;
+    std::string var = "s_";
+    for (char c : f.name) var += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    EXPECT_NE(src.find("#pragma HLS STREAM variable=" + var + " depth=" + std::to_string(f.depth) + "\n"), std::string::npos)
+        << f.name;
+  }
+  Outcome m = shell("make -s -C " + dir + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
+}
+
 // The C simulation is a real check: a wrong expected value makes `make csim` fail.
 TEST(Emit, CsimFailsWhenTheOutputsDiffer) {
   std::string dir = fresh("mismatch");
@@ -212,7 +238,7 @@ TEST(Emit, RefusesAndExplains) {
   // A network file has timing only.
   o = stc("emit " + model("networks/fork_join.yaml") + " -o " + gone);
   EXPECT_EQ(o.code, 1);
-  EXPECT_NE(o.out.find("a network file holds their timing only"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("this network file holds their timing only (it has no 'source'"), std::string::npos) << o.out;
 
   // Inputs of the wrong size.
   std::string small = ::testing::TempDir() + "small.bin";

@@ -48,6 +48,8 @@ int compile(const CompileArgs& a) {
   }
   CompileOptions options = parseCompileOptions(a.settings, platform);
   CompileResult result = compileGraph(graph, platform, options);
+  result.network.sourceFile = a.input;
+  result.network.sourceSettings = a.settings;
   nlohmann::json report = reportJson(result.report);
   writeFileAtomic(a.output, emitNetwork(result.network));
   if (!a.report.empty()) writeFileAtomic(a.report, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

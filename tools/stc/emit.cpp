@@ -5,6 +5,8 @@
 //   -> emit (compiler/emit). `run` prints each stage's figures; `emit` prints what it wrote.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 #include <unistd.h>
 
@@ -14,6 +16,8 @@
 #include "compiler/ir/model_spec.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/sizing/fifo_sizing.h"
+#include "sim/engine.h"
+#include "sim/program.h"
 #include "tools/stc/commands.h"
 
 namespace stc::cli {
@@ -31,15 +35,70 @@ struct Loaded {
   Graph graph;
   int layers = 1;
   std::string quant = "none";  // what the model or settings ask for
+  std::optional<Network> network;        // a network file: its FIFO depths are the ones to emit
+  std::vector<std::string> settings;     // the settings it was compiled with
 };
+
+Graph loadGraphFile(const std::string& path) {
+  if (isOnnxPath(path)) {
+    Graph g = importOnnx(path);
+    std::string stem = path.substr(path.find_last_of('/') + 1);  // exporters name every graph alike
+    g.name = stem.substr(0, stem.size() - 5);
+    return g;
+  }
+  std::string text = readTextFile(path);
+  if (detectFileKind(text, path) != FileKind::kGraph)
+    throw UserError(path + ": error: expected a graph file (its first key 'graph') or an ONNX model");
+  return parseGraph(text, path);
+}
+
+// The graph a compiled network came from: its `source` file, as written or next to the network file.
+Loaded loadNetworkSource(const std::string& path, const std::string& text, const std::string& command) {
+  Loaded l;
+  l.network = parseNetwork(text, path);
+  const std::string& src = l.network->sourceFile;
+  if (src.empty())
+    throw UserError(path + ": error: " + command +
+                    " needs what the kernels compute, and this network file holds their timing only (it has no "
+                    "'source', as `stc compile` writes): pass the graph, ONNX or model file instead");
+  std::string resolved = src;
+  std::error_code ec;
+  if (!std::filesystem::exists(resolved, ec) && std::filesystem::path(src).is_relative())
+    resolved = (std::filesystem::path(path).parent_path() / src).string();
+  if (!std::filesystem::exists(resolved, ec))
+    throw UserError(path + ": error: field 'source': the network was compiled from '" + src + "', which cannot be read");
+  l.graph = loadGraphFile(resolved);
+  l.settings = l.network->sourceSettings;
+  for (const auto& s : l.settings)
+    if (s.rfind("quant=", 0) == 0) l.quant = s.substr(6);
+  return l;
+}
+
+// The recompiled network must be the file's up to depths (and widths, which quant changes).
+void takeDepths(const Network& file, const std::string& path, Network& compiled) {
+  auto mismatch = [&](const std::string& what) {
+    throw UserError(path + ": error: the network no longer matches what its source compiles to (" + what +
+                    "); compile it again");
+  };
+  if (file.tasks.size() != compiled.tasks.size() || file.fifos.size() != compiled.fifos.size())
+    mismatch(std::to_string(file.tasks.size()) + " tasks and " + std::to_string(file.fifos.size()) + " FIFOs, against " +
+             std::to_string(compiled.tasks.size()) + " and " + std::to_string(compiled.fifos.size()));
+  for (size_t i = 0; i < file.tasks.size(); ++i)
+    if (file.tasks[i].name != compiled.tasks[i].name) mismatch("task '" + file.tasks[i].name + "'");
+  for (size_t i = 0; i < file.fifos.size(); ++i) {
+    const Fifo& f = file.fifos[i];
+    if (f.name != compiled.fifos[i].name) mismatch("FIFO '" + f.name + "'");
+    if (f.unbounded())
+      throw UserError(path + ": error: FIFO '" + f.name + "' is unbounded: size the FIFOs first (stc size-fifos)");
+    compiled.fifos[i].depth = f.depth;
+  }
+}
 
 Loaded loadGraph(const EmitArgs& a, const std::string& command) {
   Loaded l;
   const std::string& path = a.input.path;
   if (isOnnxPath(path)) {
-    l.graph = importOnnx(path);
-    std::string stem = path.substr(path.find_last_of('/') + 1);  // exporters name every graph alike
-    l.graph.name = stem.substr(0, stem.size() - 5);
+    l.graph = loadGraphFile(path);
   } else {
     std::string text = readTextFile(path);
     switch (detectFileKind(text, path)) {
@@ -55,9 +114,8 @@ Loaded loadGraph(const EmitArgs& a, const std::string& command) {
         break;
       }
       case FileKind::kNetwork:
-        throw UserError(path + ": error: " + command +
-                        " needs what the kernels compute, and a network file holds their timing only: pass the graph, "
-                        "ONNX or model file it was compiled from (emission sizes the FIFOs on the way)");
+        l = loadNetworkSource(path, text, command);
+        break;
       default:
         throw UserError(path + ": error: expected a graph, model or ONNX file");
     }
@@ -79,12 +137,49 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+void writeProject(const EmitArgs& a, const Loaded& loaded, const CompileResult& compiled, const Platform& platform,
+                  const Bindings& bindings, std::chrono::steady_clock::time_point begin) {
+  EmitOptions eo = a.emit;
+  eo.layers = loaded.layers;
+  eo.bindings = bindings;
+  progress(a.verbose, "[5/5] emit      ...\r");
+  EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
+  std::string tops;
+  for (const auto& t : e.tops) tops += (tops.empty() ? "" : ", ") + t;
+  progress(a.verbose, "[5/5] emit      ");
+  char line[512];
+  std::snprintf(line, sizeof line, "%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
+                eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(), eo.layers, seconds(begin));
+  std::cout << line;
+}
+
+// A sized network file: emit its depths after one simulation shows they do not deadlock.
+int emitWithFileDepths(const EmitArgs& a, const std::string& command, const Loaded& loaded, CompileResult& compiled,
+                       const Platform& platform, const Bindings& bindings, std::chrono::steady_clock::time_point begin) {
+  takeDepths(*loaded.network, a.input.path, compiled.network);
+  sim::Program prog = sim::compileProgram(compiled.network, bindings, platform);
+  sim::SimResult r = sim::runDirect(prog, sim::RunConfig{});
+  if (r.deadlock) {
+    std::cerr << command << ": the network deadlocks with the depths of " << a.input.path
+              << " (stc simulate shows where); nothing was written\n";
+    return 3;
+  }
+  char line[256];
+  progress(a.verbose, "[4/5] verify    ");
+  std::snprintf(line, sizeof line, "%lld cycles with the file's FIFO depths, no deadlock\n", static_cast<long long>(r.cycles));
+  std::cout << line;
+  writeProject(a, loaded, compiled, platform, bindings, begin);
+  std::cout << "next: make -C " << a.emit.dir << " csim\n";
+  return 0;
+}
+
 int emitCommand(const EmitArgs& a, const std::string& command) {
   auto begin = std::chrono::steady_clock::now();
   bool v = a.verbose;
   Platform platform = a.input.loadPlatformArg();
   Loaded loaded = loadGraph(a, command);
-  std::vector<std::string> settings = a.input.settings;
+  std::vector<std::string> settings = loaded.settings;
+  settings.insert(settings.end(), a.input.settings.begin(), a.input.settings.end());
   for (const auto& s : settings)
     if (s.rfind("quant=", 0) == 0) loaded.quant = s.substr(6);
   settings.push_back("quant=none");
@@ -108,6 +203,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   Bindings bindings = parseSymbolBindings(command, a.input.ctx, a.input.binds);
   for (const auto& s : compiled.network.symbols())
     if (!bindings.count(s)) bindings[s] = std::min<int64_t>(16, compiled.options.maxima.at(s));
+  if (loaded.network) return emitWithFileDepths(a, command, loaded, compiled, platform, bindings, begin);
   sizing::SizingOptions sizingOptions;
   sizingOptions.platform = platform;
   sizingOptions.bindings = bindings;
@@ -134,23 +230,12 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   progress(v, line);
   compiled.network = sized;
 
-  EmitOptions eo = a.emit;
-  eo.layers = loaded.layers;
-  eo.bindings = bindings;
-  progress(v, "[5/5] emit      ...\r");
-  EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
-  std::string tops;
-  for (const auto& t : e.tops) tops += (tops.empty() ? "" : ", ") + t;
-  progress(v, "[5/5] emit      ");
-  std::snprintf(line, sizeof line, "%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
-                eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(),
-                eo.layers, seconds(begin));
-  std::cout << line;
+  writeProject(a, loaded, compiled, platform, bindings, begin);
   if (!v)
     std::printf("FIFOs sized: %zu, %lld bits; %lld cycles (unbounded %lld)\n", s.fifos.size(),
                 static_cast<long long>(s.totalBits), static_cast<long long>(s.cyclesSized),
                 static_cast<long long>(s.cyclesUnbounded));
-  std::cout << "next: make -C " << eo.dir << " csim\n";
+  std::cout << "next: make -C " << a.emit.dir << " csim\n";
   return 0;
 }
 
