@@ -2,6 +2,7 @@
 #include "compiler/emit/codegen_utils.h"
 
 #include <cctype>
+#include <set>
 #include <stdexcept>
 
 namespace stc::emit {
@@ -34,6 +35,26 @@ std::string identifier(const std::string& name) {
   for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "t_" + out;
   return out;
+}
+
+std::map<std::string, std::string> uniqueIdentifiers(const std::vector<std::string>& names) {
+  std::map<std::string, std::string> out;
+  std::set<std::string> taken;
+  for (const auto& name : names) {
+    if (out.count(name)) continue;
+    std::string id = identifier(name);
+    for (int n = 2; taken.count(id); ++n) id = identifier(name) + "_" + std::to_string(n);
+    taken.insert(id);
+    out[name] = id;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> dmaArguments(const Network& net) {
+  std::vector<std::string> names;
+  for (const Task& t : net.tasks)
+    if (t.isDma()) names.push_back(t.name);
+  return uniqueIdentifiers(names);
 }
 
 std::string cxx(const Expr& e) { return e.isConstant() ? std::to_string(e.eval()) : "(" + e.str() + ")"; }

@@ -3,11 +3,13 @@
 // arithmetic of stream orders (loop nests, data coordinates, row-major addresses) as C++ expressions.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/expr.h"
+#include "compiler/ir/network.h"
 #include "compiler/lower/kernel_graph.h"
 
 namespace stc::emit {
@@ -28,6 +30,12 @@ class Code {
 
 /// A C++ identifier from a graph or network name: non-alphanumerics become '_'.
 std::string identifier(const std::string& name);
+
+/// Identifiers for names, unique among them: a clash gets _2, _3, ... in the order given.
+std::map<std::string, std::string> uniqueIdentifiers(const std::vector<std::string>& names);
+
+/// The argument of every DMA task of a network (its m_axi port, bundle and sp= name), by task name.
+std::map<std::string, std::string> dmaArguments(const Network& net);
 
 /// An expression as C++ (symbols are `int` variables of the same name).
 std::string cxx(const Expr& e);

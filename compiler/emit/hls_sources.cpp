@@ -66,7 +66,13 @@ class SourceEmitter {
   SourceEmitter(const Graph& g, const CompileResult& c) : graph_(g), compiled_(c), symbols_(symbolsOf(c)) {
     ctx_.graph = &g;
     ctx_.compiled = &c;
-    for (const Fifo& f : c.network.fifos) ctx_.fifos[f.name] = &f;
+    std::vector<std::string> fifoNames;
+    for (const Fifo& f : c.network.fifos) {
+      ctx_.fifos[f.name] = &f;
+      fifoNames.push_back(f.name);
+    }
+    ctx_.fifoIds = emit::uniqueIdentifiers(fifoNames);
+    dmaArgs_ = emit::dmaArguments(c.network);
     for (const Task& t : c.network.tasks) {
       const TaskRole& r = role(t);
       if (r.kind == TaskRole::kConverterWrite) regionOf_[firstOut(t)] = &r;
@@ -143,7 +149,7 @@ class SourceEmitter {
     std::vector<std::string> params;
     for (const Task* t : tasks) {
       if (!t->isDma()) continue;
-      params.push_back(std::string(t->kind == TaskKind::kDmaRead ? "const float* " : "float* ") + identifier(t->name));
+      params.push_back(std::string(t->kind == TaskKind::kDmaRead ? "const float* " : "float* ") + dmaArgs_.at(t->name));
     }
     std::string head = "extern \"C\" void " + top + "(";
     for (size_t i = 0; i < params.size(); ++i) head += (i ? ", " : "") + params[i];
@@ -152,7 +158,7 @@ class SourceEmitter {
     c.open(head + ")");
     for (const Task* t : tasks) {
       if (!t->isDma()) continue;
-      std::string port = identifier(t->name);
+      const std::string& port = dmaArgs_.at(t->name);
       c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
              " offset=slave max_widen_bitwidth=512  // HBM[" + std::to_string(t->channel) + "]");
     }
@@ -179,7 +185,7 @@ class SourceEmitter {
       std::string call = fnNames.at(t->name) + "(";
       std::vector<std::string> fifos = taskFifos(*t);
       for (size_t i = 0; i < fifos.size(); ++i) call += (i ? ", " : "") + ctx_.fifoVar(fifos[i]);
-      if (t->isDma()) call += ", " + identifier(t->name);
+      if (t->isDma()) call += ", " + dmaArgs_.at(t->name);
       call += symbolArgs() + ");";
       c.line(call);
     }
@@ -263,6 +269,7 @@ class SourceEmitter {
   std::set<std::string> symbols_;
   emit::EmitContext ctx_;
   std::map<std::string, const TaskRole*> regionOf_;
+  std::map<std::string, std::string> dmaArgs_;
 };
 
 }  // namespace

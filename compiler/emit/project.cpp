@@ -145,10 +145,10 @@ class ProjectWriter {
           throw UserError("unsupported: HLS emission of '" + t.name + "', a DMA of '" + r.tensor + "', which is neither an input nor a weight");
         b.packed = true;
         b.dma = t.name;
-        b.var = "b_" + identifier(t.name);
+        b.var = "b_" + dmaArgs_.at(t.name);
       } else {
         b.tensor = base(r.tensor);
-        b.var = "m_" + identifier(b.tensor);
+        b.var = "m_" + tid(b.tensor);
         if (r.kind == TaskRole::kStore) storeChannel[b.tensor] = t.channel;
         hbmTensors_.insert(b.tensor);
       }
@@ -191,10 +191,10 @@ class ProjectWriter {
     return out;
   }
   std::string elemsCall(const std::string& tensor) const {
-    return "layout::elems_" + identifier(tensor) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
+    return "layout::elems_" + tid(tensor) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
   }
   std::string wordsCall(const std::string& dma) const {
-    return "layout::words_" + identifier(dma) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
+    return "layout::words_" + dmaArgs_.at(dma) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
   }
 
   std::string layoutHeader() const {
@@ -206,7 +206,7 @@ class ProjectWriter {
       std::string head = "extern \"C\" void " + topFunctionName(graph_, g) + "(";
       bool first = true;
       for (const auto& [t, b] : topArgs(g)) {
-        head += (first ? "" : ", ") + std::string(t->kind == TaskKind::kDmaRead ? "const float* " : "float* ") + identifier(t->name);
+        head += (first ? "" : ", ") + std::string(t->kind == TaskKind::kDmaRead ? "const float* " : "float* ") + dmaArgs_.at(t->name);
         first = false;
       }
       c.line(head + symbolParams(!first) + ");");
@@ -218,7 +218,7 @@ class ProjectWriter {
     for (const auto& t : graph_.weights) tensors.insert(t.name);
     for (const auto& name : tensors) {
       c.line("/// Elements of '" + name + "'.");
-      c.line("inline long elems_" + identifier(name) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
+      c.line("inline long elems_" + tid(name) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
              emit::cxxProduct(kg_.tensors.at(name).shape) + "; }");
     }
     for (const auto& [task, b] : bufferOf_) {
@@ -227,10 +227,10 @@ class ProjectWriter {
       int64_t part = emit::tokenElements(r.order) / r.stripes;
       c.line("/// Floats in the buffer of '" + task + "': its stream of '" + r.tensor + "'" +
              (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of each token" : "") + ".");
-      c.line("inline long words_" + identifier(task) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
+      c.line("inline long words_" + dmaArgs_.at(task) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
              std::to_string(part) + "L * " + emit::cxxProduct(r.order.trips) + "; }");
       c.line("/// Packs row-major '" + r.tensor + "' into the stream order of '" + task + "'.");
-      c.open("inline void pack_" + identifier(task) + "(const float* tensor, float* buf" + symbolParams(true) + ")");
+      c.open("inline void pack_" + dmaArgs_.at(task) + "(const float* tensor, float* buf" + symbolParams(true) + ")");
       c.line(unusedSymbols() + "long t = 0;");
       int n = static_cast<int>(r.order.trips.size());
       emit::openLoops(c, r.order, "i", 0, n, "pack");
@@ -257,14 +257,14 @@ class ProjectWriter {
     c.line("// Graph inputs (input 0 of a later layer is the previous layer's output 0), then weights.");
     for (size_t i = 0; i < graph_.inputs.size(); ++i) {
       const std::string& name = graph_.inputs[i].name;
-      std::string v = "t_" + identifier(name);
+      std::string v = "t_" + tid(name);
       if (i == 0)
         c.line("std::vector<float> " + v + " = layer == 0 ? take(inputs, in_pos, " + elemsCall(name) + ") : chained;");
       else
         c.line("std::vector<float> " + v + " = take(inputs, in_pos, " + elemsCall(name) + ");");
     }
     for (const auto& w : graph_.weights)
-      c.line("std::vector<float> t_" + identifier(w.name) + " = take(weights, w_pos, " + elemsCall(w.name) + ");");
+      c.line("std::vector<float> t_" + tid(w.name) + " = take(weights, w_pos, " + elemsCall(w.name) + ");");
   }
 
   std::string testBench() const {
@@ -318,7 +318,7 @@ class ProjectWriter {
       if (!declared.insert(b.var).second) continue;
       if (b.packed) {
         c.line("std::vector<float> " + b.var + "(static_cast<size_t>(" + wordsCall(task) + "));");
-        c.line("layout::pack_" + identifier(task) + "(t_" + identifier(b.tensor) + ".data(), " + b.var + ".data()" + symbolArgs() + ");");
+        c.line("layout::pack_" + dmaArgs_.at(task) + "(t_" + tid(b.tensor) + ".data(), " + b.var + ".data()" + symbolArgs() + ");");
       } else {
         c.line("std::vector<float> " + b.var + "(static_cast<size_t>(" + elemsCall(b.tensor) + "));");
       }
@@ -334,7 +334,7 @@ class ProjectWriter {
       c.line(call + (first ? symbolArgs().substr(symbols_.empty() ? 0 : 2) : symbolArgs()) + ");");
     }
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
-      std::string var = "m_" + identifier(base(graph_.outputs[i]));
+      std::string var = "m_" + tid(base(graph_.outputs[i]));
       c.line("outputs.insert(outputs.end(), " + var + ".begin(), " + var + ".end());");
       if (i == 0) c.line("chained = " + var + ";");
     }
@@ -436,7 +436,7 @@ class ProjectWriter {
           if (b->packed) {
             c.open("");
             c.line("std::vector<float> packed(static_cast<size_t>(" + wordsCall(t->name) + "));");
-            c.line("layout::pack_" + identifier(t->name) + "(t_" + identifier(b->tensor) + ".data(), packed.data()" + symbolArgs() + ");");
+            c.line("layout::pack_" + dmaArgs_.at(t->name) + "(t_" + tid(b->tensor) + ".data(), packed.data()" + symbolArgs() + ");");
             c.line("bos[layer].push_back(upload(device, packed, " + bank + "));  // " + b->var + ", HBM[" + std::to_string(t->channel) + "]");
             c.close();
           } else {
@@ -447,7 +447,7 @@ class ProjectWriter {
         ++arg;
       }
     }
-    c.line("chained = t_" + identifier(graph_.inputs.at(0).name) + ";");
+    c.line("chained = t_" + tid(graph_.inputs.at(0).name) + ";");
     c.close();
     c.open("for (int token = 0; token < tokens; ++token)");
     c.open("for (int layer = 0; layer < layers; ++layer)");
@@ -459,7 +459,7 @@ class ProjectWriter {
         if (!b.packed || b.tensor != in0) continue;
         c.open("");
         c.line("std::vector<float> packed(static_cast<size_t>(" + wordsCall(task) + "));");
-        c.line("layout::pack_" + identifier(task) + "(chained.data(), packed.data()" + symbolArgs() + ");");
+        c.line("layout::pack_" + dmaArgs_.at(task) + "(chained.data(), packed.data()" + symbolArgs() + ");");
         c.line("b[" + std::to_string(slot.at(b.var)) + "].write(packed.data());");
         c.line("b[" + std::to_string(slot.at(b.var)) + "].sync(XCL_BO_SYNC_BO_TO_DEVICE);");
         c.close();
@@ -476,7 +476,7 @@ class ProjectWriter {
       c.line("auto run_" + top + " = " + call + (first ? symbolArgs().substr(symbols_.empty() ? 0 : 2) : symbolArgs()) + ");");
       c.line("run_" + top + ".wait();");
     }
-    std::string out0 = "m_" + identifier(base(graph_.outputs.at(0)));
+    std::string out0 = "m_" + tid(base(graph_.outputs.at(0)));
     c.line("xrt::bo& out = b[" + std::to_string(slot.at(out0)) + "];");
     c.line("out.sync(XCL_BO_SYNC_BO_FROM_DEVICE);");
     c.line("out.read(chained.data());");
@@ -502,7 +502,7 @@ class ProjectWriter {
       for (const auto& [t, b] : topArgs(g)) {
         int lo = std::min(t->channel, b->channel), hi = std::max(t->channel, b->channel);
         std::string bank = lo == hi ? "HBM[" + std::to_string(lo) + "]" : "HBM[" + std::to_string(lo) + ":" + std::to_string(hi) + "]";
-        s += "sp=" + top + "_1." + identifier(t->name) + ":" + bank + "\n";
+        s += "sp=" + top + "_1." + dmaArgs_.at(t->name) + ":" + bank + "\n";
       }
     }
     for (int g : groups_) {
@@ -652,7 +652,7 @@ class ProjectWriter {
   }
   [[noreturn]] void tooLarge() const {
     throw UserError("stc emit: error: the project's data (inputs, weights, expected outputs) would exceed " +
-                    std::to_string(kMaxDataBytes >> 20) + " MiB; emit fewer layers or smaller dimensions");
+                    std::to_string(kMaxDataBytes >> 20) + " MiB; emit fewer layers (--layers N) or smaller dimensions");
   }
   [[noreturn]] void inputsSizeError(size_t got) const {
     int64_t need = 0;
@@ -672,6 +672,13 @@ class ProjectWriter {
   std::set<std::string> symbols_;
   Bindings bindings_;
   std::map<std::string, Buffer> bufferOf_;  // by DMA task
+  std::map<std::string, std::string> dmaArgs_ = emit::dmaArguments(net_);
+  std::map<std::string, std::string> tensorIds_ = [this] {
+    std::vector<std::string> names;
+    for (const auto& [name, t] : kg_.tensors) names.push_back(name);
+    return emit::uniqueIdentifiers(names);
+  }();
+  const std::string& tid(const std::string& tensor) const { return tensorIds_.at(tensor); }
   std::set<std::string> hbmTensors_;
 };
 

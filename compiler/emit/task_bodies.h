@@ -18,11 +18,12 @@ struct EmitContext {
   const Graph* graph = nullptr;
   const CompileResult* compiled = nullptr;
   std::map<std::string, const Fifo*> fifos;  ///< by name
-  std::string fifoVar(const std::string& fifo) const { return "s_" + identifier(fifo); }
+  std::map<std::string, std::string> fifoIds;  ///< a unique identifier per FIFO
+  std::string fifoVar(const std::string& fifo) const { return "s_" + fifoIds.at(fifo); }
   /// f32 elements per token of a FIFO.
   int64_t elements(const std::string& fifo) const { return fifos.at(fifo)->width / 32; }
   /// The C++ block type of a converter's region FIFO.
-  std::string blockType(const std::string& fifo) const { return "blk_" + identifier(fifo); }
+  std::string blockType(const std::string& fifo) const { return "blk_" + fifoIds.at(fifo); }
 };
 
 /// Appends the statements of `task` (its role `role`) to code; memory is the DMA's pointer argument.

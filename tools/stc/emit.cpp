@@ -215,8 +215,10 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
     return 3;
   }
   double mhz = platform.kernelClockMhz;
-  std::snprintf(line, sizeof line, "[2/5] simulate  %lld cycles (%.2f us at %g MHz) with unbounded FIFOs\n",
-                static_cast<long long>(s.cyclesUnbounded), static_cast<double>(s.cyclesUnbounded) / mhz, mhz);
+  std::string at;
+  for (const auto& [sym, value] : bindings) at += (at.empty() ? " at " : ", ") + sym + "=" + std::to_string(value);
+  std::snprintf(line, sizeof line, "[2/5] simulate  %lld cycles (%.2f us at %g MHz) with unbounded FIFOs%s\n",
+                static_cast<long long>(s.cyclesUnbounded), static_cast<double>(s.cyclesUnbounded) / mhz, mhz, at.c_str());
   progress(v, line);
   std::snprintf(line, sizeof line,
                 "[3/5] size      %zu FIFOs: %lld bits (at maximum occupancy %lld, holding every token %lld); LP %.1f ms\n",

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""End-to-end check of `stc emit` against PyTorch: the C simulation of the emitted HLS project must
+reproduce the torch module's output.
+
+  /usr/bin/python3 tools/check_emit_against_torch.py [--stc PATH] [--keep DIR]
+
+For each module of tools/export_onnx_models.py (Mlp, Gpt2Block, LlamaBlock, plus variants with other
+dimensions), with fixed seeds: random weights (norm weights and biases perturbed away from 1 and 0),
+exported to ONNX exactly as export_onnx_models.py does; a random input x written to inputs.bin (the
+graph inputs in order, raw little-endian f32); `stc emit MODEL.onnx -o DIR --inputs inputs.bin
+--bind SYM=N` for each symbolic dimension, then `make -C DIR csim`; DIR/data/outputs.bin is compared
+with torch's y = module(x). PASS when |out - y| <= 1e-3 + 1e-3 |y| everywhere. Each line also gives the
+csim's own difference from data/expected.bin (stc's f32 interpreter) to tell importer/interpreter
+semantics (outputs == expected != torch) from a csim failure (outputs != expected).
+Requires the system python (torch, onnx) and g++; exits 0 only if every model passes.
+"""
+import argparse
+import contextlib
+import importlib.util
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import onnx
+import torch
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ATOL = RTOL = 1e-3
+
+
+def load_exporter():
+    path = os.path.join(ROOT, "tools", "export_onnx_models.py")
+    spec = importlib.util.spec_from_file_location("export_onnx_models", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def cases(m):
+    """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
+    export_onnx_models.main(), then variants. A head dim below the default tile (16) needs --set tile."""
+    seq = {"x": {0: "seq"}, "y": {0: "seq"}}
+    return [
+        ("mlp", lambda: m.Mlp(), (4, 32), 13, seq, []),
+        ("mlp_d48_f96_seq7", lambda: m.Mlp(48, 96), (7, 48), 13, seq, []),
+        ("gpt2_block", lambda: m.Gpt2Block(), (1, 8, 64), 14, None, []),
+        ("gpt2_block_d48_h3_s12", lambda: m.Gpt2Block(48, 3, 12), (1, 12, 48), 14, None, []),
+        ("llama_block", lambda: m.LlamaBlock(), (1, 8, 64), 17, None, []),
+        ("llama_block_d48_h3_kv1_s6", lambda: m.LlamaBlock(48, 3, 1, 96, 6), (1, 6, 48), 17, None, []),
+        ("llama_block_d48_h6_kv2_s6_tile8", lambda: m.LlamaBlock(48, 6, 2, 96, 6), (1, 6, 48), 17, None,
+         ["--set", "tile=8"]),
+    ]
+
+
+def perturb_norms(model, m):
+    with torch.no_grad():
+        for sub in model.modules():
+            if isinstance(sub, (torch.nn.LayerNorm, m.RmsNorm)):
+                sub.weight.copy_(1 + 0.3 * torch.randn_like(sub.weight))
+                if getattr(sub, "bias", None) is not None:
+                    sub.bias.copy_(0.2 * torch.randn_like(sub.bias))
+
+
+def check(m, stc, work, name, factory, shape, opset, dynamic, flags):
+    torch.manual_seed(1234)
+    model = factory().eval()
+    perturb_norms(model, m)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        y = model(x).numpy().astype(np.float32)
+    os.makedirs(work, exist_ok=True)
+    m.OUT = work
+    with contextlib.redirect_stdout(io.StringIO()):
+        m.export(model, x, name + ".onnx", opset, dynamic)  # the exporter's own call (it reseeds torch)
+    path = os.path.join(work, name + ".onnx")
+    graph = onnx.load(path).graph
+    inits = {i.name for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in inits]
+    assert [i.name for i in inputs] == ["x"], f"unexpected graph inputs {[i.name for i in inputs]}"
+    binds = [f"{d.dim_param}={n}" for d, n in zip(inputs[0].type.tensor_type.shape.dim, x.shape) if d.dim_param]
+    bin_path = os.path.join(work, name + ".inputs.bin")
+    x.numpy().astype("<f4").tofile(bin_path)
+    proj = os.path.join(work, name)
+    cmd = [stc, "emit", path, "-o", proj, "--inputs", bin_path, "--force", *flags]
+    cmd += [a for b in binds for a in ("--bind", b)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        return False, f"{name}: FAIL: stc emit exited {r.returncode}: {r.stderr.strip()[-300:]}"
+    r = subprocess.run(["make", "-s", "-C", proj, "csim"], capture_output=True, text=True)
+    csim = (r.stdout + r.stderr).strip().splitlines()
+    csim = csim[-1] if csim else f"exit {r.returncode}"
+    out_path = os.path.join(proj, "data", "outputs.bin")
+    if not os.path.exists(out_path):
+        return False, f"{name}: FAIL: no outputs.bin ({csim})"
+    out = np.fromfile(out_path, dtype="<f4")
+    exp = np.fromfile(os.path.join(proj, "data", "expected.bin"), dtype="<f4")
+    if out.size != y.size:
+        return False, f"{name}: FAIL: {out.size} outputs, torch has {y.size}"
+    y = y.reshape(-1)
+    err = np.abs(out.astype(np.float64) - y)
+    rel = err / np.maximum(np.abs(y), 1e-6)
+    ok = bool(np.all(err <= ATOL + RTOL * np.abs(y))) and r.returncode == 0
+    interp = np.abs(exp.astype(np.float64) - y).max() if exp.size == y.size else float("nan")
+    csim_vs_exp = np.abs(out.astype(np.float64) - exp).max() if exp.size == out.size else float("nan")
+    return ok, (f"{name}: {'PASS' if ok else 'FAIL'}: {y.size} outputs, max abs err {err.max():.3g}, "
+                f"max rel err {rel.max():.3g} (interpreter vs torch {interp:.3g}, csim vs interpreter "
+                f"{csim_vs_exp:.3g}; make csim exit {r.returncode})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stc", default=os.path.join(ROOT, "build", "tools", "stc", "stc"))
+    ap.add_argument("--keep", help="write the models and projects here (kept) instead of a temp dir")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # the GPT-2 mask's torch.tensor
+    m = load_exporter()
+    all_ok = True
+    with tempfile.TemporaryDirectory(prefix="stc_vs_torch_") as tmp:
+        work = os.path.abspath(args.keep or tmp)
+        for case in cases(m):
+            ok, line = check(m, os.path.abspath(args.stc), work, *case)
+            print(line, flush=True)
+            all_ok &= ok
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
