@@ -86,7 +86,7 @@ void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& pr
   for (int k = from; k < to; ++k) {
     std::string v = prefix + std::to_string(k);
     const Expr& trip = trips.at(static_cast<size_t>(k));
-    code.open(label + "_" + v + ": for (int " + v + " = 0; " + v + " < " + cxx(trip) + "; ++" + v + ")");
+    code.open((label.empty() ? "" : label + "_" + v + ": ") + "for (int " + v + " = 0; " + v + " < " + cxx(trip) + "; ++" + v + ")");
     if (maxima && !trip.isConstant())
       code.line("#pragma HLS LOOP_TRIPCOUNT min=1 max=" + std::to_string(trip.eval(*maxima)));
   }

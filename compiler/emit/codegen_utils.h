@@ -46,7 +46,8 @@ std::string cxxProduct(const std::vector<Expr>& exprs);
 /// Elements of one token.
 int64_t tokenElements(const StreamOrder& order);
 
-/// Opens the loops of `order` from loop `from` to loop `to` (exclusive) with variables prefix+k; with
+/// Opens the loops of `order` from loop `from` to loop `to` (exclusive) with variables prefix+k, labelled
+/// label_<variable> unless label is empty; with
 /// maxima, a loop over a symbolic count gets its LOOP_TRIPCOUNT for synthesis reports.
 void openLoops(Code& code, const StreamOrder& order, const std::string& prefix, int from, int to,
                const std::string& label, const Bindings* maxima = nullptr);

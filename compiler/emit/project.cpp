@@ -233,7 +233,7 @@ class ProjectWriter {
       c.open("inline void pack_" + dmaArgs_.at(task) + "(const float* tensor, float* buf" + symbolParams(true) + ")");
       c.line(unusedSymbols() + "long t = 0;");
       int n = static_cast<int>(r.order.trips.size());
-      emit::openLoops(c, r.order, "i", 0, n, "pack");
+      emit::openLoops(c, r.order, "i", 0, n, "");
       c.open("for (int j = 0; j < " + std::to_string(part) + "; ++j)");
       std::string elem = r.stripes > 1 ? std::to_string(r.stripe * part) + " + j" : "j";
       c.line("buf[t * " + std::to_string(part) + " + j] = tensor[" + emit::elementIndex(kg_.tensors.at(r.tensor), r.order, "i", elem) + "];");
@@ -308,7 +308,7 @@ class ProjectWriter {
     c.line("const std::vector<float> inputs = readFloats(\"data/inputs.bin\");");
     c.line("const std::vector<float> weights = readFloats(\"data/weights.bin\");");
     c.line("const std::vector<float> expected = readFloats(\"data/expected.bin\");");
-    c.line("size_t in_pos = 0, w_pos = 0;");
+    c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<float> outputs, chained;");
     c.open("for (int layer = 0; layer < layers; ++layer)");
     layerTensors(c);
@@ -420,7 +420,7 @@ class ProjectWriter {
     c.line("// Per layer: its packed input and weight streams, and the tensors its DMAs write, each in the bank");
     c.line("// connectivity.cfg gives the port (group_id of the argument).");
     c.line("std::vector<std::vector<xrt::bo>> bos(layers);");
-    c.line("size_t in_pos = 0, w_pos = 0;");
+    c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<float> chained;");
     c.open("for (int layer = 0; layer < layers; ++layer)");
     layerTensors(c);

@@ -66,6 +66,11 @@ void emitAndSimulate(const std::string& input, const std::string& name, const st
   Outcome m = shell("make -s -C " + dir + " csim");
   EXPECT_EQ(m.code, 0) << m.out;
   EXPECT_NE(m.out.find("csim: PASS"), std::string::npos) << m.out;
+  // The host program compiles against XRT's native API (declared by tests/emit/xrt_stub; XRT itself is
+  // not installed here), warnings included.
+  Outcome host = shell("g++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I" STC_SOURCE_DIR "/tests/emit/xrt_stub " + dir +
+                       "/host/host.cpp");
+  EXPECT_EQ(host.code, 0) << host.out;
   // The outputs the C simulation wrote are the expected ones, value for value within the tolerance.
   std::string out = readAll(dir + "/data/outputs.bin"), expected = readAll(dir + "/data/expected.bin");
   ASSERT_EQ(out.size(), expected.size());
