@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "compiler/dse/cost_model.h"
 #include "compiler/dse/fusion.h"
@@ -80,6 +81,24 @@ double parseNumber(const std::string& key, const std::string& value) {
   return v;
 }
 
+// A reshape is a view of its input's stream only when both sides have the same tile; narrow the tile (for
+// the whole graph) until every reshape keeps it, as a head size below the tile needs.
+int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Op& op : g.graph->ops) {
+      if (op.op != "reshape") continue;
+      int64_t a = tileFor(g.tensors.at(op.inputs[0]).shape.back(), tile);
+      int64_t b = tileFor(g.tensors.at(op.output).shape.back(), tile);
+      if (a != b) {
+        tile = std::gcd(a, b);
+        changed = true;
+      }
+    }
+  }
+  return tile;
+}
+
 }  // namespace
 
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform) {
@@ -125,6 +144,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   for (const auto& s : typed.symbols())
     if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
   if (options.quant == "w4a8") quantize(typed);
+  options.tile = tileForReshapes(typed, options.tile);
   std::map<std::string, int64_t> tiles = chooseUnroll(typed, platform, options);
   KernelGraph kernels = lowerToKernels(typed, options, tiles);
   costKernels(kernels);
