@@ -40,6 +40,18 @@ def load_exporter():
     return mod
 
 
+class ReluMlp(torch.nn.Module):
+    """A classifier-style MLP: Linear, ReLU, Linear, Sigmoid (ops the blocks above do not use)."""
+
+    def __init__(self, d=40, f=72):
+        super().__init__()
+        self.up = torch.nn.Linear(d, f)
+        self.down = torch.nn.Linear(f, d)
+
+    def forward(self, x):
+        return torch.sigmoid(self.down(torch.relu(self.up(x))))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -52,6 +64,7 @@ def cases(m):
         ("llama_block", lambda: m.LlamaBlock(), (1, 8, 64), 17, None, []),
         ("llama_block_d48_h3_kv1_s6", lambda: m.LlamaBlock(48, 3, 1, 96, 6), (1, 6, 48), 17, None, []),
         ("llama_block_d48_h6_kv2_s6", lambda: m.LlamaBlock(48, 6, 2, 96, 6), (1, 6, 48), 17, None, []),
+        ("relu_sigmoid_mlp", lambda: ReluMlp(), (5, 40), 15, None, []),
     ]
 
 

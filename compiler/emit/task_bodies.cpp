@@ -87,7 +87,7 @@ class KernelBody {
     if (k == "concat") return concat();
     if (k == "rope") return rope();
     if (k == "move" || k == "transpose" || k == "slice" || k == "add" || k == "sub" || k == "mul" || k == "div" ||
-        k == "gelu" || k == "silu" || k == "exp" || k == "tanh")
+        k == "gelu" || k == "silu" || k == "relu" || k == "sigmoid" || k == "exp" || k == "tanh")
       return elementwise();
     throw UserError(formatError(op_.loc, "unsupported: HLS emission of op '" + op_.name + "' (" + op_.op + ")"));
   }
@@ -108,7 +108,11 @@ class KernelBody {
     throw UserError(formatError(op_.loc, "internal: kernel '" + kernel_.name + "' has no output"));
   }
   // Opens the phase's loops 0..n-1 and closes all of them with close(n).
-  void loops(size_t ph, int from, int to) { openLoops(c_, kernel_.phases[ph].trip, "i", from, to, identifier(kernel_.name), &ctx_.compiled->options.maxima); }
+  void loops(size_t ph, int from, int to) {
+    openLoops(c_, kernel_.phases[ph].trip, "i", from, to,
+              identifier(kernel_.name) + (kernel_.phases.size() > 1 ? "_p" + std::to_string(ph) : ""),
+              &ctx_.compiled->options.maxima);
+  }
   void closeLoops(int n) {
     for (int i = 0; i < n; ++i) c_.close();
   }
@@ -147,6 +151,8 @@ class KernelBody {
     if (k == "exp") return "std::exp(" + a[0] + ")";
     if (k == "tanh") return "std::tanh(" + a[0] + ")";
     if (k == "silu") return "st_silu(" + a[0] + ")";
+    if (k == "relu") return a[0] + " > 0.0f ? " + a[0] + " : 0.0f";
+    if (k == "sigmoid") return "1.0f / (1.0f + std::exp(-" + a[0] + "))";
     if (k == "gelu") {
       auto it = op_.attrs.find("approximate");
       bool tanhForm = it != op_.attrs.end() && std::holds_alternative<std::string>(it->second) &&

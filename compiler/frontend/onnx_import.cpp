@@ -329,7 +329,7 @@ class Importer {
     d.output = n.output(0);
     static const std::set<std::string> mapped = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
                                                  "Reciprocal", "ReduceMean", "ReduceSum", "ReduceMax", "Softmax", "Transpose", "Reshape",
-                                                 "Tanh", "Exp", "Erf", "Sigmoid", "Gather", "Identity",
+                                                 "Tanh", "Exp", "Erf", "Sigmoid", "Relu", "Gather", "Identity",
                                                  "LayerNormalization", "Where", "Cast", "Neg", "Unsqueeze",
                                                  "Squeeze", "Expand", "Concat"};
     if (!mapped.count(op) || (op != "Identity" && n.output_size() != 1))
@@ -715,7 +715,7 @@ class Importer {
     op.loc = loc();
     static const std::map<std::string, std::string> direct = {
         {"MatMul", "matmul"}, {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Tanh", "tanh"},
-        {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"layernorm", "layernorm"}, {"rmsnorm", "rmsnorm"}};
+        {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"}, {"rmsnorm", "rmsnorm"}};
     if (d.op == "Identity" || d.op == "Cast") {
       alias_[d.output] = d.inputs[0];
       return;

@@ -107,7 +107,7 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     }
     return out;
   }
-  if (k == "gelu" || k == "silu" || k == "exp" || k == "tanh" || k == "rope") {
+  if (k == "gelu" || k == "silu" || k == "relu" || k == "sigmoid" || k == "exp" || k == "tanh" || k == "rope") {
     arity(1, 3);
     return in[0]->shape;
   }

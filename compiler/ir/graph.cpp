@@ -10,7 +10,7 @@ namespace stc {
 
 const std::vector<std::string>& knownOps() {
   static const std::vector<std::string> ops = {
-      "matmul", "linear", "add", "sub", "mul", "div", "gelu", "silu", "exp", "tanh", "softmax", "layernorm",
+      "matmul", "linear", "add", "sub", "mul", "div", "gelu", "silu", "relu", "sigmoid", "exp", "tanh", "softmax", "layernorm",
       "rmsnorm", "rope", "transpose", "reshape", "slice", "concat", "reduce_sum", "reduce_max", "reduce_mean", "embedding"};
   return ops;
 }

@@ -128,7 +128,7 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
                                              : k == "mul" ? [](float a, float b) { return a * b; }
                                                           : [](float a, float b) { return a / b; };
       out = binary(*in[0], *in[1], outShape, f);
-    } else if (k == "gelu" || k == "silu" || k == "exp" || k == "tanh") {
+    } else if (k == "gelu" || k == "silu" || k == "relu" || k == "sigmoid" || k == "exp" || k == "tanh") {
       auto approx = op.attrs.find("approximate");
       bool tanhForm = approx != op.attrs.end() && std::holds_alternative<std::string>(approx->second) &&
                       std::get<std::string>(approx->second) == "tanh";
@@ -137,6 +137,8 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
         if (k == "exp") x = std::exp(x);
         else if (k == "tanh") x = std::tanh(x);
         else if (k == "silu") x = x / (1.0f + std::exp(-x));
+        else if (k == "relu") x = x > 0.0f ? x : 0.0f;
+        else if (k == "sigmoid") x = 1.0f / (1.0f + std::exp(-x));
         else if (tanhForm) x = 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
         else x = 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
       }

@@ -87,6 +87,36 @@ TEST(Emit, MatmulCsimMatchesTheReference) {
   emitAndSimulate(path, "matmul");
 }
 
+// Elementwise ops with broadcasts, transposes (of an input and of an on-chip tensor), a slice, a
+// concatenation along each axis and the three reductions.
+TEST(Emit, ElementwiseAndDataMovementCsimMatchesTheReference) {
+  std::string path = ::testing::TempDir() + "misc.yaml";
+  std::ofstream(path) << "graph: misc\n"
+                         "inputs: [{name: a, shape: [6, 32]}, {name: b, shape: [32, 6]}]\n"
+                         "weights: [{name: r, shape: [32]}, {name: c, shape: [6, 1]}]\n"
+                         "ops:\n"
+                         "  - {name: bt, op: transpose, inputs: [b], output: b_t, perm: [1, 0]}\n"
+                         "  - {name: s1, op: sub, inputs: [a, b_t], output: d}\n"
+                         "  - {name: m1, op: mul, inputs: [d, r], output: e}\n"
+                         "  - {name: a1, op: add, inputs: [e, c], output: f}\n"
+                         "  - {name: r1, op: relu, inputs: [f], output: g}\n"
+                         "  - {name: g1, op: sigmoid, inputs: [f], output: h}\n"
+                         "  - {name: g2, op: gelu, inputs: [g], output: i, approximate: tanh}\n"
+                         "  - {name: x1, op: exp, inputs: [h], output: j}\n"
+                         "  - {name: t1, op: tanh, inputs: [i], output: k}\n"
+                         "  - {name: d1, op: div, inputs: [k, j], output: l}\n"
+                         "  - {name: s2, op: silu, inputs: [l], output: m}\n"
+                         "  - {name: cut, op: slice, inputs: [m], output: n, axis: 1, start: 8, end: 24}\n"
+                         "  - {name: cat0, op: concat, inputs: [n, n], output: o, axis: 0}\n"
+                         "  - {name: cat1, op: concat, inputs: [m, n], output: p, axis: 1}\n"
+                         "  - {name: back, op: transpose, inputs: [p], output: q, perm: [1, 0]}\n"
+                         "  - {name: sum, op: reduce_sum, inputs: [o], output: z1, axis: -1}\n"
+                         "  - {name: mean, op: reduce_mean, inputs: [p], output: z2, axis: -1}\n"
+                         "  - {name: peak, op: reduce_max, inputs: [q], output: z3, axis: -1}\n"
+                         "outputs: [z1, z2, z3, q]\n";
+  emitAndSimulate(path, "misc");
+}
+
 TEST(Emit, MlpCsimMatchesTheReference) { emitAndSimulate(model("graphs/mlp.yaml"), "mlp"); }
 
 TEST(Emit, LayernormAndSoftmaxRowsCsimMatchesTheReference) { emitAndSimulate(model("graphs/rows.yaml"), "rows"); }

@@ -43,6 +43,12 @@ TEST(Reference, BroadcastingAndUnaryOps) {
   EXPECT_NEAR(geluTanh[1], 0.841191990f, 1e-6f);
   auto silu = run("  - {name: g, op: silu, inputs: [x], output: y}\n", decls, one, "y");
   EXPECT_NEAR(silu[1], 0.731058579f, 1e-6f);  // 1 / (1 + e^-1)
+  auto relu = run("  - {name: g, op: relu, inputs: [x], output: y}\n", decls, one, "y");
+  EXPECT_EQ(relu[1], 1.0f);
+  EXPECT_EQ(relu[2], 0.0f);
+  auto sigmoid = run("  - {name: g, op: sigmoid, inputs: [x], output: y}\n", decls, one, "y");
+  EXPECT_NEAR(sigmoid[0], 0.5f, 1e-7f);
+  EXPECT_NEAR(sigmoid[2], 0.268941421f, 1e-6f);  // 1 / (1 + e)
 }
 
 TEST(Reference, RowOps) {
