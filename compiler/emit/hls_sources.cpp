@@ -150,6 +150,7 @@ class SourceEmitter {
     for (const Task* t : tasks) {
       if (!t->isDma()) continue;
       params.push_back(std::string(t->kind == TaskKind::kDmaRead ? "const float* " : "float* ") + dmaArgs_.at(t->name));
+      if (role(*t).kind == TaskRole::kGather) params.push_back("const float* " + dmaArgs_.at(t->name) + "_ids");
     }
     std::string head = "extern \"C\" void " + top + "(";
     for (size_t i = 0; i < params.size(); ++i) head += (i ? ", " : "") + params[i];
@@ -161,6 +162,8 @@ class SourceEmitter {
       const std::string& port = dmaArgs_.at(t->name);
       c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
              " offset=slave max_widen_bitwidth=512  // HBM[" + std::to_string(t->channel) + "]");
+      if (role(*t).kind == TaskRole::kGather)
+        c.line("#pragma HLS INTERFACE m_axi port=" + port + "_ids bundle=" + port + " offset=slave  // token ids");
     }
     for (const auto& sym : symbols_) c.line("#pragma HLS INTERFACE s_axilite port=" + sym);
     c.line("#pragma HLS INTERFACE s_axilite port=return");
@@ -186,6 +189,7 @@ class SourceEmitter {
       std::vector<std::string> fifos = taskFifos(*t);
       for (size_t i = 0; i < fifos.size(); ++i) call += (i ? ", " : "") + ctx_.fifoVar(fifos[i]);
       if (t->isDma()) call += ", " + dmaArgs_.at(t->name);
+      if (role(*t).kind == TaskRole::kGather) call += ", " + dmaArgs_.at(t->name) + "_ids";
       call += symbolArgs() + ");";
       c.line(call);
     }
@@ -234,6 +238,7 @@ class SourceEmitter {
     std::vector<std::string> params;
     for (const std::string& fifo : taskFifos(t)) params.push_back(streamParam(fifo));
     if (t.isDma()) params.push_back(std::string(t.kind == TaskKind::kDmaRead ? "const float* " : "float* ") + "mem");
+    if (r.kind == TaskRole::kGather) params.push_back("const float* ids");
     std::string head = "static void " + fn + "(";
     for (size_t i = 0; i < params.size(); ++i) head += (i ? ", " : "") + params[i];
     c.line("// " + t.name + describe(t, r));

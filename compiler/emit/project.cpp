@@ -77,7 +77,10 @@ struct Buffer {
   std::string var;        ///< C++ variable in the test bench and host
   std::string tensor;     ///< the tensor it holds (a packed stream of it, or all of it row-major)
   std::string dma;        ///< packed: the DMA task whose stream it holds
+  std::string arg;        ///< the top function's argument
   bool packed = false;
+  bool readOnly = true;
+  bool fromRaw = false;   ///< holds a graph input or weight as it is (a gather's table and ids)
   int channel = 0;
 };
 
@@ -135,11 +138,27 @@ class ProjectWriter {
     for (const Task& t : net_.tasks) {
       if (!t.isDma()) continue;
       const TaskRole& r = compiled_.roles.tasks.at(t.name);
-      if (r.kind == TaskRole::kGather)
-        throw UserError("unsupported: HLS emission of the embedding lookup '" + t.name + "' (table rows gathered by token id)");
       Buffer b;
       b.tensor = r.tensor;
       b.channel = t.channel;
+      b.arg = dmaArgs_.at(t.name);
+      b.readOnly = t.kind == TaskKind::kDmaRead;
+      if (r.kind == TaskRole::kGather) {  // the table and the ids, row-major, as the graph has them
+        const Op& op = graph_.ops[static_cast<size_t>(kg_.kernels[static_cast<size_t>(r.kernel)].opIndex)];
+        for (const std::string& name : {op.inputs[1], op.inputs[0]})
+          if (!isGraphTensor(name, graph_.inputs) && !isGraphTensor(name, graph_.weights))
+            throw UserError("unsupported: HLS emission of the embedding lookup '" + op.name + "' of '" + name +
+                            "', which is neither an input nor a weight");
+        b.fromRaw = true;
+        b.var = "m_" + tid(b.tensor);
+        bufferOf_[t.name] = b;
+        Buffer ids = b;
+        ids.tensor = op.inputs[0];
+        ids.var = "m_" + tid(ids.tensor);
+        ids.arg = b.arg + "_ids";
+        idsOf_[t.name] = ids;
+        continue;
+      }
       if (r.kind == TaskRole::kLoad && r.packed) {
         if (!isGraphTensor(r.tensor, graph_.inputs) && !isGraphTensor(r.tensor, graph_.weights))
           throw UserError("unsupported: HLS emission of '" + t.name + "', a DMA of '" + r.tensor + "', which is neither an input nor a weight");
@@ -155,7 +174,7 @@ class ProjectWriter {
       bufferOf_[t.name] = b;
     }
     for (auto& [task, b] : bufferOf_) {
-      if (b.packed) continue;
+      if (b.packed || b.fromRaw) continue;
       auto it = storeChannel.find(b.tensor);
       if (it == storeChannel.end())
         throw UserError("unsupported: HLS emission of '" + task + "': tensor '" + b.tensor + "' is read from HBM but never written there");
@@ -187,7 +206,10 @@ class ProjectWriter {
   std::vector<std::pair<const Task*, const Buffer*>> topArgs(int g) const {
     std::vector<std::pair<const Task*, const Buffer*>> out;
     for (const Task& t : net_.tasks)
-      if (t.group == g && t.isDma()) out.push_back({&t, &bufferOf_.at(t.name)});
+      if (t.group == g && t.isDma()) {
+        out.push_back({&t, &bufferOf_.at(t.name)});
+        if (idsOf_.count(t.name)) out.push_back({&t, &idsOf_.at(t.name)});
+      }
     return out;
   }
   std::string elemsCall(const std::string& tensor) const {
@@ -206,7 +228,7 @@ class ProjectWriter {
       std::string head = "extern \"C\" void " + topFunctionName(graph_, g) + "(";
       bool first = true;
       for (const auto& [t, b] : topArgs(g)) {
-        head += (first ? "" : ", ") + std::string(t->kind == TaskKind::kDmaRead ? "const float* " : "float* ") + dmaArgs_.at(t->name);
+        head += (first ? "" : ", ") + std::string(b->readOnly ? "const float* " : "float* ") + b->arg;
         first = false;
       }
       c.line(head + symbolParams(!first) + ");");
@@ -319,9 +341,13 @@ class ProjectWriter {
     layerTensors(c);
     c.line("// HBM: packed streams of inputs and weights, and tensors written by DMAs.");
     std::set<std::string> declared;
-    for (const auto& [task, b] : bufferOf_) {
+    std::vector<std::pair<std::string, Buffer>> buffers(bufferOf_.begin(), bufferOf_.end());
+    buffers.insert(buffers.end(), idsOf_.begin(), idsOf_.end());
+    for (const auto& [task, b] : buffers) {
       if (!declared.insert(b.var).second) continue;
-      if (b.packed) {
+      if (b.fromRaw) {
+        c.line("std::vector<float> " + b.var + " = t_" + tid(b.tensor) + ";");
+      } else if (b.packed) {
         c.line("std::vector<float> " + b.var + "(static_cast<size_t>(" + wordsCall(task) + "));");
         c.line("layout::pack_" + dmaArgs_.at(task) + "(t_" + tid(b.tensor) + ".data(), " + b.var + ".data()" + symbolArgs() + ");");
       } else {
@@ -431,6 +457,9 @@ class ProjectWriter {
             c.line("layout::pack_" + dmaArgs_.at(t->name) + "(t_" + tid(b->tensor) + ".data(), packed.data()" + symbolArgs() + ");");
             c.line("bos[layer].push_back(upload(device, packed, " + bank + "));  // " + b->var + ", HBM[" + std::to_string(t->channel) + "]");
             c.close();
+          } else if (b->fromRaw) {
+            c.line("bos[layer].push_back(upload(device, t_" + tid(b->tensor) + ", " + bank + "));  // " + b->var + ", HBM[" +
+                   std::to_string(b->channel) + "]");
           } else {
             c.line("bos[layer].push_back(upload(device, std::vector<float>(static_cast<size_t>(" + elemsCall(b->tensor) +
                    ")), " + bank + "));  // " + b->var + ", HBM[" + std::to_string(b->channel) + "]");
@@ -494,7 +523,7 @@ class ProjectWriter {
       for (const auto& [t, b] : topArgs(g)) {
         int lo = std::min(t->channel, b->channel), hi = std::max(t->channel, b->channel);
         std::string bank = lo == hi ? "HBM[" + std::to_string(lo) + "]" : "HBM[" + std::to_string(lo) + ":" + std::to_string(hi) + "]";
-        s += "sp=" + top + "_1." + dmaArgs_.at(t->name) + ":" + bank + "\n";
+        s += "sp=" + top + "_1." + b->arg + ":" + bank + "\n";
       }
     }
     for (int g : groups_) {
@@ -605,6 +634,9 @@ class ProjectWriter {
           if (givenPos + static_cast<size_t>(n) > given.size()) inputsSizeError(given.size());
           v.data.assign(given.begin() + static_cast<std::ptrdiff_t>(givenPos), given.begin() + static_cast<std::ptrdiff_t>(givenPos + static_cast<size_t>(n)));
           givenPos += static_cast<size_t>(n);
+        } else if (auto rows = idRange_.find(t.name); rows != idRange_.end()) {  // token ids: whole rows of the table
+          for (int64_t k = 0; k < n; ++k)
+            v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, static_cast<double>(rows->second)))));
         } else {
           for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(rng.uniform(-1, 1)));
         }
@@ -664,6 +696,13 @@ class ProjectWriter {
   std::set<std::string> symbols_;
   Bindings bindings_;
   std::map<std::string, Buffer> bufferOf_;  // by DMA task
+  std::map<std::string, Buffer> idsOf_;     // a gather's second argument, by DMA task
+  std::map<std::string, int64_t> idRange_ = [this] {  // inputs that are token ids: the table's rows
+    std::map<std::string, int64_t> out;
+    for (const Op& op : graph_.ops)
+      if (op.op == "embedding") out[op.inputs[0]] = kg_.tensors.at(op.inputs[1]).shape.front().eval(compiled_.options.maxima);
+    return out;
+  }();
   std::map<std::string, std::string> dmaArgs_ = emit::dmaArguments(net_);
   std::map<std::string, std::string> tensorIds_ = [this] {
     std::vector<std::string> names;

@@ -524,6 +524,31 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   for (int k = 0; k < role.sharedLoops; ++k) c.close();
 }
 
+// An embedding lookup: for each output token, the row of the table its token id names (clamped to the
+// table, as the reference does), read from `ids` (the graph input) and `mem` (the table, row-major).
+void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
+  const StreamOrder& o = role.order;
+  const TensorInfo& table = ctx.compiled->kernels.tensors.at(role.tensor);
+  int64_t V = table.shape.front().eval(ctx.compiled->options.maxima);
+  std::string D = cxx(table.shape.back());
+  int n = static_cast<int>(o.trips.size());
+  int64_t T = tokenElements(o);
+  openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
+  pipeline(c, 1);
+  std::vector<Expr> rowTrips(o.trips.begin(), o.trips.end() - 1);
+  std::vector<std::string> rowVars;
+  for (int k = 0; k + 1 < n; ++k) rowVars.push_back("i" + std::to_string(k));
+  c.line("const float token = ids[" + rowMajor(rowTrips, rowVars) + "];");
+  c.line("const long id = token < 0 ? 0 : token > " + std::to_string(V - 1) + " ? " + std::to_string(V - 1) +
+         " : static_cast<long>(token);");
+  c.line(tok(T) + " out;");
+  openElements(c, "e", T);
+  c.line("out.v[e] = " + mem + "[id * " + D + " + " + dataCoord(o, o.map.numResults() - 1, "i", "e") + "];");
+  c.close();
+  c.line(ctx.fifoVar(firstPort(task, PortDir::kOut)) + ".write(out);");
+  for (int k = 0; k < n; ++k) c.close();
+}
+
 }  // namespace
 
 int64_t regionElements(const TaskRole& role) {
@@ -553,8 +578,8 @@ void emitTaskBody(const EmitContext& ctx, const Task& task, const TaskRole& role
       converter(ctx, task, role, code);
       return;
     case TaskRole::kGather:
-      throw UserError("unsupported: HLS emission of the embedding lookup '" + task.name +
-                      "' (table rows gathered by token id)");
+      gather(ctx, task, role, memory, code);
+      return;
   }
 }
 

@@ -133,6 +133,7 @@ class Builder {
       t.loc = kern.loc;
       TaskRole role;
       role.kind = TaskRole::kGather;
+      role.kernel = ref.kernel;
       role.tensor = kern.gatherTable;
       role.order = kp.order;
       roles_.tasks[t.name] = role;

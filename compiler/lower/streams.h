@@ -35,7 +35,7 @@ struct TaskRole {
     kPack,            ///< `ratio` narrow tokens into one 512-bit token
     kGather,          ///< an embedding lookup's DMA read of table rows
   } kind = kKernel;
-  int kernel = -1;              ///< kKernel: index in KernelGraph::kernels
+  int kernel = -1;              ///< kKernel, kGather: index in KernelGraph::kernels
   /// kKernel: the FIFOs of each kernel port, [phase][port] (several: a striped input, or an output with
   /// several readers).
   std::vector<std::vector<std::vector<std::string>>> portFifos;

@@ -117,6 +117,9 @@ TEST(Emit, ElementwiseAndDataMovementCsimMatchesTheReference) {
   emitAndSimulate(path, "misc");
 }
 
+// An embedding lookup gathers table rows by token id (the ids are drawn as whole rows of the table).
+TEST(Emit, EmbeddingLookupCsimMatchesTheReference) { emitAndSimulate(model("graphs/misc_ops.yaml"), "misc_ops"); }
+
 TEST(Emit, MlpCsimMatchesTheReference) { emitAndSimulate(model("graphs/mlp.yaml"), "mlp"); }
 
 TEST(Emit, LayernormAndSoftmaxRowsCsimMatchesTheReference) { emitAndSimulate(model("graphs/rows.yaml"), "rows"); }
@@ -261,11 +264,17 @@ TEST(Emit, RefusesAndExplains) {
   EXPECT_FALSE(fs::exists(dir + "/keep.txt"));
   EXPECT_TRUE(fs::exists(dir + "/Makefile"));
 
-  // An op without an HLS body: named, and nothing written.
+  // Layers that cannot chain (output 0 is not shaped like input 0): named, and nothing written.
   std::string gone = fresh("unsupported");
-  o = stc("emit " + model("graphs/misc_ops.yaml") + " -o " + gone);
+  std::string path = ::testing::TempDir() + "unchained.yaml";
+  std::ofstream(path) << "graph: unchained\n"
+                         "inputs: [{name: a, shape: [3, 96], dtype: f32}]\n"
+                         "weights: [{name: w, shape: [96, 40], dtype: f32}]\n"
+                         "ops: [{name: mm, op: matmul, inputs: [a, w], output: y}]\n"
+                         "outputs: [y]\n";
+  o = stc("emit " + path + " --layers 2 -o " + gone);
   EXPECT_EQ(o.code, 1);
-  EXPECT_NE(o.out.find("unsupported: HLS emission of the embedding lookup 'load_table_rows'"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out, "unsupported: chaining 2 layers: output 'y' does not have the shape of input 'a'\n");
   EXPECT_FALSE(fs::exists(gone));
   for (const auto& e : fs::directory_iterator(::testing::TempDir()))
     EXPECT_EQ(e.path().filename().string().find(".emit_unsupported.tmp"), std::string::npos);
