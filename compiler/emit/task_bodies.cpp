@@ -205,23 +205,27 @@ class KernelBody {
   }
 
   // Row statistics in one pass: softmax keeps a running maximum and rescales the running sum of
-  // exponentials (online softmax); layernorm sums and sums of squares; rmsnorm the sum of squares.
+  // exponentials (online softmax); layernorm sums values and squares around the row's first value;
+  // rmsnorm sums squares.
   void rowStats(const std::string& base) {
     int n = numLoops(0);
     int64_t T = tokenElements(port(0, 0).order);
     loops(0, 0, n - 1);
     if (base == "softmax") c_.line("float m = -INFINITY, sum = 0.0f;");
-    else c_.line("float s1 = 0.0f, s2 = 0.0f;");
+    else c_.line("float s1 = 0.0f, s2 = 0.0f, shift = 0.0f;");
     loops(0, n - 1, n);
     pipeline(c_, ii(0));
     read(0, 0, "x");
+    // Layernorm sums around the row's first value, so that a large mean does not cancel the variance.
+    if (base == "layernorm") c_.line("if (i" + std::to_string(n - 1) + " == 0) shift = x.v[0];");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
-    c_.line("float v = x.v[e];");
     if (base == "softmax") {
+      c_.line("float v = x.v[e];");
       c_.line("float mx = v > m ? v : m;");
       c_.line("sum = sum * std::exp(m - mx) + std::exp(v - mx);");
       c_.line("m = mx;");
     } else {
+      c_.line(base == "layernorm" ? "float v = x.v[e] - shift;" : "float v = x.v[e];");
       if (base == "layernorm") c_.line("s1 += v;");
       c_.line("s2 += v * v;");
     }
@@ -234,8 +238,9 @@ class KernelBody {
       c_.line("stats.v[0] = m;");
       c_.line("stats.v[1] = sum;");
     } else if (base == "layernorm") {
-      c_.line("stats.v[0] = s1 / D;");
-      c_.line("stats.v[1] = s2 / D - stats.v[0] * stats.v[0];");
+      c_.line("const float mean = s1 / D;");
+      c_.line("stats.v[0] = shift + mean;");
+      c_.line("stats.v[1] = s2 / D - mean * mean;");
     } else {
       c_.line("stats.v[0] = s2 / D;");
       c_.line("stats.v[1] = 0.0f;");

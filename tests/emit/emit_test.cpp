@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,21 @@ TEST(Emit, EmbeddingLookupCsimMatchesTheReference) { emitAndSimulate(model("grap
 TEST(Emit, MlpCsimMatchesTheReference) { emitAndSimulate(model("graphs/mlp.yaml"), "mlp"); }
 
 TEST(Emit, LayernormAndSoftmaxRowsCsimMatchesTheReference) { emitAndSimulate(model("graphs/rows.yaml"), "rows"); }
+
+// Rows with a large mean (100) and a small spread: a variance taken as E[x^2] - mean^2 in f32 would lose
+// it to cancellation; the statistics kernel sums around the row's first value instead.
+TEST(Emit, LayernormOfRowsWithALargeMeanStaysAccurate) {
+  std::string path = ::testing::TempDir() + "ln.yaml", inputs = ::testing::TempDir() + "ln.bin";
+  std::ofstream(path) << "graph: ln\n"
+                         "inputs: [{name: x, shape: [4, 512]}]\n"
+                         "weights: [{name: g, shape: [512]}, {name: b, shape: [512]}]\n"
+                         "ops: [{name: norm, op: layernorm, inputs: [x, g, b], output: y}]\n"
+                         "outputs: [y]\n";
+  std::vector<float> x(4 * 512);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 100.0f + 0.5f * static_cast<float>(std::sin(0.7 * static_cast<double>(i)));
+  std::ofstream(inputs, std::ios::binary).write(reinterpret_cast<const char*>(x.data()), static_cast<long>(x.size() * 4));
+  emitAndSimulate(path, "ln", "--inputs " + inputs + " --rtol 1e-4 --atol 1e-4");
+}
 
 TEST(Emit, AttentionOverASymbolicCacheCsimMatchesTheReference) {
   emitAndSimulate(model("graphs/attention_decode.yaml"), "attention", "--ctx 24");
