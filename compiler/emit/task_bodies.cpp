@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "compiler/ir/diagnostics.h"
+#include "compiler/lower/kernels.h"
 
 namespace stc::emit {
 
@@ -130,8 +131,7 @@ class KernelBody {
       if (p == out) continue;
       std::string var = "in" + std::to_string(p);
       read(0, p, var);
-      bool copy = kernel_.op == "move" || kernel_.op == "transpose" || kernel_.op == "slice";
-      args.push_back(var + ".v[" + (copy ? "e" : broadcastIndex(port(0, out).order.element, port(0, p).order.element, "e")) + "]");
+      args.push_back(var + ".v[" + elementOf(0, p, out) + "]");
     }
     int64_t elems = tokenElements(port(0, out).order);
     c_.line(tok(elems) + " out;");
@@ -199,9 +199,22 @@ class KernelBody {
     closeLoops(n - 1);
   }
 
+  // The length of the rows a phase walks: its last loop's tripcount times the elements of a token (a
+  // port reading a reshape view streams the view's base, whose rows may be shorter).
   std::string rowLength(size_t ph, size_t p) const {
-    const StreamOrder& o = port(ph, p).order;
-    return cxx(o.trips.back()) + " * " + std::to_string(o.element.back());
+    return cxx(kernel_.phases[ph].trip.back()) + " * " + std::to_string(tokenElements(port(ph, p).order));
+  }
+
+  // The index in port p's token of element `e` of the output token. A copy, or a port streaming a
+  // reshape's base (the same row-major tokens), takes it as it is; a broadcast input drops the
+  // dimensions it broadcasts.
+  std::string elementOf(size_t ph, size_t p, size_t out) const {
+    const KernelPort& in = port(ph, p);
+    bool copy = kernel_.op == "move" || kernel_.op == "transpose" || kernel_.op == "slice";
+    const auto& inputs = op_.inputs;
+    bool viewBase = std::find(inputs.begin(), inputs.end(), in.tensor) == inputs.end();
+    if (copy || viewBase) return "e";
+    return broadcastIndex(port(ph, out).order.element, in.order.element, "e");
   }
 
   // Row statistics in one pass: softmax keeps a running maximum and rescales the running sum of
@@ -266,7 +279,7 @@ class KernelBody {
       if (p == out) continue;
       std::string var = "in" + std::to_string(p);
       read(0, p, var);
-      extra.push_back(var + ".v[" + broadcastIndex(port(0, out).order.element, port(0, p).order.element, "e") + "]");
+      extra.push_back(var + ".v[" + elementOf(0, p, out) + "]");
     }
     int64_t T = tokenElements(port(0, out).order);
     c_.line(tok(T) + " out;");
@@ -318,13 +331,14 @@ class KernelBody {
     std::string offset = "0";
     for (size_t i = 0; i + 1 < kernel_.phases.size(); ++i) {
       const TensorInfo& inT = info(op_.inputs[i]);
-      const KernelPort& p = port(i, 0);
+      // The input's own row-major order (its port may stream a reshape's base: the same tokens).
+      StreamOrder order = canonicalOrder(inT, ctx_.compiled->options.tile);
       int n = numLoops(i);
       loops(i, 0, n);
       pipeline(c_, ii(i));
       read(i, 0, "x");
-      openElements(c_, "e", tokenElements(p.order));
-      c_.line("const long lin = " + elementIndex(info(p.tensor), p.order, "i", "e") + ";");
+      openElements(c_, "e", tokenElements(order));
+      c_.line("const long lin = " + elementIndex(inT, order, "i", "e") + ";");
       std::vector<std::string> coords;
       for (size_t d = 0; d < inT.shape.size(); ++d) {
         std::vector<Expr> inner(inT.shape.begin() + static_cast<std::ptrdiff_t>(d) + 1, inT.shape.end());
@@ -359,17 +373,17 @@ class KernelBody {
       throw UserError(formatError(op_.loc, "unsupported: HLS emission of rope '" + op_.name + "' over a symbolic row length"));
     int64_t D = inT.shape.back().eval();
     std::string positions = inT.shape.size() >= 2 ? cxx(inT.shape[inT.shape.size() - 2]) : "1";
-    const StreamOrder& o = port(0, 0).order;
+    const std::vector<Expr>& trips = kernel_.phases[0].trip;
     int n = numLoops(0);
-    int64_t T = tokenElements(o);
+    int64_t T = tokenElements(port(0, 0).order);
     loops(0, 0, n - 1);
-    std::vector<Expr> rowTrips(o.trips.begin(), o.trips.end() - 1);
+    std::vector<Expr> rowTrips(trips.begin(), trips.end() - 1);
     std::vector<std::string> rowVars;
     for (int k = 0; k + 1 < n; ++k) rowVars.push_back("i" + std::to_string(k));
     c_.line("const int pos = (" + rowMajor(rowTrips, rowVars) + ") % " + positions + ";");
     c_.line("float row[" + std::to_string(D) + "];");
     std::string label = identifier(kernel_.name);
-    std::string tiles = cxx(o.trips.back());
+    std::string tiles = cxx(trips.back());
     c_.open(label + "_load: for (int t = 0; t < " + tiles + "; ++t)");
     pipeline(c_, ii(0));
     read(0, 0, "x");

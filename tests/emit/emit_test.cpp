@@ -120,6 +120,32 @@ TEST(Emit, ElementwiseAndDataMovementCsimMatchesTheReference) {
 // An embedding lookup gathers table rows by token id (the ids are drawn as whole rows of the table).
 TEST(Emit, EmbeddingLookupCsimMatchesTheReference) { emitAndSimulate(model("graphs/misc_ops.yaml"), "misc_ops"); }
 
+// Ops reading a reshape view stream its base, whose tokens are the view's but whose rows are not: the
+// norm, the reduction, the concat and the residual add below read [4, 16] views of [4, 4, 4] tensors.
+// (Random graphs found emission taking the base's row length and loops.)
+TEST(Emit, OpsOverReshapeViewsCsimMatchesTheReference) {
+  std::string path = ::testing::TempDir() + "views.yaml";
+  std::ofstream(path) << "graph: views\n"
+                         "inputs: [{name: x, shape: [4, 16]}]\n"
+                         "weights: [{name: wq, shape: [16, 16]}, {name: kc, shape: [4, 4, 5]}, {name: vc, shape: [4, 5, 4]},\n"
+                         "          {name: g, shape: [16]}]\n"
+                         "ops:\n"
+                         "  - {name: q, op: matmul, inputs: [x, wq], output: qo}\n"
+                         "  - {name: r, op: reshape, inputs: [qo], output: ro, shape: [4, 4, 4]}\n"
+                         "  - {name: p, op: transpose, inputs: [ro], output: po, perm: [1, 0, 2]}\n"
+                         "  - {name: s, op: matmul, inputs: [po, kc], output: so}\n"
+                         "  - {name: m, op: softmax, inputs: [so], output: mo, axis: -1}\n"
+                         "  - {name: o, op: matmul, inputs: [mo, vc], output: oo}\n"
+                         "  - {name: b, op: transpose, inputs: [oo], output: bo, perm: [1, 0, 2]}\n"
+                         "  - {name: f, op: reshape, inputs: [bo], output: t, shape: [4, 16]}\n"
+                         "  - {name: n, op: rmsnorm, inputs: [t, g], output: nt}\n"
+                         "  - {name: sum, op: reduce_sum, inputs: [t], output: z, axis: -1}\n"
+                         "  - {name: cat, op: concat, inputs: [t, nt], output: c, axis: 0}\n"
+                         "  - {name: res, op: add, inputs: [t, x], output: y}\n"
+                         "outputs: [c, z, y]\n";
+  emitAndSimulate(path, "views");
+}
+
 TEST(Emit, MlpCsimMatchesTheReference) { emitAndSimulate(model("graphs/mlp.yaml"), "mlp"); }
 
 TEST(Emit, LayernormAndSoftmaxRowsCsimMatchesTheReference) { emitAndSimulate(model("graphs/rows.yaml"), "rows"); }
