@@ -149,6 +149,5 @@ std::string broadcastIndex(const std::vector<int64_t>& from, const std::vector<i
   return s.empty() ? "0" : s;
 }
 
-int64_t atMaxima(const Expr& e, const Bindings& maxima) { return e.eval(maxima); }
 
 }  // namespace stc::emit

@@ -70,7 +70,5 @@ std::string elementIndex(const TensorInfo& tensor, const StreamOrder& order, con
 /// extent as `from`.
 std::string broadcastIndex(const std::vector<int64_t>& from, const std::vector<int64_t>& to, const std::string& elem);
 
-/// The value of e with every symbol at its maximum.
-int64_t atMaxima(const Expr& e, const Bindings& maxima);
 
 }  // namespace stc::emit

@@ -43,6 +43,13 @@ struct ProjectFile {
 /// group. Throws UserError naming the op or task it cannot emit.
 std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled);
 
+/// The symbols a project's code uses: the network's tripcounts and the tensors' shapes.
+std::set<std::string> projectSymbols(const CompileResult& compiled);
+
+/// `given` with every project symbol it lacks bound to 16 (at most the symbol's maximum): the values the
+/// C simulation and the sizing simulation run at.
+Bindings completeBindings(const CompileResult& compiled, Bindings given);
+
 /// The top function of fused group `group`.
 std::string topFunctionName(const Graph& graph, int group);
 

@@ -43,13 +43,6 @@ inline float st_gelu_tanh(float x) {
 }
 )";
 
-std::set<std::string> symbolsOf(const CompileResult& compiled) {
-  std::set<std::string> s = compiled.network.symbols();
-  for (const auto& [name, t] : compiled.kernels.tensors)
-    for (const Expr& d : t.shape) s.insert(d.symbols().begin(), d.symbols().end());
-  return s;
-}
-
 std::vector<std::string> taskFifos(const Task& t) {
   std::vector<std::string> out;
   auto add = [&](const Port& p) {
@@ -63,7 +56,7 @@ std::vector<std::string> taskFifos(const Task& t) {
 
 class SourceEmitter {
  public:
-  SourceEmitter(const Graph& g, const CompileResult& c) : graph_(g), compiled_(c), symbols_(symbolsOf(c)) {
+  SourceEmitter(const Graph& g, const CompileResult& c) : graph_(g), compiled_(c), symbols_(projectSymbols(c)) {
     ctx_.graph = &g;
     ctx_.compiled = &c;
     std::vector<std::string> fifoNames;
@@ -278,6 +271,20 @@ class SourceEmitter {
 };
 
 }  // namespace
+
+std::set<std::string> projectSymbols(const CompileResult& compiled) {
+  std::set<std::string> s = compiled.network.symbols();
+  for (const auto& [name, t] : compiled.kernels.tensors)
+    for (const Expr& d : t.shape) s.insert(d.symbols().begin(), d.symbols().end());
+  return s;
+}
+
+Bindings completeBindings(const CompileResult& compiled, Bindings given) {
+  constexpr int64_t kDefaultSymbolValue = 16;
+  for (const auto& s : projectSymbols(compiled))
+    if (!given.count(s)) given[s] = std::min<int64_t>(kDefaultSymbolValue, compiled.options.maxima.at(s));
+  return given;
+}
 
 std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled) {
   return SourceEmitter(graph, compiled).run();

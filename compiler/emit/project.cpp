@@ -36,7 +36,6 @@ using emit::Code;
 using emit::identifier;
 
 constexpr int64_t kMaxDataBytes = int64_t{512} << 20;  // inputs, weights and expected outputs together
-constexpr int64_t kDefaultSymbolValue = 16;
 
 // splitmix64: the same sequence on every machine, for inputs and weights.
 class Random {
@@ -89,12 +88,8 @@ class ProjectWriter {
   ProjectWriter(const Graph& g, const CompileResult& c, const Platform& p, const EmitOptions& o)
       : graph_(g), compiled_(c), platform_(p), options_(o), net_(c.network), kg_(c.kernels) {
     for (const Task& t : net_.tasks) groups_.insert(t.group);
-    for (const auto& [name, t] : kg_.tensors)
-      for (const Expr& d : t.shape) symbols_.insert(d.symbols().begin(), d.symbols().end());
-    for (const auto& s : net_.symbols()) symbols_.insert(s);
-    bindings_ = options_.bindings;
-    for (const auto& s : symbols_)
-      if (!bindings_.count(s)) bindings_[s] = std::min<int64_t>(kDefaultSymbolValue, compiled_.options.maxima.at(s));
+    symbols_ = projectSymbols(c);
+    bindings_ = completeBindings(c, options_.bindings);
     planBuffers();
   }
 

@@ -126,13 +126,7 @@ class KernelBody {
     int n = numLoops(0);
     loops(0, 0, n);
     pipeline(c_, ii(0));
-    std::vector<std::string> args;
-    for (size_t p = 0; p < kernel_.phases[0].ports.size(); ++p) {
-      if (p == out) continue;
-      std::string var = "in" + std::to_string(p);
-      read(0, p, var);
-      args.push_back(var + ".v[" + elementOf(0, p, out) + "]");
-    }
+    std::vector<std::string> args = readInputs(0, out);
     int64_t elems = tokenElements(port(0, out).order);
     c_.line(tok(elems) + " out;");
     openElements(c_, "e", elems);
@@ -205,6 +199,19 @@ class KernelBody {
     return cxx(kernel_.phases[ph].trip.back()) + " * " + std::to_string(tokenElements(port(ph, p).order));
   }
 
+  // Reads phase 0's input ports from `first` on (in<p>) and returns, for each, its value at output element
+  // `e`.
+  std::vector<std::string> readInputs(size_t first, size_t out) {
+    std::vector<std::string> values;
+    for (size_t p = first; p < kernel_.phases[0].ports.size(); ++p) {
+      if (p == out) continue;
+      std::string var = "in" + std::to_string(p);
+      read(0, p, var);
+      values.push_back(var + ".v[" + elementOf(0, p, out) + "]");
+    }
+    return values;
+  }
+
   // The index in port p's token of element `e` of the output token. A copy, or a port streaming a
   // reshape's base (the same row-major tokens), takes it as it is; a broadcast input drops the
   // dimensions it broadcasts.
@@ -274,13 +281,7 @@ class KernelBody {
     loops(0, n - 1, n);
     pipeline(c_, ii(0));
     read(0, 1, "x");
-    std::vector<std::string> extra;
-    for (size_t p = 2; p < kernel_.phases[0].ports.size(); ++p) {
-      if (p == out) continue;
-      std::string var = "in" + std::to_string(p);
-      read(0, p, var);
-      extra.push_back(var + ".v[" + elementOf(0, p, out) + "]");
-    }
+    std::vector<std::string> extra = readInputs(2, out);
     int64_t T = tokenElements(port(0, out).order);
     c_.line(tok(T) + " out;");
     openElements(c_, "e", T);

@@ -200,9 +200,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                 static_cast<long long>(platform.resources.uram), r.fits ? "fits" : "DOES NOT FIT", r.compileSeconds * 1e3);
   progress(v, line);
 
-  Bindings bindings = parseSymbolBindings(command, a.input.ctx, a.input.binds);
-  for (const auto& s : compiled.network.symbols())
-    if (!bindings.count(s)) bindings[s] = std::min<int64_t>(16, compiled.options.maxima.at(s));
+  Bindings bindings = completeBindings(compiled, parseSymbolBindings(command, a.input.ctx, a.input.binds));
   if (loaded.network) return emitWithFileDepths(a, command, loaded, compiled, platform, bindings, begin);
   sizing::SizingOptions sizingOptions;
   sizingOptions.platform = platform;
