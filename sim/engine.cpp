@@ -90,6 +90,19 @@ void Engine::mergeOccupancy(FifoState& f) {
   }
 }
 
+int64_t Engine::nextGroup(const TaskState& ts) {
+  int64_t local = INT64_MAX;
+  for (const Cursor& c : ts.cursors)
+    if (c.remaining > 0 && c.next < local) local = c.next;
+  return local;
+}
+
+bool Engine::known(const Cursor& c) const {
+  const FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
+  if (!c.write) return f.written > f.read;  // write `read` has happened
+  return f.depth == kUnboundedDepth || f.written < f.depth || f.read > f.written - f.depth;
+}
+
 bool Engine::run(int t) {
   TaskState& ts = tasks_[static_cast<size_t>(t)];
   const TaskProgram& tp = program_.tasks[static_cast<size_t>(t)];
@@ -109,111 +122,99 @@ bool Engine::run(int t) {
       for (int64_t b = 0; b < std::min(dma->bursts, dma->outstanding); ++b) issueBurst(t, ts.offset);
   }
   while (!ts.done) {
-    int pick = ts.pending;
-    if (pick < 0) {
-      int64_t best = INT64_MAX;
-      for (size_t k = 0; k < ts.cursors.size(); ++k)
-        if (ts.cursors[k].remaining > 0 && ts.cursors[k].next < best) {
-          best = ts.cursors[k].next;
-          pick = static_cast<int>(k);
+    int64_t local = nextGroup(ts);
+    if (local == INT64_MAX) {  // phase finished
+      if (dma && dma->write) {  // a DMA write ends with its last acknowledgement
+        if (dma->servedCount < dma->bursts) {
+          dma->waitingChannel = true;
+          ts.waitFifo = -1;
+          return false;
         }
-      if (pick < 0) {  // phase finished
-        if (dma && dma->write) {  // a DMA write ends with its last acknowledgement
-          if (dma->servedCount < dma->bursts) {
-            dma->waitingChannel = true;
-            ts.waitFifo = -1;
-            return false;
-          }
-          ts.lastTime = std::max(ts.lastTime, dma->lastResponseCycle);
-        }
-        if (++ts.phase == tp.phases.size()) {
-          finishTask(t);
-          break;
-        }
-        enterPhase(ts, tp);
-        continue;
+        ts.lastTime = std::max(ts.lastTime, dma->lastResponseCycle);
+      }
+      if (++ts.phase == tp.phases.size()) {
+        finishTask(t);
+        break;
+      }
+      enterPhase(ts, tp);
+      continue;
+    }
+    int64_t earliest = local + ts.offset;  // offset is 0 before the first event: no predecessor
+    // The stage group fires whole: every event's ready time must be known before any of them happens.
+    // The stall goes to the event ready last (the first in group order among equals).
+    int64_t ready = INT64_MIN;
+    int stallFifo = -1;
+    bool full = false;  // what a stall waits for: room (full) or data (empty)
+    for (Cursor& c : ts.cursors) {
+      if (c.remaining == 0 || c.next != local) continue;
+      FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
+      if (!known(c)) {
+        ts.waitFifo = c.fifo;
+        ts.waitWrite = c.write;
+        (c.write ? f.writerWaiting : f.readerWaiting) = true;
+        return false;
+      }
+      int64_t r = c.write ? (f.written < f.depth || f.depth == kUnboundedDepth ? INT64_MIN : f.readTimes.front() + 1)
+                          : f.writeTimes.front() + f.raw;
+      if (r > ready) {
+        ready = r;
+        stallFifo = c.fifo;
+        full = c.write;
       }
     }
-    Cursor& c = ts.cursors[static_cast<size_t>(pick)];
-    FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
-    int64_t earliest = c.next + ts.offset;  // offset is 0 before the first event: no predecessor
-    int64_t hbmReady = INT64_MIN;
-    if (dma) {  // checked before the FIFO, whose check consumes a read time
-      hbmReady = dmaReady(*dma, ts.events);
+    if (dma) {  // a DMA read waits for HBM data, a DMA write for a free outstanding slot
+      int64_t hbmReady = dmaReady(*dma, ts.events);
       if (hbmReady < 0) {
-        ts.pending = pick;
         ts.waitFifo = -1;
         dma->waitingChannel = true;
         return false;
       }
-    }
-    int64_t ready;
-    if (c.write) {
-      int64_t k = f.written;
-      if (f.depth != kUnboundedDepth && k >= f.depth) {
-        if (f.read <= k - f.depth) {
-          ts.pending = pick;
-          ts.waitFifo = c.fifo;
-          ts.waitWrite = true;
-          f.writerWaiting = true;
-          return false;
-        }
-        ready = f.readTimes.front() + 1;
-        f.readTimes.pop();
-      } else {
-        ready = earliest;
+      if (hbmReady > ready) {
+        ready = hbmReady;
+        stallFifo = tp.phases.front().ports.front().fifo;
+        full = dma->write;
       }
-    } else {
-      if (f.written <= f.read) {
-        ts.pending = pick;
-        ts.waitFifo = c.fifo;
-        ts.waitWrite = false;
-        f.readerWaiting = true;
-        return false;
-      }
-      ready = f.writeTimes.front() + f.raw;
-    }
-    ts.pending = -1;
-    bool full = c.write;  // what a stall waits for: room (full) or data (empty)
-    if (hbmReady > ready) {  // a DMA read waits for HBM data, a DMA write for a free outstanding slot
-      ready = hbmReady;
-      full = dma->write;
     }
     int64_t time = earliest;
     if (ready > earliest) {
       time = ready;
       if (ts.start >= 0) {  // a wait before the first event delays the start; later ones are stalls
         (full ? ts.stallFull : ts.stallEmpty) += ready - earliest;
-        if (config_.recordStalls) ts.stalls.push_back({earliest, ready, c.fifo, full});
+        if (config_.recordStalls) ts.stalls.push_back({earliest, ready, stallFifo, full});
       }
     }
-    ts.offset = time - c.next;
+    ts.offset = time - local;
     if (ts.start < 0) ts.start = ts.offset;
     ts.lastTime = time;
-    ++ts.events;
-    c.next += c.stride;
-    --c.remaining;
-    if (c.write) {
-      f.writeTimes.push(time);
-      ++f.written;
-      if (!f.occupancySettled) f.mergeW.push(time);
-      if (config_.recordCurves) f.writeLog.push(time);
-      if (f.readerWaiting) {
-        f.readerWaiting = false;
-        woken_.push_back(f.reader);
+    for (Cursor& c : ts.cursors) {
+      if (c.remaining == 0 || c.next != local) continue;
+      FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
+      ++ts.events;
+      c.next += c.stride;
+      --c.remaining;
+      if (c.write) {
+        if (f.depth != kUnboundedDepth && f.written >= f.depth) f.readTimes.pop();
+        f.writeTimes.push(time);
+        ++f.written;
+        if (!f.occupancySettled) f.mergeW.push(time);
+        if (config_.recordCurves) f.writeLog.push(time);
+        if (f.readerWaiting) {
+          f.readerWaiting = false;
+          woken_.push_back(f.reader);
+        }
+      } else {
+        f.writeTimes.pop();
+        ++f.read;
+        if (f.depth != kUnboundedDepth) f.readTimes.push(time);
+        if (!f.occupancySettled) f.mergeR.push(time);
+        if (config_.recordCurves) f.readLog.push(time);
+        if (f.writerWaiting) {
+          f.writerWaiting = false;
+          woken_.push_back(f.writer);
+        }
       }
-    } else {
-      f.writeTimes.pop();
-      ++f.read;
-      if (f.depth != kUnboundedDepth) f.readTimes.push(time);
-      if (!f.occupancySettled) f.mergeR.push(time);
-      if (config_.recordCurves) f.readLog.push(time);
-      if (f.writerWaiting) {
-        f.writerWaiting = false;
-        woken_.push_back(f.writer);
-      }
+      if (!f.occupancySettled) mergeOccupancy(f);
     }
-    if (!f.occupancySettled) mergeOccupancy(f);
     if (dma) afterDmaToken(t, ts.events - 1, time);
   }
   return true;
@@ -356,26 +357,59 @@ bool Engine::forceServe() {
   return true;
 }
 
-std::vector<WaitEdge> Engine::waitCycle() const {
-  // Every unfinished task waits on exactly one FIFO whose other end is unfinished too (a finished end
-  // has moved all its tokens), so following the waits from any unfinished task must close a cycle.
-  int startTask = -1;
-  for (size_t t = 0; t < tasks_.size() && startTask < 0; ++t)
-    if (!tasks_[t].done) startTask = static_cast<int>(t);
-  if (startTask < 0) return {};
+std::vector<WaitEdge> Engine::notReady(int t) const {
+  const TaskState& ts = tasks_[static_cast<size_t>(t)];
+  std::vector<WaitEdge> out;
+  if (ts.done || ts.waitFifo < 0) return out;  // finished, or waiting for HBM or its group
+  int64_t local = nextGroup(ts);
+  for (const Cursor& c : ts.cursors) {
+    if (c.remaining == 0 || c.next != local || known(c)) continue;
+    const FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
+    out.push_back({t, c.fifo, c.write, f.written - f.read, f.depth});
+  }
+  return out;
+}
+
+std::vector<WaitEdge> Engine::waitCycle(const std::vector<std::vector<WaitEdge>>& waits) const {
+  // A blocked event waits on the other end of its FIFO, which is unfinished too (a finished end has moved
+  // all its tokens) and blocked on a FIFO as well (FIFOs stay inside one group, and nothing waits for HBM
+  // at the end of a run). So following from the first blocked task, at each task its first event not
+  // ready, must close a cycle; it is listed from its task that comes first in the file.
+  int t = -1;
+  for (size_t k = 0; k < waits.size() && t < 0; ++k)
+    if (!waits[k].empty()) t = static_cast<int>(k);
+  if (t < 0) return {};
   std::vector<int> seenAt(tasks_.size(), -1);
   std::vector<WaitEdge> path;
-  int t = startTask;
-  while (t >= 0 && seenAt[static_cast<size_t>(t)] < 0 && !tasks_[static_cast<size_t>(t)].done) {
+  while (t >= 0 && seenAt[static_cast<size_t>(t)] < 0 && !waits[static_cast<size_t>(t)].empty()) {
     seenAt[static_cast<size_t>(t)] = static_cast<int>(path.size());
-    const TaskState& ts = tasks_[static_cast<size_t>(t)];
-    if (ts.waitFifo < 0) break;  // waiting on HBM, which forceServe() always resolves
-    const FifoState& f = fifos_[static_cast<size_t>(ts.waitFifo)];
-    path.push_back({t, ts.waitFifo, ts.waitWrite, f.written - f.read, f.depth});
-    t = ts.waitWrite ? f.reader : f.writer;
+    const WaitEdge& e = waits[static_cast<size_t>(t)].front();
+    path.push_back(e);
+    const FifoState& f = fifos_[static_cast<size_t>(e.fifo)];
+    t = e.write ? f.reader : f.writer;
   }
-  if (t < 0 || tasks_[static_cast<size_t>(t)].done) return path;  // cannot happen on a verified network
-  return {path.begin() + seenAt[static_cast<size_t>(t)], path.end()};
+  if (t < 0 || seenAt[static_cast<size_t>(t)] < 0) return {};  // cannot happen on a verified network
+  std::vector<WaitEdge> cycle(path.begin() + seenAt[static_cast<size_t>(t)], path.end());
+  auto first = std::min_element(cycle.begin(), cycle.end(),
+                                [](const WaitEdge& a, const WaitEdge& b) { return a.task < b.task; });
+  std::rotate(cycle.begin(), first, cycle.end());
+  return cycle;
+}
+
+int64_t Engine::finalMaxOccupancy(const FifoState& f) const {
+  if (f.occupancySettled) return f.maxOccupancy;
+  RunQueue w = f.mergeW, r = f.mergeR;  // what could not be merged yet: the last few runs
+  int64_t occupancy = f.mergedW - f.mergedR, best = f.maxOccupancy;
+  while (!w.empty()) {
+    if (!r.empty() && r.front() < w.front()) {
+      r.pop();
+      --occupancy;
+    } else {
+      w.pop();
+      best = std::max(best, ++occupancy);
+    }
+  }
+  return best;
 }
 
 SimResult Engine::result(double wallSeconds) const {
@@ -394,6 +428,7 @@ SimResult Engine::result(double wallSeconds) const {
     s.events = ts.events;
     s.finished = ts.done;
     s.stalls = ts.stalls;
+    s.waits = notReady(static_cast<int>(t));
     if (!ts.done) r.deadlock = true;
     last = std::max(last, ts.lastTime);
     r.events += ts.events;
@@ -407,7 +442,7 @@ SimResult Engine::result(double wallSeconds) const {
     s.width = program_.fifos[f].width;
     s.depth = fs.depth;
     s.tokens = fs.tokens;
-    s.maxOccupancy = fs.maxOccupancy;
+    s.maxOccupancy = finalMaxOccupancy(fs);
     s.written = fs.written;
     s.read = fs.read;
     s.writer = fs.writer;
@@ -418,7 +453,11 @@ SimResult Engine::result(double wallSeconds) const {
     }
     r.fifos.push_back(std::move(s));
   }
-  if (r.deadlock) r.deadlockCycle = waitCycle();
+  if (r.deadlock) {
+    std::vector<std::vector<WaitEdge>> waits;
+    for (const TaskStats& t : r.tasks) waits.push_back(t.waits);
+    r.deadlockCycle = waitCycle(waits);
+  }
   for (const ChannelState& ch : channels_) {
     if (ch.ports.empty()) continue;
     ChannelStats s = ch.stats;

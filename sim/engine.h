@@ -4,7 +4,8 @@
 // model in systemc_model.cpp, the direct worklist in direct.cpp) decide which task runs next; because
 // every event's time follows from the times it depends on, any order gives the same times.
 //
-// Timing (DESIGN.md, normative): T(e) = max(T(prev) + local(e) - local(prev), ready(e)), with
+// Timing (DESIGN.md, normative, revision 2): a task's events with equal local cycle form a stage group
+// that fires whole at T(G) = max(T(prev) + local(G) - local(prev), max over e in G of ready(e)), with
 //   read k of f ready at T(write k of f) + raw(f); write k of f ready at T(read k-d of f) + 1 when k >= d.
 
 #include <cstdint>
@@ -53,15 +54,14 @@ class Engine {
   };
   struct TaskState {
     size_t phase = 0;
-    std::vector<Cursor> cursors;
-    int pending = -1;      // cursor whose event is waiting, or -1
+    std::vector<Cursor> cursors;  // writes first, then reads, in port order: the order within a group
     int64_t offset = 0;    // T(prev) - local(prev)
     int64_t lastTime = -1;
     int64_t start = -1;
     int64_t stallFull = 0, stallEmpty = 0, events = 0;
     bool done = false;
     bool opened = false;  // its group may start (the previous group has ended)
-    int waitFifo = -1;    // -1 while waiting for HBM or for its group
+    int waitFifo = -1;    // the first event of its stage group found not ready; -1 for HBM or its group
     bool waitWrite = false;
     std::vector<StallSpan> stalls;
   };
@@ -104,6 +104,14 @@ class Engine {
   };
 
   void enterPhase(TaskState& ts, const TaskProgram& tp);
+  /// Local cycle of the task's next stage group in its current phase, INT64_MAX when the phase is over.
+  static int64_t nextGroup(const TaskState& ts);
+  /// Whether the dependency of a cursor's next event has happened (its ready time is known).
+  bool known(const Cursor& c) const;
+  /// The events of a blocked task's stage group that are not ready (empty unless it waits on FIFOs).
+  std::vector<WaitEdge> notReady(int t) const;
+  /// Maximum occupancy once no event is left to come (a deadlocked run): the merge finishes its queues.
+  int64_t finalMaxOccupancy(const FifoState& f) const;
   /// Whether task t waits for its group to start.
   bool gated(int t) const;
   void finishTask(int t);
@@ -116,7 +124,9 @@ class Engine {
   /// issued all it will); with force, serves the first one regardless.
   void serveChannel(int channel, bool force);
   void mergeOccupancy(FifoState& f);
-  std::vector<WaitEdge> waitCycle() const;
+  /// The wait-for cycle reached from the first blocked task, each task by the first event of its group
+  /// that is not ready; waits holds every task's events not ready.
+  std::vector<WaitEdge> waitCycle(const std::vector<std::vector<WaitEdge>>& waits) const;
 
   const Program& program_;
   RunConfig config_;

@@ -53,12 +53,18 @@ DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
   std::vector<int64_t> depths;
   for (const FifoStats& f : deadlocked.fifos) depths.push_back(f.depth);
   RunConfig trial;
-  for (const WaitEdge& e : deadlocked.deadlockCycle) {
-    if (!e.write) continue;
-    const FifoStats& f = deadlocked.fifos[static_cast<size_t>(e.fifo)];
+  // Candidates: the FULL FIFOs of the cycle's stage groups, the cycle's links and the other events of
+  // the same groups (a group fires only when every one of them can).
+  std::vector<int> candidates;
+  for (const WaitEdge& link : deadlocked.deadlockCycle)
+    for (const WaitEdge& e : deadlocked.tasks[static_cast<size_t>(link.task)].waits)
+      if (e.write && std::find(candidates.begin(), candidates.end(), e.fifo) == candidates.end())
+        candidates.push_back(e.fifo);
+  for (int fifo : candidates) {
+    const FifoStats& f = deadlocked.fifos[static_cast<size_t>(fifo)];
     auto finishes = [&](int64_t depth, int64_t* cycles) {
       trial.depths = depths;
-      trial.depths[static_cast<size_t>(e.fifo)] = depth;
+      trial.depths[static_cast<size_t>(fifo)] = depth;
       SimResult r = runDirect(program, trial);
       if (cycles) *cycles = r.cycles;
       return !r.deadlock;
@@ -71,7 +77,7 @@ DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
     }
     int64_t bits = (hi - f.depth) * f.width;
     if (best.fifo < 0 || bits < (best.to - best.from) * deadlocked.fifos[static_cast<size_t>(best.fifo)].width) {
-      best.fifo = e.fifo;
+      best.fifo = fifo;
       best.from = f.depth;
       best.to = hi;
       finishes(hi, &best.cyclesAfter);
@@ -90,16 +96,28 @@ nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix
   j["wall_seconds"] = r.wallSeconds;
   j["clock_mhz"] = clockMhz;
   if (!r.deadlock) j["latency_us"] = static_cast<double>(r.cycles) / clockMhz;
+  auto waitJson = [&](const WaitEdge& e) {
+    const FifoStats& f = r.fifos[static_cast<size_t>(e.fifo)];
+    return json{{"task", r.tasks[static_cast<size_t>(e.task)].name},
+                {"fifo", f.name},
+                {"kind", e.write ? "write" : "read"},
+                {"state", e.write ? "FULL" : "EMPTY"},
+                {"occupancy", e.occupancy},
+                {"depth", depthJson(e.depth)},
+                {"needs", r.tasks[static_cast<size_t>(e.write ? f.reader : f.writer)].name}};
+  };
   json cycle = json::array();
-  for (const WaitEdge& e : r.deadlockCycle)
-    cycle.push_back({{"task", r.tasks[static_cast<size_t>(e.task)].name},
-                     {"fifo", r.fifos[static_cast<size_t>(e.fifo)].name},
-                     {"kind", e.write ? "write" : "read"},
-                     {"state", e.write ? "FULL" : "EMPTY"},
-                     {"occupancy", e.occupancy},
-                     {"depth", depthJson(e.depth)}});
+  for (const WaitEdge& e : r.deadlockCycle) cycle.push_back(waitJson(e));
   j["deadlock_cycle"] = cycle;
   if (r.deadlock) {
+    json blocked = json::array();  // every blocked stage group, with all its events that are not ready
+    for (const TaskStats& t : r.tasks) {
+      if (t.waits.empty()) continue;
+      json waits = json::array();
+      for (const WaitEdge& e : t.waits) waits.push_back(waitJson(e));
+      blocked.push_back({{"task", t.name}, {"waits", waits}});
+    }
+    j["blocked"] = blocked;
     j["stopped_at"] = r.cycles;
     if (fix && fix->fifo >= 0)
       j["fix"] = {{"fifo", r.fifos[static_cast<size_t>(fix->fifo)].name},
@@ -146,15 +164,34 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
   } else {
     out << "network " << r.network << ": DEADLOCK; progress stopped at cycle " << r.cycles << " after " << r.events
         << " events\n";
-    out << "wait-for cycle:\n";
-    for (const WaitEdge& e : r.deadlockCycle) {
+    // A link: "A waits to write a_c: FULL, 2/2 tokens; it needs C"; the other events of its stage group
+    // that are not ready follow as "and to ...": the group fires only when all of them can.
+    auto printWait = [&](const WaitEdge& e, const char* lead) {
       const FifoStats& f = r.fifos[static_cast<size_t>(e.fifo)];
-      const TaskStats& t = r.tasks[static_cast<size_t>(e.task)];
       const TaskStats& other = r.tasks[static_cast<size_t>(e.write ? f.reader : f.writer)];
-      std::snprintf(line, sizeof line, "  %s waits to %s %s: %s, %lld/%s tokens; it needs %s\n", t.name.c_str(),
+      std::snprintf(line, sizeof line, "%s to %s %s: %s, %lld/%s tokens; it needs %s\n", lead,
                     e.write ? "write" : "read", f.name.c_str(), e.write ? "FULL" : "EMPTY",
                     static_cast<long long>(e.occupancy), depthText(e.depth).c_str(), other.name.c_str());
       out << line;
+    };
+    auto printTask = [&](const TaskStats& t, const WaitEdge& first) {
+      out << "  " << t.name;
+      printWait(first, " waits");
+      for (const WaitEdge& e : t.waits)
+        if (e.fifo != first.fifo || e.write != first.write) printWait(e, "    and");
+    };
+    out << "wait-for cycle:\n";
+    std::vector<char> inCycle(r.tasks.size(), 0);
+    for (const WaitEdge& e : r.deadlockCycle) {
+      inCycle[static_cast<size_t>(e.task)] = 1;
+      printTask(r.tasks[static_cast<size_t>(e.task)], e);
+    }
+    bool header = false;
+    for (size_t t = 0; t < r.tasks.size(); ++t) {
+      if (inCycle[t] || r.tasks[t].waits.empty()) continue;
+      if (!header) out << "also blocked:\n";
+      header = true;
+      printTask(r.tasks[t], r.tasks[t].waits.front());
     }
     if (fix && fix->fifo >= 0) {
       const FifoStats& f = r.fifos[static_cast<size_t>(fix->fifo)];

@@ -19,6 +19,16 @@ struct StallSpan {
   bool full;  ///< waiting to write a full FIFO (else to read an empty one)
 };
 
+/// An event that cannot happen: `task` waits to `write` a FULL `fifo` or to read an EMPTY one. A link of
+/// a wait-for cycle, or one of a blocked stage group's events that are not ready.
+struct WaitEdge {
+  int task = -1;
+  int fifo = -1;
+  bool write = false;
+  int64_t occupancy = 0;
+  int64_t depth = 0;
+};
+
 struct TaskStats {
   std::string name;
   int64_t start = -1;  ///< global cycle of the task's local cycle 0, after any stall before its first event
@@ -28,6 +38,9 @@ struct TaskStats {
   int64_t events = 0;
   bool finished = false;
   std::vector<StallSpan> stalls;  ///< when recorded
+  /// Unfinished at the end of a deadlocked run: the events of its blocked stage group that are not ready,
+  /// in group order (writes first, then reads, each in port order). Empty otherwise.
+  std::vector<WaitEdge> waits;
 };
 
 struct FifoStats {
@@ -40,15 +53,6 @@ struct FifoStats {
   int64_t read = 0;
   int writer = -1, reader = -1;
   std::vector<TimeRun> writeTimes, readTimes;  ///< token curves, when recorded
-};
-
-/// One link of a wait-for cycle: `task` waits to `write` (FULL) or read (EMPTY) `fifo`.
-struct WaitEdge {
-  int task = -1;
-  int fifo = -1;
-  bool write = false;
-  int64_t occupancy = 0;
-  int64_t depth = 0;
 };
 
 struct SimResult {

@@ -1,10 +1,14 @@
-// The fork_join network of DESIGN.md: it deadlocks with the wait-for cycle A, C, B, and finishes once
-// its short path a_c holds 62 tokens. Derivation: C reads a_c token 0, then waits for b_c token 0, which
-// B writes only after reading all 64 tokens of a_b; A writes a_b token 63 after a_c token 62, and that
-// write needs read 62 - d of a_c, where only read 0 has happened: d >= 62.
+// Deadlocks under the stage-group rule of DESIGN.md (revision 2), derived by hand.
+//
+// The fork_join network: it deadlocks with the wait-for cycle A, C, B, and finishes once its short path
+// a_c holds 64 tokens. C reads a_c and b_c in one stage, so it takes no token of a_c before b_c token 0,
+// which B writes only after reading all 64 tokens of a_b. A writes a_b and a_c in one stage, so its write
+// of a_b token 63 waits for room in a_c for token 63, which needs read 63 - d of a_c: none has happened,
+// so d >= 64. (Revision 1, firing C's read of a_c alone, needed 62.)
 #include <gtest/gtest.h>
 
 #include "sim/report.h"
+#include "sim/run_queue.h"
 #include "sim_helpers.h"
 
 namespace stc::testing {
@@ -38,13 +42,14 @@ TEST_P(Deadlock, ForkJoinCycleIsACB) {
 }
 
 TEST_P(Deadlock, ExactlyTheSmallestDepthPasses) {
-  EXPECT_TRUE(simulateText(forkJoin(61), GetParam()).deadlock);
-  sim::SimResult ok = simulateText(forkJoin(62), GetParam());
+  EXPECT_TRUE(simulateText(forkJoin(62), GetParam()).deadlock);
+  EXPECT_TRUE(simulateText(forkJoin(63), GetParam()).deadlock);
+  sim::SimResult ok = simulateText(forkJoin(64), GetParam());
   EXPECT_FALSE(ok.deadlock);
   EXPECT_EQ(ok.cycles, simulateText(readTextFile(STC_SOURCE_DIR "/models/networks/fork_join_fixed.yaml")).cycles);
 }
 
-TEST_P(Deadlock, FixSearchFindsDepth62) {
+TEST_P(Deadlock, FixSearchFindsDepth64) {
   Network net = parseNetwork(forkJoin(2), "fj.yaml");
   sim::Program prog = sim::compileProgram(net, {});
   sim::SimResult r = GetParam() ? sim::runSystemC(prog, {}) : sim::runDirect(prog, {});
@@ -52,7 +57,97 @@ TEST_P(Deadlock, FixSearchFindsDepth62) {
   ASSERT_GE(fix.fifo, 0);
   EXPECT_EQ(r.fifos[static_cast<size_t>(fix.fifo)].name, "a_c");
   EXPECT_EQ(fix.from, 2);
-  EXPECT_EQ(fix.to, 62);
+  EXPECT_EQ(fix.to, 64);
+  EXPECT_EQ(fix.cyclesAfter, 134);
+}
+
+// P writes x (4 tokens) and then y (4 tokens); C reads x and y in one stage. With x 3 deep, P's write of
+// x token 3 needs C's read of x token 0, which fires only with y token 0, which P writes after x token 3:
+// a deadlock. Revision 1 let C take x token 0 alone and finished. With x 4 deep nothing waits on room:
+// P writes x at 1..4 and y at 6..9 (its second phase starts at local 3 + 1 + 1 = 5); C's group k is
+// ready when y token k is (raw 1): 7 + k, so C starts at 7 and the run takes 11 cycles.
+std::string readPair(int depthX) {
+  return "network: pair\nfifos: [{name: x, width: 32, depth: " + std::to_string(depthX) +
+         "}, {name: y, width: 32}]\ntasks:\n"
+         "  - {name: P, phases: [{trip: [4], latency: 1, ports: [{fifo: x, dir: out}]},\n"
+         "                       {trip: [4], latency: 1, ports: [{fifo: y, dir: out}]}]}\n"
+         "  - {name: C, phases: [{trip: [4], latency: 1, ports: [{fifo: x, dir: in}, {fifo: y, dir: in}]}]}\n";
+}
+
+TEST_P(Deadlock, AStageReadsTwoFifosTogether) {
+  sim::SimResult r = simulateText(readPair(3), GetParam());
+  ASSERT_TRUE(r.deadlock);
+  EXPECT_EQ(r.events, 3);  // x tokens 0 to 2; C consumed nothing
+  EXPECT_EQ(fifo(r, "x").maxOccupancy, 3);
+  ASSERT_EQ(r.deadlockCycle.size(), 2u);
+  EXPECT_EQ(r.deadlockCycle[0].task, 0);
+  EXPECT_EQ(r.fifos[static_cast<size_t>(r.deadlockCycle[0].fifo)].name, "x");
+  EXPECT_TRUE(r.deadlockCycle[0].write);
+  EXPECT_EQ(r.deadlockCycle[0].occupancy, 3);
+  EXPECT_EQ(r.deadlockCycle[1].task, 1);
+  EXPECT_EQ(r.fifos[static_cast<size_t>(r.deadlockCycle[1].fifo)].name, "y");
+  EXPECT_FALSE(r.deadlockCycle[1].write);
+  ASSERT_EQ(task(r, "C").waits.size(), 1u);  // its read of x is ready; only y holds the group
+  sim::SimResult ok = simulateText(readPair(4), GetParam());
+  ASSERT_FALSE(ok.deadlock);
+  EXPECT_EQ(ok.cycles, 11);
+  EXPECT_EQ(task(ok, "C").start, 7);
+  EXPECT_EQ(task(ok, "C").stallEmpty, 0);
+  EXPECT_EQ(task(ok, "P").stallFull, 0);
+  Network net = parseNetwork(readPair(3), "pair.yaml");
+  sim::Program prog = sim::compileProgram(net, {});
+  sim::DepthFix fix = sim::findDepthFix(prog, r);
+  EXPECT_EQ(fix.fifo, 0);
+  EXPECT_EQ(fix.to, 4);
+  EXPECT_EQ(fix.cyclesAfter, 11);
+}
+
+// W writes a and b in one stage (ii 1, latency 1: local k + 1); Ra reads a at ii 1, Rb reads b at ii 3;
+// both 2 deep (raw 1). W's group k needs room in both: W_k = max(W_k-1 + 1, Ra_k-2 + 1, Rb_k-2 + 1).
+// Rb_k = 2 + 3k, so from k = 3 on W_k = Rb_k-2 + 1 = 3k - 3: a is written at 1, 2, 3, 6, 9, ..., 18 at
+// b's pace, although Ra would take it at once, and Ra reads it at W_k + 1. W stalls 2 cycles on each of
+// groups 3 to 7 (10, FULL), Ra as much (EMPTY); Rb reads its last token at 23: 24 cycles.
+TEST_P(Deadlock, AStageWritesTwoFifosTogether) {
+  sim::RunConfig curves;
+  curves.recordCurves = true;
+  sim::SimResult r = simulateText(
+      "network: fanout\nfifos: [{name: a, width: 32}, {name: b, width: 32}]\ntasks:\n"
+      "  - {name: W, phases: [{trip: [8], latency: 1, ports: [{fifo: a, dir: out}, {fifo: b, dir: out}]}]}\n"
+      "  - {name: Ra, phases: [{trip: [8], latency: 1, ports: [{fifo: a, dir: in}]}]}\n"
+      "  - {name: Rb, phases: [{trip: [8], ii: 3, latency: 1, ports: [{fifo: b, dir: in}]}]}\n",
+      GetParam(), {}, curves);
+  ASSERT_FALSE(r.deadlock);
+  EXPECT_EQ(r.cycles, 24);
+  EXPECT_EQ(task(r, "W").stallFull, 10);
+  EXPECT_EQ(task(r, "W").end, 19);
+  EXPECT_EQ(task(r, "Ra").stallEmpty, 10);
+  EXPECT_EQ(task(r, "Ra").end, 20);
+  EXPECT_EQ(task(r, "Rb").stallEmpty + task(r, "Rb").stallFull, 0);
+  sim::RunLog writes;
+  for (const auto& run : fifo(r, "a").writeTimes)
+    for (int64_t k = 0; k < run.count; ++k) writes.push(run.start + k * run.stride);
+  EXPECT_EQ(writes.times(), (std::vector<int64_t>{1, 2, 3, 6, 9, 12, 15, 18}));
+}
+
+// C reads u and v in one stage; A and B each wait for a token C writes after that stage. C's group has
+// two events that are not ready, and B, outside the cycle A, C, is blocked too.
+TEST_P(Deadlock, EveryEventNotReadyIsReported) {
+  sim::SimResult r = simulateText(
+      "network: star\nfifos: [{name: u, width: 8}, {name: v, width: 8}, {name: c1, width: 8}, {name: c2, width: 8}]\n"
+      "tasks:\n"
+      "  - {name: A, phases: [{trip: [4], ports: [{fifo: c1, dir: in}, {fifo: u, dir: out}]}]}\n"
+      "  - {name: B, phases: [{trip: [4], ports: [{fifo: c2, dir: in}, {fifo: v, dir: out}]}]}\n"
+      "  - {name: C, phases: [{trip: [4], ports: [{fifo: u, dir: in}, {fifo: v, dir: in}, {fifo: c1, dir: out},\n"
+      "                                          {fifo: c2, dir: out}]}]}\n",
+      GetParam());
+  ASSERT_TRUE(r.deadlock);
+  ASSERT_EQ(r.deadlockCycle.size(), 2u);
+  EXPECT_EQ(r.deadlockCycle[0].task, 0);  // A waits to read c1
+  EXPECT_EQ(r.deadlockCycle[1].task, 2);  // C waits to read u (and v)
+  ASSERT_EQ(task(r, "C").waits.size(), 2u);
+  EXPECT_EQ(r.fifos[static_cast<size_t>(task(r, "C").waits[1].fifo)].name, "v");
+  ASSERT_EQ(task(r, "B").waits.size(), 1u);
+  EXPECT_EQ(r.fifos[static_cast<size_t>(task(r, "B").waits[0].fifo)].name, "c2");
 }
 
 // A cycle with no initial tokens cannot be broken by any depth.

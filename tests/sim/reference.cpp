@@ -63,44 +63,89 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
   r.taskEnd.assign(net.tasks.size(), -1);
   r.stallFull.assign(net.tasks.size(), 0);
   r.stallEmpty.assign(net.tasks.size(), 0);
+  // The time the event's dependency allows, or -1 when that dependency has not happened yet.
+  auto readyOf = [&](const Ev& e) -> int64_t {
+    size_t f = static_cast<size_t>(e.fifo);
+    int64_t d = depths[f];
+    if (e.order == 0) {
+      size_t k = wt[f].size();
+      if (d == kUnboundedDepth || static_cast<int64_t>(k) < d) return 0;
+      size_t need = k - static_cast<size_t>(d);
+      return rt[f].size() > need ? rt[f][need] + 1 : -1;
+    }
+    size_t k = rt[f].size();
+    int64_t raw = (d != kUnboundedDepth && net.fifos[f].width * d <= 1024) ? 1 : 2;
+    return wt[f].size() > k ? wt[f][k] + raw : -1;
+  };
+  // The task's next stage group: [pos, end) with one local cycle.
+  auto groupEnd = [&](size_t t) {
+    size_t e = pos[t];
+    while (e < lists[t].size() && lists[t][e].local == lists[t][pos[t]].local) ++e;
+    return e;
+  };
   bool progress = true;
   while (progress) {
     progress = false;
     for (size_t t = 0; t < net.tasks.size(); ++t) {
       while (pos[t] < lists[t].size()) {
-        const Ev& e = lists[t][pos[t]];
-        int64_t earliest = pos[t] == 0 ? e.local : prevT[t] + (e.local - prevLocal[t]);
+        size_t end = groupEnd(t);
+        const Ev& head = lists[t][pos[t]];
+        int64_t earliest = pos[t] == 0 ? head.local : prevT[t] + (head.local - prevLocal[t]);
         int64_t ready = earliest;
-        int64_t d = depths[static_cast<size_t>(e.fifo)];
-        int64_t width = net.fifos[static_cast<size_t>(e.fifo)].width;
-        if (e.order == 0) {
-          size_t k = wt[static_cast<size_t>(e.fifo)].size();
-          if (d != kUnboundedDepth && static_cast<int64_t>(k) >= d) {
-            size_t need = k - static_cast<size_t>(d);
-            if (rt[static_cast<size_t>(e.fifo)].size() <= need) break;
-            ready = rt[static_cast<size_t>(e.fifo)][need] + 1;
+        int stallOrder = -1;  // the event ready last, the first of equals, takes the stall
+        bool blocked = false;
+        for (size_t i = pos[t]; i < end; ++i) {
+          int64_t x = readyOf(lists[t][i]);
+          if (x < 0) blocked = true;
+          if (x > ready) {
+            ready = x;
+            stallOrder = lists[t][i].order;
           }
-        } else {
-          size_t k = rt[static_cast<size_t>(e.fifo)].size();
-          if (wt[static_cast<size_t>(e.fifo)].size() <= k) break;
-          int64_t raw = (d != kUnboundedDepth && width * d <= 1024) ? 1 : 2;
-          ready = wt[static_cast<size_t>(e.fifo)][k] + raw;
         }
-        int64_t time = std::max(earliest, ready);
-        if (pos[t] > 0) (e.order == 0 ? r.stallFull : r.stallEmpty)[t] += time - earliest;
-        (e.order == 0 ? wt : rt)[static_cast<size_t>(e.fifo)].push_back(time);
-        prevT[t] = time;
-        prevLocal[t] = e.local;
-        r.taskEnd[t] = time + 1;
-        ++pos[t];
+        if (blocked) break;
+        if (pos[t] > 0 && stallOrder >= 0) (stallOrder == 0 ? r.stallFull : r.stallEmpty)[t] += ready - earliest;
+        for (size_t i = pos[t]; i < end; ++i)
+          (lists[t][i].order == 0 ? wt : rt)[static_cast<size_t>(lists[t][i].fifo)].push_back(ready);
+        prevT[t] = ready;
+        prevLocal[t] = head.local;
+        r.taskEnd[t] = ready + 1;
+        pos[t] = end;
         progress = true;
       }
     }
   }
+  // Deadlock: every unfinished task's group events that are not ready, and the wait-for cycle reached
+  // from the first of them through each task's first such event, listed from its first task in the file.
+  std::vector<std::vector<ReferenceWait>> waits(net.tasks.size());
+  std::vector<int> writerOf(nf, -1), readerOf(nf, -1);
+  for (size_t t = 0; t < net.tasks.size(); ++t)
+    for (const Ev& e : lists[t]) (e.order == 0 ? writerOf : readerOf)[static_cast<size_t>(e.fifo)] = static_cast<int>(t);
   for (size_t t = 0; t < net.tasks.size(); ++t) {
-    if (pos[t] < lists[t].size()) r.deadlock = true;
-    r.cycles = std::max(r.cycles, r.taskEnd[t]);
+    if (pos[t] == lists[t].size()) continue;
+    r.deadlock = true;
+    for (size_t i = pos[t], end = groupEnd(t); i < end; ++i)
+      if (readyOf(lists[t][i]) < 0) waits[t].push_back({static_cast<int>(t), lists[t][i].fifo, lists[t][i].order == 0});
   }
+  r.waits = waits;
+  int t = -1;
+  for (size_t k = 0; k < waits.size() && t < 0; ++k)
+    if (!waits[k].empty()) t = static_cast<int>(k);
+  std::vector<ReferenceWait> path;
+  while (t >= 0) {
+    auto seen = std::find_if(path.begin(), path.end(), [&](const ReferenceWait& w) { return w.task == t; });
+    if (seen != path.end()) {
+      r.cycle.assign(seen, path.end());
+      std::rotate(r.cycle.begin(),
+                  std::min_element(r.cycle.begin(), r.cycle.end(), [](auto& a, auto& b) { return a.task < b.task; }),
+                  r.cycle.end());
+      break;
+    }
+    if (waits[static_cast<size_t>(t)].empty()) break;
+    ReferenceWait w = waits[static_cast<size_t>(t)].front();
+    path.push_back(w);
+    t = w.write ? readerOf[static_cast<size_t>(w.fifo)] : writerOf[static_cast<size_t>(w.fifo)];
+  }
+  for (size_t t = 0; t < net.tasks.size(); ++t) r.cycles = std::max(r.cycles, r.taskEnd[t]);
   for (size_t f = 0; f < nf; ++f) {
     int64_t best = 0;
     for (size_t k = 0; k < wt[f].size(); ++k) {

@@ -38,12 +38,40 @@ TEST(Report, JsonFields) {
 TEST(Report, DeadlockJson) {
   std::string text = readTextFile(STC_SOURCE_DIR "/models/networks/fork_join.yaml");
   sim::SimResult r = simulateText(text);
-  nlohmann::json j = sim::resultJson(r, sim::DepthFix{1, 2, 62, 0}, 250);
+  nlohmann::json j = sim::resultJson(r, sim::DepthFix{1, 2, 64, 134}, 250);
   EXPECT_TRUE(j["cycles"].is_null());
   EXPECT_EQ(j["deadlock_cycle"][0], (nlohmann::json{{"task", "A"}, {"fifo", "a_c"}, {"kind", "write"},
-                                                     {"state", "FULL"}, {"occupancy", 2}, {"depth", 2}}));
+                                                     {"state", "FULL"}, {"occupancy", 2}, {"depth", 2},
+                                                     {"needs", "C"}}));
   EXPECT_EQ(j["deadlock_cycle"][1]["state"], "EMPTY");
-  EXPECT_EQ(j["fix"]["depth_to"], 62);
+  EXPECT_EQ(j["fix"]["depth_to"], 64);
+  // Every blocked task, with each event of its stage group that is not ready.
+  ASSERT_EQ(j["blocked"].size(), 3u);
+  EXPECT_EQ(j["blocked"][1]["task"], "B");
+  EXPECT_EQ(j["blocked"][2]["waits"].size(), 1u);  // C's read of a_c is ready, its read of b_c is not
+  EXPECT_EQ(j["blocked"][2]["waits"][0]["fifo"], "b_c");
+}
+
+// C reads u and v in one stage, both empty; B waits outside the cycle A, C.
+TEST(Report, DeadlockTextListsTheWholeGroup) {
+  sim::SimResult r = simulateText(
+      "network: star\nfifos: [{name: u, width: 8}, {name: v, width: 8}, {name: c1, width: 8}, {name: c2, width: 8}]\n"
+      "tasks:\n"
+      "  - {name: A, phases: [{trip: [4], ports: [{fifo: c1, dir: in}, {fifo: u, dir: out}]}]}\n"
+      "  - {name: B, phases: [{trip: [4], ports: [{fifo: c2, dir: in}, {fifo: v, dir: out}]}]}\n"
+      "  - {name: C, phases: [{trip: [4], ports: [{fifo: u, dir: in}, {fifo: v, dir: in}, {fifo: c1, dir: out},\n"
+      "                                          {fifo: c2, dir: out}]}]}\n");
+  std::ostringstream s;
+  sim::printSummary(s, r, sim::DepthFix{}, 250);
+  EXPECT_NE(s.str().find("wait-for cycle:\n"
+                         "  A waits to read c1: EMPTY, 0/2 tokens; it needs C\n"
+                         "  C waits to read u: EMPTY, 0/2 tokens; it needs A\n"
+                         "    and to read v: EMPTY, 0/2 tokens; it needs B\n"
+                         "also blocked:\n"
+                         "  B waits to read c2: EMPTY, 0/2 tokens; it needs C\n"
+                         "fix: no single FIFO depth change breaks this cycle (no FIFO in it is full: a true deadlock)\n"),
+            std::string::npos)
+      << s.str();
 }
 
 TEST(Report, CurvesCsv) {
