@@ -43,6 +43,27 @@ TEST(Onnx, ExportedModelsCompileSizeAndSimulate) {
   }
 }
 
+// The GPT-2 block's second residual add reads the first residual and the MLP's output in one stage, so
+// the residual's FIFO holds its tokens until the MLP's first one arrives: sized under the stage-group rule
+// it is 32 deep, and 31 deadlocks with the add waiting on the MLP (a depth that revision 1 let pass).
+TEST(Onnx, ResidualJoinSizedForTheStageGroupRule) {
+  Graph g = importOnnx(model("gpt2_block.onnx"));
+  CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({}, defaultPlatform()));
+  Network sized;
+  sizing::SizingResult s = sizing::sizeFifos(r.network, {}, sized);
+  ASSERT_FALSE(s.trueDeadlock);
+  int f = sized.findFifo("/Add_output_0>_Add_3");
+  ASSERT_GE(f, 0);
+  EXPECT_EQ(sized.fifos[static_cast<size_t>(f)].depth, 32);
+  EXPECT_FALSE(sim::runDirect(sim::compileProgram(sized, {}), {}).deadlock);
+  sized.fifos[static_cast<size_t>(f)].depth = 31;
+  sim::SimResult d = sim::runDirect(sim::compileProgram(sized, {}), {});
+  ASSERT_TRUE(d.deadlock);
+  ASSERT_GE(d.deadlockCycle.size(), 2u);
+  EXPECT_EQ(d.fifos[static_cast<size_t>(d.deadlockCycle[0].fifo)].name, "/Add_output_0>_Add_3");
+  EXPECT_EQ(d.tasks[static_cast<size_t>(d.deadlockCycle[1].task)].name, "_Add_3");
+}
+
 TEST(Onnx, DecomposedPatternsBecomeOneOpEach) {
   auto mlp = opCounts(importOnnx(model("mlp.onnx")));  // GELU, erf form
   EXPECT_EQ(mlp["gelu"], 1);
