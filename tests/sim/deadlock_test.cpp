@@ -129,17 +129,9 @@ TEST_P(Deadlock, AStageWritesTwoFifosTogether) {
   EXPECT_EQ(writes.times(), (std::vector<int64_t>{1, 2, 3, 6, 9, 12, 15, 18}));
 }
 
-// C reads u and v in one stage; A and B each wait for a token C writes after that stage. C's group has
-// two events that are not ready, and B, outside the cycle A, C, is blocked too.
+// C's group has two events that are not ready, and B, outside the cycle A, C, is blocked too.
 TEST_P(Deadlock, EveryEventNotReadyIsReported) {
-  sim::SimResult r = simulateText(
-      "network: star\nfifos: [{name: u, width: 8}, {name: v, width: 8}, {name: c1, width: 8}, {name: c2, width: 8}]\n"
-      "tasks:\n"
-      "  - {name: A, phases: [{trip: [4], ports: [{fifo: c1, dir: in}, {fifo: u, dir: out}]}]}\n"
-      "  - {name: B, phases: [{trip: [4], ports: [{fifo: c2, dir: in}, {fifo: v, dir: out}]}]}\n"
-      "  - {name: C, phases: [{trip: [4], ports: [{fifo: u, dir: in}, {fifo: v, dir: in}, {fifo: c1, dir: out},\n"
-      "                                          {fifo: c2, dir: out}]}]}\n",
-      GetParam());
+  sim::SimResult r = simulateText(kStarDeadlock, GetParam());
   ASSERT_TRUE(r.deadlock);
   ASSERT_EQ(r.deadlockCycle.size(), 2u);
   EXPECT_EQ(r.deadlockCycle[0].task, 0);  // A waits to read c1

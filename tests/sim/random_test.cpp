@@ -12,13 +12,9 @@
 namespace stc::testing {
 namespace {
 
-std::string describe(const std::vector<sim::WaitEdge>& edges) {
-  std::string s;
-  for (const auto& e : edges) s += "t" + std::to_string(e.task) + (e.write ? " w f" : " r f") + std::to_string(e.fifo) + "; ";
-  return s;
-}
-
-std::string describe(const std::vector<ReferenceWait>& edges) {
+// "t2 w f0; t0 r f3; ": a list of blocked accesses, from the engine (sim::WaitEdge) or the reference.
+template <typename Wait>
+std::string describe(const std::vector<Wait>& edges) {
   std::string s;
   for (const auto& e : edges) s += "t" + std::to_string(e.task) + (e.write ? " w f" : " r f") + std::to_string(e.fifo) + "; ";
   return s;

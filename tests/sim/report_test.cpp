@@ -52,15 +52,9 @@ TEST(Report, DeadlockJson) {
   EXPECT_EQ(j["blocked"][2]["waits"][0]["fifo"], "b_c");
 }
 
-// C reads u and v in one stage, both empty; B waits outside the cycle A, C.
+// C's stage reads u and v, both empty; B waits outside the cycle A, C.
 TEST(Report, DeadlockTextListsTheWholeGroup) {
-  sim::SimResult r = simulateText(
-      "network: star\nfifos: [{name: u, width: 8}, {name: v, width: 8}, {name: c1, width: 8}, {name: c2, width: 8}]\n"
-      "tasks:\n"
-      "  - {name: A, phases: [{trip: [4], ports: [{fifo: c1, dir: in}, {fifo: u, dir: out}]}]}\n"
-      "  - {name: B, phases: [{trip: [4], ports: [{fifo: c2, dir: in}, {fifo: v, dir: out}]}]}\n"
-      "  - {name: C, phases: [{trip: [4], ports: [{fifo: u, dir: in}, {fifo: v, dir: in}, {fifo: c1, dir: out},\n"
-      "                                          {fifo: c2, dir: out}]}]}\n");
+  sim::SimResult r = simulateText(kStarDeadlock);
   std::ostringstream s;
   sim::printSummary(s, r, sim::DepthFix{}, 250);
   EXPECT_NE(s.str().find("wait-for cycle:\n"
