@@ -1,11 +1,13 @@
-// The event engine. A task's next event is the earliest pending event among its ports' arithmetic
-// sequences (ties: lower port index, which puts writes before reads). Its time is
-//   T = max(local + offset, ready), offset = T(prev) - local(prev)
-// and a stall of T - (local + offset) cycles is charged to FULL (write) or EMPTY (read); a wait before a
-// task's first event is not a stall but its start. When the data
-// an event depends on has not been computed yet, the task blocks and records what it waits on; the other
-// side wakes it. Maximum occupancy is found by merging each FIFO's write and read times in time order
-// as soon as the order of the two heads is certain (writes first at equal cycles).
+// The event engine (DESIGN.md timing semantics, revision 2). A task's next stage group is the set of its
+// ports whose next event has the smallest local cycle (in group order: writes first, then reads, each in
+// port order). The group fires whole at
+//   T = max(local + offset, max ready over the group), offset = T(prev) - local(prev)
+// once every event's ready time is known; nothing is consumed before. A stall of T - (local + offset)
+// cycles is charged to the access ready last (FULL for a write, EMPTY for a read; the first in group order
+// among equals); a wait before a task's first event is not a stall but its start. When the data an access
+// depends on has not been computed yet, the task blocks on it and the other side wakes it; it then checks
+// the whole group again. Maximum occupancy is found by merging each FIFO's write and read times in time
+// order as soon as the order of the two heads is certain (writes first at equal cycles).
 #include "sim/engine.h"
 
 #include <algorithm>
@@ -150,7 +152,6 @@ bool Engine::run(int t) {
       FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
       if (!known(c)) {
         ts.waitFifo = c.fifo;
-        ts.waitWrite = c.write;
         (c.write ? f.writerWaiting : f.readerWaiting) = true;
         return false;
       }

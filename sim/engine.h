@@ -62,7 +62,6 @@ class Engine {
     bool done = false;
     bool opened = false;  // its group may start (the previous group has ended)
     int waitFifo = -1;    // the first event of its stage group found not ready; -1 for HBM or its group
-    bool waitWrite = false;
     std::vector<StallSpan> stalls;
   };
   struct FifoState {

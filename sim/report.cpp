@@ -53,14 +53,11 @@ DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
   std::vector<int64_t> depths;
   for (const FifoStats& f : deadlocked.fifos) depths.push_back(f.depth);
   RunConfig trial;
-  // Candidates: the FULL FIFOs of the cycle's stage groups, the cycle's links and the other events of
-  // the same groups (a group fires only when every one of them can).
-  std::vector<int> candidates;
-  for (const WaitEdge& link : deadlocked.deadlockCycle)
-    for (const WaitEdge& e : deadlocked.tasks[static_cast<size_t>(link.task)].waits)
-      if (e.write && std::find(candidates.begin(), candidates.end(), e.fifo) == candidates.end())
-        candidates.push_back(e.fifo);
-  for (int fifo : candidates) {
+  // Candidates: the cycle's FULL links. A single change must break this cycle, and a link stays blocked
+  // while the next task's blocked group cannot fire, whatever happens to its other accesses.
+  for (const WaitEdge& link : deadlocked.deadlockCycle) {
+    if (!link.write) continue;
+    int fifo = link.fifo;
     const FifoStats& f = deadlocked.fifos[static_cast<size_t>(fifo)];
     auto finishes = [&](int64_t depth, int64_t* cycles) {
       trial.depths = depths;

@@ -19,8 +19,8 @@ struct DepthFix {
   int64_t cyclesAfter = 0;
 };
 
-/// Re-simulates with each FULL FIFO of the wait-for cycle's stage groups deepened (binary search on its
-/// depth), and returns the change adding the fewest bits.
+/// Re-simulates with each FULL FIFO of the wait-for cycle deepened (binary search on its depth), and
+/// returns the change adding the fewest bits.
 DepthFix findDepthFix(const Program& program, const SimResult& deadlocked);
 
 /// The JSON object of `stc simulate --json` (DESIGN.md and the simulator issue list the fields).

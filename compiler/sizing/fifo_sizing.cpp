@@ -15,7 +15,7 @@
 //    smallest depth at which, replaying the writer with back-pressure, every token is still readable when
 //    the reader wants it (bisection). Either way at least 1 and at most the maximum occupancy of step 1,
 //    which never stalls a writer.
-// 4. Simulate with those depths. On a deadlock, double the FULL FIFOs that blocked stage groups wait on; when more
+// 4. Simulate with those depths. On a deadlock, double the FULL FIFOs of the wait-for cycle; when more
 //    than 1% slower than step 1, double the FIFOs whose writers stalled; each capped at the maximum
 //    occupancy, so the loop ends at worst on the maximum-occupancy baseline.
 #include "compiler/sizing/fifo_sizing.h"
@@ -183,10 +183,9 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
     out.cyclesSized = run.deadlock ? 0 : run.cycles;
     if (!run.deadlock && run.cycles <= limit) break;
     std::vector<char> raise(nf, 0);
-    if (run.deadlock) {  // every FULL FIFO a blocked stage group waits on
-      for (const sim::TaskStats& t : run.tasks)
-        for (const sim::WaitEdge& e : t.waits)
-          if (e.write) raise[static_cast<size_t>(e.fifo)] = 1;
+    if (run.deadlock) {  // one of the cycle's FULL links must grow (see sim::findDepthFix)
+      for (const sim::WaitEdge& e : run.deadlockCycle)
+        if (e.write) raise[static_cast<size_t>(e.fifo)] = 1;
     } else {
       for (const sim::TaskStats& t : run.tasks)
         for (const sim::StallSpan& s : t.stalls)
