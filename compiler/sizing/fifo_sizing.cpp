@@ -5,16 +5,22 @@
 //      D_f = max_k (w_k + raw - r_k)     the smallest start delay s_j - s_i at which every token is
 //                                        readable when j wants it
 //      T_f tokens, II_source and II_target (mean spacing of writes and of reads).
-// 2. LP (GLPK): minimise sum_f width_f / II_source_f * (s_j - s_i) subject to s_j - s_i >= D_f.
-//    Producers move as late and consumers as early as their neighbours allow; a reconvergent short path
-//    keeps the delay its long twin imposes.
-// 3. Token equations on the measured curves, with delay d = s_j - s_i. A writer with several outputs must
-//    never stall (its other outputs would starve): write k needs read k - depth by w_k - 1, so
-//    depth_f = max_k (k + 1 - #{m : r_m + d < w_k}) (for a faster source T - floor(...), for a slower one
-//    ceil((d - D)/II_source): the paper's closed forms). A writer with one output may stall: depth_f is the
-//    smallest depth at which, replaying the writer with back-pressure, every token is still readable when
-//    the reader wants it (bisection). Either way at least 1 and at most the maximum occupancy of step 1,
-//    which never stalls a writer.
+// 2. LP (GLPK): minimise sum_f width_f / II_source_f * (s_j - s_i) subject to D_f <= s_j - s_i <= M_f,
+//    M_f the delay measured in step 1, and 0 <= s_i - z <= C - (end_i - start_i) for every task, C the
+//    latency of step 1 and z the schedule's origin (the starts of step 1 satisfy all of them). Producers
+//    move as late and consumers as early as their neighbours allow; a reconvergent short path keeps the
+//    delay its long twin imposes. The upper bounds keep every FIFO within its maximum occupancy (so the cap
+//    of step 3 never breaks the schedule) and the schedule within the latency of step 1.
+// 3. Token equations on the measured curves, with delay d = s_j - s_i. A writer must never fall behind
+//    the schedule, or the FIFOs of its other outputs and of its inputs, sized for it, stall their other
+//    ends: write k needs read k - depth by w_k - 1, so depth_f = max_k (k + 1 - #{m : r_m + d < w_k})
+//    (for a faster source T - floor(...), for a slower one ceil((d - D)/II_source): the paper's closed
+//    forms). Sized so, every access happens no later than the schedule says (a task ahead of it stalls
+//    back to it at most), so the network neither deadlocks nor runs slower than step 1, stage groups of
+//    several accesses included. A writer with one output, fed only by such writers, may fall behind (a
+//    DMA read far ahead): depth_f is the smallest depth at which, replaying the writer with back-pressure,
+//    every token is still readable when the reader wants it (bisection). Either way at least 1 and at most
+//    the maximum occupancy of step 1, which never stalls a writer.
 // 4. Simulate with those depths. On a deadlock, double the FULL FIFOs of the wait-for cycle; when more
 //    than 1% slower than step 1, double the FIFOs whose writers stalled; each capped at the maximum
 //    occupancy, so the loop ends at worst on the maximum-occupancy baseline.
@@ -131,12 +137,23 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
     }
   }
 
-  // Step 2: the LP over task start offsets.
+  // Step 2: the LP over task start offsets, and one more variable z, the schedule's origin.
   DifferenceProblem lp;
-  lp.variables = static_cast<int>(prog.tasks.size());
-  for (size_t f = 0; f < nf; ++f)
-    lp.edges.push_back({prog.fifos[f].writer, prog.fifos[f].reader, bound[f],
-                        static_cast<double>(prog.fifos[f].width) / iiSource[f]});
+  int origin = static_cast<int>(prog.tasks.size());
+  lp.variables = origin + 1;
+  for (size_t f = 0; f < nf; ++f) {
+    int writer = prog.fifos[f].writer, reader = prog.fifos[f].reader;
+    lp.edges.push_back({writer, reader, bound[f], static_cast<double>(prog.fifos[f].width) / iiSource[f]});
+    lp.edges.push_back({reader, writer, -static_cast<double>(tasks[static_cast<size_t>(reader)].start -
+                                                             tasks[static_cast<size_t>(writer)].start),
+                        0.0});
+  }
+  for (size_t t = 0; t < prog.tasks.size(); ++t) {
+    if (tasks[t].start < 0) continue;  // a task without events
+    int v = static_cast<int>(t);
+    lp.edges.push_back({origin, v, 0.0, 0.0});
+    lp.edges.push_back({v, origin, -static_cast<double>(out.cyclesUnbounded - (tasks[t].end - tasks[t].start)), 0.0});
+  }
   auto lpBegin = std::chrono::steady_clock::now();
   DifferenceSolution solution = solveDifferenceProblem(lp);
   out.lpSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - lpBegin).count();
@@ -145,6 +162,18 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
   // Step 3: depths from the token equations.
   std::vector<int64_t> depths(nf), cap(nf), outputs(prog.tasks.size(), 0);
   for (const auto& fp : prog.fifos) ++outputs[static_cast<size_t>(fp.writer)];
+  // A writer may fall behind the schedule when it has one output and everything feeding it may too: its
+  // stall then holds back only tasks that tolerate it (a DMA read, a chain of single-output tasks).
+  std::vector<char> mayStall(prog.tasks.size());
+  for (size_t t = 0; t < prog.tasks.size(); ++t) mayStall[t] = outputs[t] == 1;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& fp : prog.fifos)
+      if (!mayStall[static_cast<size_t>(fp.writer)] && mayStall[static_cast<size_t>(fp.reader)]) {
+        mayStall[static_cast<size_t>(fp.reader)] = 0;
+        changed = true;
+      }
+  }
   for (size_t f = 0; f < nf; ++f) {
     const sim::FifoStats& fs = out.unbounded.fifos[f];
     cap[f] = options.strategy == Strategy::kConservative ? fs.tokens : fs.maxOccupancy;
@@ -153,12 +182,10 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
                                    : INT64_MAX / 4;
     int64_t depth = cap[f];
     if (out.lpFeasible) {
-      // A writer with one output may stall freely (only it and what feeds it wait); one with several
-      // must not, or its other outputs starve. A shift register (raw 1) lets the reader go a cycle earlier.
-      depth = outputs[static_cast<size_t>(fs.writer)] == 1
-                  ? consumerPacedDepth(w[f], r[f], delay, fs.width, cap[f])
-                  : noStallDepth(w[f], r[f], delay);
-      if (outputs[static_cast<size_t>(fs.writer)] != 1) {
+      // A shift register (raw 1) lets the reader go a cycle earlier.
+      bool stalls = mayStall[static_cast<size_t>(fs.writer)];
+      depth = stalls ? consumerPacedDepth(w[f], r[f], delay, fs.width, cap[f]) : noStallDepth(w[f], r[f], delay);
+      if (!stalls) {
         int64_t shiftRegister = noStallDepth(w[f], r[f], delay - 1);
         if (shiftRegister * fs.width <= 1024) depth = shiftRegister;
       }

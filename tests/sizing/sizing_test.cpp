@@ -120,10 +120,10 @@ TEST(Sizing, DmaFedProducersFarAhead) {
   EXPECT_LT(s.result.totalBits * 1000, s.result.baselineMaxOccupancyBits);
 }
 
-// A network on which the first depths do not hold the latency, so the verifying runs must raise some
-// (found by a random search over 400 DAGs of 3 to 6 tasks, where five of them needed more than one round
-// and none broke a guarantee).
-TEST(Sizing, NeedsFurtherRounds) {
+// A network on which the first depths did not hold the latency when the LP could stretch a delay beyond
+// the measured one and move a task past the measured latency (found by a random search over 400 DAGs of
+// 3 to 6 tasks, where five needed more than one round). With those bounds the first depths hold.
+TEST(Sizing, FirstDepthsHold) {
   Sized s = size(
       "network: r\nfifos: [{name: f0, width: 32}, {name: f1, width: 32}, {name: f2, width: 32}, {name: f3, width: 32}, "
       "{name: f4, width: 32}]\ntasks:\n"
@@ -134,7 +134,7 @@ TEST(Sizing, NeedsFurtherRounds) {
       "{fifo: f2, dir: in}]}]}\n"
       "  - {name: t4, phases: [{trip: [16], ii: 3, latency: 21, ports: [{fifo: f3, dir: in}, {fifo: f4, dir: in}]}]}\n");
   expectGuarantees(s);
-  EXPECT_GE(s.result.rounds, 2);
+  EXPECT_EQ(s.result.rounds, 1);
 }
 
 // Reconvergent paths of different latencies. By hand (unbounded, raw 2): a writes both FIFOs at 1 + j; b
@@ -167,8 +167,9 @@ TEST(Sizing, ExampleNetworksKeepTheGuarantees) {
   EXPECT_GE(depthOf(s, "scores_keep"), 500);  // the softmax's second pass reads the row again
 }
 
-// Random DAGs with stage groups of several reads and writes: the sizer keeps its guarantees, and the
-// naive reference model (tests/sim/reference.cpp) agrees that the sized network runs, in as many cycles.
+// Random DAGs with stage groups of several reads and writes: the sizer keeps its guarantees at the first
+// verifying run, and the naive reference model (tests/sim/reference.cpp) agrees that the sized network
+// runs, in as many cycles.
 TEST(Sizing, RandomNetworksKeepTheGuarantees) {
   std::mt19937 rng(7);
   int further = 0;
@@ -182,7 +183,7 @@ TEST(Sizing, RandomNetworksKeepTheGuarantees) {
     EXPECT_EQ(ref.cycles, s.result.cyclesSized) << text;
     further += s.result.rounds > 1;
   }
-  EXPECT_LT(further, 30);  // the LP's depths hold at once on most
+  EXPECT_EQ(further, 0);  // writers that must not fall behind never do (fifo_sizing.cpp, step 3)
 }
 
 TEST(Sizing, TrueDeadlockIsReported) {
