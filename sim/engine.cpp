@@ -102,7 +102,7 @@ int64_t Engine::nextGroup(const TaskState& ts) {
 bool Engine::known(const Cursor& c) const {
   const FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
   if (!c.write) return f.written > f.read;  // write `read` has happened
-  return f.depth == kUnboundedDepth || f.written < f.depth || f.read > f.written - f.depth;
+  return !needsRoom(f) || f.read > f.written - f.depth;
 }
 
 bool Engine::run(int t) {
@@ -148,15 +148,14 @@ bool Engine::run(int t) {
     int stallFifo = -1;
     bool full = false;  // what a stall waits for: room (full) or data (empty)
     for (Cursor& c : ts.cursors) {
-      if (c.remaining == 0 || c.next != local) continue;
+      if (!inGroup(c, local)) continue;
       FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
       if (!known(c)) {
         ts.waitFifo = c.fifo;
         (c.write ? f.writerWaiting : f.readerWaiting) = true;
         return false;
       }
-      int64_t r = c.write ? (f.written < f.depth || f.depth == kUnboundedDepth ? INT64_MIN : f.readTimes.front() + 1)
-                          : f.writeTimes.front() + f.raw;
+      int64_t r = c.write ? (needsRoom(f) ? f.readTimes.front() + 1 : INT64_MIN) : f.writeTimes.front() + f.raw;
       if (r > ready) {
         ready = r;
         stallFifo = c.fifo;
@@ -188,13 +187,13 @@ bool Engine::run(int t) {
     if (ts.start < 0) ts.start = ts.offset;
     ts.lastTime = time;
     for (Cursor& c : ts.cursors) {
-      if (c.remaining == 0 || c.next != local) continue;
+      if (!inGroup(c, local)) continue;
       FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
       ++ts.events;
       c.next += c.stride;
       --c.remaining;
       if (c.write) {
-        if (f.depth != kUnboundedDepth && f.written >= f.depth) f.readTimes.pop();
+        if (needsRoom(f)) f.readTimes.pop();
         f.writeTimes.push(time);
         ++f.written;
         if (!f.occupancySettled) f.mergeW.push(time);
@@ -364,27 +363,27 @@ std::vector<WaitEdge> Engine::notReady(int t) const {
   if (ts.done || ts.waitFifo < 0) return out;  // finished, or waiting for HBM or its group
   int64_t local = nextGroup(ts);
   for (const Cursor& c : ts.cursors) {
-    if (c.remaining == 0 || c.next != local || known(c)) continue;
+    if (!inGroup(c, local) || known(c)) continue;
     const FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
     out.push_back({t, c.fifo, c.write, f.written - f.read, f.depth});
   }
   return out;
 }
 
-std::vector<WaitEdge> Engine::waitCycle(const std::vector<std::vector<WaitEdge>>& waits) const {
+std::vector<WaitEdge> Engine::waitCycle(const std::vector<TaskStats>& tasks) const {
   // A blocked event waits on the other end of its FIFO, which is unfinished too (a finished end has moved
   // all its tokens) and blocked on a FIFO as well (FIFOs stay inside one group, and nothing waits for HBM
   // at the end of a run). So following from the first blocked task, at each task its first event not
   // ready, must close a cycle; it is listed from its task that comes first in the file.
   int t = -1;
-  for (size_t k = 0; k < waits.size() && t < 0; ++k)
-    if (!waits[k].empty()) t = static_cast<int>(k);
+  for (size_t k = 0; k < tasks.size() && t < 0; ++k)
+    if (!tasks[k].waits.empty()) t = static_cast<int>(k);
   if (t < 0) return {};
   std::vector<int> seenAt(tasks_.size(), -1);
   std::vector<WaitEdge> path;
-  while (t >= 0 && seenAt[static_cast<size_t>(t)] < 0 && !waits[static_cast<size_t>(t)].empty()) {
+  while (t >= 0 && seenAt[static_cast<size_t>(t)] < 0 && !tasks[static_cast<size_t>(t)].waits.empty()) {
     seenAt[static_cast<size_t>(t)] = static_cast<int>(path.size());
-    const WaitEdge& e = waits[static_cast<size_t>(t)].front();
+    const WaitEdge& e = tasks[static_cast<size_t>(t)].waits.front();
     path.push_back(e);
     const FifoState& f = fifos_[static_cast<size_t>(e.fifo)];
     t = e.write ? f.reader : f.writer;
@@ -454,11 +453,7 @@ SimResult Engine::result(double wallSeconds) const {
     }
     r.fifos.push_back(std::move(s));
   }
-  if (r.deadlock) {
-    std::vector<std::vector<WaitEdge>> waits;
-    for (const TaskStats& t : r.tasks) waits.push_back(t.waits);
-    r.deadlockCycle = waitCycle(waits);
-  }
+  if (r.deadlock) r.deadlockCycle = waitCycle(r.tasks);
   for (const ChannelState& ch : channels_) {
     if (ch.ports.empty()) continue;
     ChannelStats s = ch.stats;

@@ -105,6 +105,10 @@ class Engine {
   void enterPhase(TaskState& ts, const TaskProgram& tp);
   /// Local cycle of the task's next stage group in its current phase, INT64_MAX when the phase is over.
   static int64_t nextGroup(const TaskState& ts);
+  /// Whether a cursor's next event belongs to the stage group at local cycle `local`.
+  static bool inGroup(const Cursor& c, int64_t local) { return c.remaining > 0 && c.next == local; }
+  /// Whether the FIFO's next write needs room, i.e. an earlier read (k >= depth).
+  static bool needsRoom(const FifoState& f) { return f.depth != kUnboundedDepth && f.written >= f.depth; }
   /// Whether the dependency of a cursor's next event has happened (its ready time is known).
   bool known(const Cursor& c) const;
   /// The events of a blocked task's stage group that are not ready (empty unless it waits on FIFOs).
@@ -124,8 +128,8 @@ class Engine {
   void serveChannel(int channel, bool force);
   void mergeOccupancy(FifoState& f);
   /// The wait-for cycle reached from the first blocked task, each task by the first event of its group
-  /// that is not ready; waits holds every task's events not ready.
-  std::vector<WaitEdge> waitCycle(const std::vector<std::vector<WaitEdge>>& waits) const;
+  /// that is not ready (TaskStats::waits).
+  std::vector<WaitEdge> waitCycle(const std::vector<TaskStats>& tasks) const;
 
   const Program& program_;
   RunConfig config_;

@@ -46,6 +46,12 @@ nlohmann::json depthJson(int64_t depth) { return depth == kUnboundedDepth ? nloh
 
 std::string depthText(int64_t depth) { return depth == kUnboundedDepth ? "unbounded" : std::to_string(depth); }
 
+// The task at the other end of a blocked access: the reader of a FULL FIFO, the writer of an EMPTY one.
+const TaskStats& waitedOn(const SimResult& r, const WaitEdge& e) {
+  const FifoStats& f = r.fifos[static_cast<size_t>(e.fifo)];
+  return r.tasks[static_cast<size_t>(e.write ? f.reader : f.writer)];
+}
+
 }  // namespace
 
 DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
@@ -55,13 +61,12 @@ DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
   RunConfig trial;
   // Candidates: the cycle's FULL links. A single change must break this cycle, and a link stays blocked
   // while the next task's blocked group cannot fire, whatever happens to its other accesses.
-  for (const WaitEdge& link : deadlocked.deadlockCycle) {
-    if (!link.write) continue;
-    int fifo = link.fifo;
-    const FifoStats& f = deadlocked.fifos[static_cast<size_t>(fifo)];
+  for (const WaitEdge& e : deadlocked.deadlockCycle) {
+    if (!e.write) continue;
+    const FifoStats& f = deadlocked.fifos[static_cast<size_t>(e.fifo)];
     auto finishes = [&](int64_t depth, int64_t* cycles) {
       trial.depths = depths;
-      trial.depths[static_cast<size_t>(fifo)] = depth;
+      trial.depths[static_cast<size_t>(e.fifo)] = depth;
       SimResult r = runDirect(program, trial);
       if (cycles) *cycles = r.cycles;
       return !r.deadlock;
@@ -74,7 +79,7 @@ DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
     }
     int64_t bits = (hi - f.depth) * f.width;
     if (best.fifo < 0 || bits < (best.to - best.from) * deadlocked.fifos[static_cast<size_t>(best.fifo)].width) {
-      best.fifo = fifo;
+      best.fifo = e.fifo;
       best.from = f.depth;
       best.to = hi;
       finishes(hi, &best.cyclesAfter);
@@ -101,7 +106,7 @@ nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix
                 {"state", e.write ? "FULL" : "EMPTY"},
                 {"occupancy", e.occupancy},
                 {"depth", depthJson(e.depth)},
-                {"needs", r.tasks[static_cast<size_t>(e.write ? f.reader : f.writer)].name}};
+                {"needs", waitedOn(r, e).name}};
   };
   json cycle = json::array();
   for (const WaitEdge& e : r.deadlockCycle) cycle.push_back(waitJson(e));
@@ -164,11 +169,10 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
     // A link: "A waits to write a_c: FULL, 2/2 tokens; it needs C"; the other events of its stage group
     // that are not ready follow as "and to ...": the group fires only when all of them can.
     auto printWait = [&](const WaitEdge& e, const char* lead) {
-      const FifoStats& f = r.fifos[static_cast<size_t>(e.fifo)];
-      const TaskStats& other = r.tasks[static_cast<size_t>(e.write ? f.reader : f.writer)];
       std::snprintf(line, sizeof line, "%s to %s %s: %s, %lld/%s tokens; it needs %s\n", lead,
-                    e.write ? "write" : "read", f.name.c_str(), e.write ? "FULL" : "EMPTY",
-                    static_cast<long long>(e.occupancy), depthText(e.depth).c_str(), other.name.c_str());
+                    e.write ? "write" : "read", r.fifos[static_cast<size_t>(e.fifo)].name.c_str(),
+                    e.write ? "FULL" : "EMPTY", static_cast<long long>(e.occupancy), depthText(e.depth).c_str(),
+                    waitedOn(r, e).name.c_str());
       out << line;
     };
     auto printTask = [&](const TaskStats& t, const WaitEdge& first) {
