@@ -14,6 +14,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/platform.h"
 #include "compiler/pipeline.h"
+#include "compiler/reference/quantized.h"
 
 namespace stc {
 
@@ -41,7 +42,9 @@ struct ProjectFile {
 
 /// The kernel sources of a compiled network (src/*.cpp, src/*.h): one function per task, one top per
 /// group. Throws UserError naming the op or task it cannot emit.
-std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled);
+/// With quant (W4A8 scales), streams carry the compiled network's dtypes and kernels compute as
+/// reference/quantized.h describes; without, every stream carries f32.
+std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled, const QuantPlan* quant = nullptr);
 
 /// The symbols a project's code uses: the network's tripcounts and the tensors' shapes.
 std::set<std::string> projectSymbols(const CompileResult& compiled);

@@ -22,7 +22,15 @@ namespace stc::emit {
 
 namespace {
 
-std::string tok(int64_t n) { return "Tok<" + std::to_string(n) + ">"; }
+// A 512-bit DMA token of dtype.
+std::string wideToken(const std::string& dtype) { return tokenOf(512 / storageOf(dtype).bits, dtype); }
+
+// The dequantised value of int8 element `v` of tensor scale s, as an f32 expression.
+std::string deq(const std::string& v, const QuantScale& s) {
+  return "(static_cast<float>(" + v + ") * " + floatLiteral(s.scale) + ")";
+}
+// Requantisation of f32 expression `v` into a tensor of scale s.
+std::string req(const std::string& v, const QuantScale& s) { return "st_q8((" + v + ") * " + floatLiteral(s.inverse) + ")"; }
 
 void pipeline(Code& c, int64_t ii) { c.line("#pragma HLS PIPELINE II=" + std::to_string(ii)); }
 
@@ -34,16 +42,16 @@ void openElements(Code& c, const std::string& var, int64_t n) {
 
 // Reads a kernel port's token into `var`: from one FIFO, or reassembled from its stripes.
 void readPort(const EmitContext& ctx, Code& c, const std::string& var, int64_t elements,
-              const std::vector<std::string>& fifos) {
+              const std::vector<std::string>& fifos, const std::string& dtype) {
   if (fifos.size() == 1) {
-    c.line(tok(elements) + " " + var + " = " + ctx.fifoVar(fifos[0]) + ".read();");
+    c.line(tokenOf(elements, dtype) + " " + var + " = " + ctx.fifoVar(fifos[0]) + ".read();");
     return;
   }
-  c.line(tok(elements) + " " + var + ";");
+  c.line(tokenOf(elements, dtype) + " " + var + ";");
   int64_t part = elements / static_cast<int64_t>(fifos.size());
   for (size_t s = 0; s < fifos.size(); ++s) {
     c.open("");
-    c.line(tok(part) + " part = " + ctx.fifoVar(fifos[s]) + ".read();");
+    c.line(tokenOf(part, dtype) + " part = " + ctx.fifoVar(fifos[s]) + ".read();");
     openElements(c, "j", part);
     c.line(var + ".v[" + std::to_string(static_cast<int64_t>(s) * part) + " + j] = part.v[j];");
     c.close().close();
@@ -52,14 +60,6 @@ void readPort(const EmitContext& ctx, Code& c, const std::string& var, int64_t e
 
 void writePort(const EmitContext& ctx, Code& c, const std::string& var, const std::vector<std::string>& fifos) {
   for (const auto& f : fifos) c.line(ctx.fifoVar(f) + ".write(" + var + ");");
-}
-
-std::string floatLiteral(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9gf", v);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
-  return s;
 }
 
 double attrNumber(const Op& op, const std::string& name, double fallback) {
@@ -99,7 +99,19 @@ class KernelBody {
   int64_t ii(size_t ph) const { return task_.phases[ph].ii; }
   const TensorInfo& info(const std::string& tensor) const { return ctx_.compiled->kernels.tensors.at(tensor); }
   void read(size_t ph, size_t p, const std::string& var) {
-    readPort(ctx_, c_, var, tokenElements(port(ph, p).order), fifos(ph, p));
+    readPort(ctx_, c_, var, storageUnits(ctx_, port(ph, p).order), fifos(ph, p), ctx_.dtype(port(ph, p).order.dtype));
+  }
+  bool quant() const { return ctx_.quant != nullptr; }
+  // An f32 view of element `v` of port p: dequantised under W4A8.
+  std::string value(size_t ph, size_t p, const std::string& v) const {
+    return quant() ? deq(v, ctx_.scale(port(ph, p).tensor)) : v;
+  }
+  // The statement storing f32 expression `v` as element `target` of port p's token.
+  std::string store(size_t ph, size_t p, const std::string& target, const std::string& v) const {
+    return target + " = " + (quant() ? req(v, ctx_.scale(port(ph, p).tensor)) : v) + ";";
+  }
+  std::string outTok(size_t ph, size_t p, int64_t elements) const {
+    return tokenOf(elements, ctx_.dtype(port(ph, p).order.dtype));
   }
   void write(size_t ph, size_t p, const std::string& var) { writePort(ctx_, c_, var, fifos(ph, p)); }
   size_t outPort(size_t ph) const {
@@ -126,11 +138,13 @@ class KernelBody {
     int n = numLoops(0);
     loops(0, 0, n);
     pipeline(c_, ii(0));
-    std::vector<std::string> args = readInputs(0, out);
+    const std::string& k = kernel_.op;
+    bool copy = k == "move" || k == "transpose" || k == "slice";  // the same values: no requantisation
+    std::vector<std::string> args = readInputs(0, out, copy);
     int64_t elems = tokenElements(port(0, out).order);
-    c_.line(tok(elems) + " out;");
+    c_.line(outTok(0, out, elems) + " out;");
     openElements(c_, "e", elems);
-    c_.line("out.v[e] = " + apply(args) + ";");
+    c_.line(copy ? "out.v[e] = " + args[0] + ";" : store(0, out, "out.v[e]", apply(args)));
     c_.close();
     write(0, out, "out");
     closeLoops(n);
@@ -146,7 +160,7 @@ class KernelBody {
     if (k == "tanh") return "std::tanh(" + a[0] + ")";
     if (k == "silu") return "st_silu(" + a[0] + ")";
     if (k == "relu") return a[0] + " > 0.0f ? " + a[0] + " : 0.0f";
-    if (k == "sigmoid") return "1.0f / (1.0f + std::exp(-" + a[0] + "))";
+    if (k == "sigmoid") return "st_sigmoid(" + a[0] + ")";
     if (k == "gelu") {
       auto it = op_.attrs.find("approximate");
       bool tanhForm = it != op_.attrs.end() && std::holds_alternative<std::string>(it->second) &&
@@ -166,28 +180,45 @@ class KernelBody {
     int64_t Tk = transposeB ? we.back() : we[we.size() - 2];
     int64_t Tn = transposeB ? we[we.size() - 2] : we.back();
     bool bias = kernel_.phases[0].ports.size() == 4;
+    // W4A8: int8 x int4 (or int8) products summed in int32, then the epilogue (reference/quantized.h).
+    bool q = quant(), epilogue = bias && port(0, 2).tensor.size() > 9 &&
+                                 port(0, 2).tensor.compare(port(0, 2).tensor.size() - 9, 9, ".epilogue") == 0;
+    bool int4 = q && port(0, 1).order.dtype == "i4";
+    std::string accType = q ? "st_i32" : "float", zero = q ? "0" : "0.0f";
     loops(0, 0, n - 1);
-    c_.line("float acc[" + std::to_string(Tn) + "];");
+    c_.line(accType + " acc[" + std::to_string(Tn) + "];");
     c_.line("#pragma HLS ARRAY_PARTITION variable=acc complete");
     openElements(c_, "n", Tn);
-    c_.line("acc[n] = 0.0f;");
+    c_.line("acc[n] = " + zero + ";");
     c_.close();
-    if (bias) read(0, 2, "bias");
+    if (bias) read(0, 2, epilogue ? "epi" : "bias");
     loops(0, n - 1, n);
     pipeline(c_, ii(0));
     read(0, 0, "a");
     read(0, 1, "w");
     openElements(c_, "n", Tn);
-    c_.line("float sum = 0.0f;");
+    c_.line(accType + " sum = " + zero + ";");
     openElements(c_, "k", Tk);
-    c_.line(std::string("sum += a.v[k] * w.v[") + (transposeB ? "n * " + std::to_string(Tk) + " + k" : "k * " + std::to_string(Tn) + " + n") + "];");
+    std::string wi = transposeB ? "n * " + std::to_string(Tk) + " + k" : "k * " + std::to_string(Tn) + " + n";
+    if (!q) c_.line("sum += a.v[k] * w.v[" + wi + "];");
+    else c_.line("sum += static_cast<st_i32>(a.v[k]) * " + (int4 ? "st_w4(w.v, " + wi + ")" : "static_cast<st_i32>(w.v[" + wi + "])") + ";");
     c_.close();
     c_.line("acc[n] += sum;");
     c_.close();
     c_.close();  // k loop
-    c_.line(tok(Tn) + " out;");
+    c_.line(outTok(0, out, Tn) + " out;");
     openElements(c_, "n", Tn);
-    c_.line(std::string("out.v[n] = acc[n]") + (bias ? " + bias.v[n]" : "") + ";");
+    if (!q) {
+      c_.line(std::string("out.v[n] = acc[n]") + (bias ? " + bias.v[n]" : "") + ";");
+    } else if (epilogue) {
+      c_.line("out.v[n] = st_q8(static_cast<float>(acc[n]) * epi.v[2 * n] + epi.v[2 * n + 1]);");
+    } else {
+      if (bias) throw UserError(formatError(op_.loc, "unsupported: W4A8 emission of matmul '" + op_.name + "' with a bias and no int4 weight"));
+      const QuantScale &sa = ctx_.scale(port(0, 0).tensor), &sb = ctx_.scale(port(0, 1).tensor),
+                       &so = ctx_.scale(port(0, out).tensor);
+      float r = static_cast<float>(static_cast<double>(sa.scale) * sb.scale / so.scale);
+      c_.line("out.v[n] = st_q8(static_cast<float>(acc[n]) * " + floatLiteral(r) + ");");
+    }
     c_.close();
     write(0, out, "out");
     closeLoops(n - 1);
@@ -200,14 +231,15 @@ class KernelBody {
   }
 
   // Reads phase 0's input ports from `first` on (in<p>) and returns, for each, its value at output element
-  // `e`.
-  std::vector<std::string> readInputs(size_t first, size_t out) {
+  // `e`: f32 (dequantised under W4A8), or the stored element itself with raw.
+  std::vector<std::string> readInputs(size_t first, size_t out, bool raw = false) {
     std::vector<std::string> values;
     for (size_t p = first; p < kernel_.phases[0].ports.size(); ++p) {
       if (p == out) continue;
       std::string var = "in" + std::to_string(p);
       read(0, p, var);
-      values.push_back(var + ".v[" + elementOf(0, p, out) + "]");
+      std::string element = var + ".v[" + elementOf(0, p, out) + "]";
+      values.push_back(raw ? element : value(0, p, element));
     }
     return values;
   }
@@ -237,15 +269,15 @@ class KernelBody {
     pipeline(c_, ii(0));
     read(0, 0, "x");
     // Layernorm sums around the row's first value, so that a large mean does not cancel the variance.
-    if (base == "layernorm") c_.line("if (i" + std::to_string(n - 1) + " == 0) shift = x.v[0];");
+    if (base == "layernorm") c_.line("if (i" + std::to_string(n - 1) + " == 0) shift = " + value(0, 0, "x.v[0]") + ";");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
     if (base == "softmax") {
-      c_.line("float v = x.v[e];");
+      c_.line("float v = " + value(0, 0, "x.v[e]") + ";");
       c_.line("float mx = v > m ? v : m;");
       c_.line("sum = sum * std::exp(m - mx) + std::exp(v - mx);");
       c_.line("m = mx;");
     } else {
-      c_.line(base == "layernorm" ? "float v = x.v[e] - shift;" : "float v = x.v[e];");
+      c_.line("float v = " + value(0, 0, "x.v[e]") + (base == "layernorm" ? " - shift;" : ";"));
       if (base == "layernorm") c_.line("s1 += v;");
       c_.line("s2 += v * v;");
     }
@@ -276,24 +308,24 @@ class KernelBody {
     loops(0, 0, n - 1);
     read(0, 0, "stats");
     if (base == "softmax") c_.line("const float inv = 1.0f / stats.v[1];");
-    else if (base == "layernorm") c_.line("const float inv = 1.0f / std::sqrt(stats.v[1] + " + floatLiteral(eps) + ");");
-    else c_.line("const float inv = 1.0f / std::sqrt(stats.v[0] + " + floatLiteral(eps) + ");");
+    else if (base == "layernorm") c_.line("const float inv = 1.0f / std::sqrt(stats.v[1] + " + floatLiteral(static_cast<float>(eps)) + ");");
+    else c_.line("const float inv = 1.0f / std::sqrt(stats.v[0] + " + floatLiteral(static_cast<float>(eps)) + ");");
     loops(0, n - 1, n);
     pipeline(c_, ii(0));
     read(0, 1, "x");
     std::vector<std::string> extra = readInputs(2, out);
     int64_t T = tokenElements(port(0, out).order);
-    c_.line(tok(T) + " out;");
+    c_.line(outTok(0, out, T) + " out;");
     openElements(c_, "e", T);
-    std::string v;
-    if (base == "softmax") v = "std::exp(x.v[e] - stats.v[0]) * inv";
-    else if (base == "layernorm") v = "(x.v[e] - stats.v[0]) * inv";
-    else v = "x.v[e] * inv";
+    std::string x = value(0, 1, "x.v[e]"), v;
+    if (base == "softmax") v = "std::exp(" + x + " - stats.v[0]) * inv";
+    else if (base == "layernorm") v = "(" + x + " - stats.v[0]) * inv";
+    else v = x + " * inv";
     if (base != "softmax") {
       if (!extra.empty()) v = "(" + v + ") * " + extra[0];
       if (extra.size() > 1) v += " + " + extra[1];
     }
-    c_.line("out.v[e] = " + v + ";");
+    c_.line(store(0, out, "out.v[e]", v));
     c_.close();
     write(0, out, "out");
     c_.close();
@@ -310,11 +342,12 @@ class KernelBody {
     pipeline(c_, ii(0));
     read(0, 0, "x");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
-    c_.line(max ? "acc = x.v[e] > acc ? x.v[e] : acc;" : "acc += x.v[e];");
+    c_.line("const float x_e = " + value(0, 0, "x.v[e]") + ";");
+    c_.line(max ? "acc = x_e > acc ? x_e : acc;" : "acc += x_e;");
     c_.close();
     c_.close();
-    c_.line("Tok<1> out;");
-    c_.line(kernel_.op == "reduce_mean" ? "out.v[0] = acc / (" + rowLength(0, 0) + ");" : "out.v[0] = acc;");
+    c_.line(outTok(0, 1, 1) + " out;");
+    c_.line(store(0, 1, "out.v[0]", kernel_.op == "reduce_mean" ? "acc / (" + rowLength(0, 0) + ")" : "acc"));
     write(0, 1, "out");
     closeLoops(n - 1);
   }
@@ -328,7 +361,7 @@ class KernelBody {
     if (axis < 0) axis += rank;
     int64_t capacity = 1;
     for (const Expr& d : outT.shape) capacity *= d.eval(ctx_.compiled->options.maxima);
-    c_.line("static float buf[" + std::to_string(capacity) + "];");
+    c_.line("static " + storageOf(ctx_.dtype(outT.dtype)).type + " buf[" + std::to_string(capacity) + "];");
     std::string offset = "0";
     for (size_t i = 0; i + 1 < kernel_.phases.size(); ++i) {
       const TensorInfo& inT = info(op_.inputs[i]);
@@ -347,7 +380,12 @@ class KernelBody {
         if (static_cast<int64_t>(d) == axis && offset != "0") c = "(" + c + ") + " + offset;
         coords.push_back(c);
       }
-      c_.line("buf[" + rowMajor(outT.shape, coords) + "] = x.v[e];");
+      std::string x = "x.v[e]";
+      if (quant()) {  // into the output's scale
+        float m = static_cast<float>(static_cast<double>(ctx_.scale(op_.inputs[i]).scale) / ctx_.scale(op_.output).scale);
+        x = "st_q8(static_cast<float>(x.v[e]) * " + floatLiteral(m) + ")";
+      }
+      c_.line("buf[" + rowMajor(outT.shape, coords) + "] = " + x + ";");
       c_.close();
       closeLoops(n);
       offset = offset == "0" ? cxx(inT.shape[static_cast<size_t>(axis)]) : offset + " + " + cxx(inT.shape[static_cast<size_t>(axis)]);
@@ -358,7 +396,7 @@ class KernelBody {
     loops(last, 0, n);
     pipeline(c_, ii(last));
     int64_t T = tokenElements(o.order);
-    c_.line(tok(T) + " out;");
+    c_.line(outTok(last, 0, T) + " out;");
     openElements(c_, "e", T);
     c_.line("out.v[e] = buf[" + elementIndex(outT, o.order, "i", "e") + "];");
     c_.close();
@@ -389,16 +427,16 @@ class KernelBody {
     pipeline(c_, ii(0));
     read(0, 0, "x");
     openElements(c_, "e", T);
-    c_.line("row[t * " + std::to_string(T) + " + e] = x.v[e];");
+    c_.line("row[t * " + std::to_string(T) + " + e] = " + value(0, 0, "x.v[e]") + ";");
     c_.close().close();
     c_.open(label + "_rotate: for (int t = 0; t < " + tiles + "; ++t)");
     pipeline(c_, ii(0));
-    c_.line(tok(T) + " out;");
+    c_.line(outTok(0, outPort(0), T) + " out;");
     openElements(c_, "e", T);
     c_.line("const int j = t * " + std::to_string(T) + " + e, h = " + std::to_string(D / 2) + ", i = j % h;");
     c_.line("const float angle = pos * std::pow(10000.0f, -2.0f * i / " + std::to_string(D) + ".0f);");
     c_.line("const float c = std::cos(angle), s = std::sin(angle);");
-    c_.line("out.v[e] = j < h ? row[j] * c - row[j + h] * s : row[j] * c + row[j - h] * s;");
+    c_.line(store(0, outPort(0), "out.v[e]", "j < h ? row[j] * c - row[j + h] * s : row[j] * c + row[j - h] * s"));
     c_.close();
     write(0, outPort(0), "out");
     c_.close();
@@ -423,15 +461,18 @@ std::string firstPort(const Task& task, PortDir dir) {
 // Element j of the narrow token at running count t, placed in or taken from the 512-bit token `wide`.
 void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
-  int64_t E = tokenElements(o), part = E / role.stripes;
+  const std::string dtype = ctx.dtype(o.dtype);
+  int64_t E = storageUnits(ctx, o), part = E / role.stripes;
   std::string out = ctx.fifoVar(firstPort(task, PortDir::kOut));
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
+  if (!role.packed && E != tokenElements(o))
+    throw UserError("unsupported: HLS emission of '" + task.name + "': a row-major " + dtype + " tensor read from HBM");
   c.line("long t = 0;");
-  if (role.ratio > 1) c.line("Tok<16> wide;");
+  if (role.ratio > 1) c.line(wideToken(dtype) + " wide;");
   int n = static_cast<int>(o.trips.size());
   openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
   pipeline(c, 1);
-  c.line(tok(part) + " tok;");
+  c.line(tokenOf(part, dtype) + " tok;");
   openElements(c, "j", part);
   std::string elem = role.stripes > 1 ? std::to_string(role.stripe * part) + " + j" : "j";
   c.line("tok.v[j] = " + mem + "[" + (role.packed ? "t * " + std::to_string(part) + " + j" : elementIndex(t, o, "i", elem)) + "];");
@@ -450,22 +491,24 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
 
 void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
-  int64_t E = tokenElements(o);
+  const std::string dtype = ctx.dtype(o.dtype);
+  int64_t E = storageUnits(ctx, o);
+  if (E != tokenElements(o)) throw UserError("unsupported: HLS emission of '" + task.name + "': an int4 tensor written to HBM");
   std::string in = ctx.fifoVar(firstPort(task, PortDir::kIn));
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
   c.line("long t = 0;");
-  if (role.ratio > 1) c.line("Tok<16> wide;");
+  if (role.ratio > 1) c.line(wideToken(dtype) + " wide;");
   int n = static_cast<int>(o.trips.size());
   openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
   pipeline(c, 1);
   if (role.ratio > 1) {
     c.line("if (t % " + std::to_string(role.ratio) + " == 0) wide = " + in + ".read();");
-    c.line(tok(E) + " tok;");
+    c.line(tokenOf(E, dtype) + " tok;");
     openElements(c, "j", E);
     c.line("tok.v[j] = wide.v[(t % " + std::to_string(role.ratio) + ") * " + std::to_string(E) + " + j];");
     c.close();
   } else {
-    c.line(tok(E) + " tok = " + in + ".read();");
+    c.line(tokenOf(E, dtype) + " tok = " + in + ".read();");
   }
   openElements(c, "j", E);
   c.line(mem + "[" + elementIndex(t, o, "i", "j") + "] = tok.v[j];");
@@ -480,13 +523,14 @@ void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Cod
   std::string in = firstPort(task, PortDir::kIn), out = firstPort(task, PortDir::kOut);
   bool split = role.kind == TaskRole::kSplit;
   int64_t narrow = ctx.elements(split ? out : in), r = role.ratio;
+  const std::string dtype = ctx.dtype(role.order.dtype);
   std::string label = identifier(task.name);
   c.open(label + "_wide: for (long w = 0; w < " + cxx(ph.trip[0]) + "; ++w)");
-  c.line("Tok<16> wide;");
+  c.line(wideToken(dtype) + " wide;");
   if (split) c.line("wide = " + ctx.fifoVar(in) + ".read();");
   c.open(label + "_narrow: for (int q = 0; q < " + std::to_string(r) + "; ++q)");
   pipeline(c, ph.ii);
-  c.line(tok(narrow) + " tok;");
+  c.line(tokenOf(narrow, dtype) + " tok;");
   if (!split) c.line("tok = " + ctx.fifoVar(in) + ".read();");
   openElements(c, "j", narrow);
   c.line(split ? "tok.v[j] = wide.v[q * " + std::to_string(narrow) + " + j];"
@@ -526,13 +570,15 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   openLoops(c, o, "i", role.sharedLoops, n, label, &ctx.compiled->options.maxima);
   pipeline(c, task.phases.at(0).ii);
   int64_t E = tokenElements(o);
+  const std::string dtype = ctx.dtype(o.dtype);
+  if (storageUnits(ctx, o) != E) throw UserError("unsupported: HLS emission of converter '" + task.name + "' of int4 data");
   if (writer) {
-    c.line(tok(E) + " tok = " + ctx.fifoVar(firstPort(task, PortDir::kIn)) + ".read();");
+    c.line(tokenOf(E, dtype) + " tok = " + ctx.fifoVar(firstPort(task, PortDir::kIn)) + ".read();");
     openElements(c, "e", E);
     c.line("block[" + regionIndex(role, o, "e") + "] = tok.v[e];");
     c.close();
   } else {
-    c.line(tok(E) + " tok;");
+    c.line(tokenOf(E, dtype) + " tok;");
     openElements(c, "e", E);
     c.line("tok.v[e] = block[" + regionIndex(role, o, "e") + "];");
     c.close();
@@ -561,7 +607,7 @@ void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, cons
   c.line("const float token = ids[" + rowMajor(rowTrips, rowVars) + "];");
   c.line("const long id = token < 0 ? 0 : token > " + std::to_string(V - 1) + " ? " + std::to_string(V - 1) +
          " : static_cast<long>(token);");
-  c.line(tok(T) + " out;");
+  c.line(tokenOf(T, ctx.dtype(o.dtype)) + " out;");
   openElements(c, "e", T);
   c.line("out.v[e] = " + mem + "[id * " + D + " + " + dataCoord(o, o.map.numResults() - 1, "i", "e") + "];");
   c.close();
@@ -570,6 +616,49 @@ void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, cons
 }
 
 }  // namespace
+
+Storage storageOf(const std::string& dtype) {
+  if (dtype == "f32") return {"float", 32};
+  if (dtype == "i8") return {"st_i8", 8};
+  if (dtype == "i4") return {"st_u8", 8};
+  if (dtype == "i32") return {"st_i32", 32};
+  throw UserError("unsupported: HLS emission of " + dtype + " streams (f32, i8, i4 and i32 are emitted)");
+}
+
+std::string tokenOf(int64_t units, const std::string& dtype) {
+  Storage st = storageOf(dtype);
+  return "Tok<" + std::to_string(units) + (st.type == "float" ? "" : ", " + st.type) + ">";
+}
+
+int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order) {
+  std::string d = ctx.dtype(order.dtype);
+  return tokenElements(order) * dtypeBits(d) / storageOf(d).bits;
+}
+
+std::string floatLiteral(float v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9gf", static_cast<double>(v));
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
+  return s;
+}
+
+std::string EmitContext::fifoDtype(const std::string& fifo) const {
+  if (!quant) return "f32";
+  auto it = fifoDtypes.find(fifo);
+  return it == fifoDtypes.end() ? "f32" : it->second;
+}
+
+int64_t EmitContext::elements(const std::string& fifo) const { return fifos.at(fifo)->width / storageOf(fifoDtype(fifo)).bits; }
+
+std::string EmitContext::tokenType(const std::string& fifo) const { return tokenOf(elements(fifo), fifoDtype(fifo)); }
+
+const QuantScale& EmitContext::scale(const std::string& tensor) const {
+  const std::string panels = ".panels";
+  if (tensor.size() > panels.size() && tensor.compare(tensor.size() - panels.size(), panels.size(), panels) == 0)
+    return quant->of(tensor.substr(0, tensor.size() - panels.size()));
+  return quant->of(tensor);
+}
 
 int64_t regionElements(const TaskRole& role) {
   int64_t n = 1;

@@ -10,6 +10,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/network.h"
 #include "compiler/pipeline.h"
+#include "compiler/reference/quantized.h"
 
 namespace stc::emit {
 
@@ -17,14 +18,39 @@ namespace stc::emit {
 struct EmitContext {
   const Graph* graph = nullptr;
   const CompileResult* compiled = nullptr;
+  const QuantPlan* quant = nullptr;  ///< W4A8 scales; null: every stream carries f32
   std::map<std::string, const Fifo*> fifos;  ///< by name
   std::map<std::string, std::string> fifoIds;  ///< a unique identifier per FIFO
+  std::map<std::string, std::string> fifoDtypes;  ///< the dtype of each FIFO's elements (W4A8 only)
   std::string fifoVar(const std::string& fifo) const { return "s_" + fifoIds.at(fifo); }
-  /// f32 elements per token of a FIFO.
-  int64_t elements(const std::string& fifo) const { return fifos.at(fifo)->width / 32; }
+  /// The dtype a stream of `dtype` carries in the emitted code: itself under W4A8, f32 otherwise.
+  std::string dtype(const std::string& d) const { return quant ? d : "f32"; }
+  std::string fifoDtype(const std::string& fifo) const;
+  /// Storage units per token of a FIFO (f32, int8 or int32 elements; bytes of two int4 weights).
+  int64_t elements(const std::string& fifo) const;
+  /// The C++ token type of a FIFO.
+  std::string tokenType(const std::string& fifo) const;
   /// The C++ block type of a converter's region FIFO.
   std::string blockType(const std::string& fifo) const { return "blk_" + fifoIds.at(fifo); }
+  /// The int8 scale of a tensor (a matmul's column panels share its output's).
+  const QuantScale& scale(const std::string& tensor) const;
 };
+
+/// The C++ type holding elements of `dtype` (int4 pairs as bytes) and its bits.
+struct Storage {
+  std::string type;
+  int64_t bits = 32;
+};
+Storage storageOf(const std::string& dtype);
+
+/// The token type of `units` storage units of dtype.
+std::string tokenOf(int64_t units, const std::string& dtype);
+
+/// Storage units of one token of order (the ctx's dtype).
+int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order);
+
+/// An f32 literal that reads back as exactly v.
+std::string floatLiteral(float v);
 
 /// Appends the statements of `task` (its role `role`) to code; memory is the DMA's pointer argument.
 /// Throws UserError for an op it cannot emit.

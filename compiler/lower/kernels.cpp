@@ -321,8 +321,17 @@ class Lowering {
     Kernel kern = kernel(op);
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, nd)), in(op.inputs[1], order(w.dtype, we, wr, nd))}};
     int outLevel = static_cast<int>(batch + 1);  // one output tile per (batch.., m, n)
-    if (op.inputs.size() == 3)  // bias [N]: a tile per output token
+    if (opt_.quant == "w4a8" && w.role == TensorRole::kWeight && w.shape.size() == 2) {
+      // W4A8 epilogue [N, 2] f32 (reference/quantized.h): each output channel's requantisation
+      // multiplier and offset, the bias folded in; a [Tn, 2] tile per output token.
+      std::string epi = op.name + ".epilogue";
+      kg_.tensors[epi] = TensorInfo{epi, {outT.shape.back(), Expr(2)}, "f32", TensorRole::kWeight, -1, op.loc};
+      kg_.weights.push_back(epi);
+      AffineExpr whole{std::vector<int64_t>(batch + 2, 0), 0};
+      ph.ports.push_back(in(epi, order("f32", {Tn, 2}, {unit(batch + 2, pn), whole}, batch + 2), outLevel));
+    } else if (op.inputs.size() == 3) {  // bias [N]: a tile per output token
       ph.ports.push_back(in(op.inputs[2], order(info(op.inputs[2]).dtype, {Tn}, {unit(batch + 2, pn)}, batch + 2), outLevel));
+    }
     if (!nOuter) {
       ph.ports.push_back(out(op.output, canonical, outLevel));
     } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers

@@ -1,0 +1,56 @@
+// The numeric rules an emitted project's kernels and host share with stc's quantised reference: types,
+// W4A8 rounding and packing, activation functions. stc compiles this header into its reference and
+// copies it into every project (src/st_numeric.h), so that the C simulation matches it bit for bit.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__SYNTHESIS__) || defined(__VITIS_HLS__)
+#include <ap_int.h>
+typedef ap_int<8> st_i8;    // an 8-bit activation
+typedef ap_uint<8> st_u8;   // two 4-bit weights: element 2i in bits 0-3, element 2i+1 in bits 4-7
+typedef ap_int<32> st_i32;  // an accumulator
+#else
+typedef int8_t st_i8;
+typedef uint8_t st_u8;
+typedef int32_t st_i32;
+#endif
+
+/// Requantisation to int8: round half away from zero, then saturate to [-128, 127]; NaN gives 0.
+inline st_i8 st_q8(float v) {
+  const float r = std::round(v);
+  if (!(r == r)) return 0;
+  if (r >= 127.0f) return 127;
+  if (r <= -128.0f) return -128;
+  return static_cast<st_i8>(static_cast<int>(r));
+}
+
+/// Weight quantisation to int4: round half away from zero, saturate to [-8, 7].
+inline int st_q4(float v) {
+  const float r = std::round(v);
+  if (!(r == r)) return 0;
+  if (r >= 7.0f) return 7;
+  if (r <= -8.0f) return -8;
+  return static_cast<int>(r);
+}
+
+/// Element `i` of a row of 4-bit weights packed two per byte (two's complement nibbles).
+inline int st_w4(const st_u8* packed, long i) {
+  const int byte = static_cast<int>(packed[i / 2]);
+  const int nibble = (i % 2) ? (byte >> 4) & 15 : byte & 15;
+  return nibble >= 8 ? nibble - 16 : nibble;
+}
+
+/// Stores weight `w` (in [-8, 7]) as element `i` of a packed row.
+inline void st_set_w4(st_u8* packed, long i, int w) {
+  const int nibble = w & 15, byte = static_cast<int>(packed[i / 2]);
+  packed[i / 2] = static_cast<st_u8>((i % 2) ? (byte & 0x0f) | (nibble << 4) : (byte & 0xf0) | nibble);
+}
+
+inline float st_silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float st_gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678f)); }
+inline float st_gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+inline float st_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }

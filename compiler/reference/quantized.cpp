@@ -1,0 +1,370 @@
+// The W4A8 reference. Every f32 step mirrors the statement the emitter writes for the kernel (compiler/
+// emit/task_bodies.cpp), in the same order and precision; the integer steps are exact in any order.
+#include "compiler/reference/quantized.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include "compiler/emit/runtime/st_numeric.h"
+#include "compiler/frontend/shape_inference.h"
+
+namespace stc {
+
+namespace {
+
+std::vector<int64_t> bound(const std::vector<Expr>& shape, const Bindings& b) {
+  std::vector<int64_t> out;
+  for (const auto& d : shape) out.push_back(d.eval(b));
+  return out;
+}
+
+int64_t count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+double numberAttr(const Op& op, const char* key, double fallback) {
+  auto it = op.attrs.find(key);
+  if (it == op.attrs.end()) return fallback;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  return fallback;
+}
+
+bool isCopy(const std::string& k) { return k == "reshape" || k == "transpose" || k == "slice"; }
+
+// Tensors that are the same values: one scale each class.
+class Classes {
+ public:
+  std::string find(const std::string& x) {
+    auto it = parent_.find(x);
+    if (it == parent_.end() || it->second == x) return x;
+    return it->second = find(it->second);
+  }
+  void join(const std::string& a, const std::string& b) {
+    std::string ra = find(a), rb = find(b);
+    if (ra != rb) parent_[std::max(ra, rb)] = std::min(ra, rb);
+  }
+
+ private:
+  std::map<std::string, std::string> parent_;
+};
+
+QuantScale scaleFor(double absmax) {
+  QuantScale s;
+  s.scale = absmax > 0 && std::isfinite(absmax) ? static_cast<float>(absmax / 127.0) : 1.0f;
+  s.inverse = 1.0f / s.scale;
+  return s;
+}
+
+// Element strides of `shape` seen from an output of shape `out` (right-aligned; broadcast dims 0).
+std::vector<int64_t> strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    st[i + out.size() - shape.size()] = shape[i] == 1 ? 0 : s;
+    s *= shape[i];
+  }
+  return st;
+}
+
+// Visits every element of `shape` in row-major order with its index vector.
+void forEach(const std::vector<int64_t>& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t flat = 0, n = count(shape); flat < n; ++flat) {
+    f(idx);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+int64_t dot(const std::vector<int64_t>& idx, const std::vector<int64_t>& st) {
+  int64_t s = 0;
+  for (size_t d = 0; d < idx.size(); ++d) s += idx[d] * st[d];
+  return s;
+}
+
+struct QValue {
+  std::vector<int64_t> shape;
+  std::vector<int8_t> q;
+  QuantScale s;
+  float at(int64_t i) const { return static_cast<float>(q[static_cast<size_t>(i)]) * s.scale; }
+};
+
+}  // namespace
+
+const QuantScale& QuantPlan::of(const std::string& tensor) const {
+  auto it = scales.find(tensor);
+  if (it == scales.end()) throw UserError("internal: tensor '" + tensor + "' has no int8 scale");
+  return it->second;
+}
+
+std::string epilogueTensor(const std::string& op) { return op + ".epilogue"; }
+
+bool hasInt4Weight(const Graph& graph, const Op& op) {
+  if ((op.op != "matmul" && op.op != "linear") || op.inputs.size() < 2) return false;
+  for (const auto& w : graph.weights)
+    if (w.name == op.inputs[1]) return w.shape.size() == 2;
+  return false;
+}
+
+QuantPlan calibrate(const Graph& graph, const std::vector<std::map<std::string, Tensor>>& layers, bool chained) {
+  QuantPlan plan;
+  Classes same;
+  for (const Op& op : graph.ops) {
+    if (hasInt4Weight(graph, op)) plan.int4.insert(op.inputs[1]);
+    if (isCopy(op.op)) same.join(op.output, op.inputs[0]);
+    if (op.op == "embedding") {
+      same.join(op.output, op.inputs[1]);
+      plan.ids.insert(op.inputs[0]);
+    }
+  }
+  if (chained && !graph.inputs.empty() && !graph.outputs.empty()) same.join(graph.inputs[0].name, graph.outputs[0]);
+  std::map<std::string, double> absmax;
+  for (const auto& env : layers)
+    for (const auto& [name, t] : env) {
+      if (plan.int4.count(name) || plan.ids.count(name)) continue;
+      double& m = absmax[same.find(name)];
+      for (float v : t.data) m = std::max(m, std::fabs(static_cast<double>(v)));
+    }
+  for (const auto& env : layers)
+    for (const auto& [name, t] : env)
+      if (!plan.int4.count(name) && !plan.ids.count(name)) plan.scales[name] = scaleFor(absmax[same.find(name)]);
+  return plan;
+}
+
+std::vector<int8_t> quantizeValues(const std::vector<float>& x, const QuantScale& s) {
+  std::vector<int8_t> q(x.size());
+  for (size_t i = 0; i < x.size(); ++i) q[i] = st_q8(x[i] * s.inverse);
+  return q;
+}
+
+QuantWeights quantizeWeights(const Graph& graph, const QuantPlan& plan, const std::map<std::string, Tensor>& values) {
+  QuantWeights out;
+  for (const auto& w : graph.weights) {
+    const Tensor& t = values.at(w.name);
+    if (!plan.int4.count(w.name)) out.values[w.name] = quantizeValues(t.data, plan.of(w.name));
+  }
+  for (const Op& op : graph.ops) {
+    if (!hasInt4Weight(graph, op)) continue;
+    const Tensor& w = values.at(op.inputs[1]);
+    bool tb = numberAttr(op, "transpose_b", 0) != 0;
+    int64_t rows = w.shape[0], cols = w.shape[1];
+    int64_t K = tb ? cols : rows, N = tb ? rows : cols;
+    auto at = [&](int64_t k, int64_t n) { return w.data[static_cast<size_t>(tb ? n * K + k : k * N + n)]; };
+    std::vector<int8_t> q(static_cast<size_t>(K * N));
+    std::vector<float> epi(static_cast<size_t>(2 * N));
+    const Tensor* bias = op.inputs.size() > 2 ? &values.at(op.inputs[2]) : nullptr;
+    const QuantScale &sa = plan.of(op.inputs[0]), &so = plan.of(op.output);
+    for (int64_t n = 0; n < N; ++n) {
+      double absmax = 0;
+      for (int64_t k = 0; k < K; ++k) absmax = std::max(absmax, std::fabs(static_cast<double>(at(k, n))));
+      float sw = absmax > 0 && std::isfinite(absmax) ? static_cast<float>(absmax / 7.0) : 1.0f;
+      float inv = 1.0f / sw;
+      for (int64_t k = 0; k < K; ++k)
+        q[static_cast<size_t>(tb ? n * K + k : k * N + n)] = static_cast<int8_t>(st_q4(at(k, n) * inv));
+      epi[static_cast<size_t>(2 * n)] = static_cast<float>(static_cast<double>(sa.scale) * sw / so.scale);
+      epi[static_cast<size_t>(2 * n + 1)] = bias ? static_cast<float>(bias->data[static_cast<size_t>(n)] / static_cast<double>(so.scale)) : 0.0f;
+    }
+    out.values[op.inputs[1]] = std::move(q);
+    out.epilogue[op.name] = std::move(epi);
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph, const QuantPlan& plan,
+                                                              const QuantWeights& weights,
+                                                              const std::map<std::string, std::vector<int8_t>>& inputs,
+                                                              const std::map<std::string, Tensor>& ids,
+                                                              const Bindings& bindings) {
+  TypedGraph typed = inferShapes(graph);
+  std::map<std::string, QValue> env;
+  auto shapeOf = [&](const std::string& name) { return bound(typed.tensors.at(name).shape, bindings); };
+  for (const auto& t : graph.inputs) {
+    if (plan.ids.count(t.name)) continue;
+    env[t.name] = {shapeOf(t.name), inputs.at(t.name), plan.of(t.name)};
+  }
+  for (const auto& t : graph.weights) env[t.name] = {shapeOf(t.name), weights.values.at(t.name), plan.int4.count(t.name) ? QuantScale{} : plan.of(t.name)};
+  for (const Op& op : graph.ops) {
+    const std::string& k = op.op;
+    std::vector<int64_t> shape = shapeOf(op.output);
+    QValue out{shape, std::vector<int8_t>(static_cast<size_t>(count(shape))), plan.of(op.output)};
+    auto in = [&](size_t i) -> const QValue& { return env.at(op.inputs[i]); };
+    const int64_t D = shape.empty() ? 1 : shape.back();
+    const int64_t rowsN = count(shape) / std::max<int64_t>(D, 1);
+    if (k == "matmul" || k == "linear") {
+      const QValue &a = in(0), &w = in(1);
+      bool tb = numberAttr(op, "transpose_b", 0) != 0, int4 = plan.int4.count(op.inputs[1]) > 0;
+      size_t rank = shape.size();
+      int64_t M = shape[rank - 2], N = shape[rank - 1], K = a.shape.back(), batch = count(shape) / (M * N);
+      bool shared = w.shape.size() == 2;
+      const std::vector<float>* epi = int4 ? &weights.epilogue.at(op.name) : nullptr;
+      float r = static_cast<float>(static_cast<double>(a.s.scale) * w.s.scale / out.s.scale);
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            int32_t acc = 0;
+            for (int64_t kk = 0; kk < K; ++kk) {
+              int64_t wi = (shared ? 0 : b * K * N) + (tb ? n * K + kk : kk * N + n);
+              acc += static_cast<int32_t>(a.q[static_cast<size_t>((b * M + m) * K + kk)]) * w.q[static_cast<size_t>(wi)];
+            }
+            float y = epi ? static_cast<float>(acc) * (*epi)[static_cast<size_t>(2 * n)] + (*epi)[static_cast<size_t>(2 * n + 1)]
+                          : static_cast<float>(acc) * r;
+            out.q[static_cast<size_t>((b * M + m) * N + n)] = st_q8(y);
+          }
+    } else if (k == "add" || k == "sub" || k == "mul" || k == "div" || k == "gelu" || k == "silu" || k == "relu" ||
+               k == "sigmoid" || k == "exp" || k == "tanh") {
+      auto approx = op.attrs.find("approximate");
+      bool tanhForm = approx != op.attrs.end() && std::holds_alternative<std::string>(approx->second) &&
+                      std::get<std::string>(approx->second) == "tanh";
+      std::vector<std::vector<int64_t>> st;
+      for (size_t i = 0; i < op.inputs.size(); ++i) st.push_back(strides(in(i).shape, shape));
+      int64_t flat = 0;
+      forEach(shape, [&](const std::vector<int64_t>& idx) {
+        float x = in(0).at(dot(idx, st[0])), y = 0;
+        float b = op.inputs.size() > 1 ? in(1).at(dot(idx, st[1])) : 0.0f;
+        if (k == "add") y = x + b;
+        else if (k == "sub") y = x - b;
+        else if (k == "mul") y = x * b;
+        else if (k == "div") y = x / b;
+        else if (k == "exp") y = std::exp(x);
+        else if (k == "tanh") y = std::tanh(x);
+        else if (k == "silu") y = st_silu(x);
+        else if (k == "relu") y = x > 0.0f ? x : 0.0f;
+        else if (k == "sigmoid") y = st_sigmoid(x);
+        else y = tanhForm ? st_gelu_tanh(x) : st_gelu(x);
+        out.q[static_cast<size_t>(flat++)] = st_q8(y * out.s.inverse);
+      });
+    } else if (k == "softmax" || k == "layernorm" || k == "rmsnorm") {
+      const QValue& x = in(0);
+      const QValue* scale = op.inputs.size() > 1 ? &in(1) : nullptr;
+      const QValue* shift = op.inputs.size() > 2 ? &in(2) : nullptr;
+      const float eps = static_cast<float>(numberAttr(op, "eps", k == "rmsnorm" ? 1e-6 : 1e-5));
+      const float Df = static_cast<float>(D);
+      for (int64_t row = 0; row < rowsN; ++row) {
+        const int64_t base = row * D;
+        float st0 = 0, st1 = 0;
+        if (k == "softmax") {  // the .stats kernel: online maximum and rescaled sum
+          float m = -INFINITY, sum = 0.0f;
+          for (int64_t i = 0; i < D; ++i) {
+            float v = x.at(base + i);
+            float mx = v > m ? v : m;
+            sum = sum * std::exp(m - mx) + std::exp(v - mx);
+            m = mx;
+          }
+          st0 = m;
+          st1 = sum;
+        } else {
+          float s1 = 0.0f, s2 = 0.0f, sh = k == "layernorm" ? x.at(base) : 0.0f;
+          for (int64_t i = 0; i < D; ++i) {
+            float v = k == "layernorm" ? x.at(base + i) - sh : x.at(base + i);
+            if (k == "layernorm") s1 += v;
+            s2 += v * v;
+          }
+          if (k == "layernorm") {
+            const float mean = s1 / Df;
+            st0 = sh + mean;
+            st1 = s2 / Df - mean * mean;
+          } else {
+            st0 = s2 / Df;
+          }
+        }
+        // The .apply kernel.
+        const float inv = k == "softmax" ? 1.0f / st1 : 1.0f / std::sqrt((k == "layernorm" ? st1 : st0) + eps);
+        for (int64_t i = 0; i < D; ++i) {
+          float xv = x.at(base + i), v;
+          if (k == "softmax") {
+            v = std::exp(xv - st0) * inv;
+          } else {
+            v = k == "layernorm" ? (xv - st0) * inv : xv * inv;
+            if (scale) v = v * scale->at(i);
+            if (shift) v = v + shift->at(i);
+          }
+          out.q[static_cast<size_t>(base + i)] = st_q8(v * out.s.inverse);
+        }
+      }
+    } else if (k == "rope") {
+      const QValue& x = in(0);
+      int64_t positions = x.shape.size() >= 2 ? x.shape[x.shape.size() - 2] : 1, h = D / 2;
+      const float Df = static_cast<float>(D);
+      for (int64_t row = 0; row < rowsN; ++row) {
+        const int pos = static_cast<int>(row % positions);
+        for (int64_t j = 0; j < D; ++j) {
+          const int i = static_cast<int>(j % h);
+          const float angle = pos * std::pow(10000.0f, -2.0f * i / Df);
+          const float c = std::cos(angle), s = std::sin(angle);
+          float a = x.at(row * D + j);
+          float y = j < h ? a * c - x.at(row * D + j + h) * s : a * c + x.at(row * D + j - h) * s;
+          out.q[static_cast<size_t>(row * D + j)] = st_q8(y * out.s.inverse);
+        }
+      }
+    } else if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") {
+      const QValue& x = in(0);
+      int64_t R = x.shape.back(), n = count(x.shape) / std::max<int64_t>(R, 1);
+      for (int64_t row = 0; row < n; ++row) {
+        float acc = k == "reduce_max" ? -INFINITY : 0.0f;
+        for (int64_t i = 0; i < R; ++i) {
+          float v = x.at(row * R + i);
+          acc = k == "reduce_max" ? (v > acc ? v : acc) : acc + v;
+        }
+        float y = k == "reduce_mean" ? acc / static_cast<float>(R) : acc;
+        out.q[static_cast<size_t>(row)] = st_q8(y * out.s.inverse);
+      }
+    } else if (k == "reshape") {
+      out.q = in(0).q;
+    } else if (k == "transpose" || k == "slice") {
+      const QValue& x = in(0);
+      auto perm = k == "transpose" ? std::get<std::vector<int64_t>>(op.attrs.at("perm")) : std::vector<int64_t>{};
+      int64_t rank = static_cast<int64_t>(x.shape.size());
+      int64_t axis = static_cast<int64_t>(numberAttr(op, "axis", -1));
+      if (axis < 0) axis += rank;
+      int64_t start = static_cast<int64_t>(numberAttr(op, "start", 0));
+      std::vector<int64_t> st(x.shape.size(), 1);
+      for (size_t d = x.shape.size() - 1; d-- > 0;) st[d] = st[d + 1] * x.shape[d + 1];
+      int64_t flat = 0;
+      forEach(shape, [&](const std::vector<int64_t>& idx) {
+        int64_t src = 0;
+        for (size_t d = 0; d < idx.size(); ++d)
+          src += k == "transpose" ? idx[d] * st[static_cast<size_t>(perm[d])]
+                                  : (idx[d] + (static_cast<int64_t>(d) == axis ? start : 0)) * st[d];
+        out.q[static_cast<size_t>(flat++)] = x.q[static_cast<size_t>(src)];
+      });
+    } else if (k == "concat") {
+      int64_t rank = static_cast<int64_t>(shape.size());
+      int64_t axis = static_cast<int64_t>(numberAttr(op, "axis", 0));
+      if (axis < 0) axis += rank;
+      int64_t outer = 1;
+      for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
+      size_t pos = 0;
+      for (int64_t o = 0; o < outer; ++o)
+        for (size_t i = 0; i < op.inputs.size(); ++i) {
+          const QValue& t = in(i);
+          const float m = static_cast<float>(static_cast<double>(t.s.scale) / out.s.scale);
+          int64_t chunk = count(t.shape) / outer;
+          for (int64_t e = 0; e < chunk; ++e) out.q[pos++] = st_q8(static_cast<float>(t.q[static_cast<size_t>(o * chunk + e)]) * m);
+        }
+    } else if (k == "embedding") {
+      const Tensor& idv = ids.at(op.inputs[0]);
+      const QValue& table = in(1);
+      int64_t V = table.shape.front(), Dt = table.shape.back();
+      size_t pos = 0;
+      for (float id : idv.data) {
+        int64_t row = id < 0 ? 0 : id > static_cast<float>(V - 1) ? V - 1 : static_cast<int64_t>(id);
+        for (int64_t e = 0; e < Dt; ++e) out.q[pos++] = table.q[static_cast<size_t>(row * Dt + e)];
+      }
+    } else {
+      throw UserError(formatError(op.loc, "unsupported: the W4A8 reference has no '" + k + "'"));
+    }
+    env[op.output] = std::move(out);
+  }
+  std::map<std::string, std::vector<int8_t>> result;
+  for (auto& [name, v] : env) result[name] = std::move(v.q);
+  return result;
+}
+
+}  // namespace stc

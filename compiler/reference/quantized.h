@@ -1,0 +1,72 @@
+#pragma once
+// W4A8: the quantisation scheme, its calibration, and the quantised reference interpreter, the bit-exact
+// golden model of an emitted W4A8 project (README, "W4A8").
+//
+//   activations  int8, symmetric, one scale per tensor: real = scale * q. The scale is absmax / 127 over
+//                the calibration run (the f32 reference on the sample inputs, every chained layer);
+//                tensors that are the same data (reshape, transpose, slice, embedding rows, a layer's
+//                output 0 and the next layer's input 0) share one scale.
+//   weights      of a matmul (a 2-D graph weight as its right side): int4, symmetric, one scale per
+//                output channel, absmax / 7. Other weights (norm scales, tables): int8 per tensor.
+//   matmul       int8 x int4 (or int8 x int8) products summed in int32, in any order (exact); then the
+//                epilogue q = st_q8(float(acc) * r[n] + c[n]) with r[n] = s_a * s_w[n] / s_out and
+//                c[n] = bias[n] / s_out (f32, stored beside the packed weights); two int8 operands: one
+//                constant r = s_a * s_b / s_out.
+//   other ops    dequantise (float(q) * s, f32), compute in f32 exactly as the emitted kernel does
+//                (the same operations in the same order), requantise: st_q8(y * (1 / s_out)).
+//   rounding     st_q8 / st_q4 (compiler/emit/runtime/st_numeric.h): round half away from zero, then
+//                saturate to [-128, 127] / [-8, 7]; NaN gives 0.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/reference/interpreter.h"
+
+namespace stc {
+
+struct QuantScale {
+  float scale = 1.0f;    ///< real = scale * q
+  float inverse = 1.0f;  ///< 1 / scale, rounded to f32 once: requantisation multiplies by it
+};
+
+struct QuantPlan {
+  std::map<std::string, QuantScale> scales;  ///< every int8 tensor, by name
+  std::set<std::string> int4;                ///< matmul weights stored as int4 per output channel
+  std::set<std::string> ids;                 ///< inputs holding token ids (they stay f32)
+  /// The scale of an int8 tensor; throws for a tensor without one.
+  const QuantScale& of(const std::string& tensor) const;
+};
+
+/// One layer's quantised weights.
+struct QuantWeights {
+  std::map<std::string, std::vector<int8_t>> values;    ///< int8 weights and int4 ones (-8..7), row-major
+  std::map<std::string, std::vector<float>> epilogue;   ///< by matmul op with an int4 weight: [N][2] = r, c
+};
+
+/// The name of a matmul's epilogue tensor ([N, 2] f32: r, c per output channel).
+std::string epilogueTensor(const std::string& op);
+
+/// Whether op is a matmul whose right side is a 2-D graph weight (int4 with an epilogue under W4A8).
+bool hasInt4Weight(const Graph& graph, const Op& op);
+
+/// Scales from the f32 reference's tensors of every layer (`layers[i]` as interpret() returns them);
+/// with chained, a layer's output 0 is the next one's input 0 and they share a scale.
+QuantPlan calibrate(const Graph& graph, const std::vector<std::map<std::string, Tensor>>& layers, bool chained);
+
+/// Quantises a layer's weights (f32 values by name) and computes the epilogues.
+QuantWeights quantizeWeights(const Graph& graph, const QuantPlan& plan, const std::map<std::string, Tensor>& values);
+
+/// st_q8(x * inverse) of each value: an input as the host quantises it.
+std::vector<int8_t> quantizeValues(const std::vector<float>& x, const QuantScale& s);
+
+/// Evaluates the graph as the emitted W4A8 kernels do: int8 inputs (token ids as f32 in `ids`), the
+/// layer's quantised weights; returns every int8 tensor it computed by name.
+std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph, const QuantPlan& plan,
+                                                              const QuantWeights& weights,
+                                                              const std::map<std::string, std::vector<int8_t>>& inputs,
+                                                              const std::map<std::string, Tensor>& ids,
+                                                              const Bindings& bindings = {});
+
+}  // namespace stc
