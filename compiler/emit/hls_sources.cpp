@@ -135,8 +135,9 @@ class SourceEmitter {
     for (const Task* t : tasks) {
       const TaskRole& r = role(*t);
       if (r.kind != TaskRole::kConverterWrite) continue;
-      c.line("typedef " + emit::storageOf(ctx_.dtype(r.order.dtype)).type + " " + ctx_.blockType(firstOut(*t)) + "[" +
-             std::to_string(emit::regionElements(r)) + "];");
+      std::string dtype = ctx_.dtype(r.order.dtype);
+      int64_t bits = emit::storageOf(dtype).bits, units = (emit::regionElements(r) * dtypeBits(dtype) + bits - 1) / bits;
+      c.line("typedef " + emit::storageOf(dtype).type + " " + ctx_.blockType(firstOut(*t)) + "[" + std::to_string(units) + "];");
     }
     c.blank();
     std::map<std::string, std::string> fnNames;

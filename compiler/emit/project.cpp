@@ -22,7 +22,10 @@
 #include <unistd.h>
 
 #include "compiler/emit/codegen_utils.h"
+#include "compiler/emit/runtime/st_numeric.h"
+#include "compiler/emit/task_bodies.h"
 #include "compiler/reference/interpreter.h"
+#include "compiler/reference/quantized.h"
 
 extern const char kCsimHlsStream[];          // compiler/emit/csim/hls_stream.h, embedded by cmake/Embed.cmake
 extern const char kCsimHlsStreamOfBlocks[];  // compiler/emit/csim/hls_streamofblocks.h
@@ -65,10 +68,25 @@ std::vector<int64_t> bindShape(const std::vector<Expr>& shape, const Bindings& b
   return out;
 }
 
-std::string bytesOf(const std::vector<float>& v) {
-  std::string s(v.size() * sizeof(float), '\0');
-  if (!v.empty()) std::memcpy(s.data(), v.data(), s.size());
+template <typename T>
+void appendBytes(std::string& out, const std::vector<T>& v) {
+  size_t at = out.size();
+  out.resize(at + v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(&out[at], v.data(), v.size() * sizeof(T));
+}
+
+template <typename T>
+std::string bytesOf(const std::vector<T>& v) {
+  std::string s;
+  appendBytes(s, v);
   return s;
+}
+
+// int4 values (-8..7) packed two per byte, element 2i in the low nibble (st_numeric.h, st_set_w4).
+std::vector<uint8_t> packInt4(const std::vector<int8_t>& q) {
+  std::vector<uint8_t> out((q.size() + 1) / 2, 0);
+  for (size_t i = 0; i < q.size(); ++i) st_set_w4(out.data(), static_cast<long>(i), q[i]);
+  return out;
 }
 
 // One HBM buffer argument of a top function.
@@ -81,12 +99,14 @@ struct Buffer {
   bool readOnly = true;
   bool fromRaw = false;   ///< holds a graph input or weight as it is (a gather's table and ids)
   int channel = 0;
+  std::string type = "float";  ///< C++ element type: float, st_i8, st_u8 (two int4 weights)
 };
 
 class ProjectWriter {
  public:
   ProjectWriter(const Graph& g, const CompileResult& c, const Platform& p, const EmitOptions& o)
-      : graph_(g), compiled_(c), platform_(p), options_(o), net_(c.network), kg_(c.kernels) {
+      : graph_(g), compiled_(c), platform_(p), options_(o), net_(c.network), kg_(c.kernels),
+        quant_(c.options.quant == "w4a8") {
     for (const Task& t : net_.tasks) groups_.insert(t.group);
     symbols_ = projectSymbols(c);
     bindings_ = completeBindings(c, options_.bindings);
@@ -94,7 +114,9 @@ class ProjectWriter {
   }
 
   std::vector<ProjectFile> files() {
-    std::vector<ProjectFile> out = emitKernels(graph_, compiled_);
+    std::vector<ProjectFile> dataFiles;
+    data(dataFiles);  // under W4A8 also calibrates: the kernels carry the scales
+    std::vector<ProjectFile> out = emitKernels(graph_, compiled_, quant_ ? &plan_ : nullptr);
     out.push_back({"src/layout.h", layoutHeader()});
     out.push_back({"csim/hls_stream.h", csimStreamHeader()});
     out.push_back({"csim/hls_streamofblocks.h", csimBlocksHeader()});
@@ -105,7 +127,7 @@ class ProjectWriter {
     for (int g : groups_) out.push_back({"hls_" + topFunctionName(graph_, g) + ".cfg", hlsTopConfig(g)});
     out.push_back({"Makefile", makefile()});
     out.push_back({"README.md", readme()});
-    data(out);
+    out.insert(out.end(), dataFiles.begin(), dataFiles.end());
     return out;
   }
 
@@ -146,16 +168,19 @@ class ProjectWriter {
                             "', which is neither an input nor a weight");
         b.fromRaw = true;
         b.var = "m_" + tid(b.tensor);
+        b.type = typeOf(r.order.dtype);
         bufferOf_[t.name] = b;
         Buffer ids = b;
         ids.tensor = op.inputs[0];
         ids.var = "m_" + tid(ids.tensor);
         ids.arg = b.arg + "_ids";
+        ids.type = "float";
         idsOf_[t.name] = ids;
         continue;
       }
+      b.type = typeOf(r.order.dtype);
       if (r.kind == TaskRole::kLoad && r.packed) {
-        if (!isGraphTensor(r.tensor, graph_.inputs) && !isGraphTensor(r.tensor, graph_.weights))
+        if (!isGraphTensor(r.tensor, graph_.inputs) && !isGraphTensor(r.tensor, graph_.weights) && !isEpilogue(r.tensor))
           throw UserError("unsupported: HLS emission of '" + t.name + "', a DMA of '" + r.tensor + "', which is neither an input nor a weight");
         b.packed = true;
         b.dma = t.name;
@@ -185,6 +210,23 @@ class ProjectWriter {
         throw UserError("unsupported: chaining " + std::to_string(options_.layers) + " layers: output '" + out0.name +
                         "' does not have the shape of input '" + in0.name + "'");
     }
+  }
+
+  // The C++ element type of a stream of dtype in this project.
+  std::string typeOf(const std::string& dtype) const { return emit::storageOf(quant_ ? dtype : "f32").type; }
+  bool isEpilogue(const std::string& tensor) const { return quant_ && epilogueOps().count(tensor); }
+  // W4A8: the epilogue tensor of each matmul with an int4 weight, to its op.
+  std::map<std::string, std::string> epilogueOps() const {
+    std::map<std::string, std::string> out;
+    if (quant_)
+      for (const Op& op : graph_.ops)
+        if (hasInt4Weight(graph_, op)) out[epilogueTensor(op.name)] = op.name;
+    return out;
+  }
+  // The C++ type of a layer tensor's vector in the test bench and host.
+  std::string tensorType(const std::string& name) const {
+    if (!quant_ || plan_.ids.count(name) || isEpilogue(name)) return "float";
+    return plan_.int4.count(name) ? "st_u8" : "st_i8";
   }
 
   std::string symbolParams(bool leadingComma) const {
@@ -219,11 +261,15 @@ class ProjectWriter {
     c.line("// Generated by stc emit: the top functions and the layout of every HBM buffer.");
     c.line("#pragma once");
     c.blank();
+    c.line("#include <vector>");
+    c.blank();
+    c.line("#include \"st_numeric.h\"");
+    c.blank();
     for (int g : groups_) {
       std::string head = "extern \"C\" void " + topFunctionName(graph_, g) + "(";
       bool first = true;
       for (const auto& [t, b] : topArgs(g)) {
-        head += (first ? "" : ", ") + std::string(b->readOnly ? "const float* " : "float* ") + b->arg;
+        head += (first ? "" : ", ") + std::string(b->readOnly ? "const " : "") + b->type + "* " + b->arg;
         first = false;
       }
       c.line(head + symbolParams(!first) + ");");
@@ -233,27 +279,53 @@ class ProjectWriter {
     std::set<std::string> tensors(hbmTensors_);
     for (const auto& t : graph_.inputs) tensors.insert(t.name);
     for (const auto& t : graph_.weights) tensors.insert(t.name);
+    for (const auto& [epi, op] : epilogueOps()) tensors.insert(epi);
     for (const auto& name : tensors) {
       c.line("/// Elements of '" + name + "'.");
       c.line("inline long elems_" + tid(name) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
              emit::cxxProduct(kg_.tensors.at(name).shape) + "; }");
     }
+    if (quant_) {
+      c.line("/// W4A8 scales of the graph's inputs and outputs (real = scale * q) and the host's quantisation.");
+      std::set<std::string> io;
+      for (const auto& t : graph_.inputs)
+        if (!plan_.ids.count(t.name)) io.insert(t.name);
+      for (const auto& o : graph_.outputs) io.insert(o);
+      for (const auto& name : io) {
+        const QuantScale& q = plan_.of(name);
+        c.line("constexpr float kScale_" + tid(name) + " = " + emit::floatLiteral(q.scale) + ", kInverse_" + tid(name) +
+               " = " + emit::floatLiteral(q.inverse) + ";");
+      }
+      c.open("inline std::vector<st_i8> quantize(const std::vector<float>& x, float inverse)");
+      c.line("std::vector<st_i8> q(x.size());");
+      c.line("for (size_t i = 0; i < x.size(); ++i) q[i] = st_q8(x[i] * inverse);");
+      c.line("return q;");
+      c.close();
+    }
     for (const auto& [task, b] : bufferOf_) {
       if (!b.packed) continue;
       const TaskRole& r = compiled_.roles.tasks.at(task);
-      int64_t part = emit::tokenElements(r.order) / r.stripes;
-      c.line("/// Floats in the buffer of '" + task + "': its stream of '" + r.tensor + "'" +
-             (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of each token" : "") + ".");
+      bool int4 = b.type == "st_u8";
+      int64_t part = emit::tokenElements(r.order) / r.stripes;  // elements of the tensor per token
+      int64_t units = int4 ? part / 2 : part;
+      c.line("/// Elements (" + b.type + ") in the buffer of '" + task + "': its stream of '" + r.tensor + "'" +
+             (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of each token" : "") +
+             (int4 ? ", two int4 weights a byte" : "") + ".");
       c.line("inline long words_" + dmaArgs_.at(task) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
-             std::to_string(part) + "L * " + emit::cxxProduct(r.order.trips) + "; }");
-      c.line("/// Packs row-major '" + r.tensor + "' into the stream order of '" + task + "'.");
-      c.open("inline void pack_" + dmaArgs_.at(task) + "(const float* tensor, float* buf" + symbolParams(true) + ")");
+             std::to_string(units) + "L * " + emit::cxxProduct(r.order.trips) + "; }");
+      c.line("/// Packs row-major '" + r.tensor + "' into the stream order of '" + task + "'" +
+             (int4 ? " (both packed two weights a byte)." : "."));
+      c.open("inline void pack_" + dmaArgs_.at(task) + "(const " + b.type + "* tensor, " + b.type + "* buf" + symbolParams(true) + ")");
       c.line(unusedSymbols() + "long t = 0;");
       int n = static_cast<int>(r.order.trips.size());
       emit::openLoops(c, r.order, "i", 0, n, "");
       c.open("for (int j = 0; j < " + std::to_string(part) + "; ++j)");
       std::string elem = r.stripes > 1 ? std::to_string(r.stripe * part) + " + j" : "j";
-      c.line("buf[t * " + std::to_string(part) + " + j] = tensor[" + emit::elementIndex(kg_.tensors.at(r.tensor), r.order, "i", elem) + "];");
+      std::string from = emit::elementIndex(kg_.tensors.at(r.tensor), r.order, "i", elem);
+      if (int4)
+        c.line("st_set_w4(buf, t * " + std::to_string(part) + " + j, st_w4(tensor, " + from + "));");
+      else
+        c.line("buf[t * " + std::to_string(part) + " + j] = tensor[" + from + "];");
       c.close();
       c.line("++t;");
       for (int k = 0; k < n; ++k) c.close();
@@ -271,40 +343,52 @@ class ProjectWriter {
   // The statements shared by the test bench and the host: raw tensors of a layer from the files,
   // packed buffers and HBM tensors. `alloc` declares a buffer.
   void layerTensors(Code& c) const {
-    c.line("// Graph inputs (input 0 of a later layer is the previous layer's output 0), then weights.");
+    c.line(quant_ ? "// Graph inputs, quantised to int8 (input 0 of a later layer is the previous layer's output 0), then"
+                  : "// Graph inputs (input 0 of a later layer is the previous layer's output 0), then weights.");
+    if (quant_) c.line("// weights: int4 ones packed two a byte, int8 ones, then each int4 matmul's epilogue.");
     for (size_t i = 0; i < graph_.inputs.size(); ++i) {
       const std::string& name = graph_.inputs[i].name;
-      std::string v = "t_" + tid(name);
-      if (i == 0)
-        c.line("std::vector<float> " + v + " = layer == 0 ? take(inputs, in_pos, " + elemsCall(name) + ") : chained;");
+      std::string v = "t_" + tid(name), type = tensorType(name);
+      std::string read = "take<float>(inputs, in_pos, " + elemsCall(name) + ")";
+      if (type == "st_i8") read = "layout::quantize(" + read + ", layout::kInverse_" + tid(name) + ")";
+      if (i == 0 && options_.layers > 1)
+        c.line("std::vector<" + type + "> " + v + " = layer == 0 ? " + read + " : chained;");
       else
-        c.line("std::vector<float> " + v + " = take(inputs, in_pos, " + elemsCall(name) + ");");
+        c.line("std::vector<" + type + "> " + v + " = " + read + ";");
     }
-    for (const auto& w : graph_.weights)
-      c.line("std::vector<float> t_" + tid(w.name) + " = take(weights, w_pos, " + elemsCall(w.name) + ");");
+    std::vector<std::string> weights;
+    for (const auto& w : graph_.weights) weights.push_back(w.name);
+    for (const Op& op : graph_.ops)
+      if (quant_ && hasInt4Weight(graph_, op)) weights.push_back(epilogueTensor(op.name));
+    for (const auto& w : weights) {
+      std::string type = tensorType(w), n = elemsCall(w);
+      if (type == "st_u8") n = "(" + n + " + 1) / 2";
+      c.line("std::vector<" + type + "> t_" + tid(w) + " = take<" + type + ">(weights, w_pos, " + n + ");");
+    }
   }
 
-  // readFloats(path) and take(all, pos, n) of the test bench and the host; `who` prefixes their errors.
+  // readBytes(path) and take<T>(bytes, pos, n) (n values of T from byte offset pos) of the test bench and
+  // the host; `who` prefixes their errors.
   static void fileHelpers(Code& c, const std::string& who) {
-    c.open("static std::vector<float> readFloats(const char* path)");
+    c.open("static std::vector<char> readBytes(const char* path)");
     c.line("std::ifstream in(path, std::ios::binary);");
     c.open("if (!in)");
     c.line("std::fprintf(stderr, \"" + who + ": cannot read %s\\n\", path);");
     c.line("std::exit(1);");
     c.close();
-    c.line("std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());");
-    c.line("std::vector<float> v(bytes.size() / sizeof(float));");
-    c.line("std::copy(bytes.begin(), bytes.begin() + static_cast<long>(v.size() * sizeof(float)), reinterpret_cast<char*>(v.data()));");
-    c.line("return v;");
+    c.line("return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());");
     c.close();
     c.blank();
-    c.open("static std::vector<float> take(const std::vector<float>& all, size_t& pos, long n)");
-    c.open("if (pos + static_cast<size_t>(n) > all.size())");
+    c.line("template <typename T>");
+    c.open("static std::vector<T> take(const std::vector<char>& all, size_t& pos, long n)");
+    c.line("const size_t bytes = static_cast<size_t>(n) * sizeof(T);");
+    c.open("if (pos + bytes > all.size())");
     c.line("std::fprintf(stderr, \"" + who + ": a data file is shorter than the graph needs\\n\");");
     c.line("std::exit(1);");
     c.close();
-    c.line("std::vector<float> v(all.begin() + static_cast<long>(pos), all.begin() + static_cast<long>(pos + static_cast<size_t>(n)));");
-    c.line("pos += static_cast<size_t>(n);");
+    c.line("std::vector<T> v(static_cast<size_t>(n));");
+    c.line("if (bytes) std::memcpy(v.data(), all.data() + pos, bytes);");
+    c.line("pos += bytes;");
     c.line("return v;");
     c.close();
     c.blank();
@@ -313,9 +397,13 @@ class ProjectWriter {
   std::string testBench() const {
     Code c;
     c.line("// Generated by stc emit: the C simulation. Runs the kernels on data/inputs.bin and data/weights.bin,");
-    c.line("// writes data/outputs.bin and compares it with data/expected.bin (the reference interpreter's).");
+    c.line(quant_ ? "// writes data/outputs.bin (int8) and compares it with data/expected.bin, the W4A8 reference's, bit for"
+                  : "// writes data/outputs.bin and compares it with data/expected.bin (the reference interpreter's).");
+    if (quant_) c.line("// bit; reports the error against data/expected_f32.bin, the f32 reference's.");
     c.line("#include <cmath>");
     c.line("#include <cstdio>");
+    c.line("#include <cstdlib>");
+    c.line("#include <cstring>");
     c.line("#include <fstream>");
     c.line("#include <iterator>");
     c.line("#include <vector>");
@@ -323,15 +411,19 @@ class ProjectWriter {
     c.line("#include \"layout.h\"");
     c.blank();
     fileHelpers(c, "csim");
+    std::string out = quant_ ? "st_i8" : "float";
     c.open("int main()");
     for (const auto& sym : symbols_) c.line("const int " + sym + " = " + std::to_string(bindings_.at(sym)) + ";");
     c.line("const int layers = " + std::to_string(options_.layers) + ";");
-    c.line("const double rtol = " + std::to_string(options_.rtol) + ", atol = " + std::to_string(options_.atol) + ";");
-    c.line("const std::vector<float> inputs = readFloats(\"data/inputs.bin\");");
-    c.line("const std::vector<float> weights = readFloats(\"data/weights.bin\");");
-    c.line("const std::vector<float> expected = readFloats(\"data/expected.bin\");");
-    c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
-    c.line("std::vector<float> outputs, chained;");
+    if (!quant_) c.line("const double rtol = " + std::to_string(options_.rtol) + ", atol = " + std::to_string(options_.atol) + ";");
+    c.line("const std::vector<char> inputs = readBytes(\"data/inputs.bin\");");
+    c.line("const std::vector<char> weights = readBytes(\"data/weights.bin\");");
+    c.line("const std::vector<char> expected_bytes = readBytes(\"data/expected.bin\");");
+    c.line("size_t e_pos = 0;");
+    c.line("const std::vector<" + out + "> expected = take<" + out + ">(expected_bytes, e_pos, static_cast<long>(expected_bytes.size() / sizeof(" + out + ")));");
+    c.line(graph_.weights.empty() && !quant_ ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
+    c.line("std::vector<" + out + "> outputs, chained;");
+    if (quant_) c.line("std::vector<float> dequantised;  // the outputs as reals, for the error against f32");
     c.open("for (int layer = 0; layer < layers; ++layer)");
     layerTensors(c);
     c.line("// HBM: packed streams of inputs and weights, and tensors written by DMAs.");
@@ -340,13 +432,14 @@ class ProjectWriter {
     buffers.insert(buffers.end(), idsOf_.begin(), idsOf_.end());
     for (const auto& [task, b] : buffers) {
       if (!declared.insert(b.var).second) continue;
+      std::string vec = "std::vector<" + b.type + "> ";
       if (b.fromRaw) {
-        c.line("std::vector<float> " + b.var + " = t_" + tid(b.tensor) + ";");
+        c.line(vec + b.var + " = t_" + tid(b.tensor) + ";");
       } else if (b.packed) {
-        c.line("std::vector<float> " + b.var + "(static_cast<size_t>(" + wordsCall(task) + "));");
+        c.line(vec + b.var + "(static_cast<size_t>(" + wordsCall(task) + "));");
         c.line("layout::pack_" + dmaArgs_.at(task) + "(t_" + tid(b.tensor) + ".data(), " + b.var + ".data()" + symbolArgs() + ");");
       } else {
-        c.line("std::vector<float> " + b.var + "(static_cast<size_t>(" + elemsCall(b.tensor) + "));");
+        c.line(vec + b.var + "(static_cast<size_t>(" + elemsCall(b.tensor) + "));");
       }
     }
     c.line("// The kernels, group after group.");
@@ -362,14 +455,45 @@ class ProjectWriter {
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
       std::string var = "m_" + tid(base(graph_.outputs[i]));
       c.line("outputs.insert(outputs.end(), " + var + ".begin(), " + var + ".end());");
+      if (quant_)
+        c.line("for (const st_i8 q : " + var + ") dequantised.push_back(static_cast<float>(q) * layout::kScale_" +
+               tid(graph_.outputs[i]) + ");");
       if (i == 0) c.line("chained = " + var + ";");
     }
     c.close();
-    c.line("std::ofstream(\"data/outputs.bin\", std::ios::binary).write(reinterpret_cast<const char*>(outputs.data()), static_cast<long>(outputs.size() * sizeof(float)));");
+    c.line("std::ofstream(\"data/outputs.bin\", std::ios::binary).write(reinterpret_cast<const char*>(outputs.data()), static_cast<long>(outputs.size() * sizeof(" + out + ")));");
     c.open("if (outputs.size() != expected.size())");
     c.line("std::fprintf(stderr, \"csim: FAIL: %zu outputs, expected %zu\\n\", outputs.size(), expected.size());");
     c.line("return 1;");
     c.close();
+    if (quant_) {
+      c.line("size_t bad = 0, first = 0;");
+      c.open("for (size_t i = 0; i < outputs.size(); ++i)");
+      c.line("if (outputs[i] != expected[i] && bad++ == 0) first = i;");
+      c.close();
+      c.open("if (bad)");
+      c.line("std::printf(\"csim: FAIL: %zu of %zu int8 outputs differ from the W4A8 reference; first at %zu: %d, expected %d\\n\", bad, outputs.size(), first, static_cast<int>(outputs[first]), static_cast<int>(expected[first]));");
+      c.line("return 1;");
+      c.close();
+      c.line("// Against f32: the largest absolute error, that error over the largest |f32 value|, and the cosine.");
+      c.line("const std::vector<char> f32_bytes = readBytes(\"data/expected_f32.bin\");");
+      c.line("size_t f_pos = 0;");
+      c.line("const std::vector<float> f32 = take<float>(f32_bytes, f_pos, static_cast<long>(dequantised.size()));");
+      c.line("double worst = 0, largest = 0, dot = 0, n_q = 0, n_f = 0;");
+      c.open("for (size_t i = 0; i < f32.size(); ++i)");
+      c.line("const double q = dequantised[i], f = f32[i];");
+      c.line("worst = std::fmax(worst, std::fabs(q - f));");
+      c.line("largest = std::fmax(largest, std::fabs(f));");
+      c.line("dot += q * f;");
+      c.line("n_q += q * q;");
+      c.line("n_f += f * f;");
+      c.close();
+      c.line("const double cosine = n_q > 0 && n_f > 0 ? dot / std::sqrt(n_q * n_f) : 1.0;");
+      c.line("std::printf(\"csim: PASS: %zu int8 outputs equal the W4A8 reference bit for bit; against f32: largest error %.4g (%.3g%% of the largest value), cosine %.5f\\n\", outputs.size(), worst, largest > 0 ? 100.0 * worst / largest : 0.0, cosine);");
+      c.line("return 0;");
+      c.close();
+      return c.text();
+    }
     c.line("size_t bad = 0, worst = 0;");
     c.line("double worst_error = 0;");
     c.open("for (size_t i = 0; i < outputs.size(); ++i)");
@@ -398,6 +522,7 @@ class ProjectWriter {
     c.line("//   build/host [build/streamtensor.xclbin] [tokens]");
     c.line("#include <cstdio>");
     c.line("#include <cstdlib>");
+    c.line("#include <cstring>");
     c.line("#include <fstream>");
     c.line("#include <iterator>");
     c.line("#include <string>");
@@ -410,8 +535,9 @@ class ProjectWriter {
     c.line("#include \"../src/layout.h\"");
     c.blank();
     fileHelpers(c, "host");
-    c.open("static xrt::bo upload(const xrt::device& device, const std::vector<float>& data, xrt::memory_group bank)");
-    c.line("xrt::bo bo(device, data.size() * sizeof(float), bank);");
+    c.line("template <typename T>");
+    c.open("static xrt::bo upload(const xrt::device& device, const std::vector<T>& data, xrt::memory_group bank)");
+    c.line("xrt::bo bo(device, data.size() * sizeof(T), bank);");
     c.line("bo.write(data.data());");
     c.line("bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);");
     c.line("return bo;");
@@ -428,13 +554,13 @@ class ProjectWriter {
       std::string top = topFunctionName(graph_, g);
       c.line("xrt::kernel k_" + top + "(device, uuid, \"" + top + "\");");
     }
-    c.line("const std::vector<float> inputs = readFloats(\"data/inputs.bin\");");
-    c.line("const std::vector<float> weights = readFloats(\"data/weights.bin\");");
+    c.line("const std::vector<char> inputs = readBytes(\"data/inputs.bin\");");
+    c.line("const std::vector<char> weights = readBytes(\"data/weights.bin\");");
     c.line("// Per layer: its packed input and weight streams, and the tensors its DMAs write, each in the bank");
     c.line("// connectivity.cfg gives the port (group_id of the argument).");
     c.line("std::vector<std::vector<xrt::bo>> bos(layers);");
-    c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
-    c.line("std::vector<float> chained;");
+    c.line(graph_.weights.empty() && !quant_ ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
+    c.line("std::vector<" + tensorType(graph_.inputs.at(0).name) + "> chained;");
     c.open("for (int layer = 0; layer < layers; ++layer)");
     layerTensors(c);
     std::map<std::string, int> slot;
@@ -448,7 +574,7 @@ class ProjectWriter {
           std::string bank = "k_" + top + ".group_id(" + std::to_string(arg) + ")";
           if (b->packed) {
             c.open("");
-            c.line("std::vector<float> packed(static_cast<size_t>(" + wordsCall(t->name) + "));");
+            c.line("std::vector<" + b->type + "> packed(static_cast<size_t>(" + wordsCall(t->name) + "));");
             c.line("layout::pack_" + dmaArgs_.at(t->name) + "(t_" + tid(b->tensor) + ".data(), packed.data()" + symbolArgs() + ");");
             c.line("bos[layer].push_back(upload(device, packed, " + bank + "));  // " + b->var + ", HBM[" + std::to_string(t->channel) + "]");
             c.close();
@@ -456,7 +582,7 @@ class ProjectWriter {
             c.line("bos[layer].push_back(upload(device, t_" + tid(b->tensor) + ", " + bank + "));  // " + b->var + ", HBM[" +
                    std::to_string(b->channel) + "]");
           } else {
-            c.line("bos[layer].push_back(upload(device, std::vector<float>(static_cast<size_t>(" + elemsCall(b->tensor) +
+            c.line("bos[layer].push_back(upload(device, std::vector<" + b->type + ">(static_cast<size_t>(" + elemsCall(b->tensor) +
                    ")), " + bank + "));  // " + b->var + ", HBM[" + std::to_string(b->channel) + "]");
           }
         }
@@ -474,7 +600,7 @@ class ProjectWriter {
       for (const auto& [task, b] : bufferOf_) {
         if (!b.packed || b.tensor != in0) continue;
         c.open("");
-        c.line("std::vector<float> packed(static_cast<size_t>(" + wordsCall(task) + "));");
+        c.line("std::vector<" + b.type + "> packed(static_cast<size_t>(" + wordsCall(task) + "));");
         c.line("layout::pack_" + dmaArgs_.at(task) + "(chained.data(), packed.data()" + symbolArgs() + ");");
         c.line("b[" + std::to_string(slot.at(b.var)) + "].write(packed.data());");
         c.line("b[" + std::to_string(slot.at(b.var)) + "].sync(XCL_BO_SYNC_BO_TO_DEVICE);");
@@ -499,7 +625,7 @@ class ProjectWriter {
     c.close();
     c.line("std::printf(\"token %d done\\n\", token);");
     c.close();
-    c.line("std::ofstream(\"data/host_outputs.bin\", std::ios::binary).write(reinterpret_cast<const char*>(chained.data()), static_cast<long>(chained.size() * sizeof(float)));");
+    c.line("std::ofstream(\"data/host_outputs.bin\", std::ios::binary).write(reinterpret_cast<const char*>(chained.data()), static_cast<long>(chained.size() * sizeof(chained[0])));");
     c.line("return 0;");
     c.close();
     return c.text();
@@ -616,6 +742,7 @@ class ProjectWriter {
     int64_t total = 0;
     std::map<std::string, Tensor> values;
     std::vector<float> chained;
+    std::vector<std::map<std::string, Tensor>> layerValues, layerTensors;  // W4A8: calibration and quantisation
     for (int layer = 0; layer < options_.layers; ++layer) {
       for (size_t i = 0; i < graph_.inputs.size(); ++i) {
         const TensorDecl& t = graph_.inputs[i];
@@ -663,11 +790,47 @@ class ProjectWriter {
       }
       total = checkedAdd(total, static_cast<int64_t>(expected.size()) * 4, "the project's data");
       if (total > kMaxDataBytes) tooLarge();
+      if (quant_) {
+        layerValues.push_back(values);
+        layerTensors.push_back(std::move(env));
+      }
     }
     if (!options_.inputsFile.empty() && givenPos != given.size()) inputsSizeError(given.size());
     out.push_back({"data/inputs.bin", bytesOf(inputs)});
-    out.push_back({"data/weights.bin", bytesOf(weights)});
-    out.push_back({"data/expected.bin", bytesOf(expected)});
+    if (!quant_) {
+      out.push_back({"data/weights.bin", bytesOf(weights)});
+      out.push_back({"data/expected.bin", bytesOf(expected)});
+      return;
+    }
+    // W4A8: scales from the f32 run, then each layer's weights and the quantised reference.
+    plan_ = calibrate(graph_, layerTensors, options_.layers > 1);
+    std::string weightBytes, expectedBytes;
+    std::vector<int8_t> chainedQ;
+    for (int layer = 0; layer < options_.layers; ++layer) {
+      const std::map<std::string, Tensor>& v = layerValues[static_cast<size_t>(layer)];
+      QuantWeights qw = quantizeWeights(graph_, plan_, v);
+      for (const TensorDecl& t : graph_.weights) {
+        if (plan_.int4.count(t.name)) appendBytes(weightBytes, packInt4(qw.values.at(t.name)));
+        else appendBytes(weightBytes, qw.values.at(t.name));
+      }
+      for (const Op& op : graph_.ops)
+        if (hasInt4Weight(graph_, op)) appendBytes(weightBytes, qw.epilogue.at(op.name));
+      std::map<std::string, std::vector<int8_t>> qin;
+      std::map<std::string, Tensor> ids;
+      for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+        const std::string& name = graph_.inputs[i].name;
+        if (plan_.ids.count(name)) ids[name] = v.at(name);
+        else qin[name] = layer > 0 && i == 0 ? chainedQ : quantizeValues(v.at(name).data, plan_.of(name));
+      }
+      std::map<std::string, std::vector<int8_t>> q = interpretQuantized(graph_, plan_, qw, qin, ids, bindings_);
+      for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+        appendBytes(expectedBytes, q.at(graph_.outputs[i]));
+        if (i == 0) chainedQ = q.at(graph_.outputs[i]);
+      }
+    }
+    out.push_back({"data/weights.bin", weightBytes});
+    out.push_back({"data/expected.bin", expectedBytes});
+    out.push_back({"data/expected_f32.bin", bytesOf(expected)});
   }
   [[noreturn]] void tooLarge() const {
     throw UserError("stc emit: error: the project's data (inputs, weights, expected outputs) would exceed " +
@@ -687,6 +850,8 @@ class ProjectWriter {
   const EmitOptions& options_;
   const Network& net_;
   const KernelGraph& kg_;
+  const bool quant_;  ///< W4A8: int8 activations, int4 weights (reference/quantized.h)
+  QuantPlan plan_;    ///< its scales, from data()
   std::set<int> groups_;
   std::set<std::string> symbols_;
   Bindings bindings_;

@@ -571,16 +571,17 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   pipeline(c, task.phases.at(0).ii);
   int64_t E = tokenElements(o);
   const std::string dtype = ctx.dtype(o.dtype);
-  if (storageUnits(ctx, o) != E) throw UserError("unsupported: HLS emission of converter '" + task.name + "' of int4 data");
+  bool int4 = storageUnits(ctx, o) != E;  // two weights a byte, in the token and in the block
+  std::string index = regionIndex(role, o, "e");
   if (writer) {
-    c.line(tokenOf(E, dtype) + " tok = " + ctx.fifoVar(firstPort(task, PortDir::kIn)) + ".read();");
+    c.line(tokenOf(storageUnits(ctx, o), dtype) + " tok = " + ctx.fifoVar(firstPort(task, PortDir::kIn)) + ".read();");
     openElements(c, "e", E);
-    c.line("block[" + regionIndex(role, o, "e") + "] = tok.v[e];");
+    c.line(int4 ? "st_set_w4(block, " + index + ", st_w4(tok.v, e));" : "block[" + index + "] = tok.v[e];");
     c.close();
   } else {
-    c.line(tokenOf(E, dtype) + " tok;");
+    c.line(tokenOf(storageUnits(ctx, o), dtype) + " tok" + (int4 ? " = {}" : "") + ";");
     openElements(c, "e", E);
-    c.line("tok.v[e] = block[" + regionIndex(role, o, "e") + "];");
+    c.line(int4 ? "st_set_w4(tok.v, e, st_w4(block, " + index + "));" : "tok.v[e] = block[" + index + "];");
     c.close();
     for (const Port& p : task.phases.at(0).ports)
       if (p.dir == PortDir::kOut) c.line(ctx.fifoVar(p.fifo) + ".write(tok);");

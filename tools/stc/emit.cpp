@@ -182,10 +182,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   settings.insert(settings.end(), a.input.settings.begin(), a.input.settings.end());
   for (const auto& s : settings)
     if (s.rfind("quant=", 0) == 0) loaded.quant = s.substr(6);
-  settings.push_back("quant=none");
-  if (loaded.quant != "none")
-    std::cerr << command << ": note: quant " << loaded.quant
-              << " has no functional emission yet; the project computes in f32 (compiled with quant=none)\n";
+  settings.push_back("quant=" + loaded.quant);  // a model's own quantisation unless --set quant= says otherwise
   CompileOptions options = parseCompileOptions(settings, platform);
 
   progress(v, "[1/5] compile   ");

@@ -35,15 +35,18 @@ inline int st_q4(float v) {
   return static_cast<int>(r);
 }
 
-/// Element `i` of a row of 4-bit weights packed two per byte (two's complement nibbles).
-inline int st_w4(const st_u8* packed, long i) {
+/// Element `i` of 4-bit weights packed two per byte (two's complement nibbles) in `packed`: a pointer,
+/// an array or anything else indexed by byte (a stream_of_blocks lock).
+template <typename Bytes>
+inline int st_w4(const Bytes& packed, long i) {
   const int byte = static_cast<int>(packed[i / 2]);
   const int nibble = (i % 2) ? (byte >> 4) & 15 : byte & 15;
   return nibble >= 8 ? nibble - 16 : nibble;
 }
 
-/// Stores weight `w` (in [-8, 7]) as element `i` of a packed row.
-inline void st_set_w4(st_u8* packed, long i, int w) {
+/// Stores weight `w` (in [-8, 7]) as element `i`, keeping the other half of its byte.
+template <typename Bytes>
+inline void st_set_w4(Bytes&& packed, long i, int w) {
   const int nibble = w & 15, byte = static_cast<int>(packed[i / 2]);
   packed[i / 2] = static_cast<st_u8>((i % 2) ? (byte & 0x0f) | (nibble << 4) : (byte & 0xf0) | nibble);
 }
