@@ -1,0 +1,138 @@
+// The W4A8 scheme against values worked out by hand: rounding and saturation, int4 packing, calibration
+// (which tensors share a scale), and the quantised reference's matmul epilogue and elementwise ops.
+#include "compiler/reference/quantized.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "compiler/emit/runtime/st_numeric.h"
+#include "compiler/ir/yaml_io.h"
+
+namespace stc {
+namespace {
+
+TEST(W4A8, RoundsHalfAwayFromZeroThenSaturates) {
+  EXPECT_EQ(st_q8(2.5f), 3);
+  EXPECT_EQ(st_q8(-2.5f), -3);
+  EXPECT_EQ(st_q8(2.49f), 2);
+  EXPECT_EQ(st_q8(-0.49f), 0);
+  EXPECT_EQ(st_q8(126.5f), 127);
+  EXPECT_EQ(st_q8(127.5f), 127);
+  EXPECT_EQ(st_q8(-127.5f), -128);
+  EXPECT_EQ(st_q8(-128.5f), -128);
+  EXPECT_EQ(st_q8(1e30f), 127);
+  EXPECT_EQ(st_q8(-std::numeric_limits<float>::infinity()), -128);
+  EXPECT_EQ(st_q8(std::numeric_limits<float>::quiet_NaN()), 0);
+  EXPECT_EQ(st_q4(0.5f), 1);
+  EXPECT_EQ(st_q4(-0.5f), -1);
+  EXPECT_EQ(st_q4(6.5f), 7);
+  EXPECT_EQ(st_q4(7.5f), 7);
+  EXPECT_EQ(st_q4(-7.5f), -8);
+  EXPECT_EQ(st_q4(-8.5f), -8);
+  EXPECT_EQ(st_q4(100.0f), 7);
+}
+
+TEST(W4A8, Int4PackingRoundTripsEveryValueAtEitherNibble) {
+  st_u8 bytes[2] = {0, 0};
+  st_set_w4(bytes, 0, 1);
+  st_set_w4(bytes, 1, -1);
+  EXPECT_EQ(bytes[0], 0xF1);  // element 0 in the low nibble, -1 = 0xF in the high one
+  st_set_w4(bytes, 2, -8);
+  st_set_w4(bytes, 3, 7);
+  EXPECT_EQ(bytes[1], 0x78);
+  for (int a = -8; a <= 7; ++a)
+    for (int b = -8; b <= 7; ++b) {
+      st_u8 pair[1] = {0xA5};  // whatever was there is replaced
+      st_set_w4(pair, 0, a);
+      st_set_w4(pair, 1, b);
+      EXPECT_EQ(st_w4(pair, 0), a);
+      EXPECT_EQ(st_w4(pair, 1), b);
+    }
+}
+
+Graph linear() {
+  return parseGraph(
+      "graph: t\ninputs: [{name: a, shape: [1, 2]}]\nweights: [{name: w, shape: [2, 2]}, {name: b, shape: [2]}]\n"
+      "ops:\n  - {name: m, op: linear, inputs: [a, w, b], output: y}\noutputs: [y]\n",
+      "t.yaml");
+}
+
+// a = [1, -0.25], w = [[0.5, 0.25], [-0.375, 0.15]], b = [0.1, 0]: y = [0.69375, 0.2125] in f32.
+struct LinearCase {
+  Graph g = linear();
+  std::map<std::string, Tensor> values = {
+      {"a", {{1, 2}, {1.0f, -0.25f}}}, {"w", {{2, 2}, {0.5f, 0.25f, -0.375f, 0.15f}}}, {"b", {{2}, {0.1f, 0.0f}}}};
+  QuantPlan plan = calibrate(g, {interpret(g, values)}, false);
+};
+
+TEST(W4A8, MatmulAccumulatesInIntegersAndRequantisesPerChannel) {
+  LinearCase c;
+  EXPECT_FLOAT_EQ(c.plan.of("a").scale, 1.0f / 127);
+  EXPECT_FLOAT_EQ(c.plan.of("y").scale, 0.69375f / 127);
+  EXPECT_TRUE(c.plan.int4.count("w"));
+  QuantWeights qw = quantizeWeights(c.g, c.plan, c.values);
+  // Per output channel: column 0 has absmax 0.5 (scale 0.5/7): 0.5 -> 7, -0.375 -> -5.25 -> -5; column 1
+  // absmax 0.25: 0.25 -> 7, 0.15 -> 4.2 -> 4.
+  EXPECT_EQ(qw.values.at("w"), (std::vector<int8_t>{7, 7, -5, 4}));
+  // r[n] = s_a * s_w[n] / s_y, c[n] = b[n] / s_y.
+  const std::vector<float>& epi = qw.epilogue.at("m");
+  EXPECT_NEAR(epi[0], (0.5 / 7) / 0.69375, 1e-6);
+  EXPECT_NEAR(epi[1], 0.1 * 127 / 0.69375, 1e-4);
+  EXPECT_NEAR(epi[2], (0.25 / 7) / 0.69375, 1e-6);
+  EXPECT_EQ(epi[3], 0.0f);
+  // a -> [127, -31.75 -> -32]; acc = [127*7 + 32*5, 127*7 - 32*4] = [1049, 761];
+  // y = [1049 * 0.10296 + 18.306, 761 * 0.05148] = [126.31, 39.18] -> [126, 39].
+  std::vector<int8_t> qa = quantizeValues(c.values.at("a").data, c.plan.of("a"));
+  EXPECT_EQ(qa, (std::vector<int8_t>{127, -32}));
+  auto q = interpretQuantized(c.g, c.plan, qw, {{"a", qa}}, {});
+  EXPECT_EQ(q.at("y"), (std::vector<int8_t>{126, 39}));
+}
+
+TEST(W4A8, AnAccumulatorBeyondInt8Saturates) {
+  LinearCase c;
+  c.plan.scales["y"] = {1.0f / 1270, 1270.0f};  // ten times finer than the data needs
+  QuantWeights qw = quantizeWeights(c.g, c.plan, c.values);
+  // y = [1049 * 0.714 + 127, 761 * 0.357] = [876, 272]: both past 127.
+  EXPECT_EQ(interpretQuantized(c.g, c.plan, qw, {{"a", {127, -32}}}, {}).at("y"), (std::vector<int8_t>{127, 127}));
+  // Negated: [-749 + 127, -272] -> both past -128.
+  EXPECT_EQ(interpretQuantized(c.g, c.plan, qw, {{"a", {-127, 32}}}, {}).at("y"), (std::vector<int8_t>{-128, -128}));
+}
+
+TEST(W4A8, ElementwiseOpsDequantiseComputeAndRequantise) {
+  Graph g = parseGraph(
+      "graph: t\ninputs: [{name: x, shape: [2]}]\nweights: [{name: r, shape: [2]}]\n"
+      "ops:\n  - {name: s, op: add, inputs: [x, r], output: y}\noutputs: [y]\n",
+      "t.yaml");
+  std::map<std::string, Tensor> v = {{"x", {{2}, {1.0f, -0.3f}}}, {"r", {{2}, {0.2f, 0.5f}}}};
+  QuantPlan plan = calibrate(g, {interpret(g, v)}, false);
+  QuantWeights qw = quantizeWeights(g, plan, v);
+  // r (scale 0.5/127): 0.2 -> 50.8 -> 51, 0.5 -> 127. x (1/127): 1 -> 127, -0.3 -> -38.1 -> -38.
+  EXPECT_EQ(qw.values.at("r"), (std::vector<int8_t>{51, 127}));
+  std::vector<int8_t> qx = quantizeValues(v.at("x").data, plan.of("x"));
+  EXPECT_EQ(qx, (std::vector<int8_t>{127, -38}));
+  // y scale 1.2/127: (1 + 0.200787) * 105.83 = 127.08 -> 127; (-0.299213 + 0.5) * 105.83 = 21.25 -> 21.
+  EXPECT_EQ(interpretQuantized(g, plan, qw, {{"x", qx}}, {}).at("y"), (std::vector<int8_t>{127, 21}));
+}
+
+TEST(W4A8, CopiesAndChainedLayersShareOneScale) {
+  Graph g = parseGraph(
+      "graph: t\ninputs: [{name: x, shape: [2, 2]}]\nweights: [{name: r, shape: [2]}]\n"
+      "ops:\n  - {name: t, op: transpose, inputs: [x], output: xt, perm: [1, 0]}\n"
+      "  - {name: s, op: mul, inputs: [xt, r], output: y}\noutputs: [y]\n",
+      "t.yaml");
+  std::map<std::string, Tensor> v = {{"x", {{2, 2}, {1, 2, 3, 4}}}, {"r", {{2}, {10, 10}}}};
+  auto env = interpret(g, v);
+  QuantPlan alone = calibrate(g, {env}, false);
+  EXPECT_FLOAT_EQ(alone.of("xt").scale, alone.of("x").scale);
+  EXPECT_FLOAT_EQ(alone.of("x").scale, 4.0f / 127);
+  EXPECT_FLOAT_EQ(alone.of("y").scale, 40.0f / 127);
+  // Chained, input 0 takes output 0's range (the next layer reads it as it is).
+  QuantPlan chained = calibrate(g, {env}, true);
+  EXPECT_FLOAT_EQ(chained.of("x").scale, chained.of("y").scale);
+  EXPECT_FLOAT_EQ(chained.of("x").scale, 40.0f / 127);
+}
+
+}  // namespace
+}  // namespace stc
