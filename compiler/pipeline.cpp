@@ -15,6 +15,7 @@
 #include "compiler/frontend/shape_inference.h"
 #include "compiler/lower/kernels.h"
 #include "compiler/lower/streams.h"
+#include "compiler/reference/quantized.h"
 #include "compiler/sizing/fifo_sizing.h"
 
 namespace stc {
@@ -28,12 +29,12 @@ int64_t platformOnchipBytes(const Platform& p) {
   return p.resources.bram18k * 18432 / 8 + p.resources.uram * 294912 / 8;
 }
 
-// W4A8: weights a matmul multiplies by become 4-bit, every other tensor 8-bit.
+// W4A8 (reference/quantized.h): 2-D weights a matmul multiplies by become 4-bit, every other tensor
+// 8-bit.
 void quantize(TypedGraph& g) {
   std::set<std::string> matmulWeights;
   for (const Op& op : g.graph->ops)
-    if ((op.op == "matmul" || op.op == "linear") && g.tensors.at(op.inputs[1]).role == TensorRole::kWeight)
-      matmulWeights.insert(op.inputs[1]);
+    if (hasInt4Weight(*g.graph, op)) matmulWeights.insert(op.inputs[1]);
   for (auto& [name, t] : g.tensors) t.dtype = matmulWeights.count(name) ? "i4" : "i8";
 }
 

@@ -421,7 +421,7 @@ class ProjectWriter {
     c.line("const std::vector<char> expected_bytes = readBytes(\"data/expected.bin\");");
     c.line("size_t e_pos = 0;");
     c.line("const std::vector<" + out + "> expected = take<" + out + ">(expected_bytes, e_pos, static_cast<long>(expected_bytes.size() / sizeof(" + out + ")));");
-    c.line(graph_.weights.empty() && !quant_ ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
+    c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<" + out + "> outputs, chained;");
     if (quant_) c.line("std::vector<float> dequantised;  // the outputs as reals, for the error against f32");
     c.open("for (int layer = 0; layer < layers; ++layer)");
@@ -559,7 +559,7 @@ class ProjectWriter {
     c.line("// Per layer: its packed input and weight streams, and the tensors its DMAs write, each in the bank");
     c.line("// connectivity.cfg gives the port (group_id of the argument).");
     c.line("std::vector<std::vector<xrt::bo>> bos(layers);");
-    c.line(graph_.weights.empty() && !quant_ ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
+    c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<" + tensorType(graph_.inputs.at(0).name) + "> chained;");
     c.open("for (int layer = 0; layer < layers; ++layer)");
     layerTensors(c);

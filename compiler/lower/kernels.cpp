@@ -329,6 +329,7 @@ class Lowering {
       kg_.weights.push_back(epi);
       AffineExpr whole{std::vector<int64_t>(batch + 2, 0), 0};
       ph.ports.push_back(in(epi, order("f32", {Tn, 2}, {unit(batch + 2, pn), whole}, batch + 2), outLevel));
+      ph.ports.back().weight = false;  // 8 bytes per output channel: one DMA, not striped
     } else if (op.inputs.size() == 3) {  // bias [N]: a tile per output token
       ph.ports.push_back(in(op.inputs[2], order(info(op.inputs[2]).dtype, {Tn}, {unit(batch + 2, pn)}, batch + 2), outLevel));
     }

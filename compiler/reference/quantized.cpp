@@ -106,13 +106,6 @@ const QuantScale& QuantPlan::of(const std::string& tensor) const {
 
 std::string epilogueTensor(const std::string& op) { return op + ".epilogue"; }
 
-bool hasInt4Weight(const Graph& graph, const Op& op) {
-  if ((op.op != "matmul" && op.op != "linear") || op.inputs.size() < 2) return false;
-  for (const auto& w : graph.weights)
-    if (w.name == op.inputs[1]) return w.shape.size() == 2;
-  return false;
-}
-
 QuantPlan calibrate(const Graph& graph, const std::vector<std::map<std::string, Tensor>>& layers, bool chained) {
   QuantPlan plan;
   Classes same;

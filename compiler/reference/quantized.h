@@ -49,7 +49,12 @@ struct QuantWeights {
 std::string epilogueTensor(const std::string& op);
 
 /// Whether op is a matmul whose right side is a 2-D graph weight (int4 with an epilogue under W4A8).
-bool hasInt4Weight(const Graph& graph, const Op& op);
+inline bool hasInt4Weight(const Graph& graph, const Op& op) {
+  if ((op.op != "matmul" && op.op != "linear") || op.inputs.size() < 2) return false;
+  for (const auto& w : graph.weights)
+    if (w.name == op.inputs[1]) return w.shape.size() == 2;
+  return false;
+}
 
 /// Scales from the f32 reference's tensors of every layer (`layers[i]` as interpret() returns them);
 /// with chained, a layer's output 0 is the next one's input 0 and they share a scale.
