@@ -685,9 +685,9 @@ class ProjectWriter {
            ".PHONY: csim hls xclbin host clean\n\n"
            "csim: build/csim\n"
            "\t./build/csim\n\n"
-           "build/csim: $(SRCS) src/streamtensor.h src/layout.h csim/tb.cpp csim/hls_stream.h csim/hls_streamofblocks.h\n"
+           "build/csim: $(SRCS) src/streamtensor.h src/st_numeric.h src/layout.h csim/tb.cpp csim/hls_stream.h csim/hls_streamofblocks.h\n"
            "\t@mkdir -p build\n"
-           "\t$(CXX) -std=c++17 -O1 -Wno-unknown-pragmas -Icsim -Isrc $(SRCS) csim/tb.cpp -o $@\n\n"
+           "\t$(CXX) -std=c++17 -O1 -ffp-contract=off -Wno-unknown-pragmas -Icsim -Isrc $(SRCS) csim/tb.cpp -o $@\n\n"
            "hls: $(TOPS:%=build/%.xo)\n\n"
            "build/%.xo: src/%.cpp src/streamtensor.h hls_config.cfg hls_%.cfg\n"
            "\tv++ -c --mode hls --platform $(PLATFORM) --config hls_config.cfg --config hls_$*.cfg --work_dir build/hls_$*\n\n"
@@ -707,13 +707,23 @@ class ProjectWriter {
     s += "- `src/`: one kernel per fused group (" + std::to_string(groups_.size()) + "):";
     for (const auto& t : tops()) s += " `" + t + "`";
     s += "; `src/layout.h`, the HBM buffers and how inputs and weights are packed in stream order.\n";
-    s += "- `make csim`: builds with g++ alone and compares the kernels' outputs with `data/expected.bin`, the\n"
-         "  reference interpreter's, within atol " + std::to_string(options_.atol) + " + rtol " + std::to_string(options_.rtol) +
-         " x |expected|; writes `data/outputs.bin`.\n";
+    if (quant_)
+      s += "- W4A8: int8 activations (one scale per tensor), int4 weights (one scale per output channel) packed two a\n"
+           "  byte in stream order, int32 accumulation and a per-channel f32 epilogue; other ops dequantise, compute\n"
+           "  in f32 and requantise (round half away from zero, saturate). `src/st_numeric.h` holds the rules.\n"
+           "- `make csim`: builds with g++ alone and compares the kernels' int8 outputs with `data/expected.bin`, the\n"
+           "  W4A8 reference's, bit for bit, and reports their error against `data/expected_f32.bin` (the f32\n"
+           "  reference's); writes `data/outputs.bin`.\n";
+    else
+      s += "- `make csim`: builds with g++ alone and compares the kernels' outputs with `data/expected.bin`, the\n"
+           "  reference interpreter's, within atol " + std::to_string(options_.atol) + " + rtol " + std::to_string(options_.rtol) +
+           " x |expected|; writes `data/outputs.bin`.\n";
     s += "- `make hls`, `make xclbin`, `make host`: need Vitis and XRT (platform `" + platform_.shell + "`).\n";
     s += "- `data/inputs.bin`: raw little-endian f32 graph inputs in order";
     if (options_.layers > 1) s += ", layer after layer (input 0 only for layer 0: later layers take the previous output 0)";
-    s += "; `data/weights.bin`: the weights in order" + std::string(options_.layers > 1 ? ", layer after layer" : "") +
+    s += "; `data/weights.bin`: the weights in order" +
+         std::string(quant_ ? " (int4 ones packed two a byte, int8 ones, then each int4 matmul's [N, 2] f32 epilogue)" : "") +
+         std::string(options_.layers > 1 ? ", layer after layer" : "") +
          "; `data/expected.bin`: the graph outputs in order" + std::string(options_.layers > 1 ? ", layer after layer" : "") + ".\n";
     if (!symbols_.empty()) {
       s += "- Symbols of the C simulation:";

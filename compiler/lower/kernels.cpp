@@ -321,7 +321,7 @@ class Lowering {
     Kernel kern = kernel(op);
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, nd)), in(op.inputs[1], order(w.dtype, we, wr, nd))}};
     int outLevel = static_cast<int>(batch + 1);  // one output tile per (batch.., m, n)
-    if (opt_.quant == "w4a8" && w.role == TensorRole::kWeight && w.shape.size() == 2) {
+    if (opt_.quant == "w4a8" && w.dtype == "i4") {  // an int4 weight (pipeline.cpp, quantize)
       // W4A8 epilogue [N, 2] f32 (reference/quantized.h): each output channel's requantisation
       // multiplier and offset, the bias folded in; a [Tn, 2] tile per output token.
       std::string epi = op.name + ".epilogue";

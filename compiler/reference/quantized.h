@@ -48,11 +48,18 @@ struct QuantWeights {
 /// The name of a matmul's epilogue tensor ([N, 2] f32: r, c per output channel).
 std::string epilogueTensor(const std::string& op);
 
-/// Whether op is a matmul whose right side is a 2-D graph weight (int4 with an epilogue under W4A8).
+/// Whether op is a matmul whose right side is a 2-D graph weight that only matmuls read as their right
+/// side (int4 with an epilogue under W4A8; a weight another op reads too, like a tied embedding table,
+/// stays int8).
 inline bool hasInt4Weight(const Graph& graph, const Op& op) {
-  if ((op.op != "matmul" && op.op != "linear") || op.inputs.size() < 2) return false;
-  for (const auto& w : graph.weights)
-    if (w.name == op.inputs[1]) return w.shape.size() == 2;
+  auto isMatmul = [](const Op& o) { return (o.op == "matmul" || o.op == "linear") && o.inputs.size() >= 2; };
+  if (!isMatmul(op)) return false;
+  const std::string& w = op.inputs[1];
+  for (const Op& other : graph.ops)
+    for (size_t i = 0; i < other.inputs.size(); ++i)
+      if (other.inputs[i] == w && !(i == 1 && isMatmul(other))) return false;
+  for (const auto& decl : graph.weights)
+    if (decl.name == w) return decl.shape.size() == 2;
   return false;
 }
 

@@ -218,6 +218,22 @@ TEST(EmitW4A8, TorchBlocksStayWithinTheDocumentedBound) {
   expectBitExact(model("onnx/llama_block.onnx"), "q_onnx_llama", "--set quant=w4a8", 0.98);
 }
 
+// An embedding table that an LM head also reads (tied embeddings) stays int8: the lookup copies its rows
+// and the head multiplies by it as an int8 weight (one constant multiplier, no epilogue).
+TEST(EmitW4A8, ATiedEmbeddingTableStaysInt8) {
+  std::string path = ::testing::TempDir() + "tied.yaml";
+  std::ofstream(path) << "graph: tied\n"
+                         "inputs: [{name: ids, shape: [4], dtype: i32}]\n"
+                         "weights: [{name: table, shape: [128, 32]}, {name: g, shape: [32]}]\n"
+                         "ops:\n"
+                         "  - {name: embed, op: embedding, inputs: [ids, table], output: e}\n"
+                         "  - {name: norm, op: rmsnorm, inputs: [e, g], output: n}\n"
+                         "  - {name: head, op: matmul, inputs: [n, table], output: logits, transpose_b: 1}\n"
+                         "outputs: [logits]\n";
+  expectBitExact(path, "q_tied", "--set quant=w4a8", 0.98);
+  EXPECT_EQ(sources(::testing::TempDir() + "emit_q_tied").find("st_w4("), std::string::npos);
+}
+
 TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
   std::string dir = fresh("q_text");
   ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --set quant=w4a8 -o " + dir).code, 0);

@@ -56,7 +56,7 @@ class write_lock {
   write_lock(const write_lock&) = delete;
   write_lock& operator=(const write_lock&) = delete;
   ~write_lock() { release_(owner_); }
-  Elem& operator[](size_t i) { return data_[i]; }
+  operator Block&() { return *reinterpret_cast<Block*>(data_); }  // as Vitis's: indexed as the block
 
  private:
   Elem* data_;
@@ -75,10 +75,10 @@ class read_lock {
   read_lock(const read_lock&) = delete;
   read_lock& operator=(const read_lock&) = delete;
   ~read_lock() { release_(owner_); }
-  const Elem& operator[](size_t i) const { return data_[i]; }
+  operator Block&() { return *reinterpret_cast<Block*>(data_); }  // as Vitis's: non-const, indexed as the block
 
  private:
-  const Elem* data_;
+  Elem* data_;
   void (*release_)(void*);
   void* owner_;
 };

@@ -36,9 +36,9 @@ inline int st_q4(float v) {
 }
 
 /// Element `i` of 4-bit weights packed two per byte (two's complement nibbles) in `packed`: a pointer,
-/// an array or anything else indexed by byte (a stream_of_blocks lock).
+/// an array or anything else indexed by byte (a stream_of_blocks lock, whose conversion is non-const).
 template <typename Bytes>
-inline int st_w4(const Bytes& packed, long i) {
+inline int st_w4(Bytes&& packed, long i) {
   const int byte = static_cast<int>(packed[i / 2]);
   const int nibble = (i % 2) ? (byte >> 4) & 15 : byte & 15;
   return nibble >= 8 ? nibble - 16 : nibble;
