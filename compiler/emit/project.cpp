@@ -62,12 +62,6 @@ int64_t elementsOf(const std::vector<Expr>& shape, const Bindings& b) {
   return n;
 }
 
-std::vector<int64_t> bindShape(const std::vector<Expr>& shape, const Bindings& b) {
-  std::vector<int64_t> out;
-  for (const Expr& d : shape) out.push_back(d.eval(b));
-  return out;
-}
-
 template <typename T>
 void appendBytes(std::string& out, const std::vector<T>& v) {
   size_t at = out.size();
@@ -214,14 +208,8 @@ class ProjectWriter {
 
   // The C++ element type of a stream of dtype in this project.
   std::string typeOf(const std::string& dtype) const { return emit::storageOf(quant_ ? dtype : "f32").type; }
-  bool isEpilogue(const std::string& tensor) const { return quant_ && epilogueOps().count(tensor); }
-  // W4A8: the epilogue tensor of each matmul with an int4 weight, to its op.
-  std::map<std::string, std::string> epilogueOps() const {
-    std::map<std::string, std::string> out;
-    if (quant_)
-      for (const Op& op : graph_.ops)
-        if (hasInt4Weight(graph_, op)) out[epilogueTensor(op.name)] = op.name;
-    return out;
+  bool isEpilogue(const std::string& tensor) const {
+    return std::any_of(epilogues_.begin(), epilogues_.end(), [&](const auto& e) { return e.first == tensor; });
   }
   // The C++ type of a layer tensor's vector in the test bench and host.
   std::string tensorType(const std::string& name) const {
@@ -279,7 +267,7 @@ class ProjectWriter {
     std::set<std::string> tensors(hbmTensors_);
     for (const auto& t : graph_.inputs) tensors.insert(t.name);
     for (const auto& t : graph_.weights) tensors.insert(t.name);
-    for (const auto& [epi, op] : epilogueOps()) tensors.insert(epi);
+    for (const auto& [epi, op] : epilogues_) tensors.insert(epi);
     for (const auto& name : tensors) {
       c.line("/// Elements of '" + name + "'.");
       c.line("inline long elems_" + tid(name) + "(" + symbolParams(false) + ") { " + unusedSymbols() + "return " +
@@ -358,8 +346,7 @@ class ProjectWriter {
     }
     std::vector<std::string> weights;
     for (const auto& w : graph_.weights) weights.push_back(w.name);
-    for (const Op& op : graph_.ops)
-      if (quant_ && hasInt4Weight(graph_, op)) weights.push_back(epilogueTensor(op.name));
+    for (const auto& [epi, op] : epilogues_) weights.push_back(epi);
     for (const auto& w : weights) {
       std::string type = tensorType(w), n = elemsCall(w);
       if (type == "st_u8") n = "(" + n + " + 1) / 2";
@@ -823,8 +810,7 @@ class ProjectWriter {
         if (plan_.int4.count(t.name)) appendBytes(weightBytes, packInt4(qw.values.at(t.name)));
         else appendBytes(weightBytes, qw.values.at(t.name));
       }
-      for (const Op& op : graph_.ops)
-        if (hasInt4Weight(graph_, op)) appendBytes(weightBytes, qw.epilogue.at(op.name));
+      for (const auto& [epi, op] : epilogues_) appendBytes(weightBytes, qw.epilogue.at(op));
       std::map<std::string, std::vector<int8_t>> qin;
       std::map<std::string, Tensor> ids;
       for (size_t i = 0; i < graph_.inputs.size(); ++i) {
@@ -862,6 +848,14 @@ class ProjectWriter {
   const KernelGraph& kg_;
   const bool quant_;  ///< W4A8: int8 activations, int4 weights (reference/quantized.h)
   QuantPlan plan_;    ///< its scales, from data()
+  /// W4A8: each int4 matmul's epilogue tensor and op, in graph order (the order of weights.bin).
+  const std::vector<std::pair<std::string, std::string>> epilogues_ = [this] {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (quant_)
+      for (const Op& op : graph_.ops)
+        if (hasInt4Weight(graph_, op)) out.emplace_back(epilogueTensor(op.name), op.name);
+    return out;
+  }();
   std::set<int> groups_;
   std::set<std::string> symbols_;
   Bindings bindings_;

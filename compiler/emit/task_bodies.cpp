@@ -62,14 +62,6 @@ void writePort(const EmitContext& ctx, Code& c, const std::string& var, const st
   for (const auto& f : fifos) c.line(ctx.fifoVar(f) + ".write(" + var + ");");
 }
 
-double attrNumber(const Op& op, const std::string& name, double fallback) {
-  auto it = op.attrs.find(name);
-  if (it == op.attrs.end()) return fallback;
-  if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
-  if (const auto* d = std::get_if<double>(&it->second)) return *d;
-  return fallback;
-}
-
 class KernelBody {
  public:
   KernelBody(const EmitContext& ctx, const Task& task, const TaskRole& role, Code& c)
@@ -175,14 +167,13 @@ class KernelBody {
   void matmul() {
     int n = numLoops(0);
     size_t out = outPort(0);
-    bool transposeB = attrNumber(op_, "transpose_b", 0) != 0;
+    bool transposeB = numberAttr(op_, "transpose_b", 0) != 0;
     const auto& we = port(0, 1).order.element;
     int64_t Tk = transposeB ? we.back() : we[we.size() - 2];
     int64_t Tn = transposeB ? we[we.size() - 2] : we.back();
     bool bias = kernel_.phases[0].ports.size() == 4;
     // W4A8: int8 x int4 (or int8) products summed in int32, then the epilogue (reference/quantized.h).
-    bool q = quant(), epilogue = bias && port(0, 2).tensor.size() > 9 &&
-                                 port(0, 2).tensor.compare(port(0, 2).tensor.size() - 9, 9, ".epilogue") == 0;
+    bool q = quant(), epilogue = bias && port(0, 2).tensor == epilogueTensor(op_.name);
     bool int4 = q && port(0, 1).order.dtype == "i4";
     std::string accType = q ? "st_i32" : "float", zero = q ? "0" : "0.0f";
     loops(0, 0, n - 1);
@@ -304,7 +295,7 @@ class KernelBody {
   void rowApply(const std::string& base) {
     int n = numLoops(0);
     size_t out = outPort(0);
-    double eps = attrNumber(op_, "eps", base == "rmsnorm" ? 1e-6 : 1e-5);
+    double eps = numberAttr(op_, "eps", base == "rmsnorm" ? 1e-6 : 1e-5);
     loops(0, 0, n - 1);
     read(0, 0, "stats");
     if (base == "softmax") c_.line("const float inv = 1.0f / stats.v[1];");
@@ -357,7 +348,7 @@ class KernelBody {
   void concat() {
     const TensorInfo& outT = info(op_.output);
     int64_t rank = static_cast<int64_t>(outT.shape.size());
-    int64_t axis = static_cast<int64_t>(attrNumber(op_, "axis", 0));
+    int64_t axis = static_cast<int64_t>(numberAttr(op_, "axis", 0));
     if (axis < 0) axis += rank;
     int64_t capacity = 1;
     for (const Expr& d : outT.shape) capacity *= d.eval(ctx_.compiled->options.maxima);

@@ -48,4 +48,12 @@ Diagnostics verifyGraph(const Graph& graph) {
   return diag;
 }
 
+double numberAttr(const Op& op, const std::string& key, double fallback) {
+  auto it = op.attrs.find(key);
+  if (it == op.attrs.end()) return fallback;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  return fallback;
+}
+
 }  // namespace stc

@@ -50,6 +50,9 @@ struct Graph {
   }
 };
 
+/// A numeric attribute of op (integer or real), or fallback when it has none.
+double numberAttr(const Op& op, const std::string& key, double fallback);
+
 /// The op names the toolkit knows.
 const std::vector<std::string>& knownOps();
 

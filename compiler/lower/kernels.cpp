@@ -14,6 +14,8 @@
 
 #include <numeric>
 
+#include "compiler/reference/quantized.h"
+
 namespace stc {
 
 namespace {
@@ -324,7 +326,7 @@ class Lowering {
     if (opt_.quant == "w4a8" && w.dtype == "i4") {  // an int4 weight (pipeline.cpp, quantize)
       // W4A8 epilogue [N, 2] f32 (reference/quantized.h): each output channel's requantisation
       // multiplier and offset, the bias folded in; a [Tn, 2] tile per output token.
-      std::string epi = op.name + ".epilogue";
+      std::string epi = epilogueTensor(op.name);
       kg_.tensors[epi] = TensorInfo{epi, {outT.shape.back(), Expr(2)}, "f32", TensorRole::kWeight, -1, op.loc};
       kg_.weights.push_back(epi);
       AffineExpr whole{std::vector<int64_t>(batch + 2, 0), 0};

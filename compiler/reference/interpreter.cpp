@@ -12,13 +12,13 @@
 
 namespace stc {
 
-int64_t Tensor::size() const {
+int64_t elementCount(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
-namespace {
+int64_t Tensor::size() const { return elementCount(shape); }
 
 std::vector<int64_t> bindShape(const std::vector<Expr>& shape, const Bindings& b) {
   std::vector<int64_t> out;
@@ -26,7 +26,6 @@ std::vector<int64_t> bindShape(const std::vector<Expr>& shape, const Bindings& b
   return out;
 }
 
-// Element strides of `shape` seen from an output of rank `rank` (right-aligned; broadcast dims 0).
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
   std::vector<int64_t> strides(out.size(), 0);
   int64_t s = 1;
@@ -38,32 +37,33 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& shape, const s
   return strides;
 }
 
+void forEachIndex(const std::vector<int64_t>& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t flat = 0, n = elementCount(shape); flat < n; ++flat) {
+    f(idx);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+int64_t offsetOf(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
+  int64_t s = 0;
+  for (size_t d = 0; d < index.size(); ++d) s += index[d] * strides[d];
+  return s;
+}
+
+namespace {
+
 Tensor binary(const Tensor& a, const Tensor& b, const std::vector<int64_t>& outShape,
               const std::function<float(float, float)>& f) {
   Tensor out{outShape, {}};
   auto sa = broadcastStrides(a.shape, outShape), sb = broadcastStrides(b.shape, outShape);
-  std::vector<int64_t> idx(outShape.size(), 0);
-  for (int64_t flat = 0; flat < out.size(); ++flat) {
-    int64_t ia = 0, ib = 0;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      ia += idx[d] * sa[d];
-      ib += idx[d] * sb[d];
-    }
-    out.data.push_back(f(a.data[static_cast<size_t>(ia)], b.data[static_cast<size_t>(ib)]));
-    for (size_t d = idx.size(); d-- > 0;) {
-      if (++idx[d] < outShape[d]) break;
-      idx[d] = 0;
-    }
-  }
+  forEachIndex(outShape, [&](const std::vector<int64_t>& idx) {
+    out.data.push_back(f(a.data[static_cast<size_t>(offsetOf(idx, sa))], b.data[static_cast<size_t>(offsetOf(idx, sb))]));
+  });
   return out;
-}
-
-double attr(const Op& op, const char* key, double fallback) {
-  auto it = op.attrs.find(key);
-  if (it == op.attrs.end()) return fallback;
-  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
-  if (auto* d = std::get_if<double>(&it->second)) return *d;
-  return fallback;
 }
 
 // Applies f to each row of the last dimension: f(row in, row out, row index).
@@ -76,7 +76,7 @@ Tensor rows(const Tensor& x, int64_t outLast, const std::function<void(const flo
 }
 
 Tensor matmul(const Op& op, const Tensor& a, const Tensor& w, const Tensor* bias, const std::vector<int64_t>& outShape) {
-  bool tb = attr(op, "transpose_b", 0) != 0;
+  bool tb = numberAttr(op, "transpose_b", 0) != 0;
   size_t rank = outShape.size();
   int64_t M = outShape[rank - 2], N = outShape[rank - 1], K = a.shape.back();
   int64_t batch = 1;
@@ -145,7 +145,7 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
     } else if (k == "softmax" || k == "layernorm" || k == "rmsnorm") {
       const Tensor* scale = in.size() > 1 ? in[1] : nullptr;
       const Tensor* shift = in.size() > 2 ? in[2] : nullptr;
-      double eps = attr(op, "eps", k == "rmsnorm" ? 1e-6 : 1e-5);
+      double eps = numberAttr(op, "eps", k == "rmsnorm" ? 1e-6 : 1e-5);
       int64_t D = in[0]->shape.back();
       out = rows(*in[0], D, [&](const float* x, float* y, int64_t) {
         if (k == "softmax") {
@@ -194,28 +194,23 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
       const Tensor& x = *in[0];
       auto perm = k == "transpose" ? std::get<std::vector<int64_t>>(op.attrs.at("perm")) : std::vector<int64_t>{};
       int64_t rank = static_cast<int64_t>(x.shape.size());
-      int64_t axis = static_cast<int64_t>(attr(op, "axis", -1));
+      int64_t axis = static_cast<int64_t>(numberAttr(op, "axis", -1));
       if (axis < 0) axis += rank;
-      int64_t start = static_cast<int64_t>(attr(op, "start", 0));
+      int64_t start = static_cast<int64_t>(numberAttr(op, "start", 0));
       std::vector<int64_t> strides(x.shape.size(), 1);
       for (size_t d = x.shape.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * x.shape[d + 1];
-      std::vector<int64_t> idx(outShape.size(), 0);
       out.shape = outShape;
-      for (int64_t flat = 0, n = Tensor{outShape, {}}.size(); flat < n; ++flat) {
+      forEachIndex(outShape, [&](const std::vector<int64_t>& idx) {
         int64_t src = 0;
         for (size_t d = 0; d < idx.size(); ++d) {
           if (k == "transpose") src += idx[d] * strides[static_cast<size_t>(perm[d])];
           else src += (idx[d] + (static_cast<int64_t>(d) == axis ? start : 0)) * strides[d];
         }
         out.data.push_back(x.data[static_cast<size_t>(src)]);
-        for (size_t d = idx.size(); d-- > 0;) {
-          if (++idx[d] < outShape[d]) break;
-          idx[d] = 0;
-        }
-      }
+      });
     } else if (k == "concat") {
       int64_t rank = static_cast<int64_t>(outShape.size());
-      int64_t axis = static_cast<int64_t>(attr(op, "axis", 0));
+      int64_t axis = static_cast<int64_t>(numberAttr(op, "axis", 0));
       if (axis < 0) axis += rank;
       int64_t outer = 1;
       for (int64_t d = 0; d < axis; ++d) outer *= outShape[static_cast<size_t>(d)];

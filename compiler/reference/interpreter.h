@@ -2,6 +2,7 @@
 // The reference interpreter: evaluates a Graph in f32, the golden model the emitted HLS C simulation is
 // compared with.
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,22 @@ struct Tensor {
   std::vector<float> data;
   int64_t size() const;
 };
+
+/// Elements of a tensor of `shape`.
+int64_t elementCount(const std::vector<int64_t>& shape);
+
+/// `shape` with its symbols bound.
+std::vector<int64_t> bindShape(const std::vector<Expr>& shape, const Bindings& b);
+
+/// Element strides of a tensor of `shape` read from an output of shape `out` (right-aligned, numpy
+/// broadcasting: a size-1 dimension has stride 0).
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out);
+
+/// The offset of element `index` through `strides`.
+int64_t offsetOf(const std::vector<int64_t>& index, const std::vector<int64_t>& strides);
+
+/// Calls f with every index of `shape`, in row-major order.
+void forEachIndex(const std::vector<int64_t>& shape, const std::function<void(const std::vector<int64_t>&)>& f);
 
 /// Evaluates every op of graph in order, from values for its inputs and weights (symbols bound by
 /// bindings), and returns every tensor it computed by name. Semantics (numpy's where the op is

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <numeric>
 
 #include "compiler/emit/runtime/st_numeric.h"
 #include "compiler/frontend/shape_inference.h"
@@ -13,26 +12,6 @@
 namespace stc {
 
 namespace {
-
-std::vector<int64_t> bound(const std::vector<Expr>& shape, const Bindings& b) {
-  std::vector<int64_t> out;
-  for (const auto& d : shape) out.push_back(d.eval(b));
-  return out;
-}
-
-int64_t count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-double numberAttr(const Op& op, const char* key, double fallback) {
-  auto it = op.attrs.find(key);
-  if (it == op.attrs.end()) return fallback;
-  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
-  if (auto* d = std::get_if<double>(&it->second)) return *d;
-  return fallback;
-}
 
 bool isCopy(const std::string& k) { return k == "reshape" || k == "transpose" || k == "slice"; }
 
@@ -60,35 +39,6 @@ QuantScale scaleFor(double absmax) {
   return s;
 }
 
-// Element strides of `shape` seen from an output of shape `out` (right-aligned; broadcast dims 0).
-std::vector<int64_t> strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
-  std::vector<int64_t> st(out.size(), 0);
-  int64_t s = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    st[i + out.size() - shape.size()] = shape[i] == 1 ? 0 : s;
-    s *= shape[i];
-  }
-  return st;
-}
-
-// Visits every element of `shape` in row-major order with its index vector.
-void forEach(const std::vector<int64_t>& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t flat = 0, n = count(shape); flat < n; ++flat) {
-    f(idx);
-    for (size_t d = idx.size(); d-- > 0;) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
-int64_t dot(const std::vector<int64_t>& idx, const std::vector<int64_t>& st) {
-  int64_t s = 0;
-  for (size_t d = 0; d < idx.size(); ++d) s += idx[d] * st[d];
-  return s;
-}
-
 struct QValue {
   std::vector<int64_t> shape;
   std::vector<int8_t> q;
@@ -103,8 +53,6 @@ const QuantScale& QuantPlan::of(const std::string& tensor) const {
   if (it == scales.end()) throw UserError("internal: tensor '" + tensor + "' has no int8 scale");
   return it->second;
 }
-
-std::string epilogueTensor(const std::string& op) { return op + ".epilogue"; }
 
 QuantPlan calibrate(const Graph& graph, const std::vector<std::map<std::string, Tensor>>& layers, bool chained) {
   QuantPlan plan;
@@ -177,7 +125,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
                                                               const Bindings& bindings) {
   TypedGraph typed = inferShapes(graph);
   std::map<std::string, QValue> env;
-  auto shapeOf = [&](const std::string& name) { return bound(typed.tensors.at(name).shape, bindings); };
+  auto shapeOf = [&](const std::string& name) { return bindShape(typed.tensors.at(name).shape, bindings); };
   for (const auto& t : graph.inputs) {
     if (plan.ids.count(t.name)) continue;
     env[t.name] = {shapeOf(t.name), inputs.at(t.name), plan.of(t.name)};
@@ -186,15 +134,15 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
   for (const Op& op : graph.ops) {
     const std::string& k = op.op;
     std::vector<int64_t> shape = shapeOf(op.output);
-    QValue out{shape, std::vector<int8_t>(static_cast<size_t>(count(shape))), plan.of(op.output)};
+    QValue out{shape, std::vector<int8_t>(static_cast<size_t>(elementCount(shape))), plan.of(op.output)};
     auto in = [&](size_t i) -> const QValue& { return env.at(op.inputs[i]); };
     const int64_t D = shape.empty() ? 1 : shape.back();
-    const int64_t rowsN = count(shape) / std::max<int64_t>(D, 1);
+    const int64_t rowsN = elementCount(shape) / std::max<int64_t>(D, 1);
     if (k == "matmul" || k == "linear") {
       const QValue &a = in(0), &w = in(1);
       bool tb = numberAttr(op, "transpose_b", 0) != 0, int4 = plan.int4.count(op.inputs[1]) > 0;
       size_t rank = shape.size();
-      int64_t M = shape[rank - 2], N = shape[rank - 1], K = a.shape.back(), batch = count(shape) / (M * N);
+      int64_t M = shape[rank - 2], N = shape[rank - 1], K = a.shape.back(), batch = elementCount(shape) / (M * N);
       bool shared = w.shape.size() == 2;
       const std::vector<float>* epi = int4 ? &weights.epilogue.at(op.name) : nullptr;
       float r = static_cast<float>(static_cast<double>(a.s.scale) * w.s.scale / out.s.scale);
@@ -216,11 +164,11 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       bool tanhForm = approx != op.attrs.end() && std::holds_alternative<std::string>(approx->second) &&
                       std::get<std::string>(approx->second) == "tanh";
       std::vector<std::vector<int64_t>> st;
-      for (size_t i = 0; i < op.inputs.size(); ++i) st.push_back(strides(in(i).shape, shape));
+      for (size_t i = 0; i < op.inputs.size(); ++i) st.push_back(broadcastStrides(in(i).shape, shape));
       int64_t flat = 0;
-      forEach(shape, [&](const std::vector<int64_t>& idx) {
-        float x = in(0).at(dot(idx, st[0])), y = 0;
-        float b = op.inputs.size() > 1 ? in(1).at(dot(idx, st[1])) : 0.0f;
+      forEachIndex(shape, [&](const std::vector<int64_t>& idx) {
+        float x = in(0).at(offsetOf(idx, st[0])), y = 0;
+        float b = op.inputs.size() > 1 ? in(1).at(offsetOf(idx, st[1])) : 0.0f;
         if (k == "add") y = x + b;
         else if (k == "sub") y = x - b;
         else if (k == "mul") y = x * b;
@@ -298,7 +246,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       }
     } else if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") {
       const QValue& x = in(0);
-      int64_t R = x.shape.back(), n = count(x.shape) / std::max<int64_t>(R, 1);
+      int64_t R = x.shape.back(), n = elementCount(x.shape) / std::max<int64_t>(R, 1);
       for (int64_t row = 0; row < n; ++row) {
         float acc = k == "reduce_max" ? -INFINITY : 0.0f;
         for (int64_t i = 0; i < R; ++i) {
@@ -320,7 +268,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       std::vector<int64_t> st(x.shape.size(), 1);
       for (size_t d = x.shape.size() - 1; d-- > 0;) st[d] = st[d + 1] * x.shape[d + 1];
       int64_t flat = 0;
-      forEach(shape, [&](const std::vector<int64_t>& idx) {
+      forEachIndex(shape, [&](const std::vector<int64_t>& idx) {
         int64_t src = 0;
         for (size_t d = 0; d < idx.size(); ++d)
           src += k == "transpose" ? idx[d] * st[static_cast<size_t>(perm[d])]
@@ -338,7 +286,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
         for (size_t i = 0; i < op.inputs.size(); ++i) {
           const QValue& t = in(i);
           const float m = static_cast<float>(static_cast<double>(t.s.scale) / out.s.scale);
-          int64_t chunk = count(t.shape) / outer;
+          int64_t chunk = elementCount(t.shape) / outer;
           for (int64_t e = 0; e < chunk; ++e) out.q[pos++] = st_q8(static_cast<float>(t.q[static_cast<size_t>(o * chunk + e)]) * m);
         }
     } else if (k == "embedding") {

@@ -46,7 +46,7 @@ struct QuantWeights {
 };
 
 /// The name of a matmul's epilogue tensor ([N, 2] f32: r, c per output channel).
-std::string epilogueTensor(const std::string& op);
+inline std::string epilogueTensor(const std::string& op) { return op + ".epilogue"; }
 
 /// Whether op is a matmul whose right side is a 2-D graph weight that only matmuls read as their right
 /// side (int4 with an epilogue under W4A8; a weight another op reads too, like a tied embedding table,
