@@ -162,20 +162,43 @@ class KernelBody {
     return a[0];  // move, transpose, slice
   }
 
-  // Loops (batch.., m|n, n|m, k): A [.., Tk] and W [Tk, Tn] tiles every iteration, accumulated over k;
-  // the bias and the output once per (batch.., m, n).
+  // Output stationary, loops (batch.., m|n, n|m, k): A [.., Tk] and W [Tk, Tn] tiles every iteration,
+  // accumulated over k; the bias and the output once per (batch.., m, n). Input streaming (two phases,
+  // lower/kernels.cpp): phase 0 loops (batch.., m, k, n) with an A tile per k and a W tile per n into
+  // every output tile's accumulators; phase 1 writes the output tiles.
   void matmul() {
+    bool streaming = kernel_.phases.size() == 2;
     int n = numLoops(0);
-    size_t out = outPort(0);
+    size_t outPh = streaming ? 1 : 0, out = outPort(outPh);
     bool transposeB = numberAttr(op_, "transpose_b", 0) != 0;
     const auto& we = port(0, 1).order.element;
     int64_t Tk = transposeB ? we.back() : we[we.size() - 2];
     int64_t Tn = transposeB ? we[we.size() - 2] : we.back();
-    bool bias = kernel_.phases[0].ports.size() == 4;
+    bool bias = kernel_.phases[outPh].ports.size() == (streaming ? 2u : 4u);
+    size_t biasPort = streaming ? 0 : 2;
     // W4A8: int8 x int4 (or int8) products summed in int32, then the epilogue (reference/quantized.h).
-    bool q = quant(), epilogue = bias && port(0, 2).tensor == epilogueTensor(op_.name);
-    bool int4 = q && port(0, 1).order.dtype == "i4";
+    bool q = quant(), epilogue = bias && port(outPh, biasPort).tensor == epilogueTensor(op_.name);
     std::string accType = q ? "st_i32" : "float", zero = q ? "0" : "0.0f";
+    if (streaming) {
+      const Expr& tiles = kernel_.phases[0].trip.back();
+      c_.line(accType + " acc[" + cxx(tiles) + "][" + std::to_string(Tn) + "];");
+      c_.line("#pragma HLS ARRAY_PARTITION variable=acc dim=2 complete");
+      c_.line(tokenOf(storageUnits(ctx_, port(0, 0).order), ctx_.dtype(port(0, 0).order.dtype)) + " a;");
+      loops(0, 0, n);
+      pipeline(c_, ii(0));
+      c_.line("if (i" + std::to_string(n - 1) + " == 0) a = " + ctx_.fifoVar(fifos(0, 0).front()) + ".read();");
+      read(0, 1, "w");
+      // The first k iteration starts each tile's sum (no clearing loop the network does not have).
+      accumulate(Tk, Tn, transposeB, "acc[i" + std::to_string(n - 1) + "][n]", "i" + std::to_string(n - 2) + " == 0");
+      closeLoops(n);
+      int m = numLoops(1);
+      loops(1, 0, m);
+      pipeline(c_, ii(1));
+      if (bias) read(1, biasPort, epilogue ? "epi" : "bias");
+      writeTile(1, out, Tn, bias, epilogue, "acc[i" + std::to_string(m - 1) + "][n]");
+      closeLoops(m);
+      return;
+    }
     loops(0, 0, n - 1);
     c_.line(accType + " acc[" + std::to_string(Tn) + "];");
     c_.line("#pragma HLS ARRAY_PARTITION variable=acc complete");
@@ -187,6 +210,16 @@ class KernelBody {
     pipeline(c_, ii(0));
     read(0, 0, "a");
     read(0, 1, "w");
+    accumulate(Tk, Tn, transposeB, "acc[n]");
+    c_.close();  // k loop
+    writeTile(0, out, Tn, bias, epilogue, "acc[n]");
+    closeLoops(n - 1);
+  }
+
+  // acc (indexed by n) += the tile product of token a [Tk] and token w [Tk, Tn] ([Tn, Tk] transposed).
+  void accumulate(int64_t Tk, int64_t Tn, bool transposeB, const std::string& acc, const std::string& first = "") {
+    bool q = quant(), int4 = q && port(0, 1).order.dtype == "i4";
+    std::string accType = q ? "st_i32" : "float", zero = q ? "0" : "0.0f";
     openElements(c_, "n", Tn);
     c_.line(accType + " sum = " + zero + ";");
     openElements(c_, "k", Tk);
@@ -194,25 +227,28 @@ class KernelBody {
     if (!q) c_.line("sum += a.v[k] * w.v[" + wi + "];");
     else c_.line("sum += static_cast<st_i32>(a.v[k]) * " + (int4 ? "st_w4(w.v, " + wi + ")" : "static_cast<st_i32>(w.v[" + wi + "])") + ";");
     c_.close();
-    c_.line("acc[n] += sum;");
+    if (first.empty()) c_.line(acc + " += sum;");
+    else c_.line(acc + " = (" + first + " ? " + zero + " : " + acc + ") + sum;");
     c_.close();
-    c_.close();  // k loop
-    c_.line(outTok(0, out, Tn) + " out;");
+  }
+
+  // The output token from the accumulators (indexed by n), with the bias or the W4A8 epilogue.
+  void writeTile(size_t ph, size_t out, int64_t Tn, bool bias, bool epilogue, const std::string& acc) {
+    c_.line(outTok(ph, out, Tn) + " out;");
     openElements(c_, "n", Tn);
-    if (!q) {
-      c_.line(std::string("out.v[n] = acc[n]") + (bias ? " + bias.v[n]" : "") + ";");
+    if (!quant()) {
+      c_.line("out.v[n] = " + acc + (bias ? " + bias.v[n]" : "") + ";");
     } else if (epilogue) {
-      c_.line("out.v[n] = st_q8(static_cast<float>(acc[n]) * epi.v[2 * n] + epi.v[2 * n + 1]);");
+      c_.line("out.v[n] = st_q8(static_cast<float>(" + acc + ") * epi.v[2 * n] + epi.v[2 * n + 1]);");
     } else {
       if (bias) throw UserError(formatError(op_.loc, "unsupported: W4A8 emission of matmul '" + op_.name + "' with a bias and no int4 weight"));
       const QuantScale &sa = ctx_.scale(port(0, 0).tensor), &sb = ctx_.scale(port(0, 1).tensor),
-                       &so = ctx_.scale(port(0, out).tensor);
+                       &so = ctx_.scale(port(ph, out).tensor);
       float r = static_cast<float>(static_cast<double>(sa.scale) * sb.scale / so.scale);
-      c_.line("out.v[n] = st_q8(static_cast<float>(acc[n]) * " + floatLiteral(r) + ");");
+      c_.line("out.v[n] = st_q8(static_cast<float>(" + acc + ") * " + floatLiteral(r) + ");");
     }
     c_.close();
-    write(0, out, "out");
-    closeLoops(n - 1);
+    write(ph, out, "out");
   }
 
   // The length of the rows a phase walks: its last loop's tripcount times the elements of a token (a
@@ -508,7 +544,8 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   for (int k = 0; k < n; ++k) c.close();
 }
 
-// Split: one 512-bit token into `ratio` narrow ones; pack: the reverse.
+// Split: one wide token (512 bits from a DMA, or a kernel's tile) into `ratio` narrow ones; pack: the
+// reverse.
 void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Code& c) {
   const Phase& ph = task.phases.at(0);
   std::string in = firstPort(task, PortDir::kIn), out = firstPort(task, PortDir::kOut);
@@ -517,7 +554,7 @@ void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Cod
   const std::string dtype = ctx.dtype(role.order.dtype);
   std::string label = identifier(task.name);
   c.open(label + "_wide: for (long w = 0; w < " + cxx(ph.trip[0]) + "; ++w)");
-  c.line(wideToken(dtype) + " wide;");
+  c.line(tokenOf(narrow * r, dtype) + " wide;");
   if (split) c.line("wide = " + ctx.fifoVar(in) + ".read();");
   c.open(label + "_narrow: for (int q = 0; q < " + std::to_string(r) + "; ++q)");
   pipeline(c, ph.ii);

@@ -41,12 +41,43 @@ StreamOrder withoutRepeats(const StreamOrder& order) {
   return o;
 }
 
+namespace {
+
+// Whether `wide` is `narrow` with `ratio` of its tokens joined along the last dimension: the same loops
+// but the innermost, which walks the last dimension contiguously and runs `ratio` times fewer iterations.
+bool joinsTokens(const StreamOrder& narrow, const StreamOrder& wide, int64_t& ratio) {
+  size_t n = narrow.trips.size(), d = narrow.element.size();
+  if (n == 0 || d == 0 || narrow.dtype != wide.dtype || n != wide.trips.size() || d != wide.element.size() ||
+      narrow.map != wide.map || narrow.element.back() == 0 || wide.element.back() % narrow.element.back() != 0)
+    return false;
+  ratio = wide.element.back() / narrow.element.back();
+  if (ratio < 2 || !narrow.trips.back().isConstant() || !wide.trips.back().isConstant() ||
+      narrow.trips.back().eval() != ratio * wide.trips.back().eval() || narrow.steps.back() != narrow.element.back() ||
+      wide.steps.back() != wide.element.back())
+    return false;
+  for (size_t i = 0; i + 1 < n; ++i)
+    if (narrow.trips[i] != wide.trips[i] || narrow.steps[i] != wide.steps[i]) return false;
+  for (size_t i = 0; i + 1 < d; ++i)
+    if (narrow.element[i] != wide.element[i]) return false;
+  const auto& last = narrow.map.results().back();  // the innermost loop walks the last dimension only
+  for (const auto& r : narrow.map.results())
+    if (&r != &last && r.coeffs[n - 1] != 0) return false;
+  return last.coeffs[n - 1] == 1;
+}
+
+}  // namespace
+
 EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip, const CompileOptions& options) {
   EdgePlan plan;
   plan.fifoDepth = port.keepTokens > 0 ? port.keepTokens + 2 : 2;
   if (onChip) {
     plan.source = producedOrder(graph, port.tensor);
     plan.kind = plan.source == port.order ? EdgePlan::kFifo : EdgePlan::kConverter;
+    if (plan.kind == EdgePlan::kConverter && joinsTokens(plan.source, port.order, plan.ratio)) plan.kind = EdgePlan::kAdapter;
+    else if (plan.kind == EdgePlan::kConverter && joinsTokens(port.order, plan.source, plan.ratio)) {
+      plan.kind = EdgePlan::kAdapter;
+      plan.split = true;
+    }
   } else if (port.order.repeats()) {
     plan.kind = EdgePlan::kDmaConverter;
     plan.source = withoutRepeats(port.order);
@@ -61,6 +92,7 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
 
 int64_t edgeBytes(const EdgePlan& plan, const KernelPort& port) {
   int64_t bytes = plan.fifoDepth * ((port.order.tokenBits() + 7) / 8);
+  if (plan.kind == EdgePlan::kAdapter) bytes += 2 * ((plan.source.tokenBits() + 7) / 8);
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
     bytes += plan.converter.bufferBytes + 2 * ((plan.source.tokenBits() + 7) / 8);
   return bytes;

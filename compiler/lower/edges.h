@@ -13,7 +13,11 @@ struct EdgePlan {
     kDma,           ///< a DMA read from HBM in the consumer's order
     kDmaConverter,  ///< a DMA read of each element once in the consumer's order, then a converter that
                     ///< repeats them (the consumer re-reads data)
+    kAdapter,       ///< the producer's order with another tile along the last dimension: an adapter packs
+                    ///< `ratio` of the producer's tokens into one (or splits one into `ratio`)
   } kind = kFifo;
+  int64_t ratio = 1;       ///< kAdapter: tokens of the narrow side per token of the wide side
+  bool split = false;      ///< kAdapter: the producer's tokens are the wide ones
   StreamOrder source;      ///< the order the FIFO or converter receives
   ConverterPlan converter; ///< when there is a converter (buffer sizes at the symbols' maxima)
   int64_t fifoDepth = 2;   ///< depth of the FIFO into the consumer

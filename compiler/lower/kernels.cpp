@@ -13,6 +13,7 @@
 #include "compiler/lower/kernels.h"
 
 #include <numeric>
+#include <set>
 
 #include "compiler/reference/quantized.h"
 
@@ -264,6 +265,35 @@ class Lowering {
     add(std::move(kern));
   }
 
+  // How a tensor made on chip arrives at its readers: spread over a long-running producer (an
+  // output-stationary matmul writes an output tile every K/Tk iterations), or all at once near the end
+  // of its producer (an input-streaming matmul, a row op's second pass, a copy through a converter).
+  enum class Arrival { kFromHbm, kSpread, kAtOnce };
+  Arrival streamsOver(std::string tensor) const {
+    while (views_.count(tensor)) tensor = views_.at(tensor).base;
+    auto ref = kg_.producer.find(tensor);
+    if (ref == kg_.producer.end()) return Arrival::kFromHbm;
+    const Kernel& k = kg_.kernels[static_cast<size_t>(ref->second.kernel)];
+    if (k.op == "matmul" || k.op == "linear") return k.phases.size() == 1 ? Arrival::kSpread : Arrival::kAtOnce;
+    static const std::set<std::string> elementwise = {"add", "sub", "mul", "div", "gelu", "silu", "relu",
+                                                      "sigmoid", "exp", "tanh"};
+    if (!elementwise.count(k.op)) return Arrival::kAtOnce;
+    Arrival a = Arrival::kFromHbm;
+    for (const Op& op : g_.graph->ops)
+      if (op.output == tensor)
+        for (const auto& input : op.inputs) {
+          Arrival i = streamsOver(input);
+          if (i == Arrival::kAtOnce) return i;
+          if (i == Arrival::kSpread) a = i;
+        }
+    return a;
+  }
+  int64_t rowsOf(const TensorInfo& t) const {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < t.shape.size(); ++i) rows *= t.shape[i].isConstant() ? t.shape[i].eval() : 2;
+    return rows;
+  }
+
   // Loop order: (batch.., m, n, k) reads a row of A once per output tile (the row sits in a converter)
   // and streams W once per row. With several rows and W in HBM, (batch.., n, m, k) keeps a column panel
   // of W on chip for every row instead and the output comes column-panel by column-panel.
@@ -280,7 +310,10 @@ class Lowering {
     int64_t Tk = tileFor(K, opt_.tile);
     if (auto it = tileK_.find(op.name); it != tileK_.end()) Tk = it->second;
     bool nOuter = M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate;
+    bool kOuter = !nOuter && streamsOver(op.inputs[0]) == Arrival::kSpread && w.role == TensorRole::kWeight &&
+                  rowsOf(outT) == 1;
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
+    if (kOuter) pn = batch + 2, pk = batch + 1;
     std::vector<Expr> trip(outT.shape.begin(), outT.shape.end() - 2);
     trip.resize(batch + 3, Expr(1));
     std::vector<int64_t> steps(batch + 3, 1);
@@ -306,9 +339,10 @@ class Lowering {
     };
     // A [batch.., M, K]: [1, Tk] tiles.
     std::vector<AffineExpr> ar;
-    for (size_t i = 0; i < batch; ++i) ar.push_back(unit(nd, i));
-    ar.push_back(unit(nd, pm));
-    ar.push_back(unit(nd, pk));
+    size_t aDims = kOuter ? batch + 2 : nd;  // k-outer: one A tile per k iteration
+    for (size_t i = 0; i < batch; ++i) ar.push_back(unit(aDims, i));
+    ar.push_back(unit(aDims, pm));
+    ar.push_back(unit(aDims, pk));
     std::vector<int64_t> ae(a.shape.size(), 1);
     ae.back() = Tk;
     // W [batch.., K, N], a shared [K, N], or [N, K] with transpose_b: [Tk, Tn] tiles.
@@ -321,8 +355,19 @@ class Lowering {
     we[w.shape.size() - 2] = transposeB ? Tn : Tk;
     we[w.shape.size() - 1] = transposeB ? Tk : Tn;
     Kernel kern = kernel(op);
-    KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, nd)), in(op.inputs[1], order(w.dtype, we, wr, nd))}};
+    KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),
+                          in(op.inputs[1], order(w.dtype, we, wr, nd))}};
     int outLevel = static_cast<int>(batch + 1);  // one output tile per (batch.., m, n)
+    if (kOuter) {
+      // Input streaming: phase 0 accumulates every output tile as A arrives, phase 1 writes them (with the
+      // epilogue or bias) in canonical order, one per iteration.
+      kern.phases.push_back(ph);
+      ph = KernelPhase{canonical.trips, {}};
+      outLevel = -2;
+      for (size_t i = 0; i < batch + 2; ++i) steps[i] = i == batch + 1 ? Tn : 1;
+      for (size_t i = 0; i < batch + 2; ++i) trip[i] = canonical.trips[i];
+      pn = batch + 1;
+    }
     if (opt_.quant == "w4a8" && w.dtype == "i4") {  // an int4 weight (pipeline.cpp, quantize)
       // W4A8 epilogue [N, 2] f32 (reference/quantized.h): each output channel's requantisation
       // multiplier and offset, the bias folded in; a [Tn, 2] tile per output token.

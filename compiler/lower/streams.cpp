@@ -279,6 +279,22 @@ class Builder {
         intoConsumer(it->second, 0, &kp.order);
         return;
       }
+      case EdgePlan::kAdapter: {  // shift logic between the producer's tokens and the consumer's
+        std::string feed = addFifo(kp.tensor + ">adapt", plan.source.tokenBits(), 2);
+        attachProducer(kp.tensor, feed, group);
+        std::string fifo = addFifo(kp.tensor + ">" + consumerName, kp.order.tokenBits(), plan.fifoDepth);
+        TaskRole role;
+        role.kind = plan.split ? TaskRole::kSplit : TaskRole::kPack;
+        role.tensor = kp.tensor;
+        role.order = plan.split ? kp.order : plan.source;
+        role.ratio = plan.ratio;
+        const StreamOrder& narrow = plan.split ? kp.order : plan.source;
+        roles_.tasks[addAdapter((plan.split ? "split_" : "join_") + kp.tensor, group, narrow.tokens(), plan.ratio,
+                                feed, fifo, plan.split)] = role;
+        net_.tasks[static_cast<size_t>(consumer)].phases[ph].ports.push_back(port(fifo, PortDir::kIn, kp.level, &kp.order));
+        fifosOfPort.push_back(fifo);
+        return;
+      }
       case EdgePlan::kDma: {
         std::vector<std::string> fifos = loadFromHbm(kp.tensor, kp.order, kp.weight, group);
         for (const std::string& fifo : fifos)  // a striped stream's parts carry slices, not the tensor's type
