@@ -2,13 +2,14 @@
 //
 //   Graph --inferShapes--> TypedGraph --(quantize)--> --chooseUnroll--> tiles
 //         --lowerToKernels--> KernelGraph --costKernels--> --fuseKernels--> groups
-//         --buildNetwork--> Network --verifyNetwork--> --estimate resources--> CompileResult
+//         --buildNetwork--> Network --assignChannelsByPhase--> --verifyNetwork--> --estimate resources--> CompileResult
 #include "compiler/pipeline.h"
 
 #include <chrono>
 #include <cmath>
 #include <numeric>
 
+#include "compiler/dse/channels.h"
 #include "compiler/dse/cost_model.h"
 #include "compiler/dse/fusion.h"
 #include "compiler/dse/tiling.h"
@@ -146,6 +147,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
     if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
   if (options.quant == "w4a8") quantize(typed);
   options.tile = tileForReshapes(typed, options.tile);
+  options.stripeCap = stripeCaps(typed, platform, options);
   std::map<std::string, int64_t> tiles = chooseUnroll(typed, platform, options);
   KernelGraph kernels = lowerToKernels(typed, options, tiles);
   costKernels(kernels);
@@ -154,6 +156,11 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   CompileResult out;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;
+  // Channels by phase, from a simulation with each symbol at its maximum (at most 128: the phases, not
+  // the length of the attention, decide who overlaps whom).
+  Bindings phaseBindings;
+  for (const auto& [symbol, maximum] : options.maxima) phaseBindings[symbol] = std::min<int64_t>(maximum, 128);
+  assignChannelsByPhase(out.network, platform, phaseBindings);
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   CompileReport& r = out.report;
   r.kernels = counts.kernels;

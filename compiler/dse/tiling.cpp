@@ -2,7 +2,7 @@
 // wide); then, repeatedly, the slowest matmul whose doubled Tk still divides K, still makes it faster
 // (it may already be bound by the HBM bandwidth of its weight stream) and still fits the DSP budget
 // doubles its Tk. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes / (stripes * bytes per
-// channel-cycle)), with stripes = the channels its weight tile needs per cycle, at most maxStripe.
+// channel-cycle)), with stripes = the channels its weight tile needs per cycle, at most its cap (stripeCaps).
 #include "compiler/dse/tiling.h"
 
 #include <cmath>
@@ -44,9 +44,48 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
 
 }  // namespace
 
-int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options) {
+int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight) {
   int s = static_cast<int>(std::ceil(static_cast<double>(tokenBytes) / channelBytesPerCycle(platform) - 1e-9));
-  return std::max(1, std::min(s, options.maxStripe));
+  auto cap = options.stripeCap.find(weight);
+  int limit = cap != options.stripeCap.end() ? cap->second : options.maxStripe > 0 ? options.maxStripe : 8;
+  return std::max(1, std::min(s, limit));
+}
+
+std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& platform, const CompileOptions& options) {
+  std::map<std::string, int> stage;  // tensors: the stage in which they are made (0: from HBM)
+  std::map<int, int> matmulsIn;
+  std::vector<std::pair<std::string, int>> weights;  // weight, stage of its matmul
+  auto rows = [&](const std::string& t) {
+    double r = 1;
+    const TensorInfo& info = graph.tensors.at(t);
+    for (size_t i = 0; i + 1 < info.shape.size(); ++i) r *= static_cast<double>(info.shape[i].eval(options.maxima));
+    return r;
+  };
+  for (const Op& op : graph.graph->ops) {
+    int s = 0;
+    for (const auto& in : op.inputs) s = std::max(s, stage.count(in) ? stage.at(in) : 0);
+    bool matmul = op.op == "matmul" || op.op == "linear";
+    bool barrier = false;
+    if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") barrier = rows(op.output) == 1;
+    if (matmul) {
+      const TensorInfo& out = graph.tensors.at(op.output);
+      const TensorInfo& w = graph.tensors.at(op.inputs[1]);
+      const Expr& M = out.shape[out.shape.size() - 2];
+      barrier = streamsInput(graph, op) || (M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate);
+      if (w.role == TensorRole::kWeight) {
+        weights.emplace_back(op.inputs[1], s);
+        ++matmulsIn[s];
+      }
+    }
+    stage[op.output] = s + (barrier ? 1 : 0);
+  }
+  std::map<std::string, int> caps;
+  for (const auto& [weight, s] : weights) {
+    int cap = options.maxStripe > 0 ? options.maxStripe : std::max(1, platform.hbm.channels / matmulsIn.at(s));
+    auto it = caps.find(weight);
+    caps[weight] = it == caps.end() ? cap : std::min(it->second, cap);
+  }
+  return caps;
 }
 
 double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
@@ -56,7 +95,8 @@ double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, const Pla
   if (!d.fromHbm) return iterations;
   int64_t tileBytes = (tk * d.tn * d.weightBits + 7) / 8;
   double bytes = iterations * static_cast<double>(tileBytes);
-  return std::max(iterations, bytes / (stripesFor(tileBytes, platform, options) * channelBytesPerCycle(platform)));
+  int stripes = stripesFor(tileBytes, platform, options, op.inputs[1]);
+  return std::max(iterations, bytes / (stripes * channelBytesPerCycle(platform)));
 }
 
 std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,

@@ -20,7 +20,15 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
 double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
                     const CompileOptions& options);
 
-/// HBM channels one weight stream of tokenBytes per cycle is striped over (at most options.maxStripe).
-int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options);
+/// HBM channels one weight stream of tokenBytes per cycle is striped over (at most the weight's cap in
+/// options.stripeCap, else options.maxStripe, else 8).
+int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight);
+
+/// Each weight's stripe cap: options.maxStripe when set; otherwise the platform's channels shared among
+/// the weight matmuls of its stage. Stages: a one-row norm (its second pass waits for the whole row) or a
+/// matmul whose output comes at once (an input-streaming GEMV, a prefill matmul's panels) starts the
+/// next; the weight matmuls of one stage stream together (q, k, v and o of a decode layer; its up and
+/// down projections), those of different stages one after another, so each stage may use every channel.
+std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& platform, const CompileOptions& options);
 
 }  // namespace stc

@@ -24,6 +24,8 @@ namespace stc::llm {
 
 namespace {
 
+constexpr double kDecodeShare = 0.35, kHeadShare = 0.25, kPrefillShare = 0.3;
+
 int64_t simulateCycles(const Network& net, const Bindings& b, const Platform& platform) {
   sim::SimResult r = sim::runDirect(sim::compileProgram(net, b, platform), {});
   if (r.deadlock)
@@ -51,8 +53,14 @@ bool within(const Resources& r, const Resources& cap) {
 Estimator::Estimator(const ModelSpec& model, const Platform& platform) : model_(model), platform_(platform) {
   options_ = parseCompileOptions({"quant=" + model.quant}, platform);
   options_.maxima["ctx"] = model.maxCtx;
-  decodeLayer_ = compileGraph(buildDecodeLayer(model), platform, options_);
-  head_ = compileGraph(buildHead(model), platform, options_);
+  // The device holds the three designs at once, so they share the DSPs their matmuls may unroll into:
+  // kDecodeShare, kHeadShare and kPrefillShare of them (the rest for the other kernels).
+  CompileOptions decode = options_, head = options_;
+  decode.unrollBudget = kDecodeShare;
+  head.unrollBudget = kHeadShare;
+  options_.unrollBudget = kPrefillShare;
+  decodeLayer_ = compileGraph(buildDecodeLayer(model), platform, decode);
+  head_ = compileGraph(buildHead(model), platform, head);
 }
 
 void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests) {

@@ -99,6 +99,59 @@ StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile) {
 
 namespace {
 
+// How a tensor made on chip arrives at its readers: spread over a long-running producer (an
+// output-stationary GEMV writes an output tile every K/Tk iterations), or all at once near the end of
+// its producer (an input-streaming GEMV, a prefill matmul's column panels, a row op's second pass, a
+// copy through a converter).
+enum class Arrival { kFromHbm, kSpread, kAtOnce };
+
+const Op* producerOf(const TypedGraph& g, const std::string& tensor) {
+  for (const Op& op : g.graph->ops)
+    if (op.output == tensor) return &op;
+  return nullptr;
+}
+
+bool oneRow(const TensorInfo& t) {
+  for (size_t i = 0; i + 1 < t.shape.size(); ++i)
+    if (!t.shape[i].isConstant() || t.shape[i].eval() != 1) return false;
+  return true;
+}
+
+bool isMatmul(const Op& op) { return op.op == "matmul" || op.op == "linear"; }
+
+Arrival arrivalOf(const TypedGraph& g, const std::string& tensor) {
+  const Op* op = producerOf(g, tensor);
+  if (!op) return Arrival::kFromHbm;
+  if (op->op == "reshape") return arrivalOf(g, op->inputs[0]);
+  if (isMatmul(*op)) {
+    const TensorInfo& out = g.tensors.at(op->output);
+    const TensorInfo& w = g.tensors.at(op->inputs[1]);
+    const Expr& M = out.shape[out.shape.size() - 2];
+    bool panels = M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate;
+    return panels || streamsInput(g, *op) ? Arrival::kAtOnce : Arrival::kSpread;
+  }
+  static const std::set<std::string> elementwise = {"add", "sub", "mul", "div", "gelu", "silu", "relu",
+                                                    "sigmoid", "exp", "tanh"};
+  if (!elementwise.count(op->op)) return Arrival::kAtOnce;
+  Arrival a = Arrival::kFromHbm;
+  for (const auto& input : op->inputs) {
+    Arrival i = arrivalOf(g, input);
+    if (i == Arrival::kAtOnce) return i;
+    if (i == Arrival::kSpread) a = i;
+  }
+  return a;
+}
+
+}  // namespace
+
+bool streamsInput(const TypedGraph& g, const Op& op) {
+  if (!isMatmul(op) || !oneRow(g.tensors.at(op.output)) || g.tensors.at(op.inputs[1]).role != TensorRole::kWeight)
+    return false;
+  return arrivalOf(g, op.inputs[0]) == Arrival::kSpread;
+}
+
+namespace {
+
 class Lowering {
  public:
   Lowering(const TypedGraph& g, const CompileOptions& o, const std::map<std::string, int64_t>& tileK)
@@ -265,35 +318,6 @@ class Lowering {
     add(std::move(kern));
   }
 
-  // How a tensor made on chip arrives at its readers: spread over a long-running producer (an
-  // output-stationary matmul writes an output tile every K/Tk iterations), or all at once near the end
-  // of its producer (an input-streaming matmul, a row op's second pass, a copy through a converter).
-  enum class Arrival { kFromHbm, kSpread, kAtOnce };
-  Arrival streamsOver(std::string tensor) const {
-    while (views_.count(tensor)) tensor = views_.at(tensor).base;
-    auto ref = kg_.producer.find(tensor);
-    if (ref == kg_.producer.end()) return Arrival::kFromHbm;
-    const Kernel& k = kg_.kernels[static_cast<size_t>(ref->second.kernel)];
-    if (k.op == "matmul" || k.op == "linear") return k.phases.size() == 1 ? Arrival::kSpread : Arrival::kAtOnce;
-    static const std::set<std::string> elementwise = {"add", "sub", "mul", "div", "gelu", "silu", "relu",
-                                                      "sigmoid", "exp", "tanh"};
-    if (!elementwise.count(k.op)) return Arrival::kAtOnce;
-    Arrival a = Arrival::kFromHbm;
-    for (const Op& op : g_.graph->ops)
-      if (op.output == tensor)
-        for (const auto& input : op.inputs) {
-          Arrival i = streamsOver(input);
-          if (i == Arrival::kAtOnce) return i;
-          if (i == Arrival::kSpread) a = i;
-        }
-    return a;
-  }
-  int64_t rowsOf(const TensorInfo& t) const {
-    int64_t rows = 1;
-    for (size_t i = 0; i + 1 < t.shape.size(); ++i) rows *= t.shape[i].isConstant() ? t.shape[i].eval() : 2;
-    return rows;
-  }
-
   // Loop order: (batch.., m, n, k) reads a row of A once per output tile (the row sits in a converter)
   // and streams W once per row. With several rows and W in HBM, (batch.., n, m, k) keeps a column panel
   // of W on chip for every row instead and the output comes column-panel by column-panel.
@@ -310,8 +334,7 @@ class Lowering {
     int64_t Tk = tileFor(K, opt_.tile);
     if (auto it = tileK_.find(op.name); it != tileK_.end()) Tk = it->second;
     bool nOuter = M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate;
-    bool kOuter = !nOuter && streamsOver(op.inputs[0]) == Arrival::kSpread && w.role == TensorRole::kWeight &&
-                  rowsOf(outT) == 1;
+    bool kOuter = streamsInput(g_, op);
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
     if (kOuter) pn = batch + 2, pk = batch + 1;
     std::vector<Expr> trip(outT.shape.begin(), outT.shape.end() - 2);

@@ -15,6 +15,10 @@ int64_t tileFor(const Expr& last, int64_t tile);
 /// dimension.
 StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile);
 
+/// Whether matmul `op` streams its input (k outer, two phases): a GEMV (one row) over a weight whose
+/// input arrives spread over the run of an output-stationary matmul (directly or through elementwise ops).
+bool streamsInput(const TypedGraph& graph, const Op& op);
+
 /// Lowers every op; tileK gives each matmul's reduction tile (from dse/tiling.cpp). Throws UserError naming
 /// an op it cannot lower.
 KernelGraph lowerToKernels(const TypedGraph& graph, const CompileOptions& options,

@@ -2,6 +2,8 @@
 // converter buffers follow the itensor rule; fusion respects its budget; resources add up; errors.
 #include <gtest/gtest.h>
 
+#include "compiler/dse/tiling.h"
+#include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
 #include "compiler/sizing/fifo_sizing.h"
@@ -119,6 +121,20 @@ TEST(Compiler, GemvAfterAGemvStreamsItsInput) {
   EXPECT_LT(r.report.onchipBytesFused, r.report.onchipBytesUnfused);
 }
 
+// Stages of the GPT-2 decode layer: ln1 (one row) starts q, k, v and o (o streams the attention's
+// output, so it runs beside them): 32 channels / 4 = 8 stripes each; ln2 starts fc1 and fc2 (fc2 streams
+// fc1's GELU): 32 / 2 = 16 each. max_stripe pins every cap.
+TEST(Compiler, StripeCapsShareTheChannelsOfAStage) {
+  Graph graph = loadGraph(graphFile("gpt2_layer.yaml"));
+  TypedGraph g = inferShapes(graph);
+  CompileOptions o = parseCompileOptions({}, defaultPlatform());
+  o.maxima["ctx"] = 1024;
+  std::map<std::string, int> caps = stripeCaps(g, defaultPlatform(), o);
+  EXPECT_EQ(caps, (std::map<std::string, int>{{"w_q", 8}, {"w_k", 8}, {"w_v", 8}, {"w_o", 8}, {"w_fc1", 16}, {"w_fc2", 16}}));
+  o.maxStripe = 4;
+  for (const auto& [weight, cap] : stripeCaps(g, defaultPlatform(), o)) EXPECT_EQ(cap, 4) << weight;
+}
+
 TEST(Compiler, FusionRespectsTheBudgetAndMovesTheBoundary) {
   CompileResult wide = compileFile("gpt2_layer.yaml", {"quant=w4a8"});
   EXPECT_EQ(wide.report.groups, 1);
@@ -142,7 +158,8 @@ TEST(Compiler, FusionRespectsTheBudgetAndMovesTheBoundary) {
 }
 
 TEST(Compiler, ResourcesAddUp) {
-  // Two independent MLPs in one graph cost what each costs alone (no unrolling: the budget is tiny).
+  // Two independent MLPs in one graph cost what each costs alone (no unrolling: the budget is tiny; a
+  // fixed stripe cap, since by default the two share the channels of the stage they run in together).
   std::string one = readTextFile(graphFile("mlp.yaml"));
   auto renamed = [&](const std::string& suffix) {
     Graph g = parseGraph(one, "mlp.yaml");
@@ -163,7 +180,7 @@ TEST(Compiler, ResourcesAddUp) {
   both.weights.insert(both.weights.end(), other.weights.begin(), other.weights.end());
   both.ops.insert(both.ops.end(), other.ops.begin(), other.ops.end());
   both.outputs.insert(both.outputs.end(), other.outputs.begin(), other.outputs.end());
-  CompileOptions o = parseCompileOptions({"unroll_budget=0.001"}, defaultPlatform());
+  CompileOptions o = parseCompileOptions({"unroll_budget=0.001", "max_stripe=8"}, defaultPlatform());
   Resources ra = compileGraph(a, defaultPlatform(), o).report.resources;
   Resources rb = compileGraph(b, defaultPlatform(), o).report.resources;
   Resources rab = compileGraph(both, defaultPlatform(), o).report.resources;
