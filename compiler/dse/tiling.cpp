@@ -68,11 +68,8 @@ std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& p
     bool barrier = false;
     if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") barrier = rows(op.output) == 1;
     if (matmul) {
-      const TensorInfo& out = graph.tensors.at(op.output);
-      const TensorInfo& w = graph.tensors.at(op.inputs[1]);
-      const Expr& M = out.shape[out.shape.size() - 2];
-      barrier = streamsInput(graph, op) || (M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate);
-      if (w.role == TensorRole::kWeight) {
+      barrier = streamsInput(graph, op) || writesPanels(graph, op);
+      if (graph.tensors.at(op.inputs[1]).role == TensorRole::kWeight) {
         weights.emplace_back(op.inputs[1], s);
         ++matmulsIn[s];
       }

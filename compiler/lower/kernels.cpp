@@ -123,13 +123,7 @@ Arrival arrivalOf(const TypedGraph& g, const std::string& tensor) {
   const Op* op = producerOf(g, tensor);
   if (!op) return Arrival::kFromHbm;
   if (op->op == "reshape") return arrivalOf(g, op->inputs[0]);
-  if (isMatmul(*op)) {
-    const TensorInfo& out = g.tensors.at(op->output);
-    const TensorInfo& w = g.tensors.at(op->inputs[1]);
-    const Expr& M = out.shape[out.shape.size() - 2];
-    bool panels = M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate;
-    return panels || streamsInput(g, *op) ? Arrival::kAtOnce : Arrival::kSpread;
-  }
+  if (isMatmul(*op)) return writesPanels(g, *op) || streamsInput(g, *op) ? Arrival::kAtOnce : Arrival::kSpread;
   static const std::set<std::string> elementwise = {"add", "sub", "mul", "div", "gelu", "silu", "relu",
                                                     "sigmoid", "exp", "tanh"};
   if (!elementwise.count(op->op)) return Arrival::kAtOnce;
@@ -143,6 +137,13 @@ Arrival arrivalOf(const TypedGraph& g, const std::string& tensor) {
 }
 
 }  // namespace
+
+bool writesPanels(const TypedGraph& g, const Op& op) {
+  if (!isMatmul(op)) return false;
+  const TensorInfo& out = g.tensors.at(op.output);
+  const Expr& M = out.shape[out.shape.size() - 2];
+  return M.isConstant() && M.eval() > 1 && g.tensors.at(op.inputs[1]).role != TensorRole::kIntermediate;
+}
 
 bool streamsInput(const TypedGraph& g, const Op& op) {
   if (!isMatmul(op) || !oneRow(g.tensors.at(op.output)) || g.tensors.at(op.inputs[1]).role != TensorRole::kWeight)
@@ -333,7 +334,7 @@ class Lowering {
     int64_t Tn = canonical.element.back();
     int64_t Tk = tileFor(K, opt_.tile);
     if (auto it = tileK_.find(op.name); it != tileK_.end()) Tk = it->second;
-    bool nOuter = M.isConstant() && M.eval() > 1 && w.role != TensorRole::kIntermediate;
+    bool nOuter = writesPanels(g_, op);
     bool kOuter = streamsInput(g_, op);
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
     if (kOuter) pn = batch + 2, pk = batch + 1;

@@ -15,6 +15,10 @@ int64_t tileFor(const Expr& last, int64_t tile);
 /// dimension.
 StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile);
 
+/// Whether matmul `op` runs column panel by column panel (n outer: several rows and a right side from
+/// HBM), writing its output only once each row's panels are in (a copy kernel then reads them row-major).
+bool writesPanels(const TypedGraph& graph, const Op& op);
+
 /// Whether matmul `op` streams its input (k outer, two phases): a GEMV (one row) over a weight whose
 /// input arrives spread over the run of an output-stationary matmul (directly or through elementwise ops).
 bool streamsInput(const TypedGraph& graph, const Op& op);

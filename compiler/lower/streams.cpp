@@ -283,12 +283,12 @@ class Builder {
         std::string feed = addFifo(kp.tensor + ">adapt", plan.source.tokenBits(), 2);
         attachProducer(kp.tensor, feed, group);
         std::string fifo = addFifo(kp.tensor + ">" + consumerName, kp.order.tokenBits(), plan.fifoDepth);
+        const StreamOrder& narrow = plan.split ? kp.order : plan.source;
         TaskRole role;
         role.kind = plan.split ? TaskRole::kSplit : TaskRole::kPack;
         role.tensor = kp.tensor;
-        role.order = plan.split ? kp.order : plan.source;
+        role.order = narrow;
         role.ratio = plan.ratio;
-        const StreamOrder& narrow = plan.split ? kp.order : plan.source;
         roles_.tasks[addAdapter((plan.split ? "split_" : "join_") + kp.tensor, group, narrow.tokens(), plan.ratio,
                                 feed, fifo, plan.split)] = role;
         net_.tasks[static_cast<size_t>(consumer)].phases[ph].ports.push_back(port(fifo, PortDir::kIn, kp.level, &kp.order));
