@@ -1,7 +1,10 @@
 // Intensity-aware unrolling. Every matmul starts at Tk = gcd(tile, K) MACs deep (Tn = gcd(tile, N)
 // wide); then, repeatedly, the slowest matmul whose doubled Tk still divides K, still makes it faster
 // (it may already be bound by the HBM bandwidth of its weight stream) and still fits the DSP budget
-// doubles its Tk. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes / (stripes * bytes per
+// doubles its Tk. The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of
+// the others come off first, and when the matmuls at the stream tile are already over it, the tile whose
+// halving slows its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile itself, padded (lower/kernels.h), and a
+// symbolic K keeps it: every stream over that dimension must agree on the padding. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes / (stripes * bytes per
 // channel-cycle)), with stripes = the channels its weight tile needs per cycle, at most its cap (stripeCaps).
 #include "compiler/dse/tiling.h"
 
@@ -88,7 +91,7 @@ std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& p
 double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
                     const CompileOptions& options) {
   MatmulDims d = dimsOf(graph, op, options);
-  double iterations = d.rows * static_cast<double>(d.N / d.tn) * static_cast<double>(d.K / tk);
+  double iterations = d.rows * static_cast<double>((d.N + d.tn - 1) / d.tn) * static_cast<double>((d.K + tk - 1) / tk);
   if (!d.fromHbm) return iterations;
   int64_t tileBytes = (tk * d.tn * d.weightBits + 7) / 8;
   double bytes = iterations * static_cast<double>(tileBytes);
@@ -96,37 +99,70 @@ double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, const Pla
   return std::max(iterations, bytes / (stripes * channelBytesPerCycle(platform)));
 }
 
+namespace {
+
+// DSPs of the kernels that are not matmuls (norms, softmax, activations) at these tiles, from the
+// cost model: they come out of the budget before any matmul unrolls.
+double otherDsps(const TypedGraph& graph, const CompileOptions& options, const std::map<std::string, int64_t>& tk) {
+  KernelGraph kernels = lowerToKernels(graph, options, tk);
+  costKernels(kernels);
+  double dsp = 0;
+  for (const Kernel& k : kernels.kernels)
+    if (k.op != "matmul" && k.op != "linear") dsp += static_cast<double>(k.dsp);
+  return dsp;
+}
+
+}  // namespace
+
 std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,
                                             const CompileOptions& options) {
   std::map<std::string, int64_t> tk;
-  std::map<std::string, const Op*> ops;
-  double dspUsed = 0;
+  std::map<std::string, MatmulDims> dims;
   for (const Op& op : graph.graph->ops) {
     if (op.op != "matmul" && op.op != "linear") continue;
     MatmulDims d = dimsOf(graph, op, options);
-    tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : 1;
-    ops[op.name] = &op;
-    dspUsed += static_cast<double>(tk[op.name] * d.tn) * dspPerMac(d.arithmetic);
+    tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;  // a symbolic K: padded tiles
+    dims[op.name] = d;
   }
-  double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp);
+  auto dspOf = [&](const std::string& name, int64_t t) { return static_cast<double>(t * dims.at(name).tn) * dspPerMac(dims.at(name).arithmetic); };
+  auto cycles = [&](const std::string& name, int64_t t) {
+    for (const Op& op : graph.graph->ops)
+      if (op.name == name) return matmulCycles(graph, op, t, platform, options);
+    return 0.0;
+  };
+  double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp) - otherDsps(graph, options, tk);
+  double dspUsed = 0;
+  for (const auto& [name, t] : tk) dspUsed += dspOf(name, t);
+  // Over the budget at the stream tile: halve the reduction tile that slows its matmul least (a constant
+  // K only; a padded symbolic K keeps the tile its stream is padded to).
+  while (dspUsed > budget) {
+    std::string best;
+    double bestCycles = 0;
+    for (const auto& [name, t] : tk) {
+      if (!dims.at(name).kConstant || t == 1) continue;
+      double c = cycles(name, t / 2);
+      if (best.empty() || c < bestCycles) best = name, bestCycles = c;
+    }
+    if (best.empty()) break;
+    dspUsed -= dspOf(best, tk[best]) / 2;
+    tk[best] /= 2;
+  }
+  // Then double the slowest matmul's tile while that makes it faster and the budget holds it.
   for (;;) {
     std::string best;
     double bestCycles = -1;
     for (const auto& [name, t] : tk) {
-      MatmulDims d = dimsOf(graph, *ops[name], options);
+      const MatmulDims& d = dims.at(name);
       if (!d.kConstant || d.K % (2 * t) != 0) continue;
-      double now = matmulCycles(graph, *ops[name], t, platform, options);
-      double next = matmulCycles(graph, *ops[name], 2 * t, platform, options);
-      double extra = static_cast<double>(t * d.tn) * dspPerMac(d.arithmetic);
-      if (next >= now || dspUsed + extra > budget) continue;
+      double now = cycles(name, t), next = cycles(name, 2 * t);
+      if (next >= now || dspUsed + dspOf(name, t) > budget) continue;
       if (now > bestCycles) {
         bestCycles = now;
         best = name;
       }
     }
     if (best.empty()) return tk;
-    MatmulDims d = dimsOf(graph, *ops[best], options);
-    dspUsed += static_cast<double>(tk[best] * d.tn) * dspPerMac(d.arithmetic);
+    dspUsed += dspOf(best, tk[best]);
     tk[best] *= 2;
   }
 }

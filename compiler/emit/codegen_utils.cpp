@@ -131,6 +131,17 @@ std::string elementIndex(const TensorInfo& tensor, const StreamOrder& order, con
   return rowMajor(tensor.shape, coords);
 }
 
+std::string insideTensor(const TensorInfo& tensor, const StreamOrder& order, const std::string& prefix,
+                         const std::string& elem) {
+  std::string s;
+  for (int d = 0; d < order.map.numResults(); ++d) {
+    const Expr& size = tensor.shape[static_cast<size_t>(d)];
+    if (size.isConstant() || order.element[static_cast<size_t>(d)] == 1) continue;
+    s += (s.empty() ? "" : " && ") + ("(" + dataCoord(order, d, prefix, elem) + ") < " + cxx(size));
+  }
+  return s;
+}
+
 std::string broadcastIndex(const std::vector<int64_t>& from, const std::vector<int64_t>& to, const std::string& elem) {
   size_t shift = from.size() - to.size();
   std::string s;

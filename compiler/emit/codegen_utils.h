@@ -65,6 +65,12 @@ std::string rowMajor(const std::vector<Expr>& shape, const std::vector<std::stri
 std::string elementIndex(const TensorInfo& tensor, const StreamOrder& order, const std::string& prefix,
                          const std::string& elem);
 
+/// The condition that element `elem` of the token at loop variables prefix+k lies inside `tensor`, or ""
+/// when the order pads none of its dimensions. A symbolic dimension tiled by more than one element is
+/// padded to a multiple of its tile (lower/kernels.h): those positions stream as tokens but hold no data.
+std::string insideTensor(const TensorInfo& tensor, const StreamOrder& order, const std::string& prefix,
+                         const std::string& elem);
+
 /// The index within a token of element shape `from` (flat `elem`) of the same element in a token of
 /// element shape `to`, aligned at the last dimension, where `to` has extent 1 (broadcasts) or the same
 /// extent as `from`.

@@ -310,10 +310,13 @@ class ProjectWriter {
       c.open("for (int j = 0; j < " + std::to_string(part) + "; ++j)");
       std::string elem = r.stripes > 1 ? std::to_string(r.stripe * part) + " + j" : "j";
       std::string from = emit::elementIndex(kg_.tensors.at(r.tensor), r.order, "i", elem);
+      std::string inside = emit::insideTensor(kg_.tensors.at(r.tensor), r.order, "i", elem);  // padding: zeros
       if (int4)
-        c.line("st_set_w4(buf, t * " + std::to_string(part) + " + j, st_w4(tensor, " + from + "));");
+        c.line("st_set_w4(buf, t * " + std::to_string(part) + " + j, " +
+               (inside.empty() ? "st_w4(tensor, " + from + ")" : "(" + inside + ") ? st_w4(tensor, " + from + ") : 0") + ");");
       else
-        c.line("buf[t * " + std::to_string(part) + " + j] = tensor[" + from + "];");
+        c.line("buf[t * " + std::to_string(part) + " + j] = " +
+               (inside.empty() ? "tensor[" + from + "]" : "(" + inside + ") ? tensor[" + from + "] : " + b.type + "(0)") + ";");
       c.close();
       c.line("++t;");
       for (int k = 0; k < n; ++k) c.close();

@@ -216,16 +216,20 @@ class KernelBody {
     closeLoops(n - 1);
   }
 
-  // acc (indexed by n) += the tile product of token a [Tk] and token w [Tk, Tn] ([Tn, Tk] transposed).
+  // acc (indexed by n) += the tile product of token a [Tk] and token w [Tk, Tn] ([Tn, Tk] transposed); the
+  // padded positions of a symbolic K add nothing.
   void accumulate(int64_t Tk, int64_t Tn, bool transposeB, const std::string& acc, const std::string& first = "") {
     bool q = quant(), int4 = q && port(0, 1).order.dtype == "i4";
     std::string accType = q ? "st_i32" : "float", zero = q ? "0" : "0.0f";
+    std::string inside = insideTensor(info(port(0, 0).tensor), port(0, 0).order, "i", "k");
     openElements(c_, "n", Tn);
     c_.line(accType + " sum = " + zero + ";");
     openElements(c_, "k", Tk);
     std::string wi = transposeB ? "n * " + std::to_string(Tk) + " + k" : "k * " + std::to_string(Tn) + " + n";
-    if (!q) c_.line("sum += a.v[k] * w.v[" + wi + "];");
-    else c_.line("sum += static_cast<st_i32>(a.v[k]) * " + (int4 ? "st_w4(w.v, " + wi + ")" : "static_cast<st_i32>(w.v[" + wi + "])") + ";");
+    std::string mac = !q ? "sum += a.v[k] * w.v[" + wi + "];"
+                         : "sum += static_cast<st_i32>(a.v[k]) * " +
+                               (int4 ? "st_w4(w.v, " + wi + ")" : "static_cast<st_i32>(w.v[" + wi + "])") + ";";
+    c_.line(inside.empty() ? mac : "if (" + inside + ") " + mac);
     c_.close();
     if (first.empty()) c_.line(acc + " += sum;");
     else c_.line(acc + " = (" + first + " ? " + zero + " : " + acc + ") + sum;");
@@ -252,9 +256,18 @@ class KernelBody {
   }
 
   // The length of the rows a phase walks: its last loop's tripcount times the elements of a token (a
-  // port reading a reshape view streams the view's base, whose rows may be shorter).
+  // port reading a reshape view streams the view's base, whose rows may be shorter); a symbolic row
+  // length is the tensor's own (its tiles are padded).
   std::string rowLength(size_t ph, size_t p) const {
+    const Expr& last = info(port(ph, p).tensor).shape.back();
+    if (!last.isConstant()) return cxx(last);
     return cxx(kernel_.phases[ph].trip.back()) + " * " + std::to_string(tokenElements(port(ph, p).order));
+  }
+
+  // "if (the element is inside port p's tensor) " before a statement, when the port's order pads.
+  std::string ifInside(size_t ph, size_t p, const std::string& elem) const {
+    std::string inside = insideTensor(info(port(ph, p).tensor), port(ph, p).order, "i", elem);
+    return inside.empty() ? "" : "if (" + inside + ") ";
   }
 
   // Reads phase 0's input ports from `first` on (in<p>) and returns, for each, its value at output element
@@ -298,6 +311,8 @@ class KernelBody {
     // Layernorm sums around the row's first value, so that a large mean does not cancel the variance.
     if (base == "layernorm") c_.line("if (i" + std::to_string(n - 1) + " == 0) shift = " + value(0, 0, "x.v[0]") + ";");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
+    std::string inside = ifInside(0, 0, "e");  // padded positions of a symbolic row are skipped
+    if (!inside.empty()) c_.open(inside.substr(0, inside.size() - 1));
     if (base == "softmax") {
       c_.line("float v = " + value(0, 0, "x.v[e]") + ";");
       c_.line("float mx = v > m ? v : m;");
@@ -308,6 +323,7 @@ class KernelBody {
       if (base == "layernorm") c_.line("s1 += v;");
       c_.line("s2 += v * v;");
     }
+    if (!inside.empty()) c_.close();
     c_.close();
     c_.close();
     c_.line("const float D = " + rowLength(0, 0) + ";");
@@ -352,6 +368,8 @@ class KernelBody {
       if (!extra.empty()) v = "(" + v + ") * " + extra[0];
       if (extra.size() > 1) v += " + " + extra[1];
     }
+    std::string inside = insideTensor(info(port(0, 1).tensor), port(0, 1).order, "i", "e");
+    if (!inside.empty()) v = "(" + inside + ") ? " + v + " : 0.0f";  // padding stays zero
     c_.line(store(0, out, "out.v[e]", v));
     c_.close();
     write(0, out, "out");
@@ -370,7 +388,7 @@ class KernelBody {
     read(0, 0, "x");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
     c_.line("const float x_e = " + value(0, 0, "x.v[e]") + ";");
-    c_.line(max ? "acc = x_e > acc ? x_e : acc;" : "acc += x_e;");
+    c_.line(ifInside(0, 0, "e") + (max ? "acc = x_e > acc ? x_e : acc;" : "acc += x_e;"));
     c_.close();
     c_.close();
     c_.line(outTok(0, 1, 1) + " out;");
@@ -412,7 +430,7 @@ class KernelBody {
         float m = static_cast<float>(static_cast<double>(ctx_.scale(op_.inputs[i]).scale) / ctx_.scale(op_.output).scale);
         x = "st_q8(static_cast<float>(x.v[e]) * " + floatLiteral(m) + ")";
       }
-      c_.line("buf[" + rowMajor(outT.shape, coords) + "] = " + x + ";");
+      c_.line(ifInside(i, 0, "e") + "buf[" + rowMajor(outT.shape, coords) + "] = " + x + ";");
       c_.close();
       closeLoops(n);
       offset = offset == "0" ? cxx(inT.shape[static_cast<size_t>(axis)]) : offset + " + " + cxx(inT.shape[static_cast<size_t>(axis)]);
@@ -425,7 +443,10 @@ class KernelBody {
     int64_t T = tokenElements(o.order);
     c_.line(outTok(last, 0, T) + " out;");
     openElements(c_, "e", T);
-    c_.line("out.v[e] = buf[" + elementIndex(outT, o.order, "i", "e") + "];");
+    std::string inside = insideTensor(outT, o.order, "i", "e");
+    std::string element = "buf[" + elementIndex(outT, o.order, "i", "e") + "]";
+    std::string zero = storageOf(ctx_.dtype(outT.dtype)).type + "(0)";
+    c_.line("out.v[e] = " + (inside.empty() ? element : "(" + inside + ") ? " + element + " : " + zero) + ";");
     c_.close();
     write(last, 0, "out");
     closeLoops(n);
@@ -502,7 +523,12 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   c.line(tokenOf(part, dtype) + " tok;");
   openElements(c, "j", part);
   std::string elem = role.stripes > 1 ? std::to_string(role.stripe * part) + " + j" : "j";
-  c.line("tok.v[j] = " + mem + "[" + (role.packed ? "t * " + std::to_string(part) + " + j" : elementIndex(t, o, "i", elem)) + "];");
+  if (role.packed) {
+    c.line("tok.v[j] = " + mem + "[t * " + std::to_string(part) + " + j];");
+  } else {  // row-major: padded positions read as zeros
+    std::string inside = insideTensor(t, o, "i", elem), element = mem + "[" + elementIndex(t, o, "i", elem) + "]";
+    c.line("tok.v[j] = " + (inside.empty() ? element : "(" + inside + ") ? " + element + " : " + storageOf(dtype).type + "(0)") + ";");
+  }
   c.close();
   if (role.ratio > 1) {
     openElements(c, "j", part);
@@ -538,7 +564,8 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
     c.line(tokenOf(E, dtype) + " tok = " + in + ".read();");
   }
   openElements(c, "j", E);
-  c.line(mem + "[" + elementIndex(t, o, "i", "j") + "] = tok.v[j];");
+  std::string inside = insideTensor(t, o, "i", "j");  // padded positions are not stored
+  c.line((inside.empty() ? "" : "if (" + inside + ") ") + mem + "[" + elementIndex(t, o, "i", "j") + "] = tok.v[j];");
   c.close();
   c.line("++t;");
   for (int k = 0; k < n; ++k) c.close();

@@ -24,7 +24,7 @@ namespace stc::llm {
 
 namespace {
 
-constexpr double kDecodeShare = 0.35, kHeadShare = 0.25, kPrefillShare = 0.3;
+constexpr double kDecodeShare = 0.48, kHeadShare = 0.25, kPrefillShare = 0.22;
 
 int64_t simulateCycles(const Network& net, const Bindings& b, const Platform& platform) {
   sim::SimResult r = sim::runDirect(sim::compileProgram(net, b, platform), {});

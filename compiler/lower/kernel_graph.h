@@ -53,7 +53,7 @@ struct KernelPort {
   bool out = false;
   int level = -2;         ///< loop it advances with; -2 = innermost
   int64_t keepTokens = 0; ///< tokens its FIFO must hold for the kernel not to deadlock (a row kept for a second pass)
-  bool weight = false;    ///< read straight from HBM, striped over channels
+  bool weight = false;    ///< a weight or input (a KV cache) read straight from HBM, striped over channels
 };
 
 struct KernelPhase {

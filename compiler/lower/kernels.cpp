@@ -33,13 +33,13 @@ Expr product(const std::vector<Expr>& v) {
   return constant ? Expr(value) : Expr::parse(text);
 }
 
-Expr divide(const Expr& e, int64_t d) {
-  if (d == 1) return e;
-  if (e.isConstant()) return Expr(e.eval() / d);
-  return Expr::parse("(" + e.str() + ")/" + std::to_string(d));
-}
-
 }  // namespace
+
+Expr tilesOf(const Expr& size, int64_t tile) {
+  if (tile == 1) return size;
+  if (size.isConstant()) return Expr(size.eval() / tile);
+  return Expr::parse("(" + size.str() + " + " + std::to_string(tile - 1) + ")/" + std::to_string(tile));
+}
 
 int64_t StreamOrder::tokenBits() const {
   int64_t n = dtypeBits(dtype);
@@ -76,7 +76,7 @@ ITensorType StreamOrder::bind(const Bindings& b) const {
 }
 
 int64_t tileFor(const Expr& last, int64_t tile) {
-  if (!last.isConstant()) return 1;
+  if (!last.isConstant()) return tile;
   return std::gcd(tile, last.eval());
 }
 
@@ -88,7 +88,7 @@ StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile) {
   o.element.back() = T;
   o.dtype = t.dtype;
   o.trips = t.shape;
-  o.trips.back() = divide(t.shape.back(), T);
+  o.trips.back() = tilesOf(t.shape.back(), T);
   o.steps.assign(rank, 1);
   o.steps.back() = T;
   std::vector<int> dims(rank);
@@ -194,6 +194,11 @@ class Lowering {
                                                           "' changes the stream's tile (" +
                                                           std::to_string(base.element.back()) + " to " +
                                                           std::to_string(canonical.element.back()) + " elements)"));
+        const Expr &last = info(name).shape.back(), &baseLast = info(v.base).shape.back();
+        if ((!last.isConstant() || !baseLast.isConstant()) && last != baseLast && canonical.element.back() > 1)
+          throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
+                                                          "' changes a symbolic last dimension (" + baseLast.str() +
+                                                          " to " + last.str() + "), whose tiles are padded"));
         if (order != canonical) {
           auto prod = kg_.producer.find(v.base);
           if (prod != kg_.producer.end()) {
@@ -215,7 +220,7 @@ class Lowering {
     p.order = order;
     p.level = level;
     auto role = info(name).role;
-    p.weight = role == TensorRole::kWeight;
+    p.weight = role == TensorRole::kWeight || role == TensorRole::kInput;  // KV caches stripe like weights
     return p;
   }
   KernelPort out(const std::string& tensor, StreamOrder order, int level = -2) {
@@ -343,7 +348,7 @@ class Lowering {
     std::vector<int64_t> steps(batch + 3, 1);
     trip[pm] = M;
     trip[pn] = canonical.trips.back();
-    trip[pk] = divide(K, Tk);
+    trip[pk] = tilesOf(K, Tk);
     steps[pn] = Tn;
     steps[pk] = Tk;
     auto unit = [](size_t dims, size_t dim) {

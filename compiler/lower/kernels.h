@@ -8,8 +8,13 @@
 
 namespace stc {
 
-/// Elements per token along a last dimension of size `last`: gcd(tile, last), or 1 when symbolic.
+/// Elements per token along a dimension of size `last`: gcd(tile, last), or the tile itself when the size
+/// is symbolic: the dimension is then padded to a multiple of the tile (`tilesOf`), and kernels mask the
+/// padded positions (zeros from HBM; reductions and softmax skip them).
 int64_t tileFor(const Expr& last, int64_t tile);
+
+/// Tiles of `tile` elements over a dimension of `size`: size / tile, rounding up when symbolic.
+Expr tilesOf(const Expr& size, int64_t tile);
 
 /// The canonical order of a tensor: row-major over its shape, `tileFor` elements per token on the last
 /// dimension.
