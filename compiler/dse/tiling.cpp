@@ -3,8 +3,9 @@
 // (it may already be bound by the HBM bandwidth of its weight stream) and still fits the DSP budget
 // doubles its Tk. The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of
 // the others come off first, and when the matmuls at the stream tile are already over it, the tile whose
-// halving slows its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile itself, padded (lower/kernels.h), and a
-// symbolic K keeps it: every stream over that dimension must agree on the padding. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes / (stripes * bytes per
+// halving slows its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile
+// itself, padded (lower/kernels.h), and a symbolic K keeps it: every stream over that dimension must
+// agree on the padding. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes / (stripes * bytes per
 // channel-cycle)), with stripes = the channels its weight tile needs per cycle, at most its cap (stripeCaps).
 #include "compiler/dse/tiling.h"
 
@@ -117,19 +118,17 @@ double otherDsps(const TypedGraph& graph, const CompileOptions& options, const s
 std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,
                                             const CompileOptions& options) {
   std::map<std::string, int64_t> tk;
+  std::map<std::string, const Op*> ops;
   std::map<std::string, MatmulDims> dims;
   for (const Op& op : graph.graph->ops) {
     if (op.op != "matmul" && op.op != "linear") continue;
     MatmulDims d = dimsOf(graph, op, options);
     tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;  // a symbolic K: padded tiles
+    ops[op.name] = &op;
     dims[op.name] = d;
   }
   auto dspOf = [&](const std::string& name, int64_t t) { return static_cast<double>(t * dims.at(name).tn) * dspPerMac(dims.at(name).arithmetic); };
-  auto cycles = [&](const std::string& name, int64_t t) {
-    for (const Op& op : graph.graph->ops)
-      if (op.name == name) return matmulCycles(graph, op, t, platform, options);
-    return 0.0;
-  };
+  auto cycles = [&](const std::string& name, int64_t t) { return matmulCycles(graph, *ops.at(name), t, platform, options); };
   double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp) - otherDsps(graph, options, tk);
   double dspUsed = 0;
   for (const auto& [name, t] : tk) dspUsed += dspOf(name, t);

@@ -142,6 +142,12 @@ std::string insideTensor(const TensorInfo& tensor, const StreamOrder& order, con
   return s;
 }
 
+std::string insideOr(const std::string& inside, const std::string& value, const std::string& zero) {
+  return inside.empty() ? value : "(" + inside + ") ? " + value + " : " + zero;
+}
+
+std::string ifInside(const std::string& inside) { return inside.empty() ? "" : "if (" + inside + ") "; }
+
 std::string broadcastIndex(const std::vector<int64_t>& from, const std::vector<int64_t>& to, const std::string& elem) {
   size_t shift = from.size() - to.size();
   std::string s;

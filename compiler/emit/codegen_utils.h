@@ -70,6 +70,10 @@ std::string elementIndex(const TensorInfo& tensor, const StreamOrder& order, con
 /// padded to a multiple of its tile (lower/kernels.h): those positions stream as tokens but hold no data.
 std::string insideTensor(const TensorInfo& tensor, const StreamOrder& order, const std::string& prefix,
                          const std::string& elem);
+/// `value`, or `zero` where the condition `inside` (from insideTensor) fails; `value` when it is "".
+std::string insideOr(const std::string& inside, const std::string& value, const std::string& zero);
+/// "if (inside) " before a statement, or "" when `inside` is "".
+std::string ifInside(const std::string& inside);
 
 /// The index within a token of element shape `from` (flat `elem`) of the same element in a token of
 /// element shape `to`, aligned at the last dimension, where `to` has extent 1 (broadcasts) or the same

@@ -312,11 +312,9 @@ class ProjectWriter {
       std::string from = emit::elementIndex(kg_.tensors.at(r.tensor), r.order, "i", elem);
       std::string inside = emit::insideTensor(kg_.tensors.at(r.tensor), r.order, "i", elem);  // padding: zeros
       if (int4)
-        c.line("st_set_w4(buf, t * " + std::to_string(part) + " + j, " +
-               (inside.empty() ? "st_w4(tensor, " + from + ")" : "(" + inside + ") ? st_w4(tensor, " + from + ") : 0") + ");");
+        c.line("st_set_w4(buf, t * " + std::to_string(part) + " + j, " + emit::insideOr(inside, "st_w4(tensor, " + from + ")", "0") + ");");
       else
-        c.line("buf[t * " + std::to_string(part) + " + j] = " +
-               (inside.empty() ? "tensor[" + from + "]" : "(" + inside + ") ? tensor[" + from + "] : " + b.type + "(0)") + ";");
+        c.line("buf[t * " + std::to_string(part) + " + j] = " + emit::insideOr(inside, "tensor[" + from + "]", b.type + "(0)") + ";");
       c.close();
       c.line("++t;");
       for (int k = 0; k < n; ++k) c.close();

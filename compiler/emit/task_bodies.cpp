@@ -221,7 +221,7 @@ class KernelBody {
   void accumulate(int64_t Tk, int64_t Tn, bool transposeB, const std::string& acc, const std::string& first = "") {
     bool q = quant(), int4 = q && port(0, 1).order.dtype == "i4";
     std::string accType = q ? "st_i32" : "float", zero = q ? "0" : "0.0f";
-    std::string inside = insideTensor(info(port(0, 0).tensor), port(0, 0).order, "i", "k");
+    std::string padded = inside(0, 0, "k");
     openElements(c_, "n", Tn);
     c_.line(accType + " sum = " + zero + ";");
     openElements(c_, "k", Tk);
@@ -229,7 +229,7 @@ class KernelBody {
     std::string mac = !q ? "sum += a.v[k] * w.v[" + wi + "];"
                          : "sum += static_cast<st_i32>(a.v[k]) * " +
                                (int4 ? "st_w4(w.v, " + wi + ")" : "static_cast<st_i32>(w.v[" + wi + "])") + ";";
-    c_.line(inside.empty() ? mac : "if (" + inside + ") " + mac);
+    c_.line(ifInside(padded) + mac);
     c_.close();
     if (first.empty()) c_.line(acc + " += sum;");
     else c_.line(acc + " = (" + first + " ? " + zero + " : " + acc + ") + sum;");
@@ -264,10 +264,9 @@ class KernelBody {
     return cxx(kernel_.phases[ph].trip.back()) + " * " + std::to_string(tokenElements(port(ph, p).order));
   }
 
-  // "if (the element is inside port p's tensor) " before a statement, when the port's order pads.
-  std::string ifInside(size_t ph, size_t p, const std::string& elem) const {
-    std::string inside = insideTensor(info(port(ph, p).tensor), port(ph, p).order, "i", elem);
-    return inside.empty() ? "" : "if (" + inside + ") ";
+  // Whether element `elem` of port p's token is inside its tensor (insideTensor): "" when the order pads none.
+  std::string inside(size_t ph, size_t p, const std::string& elem) const {
+    return insideTensor(info(port(ph, p).tensor), port(ph, p).order, "i", elem);
   }
 
   // Reads phase 0's input ports from `first` on (in<p>) and returns, for each, its value at output element
@@ -311,8 +310,8 @@ class KernelBody {
     // Layernorm sums around the row's first value, so that a large mean does not cancel the variance.
     if (base == "layernorm") c_.line("if (i" + std::to_string(n - 1) + " == 0) shift = " + value(0, 0, "x.v[0]") + ";");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
-    std::string inside = ifInside(0, 0, "e");  // padded positions of a symbolic row are skipped
-    if (!inside.empty()) c_.open(inside.substr(0, inside.size() - 1));
+    std::string padded = inside(0, 0, "e");  // padded positions of a symbolic row are skipped
+    if (!padded.empty()) c_.open("if (" + padded + ")");
     if (base == "softmax") {
       c_.line("float v = " + value(0, 0, "x.v[e]") + ";");
       c_.line("float mx = v > m ? v : m;");
@@ -323,7 +322,7 @@ class KernelBody {
       if (base == "layernorm") c_.line("s1 += v;");
       c_.line("s2 += v * v;");
     }
-    if (!inside.empty()) c_.close();
+    if (!padded.empty()) c_.close();
     c_.close();
     c_.close();
     c_.line("const float D = " + rowLength(0, 0) + ";");
@@ -368,8 +367,7 @@ class KernelBody {
       if (!extra.empty()) v = "(" + v + ") * " + extra[0];
       if (extra.size() > 1) v += " + " + extra[1];
     }
-    std::string inside = insideTensor(info(port(0, 1).tensor), port(0, 1).order, "i", "e");
-    if (!inside.empty()) v = "(" + inside + ") ? " + v + " : 0.0f";  // padding stays zero
+    v = insideOr(inside(0, 1, "e"), v, "0.0f");  // padding stays zero
     c_.line(store(0, out, "out.v[e]", v));
     c_.close();
     write(0, out, "out");
@@ -388,7 +386,7 @@ class KernelBody {
     read(0, 0, "x");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
     c_.line("const float x_e = " + value(0, 0, "x.v[e]") + ";");
-    c_.line(ifInside(0, 0, "e") + (max ? "acc = x_e > acc ? x_e : acc;" : "acc += x_e;"));
+    c_.line(ifInside(inside(0, 0, "e")) + (max ? "acc = x_e > acc ? x_e : acc;" : "acc += x_e;"));
     c_.close();
     c_.close();
     c_.line(outTok(0, 1, 1) + " out;");
@@ -430,7 +428,7 @@ class KernelBody {
         float m = static_cast<float>(static_cast<double>(ctx_.scale(op_.inputs[i]).scale) / ctx_.scale(op_.output).scale);
         x = "st_q8(static_cast<float>(x.v[e]) * " + floatLiteral(m) + ")";
       }
-      c_.line(ifInside(i, 0, "e") + "buf[" + rowMajor(outT.shape, coords) + "] = " + x + ";");
+      c_.line(ifInside(inside(i, 0, "e")) + "buf[" + rowMajor(outT.shape, coords) + "] = " + x + ";");
       c_.close();
       closeLoops(n);
       offset = offset == "0" ? cxx(inT.shape[static_cast<size_t>(axis)]) : offset + " + " + cxx(inT.shape[static_cast<size_t>(axis)]);
@@ -443,10 +441,8 @@ class KernelBody {
     int64_t T = tokenElements(o.order);
     c_.line(outTok(last, 0, T) + " out;");
     openElements(c_, "e", T);
-    std::string inside = insideTensor(outT, o.order, "i", "e");
-    std::string element = "buf[" + elementIndex(outT, o.order, "i", "e") + "]";
-    std::string zero = storageOf(ctx_.dtype(outT.dtype)).type + "(0)";
-    c_.line("out.v[e] = " + (inside.empty() ? element : "(" + inside + ") ? " + element + " : " + zero) + ";");
+    c_.line("out.v[e] = " + insideOr(insideTensor(outT, o.order, "i", "e"), "buf[" + elementIndex(outT, o.order, "i", "e") + "]",
+                                     storageOf(ctx_.dtype(outT.dtype)).type + "(0)") + ";");
     c_.close();
     write(last, 0, "out");
     closeLoops(n);
@@ -526,8 +522,8 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   if (role.packed) {
     c.line("tok.v[j] = " + mem + "[t * " + std::to_string(part) + " + j];");
   } else {  // row-major: padded positions read as zeros
-    std::string inside = insideTensor(t, o, "i", elem), element = mem + "[" + elementIndex(t, o, "i", elem) + "]";
-    c.line("tok.v[j] = " + (inside.empty() ? element : "(" + inside + ") ? " + element + " : " + storageOf(dtype).type + "(0)") + ";");
+    c.line("tok.v[j] = " + insideOr(insideTensor(t, o, "i", elem), mem + "[" + elementIndex(t, o, "i", elem) + "]",
+                                    storageOf(dtype).type + "(0)") + ";");
   }
   c.close();
   if (role.ratio > 1) {
@@ -564,8 +560,8 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
     c.line(tokenOf(E, dtype) + " tok = " + in + ".read();");
   }
   openElements(c, "j", E);
-  std::string inside = insideTensor(t, o, "i", "j");  // padded positions are not stored
-  c.line((inside.empty() ? "" : "if (" + inside + ") ") + mem + "[" + elementIndex(t, o, "i", "j") + "] = tok.v[j];");
+  // Padded positions are not stored.
+  c.line(ifInside(insideTensor(t, o, "i", "j")) + mem + "[" + elementIndex(t, o, "i", "j") + "] = tok.v[j];");
   c.close();
   c.line("++t;");
   for (int k = 0; k < n; ++k) c.close();
