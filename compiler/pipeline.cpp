@@ -48,7 +48,7 @@ void addBuffer(int64_t bytes, Resources& r) {
   else r.uram += (bits + 294911) / 294912;
 }
 
-Resources estimateResources(const KernelGraph& kg, const Network& net, const StreamCounts& counts) {
+Resources estimateResources(const KernelGraph& kg, const Network& net, const CompileReport& counts) {
   Resources r;
   for (const Kernel& k : kg.kernels) {
     r.dsp += k.dsp;
@@ -102,6 +102,14 @@ int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
 }
 
 }  // namespace
+
+void updateResources(CompileResult& c, const Platform& platform) {
+  CompileReport& r = c.report;
+  r.resources = estimateResources(c.kernels, c.network, r);
+  const Resources& cap = platform.resources;
+  r.fits = r.resources.dsp <= cap.dsp && r.resources.lut <= cap.lut && r.resources.bram18k <= cap.bram18k &&
+           r.resources.uram <= cap.uram && r.resources.ff <= cap.ff;
+}
 
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform) {
   CompileOptions o;
@@ -171,12 +179,9 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   r.groups = static_cast<int>(fusion.groupBytes.size());
   r.onchipBytesFused = fusion.fusedBytes;
   r.onchipBytesUnfused = unfusedBytes(kernels, options);
-  r.resources = estimateResources(kernels, out.network, counts);
-  const Resources& cap = platform.resources;
-  r.fits = r.resources.dsp <= cap.dsp && r.resources.lut <= cap.lut && r.resources.bram18k <= cap.bram18k &&
-           r.resources.uram <= cap.uram && r.resources.ff <= cap.ff;
   out.kernels = std::move(kernels);
   out.options = options;
+  updateResources(out, platform);
   r.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return out;
 }

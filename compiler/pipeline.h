@@ -33,6 +33,9 @@ struct CompileResult {
 /// max_SYMBOL) into options; UserError naming an unknown key or a bad value.
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform);
 
+/// The report's resources and fit, again from the network's FIFO depths (after sizing changed them).
+void updateResources(CompileResult& c, const Platform& platform);
+
 /// Runs every pass: shape inference, tiling, lowering, costing, fusion, streams, verification.
 CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& options);
 

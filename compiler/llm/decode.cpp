@@ -5,6 +5,9 @@
 //   prefill of P tokens:                Lp(P) per layer, on the layer compiled for P rows
 //   host overhead per kernel call:      O = invocation_overhead_us * clock
 //
+//   every network's FIFOs sized by the LP sizer (the decode layer's to hold at every ctx, sampled) and
+//   simulated at those depths, the ones the emitted project gets
+//
 //   host loop    TTFT = layers * (Lp(P) + O) + Hd + O;   step(c) = layers * (L(c) + O) + Hd + O
 //   device loop  TTFT = layers * Lp(P) + Hd + O;          step(c) = layers * L(c) + Hd + O
 //   latency = TTFT + sum of step(P + i), i = 0 .. G-1;   decode speed = G / (latency - TTFT)
@@ -16,17 +19,15 @@
 #include <tbb/parallel_for.h>
 
 #include <chrono>
+#include <optional>
 
 #include "compiler/frontend/model_builder.h"
+#include "compiler/sizing/fifo_sizing.h"
 #include "sim/engine.h"
 
 namespace stc::llm {
 
 namespace {
-
-// The head needs 2,048 DSPs to stream GPT-2's LM head over all 32 channels (a 256 x 16 int4 tile a
-// cycle); the decode layer takes most of the rest, since decode speed is what the device loop repeats.
-constexpr double kDecodeShare = 0.48, kHeadShare = 0.25, kPrefillShare = 0.27;
 
 int64_t simulateCycles(const Network& net, const Bindings& b, const Platform& platform) {
   sim::SimResult r = sim::runDirect(sim::compileProgram(net, b, platform), {});
@@ -46,23 +47,83 @@ Resources add(const Resources& a, const Resources& b) {
   return r;
 }
 
+// A share of the device's block memories.
+Resources memoryShare(const Platform& platform, double share) {
+  Resources r;
+  r.bram18k = static_cast<int64_t>(share * static_cast<double>(platform.resources.bram18k));
+  r.uram = static_cast<int64_t>(share * static_cast<double>(platform.resources.uram));
+  return r;
+}
+
 bool within(const Resources& r, const Resources& cap) {
   return r.lut <= cap.lut && r.ff <= cap.ff && r.dsp <= cap.dsp && r.bram18k <= cap.bram18k && r.uram <= cap.uram;
 }
 
 }  // namespace
 
+std::vector<Bindings> sizingContexts(int64_t maxCtx) {
+  std::vector<Bindings> at;
+  for (int64_t c : {int64_t{1}, int64_t{16}, int64_t{17}, int64_t{128}, maxCtx})
+    if (c <= maxCtx && (at.empty() || at.back().at("ctx") < c)) at.push_back({{"ctx", c}});
+  return at;
+}
+
+void sizeDesign(CompileResult& design, const Platform& platform, int64_t maxCtx, const Resources& memory) {
+  bool overCtx = design.network.symbols().count("ctx") > 0;
+  std::vector<Bindings> at = overCtx ? sizingContexts(maxCtx) : std::vector<Bindings>{Bindings{}};
+  // Two candidates: weight streams that read ahead by the m_axi read buffer only, and ones that
+  // prefetch into deep FIFOs. The prefetch wins when it is faster over the sampled contexts and its
+  // memory stays within `memory`.
+  std::optional<CompileResult> best;
+  int64_t bestCycles = 0;
+  for (bool prefetch : {false, true}) {
+    sizing::SizingOptions options;
+    options.platform = platform;
+    options.prefetch = prefetch;
+    CompileResult candidate = design;
+    sizing::SizingResult r = sizing::sizeFifosAcross(design.network, options, at, candidate.network);
+    if (r.trueDeadlock)
+      throw UserError("internal: the compiled network '" + design.network.name +
+                      "' deadlocks with unbounded FIFOs; please report it");
+    updateResources(candidate, platform);
+    int64_t cycles = 0;
+    for (int64_t c : r.cyclesSizedAt) cycles += c;
+    const Resources& got = candidate.report.resources;
+    bool within = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
+    if (!best || (within && cycles < bestCycles)) {
+      best = std::move(candidate);
+      bestCycles = cycles;
+    }
+  }
+  design = std::move(*best);
+}
+
+DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
+                            double decodeBudget) {
+  options.maxima["ctx"] = model.maxCtx;
+  CompileOptions decode = options, head = options;
+  decode.unrollBudget = decodeBudget;
+  head.unrollBudget = kHeadShare;
+  DeviceDesigns d;
+  d.decodeLayer = compileGraph(buildDecodeLayer(model), platform, decode);
+  d.head = compileGraph(buildHead(model), platform, head);
+  // Memory: the head within its share, the decode layer within what the head and the prefill's share
+  // leave.
+  sizeDesign(d.head, platform, model.maxCtx, memoryShare(platform, kHeadShare));
+  Resources left = memoryShare(platform, 1 - kPrefillShare);
+  left.bram18k -= d.head.report.resources.bram18k;
+  left.uram -= d.head.report.resources.uram;
+  sizeDesign(d.decodeLayer, platform, model.maxCtx, left);
+  return d;
+}
+
 Estimator::Estimator(const ModelSpec& model, const Platform& platform) : model_(model), platform_(platform) {
   options_ = parseCompileOptions({"quant=" + model.quant}, platform);
   options_.maxima["ctx"] = model.maxCtx;
-  // The device holds the three designs at once, so they share its DSPs: each design's kernels, all of
-  // them (dse/tiling.cpp), fit kDecodeShare, kHeadShare and kPrefillShare of the DSPs, together all.
-  CompileOptions decode = options_, head = options_;
-  decode.unrollBudget = kDecodeShare;
-  head.unrollBudget = kHeadShare;
   options_.unrollBudget = kPrefillShare;
-  decodeLayer_ = compileGraph(buildDecodeLayer(model), platform, decode);
-  head_ = compileGraph(buildHead(model), platform, head);
+  DeviceDesigns d = compileDevice(model, platform, options_);
+  decodeLayer_ = std::move(d.decodeLayer);
+  head_ = std::move(d.head);
 }
 
 void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests) {
@@ -77,13 +138,17 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
     if (!prefillCycles_.count(prompt) && std::find(prompts.begin(), prompts.end(), prompt) == prompts.end())
       prompts.push_back(prompt);
   }
-  // Prefill networks compile one per prompt length (serially: compiling is fast); every simulation runs
-  // in parallel, each into its own slot.
+  // Prefill networks compile one per prompt length (serially: compiling is fast) and are sized in
+  // parallel; every simulation runs in parallel, each into its own slot.
+  std::vector<CompileResult> prefills;
+  for (int64_t p : prompts) prefills.push_back(compileGraph(buildPrefillLayer(model_, p), platform_, options_));
+  Resources memory = memoryShare(platform_, kPrefillShare);
+  tbb::parallel_for(size_t{0}, prefills.size(),
+                    [&](size_t j) { sizeDesign(prefills[j], platform_, model_.maxCtx, memory); });
   std::vector<Network> prefillNets;
-  for (int64_t p : prompts) {
-    CompileResult c = compileGraph(buildPrefillLayer(model_, p), platform_, options_);
-    prefillResources_[p] = c.report.resources;
-    prefillNets.push_back(std::move(c.network));
+  for (size_t j = 0; j < prompts.size(); ++j) {
+    prefillResources_[prompts[j]] = prefills[j].report.resources;
+    prefillNets.push_back(std::move(prefills[j].network));
   }
   size_t jobs = ctxs.size() + prompts.size() + (headCycles_ == 0 ? 1 : 0);
   std::vector<int64_t> cycles(jobs, 0);

@@ -14,6 +14,31 @@
 
 namespace stc::llm {
 
+/// The device holds the decode layer, the head and a prefill layer at once, so they share its DSPs: each
+/// design's kernels, all of them (dse/tiling.cpp), fit these shares, together all. The head needs 2,048
+/// DSPs to stream GPT-2's LM head over all 32 channels (a 256 x 16 int4 tile a cycle); the decode layer
+/// takes most of the rest, since decode speed is what the device loop repeats.
+inline constexpr double kDecodeShare = 0.48, kHeadShare = 0.25, kPrefillShare = 0.27;
+
+/// The contexts at which a decode layer's FIFOs are sized: both ends of [1, maxCtx], a whole stream
+/// tile (16), one past it (a padded tile) and 128.
+std::vector<Bindings> sizingContexts(int64_t maxCtx);
+
+/// Sizes a compiled design's FIFOs with the LP sizer, in place: a network over ctx to hold at every
+/// context of sizingContexts(maxCtx), any other at once; weight prefetch into deep FIFOs where it is
+/// faster and the design's BRAM and URAM stay within `memory`'s. These are the depths predictions
+/// simulate and the emitted project gets; the report's resources follow them.
+void sizeDesign(CompileResult& design, const Platform& platform, int64_t maxCtx, const Resources& memory);
+
+/// The decode layer and the head as the device holds them, sized (the estimator's and the emitted
+/// project's): compiled with `options` (quant, tiles, stripes), the decode layer into `decodeBudget` of
+/// the DSPs and the head into kHeadShare; ctx up to the model's max_ctx.
+struct DeviceDesigns {
+  CompileResult decodeLayer, head;
+};
+DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
+                            double decodeBudget = kDecodeShare);
+
 /// How the layers are invoked for each token.
 struct Schedule {
   double latencyMs = 0;

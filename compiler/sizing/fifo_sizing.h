@@ -23,6 +23,9 @@ struct SizingOptions {
   Platform platform = defaultPlatform();  ///< its HBM times the DMA tasks
   Strategy strategy = Strategy::kNormal;
   int maxRounds = 16;
+  /// Measure with a DMA read's FIFO unbounded too: the sizer then gives weight streams the depth to
+  /// prefetch what the unbounded run read ahead (more memory; faster when the prefetch overlaps a wait).
+  bool prefetch = false;
 };
 
 /// Where a FIFO of a given depth and width lives on the FPGA, and how many primitives it takes.
@@ -54,6 +57,7 @@ struct SizingResult {
   int64_t baselineFullBits = 0;
   int64_t cyclesUnbounded = 0;
   int64_t cyclesSized = 0;
+  std::vector<int64_t> cyclesSizedAt;  ///< sizeFifosAcross: at each binding
   int rounds = 0;                  ///< verifying simulations run
   bool lpFeasible = true;
   double lpSeconds = 0;
@@ -62,5 +66,12 @@ struct SizingResult {
 
 /// Sizes every FIFO of net; `sized` receives net with the new depths and nothing else changed.
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized);
+
+/// Depths that hold at several bindings (a symbol's range, sampled; each adds to options.bindings): each
+/// binding sized alone, every FIFO at the largest depth any asks for, verified at every binding (raised
+/// where one deadlocks or runs more than 1% over its unbounded run). The result's measurements are the
+/// last binding's.
+SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options, const std::vector<Bindings>& at,
+                             Network& sized);
 
 }  // namespace stc::sizing

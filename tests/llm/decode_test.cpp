@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
+#include "compiler/frontend/model_builder.h"
 #include "compiler/ir/yaml_io.h"
+#include "sim/engine.h"
 
 namespace stc::llm {
 namespace {
@@ -62,6 +64,34 @@ TEST(Decode, SameResultsAtAnyThreadCount) {
     EXPECT_EQ(one[i].layerCyclesLast, two[i].layerCyclesLast);
     EXPECT_EQ(one[i].prefillLayerCycles, two[i].prefillLayerCycles);
   }
+}
+
+// Predictions simulate the sized design, the one `stc emit MODEL` writes: its depths, not the compile-time
+// ones, hold at every ctx from 1 to max_ctx (sized at five of them), and the estimator's layer and head
+// cycles are simulations of exactly that design.
+TEST(Decode, PredictionsRunOnTheSizedDesignAtEveryCtx) {
+  ModelSpec m = model("gpt2-tiny");
+  CompileOptions options = parseCompileOptions({"quant=" + m.quant}, defaultPlatform());
+  DeviceDesigns d = compileDevice(m, defaultPlatform(), options);
+  CompileOptions atShare = options;
+  atShare.maxima["ctx"] = m.maxCtx;
+  atShare.unrollBudget = kDecodeShare;
+  CompileResult compiled = compileGraph(buildDecodeLayer(m), defaultPlatform(), atShare);
+  ASSERT_EQ(compiled.network.fifos.size(), d.decodeLayer.network.fifos.size());
+  int resized = 0;
+  for (size_t f = 0; f < compiled.network.fifos.size(); ++f)
+    resized += compiled.network.fifos[f].depth != d.decodeLayer.network.fifos[f].depth;
+  EXPECT_GT(resized, 0);
+
+  Estimator e(m, defaultPlatform());
+  for (int64_t ctx = 1; ctx < m.maxCtx; ++ctx) {
+    sim::SimResult r = sim::runDirect(sim::compileProgram(d.decodeLayer.network, {{"ctx", ctx}}, defaultPlatform()), {});
+    ASSERT_FALSE(r.deadlock) << ctx;
+    if (ctx % 9 == 1) {
+      EXPECT_EQ(e.run(ctx, 1).layerCyclesFirst, r.cycles) << ctx;
+    }
+  }
+  EXPECT_EQ(e.run(1, 1).headCycles, sim::runDirect(sim::compileProgram(d.head.network, {}, defaultPlatform()), {}).cycles);
 }
 
 TEST(Decode, TooBigForHbmIsReported) {

@@ -15,6 +15,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/model_spec.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/llm/decode.h"
 #include "compiler/sizing/fifo_sizing.h"
 #include "sim/engine.h"
 #include "sim/program.h"
@@ -36,6 +37,7 @@ struct Loaded {
   int layers = 1;
   std::string quant = "none";  // what the model or settings ask for
   std::optional<Network> network;        // a network file: its FIFO depths are the ones to emit
+  std::optional<ModelSpec> model;        // a model file: its decode layer, as the estimator sizes it
   std::vector<std::string> settings;     // the settings it was compiled with
 };
 
@@ -111,6 +113,7 @@ Loaded loadGraph(const EmitArgs& a, const std::string& command) {
         l.graph.name = model.name;
         l.layers = model.layers;
         l.quant = model.quant;
+        l.model = model;
         break;
       }
       case FileKind::kNetwork:
@@ -173,6 +176,33 @@ int emitWithFileDepths(const EmitArgs& a, const std::string& command, const Load
   return 0;
 }
 
+// A model's decode layer, sized at every ctx (llm::sizingContexts) as the estimator simulates it: one
+// simulation at the bindings shows the depths hold.
+int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& loaded, CompileResult& compiled,
+                   const Platform& platform, const Bindings& bindings, std::chrono::steady_clock::time_point begin) {
+  sim::SimResult r = sim::runDirect(sim::compileProgram(compiled.network, bindings, platform), sim::RunConfig{});
+  if (r.deadlock) {  // the sizer verified every sampled ctx; another may still deadlock
+    std::cerr << command << ": the sized decode layer deadlocks at ctx " << bindings.at("ctx")
+              << "; nothing was written (please report it)\n";
+    return 3;
+  }
+  std::string at;
+  for (const Bindings& b : llm::sizingContexts(loaded.model->maxCtx)) at += (at.empty() ? "" : ", ") + std::to_string(b.at("ctx"));
+  char line[512];
+  std::snprintf(line, sizeof line, "[2/5] size      %zu FIFOs, to hold at ctx %s\n", compiled.network.fifos.size(),
+                at.c_str());
+  progress(a.verbose, line);
+  std::snprintf(line, sizeof line, "[4/5] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
+                static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
+  progress(a.verbose, line);
+  writeProject(a, loaded, compiled, platform, bindings, begin);
+  if (!a.verbose)
+    std::printf("FIFOs sized to hold at ctx %s; %lld cycles at ctx %lld\n", at.c_str(), static_cast<long long>(r.cycles),
+                static_cast<long long>(bindings.at("ctx")));
+  std::cout << "next: make -C " << a.emit.dir << " csim\n";
+  return 0;
+}
+
 int emitCommand(const EmitArgs& a, const std::string& command) {
   auto begin = std::chrono::steady_clock::now();
   bool v = a.verbose;
@@ -186,7 +216,16 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   CompileOptions options = parseCompileOptions(settings, platform);
 
   progress(v, "[1/5] compile   ");
-  CompileResult compiled = compileGraph(loaded.graph, platform, options);
+  CompileResult compiled;
+  if (loaded.model) {  // the decode layer of `stc simulate --decode`, at its DSP share unless pinned
+    bool pinned = false;
+    for (const auto& s : settings) pinned = pinned || s.rfind("unroll_budget=", 0) == 0;
+    compiled = llm::compileDevice(*loaded.model, platform, options, pinned ? options.unrollBudget : llm::kDecodeShare)
+                   .decodeLayer;
+    compiled.network.name = loaded.graph.name;
+  } else {
+    compiled = compileGraph(loaded.graph, platform, options);
+  }
   const CompileReport& r = compiled.report;
   char line[512];
   std::snprintf(line, sizeof line,
@@ -199,6 +238,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
 
   Bindings bindings = completeBindings(compiled, parseSymbolBindings(command, a.input.ctx, a.input.binds));
   if (loaded.network) return emitWithFileDepths(a, command, loaded, compiled, platform, bindings, begin);
+  if (loaded.model) return emitSizedModel(a, command, loaded, compiled, platform, bindings, begin);
   sizing::SizingOptions sizingOptions;
   sizingOptions.platform = platform;
   sizingOptions.bindings = bindings;
