@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <optional>
+#include <tuple>
 
 #include "compiler/frontend/model_builder.h"
 #include "compiler/sizing/fifo_sizing.h"
@@ -29,11 +30,24 @@ namespace stc::llm {
 
 namespace {
 
-int64_t simulateCycles(const Network& net, const Bindings& b, const Platform& platform) {
+// One simulation: its cycles and its HBM channels' busy fractions (the mean over all the platform's
+// channels, idle ones included, and the busiest).
+struct Run {
+  int64_t cycles = 0;
+  double busyMean = 0, busyMax = 0;
+};
+
+Run simulate(const Network& net, const Bindings& b, const Platform& platform) {
   sim::SimResult r = sim::runDirect(sim::compileProgram(net, b, platform), {});
   if (r.deadlock)
     throw UserError("internal: the compiled network '" + net.name + "' deadlocked; please report it");
-  return r.cycles;
+  Run run;
+  run.cycles = r.cycles;
+  for (const sim::ChannelStats& c : r.hbm) {
+    run.busyMean += c.busyFraction / platform.hbm.channels;
+    run.busyMax = std::max(run.busyMax, c.busyFraction);
+  }
+  return run;
 }
 
 Resources add(const Resources& a, const Resources& b) {
@@ -151,15 +165,18 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
     prefillNets.push_back(std::move(prefills[j].network));
   }
   size_t jobs = ctxs.size() + prompts.size() + (headCycles_ == 0 ? 1 : 0);
-  std::vector<int64_t> cycles(jobs, 0);
+  std::vector<Run> runs(jobs);
   tbb::parallel_for(size_t{0}, jobs, [&](size_t j) {
-    if (j < ctxs.size()) cycles[j] = simulateCycles(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_);
-    else if (j < ctxs.size() + prompts.size()) cycles[j] = simulateCycles(prefillNets[j - ctxs.size()], {}, platform_);
-    else cycles[j] = simulateCycles(head_.network, {}, platform_);
+    if (j < ctxs.size()) runs[j] = simulate(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_);
+    else if (j < ctxs.size() + prompts.size()) runs[j] = simulate(prefillNets[j - ctxs.size()], {}, platform_);
+    else runs[j] = simulate(head_.network, {}, platform_);
   });
-  for (size_t j = 0; j < ctxs.size(); ++j) decodeCycles_[ctxs[j]] = cycles[j];
-  for (size_t j = 0; j < prompts.size(); ++j) prefillCycles_[prompts[j]] = cycles[ctxs.size() + j];
-  if (headCycles_ == 0) headCycles_ = cycles.back();
+  for (size_t j = 0; j < ctxs.size(); ++j) {
+    decodeCycles_[ctxs[j]] = runs[j].cycles;
+    decodeBusy_[ctxs[j]] = {runs[j].busyMean, runs[j].busyMax};
+  }
+  for (size_t j = 0; j < prompts.size(); ++j) prefillCycles_[prompts[j]] = runs[ctxs.size() + j].cycles;
+  if (headCycles_ == 0) headCycles_ = runs.back().cycles;
 }
 
 DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
@@ -197,6 +214,7 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.rooflineTokensPerS = static_cast<double>(gen) / rooflineSeconds;
   r.layerCyclesFirst = decodeCycles_.at(prompt);
   r.layerCyclesLast = decodeCycles_.at(prompt + gen - 1);
+  std::tie(r.layerChannelBusyMean, r.layerChannelBusyMax) = decodeBusy_.at(prompt);
   r.prefillLayerCycles = prefillCycles_.at(prompt);
   r.headCycles = headCycles_;
   // The device holds the decode layer, the prefill layer of this prompt and the head.

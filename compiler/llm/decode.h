@@ -52,7 +52,12 @@ struct DecodeResult {
   Schedule hostLoop;      ///< the paper's: one kernel call per layer (and one for the head)
   Schedule deviceLoop;    ///< one call per token, the device stepping through the layers' weights
   double rooflineTokensPerS = 0;  ///< weight and KV bytes per token over the HBM bandwidth
+  /// deviceLoop.decodeTokensPerS over rooflineTokensPerS (at most 1)
+  double rooflineFraction() const { return rooflineTokensPerS > 0 ? deviceLoop.decodeTokensPerS / rooflineTokensPerS : 0; }
   int64_t layerCyclesFirst = 0, layerCyclesLast = 0;
+  /// The decode layer's HBM channels at the first step: busy time over the layer's, the mean over all
+  /// the platform's channels (idle ones count 0) and the busiest one's.
+  double layerChannelBusyMean = 0, layerChannelBusyMax = 0;
   int64_t prefillLayerCycles = 0, headCycles = 0;
   Resources resources;
   bool fits = false;
@@ -81,6 +86,7 @@ class Estimator {
   CompileOptions options_;
   CompileResult decodeLayer_, head_;
   std::map<int64_t, int64_t> decodeCycles_;   // by ctx
+  std::map<int64_t, std::pair<double, double>> decodeBusy_;  // by ctx: HBM channels busy, mean and max
   std::map<int64_t, int64_t> prefillCycles_;  // by prompt length
   int64_t headCycles_ = 0;
   std::map<int64_t, Resources> prefillResources_;

@@ -24,6 +24,16 @@ TEST(Decode, NeverFasterThanTheRoofline) {
     EXPECT_GT(r.deviceLoop.decodeTokensPerS, r.hostLoop.decodeTokensPerS) << name;
     EXPECT_TRUE(r.fits) << name;
     EXPECT_TRUE(r.fitsHbm) << name;
+    EXPECT_DOUBLE_EQ(r.rooflineFraction(), r.deviceLoop.decodeTokensPerS / r.rooflineTokensPerS) << name;
+    EXPECT_LE(r.rooflineFraction(), 1) << name;
+    // The layer's channels serve at least its weight and KV bytes (8-bit, ctx 16) in its time, and no
+    // channel is busy more than all of it.
+    ModelSpec m = model(name);
+    double bytes = static_cast<double>(layerWeightBytes(m)) + 2.0 * m.kvHeads * m.headDim * 16;
+    double perCycle = 32 * 14.375e9 / 250e6;
+    EXPECT_GE(r.layerChannelBusyMean, bytes / (perCycle * static_cast<double>(r.layerCyclesFirst))) << name;
+    EXPECT_LE(r.layerChannelBusyMean, r.layerChannelBusyMax) << name;
+    EXPECT_LE(r.layerChannelBusyMax, 1) << name;
   }
 }
 

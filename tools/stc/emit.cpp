@@ -188,9 +188,13 @@ int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& 
   }
   std::string at;
   for (const Bindings& b : llm::sizingContexts(loaded.model->maxCtx)) at += (at.empty() ? "" : ", ") + std::to_string(b.at("ctx"));
+  int64_t bits = 0;
+  for (const Fifo& f : compiled.network.fifos) bits += f.depth * f.width;
   char line[512];
-  std::snprintf(line, sizeof line, "[2/5] size      %zu FIFOs, to hold at ctx %s\n", compiled.network.fifos.size(),
-                at.c_str());
+  std::snprintf(line, sizeof line, "[2/5] simulate  at ctx %s, as the decode estimate does\n", at.c_str());
+  progress(a.verbose, line);
+  std::snprintf(line, sizeof line, "[3/5] size      %zu FIFOs: %lld bits, each at the largest depth a ctx asks for\n",
+                compiled.network.fifos.size(), static_cast<long long>(bits));
   progress(a.verbose, line);
   std::snprintf(line, sizeof line, "[4/5] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
                 static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));

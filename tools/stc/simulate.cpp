@@ -72,6 +72,9 @@ nlohmann::json decodeJson(const llm::DecodeResult& r) {
           {"ttft_ms", r.hostLoop.ttftMs},
           {"decode_tokens_per_s", r.hostLoop.decodeTokensPerS},
           {"roofline_tokens_per_s", r.rooflineTokensPerS},
+          {"roofline_fraction", r.rooflineFraction()},
+          {"layer_hbm_busy_mean", r.layerChannelBusyMean},
+          {"layer_hbm_busy_max", r.layerChannelBusyMax},
           {"device_loop", schedule(r.deviceLoop)},
           {"layer_cycles_first", r.layerCyclesFirst},
           {"layer_cycles_last", r.layerCyclesLast},
@@ -110,13 +113,17 @@ int simulateModel(const SimulateArgs& a, const Platform& platform) {
                 first.fits ? "fits" : "DOES NOT FIT", static_cast<double>(first.hbmBytes) / 1e9,
                 first.fitsHbm ? "fits" : "DOES NOT FIT");
   std::cout << line;
-  std::cout << "                 one call per layer (the paper's)        one call per token\n";
-  std::cout << "prompt:gen   latency ms   TTFT ms   tokens/s     latency ms   TTFT ms   tokens/s    roofline tokens/s\n";
+  std::cout << "                 one call per layer (the paper's)        one call per token                 "
+               "roofline          layer's HBM busy\n";
+  std::cout << "prompt:gen   latency ms   TTFT ms   tokens/s     latency ms   TTFT ms   tokens/s    tokens/s  reached"
+               "    mean   max\n";
   for (const auto& r : results) {
-    std::snprintf(line, sizeof line, "%4lld:%-4lld   %10.2f  %8.2f  %9.1f     %10.2f  %8.2f  %9.1f    %9.1f\n",
+    std::snprintf(line, sizeof line,
+                  "%4lld:%-4lld   %10.2f  %8.2f  %9.1f     %10.2f  %8.2f  %9.1f   %9.1f  %6.1f%%  %5.1f%% %5.1f%%\n",
                   static_cast<long long>(r.prompt), static_cast<long long>(r.gen), r.hostLoop.latencyMs, r.hostLoop.ttftMs,
                   r.hostLoop.decodeTokensPerS, r.deviceLoop.latencyMs, r.deviceLoop.ttftMs, r.deviceLoop.decodeTokensPerS,
-                  r.rooflineTokensPerS);
+                  r.rooflineTokensPerS, 100 * r.rooflineFraction(), 100 * r.layerChannelBusyMean,
+                  100 * r.layerChannelBusyMax);
     std::cout << line;
   }
   std::snprintf(line, sizeof line, "(layer cycles %lld at the first decode step, %lld at the last; %.2f s of simulation)\n",
