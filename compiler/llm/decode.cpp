@@ -75,16 +75,17 @@ bool within(const Resources& r, const Resources& cap) {
 
 }  // namespace
 
-std::vector<Bindings> sizingContexts(int64_t maxCtx) {
+std::vector<Bindings> sizingContexts(int64_t maxCtx, int64_t tile) {
   std::vector<Bindings> at;
-  for (int64_t c : {int64_t{1}, int64_t{16}, int64_t{17}, int64_t{128}, maxCtx})
+  for (int64_t c : {int64_t{1}, tile, tile + 1, int64_t{128}, maxCtx})
     if (c <= maxCtx && (at.empty() || at.back().at("ctx") < c)) at.push_back({{"ctx", c}});
   return at;
 }
 
-void sizeDesign(CompileResult& design, const Platform& platform, int64_t maxCtx, const Resources& memory) {
+void sizeDesign(CompileResult& design, const Platform& platform, const Resources& memory) {
   bool overCtx = design.network.symbols().count("ctx") > 0;
-  std::vector<Bindings> at = overCtx ? sizingContexts(maxCtx) : std::vector<Bindings>{Bindings{}};
+  std::vector<Bindings> at = overCtx ? sizingContexts(design.options.maxima.at("ctx"), design.options.tile)
+                                     : std::vector<Bindings>{Bindings{}};
   // Two candidates: weight streams that read ahead by the m_axi read buffer only, and ones that
   // prefetch into deep FIFOs. The prefetch wins when it is faster over the sampled contexts and its
   // memory stays within `memory`.
@@ -101,10 +102,17 @@ void sizeDesign(CompileResult& design, const Platform& platform, int64_t maxCtx,
                       "' deadlocks with unbounded FIFOs; please report it");
     updateResources(candidate, platform);
     int64_t cycles = 0;
-    for (int64_t c : r.cyclesSizedAt) cycles += c;
+    bool held = true;  // the verification's fallback (every FIFO at its cap) holds; a deadlock is a bug
+    for (int64_t c : r.cyclesSizedAt) {
+      cycles += c;
+      held = held && c > 0;
+    }
+    if (!held)
+      throw UserError("internal: the sized network '" + design.network.name +
+                      "' deadlocks; please report it");
     const Resources& got = candidate.report.resources;
-    bool within = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
-    if (!best || (within && cycles < bestCycles)) {
+    bool withinMemory = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
+    if (!best || (withinMemory && cycles < bestCycles)) {
       best = std::move(candidate);
       bestCycles = cycles;
     }
@@ -114,7 +122,7 @@ void sizeDesign(CompileResult& design, const Platform& platform, int64_t maxCtx,
 
 DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
                             double decodeBudget) {
-  options.maxima["ctx"] = model.maxCtx;
+  options.maxima.emplace("ctx", model.maxCtx);  // unless the settings pin it
   CompileOptions decode = options, head = options;
   decode.unrollBudget = decodeBudget;
   head.unrollBudget = kHeadShare;
@@ -123,11 +131,11 @@ DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, Co
   d.head = compileGraph(buildHead(model), platform, head);
   // Memory: the head within its share, the decode layer within what the head and the prefill's share
   // leave.
-  sizeDesign(d.head, platform, model.maxCtx, memoryShare(platform, kHeadShare));
+  sizeDesign(d.head, platform, memoryShare(platform, kHeadShare));
   Resources left = memoryShare(platform, 1 - kPrefillShare);
   left.bram18k -= d.head.report.resources.bram18k;
   left.uram -= d.head.report.resources.uram;
-  sizeDesign(d.decodeLayer, platform, model.maxCtx, left);
+  sizeDesign(d.decodeLayer, platform, left);
   return d;
 }
 
@@ -155,10 +163,11 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   // Prefill networks compile one per prompt length (serially: compiling is fast) and are sized in
   // parallel; every simulation runs in parallel, each into its own slot.
   std::vector<CompileResult> prefills;
-  for (int64_t p : prompts) prefills.push_back(compileGraph(buildPrefillLayer(model_, p), platform_, options_));
+  for (int64_t p : prompts)
+    prefills.push_back(compileGraph(buildPrefillLayer(model_, p), platform_, options_));
   Resources memory = memoryShare(platform_, kPrefillShare);
   tbb::parallel_for(size_t{0}, prefills.size(),
-                    [&](size_t j) { sizeDesign(prefills[j], platform_, model_.maxCtx, memory); });
+                    [&](size_t j) { sizeDesign(prefills[j], platform_, memory); });
   std::vector<Network> prefillNets;
   for (size_t j = 0; j < prompts.size(); ++j) {
     prefillResources_[prompts[j]] = prefills[j].report.resources;
@@ -167,9 +176,12 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   size_t jobs = ctxs.size() + prompts.size() + (headCycles_ == 0 ? 1 : 0);
   std::vector<Run> runs(jobs);
   tbb::parallel_for(size_t{0}, jobs, [&](size_t j) {
-    if (j < ctxs.size()) runs[j] = simulate(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_);
-    else if (j < ctxs.size() + prompts.size()) runs[j] = simulate(prefillNets[j - ctxs.size()], {}, platform_);
-    else runs[j] = simulate(head_.network, {}, platform_);
+    if (j < ctxs.size())
+      runs[j] = simulate(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_);
+    else if (j < ctxs.size() + prompts.size())
+      runs[j] = simulate(prefillNets[j - ctxs.size()], {}, platform_);
+    else
+      runs[j] = simulate(head_.network, {}, platform_);
   });
   for (size_t j = 0; j < ctxs.size(); ++j) {
     decodeCycles_[ctxs[j]] = runs[j].cycles;

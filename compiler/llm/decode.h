@@ -21,18 +21,18 @@ namespace stc::llm {
 inline constexpr double kDecodeShare = 0.48, kHeadShare = 0.25, kPrefillShare = 0.27;
 
 /// The contexts at which a decode layer's FIFOs are sized: both ends of [1, maxCtx], a whole stream
-/// tile (16), one past it (a padded tile) and 128.
-std::vector<Bindings> sizingContexts(int64_t maxCtx);
+/// tile, one past it (a padded tile) and 128.
+std::vector<Bindings> sizingContexts(int64_t maxCtx, int64_t tile);
 
 /// Sizes a compiled design's FIFOs with the LP sizer, in place: a network over ctx to hold at every
-/// context of sizingContexts(maxCtx), any other at once; weight prefetch into deep FIFOs where it is
-/// faster and the design's BRAM and URAM stay within `memory`'s. These are the depths predictions
+/// context of sizingContexts(its max_ctx, its tile), any other at once; weight prefetch into deep FIFOs where
+/// it is faster and the design's BRAM and URAM stay within `memory`'s. These are the depths predictions
 /// simulate and the emitted project gets; the report's resources follow them.
-void sizeDesign(CompileResult& design, const Platform& platform, int64_t maxCtx, const Resources& memory);
+void sizeDesign(CompileResult& design, const Platform& platform, const Resources& memory);
 
 /// The decode layer and the head as the device holds them, sized (the estimator's and the emitted
 /// project's): compiled with `options` (quant, tiles, stripes), the decode layer into `decodeBudget` of
-/// the DSPs and the head into kHeadShare; ctx up to the model's max_ctx.
+/// the DSPs and the head into kHeadShare; ctx up to the model's max_ctx unless options.maxima pins it.
 struct DeviceDesigns {
   CompileResult decodeLayer, head;
 };
@@ -53,7 +53,9 @@ struct DecodeResult {
   Schedule deviceLoop;    ///< one call per token, the device stepping through the layers' weights
   double rooflineTokensPerS = 0;  ///< weight and KV bytes per token over the HBM bandwidth
   /// deviceLoop.decodeTokensPerS over rooflineTokensPerS (at most 1)
-  double rooflineFraction() const { return rooflineTokensPerS > 0 ? deviceLoop.decodeTokensPerS / rooflineTokensPerS : 0; }
+  double rooflineFraction() const {
+    return rooflineTokensPerS > 0 ? deviceLoop.decodeTokensPerS / rooflineTokensPerS : 0;
+  }
   int64_t layerCyclesFirst = 0, layerCyclesLast = 0;
   /// The decode layer's HBM channels at the first step: busy time over the layer's, the mean over all
   /// the platform's channels (idle ones count 0) and the busiest one's.

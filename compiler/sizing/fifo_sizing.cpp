@@ -23,9 +23,9 @@
 //    forms). Sized so, every access happens no later than the schedule says (a task ahead of it stalls
 //    back to it at most), so the network neither deadlocks nor runs slower than step 1, stage groups of
 //    several accesses included. A writer with one output, fed only by such writers, may fall behind (a
-//    DMA read far ahead): depth_f is the smallest depth at which, replaying the writer with back-pressure,
+//    DMA read): depth_f is the smallest depth at which, replaying the writer with back-pressure,
 //    every token is still readable when the reader wants it (bisection). Either way at least 1 and at most
-//    the maximum occupancy of step 1, which never stalls a writer.
+//    the maximum occupancy of step 1, which stalls no writer step 1 did not stall (a DMA read's, 3).
 // 4. Simulate with those depths. On a deadlock, double the FULL FIFOs of the wait-for cycle; when more
 //    than 1% slower than step 1, double the FIFOs whose writers stalled; each capped at the maximum
 //    occupancy, so the loop ends at worst on the maximum-occupancy baseline.
@@ -34,7 +34,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <optional>
 
 #include "compiler/sizing/lp_solver.h"
 #include "sim/engine.h"
@@ -122,7 +121,8 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options) {
   }
   measure.recordCurves = true;
   out.unbounded = sim::runDirect(prog, measure);
-  if (out.unbounded.deadlock) {  // as with every FIFO unbounded: a DMA read, with no input, closes no wait cycle
+  if (out.unbounded
+          .deadlock) {  // as with every FIFO unbounded: a DMA read, with no input, closes no wait cycle
     out.trueDeadlock = true;
     return p;
   }
@@ -230,8 +230,8 @@ struct Check {
   int64_t limit;
 };
 
-// Step 4: verify at every check, raising what the first failing simulation points at; returns the
-// cycles of each check's last run.
+// Step 4: verify at every check, raising what each failing simulation points at; returns the cycles of
+// each check's last run.
 std::vector<int64_t> verify(const std::vector<Check>& checks, const std::vector<int64_t>& cap, int maxRounds,
                             std::vector<int64_t>& depths, int& rounds) {
   size_t nf = depths.size();
@@ -240,22 +240,23 @@ std::vector<int64_t> verify(const std::vector<Check>& checks, const std::vector<
   config.recordStalls = true;
   for (rounds = 1;; ++rounds) {
     config.depths = depths;
-    std::optional<sim::SimResult> failed;
+    bool failed = false;
+    std::vector<char> raise(nf, 0);
     for (size_t c = 0; c < checks.size(); ++c) {
       sim::SimResult run = sim::runDirect(*checks[c].prog, config);
       cycles[c] = run.deadlock ? 0 : run.cycles;
-      if (!failed && (run.deadlock || run.cycles > checks[c].limit)) failed = std::move(run);
+      if (!run.deadlock && run.cycles <= checks[c].limit) continue;
+      failed = true;
+      if (run.deadlock) {  // one of the cycle's FULL links must grow (see sim::findDepthFix)
+        for (const sim::WaitEdge& e : run.deadlockCycle)
+          if (e.write) raise[static_cast<size_t>(e.fifo)] = 1;
+      } else {
+        for (const sim::TaskStats& t : run.tasks)
+          for (const sim::StallSpan& s : t.stalls)
+            if (s.full) raise[static_cast<size_t>(s.fifo)] = 1;
+      }
     }
     if (!failed) break;
-    std::vector<char> raise(nf, 0);
-    if (failed->deadlock) {  // one of the cycle's FULL links must grow (see sim::findDepthFix)
-      for (const sim::WaitEdge& e : failed->deadlockCycle)
-        if (e.write) raise[static_cast<size_t>(e.fifo)] = 1;
-    } else {
-      for (const sim::TaskStats& t : failed->tasks)
-        for (const sim::StallSpan& s : t.stalls)
-          if (s.full) raise[static_cast<size_t>(s.fifo)] = 1;
-    }
     bool grew = false;
     for (size_t f = 0; f < nf; ++f) {
       if (!raise[f] || depths[f] >= cap[f]) continue;
@@ -286,7 +287,9 @@ void settle(const std::vector<int64_t>& depths, SizingResult& out, Network& size
   }
 }
 
-int64_t withinOnePercent(int64_t cycles) { return cycles + cycles / 100; }
+int64_t withinOnePercent(int64_t cycles) {
+  return cycles + cycles / 100;
+}
 
 }  // namespace
 
@@ -295,15 +298,16 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
   Proposal p = propose(prog, options);
   sized = net;
   if (p.out.trueDeadlock) return p.out;
-  std::vector<int64_t> cycles =
-      verify({{&prog, withinOnePercent(p.out.cyclesUnbounded)}}, p.cap, options.maxRounds, p.depths, p.out.rounds);
+  std::vector<int64_t> cycles = verify({{&prog, withinOnePercent(p.out.cyclesUnbounded)}}, p.cap,
+                                       options.maxRounds, p.depths, p.out.rounds);
   p.out.cyclesSized = cycles.front();
+  p.out.cyclesSizedAt = cycles;
   settle(p.depths, p.out, sized);
   return p.out;
 }
 
-SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options, const std::vector<Bindings>& at,
-                             Network& sized) {
+SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
+                             const std::vector<Bindings>& at, Network& sized) {
   if (at.empty()) return sizeFifos(net, options, sized);
   std::vector<sim::Program> progs;
   std::vector<Proposal> proposals;
@@ -325,7 +329,8 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options, c
     for (size_t f = 0; f < last.depths.size(); ++f) {
       last.depths[f] = std::max(last.depths[f], proposals[i].depths[f]);
       last.cap[f] = std::max(last.cap[f], proposals[i].cap[f]);
-      last.out.fifos[f].maxOccupancy = std::max(last.out.fifos[f].maxOccupancy, proposals[i].out.fifos[f].maxOccupancy);
+      last.out.fifos[f].maxOccupancy =
+          std::max(last.out.fifos[f].maxOccupancy, proposals[i].out.fifos[f].maxOccupancy);
     }
   }
   std::vector<int64_t> cycles = verify(checks, last.cap, options.maxRounds, last.depths, last.out.rounds);

@@ -71,7 +71,7 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
 /// binding sized alone, every FIFO at the largest depth any asks for, verified at every binding (raised
 /// where one deadlocks or runs more than 1% over its unbounded run). The result's measurements are the
 /// last binding's.
-SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options, const std::vector<Bindings>& at,
-                             Network& sized);
+SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
+                             const std::vector<Bindings>& at, Network& sized);
 
 }  // namespace stc::sizing

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <memory>
+#include <mutex>
 
 namespace stc::sizing {
 
@@ -39,6 +40,10 @@ DifferenceSolution solveDifferenceProblem(const DifferenceProblem& problem) {
     out.optimal = true;
     return out;
   }
+  // GLPK keeps its environment in a global unless built thread-local; designs are sized in parallel
+  // (llm/decode.cpp), so one LP at a time (each takes milliseconds).
+  static std::mutex glpk;
+  std::lock_guard<std::mutex> lock(glpk);
   std::unique_ptr<glp_prob, decltype(&glp_delete_prob)> lp(glp_create_prob(), &glp_delete_prob);
   glp_set_obj_dir(lp.get(), GLP_MIN);
   glp_add_cols(lp.get(), problem.variables);

@@ -1,12 +1,13 @@
 // The stc command line, run as a user runs it: exit codes and messages.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 namespace {
 
@@ -99,6 +100,11 @@ TEST(Cli, BadInputsExitOne) {
   o = stc("emit /nonexistent.yaml -o y");
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.out.find("/nonexistent.yaml"), std::string::npos);
+  std::string dir = ::testing::TempDir() + "beyond_max_ctx";
+  o = stc("emit " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --ctx 65 -o " + dir);  // max_ctx 64
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc emit: error: --ctx 65 is beyond the model's max_ctx (64)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 // One 4 KiB burst of 64 tokens on channel 0: token k arrives at 26.675 + 64 (k + 1) / 57.5 cycles, the

@@ -3,14 +3,16 @@
 //   load the graph (YAML graph, ONNX, or an LLM model file: its decode layer, chained over its layers)
 //   -> compile -> simulate with unbounded FIFOs -> size the FIFOs (LP) -> simulate again to verify
 //   -> emit (compiler/emit). `run` prints each stage's figures; `emit` prints what it wrote.
+#include "compiler/emit/emit.h"
+
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <iostream>
-#include <unistd.h>
+#include <optional>
 
-#include "compiler/emit/emit.h"
 #include "compiler/frontend/model_builder.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/model_spec.h"
@@ -178,31 +180,39 @@ int emitWithFileDepths(const EmitArgs& a, const std::string& command, const Load
 
 // A model's decode layer, sized at every ctx (llm::sizingContexts) as the estimator simulates it: one
 // simulation at the bindings shows the depths hold.
-int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& loaded, CompileResult& compiled,
-                   const Platform& platform, const Bindings& bindings, std::chrono::steady_clock::time_point begin) {
-  sim::SimResult r = sim::runDirect(sim::compileProgram(compiled.network, bindings, platform), sim::RunConfig{});
+int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& loaded,
+                   CompileResult& compiled, const Platform& platform, const Bindings& bindings,
+                   std::chrono::steady_clock::time_point begin) {
+  int64_t maxCtx = compiled.options.maxima.at("ctx");
+  if (bindings.at("ctx") > maxCtx)
+    throw UserError(command + ": error: --ctx " + std::to_string(bindings.at("ctx")) +
+                    " is beyond the model's max_ctx (" + std::to_string(maxCtx) + ")");
+  sim::SimResult r =
+      sim::runDirect(sim::compileProgram(compiled.network, bindings, platform), sim::RunConfig{});
   if (r.deadlock) {  // the sizer verified every sampled ctx; another may still deadlock
     std::cerr << command << ": the sized decode layer deadlocks at ctx " << bindings.at("ctx")
               << "; nothing was written (please report it)\n";
     return 3;
   }
   std::string at;
-  for (const Bindings& b : llm::sizingContexts(loaded.model->maxCtx)) at += (at.empty() ? "" : ", ") + std::to_string(b.at("ctx"));
+  for (const Bindings& b : llm::sizingContexts(maxCtx, compiled.options.tile))
+    at += (at.empty() ? "" : ", ") + std::to_string(b.at("ctx"));
   int64_t bits = 0;
   for (const Fifo& f : compiled.network.fifos) bits += f.depth * f.width;
   char line[512];
-  std::snprintf(line, sizeof line, "[2/5] simulate  at ctx %s, as the decode estimate does\n", at.c_str());
+  std::snprintf(line, sizeof line, "[2/5] simulate  at ctx %s (as for the decode estimate)\n", at.c_str());
   progress(a.verbose, line);
-  std::snprintf(line, sizeof line, "[3/5] size      %zu FIFOs: %lld bits, each at the largest depth a ctx asks for\n",
+  std::snprintf(line, sizeof line, "[3/5] size      %zu FIFOs: %lld bits, to hold at each of those ctx\n",
                 compiled.network.fifos.size(), static_cast<long long>(bits));
   progress(a.verbose, line);
-  std::snprintf(line, sizeof line, "[4/5] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
+  std::snprintf(line, sizeof line,
+                "[4/5] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
                 static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
   progress(a.verbose, line);
   writeProject(a, loaded, compiled, platform, bindings, begin);
   if (!a.verbose)
-    std::printf("FIFOs sized to hold at ctx %s; %lld cycles at ctx %lld\n", at.c_str(), static_cast<long long>(r.cycles),
-                static_cast<long long>(bindings.at("ctx")));
+    std::printf("FIFOs sized to hold at ctx %s; %lld cycles at ctx %lld\n", at.c_str(),
+                static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
   std::cout << "next: make -C " << a.emit.dir << " csim\n";
   return 0;
 }
@@ -224,7 +234,8 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   if (loaded.model) {  // the decode layer of `stc simulate --decode`, at its DSP share unless pinned
     bool pinned = false;
     for (const auto& s : settings) pinned = pinned || s.rfind("unroll_budget=", 0) == 0;
-    compiled = llm::compileDevice(*loaded.model, platform, options, pinned ? options.unrollBudget : llm::kDecodeShare)
+    compiled = llm::compileDevice(*loaded.model, platform, options,
+                                  pinned ? options.unrollBudget : llm::kDecodeShare)
                    .decodeLayer;
     compiled.network.name = loaded.graph.name;
   } else {

@@ -81,8 +81,11 @@ nlohmann::json decodeJson(const llm::DecodeResult& r) {
           {"prefill_layer_cycles", r.prefillLayerCycles},
           {"head_cycles", r.headCycles},
           {"resources",
-           {{"dsp", r.resources.dsp}, {"bram18k", r.resources.bram18k}, {"uram", r.resources.uram},
-            {"lut", r.resources.lut}, {"ff", r.resources.ff}}},
+           {{"dsp", r.resources.dsp},
+            {"bram18k", r.resources.bram18k},
+            {"uram", r.resources.uram},
+            {"lut", r.resources.lut},
+            {"ff", r.resources.ff}}},
           {"fits", r.fits},
           {"hbm_bytes", r.hbmBytes},
           {"fits_hbm", r.fitsHbm},
@@ -115,15 +118,16 @@ int simulateModel(const SimulateArgs& a, const Platform& platform) {
   std::cout << line;
   std::cout << "                 one call per layer (the paper's)        one call per token                 "
                "roofline          layer's HBM busy\n";
-  std::cout << "prompt:gen   latency ms   TTFT ms   tokens/s     latency ms   TTFT ms   tokens/s    tokens/s  reached"
-               "    mean   max\n";
+  std::cout << "prompt:gen   latency ms   TTFT ms   tokens/s     latency ms   TTFT ms   tokens/s    "
+               "tokens/s  reached    mean   max\n";
   for (const auto& r : results) {
-    std::snprintf(line, sizeof line,
-                  "%4lld:%-4lld   %10.2f  %8.2f  %9.1f     %10.2f  %8.2f  %9.1f   %9.1f  %6.1f%%  %5.1f%% %5.1f%%\n",
-                  static_cast<long long>(r.prompt), static_cast<long long>(r.gen), r.hostLoop.latencyMs, r.hostLoop.ttftMs,
-                  r.hostLoop.decodeTokensPerS, r.deviceLoop.latencyMs, r.deviceLoop.ttftMs, r.deviceLoop.decodeTokensPerS,
-                  r.rooflineTokensPerS, 100 * r.rooflineFraction(), 100 * r.layerChannelBusyMean,
-                  100 * r.layerChannelBusyMax);
+    std::snprintf(
+        line, sizeof line,
+        "%4lld:%-4lld   %10.2f  %8.2f  %9.1f     %10.2f  %8.2f  %9.1f   %9.1f  %6.1f%%  %5.1f%% %5.1f%%\n",
+        static_cast<long long>(r.prompt), static_cast<long long>(r.gen), r.hostLoop.latencyMs,
+        r.hostLoop.ttftMs, r.hostLoop.decodeTokensPerS, r.deviceLoop.latencyMs, r.deviceLoop.ttftMs,
+        r.deviceLoop.decodeTokensPerS, r.rooflineTokensPerS, 100 * r.rooflineFraction(),
+        100 * r.layerChannelBusyMean, 100 * r.layerChannelBusyMax);
     std::cout << line;
   }
   std::snprintf(line, sizeof line, "(layer cycles %lld at the first decode step, %lld at the last; %.2f s of simulation)\n",
