@@ -106,9 +106,7 @@ int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
 void updateResources(CompileResult& c, const Platform& platform) {
   CompileReport& r = c.report;
   r.resources = estimateResources(c.kernels, c.network, r);
-  const Resources& cap = platform.resources;
-  r.fits = r.resources.dsp <= cap.dsp && r.resources.lut <= cap.lut && r.resources.bram18k <= cap.bram18k &&
-           r.resources.uram <= cap.uram && r.resources.ff <= cap.ff;
+  r.fits = r.resources.within(platform.resources);
 }
 
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform) {

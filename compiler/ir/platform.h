@@ -28,6 +28,10 @@ struct HbmConfig {
 struct Resources {
   int64_t lut = 0, ff = 0, dsp = 0, bram18k = 0, uram = 0;
   int slrs = 0;
+  /// Every count at most cap's (SLRs aside).
+  bool within(const Resources& cap) const {
+    return lut <= cap.lut && ff <= cap.ff && dsp <= cap.dsp && bram18k <= cap.bram18k && uram <= cap.uram;
+  }
 };
 
 struct Platform {

@@ -20,7 +20,6 @@
 
 #include <chrono>
 #include <optional>
-#include <tuple>
 
 #include "compiler/frontend/model_builder.h"
 #include "compiler/sizing/fifo_sizing.h"
@@ -30,18 +29,11 @@ namespace stc::llm {
 
 namespace {
 
-// One simulation: its cycles and its HBM channels' busy fractions (the mean over all the platform's
-// channels, idle ones included, and the busiest).
-struct Run {
-  int64_t cycles = 0;
-  double busyMean = 0, busyMax = 0;
-};
-
-Run simulate(const Network& net, const Bindings& b, const Platform& platform) {
+DesignRun simulate(const Network& net, const Bindings& b, const Platform& platform) {
   sim::SimResult r = sim::runDirect(sim::compileProgram(net, b, platform), {});
   if (r.deadlock)
     throw UserError("internal: the compiled network '" + net.name + "' deadlocked; please report it");
-  Run run;
+  DesignRun run;
   run.cycles = r.cycles;
   for (const sim::ChannelStats& c : r.hbm) {
     run.busyMean += c.busyFraction / platform.hbm.channels;
@@ -67,10 +59,6 @@ Resources memoryShare(const Platform& platform, double share) {
   r.bram18k = static_cast<int64_t>(share * static_cast<double>(platform.resources.bram18k));
   r.uram = static_cast<int64_t>(share * static_cast<double>(platform.resources.uram));
   return r;
-}
-
-bool within(const Resources& r, const Resources& cap) {
-  return r.lut <= cap.lut && r.ff <= cap.ff && r.dsp <= cap.dsp && r.bram18k <= cap.bram18k && r.uram <= cap.uram;
 }
 
 }  // namespace
@@ -156,7 +144,7 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
                       " needs a prompt and a generation of at least 1 token, together at most max_ctx (" +
                       std::to_string(model_.maxCtx) + ")");
     for (int64_t c = prompt; c < prompt + gen; ++c)
-      if (!decodeCycles_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
+      if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
     if (!prefillCycles_.count(prompt) && std::find(prompts.begin(), prompts.end(), prompt) == prompts.end())
       prompts.push_back(prompt);
   }
@@ -174,7 +162,7 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
     prefillNets.push_back(std::move(prefills[j].network));
   }
   size_t jobs = ctxs.size() + prompts.size() + (headCycles_ == 0 ? 1 : 0);
-  std::vector<Run> runs(jobs);
+  std::vector<DesignRun> runs(jobs);
   tbb::parallel_for(size_t{0}, jobs, [&](size_t j) {
     if (j < ctxs.size())
       runs[j] = simulate(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_);
@@ -183,10 +171,7 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
     else
       runs[j] = simulate(head_.network, {}, platform_);
   });
-  for (size_t j = 0; j < ctxs.size(); ++j) {
-    decodeCycles_[ctxs[j]] = runs[j].cycles;
-    decodeBusy_[ctxs[j]] = {runs[j].busyMean, runs[j].busyMax};
-  }
+  for (size_t j = 0; j < ctxs.size(); ++j) decodeRuns_[ctxs[j]] = runs[j];
   for (size_t j = 0; j < prompts.size(); ++j) prefillCycles_[prompts[j]] = runs[ctxs.size() + j].cycles;
   if (headCycles_ == 0) headCycles_ = runs.back().cycles;
 }
@@ -207,7 +192,7 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   double bandwidth = platform_.hbm.channels * platform_.hbm.channelGbps * 1e9;
   double kvBytesPerToken = 2.0 * model_.kvHeads * static_cast<double>(model_.headDim) * (model_.quant == "w4a8" ? 1 : 4);
   for (int64_t c = prompt; c < prompt + gen; ++c) {
-    double l = static_cast<double>(decodeCycles_.at(c));
+    double l = static_cast<double>(decodeRuns_.at(c).cycles);
     stepsHost += layers * (l + overhead) + hd + overhead;
     stepsDevice += layers * l + hd + overhead;
     double bytes = layers * (static_cast<double>(layerWeightBytes(model_)) + kvBytesPerToken * static_cast<double>(c)) +
@@ -224,14 +209,16 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.hostLoop = schedule(ttftHost, stepsHost);
   r.deviceLoop = schedule(ttftDevice, stepsDevice);
   r.rooflineTokensPerS = static_cast<double>(gen) / rooflineSeconds;
-  r.layerCyclesFirst = decodeCycles_.at(prompt);
-  r.layerCyclesLast = decodeCycles_.at(prompt + gen - 1);
-  std::tie(r.layerChannelBusyMean, r.layerChannelBusyMax) = decodeBusy_.at(prompt);
+  const DesignRun& first = decodeRuns_.at(prompt);
+  r.layerCyclesFirst = first.cycles;
+  r.layerCyclesLast = decodeRuns_.at(prompt + gen - 1).cycles;
+  r.layerChannelBusyMean = first.busyMean;
+  r.layerChannelBusyMax = first.busyMax;
   r.prefillLayerCycles = prefillCycles_.at(prompt);
   r.headCycles = headCycles_;
   // The device holds the decode layer, the prefill layer of this prompt and the head.
   r.resources = add(add(decodeLayer_.report.resources, head_.report.resources), prefillResources_.at(prompt));
-  r.fits = within(r.resources, platform_.resources);
+  r.fits = r.resources.within(platform_.resources);
   r.hbmBytes = model_.layers * (layerWeightBytes(model_) + static_cast<int64_t>(kvBytesPerToken) * model_.maxCtx) +
                headWeightBytes(model_);
   r.fitsHbm = r.hbmBytes <= platform_.hbm.channels * platform_.hbm.channelBytes;

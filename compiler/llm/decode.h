@@ -39,6 +39,13 @@ struct DeviceDesigns {
 DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
                             double decodeBudget = kDecodeShare);
 
+/// One simulation of a design: its cycles and its HBM channels' busy fractions (the mean over all the
+/// platform's channels, idle ones included, and the busiest).
+struct DesignRun {
+  int64_t cycles = 0;
+  double busyMean = 0, busyMax = 0;
+};
+
 /// How the layers are invoked for each token.
 struct Schedule {
   double latencyMs = 0;
@@ -87,8 +94,7 @@ class Estimator {
   Platform platform_;
   CompileOptions options_;
   CompileResult decodeLayer_, head_;
-  std::map<int64_t, int64_t> decodeCycles_;   // by ctx
-  std::map<int64_t, std::pair<double, double>> decodeBusy_;  // by ctx: HBM channels busy, mean and max
+  std::map<int64_t, DesignRun> decodeRuns_;   // by ctx
   std::map<int64_t, int64_t> prefillCycles_;  // by prompt length
   int64_t headCycles_ = 0;
   std::map<int64_t, Resources> prefillResources_;

@@ -121,8 +121,8 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options) {
   }
   measure.recordCurves = true;
   out.unbounded = sim::runDirect(prog, measure);
-  if (out.unbounded
-          .deadlock) {  // as with every FIFO unbounded: a DMA read, with no input, closes no wait cycle
+  // A deadlock here is one with every FIFO unbounded: a DMA read, with no input, closes no wait cycle.
+  if (out.unbounded.deadlock) {
     out.trueDeadlock = true;
     return p;
   }
@@ -294,16 +294,7 @@ int64_t withinOnePercent(int64_t cycles) {
 }  // namespace
 
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized) {
-  sim::Program prog = sim::compileProgram(net, options.bindings, options.platform);
-  Proposal p = propose(prog, options);
-  sized = net;
-  if (p.out.trueDeadlock) return p.out;
-  std::vector<int64_t> cycles = verify({{&prog, withinOnePercent(p.out.cyclesUnbounded)}}, p.cap,
-                                       options.maxRounds, p.depths, p.out.rounds);
-  p.out.cyclesSized = cycles.front();
-  p.out.cyclesSizedAt = cycles;
-  settle(p.depths, p.out, sized);
-  return p.out;
+  return sizeFifosAcross(net, options, {Bindings{}}, sized);
 }
 
 SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
