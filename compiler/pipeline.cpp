@@ -48,7 +48,17 @@ void addBuffer(int64_t bytes, Resources& r) {
   else r.uram += (bits + 294911) / 294912;
 }
 
-Resources estimateResources(const KernelGraph& kg, const Network& net, const CompileReport& counts) {
+void addMemory(const sizing::MemoryBinding& m, Resources& r) {
+  if (m.kind == "bram18k")
+    r.bram18k += m.units;
+  else if (m.kind == "uram")
+    r.uram += m.units;
+  else
+    r.lut += m.units;
+}
+
+Resources estimateResources(const KernelGraph& kg, const Network& net, const CompileReport& counts,
+                            const HbmConfig& hbm) {
   Resources r;
   for (const Kernel& k : kg.kernels) {
     r.dsp += k.dsp;
@@ -61,11 +71,11 @@ Resources estimateResources(const KernelGraph& kg, const Network& net, const Com
       r.lut += 300;
       continue;
     }
-    sizing::MemoryBinding m = sizing::bindMemory(f.depth, f.width);
-    if (m.kind == "bram18k") r.bram18k += m.units;
-    else if (m.kind == "uram") r.uram += m.units;
-    else r.lut += m.units;
+    addMemory(sizing::bindMemory(f.depth, f.width), r);
   }
+  for (const Task& t : net.tasks)  // the m_axi adapter's read or write buffer of each DMA
+    if (t.isDma())
+      addMemory(sizing::bindMemory(dmaBufferWords(hbm, t.kind == TaskKind::kDmaWrite), kDmaTokenBits), r);
   r.lut += 2000 * counts.dmas + 200 * counts.adapters;  // an AXI master per DMA; adapters are shift logic
   r.ff = 2 * r.lut;
   return r;
@@ -105,7 +115,7 @@ int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
 
 void updateResources(CompileResult& c, const Platform& platform) {
   CompileReport& r = c.report;
-  r.resources = estimateResources(c.kernels, c.network, r);
+  r.resources = estimateResources(c.kernels, c.network, r, platform.hbm);
   r.fits = r.resources.within(platform.resources);
 }
 

@@ -44,7 +44,9 @@ struct ProjectFile {
 /// group. Throws UserError naming the op or task it cannot emit.
 /// With quant (W4A8 scales), streams carry the compiled network's dtypes and kernels compute as
 /// reference/quantized.h describes; without, every stream carries f32.
-std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled, const QuantPlan* quant = nullptr);
+/// DMA ports get the bursts and outstanding requests of `hbm`, as the HBM model simulates them.
+std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled, const HbmConfig& hbm,
+                                     const QuantPlan* quant = nullptr);
 
 /// The symbols a project's code uses: the network's tripcounts and the tensors' shapes.
 std::set<std::string> projectSymbols(const CompileResult& compiled);

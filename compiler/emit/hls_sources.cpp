@@ -54,8 +54,8 @@ std::vector<std::string> taskFifos(const Task& t) {
 
 class SourceEmitter {
  public:
-  SourceEmitter(const Graph& g, const CompileResult& c, const QuantPlan* quant)
-      : graph_(g), compiled_(c), symbols_(projectSymbols(c)) {
+  SourceEmitter(const Graph& g, const CompileResult& c, const HbmConfig& hbm, const QuantPlan* quant)
+      : graph_(g), compiled_(c), hbm_(hbm), symbols_(projectSymbols(c)) {
     ctx_.graph = &g;
     ctx_.compiled = &c;
     ctx_.quant = quant;
@@ -164,8 +164,8 @@ class SourceEmitter {
     for (const Task* t : tasks) {
       if (!t->isDma()) continue;
       const std::string& port = dmaArgs_.at(t->name);
-      c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
-             " offset=slave max_widen_bitwidth=512  // HBM[" + std::to_string(t->channel) + "]");
+      c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port + " offset=slave " +
+             axiOptions() + "  // HBM[" + std::to_string(t->channel) + "]");
       if (role(*t).kind == TaskRole::kGather)
         c.line("#pragma HLS INTERFACE m_axi port=" + port + "_ids bundle=" + port + " offset=slave  // token ids");
     }
@@ -254,6 +254,17 @@ class SourceEmitter {
     c.blank();
   }
 
+  // The m_axi options of every DMA port: the width, bursts and outstanding requests the HBM model
+  // simulates (configs/u55c.yaml, burst_bytes_max and outstanding_*), so the adapter's buffers are the
+  // ones the resource estimate counts.
+  std::string axiOptions() const {
+    std::string beats = std::to_string(hbm_.burstBytesMax / (kDmaTokenBits / 8));
+    return "max_widen_bitwidth=" + std::to_string(kDmaTokenBits) + " max_read_burst_length=" + beats +
+           " max_write_burst_length=" + beats +
+           " num_read_outstanding=" + std::to_string(hbm_.outstandingReads) +
+           " num_write_outstanding=" + std::to_string(hbm_.outstandingWrites);
+  }
+
   // The pointer type of a DMA's memory argument.
   std::string memoryType(const Task& t) const {
     std::string type = emit::storageOf(ctx_.dtype(role(t).order.dtype)).type;
@@ -281,6 +292,7 @@ class SourceEmitter {
 
   const Graph& graph_;
   const CompileResult& compiled_;
+  const HbmConfig& hbm_;
   std::set<std::string> symbols_;
   emit::EmitContext ctx_;
   std::map<std::string, const TaskRole*> regionOf_;
@@ -303,8 +315,9 @@ Bindings completeBindings(const CompileResult& compiled, Bindings given) {
   return given;
 }
 
-std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled, const QuantPlan* quant) {
-  return SourceEmitter(graph, compiled, quant).run();
+std::vector<ProjectFile> emitKernels(const Graph& graph, const CompileResult& compiled, const HbmConfig& hbm,
+                                     const QuantPlan* quant) {
+  return SourceEmitter(graph, compiled, hbm, quant).run();
 }
 
 std::string topFunctionName(const Graph& graph, int group) { return SourceEmitter::topName(graph, group); }

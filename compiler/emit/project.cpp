@@ -110,7 +110,7 @@ class ProjectWriter {
   std::vector<ProjectFile> files() {
     std::vector<ProjectFile> dataFiles;
     data(dataFiles);  // under W4A8 also calibrates: the kernels carry the scales
-    std::vector<ProjectFile> out = emitKernels(graph_, compiled_, quant_ ? &plan_ : nullptr);
+    std::vector<ProjectFile> out = emitKernels(graph_, compiled_, platform_.hbm, quant_ ? &plan_ : nullptr);
     out.push_back({"src/layout.h", layoutHeader()});
     out.push_back({"csim/hls_stream.h", csimStreamHeader()});
     out.push_back({"csim/hls_streamofblocks.h", csimBlocksHeader()});

@@ -504,6 +504,10 @@ Platform parsePlatform(const std::string& text, const std::string& file) {
   if (h.channelGbps > busGbps * 1.0001)
     r.error(hbm["channel_gbps"], "channel_gbps",
             "exceeds what bus_bits at clock_mhz can carry (" + std::to_string(busGbps) + " GB/s)");
+  if (h.burstBytesMax % 64 != 0 || h.burstBytesMax > 4096)
+    r.error(hbm["burst_bytes_max"], "burst_bytes_max",
+            "must be a whole number of 64-byte words (the kernels' 512-bit ports) and at most 4096 (an AXI "
+            "burst never crosses a 4 KiB boundary)");
   if (h.burstBytesMax % (h.busBits / 8) != 0)
     r.error(hbm["burst_bytes_max"], "burst_bytes_max", "must be a whole number of bus beats");
   if (h.groupChannels > h.channels || h.channels % h.groupChannels != 0)

@@ -20,8 +20,6 @@ namespace stc {
 
 namespace {
 
-constexpr int64_t kDmaTokenBits = 512;  // an HBM channel's AXI data width at the kernel (two 256-bit beats)
-
 std::string orderKey(const StreamOrder& o) {
   std::string s = o.dtype + "|";
   for (auto e : o.element) s += std::to_string(e) + ",";

@@ -14,6 +14,17 @@
 
 namespace stc {
 
+/// The data width of every DMA's m_axi port and of its widened tokens: one kernel-side AXI word (two
+/// 256-bit HBM beats).
+constexpr int64_t kDmaTokenBits = 512;
+
+/// The m_axi adapter's buffer of one DMA in words of kDmaTokenBits: outstanding bursts of
+/// burst_bytes_max each (UG1399, "Controlling AXI4 Burst Behavior": num_*_outstanding x
+/// max_*_burst_length words).
+inline int64_t dmaBufferWords(const HbmConfig& hbm, bool write) {
+  return (write ? hbm.outstandingWrites : hbm.outstandingReads) * hbm.burstBytesMax / (kDmaTokenBits / 8);
+}
+
 struct StreamCounts {
   int kernels = 0;
   int converters = 0;

@@ -226,6 +226,27 @@ TEST(Compiler, ResourcesAddUp) {
   EXPECT_GT(ra.dsp, 0);
 }
 
+// Every DMA's m_axi adapter buffers outstanding bursts of 512-bit words (UG1399): at the default 4 reads of
+// 1 KiB, 64 words in LUTRAM, one LUT per bit (512); at 8 reads, 128 words in BRAM_18K, 15 blocks wide
+// (ceil(512 / 36)) and one deep. Nothing else about the compiled design changes with the buffer.
+TEST(Compiler, DmaBuffersAreCounted) {
+  Graph g = loadGraph(graphFile("mlp.yaml"));
+  CompileOptions o = parseCompileOptions({"unroll_budget=0.001", "max_stripe=8"}, defaultPlatform());
+  Platform deeper = defaultPlatform();
+  deeper.hbm.outstandingReads = 8;
+  CompileResult a = compileGraph(g, defaultPlatform(), o), b = compileGraph(g, deeper, o);
+  int64_t reads = 0, writes = 0;
+  for (const Task& t : a.network.tasks) {
+    reads += t.kind == TaskKind::kDmaRead;
+    writes += t.kind == TaskKind::kDmaWrite;
+  }
+  ASSERT_GT(reads, 1);
+  ASSERT_GT(writes, 0);
+  EXPECT_EQ(a.report.resources.lut - b.report.resources.lut, 512 * reads);
+  EXPECT_EQ(b.report.resources.bram18k - a.report.resources.bram18k, 15 * reads);
+  EXPECT_EQ(b.report.resources.dsp, a.report.resources.dsp);
+}
+
 // f32 weights are bound by HBM bandwidth (a 16 x 16 tile is 1 KiB, more than 8 channels deliver per
 // cycle), so unrolling them buys nothing and the search leaves them; W4A8 tiles (128 bytes) are not, and
 // a larger DSP budget unrolls them further and runs faster.

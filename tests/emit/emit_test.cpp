@@ -331,7 +331,13 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
     size_t at = cfg.find(key);
     ASSERT_NE(at, std::string::npos) << t.name;
     EXPECT_EQ(std::stoi(cfg.substr(at + key.size())), t.channel) << t.name;  // HBM[n] or a range from n
-    EXPECT_NE(src.find("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port + " "), std::string::npos);
+    // The bursts and outstanding requests the HBM model simulates: 1024 / 64 = 16 beats, 4 in flight.
+    EXPECT_NE(
+        src.find("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
+                 " offset=slave max_widen_bitwidth=512 max_read_burst_length=16 max_write_burst_length=16 "
+                 "num_read_outstanding=4 num_write_outstanding=4  // HBM["),
+        std::string::npos)
+        << port;
   }
   EXPECT_GT(dmas, 0);
   EXPECT_NE(cfg.find("nk=attention_decode_g0:1:attention_decode_g0_1\n"), std::string::npos);

@@ -51,6 +51,12 @@ TEST(Platform, BadFieldsAreNamed) {
   EXPECT_EQ(errorOf("channel_gbps: 14.375", "channel_gbps: 99"),
             "error: field 'channel_gbps': exceeds what bus_bits at clock_mhz can carry (14.400000 GB/s)");
   EXPECT_EQ(errorOf("dsp: 9024", "dsp: lots"), "error: field 'dsp': expected an integer, got 'lots'");
+  const char* burst =
+      "error: field 'burst_bytes_max': must be a whole number of 64-byte words (the kernels' 512-bit ports) "
+      "and at "
+      "most 4096 (an AXI burst never crosses a 4 KiB boundary)";
+  EXPECT_EQ(errorOf("burst_bytes_max: 1024", "burst_bytes_max: 8192"), burst);
+  EXPECT_EQ(errorOf("burst_bytes_max: 1024", "burst_bytes_max: 96"), burst);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The HBM model on figures derived by hand from configs/u55c.yaml: 250 MHz kernel clock, 14.375 GB/s per
-// pseudo-channel (57.5 bytes per kernel cycle), 106.7 ns read latency (26.675 cycles), 4 KiB bursts,
-// 16 outstanding reads, 4 channels per switch group, half bandwidth across the lateral switch.
+// pseudo-channel (57.5 bytes per kernel cycle), 106.7 ns read latency (26.675 cycles), 1 KiB bursts,
+// 4 outstanding reads, 4 channels per switch group, half bandwidth across the lateral switch.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -108,10 +108,12 @@ TEST_P(Hbm, SymbolicBytes) {
 }
 
 // Two groups (kernel invocations) passing 4 KiB through HBM. Group 0: a writes tokens at 1..64, the
-// dma_write reads them at 2..65 and requests its one burst at 65 (7475 ticks); the channel takes
-// 4096 x 2 ticks and acknowledges 3068 ticks (106.7 ns) later: tick 18735, cycle 163, so group 0 ends at
-// 164. Group 1 starts after the host's 50 us (12500 cycles): its dma_read requests at 12664, the last
-// byte arrives at 12664 x 115 + 3068 + 8192 = 1467620 ticks, cycle 12762; b reads it at 12763.
+// dma_write reads them at 2..65 and requests a 1 KiB burst after each 16th token, at cycles 17, 33, 49
+// and 65 (tick 1955 for the first); the channel takes 1024 x 2 ticks per burst, back to back, so the last
+// ends at tick 1955 + 4 x 2048 = 10147 and is acknowledged 3068 ticks (106.7 ns) later: tick 13215,
+// cycle 115, so group 0 ends at 116. Group 1 starts after the host's 50 us (12500 cycles): its dma_read
+// requests at 12616; the first token arrives at 12616 x 115 + 3068 + 128 ticks, cycle 12644, the last at
+// 12616 x 115 + 3068 + 8192 = 1462100 ticks, cycle 12714; b reads it at 12715.
 TEST_P(Hbm, GroupsRunOneAfterAnother) {
   std::string s =
       "network: two_groups\nfifos: [{name: x, width: 512}, {name: y, width: 512}]\ntasks:\n"
@@ -121,9 +123,9 @@ TEST_P(Hbm, GroupsRunOneAfterAnother) {
       "  - {name: b, group: 1, phases: [{trip: [64], ports: [{fifo: y, dir: in}]}]}\n";
   sim::SimResult r = simulateText(s, GetParam());
   ASSERT_FALSE(r.deadlock);
-  EXPECT_EQ(task(r, "save").end, 164);
-  EXPECT_EQ(task(r, "load").start, 12692);  // the first token: ceil((1456360 + 3068 + 128) / 115)
-  EXPECT_EQ(r.cycles, 12764);
+  EXPECT_EQ(task(r, "save").end, 116);
+  EXPECT_EQ(task(r, "load").start, 12644);
+  EXPECT_EQ(r.cycles, 12716);
   EXPECT_EQ(r.hbm[0].bytesRead, 4096);
   EXPECT_EQ(r.hbm[0].bytesWritten, 4096);
 }
