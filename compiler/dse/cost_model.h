@@ -13,6 +13,15 @@ namespace stc {
 
 /// DSP48E2 slices per multiply-accumulate: 0.5 for w4a8 and i8 (two MACs per DSP), 1 for i16, 2 for
 /// f16/bf16, 5 for f32 (3 for the multiplier, 2 for the adder).
+///
+/// The packing rule for w4a8 and i8: two multiplications that share one operand go through one DSP48E2's
+/// 27 x 18 multiplier, the two other operands placed 18 bits apart on the 27-bit input, (w1 * 2^18 + w2)
+/// * a = w1*a * 2^18 + w2*a, with the low product's sign corrected when the two are separated (AMD WP486,
+/// "Deep Learning with INT8 Optimization on Xilinx Devices", which packs two int8 products this way; a
+/// 4-bit weight times an 8-bit activation is a 12-bit product, narrower than WP486's 16, so the same
+/// layout holds it with more guard bits). In a matmul tile the shared operand is the activation: the Tn
+/// output columns of one k multiply the same x[k], so pairs of columns share a DSP. Four products per DSP
+/// (AMD WP521, INT4 optimisation) need both operands at 4 bits, which w4a8's 8-bit activations are not.
 double dspPerMac(const std::string& arithmetic);
 
 /// Sets ii, latency, dsp and lut of every kernel.

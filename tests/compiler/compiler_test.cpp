@@ -2,6 +2,7 @@
 // converter buffers follow the itensor rule; fusion respects its budget; resources add up; errors.
 #include <gtest/gtest.h>
 
+#include "compiler/dse/cost_model.h"
 #include "compiler/dse/tiling.h"
 #include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/yaml_io.h"
@@ -245,6 +246,24 @@ TEST(Compiler, DmaBuffersAreCounted) {
   EXPECT_EQ(a.report.resources.lut - b.report.resources.lut, 512 * reads);
   EXPECT_EQ(b.report.resources.bram18k - a.report.resources.bram18k, 15 * reads);
   EXPECT_EQ(b.report.resources.dsp, a.report.resources.dsp);
+}
+
+// The cost model's packing rule (dse/cost_model.h): a W4A8 matmul packs two MACs per DSP48E2 (WP486), an
+// f32 one takes five DSPs per MAC; the other kernels add their own per-lane cost on top.
+TEST(Compiler, MatmulDspsFollowThePackingRule) {
+  EXPECT_DOUBLE_EQ(dspPerMac("w4a8"), 0.5);
+  for (const char* quant : {"quant=w4a8", "quant=none"}) {
+    CompileResult r = compileGraph(loadGraph(graphFile("mlp.yaml")), defaultPlatform(),
+                                   parseCompileOptions({quant, "unroll_budget=0.05"}, defaultPlatform()));
+    int matmuls = 0;
+    for (const Kernel& k : r.kernels.kernels) {
+      if (k.op != "matmul") continue;
+      ++matmuls;
+      int64_t expected = std::string(quant) == "quant=w4a8" ? (k.lanes + 1) / 2 : 5 * k.lanes;
+      EXPECT_EQ(k.dsp, expected) << quant << " " << k.name << " lanes " << k.lanes;
+    }
+    EXPECT_GT(matmuls, 0) << quant;
+  }
 }
 
 // f32 weights are bound by HBM bandwidth (a 16 x 16 tile is 1 KiB, more than 8 channels deliver per
