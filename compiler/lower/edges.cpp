@@ -69,7 +69,8 @@ bool joinsTokens(const StreamOrder& narrow, const StreamOrder& wide, int64_t& ra
 
 EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip, const CompileOptions& options) {
   EdgePlan plan;
-  plan.fifoDepth = port.keepTokens > 0 ? port.keepTokens + 2 : 2;
+  // A stream read from HBM comes when its consumer asks for it, so only one made on chip piles up.
+  plan.fifoDepth = onChip && port.keepTokens > 0 ? port.keepTokens + 2 : 2;
   if (onChip) {
     plan.source = producedOrder(graph, port.tensor);
     plan.kind = plan.source == port.order ? EdgePlan::kFifo : EdgePlan::kConverter;
@@ -87,6 +88,14 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
   }
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
     plan.converter = inferConverter(plan.source.bind(options.maxima), port.order.bind(options.maxima), true);
+  // Repeats whose buffer would take more than half the on-chip budget (a long prompt's activations
+  // re-read for every column panel) are read from HBM again each time instead: more HBM traffic, which
+  // the HBM model times, for a buffer no design could hold.
+  if (plan.kind == EdgePlan::kDmaConverter && 2 * plan.converter.bufferBytes > options.onchipBudgetBytes) {
+    plan.kind = EdgePlan::kDma;
+    plan.source = port.order;
+    plan.converter = ConverterPlan();
+  }
   return plan;
 }
 

@@ -10,7 +10,8 @@ struct EdgePlan {
   enum Kind {
     kFifo,          ///< the producer's order: a plain FIFO
     kConverter,     ///< an on-chip converter from the producer's order
-    kDma,           ///< a DMA read from HBM in the consumer's order
+    kDma,           ///< a DMA read from HBM in the consumer's order (repeats read again, where a
+                    ///< converter holding them would take more than half the on-chip budget)
     kDmaConverter,  ///< a DMA read of each element once in the consumer's order, then a converter that
                     ///< repeats them (the consumer re-reads data)
     kAdapter,       ///< the producer's order with another tile along the last dimension: an adapter packs

@@ -248,6 +248,25 @@ TEST(Compiler, DmaBuffersAreCounted) {
   EXPECT_EQ(b.report.resources.dsp, a.report.resources.dsp);
 }
 
+// A matmul re-reads its input once per column panel. From HBM, the repeats go through a converter that
+// holds the input (double-buffered) while that fits in half the on-chip budget, and are read from HBM
+// again beyond: an MLP on 64 rows, g = [64, 1024] int8 = 64 KiB, a buffer of 128 KiB; down's 256 output
+// columns in panels of the 16-wide stream tile, so 16 reads of g without the buffer. Before, the
+// buffer was required, and a long prompt stopped with "on-chip budget too small".
+TEST(Compiler, RepeatsBeyondTheBudgetAreReadFromHbmAgain) {
+  std::string mlp = readTextFile(graphFile("mlp.yaml"));
+  mlp.replace(mlp.find("shape: [1, 256]"), 15, "shape: [64, 256]");
+  auto loadOfG = [&](const char* budget) {
+    CompileResult r = compileText(mlp, {"quant=w4a8", "unroll_budget=0.001", budget});
+    EXPECT_FALSE(simulate(r.network).deadlock) << budget;
+    for (const Task& t : r.network.tasks)
+      if (t.name == "load_g") return t.bytes.eval();
+    return int64_t{-1};
+  };
+  EXPECT_EQ(loadOfG("onchip_budget_bytes=300000"), 65536);       // 131072 <= 150000: buffered, read once
+  EXPECT_EQ(loadOfG("onchip_budget_bytes=100000"), 16 * 65536);  // 131072 > 50000: read per panel
+}
+
 // The cost model's packing rule (dse/cost_model.h): a W4A8 matmul packs two MACs per DSP48E2 (WP486), an
 // f32 one takes five DSPs per MAC; the other kernels add their own per-lane cost on top.
 TEST(Compiler, MatmulDspsFollowThePackingRule) {

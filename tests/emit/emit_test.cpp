@@ -202,6 +202,17 @@ TEST(Emit, TwoLayerTinyGpt2InF32OnRequest) {
   EXPECT_EQ(readAll(::testing::TempDir() + "emit_gpt2_tiny_f32/data/expected.bin").size(), 2u * 3 * 64 * 4);
 }
 
+// A matmul input read from HBM once per column panel (its buffer beyond the on-chip budget; see
+// Compiler.RepeatsBeyondTheBudgetAreReadFromHbmAgain): the DMA walks the tensor again for each panel.
+TEST(EmitW4A8, InputsReadAgainPerPanelAreBitExact) {
+  std::string path = ::testing::TempDir() + "mlp_rows.yaml";
+  std::string mlp = readAll(model("graphs/mlp.yaml"));
+  mlp.replace(mlp.find("shape: [1, 256]"), 15, "shape: [64, 256]");
+  std::ofstream(path) << mlp;
+  expectBitExact(path, "q_reread", "--set quant=w4a8 --set onchip_budget_bytes=100000", 0.99);
+  emitAndSimulate(path, "reread", "--set onchip_budget_bytes=40000");  // f32, x striped and read again too
+}
+
 TEST(EmitW4A8, GraphsOfEveryOpAreBitExact) {
   expectBitExact(model("graphs/mlp.yaml"), "q_mlp", "--set quant=w4a8", 0.99);
   expectBitExact(model("graphs/rows.yaml"), "q_rows", "--set quant=w4a8", 0.99);
