@@ -1,8 +1,9 @@
 // The compiler, stage by stage, with a check between stages:
 //
-//   Graph --inferShapes--> TypedGraph --(quantize)--> --chooseUnroll--> tiles
+//   Graph --inferShapes--> TypedGraph --(quantize)--> --chooseSchedules--> schedules
 //         --lowerToKernels--> KernelGraph --costKernels--> --fuseKernels--> groups
-//         --buildNetwork--> Network --assignChannelsByPhase--> --verifyNetwork--> --estimate resources--> CompileResult
+//         --buildNetwork--> Network --assignChannelsByPhase--> --verifyNetwork--> --estimate resources-->
+//         CompileResult
 #include "compiler/pipeline.h"
 
 #include <chrono>
@@ -148,9 +149,15 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
         throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");
       o.quant = value;
     } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
+    else if (key.rfind("tk.", 0) == 0 && key.size() > 3)
+      o.pinnedTk[key.substr(3)] = atMost(positiveInt(), 4096);
+    else if (key.rfind("row_block.", 0) == 0 && key.size() > 10)
+      o.pinnedRowBlock[key.substr(10)] = value == "0" ? 0 : atMost(positiveInt(), kMaxNumber);
     else
-      throw UserError("stc compile: error: unknown setting '" + key +
-                      "' (known: tile, unroll_budget, onchip_budget_bytes, quant, max_stripe, max_SYMBOL)");
+      throw UserError(
+          "stc compile: error: unknown setting '" + key +
+          "' (known: tile, unroll_budget, onchip_budget_bytes, quant, max_stripe, max_SYMBOL, tk.OP, "
+          "row_block.OP)");
   }
   return o;
 }
@@ -159,17 +166,18 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   auto begin = std::chrono::steady_clock::now();
   CompileOptions options = given;
   TypedGraph typed = inferShapes(graph);
+  CompileResult out;
   for (const auto& s : typed.symbols())
     if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
   if (options.quant == "w4a8") quantize(typed);
   options.tile = tileForReshapes(typed, options.tile);
   options.stripeCap = stripeCaps(typed, platform, options);
-  std::map<std::string, int64_t> tiles = chooseUnroll(typed, platform, options);
-  KernelGraph kernels = lowerToKernels(typed, options, tiles);
+  Schedules schedules = chooseSchedules(typed, platform, options);
+  KernelGraph kernels = lowerToKernels(typed, options, schedules);
+  out.schedules = schedules;
   costKernels(kernels);
   FusionResult fusion = fuseKernels(kernels, options.onchipBudgetBytes, options);
   StreamCounts counts;
-  CompileResult out;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;
   // Channels by phase, from a simulation with each symbol at its maximum (at most 128: the phases, not
@@ -186,6 +194,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   r.fifos = static_cast<int>(out.network.fifos.size());
   r.groups = static_cast<int>(fusion.groupBytes.size());
   r.onchipBytesFused = fusion.fusedBytes;
+  r.onchipBytesIntermediate = fusion.intermediateBytes;
   r.onchipBytesUnfused = unfusedBytes(kernels, options);
   out.kernels = std::move(kernels);
   out.options = options;

@@ -15,7 +15,9 @@ namespace stc {
 
 struct CompileReport {
   int kernels = 0, converters = 0, dmas = 0, adapters = 0, fifos = 0, groups = 0;
-  int64_t onchipBytesFused = 0, onchipBytesUnfused = 0;
+  int64_t onchipBytesFused = 0;         ///< every buffer and FIFO of the groups (what the budget bounds)
+  int64_t onchipBytesIntermediate = 0;  ///< of which on streams between kernels (intermediate results)
+  int64_t onchipBytesUnfused = 0;       ///< the intermediate results kept whole instead
   Resources resources;
   bool fits = false;
   double compileSeconds = 0;
@@ -27,10 +29,12 @@ struct CompileResult {
   KernelGraph kernels;  ///< what the network's kernel tasks compute
   NetworkRoles roles;   ///< what each task does with data (for emission)
   CompileOptions options;  ///< the options used, symbol maxima filled in
+  Schedules schedules;     ///< each matmul's reduction tile and row block
 };
 
 /// Parses `--set KEY=VALUE` settings (tile, unroll_budget, onchip_budget_bytes, quant, max_stripe,
-/// max_SYMBOL) into options; UserError naming an unknown key or a bad value.
+/// max_SYMBOL, and a matmul's schedule pinned: tk.OP, row_block.OP) into options; UserError naming an
+/// unknown key or a bad value.
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform);
 
 /// The report's resources and fit, again from the network's FIFO depths (after sizing changed them).

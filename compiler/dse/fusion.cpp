@@ -10,16 +10,20 @@ namespace stc {
 
 namespace {
 
+// A kernel's on-chip bytes, and in `intermediate` those on the streams from kernels of its group.
 int64_t kernelBytes(const KernelGraph& g, size_t k, const std::vector<int>& group, int open,
-                    const CompileOptions& options) {
+                    const CompileOptions& options, int64_t& intermediate) {
   const Kernel& kern = g.kernels[k];
   int64_t bytes = kern.bufferBytes;
+  intermediate = kern.bufferBytes;
   for (const auto& ph : kern.phases)
     for (const auto& p : ph.ports) {
       if (p.out) continue;
       auto it = g.producer.find(p.tensor);
       bool onChip = it != g.producer.end() && group[static_cast<size_t>(it->second.kernel)] == open;
-      bytes += edgeBytes(planEdge(g, p, onChip, options), p);
+      int64_t edge = edgeBytes(planEdge(g, p, onChip, options), p);
+      bytes += edge;
+      if (onChip) intermediate += edge;
     }
   return bytes;
 }
@@ -32,11 +36,12 @@ FusionResult fuseKernels(const KernelGraph& graph, int64_t budgetBytes, const Co
   int open = 0;
   for (size_t k = 0; k < graph.kernels.size(); ++k) {
     if (r.groupBytes.empty()) r.groupBytes.push_back(0);
-    int64_t bytes = kernelBytes(graph, k, r.group, open, options);
+    int64_t intermediate = 0;
+    int64_t bytes = kernelBytes(graph, k, r.group, open, options, intermediate);
     if (r.groupBytes[static_cast<size_t>(open)] > 0 && r.groupBytes[static_cast<size_t>(open)] + bytes > budgetBytes) {
       ++open;
       r.groupBytes.push_back(0);
-      bytes = kernelBytes(graph, k, r.group, open, options);
+      bytes = kernelBytes(graph, k, r.group, open, options, intermediate);
     }
     if (bytes > budgetBytes)
       throw UserError(formatError(graph.kernels[k].loc, "the on-chip budget of " + std::to_string(budgetBytes) +
@@ -45,6 +50,7 @@ FusionResult fuseKernels(const KernelGraph& graph, int64_t budgetBytes, const Co
                                                             " bytes (raise --set onchip_budget_bytes)"));
     r.group[k] = open;
     r.groupBytes[static_cast<size_t>(open)] += bytes;
+    r.intermediateBytes += intermediate;
   }
   for (int64_t b : r.groupBytes) r.fusedBytes += b;
   return r;
@@ -53,7 +59,10 @@ FusionResult fuseKernels(const KernelGraph& graph, int64_t budgetBytes, const Co
 int64_t unfusedBytes(const KernelGraph& graph, const CompileOptions& options) {
   int64_t bytes = 0;
   for (const auto& [name, t] : graph.tensors) {
-    if (t.role != TensorRole::kIntermediate || graph.viewOf.count(name)) continue;
+    const std::string panels = ".panels";  // the same values as the rows copied from them
+    bool isPanels =
+        name.size() > panels.size() && name.compare(name.size() - panels.size(), panels.size(), panels) == 0;
+    if (t.role != TensorRole::kIntermediate || graph.viewOf.count(name) || isPanels) continue;
     int64_t elements = 1;
     for (const auto& d : t.shape) elements *= d.eval(options.maxima);
     bytes += (elements * dtypeBits(t.dtype) + 7) / 8;

@@ -11,14 +11,22 @@
 
 namespace stc {
 
-/// The reduction tile Tk of every matmul op, by name.
-std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,
-                                            const CompileOptions& options);
+/// The schedule of every matmul op, by name: its reduction tile Tk and its row block.
+Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, const CompileOptions& options);
 
-/// Kernel cycles of a matmul with reduction tile tk: its iterations, or, when its right side streams from
-/// HBM, the cycles the channels need to deliver it, whichever is larger (symbols at their maxima).
-double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
-                    const CompileOptions& options);
+/// Kernel cycles of a matmul with reduction tile tk and row block rowBlock (0: every row): its
+/// iterations, or, when its right side streams from HBM, the cycles the channels need to deliver it
+/// (once per block), whichever is larger (symbols at their maxima).
+double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, int64_t rowBlock,
+                    const Platform& platform, const CompileOptions& options);
+
+/// The row block of a matmul over a right side from HBM with several rows (writesPanels) at reduction
+/// tile tk: the fewest rows (a power of two dividing M) for which streaming the right side once per
+/// block takes no more cycles than the matmul's iterations (fewer rows hold less on chip: the block
+/// of A, the block of output); every row (0) when no block does, or when the matmul does not write
+/// panels.
+int64_t chooseRowBlock(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
+                       const CompileOptions& options);
 
 /// HBM channels one weight stream of tokenBytes per cycle is striped over (at most the weight's cap in
 /// options.stripeCap, else options.maxStripe, else 8).
@@ -26,9 +34,10 @@ int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOption
 
 /// Each weight's stripe cap: options.maxStripe when set; otherwise the platform's channels shared among
 /// the weight matmuls of its stage. Stages: a one-row norm (its second pass waits for the whole row) or a
-/// matmul whose output comes at once (an input-streaming GEMV, a prefill matmul's panels) starts the
-/// next; the weight matmuls of one stage stream together (q, k, v and o of a decode layer; its up and
-/// down projections), those of different stages one after another, so each stage may use every channel.
+/// matmul whose output comes at once (an input-streaming GEMV, or one whose right side is made on chip
+/// and held whole, like attention's keys in a prefill) starts the next; the weight matmuls of one stage
+/// stream together (q, k, v and o of a decode layer; its up and down projections), those of different stages
+/// one after another, so each stage may use every channel.
 std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& platform, const CompileOptions& options);
 
 }  // namespace stc

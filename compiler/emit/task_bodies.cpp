@@ -625,7 +625,10 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   bool int4 = storageUnits(ctx, o) != E;  // two weights a byte, in the token and in the block
   std::string index = regionIndex(role, o, "e");
   if (writer) {
-    c.line(tokenOf(storageUnits(ctx, o), dtype) + " tok = " + ctx.fifoVar(firstPort(task, PortDir::kIn)) + ".read();");
+    std::vector<std::string> feeds;  // one FIFO, or the stripes of a weight re-streamed per row block
+    for (const Port& p : task.phases.at(0).ports)
+      if (p.dir == PortDir::kIn) feeds.push_back(p.fifo);
+    readPort(ctx, c, "tok", storageUnits(ctx, o), feeds, dtype);
     openElements(c, "e", E);
     c.line(int4 ? "st_set_w4(block, " + index + ", st_w4(tok.v, e));" : "block[" + index + "] = tok.v[e];");
     c.close();

@@ -4,6 +4,9 @@
 // the same tripcount and step, and map to the same data dimension (or to none) in both maps with the same
 // element size along it. Those shared loops fix one region at a time; inside a region each data
 // dimension bound by a shared loop spans one element, every other dimension its full size.
+// Row blocks extend this: a loop walking rows [M]*[1] against a block loop [M/B]*[B] of the other side is
+// split into [M/B, B]*[B, 1] (the same tokens), the block loop is shared, and the rows dimension, bound by
+// it but moved again by the B loop inside, spans B rows instead of one.
 //   (b) [4,2]*[2,4] (d0,d1)->(d1,d0)  to  (c) [4,2,2]*[2,1,4] (d0,d1,d2)->(d2,d0), tiles 4x2 on 8x8:
 //   loop 0 shared (trip 4, step 2, data dim 1, element 2); loop 1 not (data dim 0 versus repeat)
 //   -> region 8 x 2, buffer 2 * 8 * 2 * 4 B = 128 B.
@@ -231,6 +234,22 @@ std::vector<int64_t> ITensorType::dataShape() const {
   return shape;
 }
 
+ITensorType splitLoops(ITensorType t, const std::vector<LoopSplit>& splits) {
+  for (const LoopSplit& s : splits) {
+    auto k = static_cast<size_t>(s.loop);
+    auto at = static_cast<std::ptrdiff_t>(k + 1);
+    int64_t inner = t.tripcounts[k] / s.outer;
+    t.tripcounts[k] = s.outer;
+    t.tripcounts.insert(t.tripcounts.begin() + at, inner);
+    t.steps.insert(t.steps.begin() + at, t.steps[k]);
+    t.steps[k] *= inner;
+    std::vector<AffineExpr> results = t.iterMap.results();
+    for (auto& r : results) r.coeffs.insert(r.coeffs.begin() + at, r.coeffs[k]);
+    t.iterMap = AffineMap(t.iterMap.numDims() + 1, results);
+  }
+  return t;
+}
+
 ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& consumer, bool consumerReadsPart) {
   ConverterPlan plan;
   if (producer == consumer) {
@@ -248,33 +267,58 @@ ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& con
                     joinDims(consumer.dataShape(), ", ") + "])");
 
   std::vector<bool> bound(shape.size(), false);
-  size_t depth = std::min(producer.tripcounts.size(), consumer.tripcounts.size());
-  for (size_t k = 0; k < depth; ++k) {
-    if (producer.tripcounts[k] != consumer.tripcounts[k] || producer.steps[k] != consumer.steps[k]) break;
-    // The data dimension loop k moves: the one result it appears in, with its coefficient.
-    auto dimOf = [k](const ITensorType& t, int64_t& coeff) -> int {
-      int found = -1;
-      for (int r = 0; r < t.iterMap.numResults(); ++r) {
-        int64_t c = t.iterMap.results()[r].coeffs[k];
-        if (c == 0) continue;
-        if (found >= 0) return -2;  // one loop moving several dimensions: not shareable
-        found = r;
-        coeff = c;
-      }
-      return found;
-    };
-    int64_t pc = 0, cc = 0;
-    int pd = dimOf(producer, pc), cd = dimOf(consumer, cc);
-    if (pd == -2 || cd == -2 || pd != cd || pc != cc) break;
-    if (pd >= 0) {
-      if (producer.elementShape[pd] != consumer.elementShape[pd]) break;
-      bound[pd] = true;
+  ITensorType p = producer, c = consumer;  // split as the walk goes
+  // The data dimension loop k of t moves: the one result it appears in, with its coefficient (-1: none,
+  // -2: several, not shareable).
+  auto dimOf = [](const ITensorType& t, size_t k, int64_t& coeff) -> int {
+    int found = -1;
+    for (int r = 0; r < t.iterMap.numResults(); ++r) {
+      int64_t cf = t.iterMap.results()[r].coeffs[k];
+      if (cf == 0) continue;
+      if (found >= 0) return -2;
+      found = r;
+      coeff = cf;
     }
+    return found;
+  };
+  // Splits loop k of t (side's splits record it) when `other` is the outer part of it.
+  auto splitToMatch = [](ITensorType& t, std::vector<LoopSplit>& splits, size_t k, const ITensorType& other) {
+    int64_t trip = t.tripcounts[k], outer = other.tripcounts[k];
+    if (outer >= trip || trip % outer != 0 || other.steps[k] != t.steps[k] * (trip / outer)) return false;
+    splits.push_back({static_cast<int>(k), outer});
+    t = splitLoops(t, {splits.back()});
+    return true;
+  };
+  for (size_t k = 0; k < std::min(p.tripcounts.size(), c.tripcounts.size()); ++k) {
+    int64_t pc = 0, cc = 0;
+    int pd = dimOf(p, k, pc), cd = dimOf(c, k, cc);
+    if (pd == -2 || cd == -2 || pd != cd || pc != cc) break;
+    if (pd >= 0 && p.elementShape[pd] != c.elementShape[pd]) break;
+    if (p.tripcounts[k] != c.tripcounts[k] || p.steps[k] != c.steps[k]) {
+      if (pd < 0 ||
+          !(splitToMatch(p, plan.producerSplits, k, c) || splitToMatch(c, plan.consumerSplits, k, p)))
+        break;
+    }
+    if (pd >= 0) bound[pd] = true;
     plan.sharedLoops = static_cast<int>(k + 1);
   }
+  // A bound dimension spans its element plus what the unshared loops inside move it by, on either side.
+  auto innerExtent = [&](const ITensorType& t, size_t r) {
+    int64_t extent = 0;
+    const AffineExpr& e = t.iterMap.results()[r];
+    for (size_t k = static_cast<size_t>(plan.sharedLoops); k < e.coeffs.size(); ++k)
+      extent = checkedAdd(extent,
+                          checkedMul(checkedMul(e.coeffs[k], t.tripcounts[k] - 1, "the converter buffer"),
+                                     t.steps[k], "the converter buffer"),
+                          "the converter buffer");
+    return extent;
+  };
   int64_t elements = 1;
   for (size_t r = 0; r < shape.size(); ++r) {
-    plan.bufferShape.push_back(bound[r] ? producer.elementShape[r] : shape[r]);
+    plan.bufferShape.push_back(
+        bound[r]
+            ? std::min(shape[r], producer.elementShape[r] + std::max(innerExtent(p, r), innerExtent(c, r)))
+            : shape[r]);
     elements = checkedMul(elements, plan.bufferShape.back(), "the converter buffer");
   }
   plan.bufferBytes = checkedMul(2, (checkedMul(elements, dtypeBits(producer.dtype), "the converter buffer") + 7) / 8,

@@ -43,17 +43,33 @@ struct ITensorType {
   bool operator!=(const ITensorType& o) const { return !(*this == o); }
 };
 
+/// Loop `loop` of a nest split in two that enumerate the same tokens: an outer loop of `outer` iterations
+/// (its step times trip/outer) around the rest (trip/outer iterations of the old step).
+struct LoopSplit {
+  int loop = 0;
+  int64_t outer = 1;
+  bool operator==(const LoopSplit& o) const { return loop == o.loop && outer == o.outer; }
+};
+
+/// `t` with `splits` applied in turn (each names a loop of the nest the earlier ones left).
+ITensorType splitLoops(ITensorType t, const std::vector<LoopSplit>& splits);
+
 /// What connects a producer stream to a consumer stream.
 struct ConverterPlan {
   bool compatible = false;             ///< equal types: a plain FIFO, no converter
-  int sharedLoops = 0;                 ///< length of the common outer loop prefix
+  int sharedLoops = 0;                 ///< length of the common outer loop prefix (of the split nests)
+  std::vector<LoopSplit> producerSplits, consumerSplits;  ///< loops split so that the prefixes match
   std::vector<int64_t> bufferShape;    ///< one region of the ping-pong buffer
   int64_t bufferBytes = 0;             ///< both halves
 };
 
 /// Converter inference of DESIGN.md: the buffer is the smallest region both sides traverse in the same
-/// order. Throws UserError when the two streams do not carry the same tensor (shape or dtype), unless
-/// consumerReadsPart allows the consumer to read a box inside the producer's data (a slice).
+/// order. Where a loop of one side walks a dimension in the same steps as two nested loops of the other
+/// (a row-blocked order against a plain one), it is split in two first, so that the outer part can be
+/// shared; a dimension bound by a shared loop and moved again by unshared ones inside it (the rows of a
+/// block) is buffered over the extent those cover. Throws UserError when the two streams do not carry
+/// the same tensor (shape or dtype), unless consumerReadsPart allows the consumer to read a box inside
+/// the producer's data (a slice).
 ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& consumer, bool consumerReadsPart = false);
 
 }  // namespace stc

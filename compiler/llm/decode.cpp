@@ -70,7 +70,7 @@ std::vector<Bindings> sizingContexts(int64_t maxCtx, int64_t tile) {
   return at;
 }
 
-void sizeDesign(CompileResult& design, const Platform& platform, const Resources& memory) {
+SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Resources& memory) {
   bool overCtx = design.network.symbols().count("ctx") > 0;
   std::vector<Bindings> at = overCtx ? sizingContexts(design.options.maxima.at("ctx"), design.options.tile)
                                      : std::vector<Bindings>{Bindings{}};
@@ -79,6 +79,7 @@ void sizeDesign(CompileResult& design, const Platform& platform, const Resources
   // memory stays within `memory`.
   std::optional<CompileResult> best;
   int64_t bestCycles = 0;
+  bool bestWithin = false;
   for (bool prefetch : {false, true}) {
     sizing::SizingOptions options;
     options.platform = platform;
@@ -103,9 +104,11 @@ void sizeDesign(CompileResult& design, const Platform& platform, const Resources
     if (!best || (withinMemory && cycles < bestCycles)) {
       best = std::move(candidate);
       bestCycles = cycles;
+      bestWithin = withinMemory;
     }
   }
   design = std::move(*best);
+  return {bestCycles, bestWithin};
 }
 
 DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
@@ -150,16 +153,32 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   }
   // Prefill networks compile one per prompt length (serially: compiling is fast) and are sized in
   // parallel; every simulation runs in parallel, each into its own slot.
+  // Two schedules per prompt: the chosen row blocks, and every matmul weight-stationary (one block of
+  // every row, each weight read once); the faster one within the memory the decode layer and the head
+  // leave is kept (row blocks whose stages run at different paces can need deep FIFOs between them).
   std::vector<CompileResult> prefills;
-  for (int64_t p : prompts)
-    prefills.push_back(compileGraph(buildPrefillLayer(model_, p), platform_, options_));
-  Resources memory = memoryShare(platform_, kPrefillShare);
+  for (int64_t p : prompts) {
+    Graph g = buildPrefillLayer(model_, p);
+    CompileOptions stationary = options_;
+    for (const Op& op : g.ops)
+      if (op.op == "matmul" || op.op == "linear") stationary.pinnedRowBlock[op.name] = 0;
+    prefills.push_back(compileGraph(g, platform_, options_));
+    prefills.push_back(compileGraph(g, platform_, stationary));
+  }
+  // The prefill's memory: what the decode layer and the head leave of the device's.
+  Resources memory = memoryShare(platform_, 1.0);
+  memory.bram18k -= decodeLayer_.report.resources.bram18k + head_.report.resources.bram18k;
+  memory.uram -= decodeLayer_.report.resources.uram + head_.report.resources.uram;
+  std::vector<SizedDesign> sized(prefills.size());
   tbb::parallel_for(size_t{0}, prefills.size(),
-                    [&](size_t j) { sizeDesign(prefills[j], platform_, memory); });
+                    [&](size_t j) { sized[j] = sizeDesign(prefills[j], platform_, memory); });
   std::vector<Network> prefillNets;
   for (size_t j = 0; j < prompts.size(); ++j) {
-    prefillResources_[prompts[j]] = prefills[j].report.resources;
-    prefillNets.push_back(std::move(prefills[j].network));
+    const SizedDesign &a = sized[2 * j], &b = sized[2 * j + 1];
+    bool blocked = a.withinMemory != b.withinMemory ? a.withinMemory : a.cycles <= b.cycles;
+    CompileResult& chosen = prefills[2 * j + (blocked ? 0 : 1)];
+    prefillResources_[prompts[j]] = chosen.report.resources;
+    prefillNets.push_back(std::move(chosen.network));
   }
   size_t jobs = ctxs.size() + prompts.size() + (headCycles_ == 0 ? 1 : 0);
   std::vector<DesignRun> runs(jobs);

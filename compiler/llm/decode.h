@@ -28,7 +28,12 @@ std::vector<Bindings> sizingContexts(int64_t maxCtx, int64_t tile);
 /// context of sizingContexts(its max_ctx, its tile), any other at once; weight prefetch into deep FIFOs where
 /// it is faster and the design's BRAM and URAM stay within `memory`'s. These are the depths predictions
 /// simulate and the emitted project gets; the report's resources follow them.
-void sizeDesign(CompileResult& design, const Platform& platform, const Resources& memory);
+/// Returns the sized cycles summed over those contexts and whether the memory held.
+struct SizedDesign {
+  int64_t cycles = 0;
+  bool withinMemory = false;
+};
+SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Resources& memory);
 
 /// The decode layer and the head as the device holds them, sized (the estimator's and the emitted
 /// project's): compiled with `options` (quant, tiles, stripes), the decode layer into `decodeBudget` of

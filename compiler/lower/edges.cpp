@@ -2,6 +2,8 @@
 // tensors are read by a DMA in the order the consumer wants, except when that order re-reads data (a
 // repeat loop), where a DMA reads each byte once in that order without its repeat loops and a converter
 // repeats it: a weight that a prefill matmul reuses for every row is then held a column panel at a time.
+// A port marked restream (a weight streamed once per row block) keeps the repeat loops outside its
+// first data loop: the DMA reads it again for each block, and the converter holds a panel.
 #include "compiler/lower/edges.h"
 
 #include "compiler/lower/kernels.h"
@@ -14,15 +16,17 @@ const StreamOrder& producedOrder(const KernelGraph& graph, const std::string& te
   return graph.kernels[static_cast<size_t>(ref.kernel)].phases[static_cast<size_t>(ref.phase)].ports[static_cast<size_t>(ref.port)].order;
 }
 
-StreamOrder withoutRepeats(const StreamOrder& order) {
+StreamOrder withoutRepeats(const StreamOrder& order, bool keepOuter) {
   StreamOrder o = order;
   o.trips.clear();
   o.steps.clear();
   std::vector<size_t> kept;
+  bool data = false;  // a loop moving data seen
   for (int k = 0; k < order.map.numDims(); ++k) {
     bool moves = false;
     for (const auto& r : order.map.results()) moves = moves || r.coeffs[static_cast<size_t>(k)] != 0;
-    if (!moves) continue;
+    data = data || moves;
+    if (!moves && !(keepOuter && !data)) continue;
     kept.push_back(static_cast<size_t>(k));
     o.trips.push_back(order.trips[static_cast<size_t>(k)]);
     o.steps.push_back(order.steps[static_cast<size_t>(k)]);
@@ -39,6 +43,22 @@ StreamOrder withoutRepeats(const StreamOrder& order) {
   }
   o.map = AffineMap(static_cast<int>(o.trips.size()), results);
   return o;
+}
+
+StreamOrder splitLoops(StreamOrder order, const std::vector<LoopSplit>& splits) {
+  for (const LoopSplit& s : splits) {
+    auto k = static_cast<size_t>(s.loop);
+    auto at = static_cast<std::ptrdiff_t>(k + 1);
+    int64_t inner = order.trips[k].eval() / s.outer;
+    order.trips[k] = Expr(s.outer);
+    order.trips.insert(order.trips.begin() + at, Expr(inner));
+    order.steps.insert(order.steps.begin() + at, order.steps[k]);
+    order.steps[k] *= inner;
+    std::vector<AffineExpr> results = order.map.results();
+    for (auto& r : results) r.coeffs.insert(r.coeffs.begin() + at, r.coeffs[k]);
+    order.map = AffineMap(order.map.numDims() + 1, results);
+  }
+  return order;
 }
 
 namespace {
@@ -79,9 +99,9 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
       plan.kind = EdgePlan::kAdapter;
       plan.split = true;
     }
-  } else if (port.order.repeats()) {
+  } else if (port.order.repeats() && withoutRepeats(port.order, port.restream) != port.order) {
     plan.kind = EdgePlan::kDmaConverter;
-    plan.source = withoutRepeats(port.order);
+    plan.source = withoutRepeats(port.order, port.restream);
   } else {
     plan.kind = EdgePlan::kDma;
     plan.source = port.order;

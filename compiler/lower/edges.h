@@ -28,8 +28,12 @@ struct EdgePlan {
 EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip, const CompileOptions& options);
 
 /// The order with its repeat loops (those moving no data dimension) dropped: each element read once, in
-/// the order the consumer first reads it.
-StreamOrder withoutRepeats(const StreamOrder& order);
+/// the order the consumer first reads it. keepOuter keeps those outside the first loop that moves data
+/// (the whole stream read again at each of their iterations).
+StreamOrder withoutRepeats(const StreamOrder& order, bool keepOuter = false);
+
+/// `order` with the loop splits of a converter plan applied (constant loops only; the same tokens).
+StreamOrder splitLoops(StreamOrder order, const std::vector<LoopSplit>& splits);
 
 /// The on-chip bytes an edge holds: its converter's ping-pong buffer and its FIFOs.
 int64_t edgeBytes(const EdgePlan& plan, const KernelPort& port);

@@ -22,8 +22,22 @@ struct CompileOptions {
   int maxStripe = 0;                 ///< most HBM channels one weight stream is striped across; 0: its
                                      ///< share of the channels among the weight streams of its stage
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap
+  std::map<std::string, int64_t> pinnedTk;        ///< tk.OP=N: a matmul's reduction tile, as given
+  std::map<std::string, int64_t> pinnedRowBlock;  ///< row_block.OP=N: a matmul's row block (0: every row)
   Bindings maxima;                   ///< the largest value of each symbol, for buffer sizes (default 4096)
 };
+
+/// The schedule of one matmul: dse/tiling.cpp chooses it, lower/kernels.cpp applies it.
+struct MatmulSchedule {
+  int64_t tk = 0;  ///< reduction tile: MACs deep per output lane (0: the stream tile)
+  int64_t rowBlock =
+      0;  ///< a matmul over a right side from HBM with several rows (writesPanels): rows per
+          ///< block. Loops (batch.., block, n, row, k): the right side streams from HBM once per
+          ///< block, a column panel held while the block's rows use it; the block's rows are
+          ///< held while its column panels pass, and its output is reordered a block at a
+          ///< time. 0 or every row: one block, loops (batch.., n, m, k), the right side read once
+};
+using Schedules = std::map<std::string, MatmulSchedule>;
 
 /// An itensor type with symbolic tripcounts.
 struct StreamOrder {
@@ -54,6 +68,8 @@ struct KernelPort {
   int level = -2;         ///< loop it advances with; -2 = innermost
   int64_t keepTokens = 0; ///< tokens its FIFO must hold for the kernel not to deadlock (a row kept for a second pass)
   bool weight = false;    ///< a weight or input (a KV cache) read straight from HBM, striped over channels
+  bool restream = false;  ///< from HBM: read again at each iteration of the repeat loops outside its first
+                          ///< data loop (a right side streamed once per row block), not held on chip
 };
 
 struct KernelPhase {

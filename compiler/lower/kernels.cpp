@@ -3,8 +3,10 @@
 //   elementwise      one nest over the output's canonical order; a broadcast input is read through a map
 //                    that drops its broadcast dims (those loops repeat it)
 //   matmul           nest [batch.., M, N/Tn, K/Tk]: A as [1, Tk] tiles with the n loop repeating it (a row of
-//                    A is reused for every output tile), W as [Tk, Tn] tiles, one output token per n
-//   softmax, layernorm, rmsnorm   two kernels: `.stats` reads a row and writes one two-value token per row; `.apply`
+//                    A is reused for every output tile), W as [Tk, Tn] tiles, one output token per n;
+//                    over W from HBM with several rows, [batch.., M/B, N/Tn, B, K/Tk] in row blocks of B
+//   softmax, layernorm, rmsnorm   two kernels: `.stats` reads a row and writes one two-value token per row;
+//   `.apply`
 //                    reads the stats, the row again (its FIFO keeps a row) and the scale/bias, and writes
 //   reduce_*         one token per row           concat   collects its inputs (one phase each), then streams
 //   reshape          a view: its consumers read the base tensor's row-major stream
@@ -155,8 +157,8 @@ namespace {
 
 class Lowering {
  public:
-  Lowering(const TypedGraph& g, const CompileOptions& o, const std::map<std::string, int64_t>& tileK)
-      : g_(g), opt_(o), tileK_(tileK) {
+  Lowering(const TypedGraph& g, const CompileOptions& o, const Schedules& schedules)
+      : g_(g), opt_(o), schedules_(schedules) {
     kg_.tensors = g.tensors;
     for (const auto& t : g.graph->inputs) kg_.inputs.push_back(t.name);
     for (const auto& t : g.graph->weights) kg_.weights.push_back(t.name);
@@ -325,8 +327,10 @@ class Lowering {
   }
 
   // Loop order: (batch.., m, n, k) reads a row of A once per output tile (the row sits in a converter)
-  // and streams W once per row. With several rows and W in HBM, (batch.., n, m, k) keeps a column panel
-  // of W on chip for every row instead and the output comes column-panel by column-panel.
+  // and streams W once per row. With several rows and W in HBM, the schedule's row block B gives
+  // (batch.., block, n, row, k): W streams once per block, a column panel held while the block's B rows
+  // use it, A's block is held while the panels pass, and the output comes a block at a time, column
+  // panel by column panel. A block of every row is (batch.., n, m, k): W read once.
   void lowerMatmul(const Op& op) {
     const TensorInfo& a = info(op.inputs[0]);
     const TensorInfo& w = info(op.inputs[1]);
@@ -338,22 +342,39 @@ class Lowering {
     StreamOrder canonical = canonicalOrder(outT, opt_.tile);
     int64_t Tn = canonical.element.back();
     int64_t Tk = tileFor(K, opt_.tile);
-    if (auto it = tileK_.find(op.name); it != tileK_.end()) Tk = it->second;
+    MatmulSchedule schedule;
+    if (auto it = schedules_.find(op.name); it != schedules_.end()) schedule = it->second;
+    if (schedule.tk > 0) Tk = schedule.tk;
     bool nOuter = writesPanels(g_, op);
     bool kOuter = streamsInput(g_, op);
+    int64_t block = nOuter && schedule.rowBlock > 0 && schedule.rowBlock < M.eval() ? schedule.rowBlock : 0;
+    if (block > 0 && M.eval() % block != 0)
+      unsupported(op,
+                  "a row block of " + std::to_string(block) + " does not divide its " + M.str() + " rows");
+    size_t pb = batch;  // the block loop, when blocked
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
     if (kOuter) pn = batch + 2, pk = batch + 1;
+    if (block > 0) pn = batch + 1, pm = batch + 2, pk = batch + 3;
     std::vector<Expr> trip(outT.shape.begin(), outT.shape.end() - 2);
-    trip.resize(batch + 3, Expr(1));
-    std::vector<int64_t> steps(batch + 3, 1);
-    trip[pm] = M;
+    trip.resize(batch + (block > 0 ? 4 : 3), Expr(1));
+    std::vector<int64_t> steps(trip.size(), 1);
+    trip[pm] = block > 0 ? Expr(block) : M;
     trip[pn] = canonical.trips.back();
     trip[pk] = tilesOf(K, Tk);
     steps[pn] = Tn;
     steps[pk] = Tk;
+    if (block > 0) {
+      trip[pb] = Expr(M.eval() / block);
+      steps[pb] = block;
+    }
     auto unit = [](size_t dims, size_t dim) {
       AffineExpr e{std::vector<int64_t>(dims, 0), 0};
       e.coeffs[dim] = 1;
+      return e;
+    };
+    auto row = [&](size_t dims) {  // the row: the block's first row plus the row within it
+      AffineExpr e = unit(dims, pm);
+      if (block > 0) e.coeffs[pb] = 1;
       return e;
     };
     size_t nd = trip.size();
@@ -370,7 +391,7 @@ class Lowering {
     std::vector<AffineExpr> ar;
     size_t aDims = kOuter ? batch + 2 : nd;  // k-outer: one A tile per k iteration
     for (size_t i = 0; i < batch; ++i) ar.push_back(unit(aDims, i));
-    ar.push_back(unit(aDims, pm));
+    ar.push_back(row(aDims));
     ar.push_back(unit(aDims, pk));
     std::vector<int64_t> ae(a.shape.size(), 1);
     ae.back() = Tk;
@@ -386,7 +407,9 @@ class Lowering {
     Kernel kern = kernel(op);
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),
                           in(op.inputs[1], order(w.dtype, we, wr, nd))}};
-    int outLevel = static_cast<int>(batch + 1);  // one output tile per (batch.., m, n)
+    ph.ports.back().restream = block > 0;
+    size_t outLoops = nd - 1;                       // every loop but k
+    int outLevel = static_cast<int>(outLoops) - 1;  // one output tile per (batch.., [block,] m, n)
     if (kOuter) {
       // Input streaming: phase 0 accumulates every output tile as A arrives, phase 1 writes them (with the
       // epilogue or bias) in canonical order, one per iteration.
@@ -403,24 +426,27 @@ class Lowering {
       std::string epi = epilogueTensor(op.name);
       kg_.tensors[epi] = TensorInfo{epi, {outT.shape.back(), Expr(2)}, "f32", TensorRole::kWeight, -1, op.loc};
       kg_.weights.push_back(epi);
-      AffineExpr whole{std::vector<int64_t>(batch + 2, 0), 0};
-      ph.ports.push_back(in(epi, order("f32", {Tn, 2}, {unit(batch + 2, pn), whole}, batch + 2), outLevel));
+      AffineExpr whole{std::vector<int64_t>(outLoops, 0), 0};
+      ph.ports.push_back(in(epi, order("f32", {Tn, 2}, {unit(outLoops, pn), whole}, outLoops), outLevel));
       ph.ports.back().weight = false;  // 8 bytes per output channel: one DMA, not striped
+      ph.ports.back().restream = block > 0;
     } else if (op.inputs.size() == 3) {  // bias [N]: a tile per output token
-      ph.ports.push_back(in(op.inputs[2], order(info(op.inputs[2]).dtype, {Tn}, {unit(batch + 2, pn)}, batch + 2), outLevel));
+      ph.ports.push_back(
+          in(op.inputs[2], order(info(op.inputs[2]).dtype, {Tn}, {unit(outLoops, pn)}, outLoops), outLevel));
+      ph.ports.back().restream = block > 0;
     }
     if (!nOuter) {
       ph.ports.push_back(out(op.output, canonical, outLevel));
     } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
       std::vector<AffineExpr> orr;
-      for (size_t i = 0; i < batch; ++i) orr.push_back(unit(batch + 2, i));
-      orr.push_back(unit(batch + 2, pm));
-      orr.push_back(unit(batch + 2, pn));
+      for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
+      orr.push_back(row(outLoops));
+      orr.push_back(unit(outLoops, pn));
       std::string panels = op.output + ".panels";
       TensorInfo pt = outT;
       pt.name = panels;
       kg_.tensors[panels] = pt;
-      ph.ports.push_back(out(panels, order(outT.dtype, canonical.element, orr, batch + 2), outLevel));
+      ph.ports.push_back(out(panels, order(outT.dtype, canonical.element, orr, outLoops), outLevel));
     }
     kern.phases.push_back(ph);
     kern.lanes = Tk * Tn;
@@ -544,7 +570,7 @@ class Lowering {
   };
   const TypedGraph& g_;
   const CompileOptions& opt_;
-  const std::map<std::string, int64_t>& tileK_;
+  const Schedules& schedules_;
   KernelGraph kg_;
   std::map<std::string, View> views_;
 };
@@ -552,8 +578,8 @@ class Lowering {
 }  // namespace
 
 KernelGraph lowerToKernels(const TypedGraph& graph, const CompileOptions& options,
-                           const std::map<std::string, int64_t>& tileK) {
-  return Lowering(graph, options, tileK).run();
+                           const Schedules& schedules) {
+  return Lowering(graph, options, schedules).run();
 }
 
 }  // namespace stc

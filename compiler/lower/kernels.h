@@ -28,9 +28,9 @@ bool writesPanels(const TypedGraph& graph, const Op& op);
 /// input arrives spread over the run of an output-stationary matmul (directly or through elementwise ops).
 bool streamsInput(const TypedGraph& graph, const Op& op);
 
-/// Lowers every op; tileK gives each matmul's reduction tile (from dse/tiling.cpp). Throws UserError naming
-/// an op it cannot lower.
+/// Lowers every op; schedules give each matmul's reduction tile and row block (from dse/tiling.cpp).
+/// Throws UserError naming an op it cannot lower.
 KernelGraph lowerToKernels(const TypedGraph& graph, const CompileOptions& options,
-                           const std::map<std::string, int64_t>& tileK);
+                           const Schedules& schedules);
 
 }  // namespace stc

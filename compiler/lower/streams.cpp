@@ -155,20 +155,25 @@ class Builder {
 
   // A converter from `source` to `target` order over `tensor`, fed by `feedFifo`; returns the read task.
   int makeConverter(const std::string& tensor, const StreamOrder& source, const StreamOrder& target,
-                    const ConverterPlan& plan, const std::string& feedFifo, int group) {
+                    const ConverterPlan& plan, const std::vector<std::string>& feedFifos, int group) {
     std::string base = tensor + ".cvt" + std::to_string(++converterSerial_);
     int64_t regionBits = plan.bufferBytes / 2 * 8;
     std::string region = addFifo(base + ".region", std::max<int64_t>(regionBits, 8), 2);
     int level = plan.sharedLoops - 1;
+    // Both sides loop over the split nests (the same tokens; their FIFOs keep the unsplit types).
+    StreamOrder from = splitLoops(source, plan.producerSplits), to = splitLoops(target, plan.consumerSplits);
     Task w;
     w.name = uniqueTask(base + ".w");
     w.group = group;
-    w.phases.push_back({source.trips, 1, 1, {port(feedFifo, PortDir::kIn, -2, &source), port(region, PortDir::kOut, level, nullptr)}, {}});
+    w.phases.push_back({from.trips, 1, 1, {}, {}});
+    for (const std::string& feed : feedFifos)  // a striped stream's parts carry slices of each token
+      w.phases[0].ports.push_back(port(feed, PortDir::kIn, -2, feedFifos.size() == 1 ? &source : nullptr));
+    w.phases[0].ports.push_back(port(region, PortDir::kOut, level, nullptr));
     TaskRole role;
     role.kind = TaskRole::kConverterWrite;
     role.tensor = tensor;
-    role.order = source;
-    role.target = target;
+    role.order = from;
+    role.target = to;
     role.sharedLoops = plan.sharedLoops;
     role.region = plan.bufferShape;
     roles_.tasks[w.name] = role;
@@ -176,7 +181,7 @@ class Builder {
     Task r;
     r.name = uniqueTask(base + ".r");
     r.group = group;
-    r.phases.push_back({target.trips, 1, 2, {port(region, PortDir::kIn, level, nullptr)}, {}});
+    r.phases.push_back({to.trips, 1, 2, {port(region, PortDir::kIn, level, nullptr)}, {}});
     role.kind = TaskRole::kConverterRead;
     roles_.tasks[r.name] = role;
     ++counts_.converters;
@@ -264,12 +269,12 @@ class Builder {
         std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order);
         auto it = converters_.find(key);
         if (it == converters_.end()) {
-          std::string feed;
+          std::vector<std::string> feed;
           if (plan.kind == EdgePlan::kConverter) {
-            feed = addFifo(kp.tensor + ">cvt", plan.source.tokenBits(), 2);
-            attachProducer(kp.tensor, feed, group);
-          } else {
-            feed = loadFromHbm(kp.tensor, plan.source, false, group).front();
+            feed.push_back(addFifo(kp.tensor + ">cvt", plan.source.tokenBits(), 2));
+            attachProducer(kp.tensor, feed.back(), group);
+          } else {  // a weight re-streamed per row block is striped like one read straight
+            feed = loadFromHbm(kp.tensor, plan.source, kp.weight && kp.restream, group);
           }
           int reader = makeConverter(kp.tensor, plan.source, kp.order, plan.converter, feed, group);
           it = converters_.emplace(key, reader).first;

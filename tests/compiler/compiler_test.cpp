@@ -252,12 +252,14 @@ TEST(Compiler, DmaBuffersAreCounted) {
 // holds the input (double-buffered) while that fits in half the on-chip budget, and are read from HBM
 // again beyond: an MLP on 64 rows, g = [64, 1024] int8 = 64 KiB, a buffer of 128 KiB; down's 256 output
 // columns in panels of the 16-wide stream tile, so 16 reads of g without the buffer. Before, the
-// buffer was required, and a long prompt stopped with "on-chip budget too small".
+// buffer was required, and a long prompt stopped with "on-chip budget too small". Both matmuls pinned to
+// one block of every row (weight-stationary), so that down reads the whole of g per panel.
 TEST(Compiler, RepeatsBeyondTheBudgetAreReadFromHbmAgain) {
   std::string mlp = readTextFile(graphFile("mlp.yaml"));
   mlp.replace(mlp.find("shape: [1, 256]"), 15, "shape: [64, 256]");
   auto loadOfG = [&](const char* budget) {
-    CompileResult r = compileText(mlp, {"quant=w4a8", "unroll_budget=0.001", budget});
+    CompileResult r =
+        compileText(mlp, {"quant=w4a8", "unroll_budget=0.001", "row_block.up=0", "row_block.down=0", budget});
     EXPECT_FALSE(simulate(r.network).deadlock) << budget;
     for (const Task& t : r.network.tasks)
       if (t.name == "load_g") return t.bytes.eval();
@@ -333,10 +335,102 @@ TEST(Compiler, Errors) {
   std::string mlp = readTextFile(graphFile("mlp.yaml"));
   std::string e = errorOf(mlp, {"onchip_budget_bytes=100"});
   EXPECT_NE(e.find("error: the on-chip budget of 100 bytes is too small for kernel 'up', which needs"), std::string::npos) << e;
-  EXPECT_EQ(errorOf(mlp, {"tiles=4"}),
-            "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-            "max_stripe, max_SYMBOL)");
+  EXPECT_EQ(
+      errorOf(mlp, {"tiles=4"}),
+      "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
+      "max_stripe, max_SYMBOL, tk.OP, row_block.OP)");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");
+}
+
+// Row blocks. An MLP on 128 rows (512 -> 2048 -> 512, W4A8, the 16-wide stream tile).
+const char* kMlp128 =
+    "graph: mlp128\n"
+    "inputs: [{name: x, shape: [128, 512]}]\n"
+    "weights: [{name: w_up, shape: [512, 2048]}, {name: b_up, shape: [2048]}, {name: w_down, shape: [2048, "
+    "512]}]\n"
+    "ops:\n"
+    "  - {name: up, op: matmul, inputs: [x, w_up, b_up], output: h}\n"
+    "  - {name: act, op: gelu, inputs: [h], output: g}\n"
+    "  - {name: down, op: matmul, inputs: [g, w_down], output: y}\n"
+    "outputs: [y]\n";
+
+// Each matmul's block is the fewest rows (a power of two) that keep its weight stream, read again per
+// block, within its iterations: iterations 128 * N/16 * K/tk; weight bytes per block K * N / 2 over 32
+// channels (a prefill matmul's output starts the next stage, whose weights have the channels to
+// themselves) of 14.375 GB/s at 250 MHz (57.5 bytes a cycle).
+TEST(Compiler, PrefillMatmulsRunInTheFewestRowsThatKeepUpWithHbm) {
+  CompileResult r = compileText(kMlp128, {"quant=w4a8"});
+  struct Dims {
+    const char* op;
+    double K, N;
+  };
+  for (Dims d : {Dims{"up", 512, 2048}, Dims{"down", 2048, 512}}) {
+    const MatmulSchedule& s = r.schedules.at(d.op);
+    double iterations = 128 * d.N / 16 * d.K / static_cast<double>(s.tk);
+    int64_t block = 1;
+    while (128 / block * d.K * d.N / 2 / (32 * 57.5) > iterations) block *= 2;
+    EXPECT_EQ(s.rowBlock, block) << d.op;
+    EXPECT_LT(block, 128) << d.op;
+    // Loops (block, n, row, k).
+    const Task& t = r.network.tasks[static_cast<size_t>(taskNamed(r.network, d.op))];
+    EXPECT_EQ(t.phases[0].trip, (std::vector<Expr>{Expr(128 / block), Expr(static_cast<int64_t>(d.N) / 16),
+                                                   Expr(block), Expr(static_cast<int64_t>(d.K) / s.tk)}))
+        << d.op;
+  }
+  // Buffers by the itensor rule: a block of x (B_up x 512 int8) and of g (B_down x 2048) before the
+  // matmuls, a column panel of each weight (K x 16 int4), a block of each output (B x N int8) after
+  // them, a [16, 2] f32 tile of each epilogue; twice each (ping-pong).
+  int64_t bu = r.schedules.at("up").rowBlock, bd = r.schedules.at("down").rowBlock;
+  std::map<std::string, int64_t> regionBytes = {{"x", bu * 512},
+                                                {"w_up", 512 * 16 / 2},
+                                                {"h.panels", bu * 2048},
+                                                {"g", bd * 2048},
+                                                {"w_down", 2048 * 16 / 2},
+                                                {"y.panels", bd * 512},
+                                                {"up.epilogue", 16 * 2 * 4},
+                                                {"down.epilogue", 16 * 2 * 4}};
+  int regions = 0;
+  for (const Fifo& f : r.network.fifos) {
+    auto cvt = f.name.find(".cvt");
+    if (f.name.size() < 7 || f.name.compare(f.name.size() - 7, 7, ".region") != 0) continue;
+    ++regions;
+    EXPECT_EQ(f.width, 8 * regionBytes.at(f.name.substr(0, cvt))) << f.name;
+  }
+  EXPECT_EQ(regions, 8);
+  // The gelu reads up's rows in their order: a plain FIFO from the copy kernel.
+  EXPECT_EQ(fifoNamed(r.network, "h>act").width, 16 * 8);
+  // The intermediate results (h and g, 128 x 2048 int8) kept whole take 512 KiB; streamed, at most a
+  // fifth of that, and the whole design (weight panels and DMA FIFOs too) less than them.
+  EXPECT_EQ(r.report.onchipBytesUnfused, 2 * 128 * 2048);
+  EXPECT_LE(r.report.onchipBytesIntermediate * 5, r.report.onchipBytesUnfused);
+  EXPECT_LT(r.report.onchipBytesFused, r.report.onchipBytesUnfused);
+  EXPECT_EQ(r.report.groups, 1);
+  EXPECT_FALSE(simulate(r.network).deadlock);
+}
+
+// A pinned schedule is the one applied; one that cannot be is refused, naming the op.
+TEST(Compiler, PinnedSchedulesAreHonoured) {
+  CompileResult r = compileText(kMlp128, {"quant=w4a8", "tk.up=64", "row_block.up=2", "row_block.down=0"});
+  EXPECT_EQ(r.schedules.at("up").tk, 64);
+  EXPECT_EQ(r.schedules.at("up").rowBlock, 2);
+  EXPECT_EQ(r.schedules.at("down").rowBlock, 0);
+  EXPECT_EQ(r.network.tasks[static_cast<size_t>(taskNamed(r.network, "up"))].phases[0].trip,
+            (std::vector<Expr>{Expr(64), Expr(128), Expr(2), Expr(8)}));
+  EXPECT_EQ(r.network.tasks[static_cast<size_t>(taskNamed(r.network, "down"))].phases[0].trip[1],
+            Expr(128));  // (n, m, k)
+  auto error = [](std::vector<std::string> settings) {
+    try {
+      compileText(kMlp128, settings);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({"row_block.down=3"}),
+            "g.yaml:7:5: error: --set row_block.down=3: the block must divide the 128 rows");
+  EXPECT_EQ(error({"tk.up=3"}), "g.yaml:5:5: error: --set tk.up=3: the reduction tile must divide K (512)");
+  EXPECT_EQ(error({"row_block.upp=2"}),
+            "stc compile: error: --set row_block.upp: the graph has no matmul named 'upp'");
 }
 
 }  // namespace

@@ -101,6 +101,46 @@ TEST(ITensor, SharedLoopNeedsEqualElementSize) {
   EXPECT_EQ(p.bufferShape, (std::vector<int64_t>{8, 4}));
 }
 
+// Row blocks of 4 on an 8x8 tensor in 1x4 tiles. A matmul reading A block by block, each block once per
+// column tile of its output (loops mb, n, m, k), against rows streamed in order: the rows loop [8]*[1]
+// splits into [2, 4]*[4, 1], the block loop is shared, and the region is the block's 4 rows, whole
+// (4 x 8 f32, twice: 256 bytes) instead of the whole tensor.
+TEST(ITensor, RowBlocksShareTheBlockLoop) {
+  const char* rows = "itensor<1x4xf32, iter_space: [8,2]*[1,4], iter_map: (d0,d1)->(d0,d1)>";
+  const char* blocked =
+      "itensor<1x4xf32, iter_space: [2,3,4,2]*[4,1,1,4], iter_map: (d0,d1,d2,d3)->(d0 + d2,d3)>";
+  ConverterPlan p = plan(rows, blocked);
+  EXPECT_EQ(p.sharedLoops, 1);
+  EXPECT_EQ(p.producerSplits, (std::vector<LoopSplit>{{0, 2}}));
+  EXPECT_TRUE(p.consumerSplits.empty());
+  EXPECT_EQ(p.bufferShape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(p.bufferBytes, 2 * 4 * 8 * 4);
+  EXPECT_EQ(splitLoops(ITensorType::parse(rows), p.producerSplits).str(),
+            "itensor<1x4xf32, iter_space: [2,4,2]*[4,1,4], iter_map: (d0,d1,d2)->(d0 + d1,d2)>");
+  // A matmul writing its output block by block, a column tile at a time (mb, n, m), read as rows.
+  ConverterPlan back =
+      plan("itensor<1x4xf32, iter_space: [2,2,4]*[4,4,1], iter_map: (d0,d1,d2)->(d0 + d2,d1)>", rows);
+  EXPECT_EQ(back.sharedLoops, 1);
+  EXPECT_TRUE(back.producerSplits.empty());
+  EXPECT_EQ(back.consumerSplits, (std::vector<LoopSplit>{{0, 2}}));
+  EXPECT_EQ(back.bufferShape, (std::vector<int64_t>{4, 8}));
+  // Output blocks of 2 rows against blocks of 4 (both a column tile at a time): the 4-row block loop is
+  // the outer part of the 2-row one, and a region holds 4 rows.
+  ConverterPlan other =
+      plan("itensor<1x4xf32, iter_space: [4,2,2]*[2,4,1], iter_map: (d0,d1,d2)->(d0 + d2,d1)>",
+           "itensor<1x4xf32, iter_space: [2,2,4]*[4,4,1], iter_map: (d0,d1,d2)->(d0 + d2,d1)>");
+  EXPECT_EQ(other.sharedLoops, 1);
+  EXPECT_EQ(other.producerSplits, (std::vector<LoopSplit>{{0, 2}}));
+  EXPECT_EQ(other.bufferShape, (std::vector<int64_t>{4, 8}));
+  // Rows in order, written as blocks of 2 or as blocks of 4: the same tokens, every loop shared after
+  // splits, a region of one token.
+  ConverterPlan same =
+      plan("itensor<1x4xf32, iter_space: [4,2,2]*[2,1,4], iter_map: (d0,d1,d2)->(d0 + d1,d2)>",
+           "itensor<1x4xf32, iter_space: [2,4,2]*[4,1,4], iter_map: (d0,d1,d2)->(d0 + d1,d2)>");
+  EXPECT_EQ(same.sharedLoops, 4);
+  EXPECT_EQ(same.bufferShape, (std::vector<int64_t>{1, 4}));
+}
+
 TEST(ITensor, DifferentTensorsAreRejected) {
   try {
     plan(kA, "itensor<2x2xf32, iter_space: [4,2]*[2,2], iter_map: (d0,d1)->(d0,d1)>");

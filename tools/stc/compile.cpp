@@ -27,10 +27,14 @@ nlohmann::json reportJson(const CompileReport& r) {
           {"fifos", r.fifos},
           {"groups", r.groups},
           {"onchip_bytes_fused", r.onchipBytesFused},
+          {"onchip_bytes_intermediate", r.onchipBytesIntermediate},
           {"onchip_bytes_unfused", r.onchipBytesUnfused},
           {"resources",
-           {{"dsp", r.resources.dsp}, {"bram18k", r.resources.bram18k}, {"uram", r.resources.uram},
-            {"lut", r.resources.lut}, {"ff", r.resources.ff}}},
+           {{"dsp", r.resources.dsp},
+            {"bram18k", r.resources.bram18k},
+            {"uram", r.resources.uram},
+            {"lut", r.resources.lut},
+            {"ff", r.resources.ff}}},
           {"fits", r.fits},
           {"compile_seconds", r.compileSeconds}};
 }
@@ -51,6 +55,8 @@ int compile(const CompileArgs& a) {
   result.network.sourceFile = a.input;
   result.network.sourceSettings = a.settings;
   nlohmann::json report = reportJson(result.report);
+  for (const auto& [op, sched] : result.schedules)
+    report["schedules"][op] = {{"tk", sched.tk}, {"row_block", sched.rowBlock}};
   writeFileAtomic(a.output, emitNetwork(result.network));
   if (!a.report.empty()) writeFileAtomic(a.report, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (a.json) {
@@ -59,12 +65,16 @@ int compile(const CompileArgs& a) {
   }
   const CompileReport& r = result.report;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "%s: %d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); on-chip %lld bytes fused, %lld "
-                "unfused (%.1f%%)\n",
-                result.network.name.c_str(), r.kernels, r.converters, r.dmas, r.fifos, r.groups,
-                static_cast<long long>(r.onchipBytesFused), static_cast<long long>(r.onchipBytesUnfused),
-                r.onchipBytesUnfused ? 100.0 * static_cast<double>(r.onchipBytesFused) / static_cast<double>(r.onchipBytesUnfused) : 0.0);
+  std::snprintf(
+      line, sizeof line,
+      "%s: %d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); on-chip %lld bytes; intermediate "
+      "results %lld bytes streamed, %lld kept whole (%.1f%%)\n",
+      result.network.name.c_str(), r.kernels, r.converters, r.dmas, r.fifos, r.groups,
+      static_cast<long long>(r.onchipBytesFused), static_cast<long long>(r.onchipBytesIntermediate),
+      static_cast<long long>(r.onchipBytesUnfused),
+      r.onchipBytesUnfused
+          ? 100.0 * static_cast<double>(r.onchipBytesIntermediate) / static_cast<double>(r.onchipBytesUnfused)
+          : 0.0);
   std::cout << line;
   std::snprintf(line, sizeof line, "resources: DSP %lld/%lld, BRAM_18K %lld/%lld, URAM %lld/%lld, LUT %lld/%lld: %s\n",
                 static_cast<long long>(r.resources.dsp), static_cast<long long>(platform.resources.dsp),
@@ -72,7 +82,14 @@ int compile(const CompileArgs& a) {
                 static_cast<long long>(r.resources.uram), static_cast<long long>(platform.resources.uram),
                 static_cast<long long>(r.resources.lut), static_cast<long long>(platform.resources.lut),
                 r.fits ? "fits" : "DOES NOT FIT");
-  std::cout << line << "wrote " << a.output << " in " << r.compileSeconds << " s\n";
+  std::cout << line;
+  if (!result.schedules.empty()) {  // what the search picked, in the form --set pins it
+    std::cout << "schedules:";
+    for (const auto& [op, sched] : result.schedules)
+      std::cout << " tk." << op << "=" << sched.tk << " row_block." << op << "=" << sched.rowBlock;
+    std::cout << "\n";
+  }
+  std::cout << "wrote " << a.output << " in " << r.compileSeconds << " s\n";
   return 0;
 }
 
@@ -83,9 +100,11 @@ Runner addCompile(CLI::App& app) {
   app.add_option("input", a->input, "graph file (models/graphs/*.yaml)")->required();
   app.add_option("-o,--output", a->output, "network file to write")->required();
   app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
-  app.add_option("--set", a->settings,
-                 "KEY=VALUE: tile, unroll_budget (share of DSPs), onchip_budget_bytes, quant (w4a8|none), "
-                 "max_stripe, max_SYMBOL (largest value of a symbol, for buffer sizes)");
+  app.add_option(
+      "--set", a->settings,
+      "KEY=VALUE: tile, unroll_budget (share of DSPs), onchip_budget_bytes, quant (w4a8|none), "
+      "max_stripe, max_SYMBOL (largest value of a symbol, for buffer sizes), tk.OP and row_block.OP (pin "
+      "a matmul's reduction tile and rows per block; row_block 0: every row)");
   app.add_option("--report", a->report, "write the compile report as JSON");
   app.add_flag("--json", a->json, "print the report as JSON");
   return [a]() { return compile(*a); };
