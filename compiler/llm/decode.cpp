@@ -162,7 +162,8 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
     CompileOptions stationary = options_;
     for (const Op& op : g.ops)
       if (op.op == "matmul" || op.op == "linear") stationary.pinnedRowBlock[op.name] = 0;
-    prefills.push_back(compileGraph(g, platform_, options_));
+    // Past 256 rows only the weight-stationary one: sizing a long prompt's blocks costs minutes.
+    prefills.push_back(compileGraph(g, platform_, p <= 256 ? options_ : stationary));
     prefills.push_back(compileGraph(g, platform_, stationary));
   }
   // The prefill's memory: what the decode layer and the head leave of the device's.
