@@ -234,18 +234,23 @@ std::vector<int64_t> ITensorType::dataShape() const {
   return shape;
 }
 
+void splitLoopIndexing(std::vector<int64_t>& steps, AffineMap& map, const LoopSplit& s, int64_t inner) {
+  auto k = static_cast<size_t>(s.loop);
+  auto at = static_cast<std::ptrdiff_t>(k + 1);
+  steps.insert(steps.begin() + at, steps[k]);
+  steps[k] *= inner;
+  std::vector<AffineExpr> results = map.results();
+  for (auto& r : results) r.coeffs.insert(r.coeffs.begin() + at, r.coeffs[k]);
+  map = AffineMap(map.numDims() + 1, results);
+}
+
 ITensorType splitLoops(ITensorType t, const std::vector<LoopSplit>& splits) {
   for (const LoopSplit& s : splits) {
     auto k = static_cast<size_t>(s.loop);
-    auto at = static_cast<std::ptrdiff_t>(k + 1);
     int64_t inner = t.tripcounts[k] / s.outer;
     t.tripcounts[k] = s.outer;
-    t.tripcounts.insert(t.tripcounts.begin() + at, inner);
-    t.steps.insert(t.steps.begin() + at, t.steps[k]);
-    t.steps[k] *= inner;
-    std::vector<AffineExpr> results = t.iterMap.results();
-    for (auto& r : results) r.coeffs.insert(r.coeffs.begin() + at, r.coeffs[k]);
-    t.iterMap = AffineMap(t.iterMap.numDims() + 1, results);
+    t.tripcounts.insert(t.tripcounts.begin() + static_cast<std::ptrdiff_t>(k + 1), inner);
+    splitLoopIndexing(t.steps, t.iterMap, s, inner);
   }
   return t;
 }

@@ -51,6 +51,10 @@ struct LoopSplit {
   bool operator==(const LoopSplit& o) const { return loop == o.loop && outer == o.outer; }
 };
 
+/// The steps and map of a loop nest after split s, whose inner part runs `inner` iterations (the trips
+/// are the caller's: concrete here, symbolic in the compiler's stream orders).
+void splitLoopIndexing(std::vector<int64_t>& steps, AffineMap& map, const LoopSplit& s, int64_t inner);
+
 /// `t` with `splits` applied in turn (each names a loop of the nest the earlier ones left).
 ITensorType splitLoops(ITensorType t, const std::vector<LoopSplit>& splits);
 

@@ -153,19 +153,22 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   }
   // Prefill networks compile one per prompt length (serially: compiling is fast) and are sized in
   // parallel; every simulation runs in parallel, each into its own slot.
-  // Two schedules per prompt: the chosen row blocks, and every matmul weight-stationary (one block of
-  // every row, each weight read once); the faster one within the memory the decode layer and the head
-  // leave is kept (row blocks whose stages run at different paces can need deep FIFOs between them).
+  // Two schedules per prompt of at most 256 rows: the chosen row blocks, and every matmul
+  // weight-stationary (one block of every row, each weight read once); the faster one within the memory
+  // the decode layer and the head leave is kept (row blocks whose stages run at different paces can need
+  // deep FIFOs between them). Longer prompts only weight-stationary: sizing their blocks costs minutes.
   std::vector<CompileResult> prefills;
+  std::vector<size_t> firstOf;  // per prompt, its first candidate in prefills
   for (int64_t p : prompts) {
     Graph g = buildPrefillLayer(model_, p);
     CompileOptions stationary = options_;
     for (const Op& op : g.ops)
       if (op.op == "matmul" || op.op == "linear") stationary.pinnedRowBlock[op.name] = 0;
-    // Past 256 rows only the weight-stationary one: sizing a long prompt's blocks costs minutes.
-    prefills.push_back(compileGraph(g, platform_, p <= 256 ? options_ : stationary));
+    firstOf.push_back(prefills.size());
+    if (p <= 256) prefills.push_back(compileGraph(g, platform_, options_));
     prefills.push_back(compileGraph(g, platform_, stationary));
   }
+  firstOf.push_back(prefills.size());
   // The prefill's memory: what the decode layer and the head leave of the device's.
   Resources memory = memoryShare(platform_, 1.0);
   memory.bram18k -= decodeLayer_.report.resources.bram18k + head_.report.resources.bram18k;
@@ -175,11 +178,13 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
                     [&](size_t j) { sized[j] = sizeDesign(prefills[j], platform_, memory); });
   std::vector<Network> prefillNets;
   for (size_t j = 0; j < prompts.size(); ++j) {
-    const SizedDesign &a = sized[2 * j], &b = sized[2 * j + 1];
-    bool blocked = a.withinMemory != b.withinMemory ? a.withinMemory : a.cycles <= b.cycles;
-    CompileResult& chosen = prefills[2 * j + (blocked ? 0 : 1)];
-    prefillResources_[prompts[j]] = chosen.report.resources;
-    prefillNets.push_back(std::move(chosen.network));
+    size_t best = firstOf[j];  // the blocked one first: kept on a tie
+    for (size_t c = firstOf[j] + 1; c < firstOf[j + 1]; ++c) {
+      const SizedDesign &a = sized[best], &b = sized[c];
+      if (a.withinMemory != b.withinMemory ? b.withinMemory : b.cycles < a.cycles) best = c;
+    }
+    prefillResources_[prompts[j]] = prefills[best].report.resources;
+    prefillNets.push_back(std::move(prefills[best].network));
   }
   size_t jobs = ctxs.size() + prompts.size() + (headCycles_ == 0 ? 1 : 0);
   std::vector<DesignRun> runs(jobs);

@@ -48,15 +48,10 @@ StreamOrder withoutRepeats(const StreamOrder& order, bool keepOuter) {
 StreamOrder splitLoops(StreamOrder order, const std::vector<LoopSplit>& splits) {
   for (const LoopSplit& s : splits) {
     auto k = static_cast<size_t>(s.loop);
-    auto at = static_cast<std::ptrdiff_t>(k + 1);
     int64_t inner = order.trips[k].eval() / s.outer;
     order.trips[k] = Expr(s.outer);
-    order.trips.insert(order.trips.begin() + at, Expr(inner));
-    order.steps.insert(order.steps.begin() + at, order.steps[k]);
-    order.steps[k] *= inner;
-    std::vector<AffineExpr> results = order.map.results();
-    for (auto& r : results) r.coeffs.insert(r.coeffs.begin() + at, r.coeffs[k]);
-    order.map = AffineMap(order.map.numDims() + 1, results);
+    order.trips.insert(order.trips.begin() + static_cast<std::ptrdiff_t>(k + 1), Expr(inner));
+    splitLoopIndexing(order.steps, order.map, s, inner);
   }
   return order;
 }
@@ -99,12 +94,10 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
       plan.kind = EdgePlan::kAdapter;
       plan.split = true;
     }
-  } else if (port.order.repeats() && withoutRepeats(port.order, port.restream) != port.order) {
-    plan.kind = EdgePlan::kDmaConverter;
-    plan.source = withoutRepeats(port.order, port.restream);
-  } else {
-    plan.kind = EdgePlan::kDma;
-    plan.source = port.order;
+  } else {  // from HBM: a converter repeats what the DMA reads once, when something repeats
+    StreamOrder once = port.order.repeats() ? withoutRepeats(port.order, port.restream) : port.order;
+    plan.kind = once != port.order ? EdgePlan::kDmaConverter : EdgePlan::kDma;
+    plan.source = std::move(once);
   }
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
     plan.converter = inferConverter(plan.source.bind(options.maxima), port.order.bind(options.maxima), true);
