@@ -120,8 +120,13 @@ TEST(Decode, LongPromptsCompile) {
   ModelSpec m = model("mistral-7b");
   CompileOptions o = parseCompileOptions({"quant=" + m.quant}, defaultPlatform());
   o.unrollBudget = kPrefillShare;
+  Graph g = buildPrefillLayer(m, 512);
+  // The estimator's design past 256 rows: every matmul weight-stationary (compiling the row-blocked one
+  // takes minutes, most of them in the simulation that places DMAs on channels).
+  for (const Op& op : g.ops)
+    if (op.op == "matmul") o.pinnedRowBlock[op.name] = 0;
   try {
-    CompileResult r = compileGraph(buildPrefillLayer(m, 512), defaultPlatform(), o);
+    CompileResult r = compileGraph(g, defaultPlatform(), o);
     EXPECT_LE(r.report.resources.dsp, defaultPlatform().resources.dsp);
   } catch (const UserError& e) {
     ADD_FAILURE() << e.what();
