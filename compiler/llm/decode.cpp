@@ -74,16 +74,18 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
   bool overCtx = design.network.symbols().count("ctx") > 0;
   std::vector<Bindings> at = overCtx ? sizingContexts(design.options.maxima.at("ctx"), design.options.tile)
                                      : std::vector<Bindings>{Bindings{}};
-  // Two candidates: weight streams that read ahead by the m_axi read buffer only, and ones that
-  // prefetch into deep FIFOs. The prefetch wins when it is faster over the sampled contexts and its
-  // memory stays within `memory`.
+  // Candidates: weight streams that read ahead by the m_axi read buffer only, and ones that prefetch
+  // into deep FIFOs; when neither fits `memory`, a third measured with every writer paced by its readers
+  // (sizing::SizingOptions::paced). The fastest within `memory` wins, or the fastest when none is.
   std::optional<CompileResult> best;
   int64_t bestCycles = 0;
   bool bestWithin = false;
-  for (bool prefetch : {false, true}) {
+  for (int mode = 0; mode < 3; ++mode) {
+    if (mode == 2 && bestWithin) break;
     sizing::SizingOptions options;
     options.platform = platform;
-    options.prefetch = prefetch;
+    options.prefetch = mode == 1;
+    options.paced = mode == 2;
     CompileResult candidate = design;
     sizing::SizingResult r = sizing::sizeFifosAcross(design.network, options, at, candidate.network);
     if (r.trueDeadlock)
@@ -101,7 +103,7 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
                       "' deadlocks; please report it");
     const Resources& got = candidate.report.resources;
     bool withinMemory = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
-    if (!best || (withinMemory && cycles < bestCycles)) {
+    if (!best || (withinMemory != bestWithin ? withinMemory : cycles < bestCycles)) {
       best = std::move(candidate);
       bestCycles = cycles;
       bestWithin = withinMemory;

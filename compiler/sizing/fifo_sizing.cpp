@@ -29,6 +29,12 @@
 // 4. Simulate with those depths. On a deadlock, double the FULL FIFOs of the wait-for cycle; when more
 //    than 1% slower than step 1, double the FIFOs whose writers stalled; each capped at the maximum
 //    occupancy, so the loop ends at worst on the maximum-occupancy baseline.
+// 5. When those depths take more bits than the budget (the platform's BRAM and URAM unless set), the
+//    unbounded run was not a schedule any device keeps: a converter replayed a row for every column panel
+//    long before the matmul read it, or a fork's writer, which step 3 keeps on schedule, ran ahead of its
+//    slowest reader (a 128-row GPT-2 layer asked for 1.6 Gbit). Steps 1 to 4 run again on a run with
+//    every FIFO as deep as the network's and at least kDmaReadDepth, in which writers keep their readers'
+//    pace; the latency checked is that run's. Kept when it takes fewer bits (16 Mbit, 2% slower, there).
 #include "compiler/sizing/fifo_sizing.h"
 
 #include <algorithm>
@@ -110,7 +116,9 @@ struct Proposal {
   std::vector<int64_t> depths, cap;
 };
 
-Proposal propose(const sim::Program& prog, const SizingOptions& options) {
+// `paced`: measure with every FIFO at least kDmaReadDepth deep and at least its depth in the network
+// instead of unbounded (step 5).
+Proposal propose(const sim::Program& prog, const SizingOptions& options, bool paced) {
   Proposal p;
   SizingResult& out = p.out;
   sim::RunConfig measure;
@@ -118,6 +126,7 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options) {
   for (size_t f = 0; f < prog.fifos.size(); ++f) {
     const auto& dma = prog.tasks[static_cast<size_t>(prog.fifos[f].writer)].dma;
     if (dma && !dma->write && !options.prefetch) measure.depths[f] = kDmaReadDepth;
+    if (paced) measure.depths[f] = std::max(kDmaReadDepth, prog.fifos[f].depth);
   }
   measure.recordCurves = true;
   out.unbounded = sim::runDirect(prog, measure);
@@ -297,16 +306,14 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
   return sizeFifosAcross(net, options, {Bindings{}}, sized);
 }
 
-SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
-                             const std::vector<Bindings>& at, Network& sized) {
-  if (at.empty()) return sizeFifos(net, options, sized);
-  std::vector<sim::Program> progs;
+namespace {
+
+// Steps 1 to 4 at every binding, measured unbounded or paced.
+SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs,
+                      const SizingOptions& options, bool paced, Network& sized) {
   std::vector<Proposal> proposals;
-  for (const Bindings& b : at) {
-    Bindings all = options.bindings;
-    for (const auto& [sym, value] : b) all[sym] = value;
-    progs.push_back(sim::compileProgram(net, all, options.platform));
-    proposals.push_back(propose(progs.back(), options));
+  for (const sim::Program& prog : progs) {
+    proposals.push_back(propose(prog, options, paced));
     if (proposals.back().out.trueDeadlock) {
       sized = net;
       return proposals.back().out;
@@ -315,7 +322,7 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   // The last binding's measurements, every FIFO at the largest depth and cap any binding asks for.
   Proposal& last = proposals.back();
   std::vector<Check> checks;
-  for (size_t i = 0; i < at.size(); ++i) {
+  for (size_t i = 0; i < progs.size(); ++i) {
     checks.push_back({&progs[i], withinOnePercent(proposals[i].out.cyclesUnbounded)});
     for (size_t f = 0; f < last.depths.size(); ++f) {
       last.depths[f] = std::max(last.depths[f], proposals[i].depths[f]);
@@ -330,6 +337,47 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   sized = net;
   settle(last.depths, last.out, sized);
   return last.out;
+}
+
+}  // namespace
+
+int64_t onChipBits(const Platform& platform) {
+  return platform.resources.bram18k * kBram18kBits + platform.resources.uram * kUramBits;
+}
+
+SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
+                             const std::vector<Bindings>& at, Network& sized) {
+  if (at.empty()) return sizeFifos(net, options, sized);
+  std::vector<sim::Program> progs;
+  for (const Bindings& b : at) {
+    Bindings all = options.bindings;
+    for (const auto& [sym, value] : b) all[sym] = value;
+    progs.push_back(sim::compileProgram(net, all, options.platform));
+  }
+  if (options.paced) {
+    SizingResult paced = sizeWith(net, progs, options, true, sized);
+    paced.paced = true;
+    paced.cyclesPaced = paced.cyclesUnbounded;
+    return paced;
+  }
+  SizingResult free = sizeWith(net, progs, options, false, sized);
+  int64_t budget = options.budgetBits > 0 ? options.budgetBits : onChipBits(options.platform);
+  if (free.trueDeadlock || free.totalBits <= budget) return free;
+  // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
+  // column panel long before the matmul reads it, weights prefetched while their reader waits) set
+  // depths no device holds; measured again with every FIFO as deep as the network's and at least
+  // kDmaReadDepth, writers are paced by their readers, and the same steps size that run instead.
+  Network pacedNet;
+  SizingResult paced = sizeWith(net, progs, options, true, pacedNet);
+  if (paced.trueDeadlock || paced.totalBits >= free.totalBits) return free;
+  paced.paced = true;
+  paced.cyclesPaced = paced.cyclesUnbounded;
+  paced.cyclesUnbounded = free.cyclesUnbounded;
+  paced.baselineMaxOccupancyBits = free.baselineMaxOccupancyBits;
+  paced.rounds += free.rounds;
+  for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free.fifos[f].maxOccupancy;
+  sized = std::move(pacedNet);
+  return paced;
 }
 
 }  // namespace stc::sizing

@@ -26,6 +26,11 @@ struct SizingOptions {
   /// Measure with a DMA read's FIFO unbounded too: the sizer then gives weight streams the depth to
   /// prefetch what the unbounded run read ahead (more memory; faster when the prefetch overlaps a wait).
   bool prefetch = false;
+  /// FIFO bits the sized network should keep within (0: the platform's BRAM and URAM). Past it, the
+  /// writers are measured paced by their readers instead of running ahead into unbounded FIFOs.
+  int64_t budgetBits = 0;
+  /// Measure paced whatever the bits (each FIFO as deep as the network's and at least 3).
+  bool paced = false;
 };
 
 /// Where a FIFO of a given depth and width lives on the FPGA, and how many primitives it takes.
@@ -56,6 +61,8 @@ struct SizingResult {
   int64_t baselineMaxOccupancyBits = 0;
   int64_t baselineFullBits = 0;
   int64_t cyclesUnbounded = 0;
+  bool paced = false;       ///< sized from the paced run (over budget when unbounded)
+  int64_t cyclesPaced = 0;  ///< the paced measuring run, when paced
   int64_t cyclesSized = 0;
   std::vector<int64_t> cyclesSizedAt;  ///< sizeFifosAcross: at each binding
   int rounds = 0;                  ///< verifying simulations run
@@ -63,6 +70,10 @@ struct SizingResult {
   double lpSeconds = 0;
   std::map<std::string, int64_t> memoryCounts;  ///< FIFOs per memory kind
 };
+
+/// Bits of BRAM_18K and URAM on the platform.
+inline constexpr int64_t kBram18kBits = 18 * 1024, kUramBits = 288 * 1024;
+int64_t onChipBits(const Platform& platform);
 
 /// Sizes every FIFO of net; `sized` receives net with the new depths and nothing else changed.
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized);

@@ -103,6 +103,42 @@ TEST(Sizing, ProducerFarAheadNeedsLittle) {
   EXPECT_EQ(s.result.cyclesSized, s.result.cyclesUnbounded - 1);  // a shift register reads a cycle sooner
 }
 
+// A producer forking into two slow consumers (ii 1 into ii 4 twice, 4096 tokens of 512 bits). With two
+// outputs it must not fall behind the unbounded run's schedule, so each FIFO holds three quarters of the
+// stream: 2 x 3,072 x 512 bits. Over a budget of 100,000 bits the sizer measures again with the network's
+// depths (at least 3): the producer runs at its readers' pace, and 3 tokens each keep the latency.
+TEST(Sizing, OverBudgetPacesTheWriters) {
+  const std::string text =
+      "network: fork_slow\nfifos: [{name: a, width: 512}, {name: b, width: 512}]\ntasks:\n"
+      "  - {name: load, phases: [{trip: [4096], ii: 1, latency: 2, ports: [{fifo: a, dir: out}, {fifo: b, "
+      "dir: "
+      "out}]}]}\n"
+      "  - {name: mac_a, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: a, dir: in}]}]}\n"
+      "  - {name: mac_b, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: b, dir: in}]}]}\n";
+  Sized free = size(text);
+  expectGuarantees(free);
+  EXPECT_FALSE(free.result.paced);
+  EXPECT_GE(depthOf(free, "a"), 3000);
+  EXPECT_GE(depthOf(free, "b"), 3000);
+
+  Sized paced;
+  SizingOptions options;
+  options.budgetBits = 100000;
+  paced.result = sizeFifos(parseNetwork(text, "test.yaml"), options, paced.network);
+  expectGuarantees(paced);
+  EXPECT_TRUE(paced.result.paced);
+  EXPECT_EQ(paced.result.cyclesUnbounded, free.result.cyclesUnbounded);
+  EXPECT_LE(depthOf(paced, "a"), 3);
+  EXPECT_LE(depthOf(paced, "b"), 3);
+  EXPECT_LE(paced.result.totalBits, 2 * 3 * 512);
+  // Forced paced gives the same depths whatever the budget.
+  options = SizingOptions();
+  options.paced = true;
+  Network forced;
+  sizeFifos(parseNetwork(text, "test.yaml"), options, forced);
+  EXPECT_EQ(forced.fifos[0].depth, depthOf(paced, "a"));
+}
+
 // DMA-fed: two 4 MiB weight streams out of HBM into a multiply-accumulate of ii 4. The DMAs run far ahead
 // (tens of thousands of tokens pile up unbounded); each has one output, so stalling it costs nothing.
 TEST(Sizing, DmaReadsRunAheadInTheirReadBufferOnly) {
