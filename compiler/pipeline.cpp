@@ -162,6 +162,31 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
   return o;
 }
 
+void applySchedule(const std::vector<SchedulePin>& pins, CompileOptions& options) {
+  for (const SchedulePin& p : pins) {
+    if (p.tk && !options.pinnedTk.count(p.op)) {
+      options.pinnedTk[p.op] = *p.tk;
+      options.pinOrigin["tk." + p.op] = p.tkLoc;
+    }
+    if (p.rowBlock && !options.pinnedRowBlock.count(p.op)) {
+      options.pinnedRowBlock[p.op] = *p.rowBlock;
+      options.pinOrigin["row_block." + p.op] = p.rowBlockLoc;
+    }
+  }
+}
+
+std::vector<SchedulePin> schedulePins(const Schedules& schedules) {
+  std::vector<SchedulePin> pins;
+  for (const auto& [op, s] : schedules) {
+    SchedulePin p;
+    p.op = op;
+    p.tk = s.tk;
+    p.rowBlock = s.rowBlock;
+    pins.push_back(p);
+  }
+  return pins;
+}
+
 CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& given) {
   auto begin = std::chrono::steady_clock::now();
   CompileOptions options = given;

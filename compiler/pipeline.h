@@ -8,6 +8,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/network.h"
 #include "compiler/ir/platform.h"
+#include "compiler/ir/yaml_io.h"
 #include "compiler/lower/kernel_graph.h"
 #include "compiler/lower/streams.h"
 
@@ -36,6 +37,11 @@ struct CompileResult {
 /// max_SYMBOL, and a matmul's schedule pinned: tk.OP, row_block.OP) into options; UserError naming an
 /// unknown key or a bad value.
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform);
+/// Pins each op of a schedule file (stc compile --schedule), remembering where for error messages; a
+/// knob already pinned (--set) keeps its value.
+void applySchedule(const std::vector<SchedulePin>& pins, CompileOptions& options);
+/// The schedules as a schedule file's pins (stc compile --write-schedule).
+std::vector<SchedulePin> schedulePins(const Schedules& schedules);
 
 /// The report's resources and fit, again from the network's FIFO depths (after sizing changed them).
 void updateResources(CompileResult& c, const Platform& platform);

@@ -156,6 +156,18 @@ double otherDsps(const TypedGraph& graph, const CompileOptions& options, const S
 
 namespace {
 
+// A pin the graph cannot take: at the schedule file's line when one set it, else at the op's.
+UserError pinError(const CompileOptions& options, const Op& op, const std::string& knob, int64_t value,
+                   const std::string& why) {
+  std::string key = knob + "." + op.name;
+  auto origin = options.pinOrigin.find(key);
+  if (origin != options.pinOrigin.end())
+    return UserError(formatError(origin->second, "field '" + knob + "': " + knob + " " +
+                                                     std::to_string(value) + " for '" + op.name + "' (" +
+                                                     op.loc.str() + "): " + why));
+  return UserError(formatError(op.loc, "--set " + key + "=" + std::to_string(value) + ": " + why));
+}
+
 // The pinned row block (row_block.OP), checked against the rows, or the chosen one.
 int64_t rowBlockOf(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
                    const CompileOptions& options) {
@@ -163,11 +175,10 @@ int64_t rowBlockOf(const TypedGraph& graph, const Op& op, int64_t tk, const Plat
   if (pin == options.pinnedRowBlock.end()) return chooseRowBlock(graph, op, tk, platform, options);
   int64_t M = dimsOf(graph, op, options).M;
   if (pin->second > 0 && (!writesPanels(graph, op) || M % pin->second != 0))
-    throw UserError(formatError(
-        op.loc, "--set row_block." + op.name + "=" + std::to_string(pin->second) + ": " +
-                    (writesPanels(graph, op)
-                         ? "the block must divide the " + std::to_string(M) + " rows"
-                         : "only a matmul over a right side from HBM with several rows runs in row blocks")));
+    throw pinError(options, op, "row_block", pin->second,
+                   writesPanels(graph, op)
+                       ? "the block must divide the " + std::to_string(M) + " rows"
+                       : "only a matmul over a right side from HBM with several rows runs in row blocks");
   return pin->second >= M ? 0 : pin->second;
 }
 
@@ -182,12 +193,11 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;  // a symbolic K: padded tiles
     if (auto pin = options.pinnedTk.find(op.name); pin != options.pinnedTk.end()) {
       if (d.kConstant ? d.K % pin->second != 0 : pin->second != options.tile)
-        throw UserError(formatError(
-            op.loc, "--set tk." + op.name + "=" + std::to_string(pin->second) +
-                        ": the reduction tile must divide K (" +
-                        (d.kConstant ? std::to_string(d.K)
-                                     : "symbolic: the stream tile " + std::to_string(options.tile)) +
-                        ")"));
+        throw pinError(options, op, "tk", pin->second,
+                       "the reduction tile must divide K (" +
+                           (d.kConstant ? std::to_string(d.K)
+                                        : "symbolic: the stream tile " + std::to_string(options.tile)) +
+                           ")");
       tk[op.name] = pin->second;
     }
     ops[op.name] = &op;
@@ -246,10 +256,13 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, con
       bool found = false;
       for (const Op& op : graph.graph->ops)
         found = found || (op.name == name && (op.op == "matmul" || op.op == "linear"));
+      std::string key = std::string(pins == &options.pinnedTk ? "tk." : "row_block.") + name;
+      auto origin = options.pinOrigin.find(key);
+      if (!found && origin != options.pinOrigin.end())
+        throw UserError(formatError(origin->second, "the graph has no matmul named '" + name + "'"));
       if (!found)
-        throw UserError("stc compile: error: --set " +
-                        std::string(pins == &options.pinnedTk ? "tk." : "row_block.") + name +
-                        ": the graph has no matmul named '" + name + "'");
+        throw UserError("stc compile: error: --set " + key + ": the graph has no matmul named '" + name +
+                        "'");
     }
   Schedules schedules;
   for (const auto& [name, tk] : chooseUnroll(graph, platform, options)) {

@@ -426,6 +426,57 @@ std::string emitGraph(const Graph& g) {
   return std::string(out.c_str()) + "\n";
 }
 
+std::vector<SchedulePin> parseSchedule(const std::string& text, const std::string& file) {
+  Reader r(file);
+  YAML::Node root = r.load(text);
+  if (!root.IsMap()) fail(r.loc(root), "expected a schedule file (its first key 'schedule')");
+  r.onlyKeys(root, {"schedule"}, "a schedule file");
+  YAML::Node ops = r.required(root, "schedule", "a schedule file");
+  if (ops.IsNull()) return {};
+  r.expectMap(ops, "schedule");
+  std::vector<SchedulePin> pins;
+  std::set<std::string> seen;
+  for (const auto& kv : ops) {
+    SchedulePin pin;
+    pin.op = r.str(kv.first, "schedule");
+    if (!seen.insert(pin.op).second) fail(r.loc(kv.first), "field '" + pin.op + "': given twice");
+    r.expectMap(kv.second, pin.op);
+    r.onlyKeys(kv.second, {"tk", "row_block"}, "an op's schedule");
+    if (YAML::Node n = kv.second["tk"]) {
+      pin.tk = r.integer(n, "tk");
+      pin.tkLoc = r.loc(n);
+      if (*pin.tk < 1 || *pin.tk > 4096)
+        r.error(n, "tk", "expected a reduction tile from 1 to 4096, got '" + n.Scalar() + "'");
+    }
+    if (YAML::Node n = kv.second["row_block"]) {
+      pin.rowBlock = r.integer(n, "row_block");
+      pin.rowBlockLoc = r.loc(n);
+      if (*pin.rowBlock < 0)
+        r.error(n, "row_block", "expected rows per block (0: every row), got '" + n.Scalar() + "'");
+    }
+    pins.push_back(std::move(pin));
+  }
+  return pins;
+}
+
+std::vector<SchedulePin> loadSchedule(const std::string& path) {
+  return parseSchedule(readTextFile(path), path);
+}
+
+std::string emitSchedule(const std::vector<SchedulePin>& pins) {
+  std::ostringstream out;
+  out << "# Each matmul's schedule: tk, its reduction tile; row_block, rows per block (0: every row,\n"
+         "# weight-stationary). stc compile --schedule FILE pins them.\nschedule:\n";
+  for (const SchedulePin& p : pins) {
+    out << "  " << p.op << ": {";
+    if (p.tk) out << "tk: " << *p.tk << (p.rowBlock ? ", " : "");
+    if (p.rowBlock) out << "row_block: " << *p.rowBlock;
+    out << "}\n";
+  }
+  if (pins.empty()) out << "  {}\n";
+  return out.str();
+}
+
 FileKind detectFileKind(const std::string& text, const std::string& file) {
   Reader r(file);
   YAML::Node root = r.load(text);

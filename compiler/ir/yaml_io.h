@@ -2,6 +2,7 @@
 // YAML files of the toolkit: networks, graphs (and platforms, see sim/platform.h). The only place that
 // includes yaml-cpp. Errors name the file, line, column and field.
 
+#include <optional>
 #include <string>
 
 #include "compiler/ir/graph.h"
@@ -21,6 +22,18 @@ std::string emitNetwork(const Network& net);
 Graph parseGraph(const std::string& text, const std::string& file);
 Graph loadGraph(const std::string& path);
 std::string emitGraph(const Graph& graph);
+
+/// One op's line of a schedule file (stc compile --schedule FILE.yaml):
+///   schedule:
+///     fc1: {tk: 256, row_block: 2}     # row_block 0: every row (weight-stationary)
+struct SchedulePin {
+  std::string op;
+  std::optional<int64_t> tk, rowBlock;
+  SourceLoc tkLoc, rowBlockLoc;
+};
+std::vector<SchedulePin> parseSchedule(const std::string& text, const std::string& file);
+std::vector<SchedulePin> loadSchedule(const std::string& path);
+std::string emitSchedule(const std::vector<SchedulePin>& pins);
 
 enum class FileKind { kNetwork, kGraph, kPlatform, kModel, kUnknown };
 /// What a YAML file holds, from its top-level key (network:, graph:, platform:, model:).

@@ -24,6 +24,7 @@ struct CompileOptions {
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap
   std::map<std::string, int64_t> pinnedTk;        ///< tk.OP=N: a matmul's reduction tile, as given
   std::map<std::string, int64_t> pinnedRowBlock;  ///< row_block.OP=N: a matmul's row block (0: every row)
+  std::map<std::string, SourceLoc> pinOrigin;     ///< "tk.OP", "row_block.OP": where a schedule file set it
   Bindings maxima;                   ///< the largest value of each symbol, for buffer sizes (default 4096)
 };
 

@@ -126,6 +126,28 @@ TEST(Cli, SimulatesDmaTasksOnTheHbm) {
   EXPECT_EQ(o.code, 0) << o.out;
 }
 
+// --write-schedule then --schedule: the same network; a bad schedule file exits 1 and writes nothing.
+TEST(Cli, ScheduleFiles) {
+  std::string dir = ::testing::TempDir(), graph = STC_SOURCE_DIR "/models/graphs/mlp.yaml";
+  Outcome first = stc("compile " + graph + " -o " + dir + "a.net.yaml --write-schedule " + dir + "s.yaml");
+  ASSERT_EQ(first.code, 0) << first.out;
+  Outcome again = stc("compile " + graph + " -o " + dir + "b.net.yaml --schedule " + dir + "s.yaml");
+  ASSERT_EQ(again.code, 0) << again.out;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string a = read(dir + "a.net.yaml"), b = read(dir + "b.net.yaml");
+  EXPECT_EQ(a.substr(a.find("\nfifos:")), b.substr(b.find("\nfifos:")));  // the source line adds the pins
+  std::ofstream(dir + "bad.yaml") << "schedule:\n  nowhere: {tk: 4}\n";
+  std::filesystem::remove(dir + "c.net.yaml");
+  Outcome bad = stc("compile " + graph + " -o " + dir + "c.net.yaml --schedule " + dir + "bad.yaml");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("bad.yaml:2:17: error: the graph has no matmul named 'nowhere'"), std::string::npos)
+      << bad.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "c.net.yaml"));
+}
+
 TEST(Cli, SizeFifosWritesTheSizedNetwork) {
   std::string out = ::testing::TempDir() + "fj.sized.yaml";
   Outcome o = stc("size-fifos " + kNets + "fork_join.yaml -o " + out + " --json");

@@ -433,5 +433,53 @@ TEST(Compiler, PinnedSchedulesAreHonoured) {
             "stc compile: error: --set row_block.upp: the graph has no matmul named 'upp'");
 }
 
+// A schedule file: what one compile wrote pins the next to the same network; a --set wins over the
+// file; a pin the graph cannot take is refused at the file's line, naming the op's.
+TEST(Compiler, ScheduleFilesRoundTrip) {
+  CompileResult chosen = compileText(kMlp128, {"quant=w4a8"});
+  std::string file = emitSchedule(schedulePins(chosen.schedules));
+  std::vector<SchedulePin> pins = parseSchedule(file, "s.yaml");
+  ASSERT_EQ(pins.size(), 2u);
+  CompileOptions options = parseCompileOptions({"quant=w4a8"}, defaultPlatform());
+  applySchedule(pins, options);
+  CompileResult pinned = compileGraph(parseGraph(kMlp128, "g.yaml"), defaultPlatform(), options);
+  EXPECT_EQ(emitNetwork(pinned.network), emitNetwork(chosen.network));
+
+  // The file asks for 2 rows per block and tk 64 for up; --set row_block.up=0 keeps every row.
+  pins = parseSchedule("schedule:\n  up: {tk: 64, row_block: 2}\n  down: {row_block: 0}\n", "s.yaml");
+  options = parseCompileOptions({"quant=w4a8", "row_block.up=0"}, defaultPlatform());
+  applySchedule(pins, options);
+  CompileResult r = compileGraph(parseGraph(kMlp128, "g.yaml"), defaultPlatform(), options);
+  EXPECT_EQ(r.schedules.at("up").tk, 64);
+  EXPECT_EQ(r.schedules.at("up").rowBlock, 0);
+  EXPECT_EQ(r.schedules.at("down").rowBlock, 0);
+
+  auto error = [](const std::string& text) {
+    try {
+      CompileOptions o = parseCompileOptions({"quant=w4a8"}, defaultPlatform());
+      applySchedule(parseSchedule(text, "s.yaml"), o);
+      compileGraph(parseGraph(kMlp128, "g.yaml"), defaultPlatform(), o);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(
+      error("schedule:\n  up: {tk: 3}\n"),
+      "s.yaml:2:12: error: field 'tk': tk 3 for 'up' (g.yaml:5:5): the reduction tile must divide K (512)");
+  EXPECT_EQ(
+      error("schedule:\n  down: {row_block: 3}\n"),
+      "s.yaml:2:21: error: field 'row_block': row_block 3 for 'down' (g.yaml:7:5): the block must divide "
+      "the 128 rows");
+  EXPECT_EQ(error("schedule:\n  upp: {tk: 4}\n"), "s.yaml:2:13: error: the graph has no matmul named 'upp'");
+  EXPECT_EQ(error("schedule:\n  up: {tk: 4, rows: 2}\n"),
+            "s.yaml:2:15: error: field 'rows': unknown field of an op's schedule (known: tk, row_block)");
+  EXPECT_EQ(error("schedule:\n  up: {tk: -4}\n"),
+            "s.yaml:2:12: error: field 'tk': expected a reduction tile from 1 to 4096, got '-4'");
+  EXPECT_EQ(error("schedule:\n  up: {tk: 4}\n  up: {tk: 8}\n"), "s.yaml:3:3: error: field 'up': given twice");
+  EXPECT_EQ(error("schedules: {}\n"),
+            "s.yaml:1:1: error: field 'schedules': unknown field of a schedule file (known: schedule)");
+}
+
 }  // namespace
 }  // namespace stc

@@ -14,7 +14,7 @@ namespace stc::cli {
 namespace {
 
 struct CompileArgs {
-  std::string input, output, report, platform;
+  std::string input, output, report, platform, schedule, writeSchedule;
   std::vector<std::string> settings;
   bool json = false;
 };
@@ -51,9 +51,22 @@ int compile(const CompileArgs& a) {
     graph = parseGraph(text, a.input);
   }
   CompileOptions options = parseCompileOptions(a.settings, platform);
+  std::vector<std::string> settings = a.settings;
+  if (!a.schedule.empty()) {  // the file's pins, as settings too, so the network records them
+    std::vector<SchedulePin> pins = loadSchedule(a.schedule);
+    applySchedule(pins, options);
+    for (const SchedulePin& p : pins) {
+      if (p.tk && options.pinOrigin.count("tk." + p.op))
+        settings.push_back("tk." + p.op + "=" + std::to_string(*p.tk));
+      if (p.rowBlock && options.pinOrigin.count("row_block." + p.op))
+        settings.push_back("row_block." + p.op + "=" + std::to_string(*p.rowBlock));
+    }
+  }
   CompileResult result = compileGraph(graph, platform, options);
   result.network.sourceFile = a.input;
-  result.network.sourceSettings = a.settings;
+  result.network.sourceSettings = settings;
+  if (!a.writeSchedule.empty())
+    writeFileAtomic(a.writeSchedule, emitSchedule(schedulePins(result.schedules)));
   nlohmann::json report = reportJson(result.report);
   for (const auto& [op, sched] : result.schedules)
     report["schedules"][op] = {{"tk", sched.tk}, {"row_block", sched.rowBlock}};
@@ -105,6 +118,10 @@ Runner addCompile(CLI::App& app) {
       "KEY=VALUE: tile, unroll_budget (share of DSPs), onchip_budget_bytes, quant (w4a8|none), "
       "max_stripe, max_SYMBOL (largest value of a symbol, for buffer sizes), tk.OP and row_block.OP (pin "
       "a matmul's reduction tile and rows per block; row_block 0: every row)");
+  app.add_option(
+      "--schedule", a->schedule,
+      "schedule file pinning matmuls' tk and row_block (as --write-schedule writes it; --set wins)");
+  app.add_option("--write-schedule", a->writeSchedule, "write the chosen schedules as a schedule file");
   app.add_option("--report", a->report, "write the compile report as JSON");
   app.add_flag("--json", a->json, "print the report as JSON");
   return [a]() { return compile(*a); };
