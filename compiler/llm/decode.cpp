@@ -80,8 +80,9 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
   std::optional<CompileResult> best;
   int64_t bestCycles = 0;
   bool bestWithin = false;
+  bool pacedAlready = false;  // the first sizing went over the device's memory and paced itself
   for (int mode = 0; mode < 3; ++mode) {
-    if (mode == 2 && bestWithin) break;
+    if ((mode == 2 && bestWithin) || (mode > 0 && pacedAlready)) break;
     sizing::SizingOptions options;
     options.platform = platform;
     options.prefetch = mode == 1;
@@ -101,6 +102,7 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
     if (!held)
       throw UserError("internal: the sized network '" + design.network.name +
                       "' deadlocks; please report it");
+    pacedAlready = pacedAlready || r.paced;
     const Resources& got = candidate.report.resources;
     bool withinMemory = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
     if (!best || (withinMemory != bestWithin ? withinMemory : cycles < bestCycles)) {
