@@ -150,7 +150,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       o.quant = value;
     } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else if (key.rfind("tk.", 0) == 0 && key.size() > 3)
-      o.pinnedTk[key.substr(3)] = atMost(positiveInt(), 4096);
+      o.pinnedTk[key.substr(3)] = atMost(positiveInt(), kMaxTk);
     else if (key.rfind("row_block.", 0) == 0 && key.size() > 10)
       o.pinnedRowBlock[key.substr(10)] = value == "0" ? 0 : atMost(positiveInt(), kMaxNumber);
     else

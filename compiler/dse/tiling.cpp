@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "compiler/dse/cost_model.h"
+#include "compiler/ir/yaml_io.h"
 #include "compiler/lower/kernels.h"
 
 namespace stc {
@@ -234,7 +235,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     double bestCycles = -1;
     for (const auto& [name, t] : tk) {
       const MatmulDims& d = dims.at(name);
-      if (!d.kConstant || d.K % (2 * t) != 0 || options.pinnedTk.count(name)) continue;
+      if (!d.kConstant || d.K % (2 * t) != 0 || 2 * t > kMaxTk || options.pinnedTk.count(name)) continue;
       double now = cycles(name, t), next = cycles(name, 2 * t);
       if (next >= now || dspUsed + dspOf(name, t) > budget) continue;
       if (now > bestCycles) {

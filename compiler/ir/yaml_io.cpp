@@ -464,17 +464,18 @@ std::vector<SchedulePin> loadSchedule(const std::string& path) {
 }
 
 std::string emitSchedule(const std::vector<SchedulePin>& pins) {
-  std::ostringstream out;
-  out << "# Each matmul's schedule: tk, its reduction tile; row_block, rows per block (0: every row,\n"
-         "# weight-stationary). stc compile --schedule FILE pins them.\nschedule:\n";
+  YAML::Emitter out;  // quotes an op name that would not read back plain
+  out << YAML::BeginMap << YAML::Key << "schedule" << YAML::Value << YAML::BeginMap;
   for (const SchedulePin& p : pins) {
-    out << "  " << p.op << ": {";
-    if (p.tk) out << "tk: " << *p.tk << (p.rowBlock ? ", " : "");
-    if (p.rowBlock) out << "row_block: " << *p.rowBlock;
-    out << "}\n";
+    out << YAML::Key << p.op << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (p.tk) out << YAML::Key << "tk" << YAML::Value << *p.tk;
+    if (p.rowBlock) out << YAML::Key << "row_block" << YAML::Value << *p.rowBlock;
+    out << YAML::EndMap;
   }
-  if (pins.empty()) out << "  {}\n";
-  return out.str();
+  out << YAML::EndMap << YAML::EndMap;
+  return "# Each matmul's schedule: tk, its reduction tile; row_block, rows per block (0: every row,\n"
+         "# weight-stationary). stc compile --schedule FILE pins them.\n" +
+         std::string(out.c_str()) + "\n";
 }
 
 FileKind detectFileKind(const std::string& text, const std::string& file) {

@@ -31,6 +31,8 @@ struct SchedulePin {
   std::optional<int64_t> tk, rowBlock;
   SourceLoc tkLoc, rowBlockLoc;
 };
+/// The largest reduction tile a pin may ask for or the search may choose.
+inline constexpr int64_t kMaxTk = 4096;
 std::vector<SchedulePin> parseSchedule(const std::string& text, const std::string& file);
 std::vector<SchedulePin> loadSchedule(const std::string& path);
 std::string emitSchedule(const std::vector<SchedulePin>& pins);

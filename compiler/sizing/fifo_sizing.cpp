@@ -126,11 +126,13 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
   for (size_t f = 0; f < prog.fifos.size(); ++f) {
     const auto& dma = prog.tasks[static_cast<size_t>(prog.fifos[f].writer)].dma;
     if (dma && !dma->write && !options.prefetch) measure.depths[f] = kDmaReadDepth;
-    if (paced) measure.depths[f] = std::max(kDmaReadDepth, prog.fifos[f].depth);
+    if (paced && prog.fifos[f].depth != kUnboundedDepth)
+      measure.depths[f] = std::max(kDmaReadDepth, prog.fifos[f].depth);
   }
   measure.recordCurves = true;
   out.unbounded = sim::runDirect(prog, measure);
-  // A deadlock here is one with every FIFO unbounded: a DMA read, with no input, closes no wait cycle.
+  // Unbounded, a deadlock here is a true one: a DMA read, with no input, closes no wait cycle. Paced,
+  // the network's depths may be too small; sizeFifosAcross then keeps the unbounded measurement.
   if (out.unbounded.deadlock) {
     out.trueDeadlock = true;
     return p;
@@ -356,9 +358,11 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   }
   if (options.paced) {
     SizingResult paced = sizeWith(net, progs, options, true, sized);
-    paced.paced = true;
-    paced.cyclesPaced = paced.cyclesUnbounded;
-    return paced;
+    if (!paced.trueDeadlock) {  // the network's depths deadlock: measured unbounded below instead
+      paced.paced = true;
+      paced.cyclesPaced = paced.cyclesUnbounded;
+      return paced;
+    }
   }
   SizingResult free = sizeWith(net, progs, options, false, sized);
   int64_t budget = options.budgetBits > 0 ? options.budgetBits : onChipBits(options.platform);

@@ -62,7 +62,8 @@ struct SizingResult {
   int64_t baselineFullBits = 0;
   int64_t cyclesUnbounded = 0;
   bool paced = false;       ///< sized from the paced run (over budget when unbounded)
-  int64_t cyclesPaced = 0;  ///< the paced measuring run, when paced
+  int64_t cyclesPaced =
+      0;  ///< the paced measuring run, when paced (SizingOptions::paced alone: cyclesUnbounded too)
   int64_t cyclesSized = 0;
   std::vector<int64_t> cyclesSizedAt;  ///< sizeFifosAcross: at each binding
   int rounds = 0;                  ///< verifying simulations run

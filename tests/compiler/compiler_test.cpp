@@ -454,6 +454,16 @@ TEST(Compiler, ScheduleFilesRoundTrip) {
   EXPECT_EQ(r.schedules.at("up").rowBlock, 0);
   EXPECT_EQ(r.schedules.at("down").rowBlock, 0);
 
+  // An op name YAML would not read back plain is quoted.
+  SchedulePin odd;
+  odd.op = "a: b # c";
+  odd.tk = 8;
+  std::vector<SchedulePin> back = parseSchedule(emitSchedule({odd}), "s.yaml");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].op, "a: b # c");
+  EXPECT_EQ(back[0].tk, 8);
+  EXPECT_FALSE(back[0].rowBlock);
+
   auto error = [](const std::string& text) {
     try {
       CompileOptions o = parseCompileOptions({"quant=w4a8"}, defaultPlatform());

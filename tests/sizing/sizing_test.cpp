@@ -137,6 +137,12 @@ TEST(Sizing, OverBudgetPacesTheWriters) {
   Network forced;
   sizeFifos(parseNetwork(text, "test.yaml"), options, forced);
   EXPECT_EQ(forced.fifos[0].depth, depthOf(paced, "a"));
+  // Paced measuring with fork_join's own depths deadlocks (a_c needs 64): it is measured unbounded then.
+  Sized fj;
+  fj.result = sizeFifos(parseNetwork(file("fork_join.yaml"), "fork_join.yaml"), options, fj.network);
+  expectGuarantees(fj);
+  EXPECT_FALSE(fj.result.paced);
+  EXPECT_EQ(depthOf(fj, "a_c"), 64);
 }
 
 // DMA-fed: two 4 MiB weight streams out of HBM into a multiply-accumulate of ii 4. The DMAs run far ahead
