@@ -28,7 +28,7 @@ constexpr int64_t kDefaultSymbolMaximum = 4096;
 
 // On-chip bytes of the platform: BRAM_18K (18 Kib each) and URAM (288 Kib each).
 int64_t platformOnchipBytes(const Platform& p) {
-  return p.resources.bram18k * 18432 / 8 + p.resources.uram * 294912 / 8;
+  return p.resources.memoryBits() / 8;
 }
 
 // W4A8 (reference/quantized.h): 2-D weights a matmul multiplies by become 4-bit, every other tensor
@@ -45,8 +45,10 @@ void quantize(TypedGraph& g) {
 void addBuffer(int64_t bytes, Resources& r) {
   int64_t bits = bytes * 8;
   if (bytes <= 512) r.lut += (bits + 63) / 64;
-  else if ((bits + 18431) / 18432 <= 64) r.bram18k += (bits + 18431) / 18432;
-  else r.uram += (bits + 294911) / 294912;
+  else if ((bits + kBram18kBits - 1) / kBram18kBits <= 64)
+    r.bram18k += (bits + kBram18kBits - 1) / kBram18kBits;
+  else
+    r.uram += (bits + kUramBits - 1) / kUramBits;
 }
 
 void addMemory(const sizing::MemoryBinding& m, Resources& r) {
@@ -162,17 +164,20 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
   return o;
 }
 
-void applySchedule(const std::vector<SchedulePin>& pins, CompileOptions& options) {
+std::vector<std::string> applySchedule(const std::vector<SchedulePin>& pins, CompileOptions& options) {
+  std::vector<std::string> applied;
+  auto pin = [&](const std::string& knob, const std::string& op, const std::optional<int64_t>& value,
+                 const SourceLoc& loc, std::map<std::string, int64_t>& pinned) {
+    if (!value || pinned.count(op)) return;
+    pinned[op] = *value;
+    options.pinOrigin[knob + "." + op] = loc;
+    applied.push_back(knob + "." + op + "=" + std::to_string(*value));
+  };
   for (const SchedulePin& p : pins) {
-    if (p.tk && !options.pinnedTk.count(p.op)) {
-      options.pinnedTk[p.op] = *p.tk;
-      options.pinOrigin["tk." + p.op] = p.tkLoc;
-    }
-    if (p.rowBlock && !options.pinnedRowBlock.count(p.op)) {
-      options.pinnedRowBlock[p.op] = *p.rowBlock;
-      options.pinOrigin["row_block." + p.op] = p.rowBlockLoc;
-    }
+    pin("tk", p.op, p.tk, p.tkLoc, options.pinnedTk);
+    pin("row_block", p.op, p.rowBlock, p.rowBlockLoc, options.pinnedRowBlock);
   }
+  return applied;
 }
 
 std::vector<SchedulePin> schedulePins(const Schedules& schedules) {

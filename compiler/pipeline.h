@@ -38,8 +38,8 @@ struct CompileResult {
 /// unknown key or a bad value.
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform);
 /// Pins each op of a schedule file (stc compile --schedule), remembering where for error messages; a
-/// knob already pinned (--set) keeps its value.
-void applySchedule(const std::vector<SchedulePin>& pins, CompileOptions& options);
+/// knob already pinned (--set) keeps its value. Returns the pins it applied as KEY=VALUE settings.
+std::vector<std::string> applySchedule(const std::vector<SchedulePin>& pins, CompileOptions& options);
 /// The schedules as a schedule file's pins (stc compile --write-schedule).
 std::vector<SchedulePin> schedulePins(const Schedules& schedules);
 

@@ -25,9 +25,14 @@ struct HbmConfig {
   double lateralBandwidthFraction = 0;
 };
 
+/// Bits of one BRAM_18K and of one URAM block.
+inline constexpr int64_t kBram18kBits = 18 * 1024, kUramBits = 288 * 1024;
+
 struct Resources {
   int64_t lut = 0, ff = 0, dsp = 0, bram18k = 0, uram = 0;
   int slrs = 0;
+  /// Bits of its BRAM_18K and URAM.
+  int64_t memoryBits() const { return bram18k * kBram18kBits + uram * kUramBits; }
   /// Every count at most cap's (SLRs aside).
   bool within(const Resources& cap) const {
     return lut <= cap.lut && ff <= cap.ff && dsp <= cap.dsp && bram18k <= cap.bram18k && uram <= cap.uram;

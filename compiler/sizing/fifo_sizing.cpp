@@ -338,14 +338,12 @@ SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs
   last.out.cyclesSizedAt = cycles;
   sized = net;
   settle(last.depths, last.out, sized);
+  last.out.paced = paced;
+  if (paced) last.out.cyclesPaced = last.out.cyclesUnbounded;
   return last.out;
 }
 
 }  // namespace
-
-int64_t onChipBits(const Platform& platform) {
-  return platform.resources.bram18k * kBram18kBits + platform.resources.uram * kUramBits;
-}
 
 SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
                              const std::vector<Bindings>& at, Network& sized) {
@@ -358,14 +356,10 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   }
   if (options.paced) {
     SizingResult paced = sizeWith(net, progs, options, true, sized);
-    if (!paced.trueDeadlock) {  // the network's depths deadlock: measured unbounded below instead
-      paced.paced = true;
-      paced.cyclesPaced = paced.cyclesUnbounded;
-      return paced;
-    }
+    if (!paced.trueDeadlock) return paced;  // else the network's depths deadlock: measured unbounded below
   }
   SizingResult free = sizeWith(net, progs, options, false, sized);
-  int64_t budget = options.budgetBits > 0 ? options.budgetBits : onChipBits(options.platform);
+  int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.resources.memoryBits();
   if (free.trueDeadlock || free.totalBits <= budget) return free;
   // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
   // column panel long before the matmul reads it, weights prefetched while their reader waits) set
@@ -374,8 +368,6 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   Network pacedNet;
   SizingResult paced = sizeWith(net, progs, options, true, pacedNet);
   if (paced.trueDeadlock || paced.totalBits >= free.totalBits) return free;
-  paced.paced = true;
-  paced.cyclesPaced = paced.cyclesUnbounded;
   paced.cyclesUnbounded = free.cyclesUnbounded;
   paced.baselineMaxOccupancyBits = free.baselineMaxOccupancyBits;
   paced.rounds += free.rounds;

@@ -72,10 +72,6 @@ struct SizingResult {
   std::map<std::string, int64_t> memoryCounts;  ///< FIFOs per memory kind
 };
 
-/// Bits of BRAM_18K and URAM on the platform.
-inline constexpr int64_t kBram18kBits = 18 * 1024, kUramBits = 288 * 1024;
-int64_t onChipBits(const Platform& platform);
-
 /// Sizes every FIFO of net; `sized` receives net with the new depths and nothing else changed.
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized);
 

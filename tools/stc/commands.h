@@ -23,6 +23,9 @@ Runner addCompile(CLI::App& app);
 Runner addEmit(CLI::App& app);
 Runner addRun(CLI::App& app);
 
+/// Why a sizing was paced (sizing::SizingResult::paced), and its paced run's cycles; one line.
+std::string pacedLine(int64_t cyclesPaced);
+
 /// Symbol bindings from --ctx N and --bind NAME=N; `command` prefixes errors.
 Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,
                              const std::vector<std::string>& binds);

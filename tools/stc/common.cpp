@@ -68,6 +68,11 @@ void NetworkInput::addOptions(CLI::App& app) {
 
 Platform NetworkInput::loadPlatformArg() const { return platform.empty() ? defaultPlatform() : loadPlatform(platform); }
 
+std::string pacedLine(int64_t cyclesPaced) {
+  return "sized from a run with FIFOs as deep as the network's (" + std::to_string(cyclesPaced) +
+         " cycles): sized from the unbounded run they took more than the on-chip memory\n";
+}
+
 bool isOnnxPath(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
 }

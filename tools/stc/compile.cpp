@@ -53,14 +53,8 @@ int compile(const CompileArgs& a) {
   CompileOptions options = parseCompileOptions(a.settings, platform);
   std::vector<std::string> settings = a.settings;
   if (!a.schedule.empty()) {  // the file's pins, as settings too, so the network records them
-    std::vector<SchedulePin> pins = loadSchedule(a.schedule);
-    applySchedule(pins, options);
-    for (const SchedulePin& p : pins) {
-      if (p.tk && options.pinOrigin.count("tk." + p.op))
-        settings.push_back("tk." + p.op + "=" + std::to_string(*p.tk));
-      if (p.rowBlock && options.pinOrigin.count("row_block." + p.op))
-        settings.push_back("row_block." + p.op + "=" + std::to_string(*p.rowBlock));
-    }
+    std::vector<std::string> pinned = applySchedule(loadSchedule(a.schedule), options);
+    settings.insert(settings.end(), pinned.begin(), pinned.end());
   }
   CompileResult result = compileGraph(graph, platform, options);
   result.network.sourceFile = a.input;

@@ -275,14 +275,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                 s.fifos.size(), static_cast<long long>(s.totalBits), static_cast<long long>(s.baselineMaxOccupancyBits),
                 static_cast<long long>(s.baselineFullBits), s.lpSeconds * 1e3);
   progress(v, line);
-  if (s.paced) {
-    std::snprintf(
-        line, sizeof line,
-        "[3/5] paced     sized from a run with FIFOs as deep as the network's (%lld cycles): from the "
-        "unbounded run they took more than the on-chip memory\n",
-        static_cast<long long>(s.cyclesPaced));
-    progress(v, line);
-  }
+  if (s.paced) progress(v, "[3/5] paced     " + pacedLine(s.cyclesPaced));
   std::snprintf(line, sizeof line, "[4/5] verify    %lld cycles with the sized FIFOs (%+.2f%%), no deadlock; %d round(s)\n",
                 static_cast<long long>(s.cyclesSized),
                 s.cyclesUnbounded ? 100.0 * static_cast<double>(s.cyclesSized - s.cyclesUnbounded) / static_cast<double>(s.cyclesUnbounded) : 0.0,

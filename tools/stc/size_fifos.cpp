@@ -58,14 +58,7 @@ int sizeCommand(const SizeArgs& a) {
                   net.name.c_str(), r.fifos.size(), r.rounds, static_cast<long long>(r.cyclesSized),
                   static_cast<long long>(r.cyclesUnbounded));
     std::cout << line;
-    if (r.paced) {
-      std::snprintf(
-          line, sizeof line,
-          "paced: sized from a run with FIFOs as deep as the network's (%lld cycles): sized from the "
-          "unbounded run they took more than the on-chip memory\n",
-          static_cast<long long>(r.cyclesPaced));
-      std::cout << line;
-    }
+    if (r.paced) std::cout << "paced: " << pacedLine(r.cyclesPaced);
     std::snprintf(line, sizeof line, "bits: %lld sized, %lld at maximum occupancy, %lld holding every token\n",
                   static_cast<long long>(r.totalBits), static_cast<long long>(r.baselineMaxOccupancyBits),
                   static_cast<long long>(r.baselineFullBits));
