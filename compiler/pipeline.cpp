@@ -145,7 +145,8 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       if (!(o.unrollBudget > 0 && o.unrollBudget <= 1))
         throw UserError("stc compile: error: --set unroll_budget expects a share of the DSPs in (0, 1], got '" + value + "'");
     } else if (key == "onchip_budget_bytes") o.onchipBudgetBytes = atMost(positiveInt(), kMaxNumber);
-    else if (key == "max_stripe") o.maxStripe = static_cast<int>(atMost(positiveInt(), 32));
+    else if (key == "max_stripe")
+      o.maxStripe = value == "0" ? 0 : static_cast<int>(atMost(positiveInt(), 32));
     else if (key == "quant") {
       if (value != "w4a8" && value != "none")
         throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");
@@ -153,13 +154,20 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
     } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else if (key.rfind("tk.", 0) == 0 && key.size() > 3)
       o.pinnedTk[key.substr(3)] = atMost(positiveInt(), kMaxTk);
-    else if (key.rfind("row_block.", 0) == 0 && key.size() > 10)
+    else if (key == "row_block") {
+      bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+      if (value != "auto" && !digits)
+        throw UserError(
+            "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got '" +
+            value + "'");
+      o.rowBlockPolicy = value == "auto" ? -1 : value == "0" ? 0 : atMost(positiveInt(), kMaxNumber);
+    } else if (key.rfind("row_block.", 0) == 0 && key.size() > 10)
       o.pinnedRowBlock[key.substr(10)] = value == "0" ? 0 : atMost(positiveInt(), kMaxNumber);
     else
       throw UserError(
           "stc compile: error: unknown setting '" + key +
-          "' (known: tile, unroll_budget, onchip_budget_bytes, quant, max_stripe, max_SYMBOL, tk.OP, "
-          "row_block.OP)");
+          "' (known: tile, unroll_budget, onchip_budget_bytes, quant, max_stripe, max_SYMBOL, row_block, "
+          "tk.OP, row_block.OP)");
   }
   return o;
 }

@@ -12,6 +12,7 @@
 #include "compiler/dse/tiling.h"
 
 #include <cmath>
+#include <numeric>
 
 #include "compiler/dse/cost_model.h"
 #include "compiler/ir/yaml_io.h"
@@ -173,8 +174,12 @@ UserError pinError(const CompileOptions& options, const Op& op, const std::strin
 int64_t rowBlockOf(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
                    const CompileOptions& options) {
   auto pin = options.pinnedRowBlock.find(op.name);
-  if (pin == options.pinnedRowBlock.end()) return chooseRowBlock(graph, op, tk, platform, options);
   int64_t M = dimsOf(graph, op, options).M;
+  if (pin == options.pinnedRowBlock.end()) {
+    if (options.rowBlockPolicy < 0) return chooseRowBlock(graph, op, tk, platform, options);
+    int64_t block = std::gcd(options.rowBlockPolicy, M);
+    return !writesPanels(graph, op) || options.rowBlockPolicy == 0 || block >= M ? 0 : block;
+  }
   if (pin->second > 0 && (!writesPanels(graph, op) || M % pin->second != 0))
     throw pinError(options, op, "row_block", pin->second,
                    writesPanels(graph, op)

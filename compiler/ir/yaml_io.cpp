@@ -459,6 +459,35 @@ std::vector<SchedulePin> parseSchedule(const std::string& text, const std::strin
   return pins;
 }
 
+std::vector<SpaceKnob> parseSpace(const std::string& text, const std::string& file) {
+  Reader r(file);
+  YAML::Node root = r.load(text);
+  if (!root.IsMap()) fail(r.loc(root), "expected a design space file (its first key 'space')");
+  r.onlyKeys(root, {"space"}, "a design space file");
+  YAML::Node knobs = r.required(root, "space", "a design space file");
+  r.expectMap(knobs, "space");
+  std::vector<SpaceKnob> space;
+  std::set<std::string> seen;
+  for (const auto& kv : knobs) {
+    SpaceKnob knob;
+    knob.key = r.str(kv.first, "space");
+    if (!seen.insert(knob.key).second) fail(r.loc(kv.first), "field '" + knob.key + "': given twice");
+    auto add = [&](const YAML::Node& v) {
+      knob.values.push_back(r.str(v, knob.key));
+      knob.valueLocs.push_back(r.loc(v));
+    };
+    if (kv.second.IsSequence()) {
+      for (const auto& v : kv.second) add(v);
+      if (knob.values.empty()) r.error(kv.second, knob.key, "expected at least one value");
+    } else {
+      add(kv.second);
+    }
+    space.push_back(std::move(knob));
+  }
+  if (space.empty()) fail(r.loc(knobs), "field 'space': expected at least one knob");
+  return space;
+}
+
 std::vector<SchedulePin> loadSchedule(const std::string& path) {
   return parseSchedule(readTextFile(path), path);
 }

@@ -37,6 +37,18 @@ std::vector<SchedulePin> parseSchedule(const std::string& text, const std::strin
 std::vector<SchedulePin> loadSchedule(const std::string& path);
 std::string emitSchedule(const std::vector<SchedulePin>& pins);
 
+/// One knob of a design space file (stc dse --space FILE.yaml), its values as `--set KEY=VALUE` takes
+/// them; the space is every combination of the knobs' values:
+///   space:
+///     tile: [8, 16, 32]
+///     row_block: [auto, 0]
+struct SpaceKnob {
+  std::string key;
+  std::vector<std::string> values;
+  std::vector<SourceLoc> valueLocs;
+};
+std::vector<SpaceKnob> parseSpace(const std::string& text, const std::string& file);
+
 enum class FileKind { kNetwork, kGraph, kPlatform, kModel, kUnknown };
 /// What a YAML file holds, from its top-level key (network:, graph:, platform:, model:).
 FileKind detectFileKind(const std::string& text, const std::string& file);

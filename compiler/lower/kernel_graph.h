@@ -24,6 +24,9 @@ struct CompileOptions {
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap
   std::map<std::string, int64_t> pinnedTk;        ///< tk.OP=N: a matmul's reduction tile, as given
   std::map<std::string, int64_t> pinnedRowBlock;  ///< row_block.OP=N: a matmul's row block (0: every row)
+  /// row_block=N, the loop order of every matmul that writes panels and is not pinned: -1 (auto) the
+  /// search's row block; 0 every row (weight-stationary: column panels outer); N blocks of gcd(N, M) rows
+  int64_t rowBlockPolicy = -1;
   std::map<std::string, SourceLoc> pinOrigin;     ///< "tk.OP", "row_block.OP": where a schedule file set it
   Bindings maxima;                   ///< the largest value of each symbol, for buffer sizes (default 4096)
 };

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -146,6 +147,50 @@ TEST(Cli, ScheduleFiles) {
   EXPECT_NE(bad.out.find("bad.yaml:2:17: error: the graph has no matmul named 'nowhere'"), std::string::npos)
       << bad.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "c.net.yaml"));
+}
+
+// stc dse: every point and the front written, the picked point's sized network simulating to the
+// cycles its line reports and emitting; a bad pick or an unbound symbol writes nothing.
+TEST(Cli, DseWritesTheFrontAndThePick) {
+  std::string dir = ::testing::TempDir() + "dse/", graph = STC_SOURCE_DIR "/models/graphs/mlp.yaml";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "space.yaml") << "space:\n  tile: [8, 16]\n  unroll_budget: [0.2, 0.7]\n";
+  Outcome o = stc("dse " + graph + " --space " + dir + "space.yaml -j 2 -o " + dir + "out --pick cycles");
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("mlp: 4 points, 4 distinct networks sized; 0 rejected, 0 deadlocked, 4 fit"),
+            std::string::npos)
+      << o.out;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  nlohmann::json points = nlohmann::json::parse(read(dir + "out/points.json"));
+  ASSERT_EQ(points["points"].size(), 4u);
+  int picked = points["front"][0].get<int>();
+  EXPECT_NE(o.out.find("picked #" + std::to_string(picked) + " (cycles)"), std::string::npos) << o.out;
+  std::string csv = read(dir + "out/points.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  EXPECT_EQ(read(dir + "out/front.svg").rfind("<svg", 0), 0u);
+  Outcome sim = stc("simulate " + dir + "out/picked.net.yaml --json");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], points["points"][picked]["cycles"]);
+  Outcome emitted = stc("emit " + dir + "out/picked.net.yaml -o " + dir + "project");
+  EXPECT_EQ(emitted.code, 0) << emitted.out;
+
+  Outcome bad = stc("dse " + graph + " --space " + dir + "space.yaml -o " + dir + "bad --pick fastest");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(
+      bad.out.find("stc dse: error: --pick expects cycles, onchip, dsp or a point's number, got 'fastest'"),
+      std::string::npos)
+      << bad.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "bad"));
+  Outcome unbound = stc("dse " + std::string(STC_SOURCE_DIR) + "/models/gpt2-tiny.yaml -o " + dir + "bad");
+  EXPECT_EQ(unbound.code, 1);
+  EXPECT_NE(unbound.out.find("gpt2-tiny.yaml: error: the layer uses symbol 'ctx': bind it with --ctx N"),
+            std::string::npos)
+      << unbound.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "bad"));
 }
 
 TEST(Cli, SizeFifosWritesTheSizedNetwork) {

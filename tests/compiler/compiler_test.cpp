@@ -338,7 +338,9 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "max_stripe, max_SYMBOL, tk.OP, row_block.OP)");
+      "max_stripe, max_SYMBOL, row_block, tk.OP, row_block.OP)");
+  EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
+            "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");
 }
 

@@ -22,6 +22,7 @@ Runner addSizeFifos(CLI::App& app);
 Runner addCompile(CLI::App& app);
 Runner addEmit(CLI::App& app);
 Runner addRun(CLI::App& app);
+Runner addDse(CLI::App& app);
 
 /// Why a sizing was paced (sizing::SizingResult::paced), and its paced run's cycles; one line.
 std::string pacedLine(int64_t cyclesPaced);

@@ -110,8 +110,10 @@ Runner addCompile(CLI::App& app) {
   app.add_option(
       "--set", a->settings,
       "KEY=VALUE: tile, unroll_budget (share of DSPs), onchip_budget_bytes, quant (w4a8|none), "
-      "max_stripe, max_SYMBOL (largest value of a symbol, for buffer sizes), tk.OP and row_block.OP (pin "
-      "a matmul's reduction tile and rows per block; row_block 0: every row)");
+      "max_stripe (0: each weight its stage's share of the channels), max_SYMBOL (largest value of a symbol, "
+      "for buffer sizes), row_block (every matmul's "
+      "loop order: auto, 0 weight-stationary, N rows per block), tk.OP and row_block.OP (pin a matmul's "
+      "reduction tile and rows per block; row_block 0: every row)");
   app.add_option(
       "--schedule", a->schedule,
       "schedule file pinning matmuls' tk and row_block (as --write-schedule writes it; --set wins)");

@@ -1,5 +1,5 @@
 // stc: the command line over the whole toolkit (DESIGN.md, "Command line").
-//   stc compile | simulate | size-fifos | emit | run | itensor convert | check
+//   stc compile | simulate | size-fifos | emit | run | dse | itensor convert | check
 // Exit codes: 0 success; 1 bad input or a failed check; 3 a simulation that deadlocked.
 #include <iostream>
 #include <map>
@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   add(emit, stc::cli::addEmit(*emit));
   CLI::App* run = app.add_subcommand("run", "compile, simulate, size, verify and emit in one go");
   add(run, stc::cli::addRun(*run));
+  CLI::App* dse =
+      app.add_subcommand("dse", "explore a graph's or model layer's design space: the Pareto front");
+  add(dse, stc::cli::addDse(*dse));
   CLI::App* itensor = app.add_subcommand("itensor", "itensor type tools");
   add(itensor, stc::cli::addItensor(*itensor));
   CLI::App* check = app.add_subcommand("check", "validate a network, graph or platform file");

@@ -1,0 +1,205 @@
+// Design space exploration: the space's points, the Pareto front (hand-built cases and a property over
+// random points), an exploration that agrees with compiling and sizing each point alone at any thread
+// count, and the space file's errors.
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <fstream>
+#include <random>
+
+#include "compiler/dse/explore.h"
+#include "compiler/pipeline.h"
+#include "compiler/sizing/fifo_sizing.h"
+#include "sim/engine.h"
+
+namespace stc::dse {
+namespace {
+
+Point point(int64_t cycles, int64_t bytes, int64_t dsp, bool fits = true) {
+  Point p;
+  p.cycles = cycles;
+  p.onchipBytes = bytes;
+  p.resources.dsp = dsp;
+  p.fits = fits;
+  return p;
+}
+
+SpaceKnob knob(const std::string& key, std::vector<std::string> values) {
+  SpaceKnob k;
+  k.key = key;
+  k.values = std::move(values);
+  k.valueLocs.resize(k.values.size());
+  return k;
+}
+
+TEST(Dse, SpaceIsEveryCombinationLastKnobFastest) {
+  Space s;
+  s.knobs = {knob("tile", {"8", "16"}), knob("row_block", {"auto", "0", "4"})};
+  EXPECT_EQ(s.size(), 6u);
+  EXPECT_EQ(s.settingsAt(0), (std::vector<std::string>{"tile=8", "row_block=auto"}));
+  EXPECT_EQ(s.settingsAt(4), (std::vector<std::string>{"tile=16", "row_block=0"}));
+  EXPECT_EQ(defaultSpace(defaultPlatform()).size(), 96u);
+}
+
+// Worked by hand: (cycles, bytes, DSPs).
+TEST(Dse, FrontIsTheNonDominatedPointsThatFit) {
+  std::vector<Point> p = {
+      point(100, 1000, 10),      // 0: beaten by 8 (same cycles and bytes, fewer DSPs)
+      point(100, 1000, 10),      // 1: the same as 0
+      point(90, 2000, 10),       // 2: front (faster than 8, more bytes)
+      point(120, 1500, 10),      // 3: beaten by 0
+      point(50, 500, 5, false),  // 4: would beat all, but does not fit
+      point(80, 3000, 5),        // 5: front (fastest)
+      point(1, 1, 1),            // 6: rejected
+      point(200, 100, 50),       // 7: front (fewest bytes)
+      point(100, 1000, 9),       // 8: front
+      point(100, 1000, 9),       // 9: equal to 8, later: not repeated
+  };
+  p[6].status = Point::Status::kRejected;
+  EXPECT_EQ(paretoFront(p), (std::vector<int>{5, 2, 8, 7}));  // fastest first
+}
+
+// Over random points: no front point is dominated by a fitting point, and every fitting point off the
+// front is dominated by, or equal to, one on it.
+TEST(Dse, FrontHoldsOverRandomPoints) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<Point> p;
+    for (int i = 0; i < 40; ++i) p.push_back(point(rng() % 20, rng() % 20, rng() % 20, rng() % 5 != 0));
+    std::vector<int> front = paretoFront(p);
+    auto beats = [](const Point& a, const Point& b) {
+      return a.cycles <= b.cycles && a.onchipBytes <= b.onchipBytes && a.resources.dsp <= b.resources.dsp &&
+             (a.cycles < b.cycles || a.onchipBytes < b.onchipBytes || a.resources.dsp < b.resources.dsp);
+    };
+    std::vector<bool> on(p.size());
+    for (int f : front) on[static_cast<size_t>(f)] = true;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (!p[i].fits) {
+        EXPECT_FALSE(on[i]);
+        continue;
+      }
+      bool dominatedOrRepeated = false;
+      for (size_t j = 0; j < p.size(); ++j)
+        if (p[j].fits && (beats(p[j], p[i]) ||
+                          (j < i && p[j].cycles == p[i].cycles && p[j].onchipBytes == p[i].onchipBytes &&
+                           p[j].resources.dsp == p[i].resources.dsp)))
+          dominatedOrRepeated = true;
+      EXPECT_EQ(on[i], !dominatedOrRepeated) << "trial " << trial << " point " << i;
+    }
+  }
+}
+
+const char* kMlp32 =
+    "graph: mlp32\n"
+    "inputs: [{name: x, shape: [32, 256]}]\n"
+    "weights: [{name: w_up, shape: [256, 1024]}, {name: b_up, shape: [1024]}, {name: w_down, shape: [1024, "
+    "256]}]\n"
+    "ops:\n"
+    "  - {name: up, op: matmul, inputs: [x, w_up, b_up], output: h}\n"
+    "  - {name: act, op: gelu, inputs: [h], output: g}\n"
+    "  - {name: down, op: matmul, inputs: [g, w_down], output: y}\n"
+    "outputs: [y]\n";
+
+// Each point as compiling it alone, sizing it and simulating the sized network gives; a budget no kernel
+// fits rejects its points with the compiler's message; the same results at one thread and at two.
+TEST(Dse, PointsAreWhatCompilingAndSizingThemAloneGives) {
+  Graph graph = parseGraph(kMlp32, "mlp32.yaml");
+  Platform platform = defaultPlatform();
+  Space space;
+  space.knobs = {knob("tile", {"8", "16"}), knob("row_block", {"auto", "0"}),
+                 knob("onchip_budget_bytes", {"11169792", "3000"})};
+  Exploration e = explore(graph, platform, {"quant=w4a8"}, space, {});
+  ASSERT_EQ(e.points.size(), 8u);
+  for (size_t i = 0; i < e.points.size(); ++i) {
+    const Point& p = e.points[i];
+    std::vector<std::string> settings = {"quant=w4a8"};
+    settings.insert(settings.end(), p.settings.begin(), p.settings.end());
+    if (i % 2 == 1) {  // 3000 bytes: no matmul kernel fits
+      EXPECT_EQ(p.status, Point::Status::kRejected);
+      EXPECT_NE(p.message.find("mlp32.yaml:"), std::string::npos) << p.message;
+      EXPECT_NE(p.message.find("is too small for kernel"), std::string::npos) << p.message;
+      continue;
+    }
+    ASSERT_EQ(p.status, Point::Status::kOk) << p.message;
+    CompileResult c = compileGraph(graph, platform, parseCompileOptions(settings, platform));
+    Network sized;
+    sizing::SizingOptions options;
+    sizing::SizingResult r = sizing::sizeFifos(c.network, options, sized);
+    EXPECT_EQ(p.cycles, r.cyclesSized) << i;
+    EXPECT_EQ(p.cycles, sim::runDirect(sim::compileProgram(e.sized[i], {}), {}).cycles) << i;
+    EXPECT_EQ(e.sized[i].fifos, sized.fifos) << i;
+    int64_t bytes = 0;
+    for (const Kernel& k : c.kernels.kernels) bytes += k.bufferBytes;
+    for (const Fifo& f : sized.fifos) bytes += (f.depth * f.width + 7) / 8;
+    EXPECT_EQ(p.onchipBytes, bytes) << i;
+    bool stationary = p.settings[1] == "row_block=0";
+    for (const auto& [op, s] : p.schedules) EXPECT_EQ(s.rowBlock == 0, stationary) << op << " of point " << i;
+  }
+  // Row blocks stream; weight-stationary keeps whole tensors: more bytes, and here more cycles too.
+  EXPECT_LT(e.points[0].onchipBytes, e.points[2].onchipBytes);
+  for (int f : e.front) EXPECT_TRUE(e.points[static_cast<size_t>(f)].pareto);
+  std::string twoThreads = pointsCsv(e) + pointsJson(e) + frontSvg(e, "t");
+  tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+  Exploration again = explore(graph, platform, {"quant=w4a8"}, space, {});
+  EXPECT_EQ(pointsCsv(again) + pointsJson(again) + frontSvg(again, "t"), twoThreads);
+  EXPECT_EQ(pickPoint(e, "cycles"), e.front.front());
+  EXPECT_THROW(pickPoint(e, "1"), UserError);  // rejected
+  EXPECT_THROW(pickPoint(e, "fastest"), UserError);
+}
+
+std::string spaceError(const std::string& text) {
+  std::string path = ::testing::TempDir() + "space.yaml";
+  std::ofstream(path) << text;
+  try {
+    loadSpace(path, defaultPlatform());
+  } catch (const UserError& e) {
+    std::string what = e.what();
+    return what.substr(what.find("space.yaml"));
+  }
+  return "no error";
+}
+
+TEST(Dse, SpaceFileErrors) {
+  EXPECT_EQ(spaceError("space:\n  tiles: [8]\n"),
+            "space.yaml:2:11: error: field 'tiles': unknown setting 'tiles' (known: tile, unroll_budget, "
+            "onchip_budget_bytes, quant, max_stripe, max_SYMBOL, row_block, tk.OP, row_block.OP)");
+  EXPECT_EQ(
+      spaceError("space:\n  unroll_budget: [0.5, 2]\n"),
+      "space.yaml:2:24: error: field 'unroll_budget': --set unroll_budget expects a share of the DSPs in "
+      "(0, 1], got '2'");
+  EXPECT_EQ(spaceError("space:\n  tile: []\n"),
+            "space.yaml:2:9: error: field 'tile': expected at least one value");
+  EXPECT_EQ(spaceError("points: 3\n"),
+            "space.yaml:1:1: error: field 'points': unknown field of a design space file (known: space)");
+  EXPECT_EQ(spaceError("space:\n  tile: [8]\n  tile: [16]\n"),
+            "space.yaml:3:3: error: field 'tile': given twice");
+}
+
+// The row_block knob: every matmul's loop order at once, a pin for one op still winning.
+TEST(Dse, RowBlockPolicyOrdersEveryMatmul) {
+  const char* mlp128 =
+      "graph: mlp128\n"
+      "inputs: [{name: x, shape: [128, 512]}]\n"
+      "weights: [{name: w_up, shape: [512, 2048]}, {name: w_down, shape: [2048, 512]}]\n"
+      "ops:\n"
+      "  - {name: up, op: matmul, inputs: [x, w_up], output: h}\n"
+      "  - {name: down, op: matmul, inputs: [h, w_down], output: y}\n"
+      "outputs: [y]\n";
+  Platform platform = defaultPlatform();
+  auto schedules = [&](std::vector<std::string> settings) {
+    return compileGraph(parseGraph(mlp128, "g.yaml"), platform, parseCompileOptions(settings, platform))
+        .schedules;
+  };
+  Schedules stationary = schedules({"quant=w4a8", "row_block=0"});
+  EXPECT_EQ(stationary.at("up").rowBlock, 0);
+  EXPECT_EQ(stationary.at("down").rowBlock, 0);
+  Schedules blocks = schedules({"quant=w4a8", "row_block=48", "row_block.down=4"});
+  EXPECT_EQ(blocks.at("up").rowBlock, 16);  // gcd(48, 128)
+  EXPECT_EQ(blocks.at("down").rowBlock, 4);
+  Schedules automatic = schedules({"quant=w4a8", "row_block=auto"}), chosen = schedules({"quant=w4a8"});
+  EXPECT_EQ(automatic.at("up").rowBlock, chosen.at("up").rowBlock);
+  EXPECT_GT(chosen.at("up").rowBlock, 0);
+}
+
+}  // namespace
+}  // namespace stc::dse

@@ -1,0 +1,181 @@
+// stc dse GRAPH|MODEL [--space FILE.yaml] [-j N] [-o DIR] [--pick CRITERION]: the design space explored
+// (compiler/dse/explore.cpp), every point and the Pareto front written to DIR as CSV, JSON and SVG, and
+// with --pick the chosen point's sized network and schedule, ready for stc emit.
+#include <tbb/global_control.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include "compiler/dse/explore.h"
+#include "compiler/frontend/model_builder.h"
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/frontend/shape_inference.h"
+#include "compiler/ir/model_spec.h"
+#include "compiler/ir/yaml_io.h"
+#include "compiler/pipeline.h"
+#include "tools/stc/commands.h"
+
+namespace stc::cli {
+
+namespace {
+
+struct DseArgs {
+  std::string input, platform, space, outDir = "dse", pick;
+  std::optional<int64_t> ctx, prompt;
+  std::vector<std::string> binds, settings;
+  int jobs = 0;
+};
+
+// What is explored: a graph, or a model's decode layer (or prefill layer of --prompt rows).
+struct Subject {
+  Graph graph;
+  std::vector<std::string> base;  ///< the model's quantisation and context, before --set
+  bool fromModel = false;
+};
+
+Subject loadSubject(const DseArgs& a) {
+  Subject s;
+  if (isOnnxPath(a.input)) {
+    s.graph = importOnnx(a.input);
+  } else {
+    std::string text = readTextFile(a.input);
+    switch (detectFileKind(text, a.input)) {
+      case FileKind::kGraph:
+        s.graph = parseGraph(text, a.input);
+        break;
+      case FileKind::kModel: {
+        ModelSpec model = parseModel(text, a.input);
+        if (a.prompt && (*a.prompt < 1 || *a.prompt > model.maxCtx))
+          throw UserError("stc dse: error: --prompt must be 1 to the model's max_ctx (" +
+                          std::to_string(model.maxCtx) + ")");
+        s.graph = a.prompt ? buildPrefillLayer(model, *a.prompt) : buildDecodeLayer(model);
+        s.base = {"quant=" + model.quant, "max_ctx=" + std::to_string(model.maxCtx)};
+        s.fromModel = true;
+        break;
+      }
+      default:
+        throw UserError(a.input +
+                        ":1:1: error: expected a graph or model file (its first key 'graph' or "
+                        "'model') or an ONNX model");
+    }
+  }
+  if (a.prompt && !s.fromModel) throw UserError("stc dse: error: --prompt needs a model file");
+  s.base.insert(s.base.end(), a.settings.begin(), a.settings.end());
+  return s;
+}
+
+std::string describe(const dse::Point& p) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%10lld cycles %12lld bytes %6lld DSP %5lld BRAM %4lld URAM ",
+                static_cast<long long>(p.cycles), static_cast<long long>(p.onchipBytes),
+                static_cast<long long>(p.resources.dsp), static_cast<long long>(p.resources.bram18k),
+                static_cast<long long>(p.resources.uram));
+  std::string s = line;
+  for (const std::string& kv : p.settings) s += " " + kv;
+  return s;
+}
+
+int dseCommand(const DseArgs& a) {
+  auto begin = std::chrono::steady_clock::now();
+  Platform platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
+  Subject subject = loadSubject(a);
+  parseCompileOptions(subject.base, platform);  // a bad --set: said before anything runs
+  dse::Space space = a.space.empty() ? dse::defaultSpace(platform) : dse::loadSpace(a.space, platform);
+  Bindings bindings = parseSymbolBindings("stc dse", a.ctx, a.binds);
+  for (const std::string& s : inferShapes(subject.graph).symbols())
+    if (!bindings.count(s))
+      throw UserError(a.input + ": error: the " + (subject.fromModel ? "layer" : "graph") + " uses symbol '" +
+                      s + "': bind it with " + (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+  if (a.jobs < 0) throw UserError("stc dse: error: -j expects a number of threads (0: every core)");
+  std::optional<tbb::global_control> threads;
+  if (a.jobs > 0) threads.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(a.jobs));
+
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  dse::Progress progress;
+  if (terminal)
+    progress = [](int compiled, int sized, int points) {
+      std::fprintf(stderr, "\rstc dse: %d/%d points compiled, %d networks sized", compiled, points, sized);
+      std::fflush(stderr);
+    };
+  dse::Exploration e = dse::explore(subject.graph, platform, subject.base, space, bindings, progress);
+  if (terminal) std::fprintf(stderr, "\r\033[K");
+
+  std::optional<int> picked;
+  if (!a.pick.empty()) picked = dse::pickPoint(e, a.pick);  // an impossible pick: nothing written
+  std::error_code ec;
+  std::filesystem::create_directories(a.outDir, ec);
+  if (ec) throw UserError(a.outDir + ": error: cannot create the folder: " + ec.message());
+  auto path = [&](const std::string& name) { return (std::filesystem::path(a.outDir) / name).string(); };
+  writeFileAtomic(path("points.csv"), dse::pointsCsv(e));
+  writeFileAtomic(path("points.json"), dse::pointsJson(e));
+  writeFileAtomic(path("front.svg"), dse::frontSvg(e, subject.graph.name + ": the Pareto front"));
+
+  int rejected = 0, deadlocked = 0, fit = 0;
+  for (const dse::Point& p : e.points) {
+    rejected += p.status == dse::Point::Status::kRejected;
+    deadlocked += p.status == dse::Point::Status::kDeadlock;
+    fit += p.status == dse::Point::Status::kOk && p.fits;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  std::printf("%s: %zu points, %d distinct networks sized; %d rejected, %d deadlocked, %d fit; %.1f s\n",
+              subject.graph.name.c_str(), e.points.size(), e.compiledNetworks, rejected, deadlocked, fit,
+              seconds);
+  for (const dse::Point& p : e.points)
+    if (p.status == dse::Point::Status::kRejected && p.sameAs < 0) {  // one example: the rest are in the CSV
+      std::printf("  rejected, e.g. %s\n", p.message.c_str());
+      break;
+    }
+  std::printf("front (%zu points: none has fewer cycles, on-chip bytes and DSPs at once):\n", e.front.size());
+  for (int i : e.front) std::printf("  #%-4d %s\n", i, describe(e.points[static_cast<size_t>(i)]).c_str());
+  std::printf("wrote %s, %s, %s\n", path("points.csv").c_str(), path("points.json").c_str(),
+              path("front.svg").c_str());
+
+  if (picked) {
+    const dse::Point& p = e.points[static_cast<size_t>(*picked)];
+    Network net = e.sized[static_cast<size_t>(*picked)];
+    net.sourceSettings = subject.base;
+    net.sourceSettings.insert(net.sourceSettings.end(), p.settings.begin(), p.settings.end());
+    if (subject.fromModel) {  // the layer's graph beside the network, as its source
+      writeFileAtomic(path("picked.graph.yaml"), emitGraph(subject.graph));
+      net.sourceFile = "picked.graph.yaml";
+    } else {
+      namespace fs = std::filesystem;  // as the network's folder sees it (stc emit looks there too)
+      net.sourceFile =
+          fs::absolute(a.input).lexically_relative(fs::absolute(a.outDir)).lexically_normal().string();
+    }
+    writeFileAtomic(path("picked.schedule.yaml"), emitSchedule(schedulePins(p.schedules)));
+    writeFileAtomic(path("picked.net.yaml"), emitNetwork(net));
+    std::printf("picked #%d (%s): wrote %s (sized) and %s\n", *picked, a.pick.c_str(),
+                path("picked.net.yaml").c_str(), path("picked.schedule.yaml").c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner addDse(CLI::App& app) {
+  auto a = std::make_shared<DseArgs>();
+  app.add_option("input", a->input, "graph (models/graphs/*.yaml), ONNX model or model file (models/*.yaml)")
+      ->required();
+  app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
+  app.add_option("--space", a->space,
+                 "design space file: `space: {KNOB: [VALUES]}` with stc compile's --set keys (default: 96 "
+                 "points over tile, unroll_budget, max_stripe, row_block, onchip_budget_bytes)");
+  app.add_option("-j,--jobs", a->jobs, "threads (default 0: every core); results are the same at any count");
+  app.add_option("-o,--output", a->outDir, "folder for points.csv, points.json, front.svg (default: dse)");
+  app.add_option("--pick", a->pick,
+                 "write the chosen front point's sized network and schedule: cycles (the fastest), onchip, "
+                 "dsp, or a point's number");
+  app.add_option("--prompt", a->prompt,
+                 "a model's prefill layer of this many rows (default: its decode layer)");
+  app.add_option("--ctx", a->ctx, "bind the KV-cache length symbol ctx");
+  app.add_option("--bind", a->binds, "bind a symbol, NAME=N (repeatable)");
+  app.add_option("--set", a->settings, "compiler setting for every point, KEY=VALUE (see stc compile)");
+  return [a]() { return dseCommand(*a); };
+}
+
+}  // namespace stc::cli
