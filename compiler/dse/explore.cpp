@@ -92,7 +92,10 @@ std::vector<Bindings> sizingBindings(const Network& net, const CompileOptions& o
 
 size_t Space::size() const {
   size_t n = 1;
-  for (const SpaceKnob& k : knobs) n *= k.values.size();
+  for (const SpaceKnob& k : knobs)  // saturating: a space file may multiply past any size
+    n = k.values.empty()                          ? 0
+        : n > kMaxPoints * 1000 / k.values.size() ? kMaxPoints * 1000
+                                                  : n * k.values.size();
   return n;
 }
 
@@ -137,8 +140,10 @@ Space loadSpace(const std::string& path, const Platform& platform) {
       }
     }
   if (s.size() > kMaxPoints)
-    throw UserError(path + ": error: the space has " + std::to_string(s.size()) + " points; at most " +
-                    std::to_string(kMaxPoints));
+    throw UserError(path + ": error: the space has " +
+                    (s.size() >= kMaxPoints * 1000 ? "over " + std::to_string(kMaxPoints * 1000)
+                                                   : std::to_string(s.size())) +
+                    " points; at most " + std::to_string(kMaxPoints));
   return s;
 }
 
@@ -167,7 +172,14 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
     try {
       CompileResult c = compileGraph(graph, platform, parseCompileOptions(settings, platform));
       c.network.sourceSettings = settings;
-      text[i] = emitNetwork(c.network);
+      // The network's text, and what it does not say: the symbols' maxima and the kernels' buffers
+      // (sized for those maxima), which decide the bytes, the resources and where sizing samples.
+      std::ostringstream key;
+      key << emitNetwork(c.network) << "\nmaxima:";
+      for (const auto& [symbol, maximum] : c.options.maxima) key << " " << symbol << "=" << maximum;
+      key << "\nbuffers:";
+      for (const Kernel& k : c.kernels.kernels) key << " " << k.bufferBytes;
+      text[i] = key.str();
       compiled[i] = std::move(c);
     } catch (const UserError& err) {
       p.status = Point::Status::kRejected;
@@ -186,21 +198,43 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
     else
       e.points[i].sameAs = it->second;
   }
+  for (size_t i = 0; i < n; ++i)
+    if (e.points[i].sameAs >= 0) compiled[i].reset();
   e.compiledNetworks = static_cast<int>(distinct.size());
 
   tbb::parallel_for(size_t{0}, distinct.size(), [&](size_t d) {  // 3. size and simulate
     size_t i = distinct[d];
     CompileResult& c = *compiled[i];
     Point& p = e.points[i];
+    p.schedules = c.schedules;
+    p.intermediateBytes = c.report.onchipBytesIntermediate;
+    p.unfusedBytes = c.report.onchipBytesUnfused;
+    for (const auto& [symbol, value] : bindings) {
+      auto maximum = c.options.maxima.find(symbol);
+      if (maximum != c.options.maxima.end() && value > maximum->second) {
+        p.status = Point::Status::kRejected;
+        p.message = "stc dse: error: " + symbol + "=" + std::to_string(value) +
+                    " is beyond the design's max_" + symbol + " (" + std::to_string(maximum->second) + ")";
+      }
+    }
     sizing::SizingOptions options;
     options.platform = platform;
     options.bindings = bindings;
     Network sized;
-    sizing::SizingResult r =
-        sizing::sizeFifosAcross(c.network, options, sizingBindings(c.network, c.options, bindings), sized);
-    p.schedules = c.schedules;
-    p.intermediateBytes = c.report.onchipBytesIntermediate;
-    p.unfusedBytes = c.report.onchipBytesUnfused;
+    sizing::SizingResult r;
+    try {
+      if (p.status == Point::Status::kOk)
+        r = sizing::sizeFifosAcross(c.network, options, sizingBindings(c.network, c.options, bindings),
+                                    sized);
+    } catch (const UserError& err) {  // a simulation refused (too long, say): this point's alone
+      p.status = Point::Status::kRejected;
+      p.message = err.what();
+    }
+    if (p.status == Point::Status::kRejected) {
+      compiled[i].reset();
+      report(true);
+      return;
+    }
     bool held = std::all_of(r.cyclesSizedAt.begin(), r.cyclesSizedAt.end(), [](int64_t c) { return c > 0; });
     if (r.trueDeadlock || !held) {
       p.status = Point::Status::kDeadlock;
@@ -251,19 +285,16 @@ std::vector<int> paretoFront(const std::vector<Point>& points) {
   return front;
 }
 
-int pickPoint(const Exploration& e, const std::string& criterion) {
-  auto key = [&](int i) {
-    const Point& p = e.points[static_cast<size_t>(i)];
-    int64_t c = p.cycles, b = p.onchipBytes, d = p.resources.dsp;
-    if (criterion == "onchip") return std::make_tuple(b, c, d);
-    if (criterion == "dsp") return std::make_tuple(d, c, b);
-    return std::make_tuple(c, b, d);
-  };
-  if (criterion == "cycles" || criterion == "onchip" || criterion == "dsp") {
-    if (e.front.empty())
-      throw UserError("stc dse: error: --pick " + criterion + ": no point compiled, fits and simulates");
-    return *std::min_element(e.front.begin(), e.front.end(), [&](int a, int b) { return key(a) < key(b); });
-  }
+namespace {
+
+bool namedCriterion(const std::string& c) {
+  return c == "cycles" || c == "onchip" || c == "dsp";
+}
+
+}  // namespace
+
+size_t checkPick(const std::string& criterion, size_t points) {
+  if (namedCriterion(criterion)) return points;
   size_t used = 0;
   long long index = -1;
   try {
@@ -274,10 +305,27 @@ int pickPoint(const Exploration& e, const std::string& criterion) {
   if (used == 0 || used != criterion.size())
     throw UserError("stc dse: error: --pick expects cycles, onchip, dsp or a point's number, got '" +
                     criterion + "'");
-  if (index < 0 || static_cast<size_t>(index) >= e.points.size())
+  if (index < 0 || static_cast<size_t>(index) >= points)
     throw UserError("stc dse: error: --pick " + criterion + ": the space has points 0 to " +
-                    std::to_string(e.points.size() - 1));
-  const Point& p = e.points[static_cast<size_t>(index)];
+                    std::to_string(points - 1));
+  return static_cast<size_t>(index);
+}
+
+int pickPoint(const Exploration& e, const std::string& criterion) {
+  auto key = [&](int i) {
+    const Point& p = e.points[static_cast<size_t>(i)];
+    int64_t c = p.cycles, b = p.onchipBytes, d = p.resources.dsp;
+    if (criterion == "onchip") return std::make_tuple(b, c, d);
+    if (criterion == "dsp") return std::make_tuple(d, c, b);
+    return std::make_tuple(c, b, d);
+  };
+  size_t index = checkPick(criterion, e.points.size());
+  if (namedCriterion(criterion)) {
+    if (e.front.empty())
+      throw UserError("stc dse: error: --pick " + criterion + ": no point compiled, fits and simulates");
+    return *std::min_element(e.front.begin(), e.front.end(), [&](int a, int b) { return key(a) < key(b); });
+  }
+  const Point& p = e.points[index];
   if (p.status != Point::Status::kOk)
     throw UserError("stc dse: error: --pick " + criterion + ": the point was " + statusName(p.status) + ": " +
                     p.message);

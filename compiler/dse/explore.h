@@ -76,9 +76,13 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
 std::vector<int> paretoFront(const std::vector<Point>& points);
 
 /// The front point a criterion picks: "cycles" (the fastest), "onchip" (the fewest on-chip bytes),
-/// "dsp" (the fewest DSPs), ties broken by the other two; or a point's index, which must be ok. UserError
-/// for an unknown criterion or a point that cannot be picked.
+/// "dsp" (the fewest DSPs), ties broken by the other two; or a point's index, which must be ok (a point
+/// the same as an earlier one gives that one). UserError for an unknown criterion or a point that cannot
+/// be picked.
 int pickPoint(const Exploration& e, const std::string& criterion);
+/// Checks a --pick criterion against a space of `points` before exploring it (UserError as pickPoint's);
+/// returns the point's index, or `points` for a named criterion.
+size_t checkPick(const std::string& criterion, size_t points);
 
 /// Every point, one line each, with its knobs, status, results and whether it is on the front.
 std::string pointsCsv(const Exploration& e);

@@ -185,6 +185,7 @@ TEST(Cli, DseWritesTheFrontAndThePick) {
       std::string::npos)
       << bad.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "bad"));
+  EXPECT_EQ(bad.out.find("points"), std::string::npos) << bad.out;  // refused before the sweep
   Outcome unbound = stc("dse " + std::string(STC_SOURCE_DIR) + "/models/gpt2-tiny.yaml -o " + dir + "bad");
   EXPECT_EQ(unbound.code, 1);
   EXPECT_NE(unbound.out.find("gpt2-tiny.yaml: error: the layer uses symbol 'ctx': bind it with --ctx N"),

@@ -5,6 +5,7 @@
 #include <tbb/global_control.h>
 
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "compiler/dse/explore.h"
@@ -101,20 +102,32 @@ const char* kMlp32 =
     "outputs: [y]\n";
 
 // Each point as compiling it alone, sizing it and simulating the sized network gives; a budget no kernel
-// fits rejects its points with the compiler's message; the same results at one thread and at two.
+// fits rejects its points with the compiler's message; a budget that binds nothing gives the same
+// network, sized once; the same results at one thread and at four.
 TEST(Dse, PointsAreWhatCompilingAndSizingThemAloneGives) {
   Graph graph = parseGraph(kMlp32, "mlp32.yaml");
   Platform platform = defaultPlatform();
   Space space;
   space.knobs = {knob("tile", {"8", "16"}), knob("row_block", {"auto", "0"}),
-                 knob("onchip_budget_bytes", {"11169792", "3000"})};
+                 knob("onchip_budget_bytes", {"11169792", "3000", "5584896"})};
+  std::optional<tbb::global_control> threads;
+  threads.emplace(tbb::global_control::max_allowed_parallelism, 4);
   Exploration e = explore(graph, platform, {"quant=w4a8"}, space, {});
-  ASSERT_EQ(e.points.size(), 8u);
+  ASSERT_EQ(e.points.size(), 12u);
+  EXPECT_EQ(e.compiledNetworks, 4);
   for (size_t i = 0; i < e.points.size(); ++i) {
     const Point& p = e.points[i];
     std::vector<std::string> settings = {"quant=w4a8"};
     settings.insert(settings.end(), p.settings.begin(), p.settings.end());
-    if (i % 2 == 1) {  // 3000 bytes: no matmul kernel fits
+    if (i % 3 == 2) {  // the same network as at the larger budget
+      EXPECT_EQ(p.sameAs, static_cast<int>(i - 2));
+      EXPECT_EQ(p.cycles, e.points[i - 2].cycles);
+      EXPECT_FALSE(p.pareto);
+      EXPECT_EQ(pickPoint(e, std::to_string(i)), static_cast<int>(i - 2));
+      continue;
+    }
+    EXPECT_EQ(p.sameAs, -1);
+    if (i % 3 == 1) {  // 3000 bytes: no matmul kernel fits
       EXPECT_EQ(p.status, Point::Status::kRejected);
       EXPECT_NE(p.message.find("mlp32.yaml:"), std::string::npos) << p.message;
       EXPECT_NE(p.message.find("is too small for kernel"), std::string::npos) << p.message;
@@ -136,15 +149,17 @@ TEST(Dse, PointsAreWhatCompilingAndSizingThemAloneGives) {
     for (const auto& [op, s] : p.schedules) EXPECT_EQ(s.rowBlock == 0, stationary) << op << " of point " << i;
   }
   // Row blocks stream; weight-stationary keeps whole tensors: more bytes, and here more cycles too.
-  EXPECT_LT(e.points[0].onchipBytes, e.points[2].onchipBytes);
+  EXPECT_LT(e.points[0].onchipBytes, e.points[3].onchipBytes);
   for (int f : e.front) EXPECT_TRUE(e.points[static_cast<size_t>(f)].pareto);
-  std::string twoThreads = pointsCsv(e) + pointsJson(e) + frontSvg(e, "t");
-  tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+  std::string fourThreads = pointsCsv(e) + pointsJson(e) + frontSvg(e, "t");
+  threads.emplace(tbb::global_control::max_allowed_parallelism, 1);
   Exploration again = explore(graph, platform, {"quant=w4a8"}, space, {});
-  EXPECT_EQ(pointsCsv(again) + pointsJson(again) + frontSvg(again, "t"), twoThreads);
+  EXPECT_EQ(pointsCsv(again) + pointsJson(again) + frontSvg(again, "t"), fourThreads);
   EXPECT_EQ(pickPoint(e, "cycles"), e.front.front());
   EXPECT_THROW(pickPoint(e, "1"), UserError);  // rejected
   EXPECT_THROW(pickPoint(e, "fastest"), UserError);
+  EXPECT_THROW(checkPick("12", e.points.size()), UserError);
+  EXPECT_EQ(checkPick("11", e.points.size()), 11u);
 }
 
 std::string spaceError(const std::string& text) {

@@ -41,6 +41,8 @@ Subject loadSubject(const DseArgs& a) {
   Subject s;
   if (isOnnxPath(a.input)) {
     s.graph = importOnnx(a.input);
+    std::string stem = a.input.substr(a.input.find_last_of('/') + 1);  // exporters name every graph alike
+    s.graph.name = stem.substr(0, stem.size() - 5);
   } else {
     std::string text = readTextFile(a.input);
     switch (detectFileKind(text, a.input)) {
@@ -90,6 +92,7 @@ int dseCommand(const DseArgs& a) {
     if (!bindings.count(s))
       throw UserError(a.input + ": error: the " + (subject.fromModel ? "layer" : "graph") + " uses symbol '" +
                       s + "': bind it with " + (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+  if (!a.pick.empty()) dse::checkPick(a.pick, space.size());  // a typo: said before the sweep, not after
   if (a.jobs < 0) throw UserError("stc dse: error: -j expects a number of threads (0: every core)");
   std::optional<tbb::global_control> threads;
   if (a.jobs > 0) threads.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(a.jobs));
@@ -104,8 +107,6 @@ int dseCommand(const DseArgs& a) {
   dse::Exploration e = dse::explore(subject.graph, platform, subject.base, space, bindings, progress);
   if (terminal) std::fprintf(stderr, "\r\033[K");
 
-  std::optional<int> picked;
-  if (!a.pick.empty()) picked = dse::pickPoint(e, a.pick);  // an impossible pick: nothing written
   std::error_code ec;
   std::filesystem::create_directories(a.outDir, ec);
   if (ec) throw UserError(a.outDir + ": error: cannot create the folder: " + ec.message());
@@ -134,6 +135,8 @@ int dseCommand(const DseArgs& a) {
   std::printf("wrote %s, %s, %s\n", path("points.csv").c_str(), path("points.json").c_str(),
               path("front.svg").c_str());
 
+  std::optional<int> picked;
+  if (!a.pick.empty()) picked = dse::pickPoint(e, a.pick);  // none to pick: the points are written to see why
   if (picked) {
     const dse::Point& p = e.points[static_cast<size_t>(*picked)];
     Network net = e.sized[static_cast<size_t>(*picked)];
@@ -144,13 +147,21 @@ int dseCommand(const DseArgs& a) {
       net.sourceFile = "picked.graph.yaml";
     } else {
       namespace fs = std::filesystem;  // as the network's folder sees it (stc emit looks there too)
-      net.sourceFile =
-          fs::absolute(a.input).lexically_relative(fs::absolute(a.outDir)).lexically_normal().string();
+      net.sourceFile = fs::relative(fs::weakly_canonical(a.input), fs::weakly_canonical(a.outDir)).string();
     }
     writeFileAtomic(path("picked.schedule.yaml"), emitSchedule(schedulePins(p.schedules)));
     writeFileAtomic(path("picked.net.yaml"), emitNetwork(net));
-    std::printf("picked #%d (%s): wrote %s (sized) and %s\n", *picked, a.pick.c_str(),
+    size_t asked = dse::checkPick(a.pick, e.points.size());  // a number, or the space's size for a name
+    std::string same = asked < e.points.size() && static_cast<size_t>(*picked) != asked
+                           ? ", the same network as point " + a.pick
+                           : "";
+    std::printf("picked #%d (%s%s): wrote %s (sized) and %s\n", *picked, a.pick.c_str(), same.c_str(),
                 path("picked.net.yaml").c_str(), path("picked.schedule.yaml").c_str());
+    std::string emitFlags = a.platform.empty() ? "" : " -p " + a.platform;
+    for (const auto& [symbol, value] : bindings)
+      emitFlags += symbol == "ctx" ? " --ctx " + std::to_string(value)
+                                   : " --bind " + symbol + "=" + std::to_string(value);
+    std::printf("emit it with: stc emit %s -o DIR%s\n", path("picked.net.yaml").c_str(), emitFlags.c_str());
   }
   return 0;
 }
@@ -168,8 +179,8 @@ Runner addDse(CLI::App& app) {
   app.add_option("-j,--jobs", a->jobs, "threads (default 0: every core); results are the same at any count");
   app.add_option("-o,--output", a->outDir, "folder for points.csv, points.json, front.svg (default: dse)");
   app.add_option("--pick", a->pick,
-                 "write the chosen front point's sized network and schedule: cycles (the fastest), onchip, "
-                 "dsp, or a point's number");
+                 "write a point's sized network and schedule: cycles (the fastest front point), onchip (the "
+                 "front's fewest on-chip bytes), dsp (its fewest DSPs), or a point's number");
   app.add_option("--prompt", a->prompt,
                  "a model's prefill layer of this many rows (default: its decode layer)");
   app.add_option("--ctx", a->ctx, "bind the KV-cache length symbol ctx");
