@@ -71,16 +71,15 @@ bool candidate(const Point& p) {
 }
 
 // Where a network over symbols is sized so that its depths hold over each symbol's range, as the decode
-// estimator sizes its layer (llm::sizingContexts): each symbol at 1, the stream tile, one past it, 128 and
-// its maximum, the others as bound; then the bindings themselves, last, whose run the point reports.
+// estimator sizes its layer: each symbol at its samples (sizing::symbolSamples), the others as bound;
+// then the bindings themselves, last, whose run the point reports.
 std::vector<Bindings> sizingBindings(const Network& net, const CompileOptions& options,
                                      const Bindings& bound) {
   std::vector<Bindings> at;
   for (const std::string& symbol : net.symbols()) {
-    int64_t maximum = options.maxima.at(symbol);
-    for (int64_t v : {int64_t{1}, options.tile, options.tile + 1, int64_t{128}, maximum}) {
+    for (int64_t v : sizing::symbolSamples(options.maxima.at(symbol), options.tile)) {
       Bindings b = bound;
-      b[symbol] = std::min(v, maximum);
+      b[symbol] = v;
       if (std::find(at.begin(), at.end(), b) == at.end() && b != bound) at.push_back(b);
     }
   }
@@ -230,17 +229,13 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
       p.status = Point::Status::kRejected;
       p.message = err.what();
     }
-    if (p.status == Point::Status::kRejected) {
-      compiled[i].reset();
-      report(true);
-      return;
-    }
     bool held = std::all_of(r.cyclesSizedAt.begin(), r.cyclesSizedAt.end(), [](int64_t c) { return c > 0; });
-    if (r.trueDeadlock || !held) {
+    bool ran = p.status == Point::Status::kOk;  // else rejected, its message saying why
+    if (ran && (r.trueDeadlock || !held)) {
       p.status = Point::Status::kDeadlock;
       p.message = r.trueDeadlock ? "the network deadlocks even with unbounded FIFOs"
                                  : "the sized network deadlocks at some of its symbols' values";
-    } else {
+    } else if (ran) {
       c.network = sized;
       updateResources(c, platform);
       p.cycles = r.cyclesSizedAt.back();

@@ -426,12 +426,21 @@ std::string emitGraph(const Graph& g) {
   return std::string(out.c_str()) + "\n";
 }
 
+namespace {
+
+// The one top-level key of a file that holds nothing else (a schedule, a design space): its node.
+YAML::Node onlySection(Reader& r, const std::string& text, const char* key, const std::string& what) {
+  YAML::Node root = r.load(text);
+  if (!root.IsMap()) fail(r.loc(root), "expected " + what + " (its first key '" + key + "')");
+  r.onlyKeys(root, {key}, what);
+  return r.required(root, key, what);
+}
+
+}  // namespace
+
 std::vector<SchedulePin> parseSchedule(const std::string& text, const std::string& file) {
   Reader r(file);
-  YAML::Node root = r.load(text);
-  if (!root.IsMap()) fail(r.loc(root), "expected a schedule file (its first key 'schedule')");
-  r.onlyKeys(root, {"schedule"}, "a schedule file");
-  YAML::Node ops = r.required(root, "schedule", "a schedule file");
+  YAML::Node ops = onlySection(r, text, "schedule", "a schedule file");
   if (ops.IsNull()) return {};
   r.expectMap(ops, "schedule");
   std::vector<SchedulePin> pins;
@@ -461,10 +470,7 @@ std::vector<SchedulePin> parseSchedule(const std::string& text, const std::strin
 
 std::vector<SpaceKnob> parseSpace(const std::string& text, const std::string& file) {
   Reader r(file);
-  YAML::Node root = r.load(text);
-  if (!root.IsMap()) fail(r.loc(root), "expected a design space file (its first key 'space')");
-  r.onlyKeys(root, {"space"}, "a design space file");
-  YAML::Node knobs = r.required(root, "space", "a design space file");
+  YAML::Node knobs = onlySection(r, text, "space", "a design space file");
   r.expectMap(knobs, "space");
   std::vector<SpaceKnob> space;
   std::set<std::string> seen;

@@ -65,8 +65,7 @@ Resources memoryShare(const Platform& platform, double share) {
 
 std::vector<Bindings> sizingContexts(int64_t maxCtx, int64_t tile) {
   std::vector<Bindings> at;
-  for (int64_t c : {int64_t{1}, tile, tile + 1, int64_t{128}, maxCtx})
-    if (c <= maxCtx && (at.empty() || at.back().at("ctx") < c)) at.push_back({{"ctx", c}});
+  for (int64_t c : sizing::symbolSamples(maxCtx, tile)) at.push_back({{"ctx", c}});
   return at;
 }
 

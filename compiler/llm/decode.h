@@ -20,8 +20,7 @@ namespace stc::llm {
 /// takes most of the rest, since decode speed is what the device loop repeats.
 inline constexpr double kDecodeShare = 0.48, kHeadShare = 0.25, kPrefillShare = 0.27;
 
-/// The contexts at which a decode layer's FIFOs are sized: both ends of [1, maxCtx], a whole stream
-/// tile, one past it (a padded tile) and 128.
+/// The contexts at which a decode layer's FIFOs are sized: sizing::symbolSamples of ctx.
 std::vector<Bindings> sizingContexts(int64_t maxCtx, int64_t tile);
 
 /// Sizes a compiled design's FIFOs with the LP sizer, in place: a network over ctx to hold at every

@@ -304,6 +304,13 @@ int64_t withinOnePercent(int64_t cycles) {
 
 }  // namespace
 
+std::vector<int64_t> symbolSamples(int64_t maximum, int64_t tile) {
+  std::vector<int64_t> at;
+  for (int64_t v : {int64_t{1}, tile, tile + 1, int64_t{128}, maximum})
+    if (v <= maximum && (at.empty() || at.back() < v)) at.push_back(v);
+  return at;
+}
+
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized) {
   return sizeFifosAcross(net, options, {Bindings{}}, sized);
 }

@@ -72,6 +72,10 @@ struct SizingResult {
   std::map<std::string, int64_t> memoryCounts;  ///< FIFOs per memory kind
 };
 
+/// The values at which a symbol's range [1, maximum] is sampled for sizing: 1, the stream tile, one past
+/// it (a padded tile), 128 and the maximum, those within the range, increasing.
+std::vector<int64_t> symbolSamples(int64_t maximum, int64_t tile);
+
 /// Sizes every FIFO of net; `sized` receives net with the new depths and nothing else changed.
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized);
 

@@ -5,9 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "compiler/ir/graph.h"
 #include "compiler/ir/network.h"
 #include "compiler/ir/platform.h"
 
@@ -49,6 +51,12 @@ struct NetworkInput {
 };
 /// Whether path names an ONNX file (by its extension).
 bool isOnnxPath(const std::string& path);
+/// A graph file, or an ONNX model named after its file; UserError for any other file.
+Graph loadGraphFile(const std::string& path);
+/// UserError at path unless every symbol is bound: "the WHAT uses symbol 's': bind it with --ctx N" (or
+/// --bind s=N).
+void requireBindings(const std::set<std::string>& symbols, const Bindings& bindings, const std::string& path,
+                     const std::string& what);
 
 /// A subcommand of DESIGN.md that this build does not implement yet: says so and exits 1.
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description);

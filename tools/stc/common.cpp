@@ -77,6 +77,27 @@ bool isOnnxPath(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
 }
 
+Graph loadGraphFile(const std::string& path) {
+  if (isOnnxPath(path)) {
+    Graph g = importOnnx(path);
+    std::string stem = path.substr(path.find_last_of('/') + 1);  // exporters name every graph alike
+    g.name = stem.substr(0, stem.size() - 5);
+    return g;
+  }
+  std::string text = readTextFile(path);
+  if (detectFileKind(text, path) != FileKind::kGraph)
+    throw UserError(path + ": error: expected a graph file (its first key 'graph') or an ONNX model");
+  return parseGraph(text, path);
+}
+
+void requireBindings(const std::set<std::string>& symbols, const Bindings& bindings, const std::string& path,
+                     const std::string& what) {
+  for (const std::string& s : symbols)
+    if (!bindings.count(s))
+      throw UserError(path + ": error: the " + what + " uses symbol '" + s + "': bind it with " +
+                      (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+}
+
 Network NetworkInput::load(const std::string& command, const Platform& platformArg, Bindings& bindings) const {
   if (isOnnxPath(path)) {
     bindings = parseSymbolBindings(command, ctx, binds);
@@ -94,10 +115,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
                     ? parseNetwork(text, path)
                     : compileGraph(parseGraph(text, path), platformArg, parseCompileOptions(settings, platformArg)).network;
   bindings = parseSymbolBindings(command, ctx, binds);
-  for (const std::string& s : net.symbols())
-    if (!bindings.count(s))
-      throw UserError(path + ": error: the network uses symbol '" + s + "': bind it with " +
-                      (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+  requireBindings(net.symbols(), bindings, path, "network");
   return net;
 }
 

@@ -40,9 +40,7 @@ struct Subject {
 Subject loadSubject(const DseArgs& a) {
   Subject s;
   if (isOnnxPath(a.input)) {
-    s.graph = importOnnx(a.input);
-    std::string stem = a.input.substr(a.input.find_last_of('/') + 1);  // exporters name every graph alike
-    s.graph.name = stem.substr(0, stem.size() - 5);
+    s.graph = loadGraphFile(a.input);
   } else {
     std::string text = readTextFile(a.input);
     switch (detectFileKind(text, a.input)) {
@@ -88,10 +86,8 @@ int dseCommand(const DseArgs& a) {
   parseCompileOptions(subject.base, platform);  // a bad --set: said before anything runs
   dse::Space space = a.space.empty() ? dse::defaultSpace(platform) : dse::loadSpace(a.space, platform);
   Bindings bindings = parseSymbolBindings("stc dse", a.ctx, a.binds);
-  for (const std::string& s : inferShapes(subject.graph).symbols())
-    if (!bindings.count(s))
-      throw UserError(a.input + ": error: the " + (subject.fromModel ? "layer" : "graph") + " uses symbol '" +
-                      s + "': bind it with " + (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
+  requireBindings(inferShapes(subject.graph).symbols(), bindings, a.input,
+                  subject.fromModel ? "layer" : "graph");
   if (!a.pick.empty()) dse::checkPick(a.pick, space.size());  // a typo: said before the sweep, not after
   if (a.jobs < 0) throw UserError("stc dse: error: -j expects a number of threads (0: every core)");
   std::optional<tbb::global_control> threads;

@@ -43,19 +43,6 @@ struct Loaded {
   std::vector<std::string> settings;     // the settings it was compiled with
 };
 
-Graph loadGraphFile(const std::string& path) {
-  if (isOnnxPath(path)) {
-    Graph g = importOnnx(path);
-    std::string stem = path.substr(path.find_last_of('/') + 1);  // exporters name every graph alike
-    g.name = stem.substr(0, stem.size() - 5);
-    return g;
-  }
-  std::string text = readTextFile(path);
-  if (detectFileKind(text, path) != FileKind::kGraph)
-    throw UserError(path + ": error: expected a graph file (its first key 'graph') or an ONNX model");
-  return parseGraph(text, path);
-}
-
 // The graph a compiled network came from: its `source` file, as written or next to the network file.
 Loaded loadNetworkSource(const std::string& path, const std::string& text, const std::string& command) {
   Loaded l;
