@@ -146,13 +146,41 @@ Space loadSpace(const std::string& path, const Platform& platform) {
   return s;
 }
 
+std::string fingerprint(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+namespace {
+
+// Copies `from`'s results into p, keeping p's own settings.
+void takeResults(Point& p, const Point& from) {
+  std::vector<std::string> settings = std::move(p.settings);
+  p = from;
+  p.settings = std::move(settings);
+}
+
+}  // namespace
+
 Exploration explore(const Graph& graph, const Platform& platform, const std::vector<std::string>& base,
                     const Space& space, const Bindings& bindings, const Progress& progress) {
-  Exploration e;
-  for (const SpaceKnob& k : space.knobs) e.knobs.push_back(k.key);
-  const size_t n = space.size();
-  e.points.resize(n);
-  e.sized.resize(n);
+  std::vector<size_t> all(space.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<Network> sized;
+  Exploration e = merge(space, evaluate(graph, platform, base, space, bindings, all, progress, &sized));
+  e.sized = std::move(sized);
+  return e;
+}
+
+std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const std::vector<std::string>& base,
+                            const Space& space, const Bindings& bindings, const std::vector<size_t>& indices,
+                            const Progress& progress, std::vector<Network>* sizedOut) {
+  const size_t n = indices.size();
+  std::vector<Point> points(n);
+  std::vector<Network> sizedNets(n);
   std::vector<std::optional<CompileResult>> compiled(n);
   std::vector<std::string> text(n);
   std::mutex lock;
@@ -164,21 +192,23 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
   };
 
   tbb::parallel_for(size_t{0}, n, [&](size_t i) {  // 1. compile
-    Point& p = e.points[i];
-    p.settings = space.settingsAt(i);
+    Point& p = points[i];
+    p.settings = space.settingsAt(indices[i]);
     std::vector<std::string> settings = base;
     settings.insert(settings.end(), p.settings.begin(), p.settings.end());
     try {
       CompileResult c = compileGraph(graph, platform, parseCompileOptions(settings, platform));
       c.network.sourceSettings = settings;
-      // The network's text, and what it does not say: the symbols' maxima and the kernels' buffers
-      // (sized for those maxima), which decide the bytes, the resources and where sizing samples.
+      // The network's text, and what it does not say: the symbols' maxima and the stream tile (where
+      // sizing samples them) and the kernels' buffers (sized for those maxima), which decide the bytes
+      // and the resources.
       std::ostringstream key;
       key << emitNetwork(c.network) << "\nmaxima:";
       for (const auto& [symbol, maximum] : c.options.maxima) key << " " << symbol << "=" << maximum;
-      key << "\nbuffers:";
+      key << "\ntile: " << c.options.tile << "\nbuffers:";
       for (const Kernel& k : c.kernels.kernels) key << " " << k.bufferBytes;
       text[i] = key.str();
+      p.network = fingerprint(text[i]);
       compiled[i] = std::move(c);
     } catch (const UserError& err) {
       p.status = Point::Status::kRejected;
@@ -187,24 +217,23 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
     report(false);
   });
 
-  std::map<std::string, int> firstWith;  // 2. the same network: sized once
-  std::vector<size_t> distinct;
+  std::map<std::string, size_t> firstWith;  // 2. the same network: sized once
+  std::vector<size_t> distinct, copyOf(n, n);
   for (size_t i = 0; i < n; ++i) {
     if (!compiled[i]) continue;
-    auto [it, inserted] = firstWith.emplace(text[i], static_cast<int>(i));
-    if (inserted)
+    auto [it, inserted] = firstWith.emplace(text[i], i);
+    if (inserted) {
       distinct.push_back(i);
-    else
-      e.points[i].sameAs = it->second;
+    } else {
+      copyOf[i] = it->second;
+      compiled[i].reset();
+    }
   }
-  for (size_t i = 0; i < n; ++i)
-    if (e.points[i].sameAs >= 0) compiled[i].reset();
-  e.compiledNetworks = static_cast<int>(distinct.size());
 
   tbb::parallel_for(size_t{0}, distinct.size(), [&](size_t d) {  // 3. size and simulate
     size_t i = distinct[d];
     CompileResult& c = *compiled[i];
-    Point& p = e.points[i];
+    Point& p = points[i];
     p.schedules = c.schedules;
     p.intermediateBytes = c.report.onchipBytesIntermediate;
     p.unfusedBytes = c.report.onchipBytesUnfused;
@@ -244,24 +273,92 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
       p.onchipBytes = onchipBytesOf(c);
       p.resources = c.report.resources;
       p.fits = c.report.fits;
-      e.sized[i] = std::move(sized);
+      sizedNets[i] = std::move(sized);
     }
     compiled[i].reset();
     report(true);
   });
-  for (Point& p : e.points) {
-    if (p.sameAs < 0) continue;
-    const Point& first = e.points[static_cast<size_t>(p.sameAs)];
-    std::vector<std::string> settings = std::move(p.settings);
-    int sameAs = p.sameAs;
-    p = first;
-    p.settings = std::move(settings);
-    p.sameAs = sameAs;
-  }
+  for (size_t i = 0; i < n; ++i)
+    if (copyOf[i] < n) {
+      takeResults(points[i], points[copyOf[i]]);
+      sizedNets[i] = sizedNets[copyOf[i]];
+    }
+  if (sizedOut) *sizedOut = std::move(sizedNets);
+  return points;
+}
 
-  e.front = paretoFront(e.points);  // 4. the front
+Exploration merge(const Space& space, std::vector<Point> points) {
+  Exploration e;
+  for (const SpaceKnob& k : space.knobs) e.knobs.push_back(k.key);
+  e.points = std::move(points);
+  std::map<std::string, int> firstWith;  // the same network: an earlier point's results
+  for (size_t i = 0; i < e.points.size(); ++i) {
+    Point& p = e.points[i];
+    if (p.network.empty()) continue;
+    auto [it, inserted] = firstWith.emplace(p.network, static_cast<int>(i));
+    if (inserted) continue;
+    takeResults(p, e.points[static_cast<size_t>(it->second)]);
+    p.sameAs = it->second;
+  }
+  e.compiledNetworks = static_cast<int>(firstWith.size());
+  e.front = paretoFront(e.points);
   for (int i : e.front) e.points[static_cast<size_t>(i)].pareto = true;
   return e;
+}
+
+nlohmann::json pointToJson(const Point& p) {
+  nlohmann::json schedules = nlohmann::json::object();
+  for (const auto& [op, s] : p.schedules) schedules[op] = {s.tk, s.rowBlock};
+  const Resources& r = p.resources;
+  return {{"settings", p.settings},
+          {"status", statusName(p.status)},
+          {"message", p.message},
+          {"network", p.network},
+          {"cycles", p.cycles},
+          {"cycles_unbounded", p.cyclesUnbounded},
+          {"onchip_bytes", p.onchipBytes},
+          {"intermediate_bytes", p.intermediateBytes},
+          {"unfused_bytes", p.unfusedBytes},
+          {"resources", {r.lut, r.ff, r.dsp, r.bram18k, r.uram, r.slrs}},
+          {"fits", p.fits},
+          {"paced", p.paced},
+          {"schedules", schedules}};
+}
+
+Point pointFromJson(const nlohmann::json& j, const std::string& where) {
+  Point p;
+  try {
+    p.settings = j.at("settings").get<std::vector<std::string>>();
+    std::string status = j.at("status").get<std::string>();
+    if (status == "ok")
+      p.status = Point::Status::kOk;
+    else if (status == "rejected")
+      p.status = Point::Status::kRejected;
+    else if (status == "deadlock")
+      p.status = Point::Status::kDeadlock;
+    else
+      throw UserError(where + ": error: field 'status': unknown status '" + status + "'");
+    p.message = j.at("message").get<std::string>();
+    p.network = j.at("network").get<std::string>();
+    p.cycles = j.at("cycles").get<int64_t>();
+    p.cyclesUnbounded = j.at("cycles_unbounded").get<int64_t>();
+    p.onchipBytes = j.at("onchip_bytes").get<int64_t>();
+    p.intermediateBytes = j.at("intermediate_bytes").get<int64_t>();
+    p.unfusedBytes = j.at("unfused_bytes").get<int64_t>();
+    auto r = j.at("resources").get<std::vector<int64_t>>();
+    if (r.size() != 6) throw UserError(where + ": error: field 'resources': expected 6 counts");
+    p.resources = {r[0], r[1], r[2], r[3], r[4], static_cast<int>(r[5])};
+    p.fits = j.at("fits").get<bool>();
+    p.paced = j.at("paced").get<bool>();
+    for (const auto& [op, s] : j.at("schedules").items()) {
+      auto v = s.get<std::vector<int64_t>>();
+      if (v.size() != 2) throw UserError(where + ": error: field 'schedules': expected [tk, row_block]");
+      p.schedules[op] = {v[0], v[1]};
+    }
+  } catch (const nlohmann::json::exception& err) {
+    throw UserError(where + ": error: a malformed point: " + err.what());
+  }
+  return p;
 }
 
 std::vector<int> paretoFront(const std::vector<Point>& points) {

@@ -4,6 +4,7 @@
 // bytes and DSPs at once (the Pareto front).
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ struct Point {
   bool paced = false;  ///< sized from the paced run (sizing::SizingResult::paced)
   Schedules schedules;
   bool pareto = false;
+  std::string network;  ///< the fingerprint of the network it compiled to (empty: rejected by the compiler)
 };
 
 struct Exploration {
@@ -66,10 +68,30 @@ using Progress = std::function<void(int compiled, int sized, int points)>;
 
 /// Compiles every point of the space (`base` settings first, the point's after, so the point wins),
 /// sizes each distinct network to hold over its symbols' ranges and at `bindings` (the cycles reported),
-/// and marks the front. Points run in parallel (oneTBB) and
-/// the result does not depend on the number of threads.
+/// and marks the front: evaluate over every point, then merge. Points run in parallel (oneTBB) and the
+/// result does not depend on the number of threads.
 Exploration explore(const Graph& graph, const Platform& platform, const std::vector<std::string>& base,
                     const Space& space, const Bindings& bindings, const Progress& progress = nullptr);
+
+/// The points `indices` of the space compiled, sized and simulated, each as explore would (points of
+/// one network among them sized once), in the order of `indices`: unmerged (no same_as, no front). A
+/// point's result does not depend on which other points are evaluated with it, so a space evaluated in
+/// pieces (stc dse --slurm) merges to explore's result. With `sized`, each ok point's sized network.
+std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const std::vector<std::string>& base,
+                            const Space& space, const Bindings& bindings, const std::vector<size_t>& indices,
+                            const Progress& progress = nullptr, std::vector<Network>* sized = nullptr);
+
+/// A whole space's evaluated points (point i at index i) merged: a point whose network an earlier point
+/// compiled to takes that point's results and says same_as, and the front is marked.
+Exploration merge(const Space& space, std::vector<Point> points);
+
+/// FNV-1a of text, 64 bits, as 16 hex digits: the same on every machine and build.
+std::string fingerprint(const std::string& text);
+
+/// A point in full, as a chunk of a distributed sweep stores it (pointFromJson reads it back exactly);
+/// UserError naming `where` for a malformed one.
+nlohmann::json pointToJson(const Point& p);
+Point pointFromJson(const nlohmann::json& j, const std::string& where);
 
 /// Indices of the points that fit the platform and that no other such point dominates (no more cycles,
 /// on-chip bytes and DSPs, and fewer of one); of points equal in all three, the first. Fastest first.

@@ -1,5 +1,7 @@
 // Helpers shared by the subcommands.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <unistd.h>
@@ -13,21 +15,22 @@
 namespace stc::cli {
 
 void writeFileAtomic(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // The host in the temporary's name too: tasks on several machines may write one shared folder.
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  std::string tmp = path + ".tmp." + host + "." + std::to_string(::getpid());
+  auto fail = [&](int err) {
+    std::remove(tmp.c_str());
+    return UserError(path + ": error: cannot write the file: " + std::strerror(err));
+  };
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw UserError(path + ": error: cannot write the file");
+    if (!out) throw fail(errno);
     out << text;
     out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw UserError(path + ": error: cannot write the file");
-    }
+    if (!out) throw fail(errno != 0 ? errno : EIO);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw UserError(path + ": error: cannot write the file");
-  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw fail(errno);
 }
 
 // Symbol bindings from --ctx N and --bind NAME=N.

@@ -18,24 +18,12 @@
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
+#include "tools/stc/dse.h"
 
 namespace stc::cli {
+namespace dse_cli {
 
 namespace {
-
-struct DseArgs {
-  std::string input, platform, space, outDir = "dse", pick;
-  std::optional<int64_t> ctx, prompt;
-  std::vector<std::string> binds, settings;
-  int jobs = 0;
-};
-
-// What is explored: a graph, or a model's decode layer (or prefill layer of --prompt rows).
-struct Subject {
-  Graph graph;
-  std::vector<std::string> base;  ///< the model's quantisation and context, before --set
-  bool fromModel = false;
-};
 
 Subject loadSubject(const DseArgs& a) {
   Subject s;
@@ -79,37 +67,31 @@ std::string describe(const dse::Point& p) {
   return s;
 }
 
-int dseCommand(const DseArgs& a) {
-  auto begin = std::chrono::steady_clock::now();
-  Platform platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
-  Subject subject = loadSubject(a);
-  parseCompileOptions(subject.base, platform);  // a bad --set: said before anything runs
-  dse::Space space = a.space.empty() ? dse::defaultSpace(platform) : dse::loadSpace(a.space, platform);
-  Bindings bindings = parseSymbolBindings("stc dse", a.ctx, a.binds);
-  requireBindings(inferShapes(subject.graph).symbols(), bindings, a.input,
-                  subject.fromModel ? "layer" : "graph");
-  if (!a.pick.empty()) dse::checkPick(a.pick, space.size());  // a typo: said before the sweep, not after
+}  // namespace
+
+Sweep prepareSweep(const DseArgs& a) {
+  Sweep s;
+  s.platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
+  s.subject = loadSubject(a);
+  parseCompileOptions(s.subject.base, s.platform);  // a bad --set: said before anything runs
+  s.space = a.space.empty() ? dse::defaultSpace(s.platform) : dse::loadSpace(a.space, s.platform);
+  s.bindings = parseSymbolBindings("stc dse", a.ctx, a.binds);
+  requireBindings(inferShapes(s.subject.graph).symbols(), s.bindings, a.input,
+                  s.subject.fromModel ? "layer" : "graph");
+  if (!a.pick.empty()) dse::checkPick(a.pick, s.space.size());  // a typo: said before the sweep, not after
   if (a.jobs < 0) throw UserError("stc dse: error: -j expects a number of threads (0: every core)");
-  std::optional<tbb::global_control> threads;
-  if (a.jobs > 0) threads.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(a.jobs));
+  return s;
+}
 
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
-  dse::Progress progress;
-  if (terminal)
-    progress = [](int compiled, int sized, int points) {
-      std::fprintf(stderr, "\rstc dse: %d/%d points compiled, %d networks sized", compiled, points, sized);
-      std::fflush(stderr);
-    };
-  dse::Exploration e = dse::explore(subject.graph, platform, subject.base, space, bindings, progress);
-  if (terminal) std::fprintf(stderr, "\r\033[K");
-
+int writeResults(const dse::Exploration& e, const Sweep& s, const DseArgs& a,
+                 const std::function<Network(int)>& sizedOf, const std::string& took) {
   std::error_code ec;
   std::filesystem::create_directories(a.outDir, ec);
   if (ec) throw UserError(a.outDir + ": error: cannot create the folder: " + ec.message());
   auto path = [&](const std::string& name) { return (std::filesystem::path(a.outDir) / name).string(); };
   writeFileAtomic(path("points.csv"), dse::pointsCsv(e));
   writeFileAtomic(path("points.json"), dse::pointsJson(e));
-  writeFileAtomic(path("front.svg"), dse::frontSvg(e, subject.graph.name + ": the Pareto front"));
+  writeFileAtomic(path("front.svg"), dse::frontSvg(e, s.subject.graph.name + ": the Pareto front"));
 
   int rejected = 0, deadlocked = 0, fit = 0;
   for (const dse::Point& p : e.points) {
@@ -117,10 +99,9 @@ int dseCommand(const DseArgs& a) {
     deadlocked += p.status == dse::Point::Status::kDeadlock;
     fit += p.status == dse::Point::Status::kOk && p.fits;
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  std::printf("%s: %zu points, %d distinct networks sized; %d rejected, %d deadlocked, %d fit; %.1f s\n",
-              subject.graph.name.c_str(), e.points.size(), e.compiledNetworks, rejected, deadlocked, fit,
-              seconds);
+  std::printf("%s: %zu points, %d distinct networks sized; %d rejected, %d deadlocked, %d fit; %s\n",
+              s.subject.graph.name.c_str(), e.points.size(), e.compiledNetworks, rejected, deadlocked, fit,
+              took.c_str());
   for (const dse::Point& p : e.points)
     if (p.status == dse::Point::Status::kRejected && p.sameAs < 0) {  // one example: the rest are in the CSV
       std::printf("  rejected, e.g. %s\n", p.message.c_str());
@@ -131,49 +112,99 @@ int dseCommand(const DseArgs& a) {
   std::printf("wrote %s, %s, %s\n", path("points.csv").c_str(), path("points.json").c_str(),
               path("front.svg").c_str());
 
-  std::optional<int> picked;
-  if (!a.pick.empty()) picked = dse::pickPoint(e, a.pick);  // none to pick: the points are written to see why
-  if (picked) {
-    const dse::Point& p = e.points[static_cast<size_t>(*picked)];
-    Network net = e.sized[static_cast<size_t>(*picked)];
-    net.sourceSettings = subject.base;
-    net.sourceSettings.insert(net.sourceSettings.end(), p.settings.begin(), p.settings.end());
-    if (subject.fromModel) {  // the layer's graph beside the network, as its source
-      writeFileAtomic(path("picked.graph.yaml"), emitGraph(subject.graph));
-      net.sourceFile = "picked.graph.yaml";
-    } else {
-      namespace fs = std::filesystem;  // as the network's folder sees it (stc emit looks there too)
-      net.sourceFile = fs::relative(fs::weakly_canonical(a.input), fs::weakly_canonical(a.outDir)).string();
-    }
-    writeFileAtomic(path("picked.schedule.yaml"), emitSchedule(schedulePins(p.schedules)));
-    writeFileAtomic(path("picked.net.yaml"), emitNetwork(net));
-    size_t asked = dse::checkPick(a.pick, e.points.size());  // a number, or the space's size for a name
-    std::string same = asked < e.points.size() && static_cast<size_t>(*picked) != asked
-                           ? ", the same network as point " + a.pick
-                           : "";
-    std::printf("picked #%d (%s%s): wrote %s (sized) and %s\n", *picked, a.pick.c_str(), same.c_str(),
-                path("picked.net.yaml").c_str(), path("picked.schedule.yaml").c_str());
-    std::string emitFlags = a.platform.empty() ? "" : " -p " + a.platform;
-    for (const auto& [symbol, value] : bindings)
-      emitFlags += symbol == "ctx" ? " --ctx " + std::to_string(value)
-                                   : " --bind " + symbol + "=" + std::to_string(value);
-    std::printf("emit it with: stc emit %s -o DIR%s\n", path("picked.net.yaml").c_str(), emitFlags.c_str());
+  if (a.pick.empty()) return 0;
+  int picked = dse::pickPoint(e, a.pick);  // none to pick: the points are written to see why
+  const dse::Point& p = e.points[static_cast<size_t>(picked)];
+  Network net = sizedOf(picked);
+  net.sourceSettings = s.subject.base;
+  net.sourceSettings.insert(net.sourceSettings.end(), p.settings.begin(), p.settings.end());
+  if (s.subject.fromModel) {  // the layer's graph beside the network, as its source
+    writeFileAtomic(path("picked.graph.yaml"), emitGraph(s.subject.graph));
+    net.sourceFile = "picked.graph.yaml";
+  } else {
+    namespace fs = std::filesystem;  // as the network's folder sees it (stc emit looks there too)
+    net.sourceFile = fs::relative(fs::weakly_canonical(a.input), fs::weakly_canonical(a.outDir)).string();
   }
+  writeFileAtomic(path("picked.schedule.yaml"), emitSchedule(schedulePins(p.schedules)));
+  writeFileAtomic(path("picked.net.yaml"), emitNetwork(net));
+  size_t asked = dse::checkPick(a.pick, e.points.size());  // a number, or the space's size for a name
+  std::string same = asked < e.points.size() && static_cast<size_t>(picked) != asked
+                         ? ", the same network as point " + a.pick
+                         : "";
+  std::printf("picked #%d (%s%s): wrote %s (sized) and %s\n", picked, a.pick.c_str(), same.c_str(),
+              path("picked.net.yaml").c_str(), path("picked.schedule.yaml").c_str());
+  std::string emitFlags = a.platform.empty() ? "" : " -p " + a.platform;
+  for (const auto& [symbol, value] : s.bindings)
+    emitFlags += symbol == "ctx" ? " --ctx " + std::to_string(value)
+                                 : " --bind " + symbol + "=" + std::to_string(value);
+  std::printf("emit it with: stc emit %s -o DIR%s\n", path("picked.net.yaml").c_str(), emitFlags.c_str());
   return 0;
 }
 
+namespace {
+
+int dseCommand(const DseArgs& a) {
+  auto begin = std::chrono::steady_clock::now();
+  Sweep s = prepareSweep(a);
+  std::optional<tbb::global_control> threads;
+  if (a.jobs > 0) threads.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(a.jobs));
+
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  dse::Progress progress;
+  if (terminal)
+    progress = [](int compiled, int sized, int points) {
+      std::fprintf(stderr, "\rstc dse: %d/%d points compiled, %d networks sized", compiled, points, sized);
+      std::fflush(stderr);
+    };
+  dse::Exploration e = dse::explore(s.subject.graph, s.platform, s.subject.base, s.space, s.bindings, progress);
+  if (terminal) std::fprintf(stderr, "\r\033[K");
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+  return writeResults(e, s, a, [&](int i) { return e.sized[static_cast<size_t>(i)]; }, took);
+}
+
+// Which of the three ways the command runs, its options checked against it.
+int dispatch(DseArgs& a, const CLI::App& app) {
+  auto given = [&](const char* option) { return app.count(option) > 0; };
+  const bool collect = !a.collect.empty(), worker = !a.worker.empty();
+  if (collect + worker + a.slurm > 1)
+    throw UserError("stc dse: error: --slurm, --collect and --worker go alone, one at a time");
+  if (!a.slurm)
+    for (const char* slurmOnly : {"--partition", "--max-parallel", "--time", "--chunk-size", "--wait"})
+      if (given(slurmOnly)) throw UserError(std::string("stc dse: error: ") + slurmOnly + " needs --slurm");
+  if (!a.chunks.empty() && !a.slurm && !worker)
+    throw UserError("stc dse: error: --chunk needs --slurm (to retry chunks) or --worker");
+  if (collect || worker) {
+    if (!a.input.empty())
+      throw UserError("stc dse: error: --" + std::string(collect ? "collect" : "worker") +
+                      " takes no input: the sweep folder's sweep.json names it");
+    for (const char* sweepOwn : {"--space", "--prompt", "--ctx", "--bind", "--set", "--platform", "--output"})
+      if (given(sweepOwn))
+        throw UserError(std::string("stc dse: error: ") + sweepOwn + " is the sweep's own (in sweep.json)");
+    return collect ? slurmCollect(a) : slurmWorker(a);
+  }
+  if (a.input.empty()) throw UserError("stc dse: error: a graph, ONNX or model file is required");
+  return a.slurm ? slurmSubmit(a) : dseCommand(a);
+}
+
 }  // namespace
+}  // namespace dse_cli
 
 Runner addDse(CLI::App& app) {
+  using dse_cli::DseArgs;
   auto a = std::make_shared<DseArgs>();
-  app.add_option("input", a->input, "graph (models/graphs/*.yaml), ONNX model or model file (models/*.yaml)")
-      ->required();
+  app.add_option("input", a->input, "graph (models/graphs/*.yaml), ONNX model or model file (models/*.yaml)");
   app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
   app.add_option("--space", a->space,
                  "design space file: `space: {KNOB: [VALUES]}` with stc compile's --set keys (default: 96 "
                  "points over tile, unroll_budget, max_stripe, row_block, onchip_budget_bytes)");
-  app.add_option("-j,--jobs", a->jobs, "threads (default 0: every core); results are the same at any count");
-  app.add_option("-o,--output", a->outDir, "folder for points.csv, points.json, front.svg (default: dse)");
+  app.add_option("-j,--jobs", a->jobs,
+                 "threads (default 0: every core; with --slurm, each task's CPUs, default 1); results are the "
+                 "same at any count");
+  app.add_option("-o,--output", a->outDir,
+                 "folder for points.csv, points.json, front.svg (default: dse); with --slurm, the shared "
+                 "folder of the sweep");
   app.add_option("--pick", a->pick,
                  "write a point's sized network and schedule: cycles (the fastest front point), onchip (the "
                  "front's fewest on-chip bytes), dsp (its fewest DSPs), or a point's number");
@@ -182,7 +213,27 @@ Runner addDse(CLI::App& app) {
   app.add_option("--ctx", a->ctx, "bind the KV-cache length symbol ctx");
   app.add_option("--bind", a->binds, "bind a symbol, NAME=N (repeatable)");
   app.add_option("--set", a->settings, "compiler setting for every point, KEY=VALUE (see stc compile)");
-  return [a]() { return dseCommand(*a); };
+  const char* slurm = "Slurm (a sweep on a cluster; -o names a folder every node sees)";
+  app.add_flag("--slurm", a->slurm,
+               "submit the points without a result as a Slurm job array (sbatch), a task per chunk; a rerun "
+               "submits only what is missing")
+      ->group(slurm);
+  app.add_option("--partition", a->partition, "the Slurm partition (default: the cluster's)")->group(slurm);
+  app.add_option("--max-parallel", a->maxParallel, "at most this many tasks at once (sbatch --array=...%N)")
+      ->group(slurm);
+  app.add_option("--time", a->time, "each task's time limit, as sbatch --time takes it")->group(slurm);
+  app.add_option("--chunk-size", a->chunkSize, "points per task (default 8)")->group(slurm);
+  app.add_option("--chunk", a->chunks, "with --slurm, submit only these chunks (repeatable): a retry")
+      ->group(slurm);
+  app.add_flag("--wait", a->wait, "wait for the job, then collect")->group(slurm);
+  app.add_option("--collect", a->collect,
+                 "merge a sweep folder's results into points.csv, points.json and front.svg, as a local run "
+                 "writes them (with --pick, the picked point too)")
+      ->group(slurm);
+  app.add_option("--worker", a->worker, "one array task (what the job script runs)")->group("");
+  return [a, &app]() {
+    return dse_cli::dispatch(*a, app);
+  };
 }
 
 }  // namespace stc::cli
