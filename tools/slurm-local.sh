@@ -39,7 +39,7 @@ write_config() {
   as_root tee "$conf" >/dev/null <<EOF
 $marker
 ClusterName=stc-local
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -62,7 +62,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 MaxArraySize=100001
-NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
   # cgroup.conf is read even with the cgroup plugins off; an empty one keeps slurmd quiet.

@@ -10,23 +10,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/run_stc.h"
+
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out;
-};
-
-Outcome stc(const std::string& args) {
-  std::string cmd = std::string(STC_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using stc::test::Outcome;
+using stc::test::stc;
 
 const std::string kNets = STC_SOURCE_DIR "/models/networks/";
 

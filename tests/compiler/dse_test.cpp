@@ -162,6 +162,39 @@ TEST(Dse, PointsAreWhatCompilingAndSizingThemAloneGives) {
   EXPECT_EQ(checkPick("11", e.points.size()), 11u);
 }
 
+// A space evaluated in pieces of any size and in any order, each point written out as a chunk file stores
+// it and read back, merges to what explore gives over the whole space (what stc dse --slurm relies on):
+// same_as across pieces, rejected points and the front included.
+TEST(Dse, PiecesMergeToTheWholeExploration) {
+  Graph graph = parseGraph(kMlp32, "mlp32.yaml");
+  Platform platform = defaultPlatform();
+  Space space;
+  space.knobs = {knob("tile", {"8", "16"}), knob("onchip_budget_bytes", {"11169792", "3000", "5584896"})};
+  Exploration whole = explore(graph, platform, {"quant=w4a8"}, space, {});
+  const std::string expected = pointsCsv(whole) + pointsJson(whole) + frontSvg(whole, "t");
+  for (size_t piece : {1, 4}) {
+    std::vector<Point> points(space.size());
+    for (size_t first = space.size(); first-- > 0;) {  // the last piece first
+      if (first % piece != 0) continue;
+      std::vector<size_t> indices;
+      for (size_t i = first; i < std::min(space.size(), first + piece); ++i) indices.push_back(i);
+      std::vector<Point> got = evaluate(graph, platform, {"quant=w4a8"}, space, {}, indices);
+      for (size_t i = 0; i < indices.size(); ++i)
+        points[indices[i]] = pointFromJson(nlohmann::json::parse(pointToJson(got[i]).dump()), "chunk");
+    }
+    Exploration merged = merge(space, points);
+    EXPECT_EQ(pointsCsv(merged) + pointsJson(merged) + frontSvg(merged, "t"), expected)
+        << "pieces of " << piece;
+    EXPECT_EQ(merged.points[2].sameAs, 0) << "pieces of " << piece;  // point 2 was evaluated alone
+    EXPECT_EQ(merged.points[1].status, Point::Status::kRejected);
+    EXPECT_TRUE(merged.points[1].network.empty());
+  }
+  EXPECT_NE(whole.points[0].network, whole.points[3].network);
+  EXPECT_EQ(fingerprint(""), "cbf29ce484222325");   // FNV-1a's offset basis: the empty text's hash
+  EXPECT_EQ(fingerprint("a"), "af63dc4c8601ec8c");  // the published test vector for "a"
+  EXPECT_THROW(pointFromJson(nlohmann::json{{"status", "ok"}}, "chunk"), UserError);
+}
+
 std::string spaceError(const std::string& text) {
   std::string path = ::testing::TempDir() + "space.yaml";
   std::ofstream(path) << text;

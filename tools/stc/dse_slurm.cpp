@@ -280,11 +280,12 @@ std::map<size_t, std::string> submittedIn(const Manifest& m) {
 }
 
 // Each chunk without a result and what became of it, chunks in the same state on one line.
-void reportMissing(const Manifest& m, const std::vector<size_t>& missing) {
+void reportMissing(const Manifest& m, const std::vector<size_t>& missing, size_t of) {
   auto queued = queuedTasks(m, onPath("squeue"));
   auto submitted = submittedIn(m);
-  std::fprintf(stderr, "stc dse: error: %s: %zu of %zu chunks have no result:\n", m.args.outDir.c_str(),
-               missing.size(), m.chunks());
+  std::fprintf(stderr, "stc dse: error: %s: %zu of %s%zu chunks have no result:\n", m.args.outDir.c_str(),
+               missing.size(), of < m.chunks() ? "the " : "", of);
+  if (of < m.chunks()) std::fprintf(stderr, "  (of the chunks asked for)\n");
   auto stateOf = [&](size_t k) -> std::string {
     std::string log = logPath(m.args.outDir, k);
     if (queued.count(k)) return queued[k];
@@ -324,7 +325,7 @@ int collect(const Manifest& m, const DseArgs& given) {
     for (dse::Point& p : *chunk) points.push_back(std::move(p));
   }
   if (!missing.empty()) {
-    reportMissing(m, missing);
+    reportMissing(m, missing, m.chunks());
     return 1;
   }
   dse::Exploration e = dse::merge(s.space, std::move(points));
@@ -450,7 +451,7 @@ int slurmSubmit(const DseArgs& a) {
     std::ofstream(submissionsPath(dir), std::ios::app) << job << " " << arrayList(todo) << "\n";
     std::printf("%s: submitted job %s: %zu chunks of %zu (%zu points, array %s)%s%s\n", m.title.c_str(),
                 job.c_str(), todo.size(), m.chunks(), points, arrayList(todo).c_str(),
-                done > 0 ? (", " + std::to_string(done) + " already have results").c_str() : "",
+                done > 0 ? (", " + std::to_string(done) + " with results already").c_str() : "",
                 held > 0 ? (", " + std::to_string(held) + " still queued or running").c_str() : "");
   } else if (held > 0) {
     std::printf("%s: nothing to submit: %zu chunks have results, %zu are queued or running\n", m.title.c_str(),
@@ -466,7 +467,21 @@ int slurmSubmit(const DseArgs& a) {
   }
   std::fflush(stdout);
   waitForTasks(m, squeue);
-  return collect(m, a);
+  std::vector<size_t> failed;
+  size_t without = 0;
+  for (size_t k = 0; k < m.chunks(); ++k) {
+    bool has = fs::exists(resultPath(dir, k));
+    without += !has;
+    if (!has && std::binary_search(asked.begin(), asked.end(), k)) failed.push_back(k);
+  }
+  if (!failed.empty()) {
+    reportMissing(m, failed, asked.size());
+    return 1;
+  }
+  if (without == 0) return collect(m, a);
+  std::printf("%s: the chunks asked for have their results; %zu of %zu chunks have none yet\n",
+              m.title.c_str(), without, m.chunks());
+  return 0;
 }
 
 int slurmCollect(const DseArgs& a) {
