@@ -23,6 +23,9 @@ install_packages() {
   if command -v sbatch >/dev/null && command -v slurmctld >/dev/null && command -v munged >/dev/null; then
     return
   fi
+  echo "slurm-local: installing slurm-wlm and munge"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null ||
+    die "apt-get update failed"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge >/dev/null ||
     die "apt-get could not install slurm-wlm and munge"
 }
