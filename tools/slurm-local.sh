@@ -2,8 +2,9 @@
 # tools/slurm-local.sh start|stop|status: a single-node Slurm on this machine, for trying and testing
 # `stc dse --slurm` without a cluster. `start` installs Debian's slurm-wlm and munge when they are
 # missing (needs root), writes /etc/slurm/slurm.conf for this host (one node, every core, one partition
-# `local`), starts munged, slurmctld and slurmd, and waits for the node to take jobs. `stop` stops the
-# daemons and removes what `start` wrote. Without systemd: the daemons are started directly.
+# `local`), starts munged (unless one runs), slurmctld and slurmd, and waits for the node to take jobs.
+# `stop` cancels the jobs, stops what `start` started and removes what it wrote; it touches nothing when
+# the configuration is not its own. Without systemd: the daemons are started directly.
 set -euo pipefail
 
 conf=/etc/slurm/slurm.conf
@@ -19,8 +20,10 @@ as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
 }
 
+ours() { [[ -f $conf ]] && grep -qF "$marker" "$conf"; }
+
 install_packages() {
-  if command -v sbatch >/dev/null && command -v slurmctld >/dev/null && command -v munged >/dev/null; then
+  if [[ -x /usr/bin/sbatch && -x /usr/sbin/slurmctld && -x /usr/sbin/slurmd && -x /usr/sbin/munged ]]; then
     return
   fi
   echo "slurm-local: installing slurm-wlm and munge"
@@ -31,9 +34,6 @@ install_packages() {
 }
 
 write_config() {
-  if [[ -f $conf ]] && ! grep -qF "$marker" "$conf"; then
-    die "$conf exists and was not written by this script; not touching a real cluster's configuration"
-  fi
   local host cpus mem
   host=$(hostname -s)
   cpus=$(nproc)
@@ -64,7 +64,6 @@ SlurmdLogFile=$state/log/slurmd.log
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
-MaxArraySize=100001
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
@@ -72,27 +71,50 @@ EOF
   [[ -f /etc/slurm/cgroup.conf ]] || echo "$marker" | as_root tee /etc/slurm/cgroup.conf >/dev/null
 }
 
+# munged: one already running is used and left alone; one started here is stopped by `stop`.
+munge_works() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
+
 start_munge() {
-  if pgrep -x munged >/dev/null; then return; fi
+  for _ in $(seq 50); do # one that is leaving (stopped a moment ago): let it go
+    munge_works && return
+    pgrep -x munged >/dev/null || break
+    sleep 0.1
+  done
+  pgrep -x munged >/dev/null && die "a munged runs here but does not answer (see /var/log/munge/munged.log)"
   as_root mkdir -p /run/munge /var/log/munge /var/lib/munge
   as_root chown munge:munge /run/munge /var/log/munge /var/lib/munge
   as_root chmod 0755 /run/munge
-  [[ -s /etc/munge/munge.key ]] || as_root /usr/sbin/mungekey --create >/dev/null
+  if [[ ! -s /etc/munge/munge.key ]]; then
+    as_root /usr/sbin/mungekey --create >/dev/null
+    as_root touch "$state/munge-key.ours"
+  fi
   as_root chown munge:munge /etc/munge/munge.key
   as_root chmod 0400 /etc/munge/munge.key
   as_root runuser -u munge -- /usr/sbin/munged
+  as_root touch "$state/munged.ours"
   for _ in $(seq 50); do
-    munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && return
+    munge_works && return
     sleep 0.1
   done
   die "munged did not start (see /var/log/munge/munged.log)"
 }
 
 start() {
+  if [[ -f $conf ]] && ! ours; then
+    die "$conf exists and was not written by this script; not touching a real cluster's configuration"
+  fi
+  if ! ours && { pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null; }; then
+    die "Slurm daemons already run here, not started by this script; leaving them alone"
+  fi
   install_packages
+  as_root mkdir -p "$state"
   write_config
   start_munge
-  pgrep -x slurmctld >/dev/null || as_root /usr/sbin/slurmctld
+  if pgrep -x slurmctld >/dev/null; then
+    as_root scontrol reconfigure >/dev/null 2>&1 || true # ours, already running: the new configuration
+  else
+    as_root /usr/sbin/slurmctld
+  fi
   pgrep -x slurmd >/dev/null || as_root /usr/sbin/slurmd
   local host
   host=$(hostname -s)
@@ -108,23 +130,37 @@ start() {
   die "the node did not come up: see $state/log/slurmctld.log and $state/log/slurmd.log"
 }
 
-stop() {
-  # SIGTERM, then SIGKILL for a daemon that does not leave within five seconds (slurmd waiting on a
-  # controller that has gone, say).
-  local daemon
-  for daemon in slurmd slurmctld munged; do
-    as_root pkill -x "$daemon" 2>/dev/null || true
-    for _ in $(seq 50); do
-      pgrep -x "$daemon" >/dev/null || break
-      sleep 0.1
-    done
-    as_root pkill -KILL -x "$daemon" 2>/dev/null || true
+# Stops the process in a pid file: SIGTERM, then SIGKILL if it has not left within five seconds.
+stop_pid() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null) || return 0
+  [[ -n $pid ]] || return 0
+  as_root kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 50); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
   done
-  if [[ -f $conf ]] && grep -qF "$marker" "$conf"; then
-    as_root rm -f "$conf"
-    if grep -qF "$marker" /etc/slurm/cgroup.conf 2>/dev/null; then as_root rm -f /etc/slurm/cgroup.conf; fi
-    as_root rm -rf "$state"
+  as_root kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop() {
+  if ! ours; then
+    echo "slurm-local: no Slurm of this script's runs here; nothing stopped"
+    return
   fi
+  # The jobs first, so that no task outlives its daemons.
+  squeue -h -o %A 2>/dev/null | xargs -r scancel 2>/dev/null || true
+  for _ in $(seq 50); do
+    [[ -z $(squeue -h 2>/dev/null) ]] && break
+    sleep 0.1
+  done
+  stop_pid "$state/slurmd.pid"
+  stop_pid "$state/slurmctld.pid"
+  if [[ -f $state/munged.ours ]]; then stop_pid /run/munge/munged.pid; fi
+  if [[ -f $state/munge-key.ours ]]; then as_root rm -f /etc/munge/munge.key; fi
+  as_root rm -f "$conf"
+  if grep -qF "$marker" /etc/slurm/cgroup.conf 2>/dev/null; then as_root rm -f /etc/slurm/cgroup.conf; fi
+  as_root rm -rf "$state"
   echo "slurm-local: stopped"
 }
 

@@ -147,10 +147,14 @@ Space loadSpace(const std::string& path, const Platform& platform) {
 }
 
 std::string fingerprint(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  // FNV-1a, 128 bits: offset basis 0x6c62272e07bb014262b821756295c58d, prime 2^88 + 0x13b.
+  __extension__ using u128 = unsigned __int128;  // GCC and Clang have it; ISO C++ does not
+  u128 h = (static_cast<u128>(0x6c62272e07bb0142ull) << 64) | 0x62b821756295c58dull;
+  const u128 prime = (static_cast<u128>(1) << 88) | 0x13b;
+  for (unsigned char c : text) h = (h ^ c) * prime;
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h >> 64),
+                static_cast<unsigned long long>(h));
   return hex;
 }
 
@@ -278,11 +282,8 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     compiled[i].reset();
     report(true);
   });
-  for (size_t i = 0; i < n; ++i)
-    if (copyOf[i] < n) {
-      takeResults(points[i], points[copyOf[i]]);
-      sizedNets[i] = sizedNets[copyOf[i]];
-    }
+  for (size_t i = 0; i < n; ++i)  // a copy's sized network stays empty: it is the first one's
+    if (copyOf[i] < n) takeResults(points[i], points[copyOf[i]]);
   if (sizedOut) *sizedOut = std::move(sizedNets);
   return points;
 }
@@ -306,13 +307,29 @@ Exploration merge(const Space& space, std::vector<Point> points) {
   return e;
 }
 
+nlohmann::json jsonString(const std::string& s) {
+  try {
+    (void)nlohmann::json(s).dump();
+    return s;
+  } catch (const nlohmann::json::type_error&) {  // not UTF-8: an op's name with stray bytes, say
+    return {{"bytes", std::vector<unsigned char>(s.begin(), s.end())}};
+  }
+}
+
+std::string stringFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return j.get<std::string>();
+  auto bytes = j.at("bytes").get<std::vector<unsigned char>>();
+  return std::string(bytes.begin(), bytes.end());
+}
+
 nlohmann::json pointToJson(const Point& p) {
-  nlohmann::json schedules = nlohmann::json::object();
-  for (const auto& [op, s] : p.schedules) schedules[op] = {s.tk, s.rowBlock};
+  nlohmann::json settings = nlohmann::json::array(), schedules = nlohmann::json::array();
+  for (const std::string& s : p.settings) settings.push_back(jsonString(s));
+  for (const auto& [op, s] : p.schedules) schedules.push_back({jsonString(op), s.tk, s.rowBlock});
   const Resources& r = p.resources;
-  return {{"settings", p.settings},
+  return {{"settings", settings},
           {"status", statusName(p.status)},
-          {"message", p.message},
+          {"message", jsonString(p.message)},
           {"network", p.network},
           {"cycles", p.cycles},
           {"cycles_unbounded", p.cyclesUnbounded},
@@ -328,7 +345,7 @@ nlohmann::json pointToJson(const Point& p) {
 Point pointFromJson(const nlohmann::json& j, const std::string& where) {
   Point p;
   try {
-    p.settings = j.at("settings").get<std::vector<std::string>>();
+    for (const nlohmann::json& setting : j.at("settings")) p.settings.push_back(stringFromJson(setting));
     std::string status = j.at("status").get<std::string>();
     if (status == "ok")
       p.status = Point::Status::kOk;
@@ -338,7 +355,7 @@ Point pointFromJson(const nlohmann::json& j, const std::string& where) {
       p.status = Point::Status::kDeadlock;
     else
       throw UserError(where + ": error: field 'status': unknown status '" + status + "'");
-    p.message = j.at("message").get<std::string>();
+    p.message = stringFromJson(j.at("message"));
     p.network = j.at("network").get<std::string>();
     p.cycles = j.at("cycles").get<int64_t>();
     p.cyclesUnbounded = j.at("cycles_unbounded").get<int64_t>();
@@ -350,10 +367,10 @@ Point pointFromJson(const nlohmann::json& j, const std::string& where) {
     p.resources = {r[0], r[1], r[2], r[3], r[4], static_cast<int>(r[5])};
     p.fits = j.at("fits").get<bool>();
     p.paced = j.at("paced").get<bool>();
-    for (const auto& [op, s] : j.at("schedules").items()) {
-      auto v = s.get<std::vector<int64_t>>();
-      if (v.size() != 2) throw UserError(where + ": error: field 'schedules': expected [tk, row_block]");
-      p.schedules[op] = {v[0], v[1]};
+    for (const nlohmann::json& s : j.at("schedules")) {
+      if (!s.is_array() || s.size() != 3)
+        throw UserError(where + ": error: field 'schedules': expected [op, tk, row_block]");
+      p.schedules[stringFromJson(s[0])] = {s[1].get<int64_t>(), s[2].get<int64_t>()};
     }
   } catch (const nlohmann::json::exception& err) {
     throw UserError(where + ": error: a malformed point: " + err.what());

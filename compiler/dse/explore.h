@@ -76,7 +76,8 @@ Exploration explore(const Graph& graph, const Platform& platform, const std::vec
 /// The points `indices` of the space compiled, sized and simulated, each as explore would (points of
 /// one network among them sized once), in the order of `indices`: unmerged (no same_as, no front). A
 /// point's result does not depend on which other points are evaluated with it, so a space evaluated in
-/// pieces (stc dse --slurm) merges to explore's result. With `sized`, each ok point's sized network.
+/// pieces (stc dse --slurm) merges to explore's result. With `sized`, the sized network of each ok point
+/// that is the first of its network here.
 std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const std::vector<std::string>& base,
                             const Space& space, const Bindings& bindings, const std::vector<size_t>& indices,
                             const Progress& progress = nullptr, std::vector<Network>* sized = nullptr);
@@ -85,8 +86,13 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
 /// compiled to takes that point's results and says same_as, and the front is marked.
 Exploration merge(const Space& space, std::vector<Point> points);
 
-/// FNV-1a of text, 64 bits, as 16 hex digits: the same on every machine and build.
+/// FNV-1a of text, 128 bits, as 32 hex digits: the same on every machine and build.
 std::string fingerprint(const std::string& text);
+
+/// A string as JSON, losslessly: itself when it is UTF-8, else {"bytes": [...]}; stringFromJson reads
+/// either back (nlohmann::json exceptions for anything else).
+nlohmann::json jsonString(const std::string& s);
+std::string stringFromJson(const nlohmann::json& j);
 
 /// A point in full, as a chunk of a distributed sweep stores it (pointFromJson reads it back exactly);
 /// UserError naming `where` for a malformed one.

@@ -1,16 +1,22 @@
 // stc dse on a Slurm cluster. The sweep folder (-o DIR, on a file system every node sees) holds:
-//   sweep.json         what is swept: the input, platform and space files (absolute paths), the
-//                      settings and bindings, the fingerprint of the files' bytes and the arguments,
-//                      the number of points and the chunk size;
+//   sweep.json         what is swept: the folder it was submitted from, the input, platform and space
+//                      files as given there, the settings and bindings, the fingerprint of the files'
+//                      bytes, the arguments and the stc executable, the number of points, the chunk size
+//                      and the sweep's Slurm job name;
 //   sweep.sbatch       the job script: one array task per chunk, `stc dse --worker DIR --chunk K`;
 //   results/chunk-K.json  a chunk's points in full (dse::pointToJson), written atomically by its task;
-//   logs/chunk-K.log   the task's output.
+//   logs/chunk-K.log   the task's output;
+//   submissions        a line per sbatch: the job and the chunks it took.
 // Submitting lists the chunks with no result and none of the sweep's tasks queued or running (squeue,
 // by the sweep's job name), and submits only those: a rerun resumes. Collecting reads every chunk,
-// merges the points (dse::merge, as a local run does) and writes the same files as a local run.
+// merges the points (dse::merge, as a local run does) and writes the same files as a local run: the
+// workers and the collector work from the submitting folder, so every message naming a file is the same.
 // Slurm's own commands do the scheduling; nothing here runs a task itself.
 #include <sys/wait.h>
+#include <tbb/global_control.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,13 +26,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "compiler/ir/diagnostics.h"
 #include "tools/stc/commands.h"
 #include "tools/stc/dse.h"
-
-#include <tbb/global_control.h>
 
 namespace stc::cli::dse_cli {
 
@@ -54,6 +57,11 @@ std::string onPath(const std::string& name) {
   return "";
 }
 
+bool present(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
 struct Output {
   int code = 0;
   std::string text;
@@ -78,67 +86,108 @@ std::string readBytes(const std::string& path) {
 }
 
 std::string absolutePath(const std::string& path) {
-  return path.empty() ? path : fs::weakly_canonical(fs::absolute(path)).string();
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) throw UserError(path + ": error: " + ec.message());
+  return p.string();
+}
+
+std::string currentFolder() {
+  std::error_code ec;
+  std::string cwd = fs::current_path(ec).string();
+  if (ec) throw UserError("stc dse: error: cannot read the current folder: " + ec.message());
+  return cwd;
+}
+
+// The executable's fingerprint: a sweep's chunks all come from one build of stc.
+const std::string& stcBuild() {
+  static const std::string build = dse::fingerprint(readBytes("/proc/self/exe"));
+  return build;
 }
 
 // The sweep folder's record of what it sweeps.
 struct Manifest {
-  std::string id;  ///< fingerprint of the input, platform and space files' bytes and of the arguments
-  DseArgs args;    ///< input, platform, space (absolute), ctx, prompt, bind, set
-  std::string title;
+  std::string id;      ///< fingerprint of the files' bytes, the arguments and the stc build
+  std::string cwd;     ///< the folder it was submitted from: the paths below are as given there
+  std::string output;  ///< -o as given
+  DseArgs args;        ///< input, platform, space, ctx, prompt, bind, set
+  std::string title, jobName;
   size_t points = 0, chunkSize = 1;
-  std::string jobName;
+  std::string partition, time;  ///< the latest submission's Slurm options, for the retry hint
+  int maxParallel = 0, jobs = 0;
+  std::string dir;  ///< the folder as this process reaches it (absolute; not stored)
 
   size_t chunks() const { return (points + chunkSize - 1) / chunkSize; }
   size_t firstPoint(size_t chunk) const { return chunk * chunkSize; }
   size_t endPoint(size_t chunk) const { return std::min(points, (chunk + 1) * chunkSize); }
 };
 
-// What the results depend on: the files' bytes and the arguments (threads and Slurm options aside).
+// What the results depend on: the files (by the names the messages use, and their bytes), the
+// arguments and the stc build; not the threads or the Slurm options. Read in the submitting folder.
 std::string sweepId(const DseArgs& a) {
   std::ostringstream key;
-  key << "stc dse sweep " << kSweepVersion << "\ninput " << readBytes(a.input).size() << "\n"
-      << readBytes(a.input);
-  for (const std::string* file : {&a.platform, &a.space}) {
-    std::string bytes = file->empty() ? "(default)" : readBytes(*file);
-    key << "\nfile " << bytes.size() << "\n" << bytes;
+  key << "stc dse sweep " << kSweepVersion << "\nstc " << stcBuild();
+  for (const std::string* file : {&a.input, &a.platform, &a.space}) {
+    std::string bytes = file->empty() ? "" : readBytes(*file);
+    key << "\nfile " << file->size() << " " << *file << " " << bytes.size() << "\n" << bytes;
   }
   key << "\nctx " << (a.ctx ? std::to_string(*a.ctx) : "-") << "\nprompt "
       << (a.prompt ? std::to_string(*a.prompt) : "-");
-  for (const std::string& b : a.binds) key << "\nbind " << b;
-  for (const std::string& s : a.settings) key << "\nset " << s;
+  for (const std::string& b : a.binds) key << "\nbind " << b.size() << " " << b;
+  for (const std::string& s : a.settings) key << "\nset " << s.size() << " " << s;
   return dse::fingerprint(key.str());
 }
 
-std::string manifestPath(const std::string& dir) { return (fs::path(dir) / "sweep.json").string(); }
+std::string inFolder(const std::string& dir, const std::string& name) {
+  return (fs::path(dir) / name).string();
+}
 std::string resultPath(const std::string& dir, size_t chunk) {
-  return (fs::path(dir) / "results" / ("chunk-" + std::to_string(chunk) + ".json")).string();
+  return inFolder(dir, "results/chunk-" + std::to_string(chunk) + ".json");
 }
 std::string logPath(const std::string& dir, size_t chunk) {
-  return (fs::path(dir) / "logs" / ("chunk-" + std::to_string(chunk) + ".log")).string();
+  return inFolder(dir, "logs/chunk-" + std::to_string(chunk) + ".log");
+}
+
+json stringsJson(const std::vector<std::string>& list) {
+  json j = json::array();
+  for (const std::string& s : list) j.push_back(dse::jsonString(s));
+  return j;
+}
+
+std::vector<std::string> stringsFrom(const json& j) {
+  std::vector<std::string> list;
+  for (const json& s : j) list.push_back(dse::stringFromJson(s));
+  return list;
 }
 
 json manifestJson(const Manifest& m) {
   const DseArgs& a = m.args;
   json j{{"stc_dse_sweep", kSweepVersion},
          {"id", m.id},
-         {"input", a.input},
-         {"platform", a.platform},
-         {"space", a.space},
-         {"bind", a.binds},
-         {"set", a.settings},
-         {"title", m.title},
+         {"cwd", dse::jsonString(m.cwd)},
+         {"output", dse::jsonString(m.output)},
+         {"input", dse::jsonString(a.input)},
+         {"platform", dse::jsonString(a.platform)},
+         {"space", dse::jsonString(a.space)},
+         {"bind", stringsJson(a.binds)},
+         {"set", stringsJson(a.settings)},
+         {"title", dse::jsonString(m.title)},
          {"points", m.points},
          {"chunk_size", m.chunkSize},
-         {"job_name", m.jobName}};
+         {"job_name", m.jobName},
+         {"slurm",
+          {{"partition", dse::jsonString(m.partition)},
+           {"time", dse::jsonString(m.time)},
+           {"max_parallel", m.maxParallel},
+           {"cpus_per_task", m.jobs}}}};
   j["ctx"] = a.ctx ? json(*a.ctx) : json(nullptr);
   j["prompt"] = a.prompt ? json(*a.prompt) : json(nullptr);
   return j;
 }
 
 Manifest readManifest(const std::string& dir) {
-  std::string path = manifestPath(dir);
-  if (!fs::exists(path))
+  std::string path = inFolder(dir, "sweep.json");
+  if (!present(path))
     throw UserError(path + ": error: no sweep here (stc dse ... --slurm -o " + dir + " writes it)");
   Manifest m;
   try {
@@ -146,42 +195,63 @@ Manifest readManifest(const std::string& dir) {
     if (j.at("stc_dse_sweep").get<int>() != kSweepVersion)
       throw UserError(path + ": error: field 'stc_dse_sweep': a sweep of another version of stc dse");
     m.id = j.at("id").get<std::string>();
-    m.args.input = j.at("input").get<std::string>();
-    m.args.platform = j.at("platform").get<std::string>();
-    m.args.space = j.at("space").get<std::string>();
-    m.args.binds = j.at("bind").get<std::vector<std::string>>();
-    m.args.settings = j.at("set").get<std::vector<std::string>>();
+    m.cwd = dse::stringFromJson(j.at("cwd"));
+    m.output = dse::stringFromJson(j.at("output"));
+    m.args.input = dse::stringFromJson(j.at("input"));
+    m.args.platform = dse::stringFromJson(j.at("platform"));
+    m.args.space = dse::stringFromJson(j.at("space"));
+    m.args.binds = stringsFrom(j.at("bind"));
+    m.args.settings = stringsFrom(j.at("set"));
     if (!j.at("ctx").is_null()) m.args.ctx = j.at("ctx").get<int64_t>();
     if (!j.at("prompt").is_null()) m.args.prompt = j.at("prompt").get<int64_t>();
-    m.title = j.at("title").get<std::string>();
+    m.title = dse::stringFromJson(j.at("title"));
     m.points = j.at("points").get<size_t>();
     m.chunkSize = j.at("chunk_size").get<size_t>();
     m.jobName = j.at("job_name").get<std::string>();
+    const json& slurm = j.at("slurm");
+    m.partition = dse::stringFromJson(slurm.at("partition"));
+    m.time = dse::stringFromJson(slurm.at("time"));
+    m.maxParallel = slurm.at("max_parallel").get<int>();
+    m.jobs = slurm.at("cpus_per_task").get<int>();
   } catch (const json::exception& e) {
     throw UserError(path + ": error: a malformed sweep record: " + e.what());
   }
-  if (m.chunkSize < 1) throw UserError(path + ": error: field 'chunk_size': must be at least 1");
-  m.args.outDir = dir;
+  if (m.chunkSize < 1 || m.chunkSize > std::max<size_t>(m.points, 1))
+    throw UserError(path + ": error: field 'chunk_size': must be 1 to the sweep's points (" +
+                    std::to_string(m.points) + ")");
+  m.dir = absolutePath(dir);
   return m;
 }
 
-// The sweep's arguments as they were given, its files unchanged since: the sweep, checked.
-Sweep sweepOf(const Manifest& m) {
+// Into the folder the sweep was submitted from, where its paths hold and its messages name them.
+void enterSubmittingFolder(const Manifest& m) {
+  std::error_code ec;
+  fs::current_path(m.cwd, ec);
+  if (ec)
+    throw UserError(inFolder(m.dir, "sweep.json") + ": error: field 'cwd': cannot enter " + m.cwd + ": " +
+                    ec.message() + " (the sweep's files must be at the same paths on every node)");
+}
+
+// The sweep's arguments as they were given, its files and stc unchanged since: the sweep, checked.
+Sweep sweepOf(const Manifest& m, const std::string& pick) {
+  enterSubmittingFolder(m);
   if (sweepId(m.args) != m.id)
-    throw UserError(manifestPath(m.args.outDir) +
-                    ": error: the input, platform or space file changed since the sweep was submitted; "
-                    "its results would not be the same sweep's (submit it again into a new folder)");
-  Sweep s = prepareSweep(m.args);
+    throw UserError(inFolder(m.dir, "sweep.json") +
+                    ": error: the input, platform or space file, or stc itself, changed since the sweep was "
+                    "submitted; its results would not be that sweep's (submit it again into a new folder)");
+  DseArgs a = m.args;
+  a.pick = pick;
+  Sweep s = prepareSweep(a);
   if (s.space.size() != m.points)
-    throw UserError(manifestPath(m.args.outDir) + ": error: field 'points': the space has " +
+    throw UserError(inFolder(m.dir, "sweep.json") + ": error: field 'points': the space has " +
                     std::to_string(s.space.size()) + " points, the record " + std::to_string(m.points));
   return s;
 }
 
 // A chunk's points from its result file; nothing when it has none yet.
 std::optional<std::vector<dse::Point>> readChunk(const Manifest& m, const dse::Space& space, size_t chunk) {
-  std::string path = resultPath(m.args.outDir, chunk);
-  if (!fs::exists(path)) return std::nullopt;
+  std::string path = resultPath(m.dir, chunk);
+  if (!present(path)) return std::nullopt;
   std::vector<dse::Point> points;
   try {
     json j = json::parse(readBytes(path));
@@ -204,23 +274,45 @@ std::optional<std::vector<dse::Point>> readChunk(const Manifest& m, const dse::S
   return points;
 }
 
-// The sweep's tasks Slurm still holds (queued or running): chunk -> "RUNNING in job 17".
+// The chunks a task id names: "17_3" -> {3}; "17_[4-7,9%2]" (a range squeue did not expand) -> 4-7, 9.
+std::vector<size_t> taskChunks(const std::string& id) {
+  std::vector<size_t> chunks;
+  size_t bar = id.find('_');
+  if (bar == std::string::npos) return chunks;
+  std::string list = id.substr(bar + 1);
+  if (!list.empty() && list.front() == '[') list = list.substr(1, list.find_first_of("%]") - 1);
+  std::stringstream ranges(list);
+  for (std::string range; std::getline(ranges, range, ',');) {
+    try {
+      size_t dash = range.find('-');
+      size_t lo = std::stoul(range.substr(0, dash));
+      size_t hi = dash == std::string::npos ? lo : std::stoul(range.substr(dash + 1));
+      for (size_t k = lo; k <= hi && k < lo + 1000000; ++k) chunks.push_back(k);
+    } catch (const std::exception&) {  // not a number: not one of ours
+    }
+  }
+  return chunks;
+}
+
+// The sweep's tasks Slurm still holds: chunk -> "PENDING (Priority) in job 17". A failing squeue is
+// asked again twice (a busy controller times out) before it is an error.
 std::map<size_t, std::string> queuedTasks(const Manifest& m, const std::string& squeue) {
   std::map<size_t, std::string> queued;
-  if (squeue.empty()) return queued;
-  Output o = runCommand(shellQuote(squeue) + " -h -r --name=" + shellQuote(m.jobName) + " -o '%i %T'");
+  Output o;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
+    o = runCommand(shellQuote(squeue) + " -h -r --name=" + shellQuote(m.jobName) + " -o '%i %T %r'");
+    if (o.code == 0) break;
+  }
   if (o.code != 0) throw UserError("stc dse: error: squeue failed: " + o.text);
   std::istringstream lines(o.text);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream fields(line);
-    std::string id, state;
-    fields >> id >> state;
-    size_t bar = id.find('_');
-    if (bar == std::string::npos) continue;
-    try {
-      queued[std::stoul(id.substr(bar + 1))] = state + " in job " + id.substr(0, bar);
-    } catch (const std::exception&) {  // "17_[3-5]": a range squeue did not expand
-    }
+    std::string id, state, reason;
+    fields >> id >> state >> reason;
+    std::string job = id.substr(0, id.find('_'));
+    std::string why = state == "PENDING" && !reason.empty() && reason != "None" ? " (" + reason + ")" : "";
+    for (size_t k : taskChunks(id)) queued[k] = state + why + " in job " + job;
   }
   return queued;
 }
@@ -238,17 +330,26 @@ std::string arrayList(const std::vector<size_t>& chunks) {
   return list;
 }
 
-// How to submit the sweep again: its own arguments, the missing chunks being what runs.
+// How to submit the sweep again, from the folder it was submitted from: its own arguments and the
+// latest Slurm options; the chunks with results are kept, so only the missing ones run.
 std::string submitCommand(const Manifest& m) {
   const DseArgs& a = m.args;
-  std::string c = "stc dse " + shellQuote(a.input);
+  std::string c;
+  std::error_code ec;
+  if (fs::current_path(ec).string() != m.cwd) c = "cd " + shellQuote(m.cwd) + " && ";
+  c += "stc dse " + shellQuote(a.input);
   if (!a.platform.empty()) c += " -p " + shellQuote(a.platform);
   if (!a.space.empty()) c += " --space " + shellQuote(a.space);
   if (a.prompt) c += " --prompt " + std::to_string(*a.prompt);
   if (a.ctx) c += " --ctx " + std::to_string(*a.ctx);
   for (const std::string& b : a.binds) c += " --bind " + shellQuote(b);
   for (const std::string& s : a.settings) c += " --set " + shellQuote(s);
-  return c + " --chunk-size " + std::to_string(m.chunkSize) + " -o " + shellQuote(a.outDir) + " --slurm";
+  c += " --chunk-size " + std::to_string(m.chunkSize) + " -o " + shellQuote(m.output) + " --slurm";
+  if (!m.partition.empty()) c += " --partition " + shellQuote(m.partition);
+  if (!m.time.empty()) c += " --time " + shellQuote(m.time);
+  if (m.maxParallel > 0) c += " --max-parallel " + std::to_string(m.maxParallel);
+  if (m.jobs > 0) c += " -j " + std::to_string(m.jobs);
+  return c;
 }
 
 std::string lastLine(const std::string& path) {
@@ -259,61 +360,58 @@ std::string lastLine(const std::string& path) {
   return last;
 }
 
-std::string submissionsPath(const std::string& dir) { return (fs::path(dir) / "submissions").string(); }
+std::string submissionsPath(const Manifest& m) {
+  return inFolder(m.dir, "submissions");
+}
 
-// The jobs each chunk was submitted in, from the submissions file ("JOB ARRAY" a line).
+// The job each chunk was last submitted in, from the submissions file ("JOB ARRAY" a line).
 std::map<size_t, std::string> submittedIn(const Manifest& m) {
   std::map<size_t, std::string> job;
-  std::ifstream in(submissionsPath(m.args.outDir));
-  for (std::string id, list; in >> id >> list;) {
-    std::stringstream ranges(list);
-    for (std::string range; std::getline(ranges, range, ',');) {
-      size_t dash = range.find('-');
-      try {
-        size_t lo = std::stoul(range.substr(0, dash)), hi = dash == std::string::npos ? lo : std::stoul(range.substr(dash + 1));
-        for (size_t k = lo; k <= hi && k < m.chunks(); ++k) job[k] = id;
-      } catch (const std::exception&) {
-      }
-    }
-  }
+  std::ifstream in(submissionsPath(m));
+  for (std::string id, list; in >> id >> list;)
+    for (size_t k : taskChunks(id + "_[" + list + "]")) job[k] = id;
   return job;
 }
 
 // Each chunk without a result and what became of it, chunks in the same state on one line.
-void reportMissing(const Manifest& m, const std::vector<size_t>& missing, size_t of) {
-  auto queued = queuedTasks(m, onPath("squeue"));
+void reportMissing(const Manifest& m, const std::vector<size_t>& missing, bool asked) {
+  std::string squeue = onPath("squeue");
+  auto queued = squeue.empty() ? std::map<size_t, std::string>{} : queuedTasks(m, squeue);
   auto submitted = submittedIn(m);
-  std::fprintf(stderr, "stc dse: error: %s: %zu of %s%zu chunks have no result:\n", m.args.outDir.c_str(),
-               missing.size(), of < m.chunks() ? "the " : "", of);
-  if (of < m.chunks()) std::fprintf(stderr, "  (of the chunks asked for)\n");
+  std::fprintf(stderr, "stc dse: error: %s: %zu of %s%zu chunks have no result:\n", m.dir.c_str(),
+               missing.size(), asked ? "the " : "", m.chunks());
   auto stateOf = [&](size_t k) -> std::string {
-    std::string log = logPath(m.args.outDir, k);
+    std::string log = logPath(m.dir, k);
     if (queued.count(k)) return queued[k];
-    if (fs::exists(log)) return "failed or cancelled; the end of its log " + log + ": " + lastLine(log);
+    std::string unknown = squeue.empty() ? " (the queue unknown here: no squeue on PATH)" : "";
+    if (present(log))
+      return "failed or cancelled" + unknown + "; the end of its log " + log + ": " + lastLine(log);
     if (submitted.count(k))
-      return "submitted in job " + submitted[k] + ", gone from the queue with no log (cancelled before it ran)";
+      return "submitted in job " + submitted[k] +
+             (squeue.empty() ? ", not started" + unknown
+                             : ", gone from the queue with no log (cancelled before it ran)");
     return "not submitted";
   };
   for (size_t i = 0; i < missing.size();) {
     std::string state = stateOf(missing[i]);
     size_t j = i;
     while (j + 1 < missing.size() && missing[j + 1] == missing[j] + 1 && stateOf(missing[j + 1]) == state) ++j;
-    size_t a = missing[i], b = missing[j];
-    std::string chunks = a == b ? "chunk " + std::to_string(a) : "chunks " + std::to_string(a) + "-" + std::to_string(b);
-    std::fprintf(stderr, "  %s (points %zu-%zu): %s\n", chunks.c_str(), m.firstPoint(a), m.endPoint(b) - 1,
+    size_t lo = missing[i], hi = missing[j];
+    std::string chunks =
+        lo == hi ? "chunk " + std::to_string(lo) : "chunks " + std::to_string(lo) + "-" + std::to_string(hi);
+    std::fprintf(stderr, "  %s (points %zu-%zu): %s\n", chunks.c_str(), m.firstPoint(lo), m.endPoint(hi) - 1,
                  state.c_str());
     i = j + 1;
   }
-  std::fprintf(stderr,
-               "submit the missing chunks again (those with results are kept): %s\n  or one alone: add --chunk %zu\n",
-               submitCommand(m).c_str(), missing.front());
+  std::fprintf(
+      stderr,
+      "submit the missing chunks again (those with results are kept):\n  %s\nor one alone: add --chunk %zu\n",
+      submitCommand(m).c_str(), missing.front());
 }
 
 // Merges the chunks into the files a local run writes; 1 with every missing chunk and its state.
-int collect(const Manifest& m, const DseArgs& given) {
-  Sweep s = sweepOf(m);
-  DseArgs a = m.args;
-  a.pick = given.pick;
+int collect(const Manifest& m, const std::string& pick) {
+  Sweep s = sweepOf(m, pick);
   std::vector<dse::Point> points;
   std::vector<size_t> missing;
   for (size_t k = 0; k < m.chunks(); ++k) {
@@ -325,7 +423,7 @@ int collect(const Manifest& m, const DseArgs& given) {
     for (dse::Point& p : *chunk) points.push_back(std::move(p));
   }
   if (!missing.empty()) {
-    reportMissing(m, missing, m.chunks());
+    reportMissing(m, missing, false);
     return 1;
   }
   dse::Exploration e = dse::merge(s.space, std::move(points));
@@ -336,29 +434,56 @@ int collect(const Manifest& m, const DseArgs& given) {
     if (again[0].cycles != e.points[static_cast<size_t>(i)].cycles)
       throw UserError("stc dse: error: point " + std::to_string(i) + " gives " +
                       std::to_string(again[0].cycles) + " cycles here and " +
-                      std::to_string(e.points[static_cast<size_t>(i)].cycles) +
-                      " in its chunk: not the same stc on every node?");
+                      std::to_string(e.points[static_cast<size_t>(i)].cycles) + " in its chunk");
     return sized[0];
   };
+  DseArgs a = m.args;
+  a.pick = pick;
+  a.outDir = m.dir;
   return writeResults(e, s, a, sizedOf, "merged from " + std::to_string(m.chunks()) + " chunks");
 }
 
-// Waits until Slurm holds none of the sweep's tasks; a line of progress on a terminal.
+// Waits until Slurm holds none of the sweep's tasks, asking squeue less often as the wait goes on (1 s
+// to 15 s); the count of results on stderr as it changes.
 void waitForTasks(const Manifest& m, const std::string& squeue) {
   const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  double interval = 1;
+  size_t shown = SIZE_MAX;
   for (;;) {
     auto queued = queuedTasks(m, squeue);
     if (queued.empty()) break;
-    if (terminal) {
-      size_t done = 0;
-      for (size_t k = 0; k < m.chunks(); ++k) done += fs::exists(resultPath(m.args.outDir, k));
-      std::fprintf(stderr, "\rstc dse: %zu/%zu chunks have results, %zu tasks queued or running", done,
-                   m.chunks(), queued.size());
+    size_t done = 0;
+    for (size_t k = 0; k < m.chunks(); ++k) done += present(resultPath(m.dir, k));
+    if (done != shown) {
+      std::fprintf(stderr, "%sstc dse: %zu/%zu chunks have results; %zu tasks queued or running, e.g. %s%s",
+                   terminal ? "\r\033[K" : "", done, m.chunks(), queued.size(),
+                   queued.begin()->second.c_str(), terminal ? "" : "\n");
       std::fflush(stderr);
+      shown = done;
     }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(interval * 1000)));
+    interval = std::min(15.0, interval * 1.5);
   }
   if (terminal) std::fprintf(stderr, "\r\033[K");
+}
+
+// The cluster's largest array index plus one (MaxArraySize), or 0 when scontrol does not say.
+size_t maxArraySize() {
+  std::string scontrol = onPath("scontrol");
+  if (scontrol.empty()) return 0;
+  Output o = runCommand(shellQuote(scontrol) + " show config");
+  std::istringstream lines(o.text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string key, eq, value;
+    fields >> key >> eq >> value;
+    if (key == "MaxArraySize") try {
+        return std::stoul(value);
+      } catch (const std::exception&) {
+        return 0;
+      }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -366,7 +491,7 @@ void waitForTasks(const Manifest& m, const std::string& squeue) {
 int slurmSubmit(const DseArgs& a) {
   Sweep s = prepareSweep(a);
   if (a.chunkSize < 1) throw UserError("stc dse: error: --chunk-size must be at least 1");
-  if (a.maxParallel < 0) throw UserError("stc dse: error: --max-parallel must be at least 1");
+  if (a.maxParallel < 0) throw UserError("stc dse: error: --max-parallel must be 0 (no limit) or more");
   std::string sbatch = onPath("sbatch"), squeue = onPath("squeue");
   if (sbatch.empty() || squeue.empty())
     throw UserError(std::string("stc dse: error: --slurm needs Slurm's sbatch and squeue on PATH, and ") +
@@ -375,30 +500,35 @@ int slurmSubmit(const DseArgs& a) {
 
   Manifest m;
   m.args = a;
-  m.args.input = absolutePath(a.input);
-  m.args.platform = absolutePath(a.platform);
-  m.args.space = absolutePath(a.space);
-  m.args.outDir = absolutePath(a.outDir);
-  m.id = sweepId(m.args);
+  m.cwd = currentFolder();
+  m.output = a.outDir;
+  m.id = sweepId(a);
   m.title = s.subject.graph.name;
   m.points = s.space.size();
-  m.chunkSize = static_cast<size_t>(a.chunkSize);
-  m.jobName = "stc-dse-" + dse::fingerprint(m.id + "\n" + m.args.outDir).substr(0, 12);
-  const std::string& dir = m.args.outDir;
+  m.chunkSize = std::min(static_cast<size_t>(a.chunkSize), std::max<size_t>(m.points, 1));
+  m.partition = a.partition;
+  m.time = a.time;
+  m.maxParallel = a.maxParallel;
+  m.jobs = a.jobs;
   for (const char* sub : {"results", "logs"}) {
     std::error_code ec;
-    fs::create_directories(fs::path(dir) / sub, ec);
-    if (ec) throw UserError(dir + ": error: cannot create the folder: " + ec.message());
+    fs::create_directories(fs::path(a.outDir) / sub, ec);
+    if (ec) throw UserError(a.outDir + ": error: cannot create the folder: " + ec.message());
   }
-  if (fs::exists(manifestPath(dir))) {
-    Manifest old = readManifest(dir);
+  m.dir = absolutePath(a.outDir);
+  m.jobName = "stc-dse-" + dse::fingerprint(m.id + "\n" + m.dir).substr(0, 12);  // one per sweep folder
+  if (present(inFolder(m.dir, "sweep.json"))) {
+    Manifest old = readManifest(m.dir);
     if (old.id != m.id || old.points != m.points || old.chunkSize != m.chunkSize)
-      throw UserError(manifestPath(dir) +
-                      ": error: the folder holds another sweep (its input, space, settings or chunk size "
-                      "differ); give another -o, or remove the folder");
-  } else {
-    writeFileAtomic(manifestPath(dir), manifestJson(m).dump(2) + "\n");
+      throw UserError(
+          inFolder(a.outDir, "sweep.json") +
+          ": error: the folder holds another sweep (its input, space, settings, chunk size or stc "
+          "build differ); give another -o, or remove the folder");
+    m.jobName = old.jobName;  // the queue knows the sweep by the name it was first given
+    m.cwd = old.cwd;
+    m.output = old.output;
   }
+  writeFileAtomic(inFolder(m.dir, "sweep.json"), manifestJson(m).dump(2) + "\n");
 
   std::vector<size_t> asked;
   for (int k : a.chunks) {
@@ -415,7 +545,7 @@ int slurmSubmit(const DseArgs& a) {
   std::vector<size_t> todo;
   size_t done = 0, held = 0;
   for (size_t k : asked) {
-    if (fs::exists(resultPath(dir, k)))
+    if (present(resultPath(m.dir, k)))
       ++done;
     else if (queued.count(k))
       ++held;
@@ -424,31 +554,47 @@ int slurmSubmit(const DseArgs& a) {
   }
 
   if (!todo.empty()) {
+    size_t limit = maxArraySize();
+    if (limit > 0 && todo.back() >= limit)
+      throw UserError("stc dse: error: the sweep has " + std::to_string(m.chunks()) +
+                      " chunks and the cluster takes array indices below " + std::to_string(limit) +
+                      " (MaxArraySize): give --chunk-size " + std::to_string((m.points + limit - 1) / limit) +
+                      " or more");
     size_t points = 0;
     for (size_t k : todo) points += m.endPoint(k) - m.firstPoint(k);
     int cpus = a.jobs > 0 ? a.jobs : 1;
-    char self[4096];
-    ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) throw UserError("stc dse: error: cannot find the stc executable for the job script");
-    std::string script = "#!/bin/sh\n# stc dse's Slurm job: one array task per chunk of the sweep in this "
-                         "folder, its points\n# evaluated and written to results/chunk-K.json.\nexec " +
-                         shellQuote(std::string(self, static_cast<size_t>(len))) + " dse --worker " +
-                         shellQuote(dir) + " --chunk \"$SLURM_ARRAY_TASK_ID\" -j \"${SLURM_CPUS_PER_TASK:-" +
-                         std::to_string(cpus) + "}\"\n";
-    std::string scriptPath = (fs::path(dir) / "sweep.sbatch").string();
+    std::error_code ec;
+    std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+    if (ec)
+      throw UserError("stc dse: error: cannot find the stc executable for the job script: " + ec.message());
+    std::string script =
+        "#!/bin/sh\n# stc dse's Slurm job: one array task per chunk of the sweep in this "
+        "folder, its points\n# evaluated and written to results/chunk-K.json.\nexec " +
+        shellQuote(self) + " dse --worker " + shellQuote(m.dir) +
+        " --chunk \"$SLURM_ARRAY_TASK_ID\" -j \"${SLURM_CPUS_PER_TASK:-" + std::to_string(cpus) + "}\"\n";
+    std::string scriptPath = inFolder(m.dir, "sweep.sbatch");
     writeFileAtomic(scriptPath, script);
+    for (size_t k : todo) fs::remove(logPath(m.dir, k), ec);  // an earlier attempt's log says nothing now
     std::string command = shellQuote(sbatch) + " --parsable --job-name=" + shellQuote(m.jobName) +
                           " --array=" + arrayList(todo) +
                           (a.maxParallel > 0 ? "%" + std::to_string(a.maxParallel) : "") +
-                          " --cpus-per-task=" + std::to_string(cpus) + " --output=" +
-                          shellQuote((fs::path(dir) / "logs" / "chunk-%a.log").string());
+                          " --cpus-per-task=" + std::to_string(cpus) +
+                          " --output=" + shellQuote(inFolder(m.dir, "logs/chunk-%a.log"));
     if (!a.partition.empty()) command += " --partition=" + shellQuote(a.partition);
     if (!a.time.empty()) command += " --time=" + shellQuote(a.time);
     Output o = runCommand(command + " " + shellQuote(scriptPath));
-    std::string job = o.text.substr(0, o.text.find_first_of(";\n"));
-    if (o.code != 0 || job.empty() || job.find_first_not_of("0123456789") != std::string::npos)
-      throw UserError("stc dse: error: sbatch refused the job: " + o.text);
-    std::ofstream(submissionsPath(dir), std::ios::app) << job << " " << arrayList(todo) << "\n";
+    std::string job;  // --parsable: "JOB" or "JOB;CLUSTER", the last such line (warnings may come first)
+    std::istringstream lines(o.text);
+    for (std::string line; std::getline(lines, line);) {
+      std::string id = line.substr(0, line.find(';'));
+      if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) job = id;
+    }
+    if (o.code != 0 || job.empty()) throw UserError("stc dse: error: sbatch refused the job: " + o.text);
+    std::ofstream record(submissionsPath(m), std::ios::app);
+    record << job << " " << arrayList(todo) << "\n";
+    record.close();
+    if (!record)
+      throw UserError(submissionsPath(m) + ": error: cannot record job " + job + " (it was submitted)");
     std::printf("%s: submitted job %s: %zu chunks of %zu (%zu points, array %s)%s%s\n", m.title.c_str(),
                 job.c_str(), todo.size(), m.chunks(), points, arrayList(todo).c_str(),
                 done > 0 ? (", " + std::to_string(done) + " with results already").c_str() : "",
@@ -458,40 +604,47 @@ int slurmSubmit(const DseArgs& a) {
                 done, held);
   } else {
     std::printf("%s: every chunk asked for has its result\n", m.title.c_str());
-    if (a.chunks.empty()) return collect(m, a);
-    return 0;
   }
-  if (!a.wait) {
-    std::printf("when it ends: stc dse --collect %s\n", dir.c_str());
-    return 0;
+  if (!todo.empty() || held > 0) {
+    if (!a.wait) {
+      std::printf("when it ends: stc dse --collect %s%s\n", a.outDir.c_str(),
+                  a.pick.empty() ? "" : (" --pick " + a.pick).c_str());
+      return 0;
+    }
+    std::fflush(stdout);
+    waitForTasks(m, squeue);
   }
-  std::fflush(stdout);
-  waitForTasks(m, squeue);
+  // The queue is empty; a result written on another node may take a moment to show on a network file
+  // system, so a missing one is looked for again before it counts as failed.
   std::vector<size_t> failed;
-  size_t without = 0;
-  for (size_t k = 0; k < m.chunks(); ++k) {
-    bool has = fs::exists(resultPath(dir, k));
-    without += !has;
-    if (!has && std::binary_search(asked.begin(), asked.end(), k)) failed.push_back(k);
+  for (int look = 0; look < 4; ++look) {
+    if (look > 0) std::this_thread::sleep_for(std::chrono::seconds(look));
+    failed.clear();
+    for (size_t k : asked)
+      if (!present(resultPath(m.dir, k))) failed.push_back(k);
+    if (failed.empty()) break;
   }
   if (!failed.empty()) {
-    reportMissing(m, failed, asked.size());
+    reportMissing(m, failed, !a.chunks.empty());
     return 1;
   }
-  if (without == 0) return collect(m, a);
+  size_t without = 0;
+  for (size_t k = 0; k < m.chunks(); ++k) without += !present(resultPath(m.dir, k));
+  if (without == 0) return collect(m, a.pick);
   std::printf("%s: the chunks asked for have their results; %zu of %zu chunks have none yet\n",
               m.title.c_str(), without, m.chunks());
   return 0;
 }
 
 int slurmCollect(const DseArgs& a) {
-  return collect(readManifest(a.collect), a);
+  return collect(readManifest(a.collect), a.pick);
 }
 
 int slurmWorker(const DseArgs& a) {
   if (a.chunks.size() != 1) throw UserError("stc dse: error: --worker needs one --chunk K");
+  if (!a.pick.empty()) throw UserError("stc dse: error: --pick is for --collect, not --worker");
   Manifest m = readManifest(a.worker);
-  Sweep s = sweepOf(m);
+  Sweep s = sweepOf(m, "");
   if (a.chunks[0] < 0 || static_cast<size_t>(a.chunks[0]) >= m.chunks())
     throw UserError("stc dse: error: --chunk " + std::to_string(a.chunks[0]) + ": the sweep has chunks 0 to " +
                     std::to_string(m.chunks() - 1));
@@ -506,7 +659,7 @@ int slurmWorker(const DseArgs& a) {
   json list = json::array();
   for (const dse::Point& p : points) list.push_back(dse::pointToJson(p));
   json chunk{{"sweep", m.id}, {"chunk", k}, {"points", list}};
-  writeFileAtomic(resultPath(m.args.outDir, k), chunk.dump(1) + "\n");
+  writeFileAtomic(resultPath(m.dir, k), chunk.dump(1) + "\n");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::printf("chunk %zu: points %zu-%zu evaluated in %.1f s\n", k, indices.front(), indices.back(), seconds);
   return 0;
