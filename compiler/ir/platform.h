@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/diagnostics.h"
 
@@ -57,5 +58,10 @@ Platform loadPlatform(const std::string& path);
 const Platform& defaultPlatform();
 /// The text of the embedded default.
 const char* defaultPlatformText();
+/// The platforms built into stc, by name: u55c (the default) and u280 (configs/NAME.yaml).
+const std::vector<std::string>& builtinPlatforms();
+/// What -p names: nothing (the default), a platform file, or a built-in platform's name when no file
+/// of that name exists. A UserError naming the file, and the built-in names, otherwise.
+Platform platformFromArg(const std::string& arg);
 
 }  // namespace stc

@@ -14,6 +14,7 @@
 #include "compiler/ir/platform.h"
 
 extern const char kDefaultPlatformYaml[];  // configs/u55c.yaml, embedded by cmake/Embed.cmake
+extern const char kU280PlatformYaml[];     // configs/u280.yaml
 
 namespace stc {
 
@@ -622,6 +623,23 @@ const char* defaultPlatformText() { return kDefaultPlatformYaml; }
 const Platform& defaultPlatform() {
   static const Platform p = parsePlatform(kDefaultPlatformYaml, "<embedded configs/u55c.yaml>");
   return p;
+}
+
+const std::vector<std::string>& builtinPlatforms() {
+  static const std::vector<std::string> names = {"u55c", "u280"};
+  return names;
+}
+
+Platform platformFromArg(const std::string& arg) {
+  if (arg.empty()) return defaultPlatform();
+  std::error_code ec;
+  if (!std::filesystem::exists(arg, ec)) {
+    if (arg == "u55c") return defaultPlatform();
+    if (arg == "u280") return parsePlatform(kU280PlatformYaml, "<embedded configs/u280.yaml>");
+    throw UserError(arg +
+                    ": error: cannot open the file (a platform file, or a built-in platform: u55c, u280)");
+  }
+  return loadPlatform(arg);
 }
 
 }  // namespace stc

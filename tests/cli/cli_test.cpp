@@ -97,6 +97,60 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
+// What a new user types wrong, each said at once in one line: a mistyped command, a platform by name,
+// a symbol bound twice, options that do not apply to a model's decode, an output that would overwrite
+// the input or is standard output, a binding beyond the design's maximum, a project folder in use.
+TEST(Cli, CommandLineMistakesAreSaidBeforeAnythingRuns) {
+  const std::string graphs = STC_SOURCE_DIR "/models/graphs/", dir = ::testing::TempDir() + "mistakes/";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Outcome o = stc("bogus");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(
+      o.out,
+      "stc: error: unknown command 'bogus' (the commands: compile, simulate, size-fifos, emit, run, dse, "
+      "itensor, check)\n");
+  // A built-in platform by name is the platform file's twin.
+  Outcome byName = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4 -p u280");
+  Outcome byFile = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4 -p " STC_SOURCE_DIR
+                       "/configs/u280.yaml");
+  ASSERT_EQ(byName.code, 0) << byName.out;
+  EXPECT_NE(byName.out.find("gpt2-tiny on u280 at "), std::string::npos) << byName.out;
+  auto table = [](const std::string& out) { return out.substr(0, out.rfind("; ")); };  // not the wall time
+  EXPECT_EQ(table(byName.out), table(byFile.out));
+  o = stc("simulate " + kNets + "fork_join.yaml -p u999");
+  EXPECT_EQ(o.out,
+            "u999: error: cannot open the file (a platform file, or a built-in platform: u55c, u280)\n");
+  o = stc("simulate " + kNets + "attention_row.yaml --ctx 8 --bind ctx=4");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc simulate: error: ctx is bound twice: --ctx 8 and --bind ctx=4\n");
+  o = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4 --vcd " + dir + "x.vcd");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out,
+            "stc simulate: error: --vcd does not apply to a model's --decode or --table (they simulate every "
+            "layer at the contexts the requests reach)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "x.vcd"));
+  std::filesystem::copy_file(graphs + "mlp.yaml", dir + "mlp.yaml");
+  o = stc("compile " + dir + "mlp.yaml -o " + dir + "mlp.yaml");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc compile: error: " + dir +
+                       "mlp.yaml is an input of this command; writing it would overwrite " + dir +
+                       "mlp.yaml\n");
+  EXPECT_EQ(stc("check " + dir + "mlp.yaml").code, 0);  // still the graph
+  o = stc("compile " + dir + "mlp.yaml -o -");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "-: error: stc writes files, not standard output here: give a file name\n");
+  EXPECT_FALSE(std::filesystem::exists("-"));
+  o = stc("emit " + graphs + "attention_decode.yaml -o " + dir + "ad --ctx 100 --set max_ctx=64");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc emit: error: --ctx 100 is beyond the design's max_ctx (64)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "ad"));
+  std::ofstream(dir + "used.txt") << "x";
+  o = stc("run " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --ctx 8 -o " + dir);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, dir + ": error: the folder is not empty (pass --force to replace it)\n");
+}
+
 // One 4 KiB burst of 64 tokens on channel 0: token k arrives at 26.675 + 64 (k + 1) / 57.5 cycles, the
 // last at 97.9, so the DMA writes it at cycle 98 and the consumer reads it at 99: 100 cycles.
 TEST(Cli, SimulatesDmaTasksOnTheHbm) {

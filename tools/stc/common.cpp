@@ -1,20 +1,23 @@
 // Helpers shared by the subcommands.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
+#include <map>
 
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/diagnostics.h"
 #include "compiler/ir/yaml_io.h"
-#include "compiler/frontend/onnx_import.h"
 #include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
 
 namespace stc::cli {
 
 void writeFileAtomic(const std::string& path, const std::string& text) {
+  if (path == "-") throw UserError("-: error: stc writes files, not standard output here: give a file name");
   // The host in the temporary's name too: tasks on several machines may write one shared folder.
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
@@ -37,9 +40,11 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
 Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,
                              const std::vector<std::string>& binds) {
   Bindings b;
+  std::map<std::string, std::string> givenBy;  // a symbol bound twice is a mistake, whichever wins
   if (ctx) {
     if (*ctx < 1 || *ctx > kMaxNumber) throw UserError(command + ": error: --ctx must be 1 to 2^40");
     b["ctx"] = *ctx;
+    givenBy["ctx"] = "--ctx " + std::to_string(*ctx);
   }
   for (const std::string& kv : binds) {
     size_t eq = kv.find('=');
@@ -56,20 +61,28 @@ Bindings parseSymbolBindings(const std::string& command, const std::optional<int
     }
     if (!ok) throw UserError(command + ": error: --bind expects NAME=INTEGER, got '" + kv + "'");
     if (v < 1 || v > kMaxNumber) throw UserError(command + ": error: --bind " + kv + ": the value must be 1 to 2^40");
-    b[kv.substr(0, eq)] = v;
+    std::string symbol = kv.substr(0, eq);
+    if (givenBy.count(symbol))
+      throw UserError(command + ": error: " + symbol + " is bound twice: " + givenBy[symbol] +
+                      " and --bind " + kv);
+    givenBy[symbol] = "--bind " + kv;
+    b[symbol] = v;
   }
   return b;
 }
 
 void NetworkInput::addOptions(CLI::App& app) {
   app.add_option("input", path, "network file (models/networks/*.yaml) or graph (models/graphs/*.yaml)")->required();
-  app.add_option("-p,--platform", platform, "platform config (default: the embedded U55C)");
+  app.add_option("-p,--platform", platform,
+                 "platform file, or a built-in platform: u55c (the default), u280");
   app.add_option("--ctx", ctx, "bind the KV-cache length symbol ctx");
   app.add_option("--bind", binds, "bind a symbol, NAME=N (repeatable)");
   app.add_option("--set", settings, "compiler setting for a graph input, KEY=VALUE (see stc compile)");
 }
 
-Platform NetworkInput::loadPlatformArg() const { return platform.empty() ? defaultPlatform() : loadPlatform(platform); }
+Platform NetworkInput::loadPlatformArg() const {
+  return platformFromArg(platform);
+}
 
 std::string pacedLine(int64_t cyclesPaced) {
   return "sized from a run with FIFOs as deep as the network's (" + std::to_string(cyclesPaced) +

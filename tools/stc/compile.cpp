@@ -1,6 +1,7 @@
 // stc compile GRAPH -o NETWORK: the compiler (compiler/pipeline.cpp), its network written atomically and
 // its report printed (or written with --report).
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -40,7 +41,14 @@ nlohmann::json reportJson(const CompileReport& r) {
 }
 
 int compile(const CompileArgs& a) {
-  Platform platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
+  for (const std::string* out : {&a.output, &a.report, &a.writeSchedule})  // before anything is written
+    for (const std::string* in : {&a.input, &a.schedule}) {
+      std::error_code ec;
+      if (!out->empty() && !in->empty() && std::filesystem::equivalent(*out, *in, ec))
+        throw UserError("stc compile: error: " + *out + " is an input of this command; writing it would " +
+                        "overwrite " + *in);
+    }
+  Platform platform = platformFromArg(a.platform);
   Graph graph;
   if (isOnnxPath(a.input)) {
     graph = importOnnx(a.input);
@@ -106,7 +114,8 @@ Runner addCompile(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();
   app.add_option("input", a->input, "graph file (models/graphs/*.yaml)")->required();
   app.add_option("-o,--output", a->output, "network file to write")->required();
-  app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
+  app.add_option("-p,--platform", a->platform,
+                 "platform file, or a built-in platform: u55c (the default), u280");
   app.add_option(
       "--set", a->settings,
       "KEY=VALUE: tile, unroll_budget (share of DSPs), onchip_budget_bytes, quant (w4a8|none), "

@@ -71,7 +71,7 @@ std::string describe(const dse::Point& p) {
 
 Sweep prepareSweep(const DseArgs& a) {
   Sweep s;
-  s.platform = a.platform.empty() ? defaultPlatform() : loadPlatform(a.platform);
+  s.platform = platformFromArg(a.platform);
   s.subject = loadSubject(a);
   parseCompileOptions(s.subject.base, s.platform);  // a bad --set: said before anything runs
   s.space = a.space.empty() ? dse::defaultSpace(s.platform) : dse::loadSpace(a.space, s.platform);
@@ -195,7 +195,8 @@ Runner addDse(CLI::App& app) {
   using dse_cli::DseArgs;
   auto a = std::make_shared<DseArgs>();
   app.add_option("input", a->input, "graph (models/graphs/*.yaml), ONNX model or model file (models/*.yaml)");
-  app.add_option("-p,--platform", a->platform, "platform config (default: the embedded U55C)");
+  app.add_option("-p,--platform", a->platform,
+                 "platform file, or a built-in platform: u55c (the default), u280");
   app.add_option("--space", a->space,
                  "design space file: `space: {KNOB: [VALUES]}` with stc compile's --set keys (default: 96 "
                  "points over tile, unroll_budget, max_stripe, row_block, onchip_budget_bytes)");

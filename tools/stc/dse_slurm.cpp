@@ -128,7 +128,8 @@ std::string sweepId(const DseArgs& a) {
   std::ostringstream key;
   key << "stc dse sweep " << kSweepVersion << "\nstc " << stcBuild();
   for (const std::string* file : {&a.input, &a.platform, &a.space}) {
-    std::string bytes = file->empty() ? "" : readBytes(*file);
+    bool builtin = file == &a.platform && !present(*file);  // a platform by name: in stc's own bytes
+    std::string bytes = file->empty() || builtin ? "" : readBytes(*file);
     key << "\nfile " << file->size() << " " << *file << " " << bytes.size() << "\n" << bytes;
   }
   key << "\nctx " << (a.ctx ? std::to_string(*a.ctx) : "-") << "\nprompt "

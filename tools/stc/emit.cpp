@@ -171,9 +171,6 @@ int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& 
                    CompileResult& compiled, const Platform& platform, const Bindings& bindings,
                    std::chrono::steady_clock::time_point begin) {
   int64_t maxCtx = compiled.options.maxima.at("ctx");
-  if (bindings.at("ctx") > maxCtx)
-    throw UserError(command + ": error: --ctx " + std::to_string(bindings.at("ctx")) +
-                    " is beyond the model's max_ctx (" + std::to_string(maxCtx) + ")");
   sim::SimResult r =
       sim::runDirect(sim::compileProgram(compiled.network, bindings, platform), sim::RunConfig{});
   if (r.deadlock) {  // the sizer verified every sampled ctx; another may still deadlock
@@ -207,6 +204,13 @@ int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& 
 int emitCommand(const EmitArgs& a, const std::string& command) {
   auto begin = std::chrono::steady_clock::now();
   bool v = a.verbose;
+  {  // a folder that would be refused at the end: refused before the stages run
+    std::error_code ec;
+    if (a.emit.dir == "-") throw UserError(command + ": error: -o names the project folder; '-' is not one");
+    if (std::filesystem::is_directory(a.emit.dir, ec) && !std::filesystem::is_empty(a.emit.dir, ec) &&
+        !a.emit.force)
+      throw UserError(a.emit.dir + ": error: the folder is not empty (pass --force to replace it)");
+  }
   Platform platform = a.input.loadPlatformArg();
   Loaded loaded = loadGraph(a, command);
   std::vector<std::string> settings = loaded.settings;
@@ -238,7 +242,15 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                 static_cast<long long>(platform.resources.uram), r.fits ? "fits" : "DOES NOT FIT", r.compileSeconds * 1e3);
   progress(v, line);
 
-  Bindings bindings = completeBindings(compiled, parseSymbolBindings(command, a.input.ctx, a.input.binds));
+  Bindings given = parseSymbolBindings(command, a.input.ctx, a.input.binds);
+  for (const auto& [symbol, value] : given) {  // the kernels' buffers hold max_SYMBOL, no more
+    auto maximum = compiled.options.maxima.find(symbol);
+    if (maximum != compiled.options.maxima.end() && value > maximum->second)
+      throw UserError(command + ": error: " + (symbol == "ctx" ? "--ctx " : "--bind " + symbol + "=") +
+                      std::to_string(value) + " is beyond the " + (loaded.model ? "model's" : "design's") +
+                      " max_" + symbol + " (" + std::to_string(maximum->second) + ")");
+  }
+  Bindings bindings = completeBindings(compiled, given);
   if (loaded.network) return emitWithFileDepths(a, command, loaded, compiled, platform, bindings, begin);
   if (loaded.model) return emitSizedModel(a, command, loaded, compiled, platform, bindings, begin);
   sizing::SizingOptions sizingOptions;

@@ -32,6 +32,18 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check", "validate a network, graph or platform file");
   add(check, stc::cli::addCheck(*check));
 
+  if (argc > 1 && argv[1][0] != '-') {  // a typo of a command: say so, not "a subcommand is required"
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      found = found || sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::cerr << "stc: error: unknown command '" << argv[1] << "' (the commands: " << known << ")\n";
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -92,9 +92,16 @@ nlohmann::json decodeJson(const llm::DecodeResult& r) {
           {"wall_seconds", r.wallSeconds}};
 }
 
-int simulateModel(const SimulateArgs& a, const Platform& platform) {
+int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::App& app) {
   if (a.decode.empty() && !a.table)
     throw UserError("stc simulate: error: a model needs --decode PROMPT:GEN or --table");
+  // The estimator simulates the model's layers itself, at the contexts the requests reach.
+  for (const char* option :
+       {"--fifo-depth", "--vcd", "--trace", "--curves", "--engine", "--ctx", "--bind", "--set"})
+    if (app.count(option) > 0)
+      throw UserError(std::string("stc simulate: error: ") + option +
+                      " does not apply to a model's --decode or " +
+                      "--table (they simulate every layer at the contexts the requests reach)");
   ModelSpec model = loadModel(a.network.path);
   llm::Estimator estimator(model, platform);
   std::vector<std::pair<int64_t, int64_t>> requests;
@@ -137,10 +144,10 @@ int simulateModel(const SimulateArgs& a, const Platform& platform) {
   return 0;
 }
 
-int simulate(const SimulateArgs& a) {
+int simulate(const SimulateArgs& a, const CLI::App& app) {
   Platform platform = a.network.loadPlatformArg();
   if (!isOnnxPath(a.network.path) && detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel)
-    return simulateModel(a, platform);
+    return simulateModel(a, platform, app);
   if (!a.decode.empty() || a.table)
     throw UserError("stc simulate: error: --decode and --table take a model file (models/*.yaml, first key 'model')");
   Bindings bindings;
@@ -192,7 +199,7 @@ Runner addSimulate(CLI::App& app) {
   app.add_option("--decode", a->decode, "for a model: PROMPT:GEN, the latency, TTFT and decode speed");
   app.add_flag("--table", a->table, "for a model: the rows 32:32, 64:64, 128:128, 256:256");
   app.add_flag("--json", a->json, "print one JSON object");
-  return [a]() { return simulate(*a); };
+  return [a, &app]() { return simulate(*a, app); };
 }
 
 }  // namespace stc::cli
