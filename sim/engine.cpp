@@ -130,6 +130,7 @@ bool Engine::run(int t) {
         if (dma->servedCount < dma->bursts) {
           dma->waitingChannel = true;
           ts.waitFifo = -1;
+          ts.blockedAt = ts.lastTime + 1;
           return false;
         }
         ts.lastTime = std::max(ts.lastTime, dma->lastResponseCycle);
@@ -152,6 +153,7 @@ bool Engine::run(int t) {
       FifoState& f = fifos_[static_cast<size_t>(c.fifo)];
       if (!known(c)) {
         ts.waitFifo = c.fifo;
+        ts.blockedAt = earliest;
         (c.write ? f.writerWaiting : f.readerWaiting) = true;
         return false;
       }
@@ -166,6 +168,7 @@ bool Engine::run(int t) {
       int64_t hbmReady = dmaReady(*dma, ts.events);
       if (hbmReady < 0) {
         ts.waitFifo = -1;
+        ts.blockedAt = earliest;
         dma->waitingChannel = true;
         return false;
       }
@@ -435,6 +438,14 @@ SimResult Engine::result(double wallSeconds) const {
     r.tasks.push_back(std::move(s));
   }
   r.cycles = last + 1;
+  for (size_t t = 0; t < tasks_.size() && r.deadlock; ++t) {  // blocked to the end, shown as such
+    TaskStats& s = r.tasks[t];
+    if (s.finished || s.waits.empty() || tasks_[t].blockedAt < 0) continue;
+    s.blockedSince = tasks_[t].blockedAt;
+    if (config_.recordStalls)
+      s.stalls.push_back({s.blockedSince, std::max(s.blockedSince, r.cycles), s.waits.front().fifo,
+                          s.waits.front().write, true});
+  }
   for (size_t f = 0; f < fifos_.size(); ++f) {
     const FifoState& fs = fifos_[f];
     FifoStats s;
@@ -457,9 +468,9 @@ SimResult Engine::result(double wallSeconds) const {
   for (const ChannelState& ch : channels_) {
     if (ch.ports.empty()) continue;
     ChannelStats s = ch.stats;
-    s.busyFraction = r.cycles > 0 ? static_cast<double>(s.busyTicks) /
-                                        static_cast<double>(r.cycles * program_.hbm.ticksPerCycle)
-                                  : 0.0;
+    // Over the run, or longer when the channel served bursts past its last event (a deadlocked run).
+    int64_t window = std::max(r.cycles * program_.hbm.ticksPerCycle, ch.freeTick);
+    s.busyFraction = window > 0 ? static_cast<double>(s.busyTicks) / static_cast<double>(window) : 0.0;
     r.hbm.push_back(s);
   }
   return r;

@@ -62,6 +62,7 @@ class Engine {
     bool done = false;
     bool opened = false;  // its group may start (the previous group has ended)
     int waitFifo = -1;    // the first event of its stage group found not ready; -1 for HBM or its group
+    int64_t blockedAt = -1;  // the earliest cycle of the stage group it last found not ready
     std::vector<StallSpan> stalls;
   };
   struct FifoState {

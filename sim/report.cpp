@@ -130,13 +130,16 @@ nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix
       j["fix"] = nullptr;
   }
   json tasks = json::array();
-  for (const TaskStats& t : r.tasks)
-    tasks.push_back({{"name", t.name},
-                     {"start", t.start},
-                     {"end", t.finished ? json(t.end) : json(nullptr)},
-                     {"stall_full", t.stallFull},
-                     {"stall_empty", t.stallEmpty},
-                     {"events", t.events}});
+  for (const TaskStats& t : r.tasks) {
+    json task{{"name", t.name},
+              {"start", t.start >= 0 ? json(t.start) : json(nullptr)},
+              {"end", t.finished ? json(t.end) : json(nullptr)},
+              {"stall_full", t.stallFull},
+              {"stall_empty", t.stallEmpty},
+              {"events", t.events}};
+    if (t.blockedSince >= 0) task["blocked_since"] = t.blockedSince;
+    tasks.push_back(std::move(task));
+  }
   j["tasks"] = tasks;
   json fifos = json::array();
   for (const FifoStats& f : r.fifos)
@@ -208,11 +211,13 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
   }
   out << "tasks:\n";
   for (const TaskStats& t : r.tasks) {
-    std::snprintf(line, sizeof line, "  %-24s start %10lld  end %10s  stall full %10lld  empty %10lld\n",
-                  t.name.c_str(), static_cast<long long>(t.start),
-                  t.finished ? std::to_string(t.end).c_str() : "-", static_cast<long long>(t.stallFull),
-                  static_cast<long long>(t.stallEmpty));
+    std::string start = t.start >= 0 ? std::to_string(t.start) : "-";
+    std::snprintf(line, sizeof line, "  %-24s start %10s  end %10s  stall full %10lld  empty %10lld",
+                  t.name.c_str(), start.c_str(), t.finished ? std::to_string(t.end).c_str() : "-",
+                  static_cast<long long>(t.stallFull), static_cast<long long>(t.stallEmpty));
     out << line;
+    if (t.blockedSince >= 0) out << "  blocked from " << t.blockedSince << " to the end";
+    out << "\n";
   }
   if (!r.hbm.empty()) out << "hbm:\n";
   for (const ChannelStats& c : r.hbm) {
@@ -254,16 +259,17 @@ std::string binary(int64_t v, int bits) {
   return s;
 }
 
-// The state changes of a task: (cycle, state), from its start, stalls and end.
+// The state changes of a task: (cycle, state), from its start, stalls and end; a task blocked when a
+// deadlocked run ended stays stalled to the end, started or not.
 std::vector<std::pair<int64_t, int>> taskTimeline(const TaskStats& t) {
   std::vector<std::pair<int64_t, int>> out;
-  if (t.start < 0) return out;
-  out.push_back({t.start, 1});
+  if (t.start >= 0) out.push_back({t.start, kTaskRunning});
   for (const StallSpan& s : t.stalls) {
-    out.push_back({s.begin, s.full ? 2 : 3});
-    out.push_back({s.end, 1});
+    if (t.start < 0 && !s.open) continue;
+    out.push_back({s.begin, s.full ? kTaskStalledFull : kTaskStalledEmpty});
+    if (!s.open) out.push_back({s.end, kTaskRunning});
   }
-  if (t.finished) out.push_back({t.end, 4});
+  if (t.finished) out.push_back({t.end, kTaskFinished});
   return out;
 }
 
@@ -272,6 +278,9 @@ std::vector<std::pair<int64_t, int>> taskTimeline(const TaskStats& t) {
 void writeVcd(std::ostream& out, const SimResult& r, double clockMhz) {
   int64_t periodPs = static_cast<int64_t>(std::llround(1e6 / clockMhz));
   out << "$date streamtensor simulation $end\n$version stc $end\n$timescale 1ps $end\n";
+  out << "$comment task states: 0 not started, 1 running, 2 stalled on a FULL FIFO, 3 stalled on an EMPTY "
+         "FIFO, 4 finished; a task blocked when a deadlocked run ends stays 2 or 3 to the end. FIFOs: "
+         "occupancy in tokens $end\n";
   out << "$scope module " << r.network << " $end\n";
   size_t id = 0;
   out << "$scope module tasks $end\n";
@@ -310,16 +319,27 @@ void writeTrace(std::ostream& out, const SimResult& r, double clockMhz) {
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", r.network}}}});
   for (size_t t = 0; t < r.tasks.size(); ++t) {
     const TaskStats& task = r.tasks[t];
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"name", task.name}}}});
-    if (task.start < 0) continue;
+    events.push_back(
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"name", task.name}}}});
     int64_t end = task.finished ? task.end : r.cycles;
-    events.push_back({{"name", "busy"}, {"cat", "task"}, {"ph", "X"}, {"pid", 1}, {"tid", t},
-                      {"ts", task.start * us}, {"dur", (end - task.start) * us}});
+    if (task.start >= 0)
+      events.push_back({{"name", "busy"},
+                        {"cat", "task"},
+                        {"ph", "X"},
+                        {"pid", 1},
+                        {"tid", t},
+                        {"ts", task.start * us},
+                        {"dur", (end - task.start) * us}});
     for (const StallSpan& s : task.stalls)
-      events.push_back({{"name", std::string(s.full ? "stalled FULL " : "stalled EMPTY ") +
+      events.push_back({{"name", std::string(s.open ? "blocked to the end (deadlock): " : "") +
+                                     (s.full ? "stalled FULL " : "stalled EMPTY ") +
                                      r.fifos[static_cast<size_t>(s.fifo)].name},
-                        {"cat", "stall"}, {"ph", "X"}, {"pid", 1}, {"tid", t},
-                        {"ts", s.begin * us}, {"dur", (s.end - s.begin) * us}});
+                        {"cat", "stall"},
+                        {"ph", "X"},
+                        {"pid", 1},
+                        {"tid", t},
+                        {"ts", s.begin * us},
+                        {"dur", (s.end - s.begin) * us}});
   }
   for (const FifoStats& f : r.fifos)
     for (const CurvePoint& p : fifoTimeline(f))

@@ -31,7 +31,11 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
 
 /// Token curves as CSV rows `fifo,cycle,writes,reads` (cumulative counts after each cycle with a change).
 void writeCurvesCsv(std::ostream& out, const SimResult& r);
-/// FIFO occupancy and task state (0 idle, 1 running, 2 stalled on full, 3 stalled on empty, 4 done) as VCD.
+/// The task states of the VCD (also in its $comment): a task blocked when a deadlocked run ends stays
+/// stalled to the end, started or not.
+constexpr int kTaskNotStarted = 0, kTaskRunning = 1, kTaskStalledFull = 2, kTaskStalledEmpty = 3,
+              kTaskFinished = 4;
+/// FIFO occupancy (tokens) and task state (the codes above) as VCD.
 void writeVcd(std::ostream& out, const SimResult& r, double clockMhz);
 /// Chrome/Perfetto trace-event JSON: a track per task with busy and stalled spans, a counter per FIFO.
 void writeTrace(std::ostream& out, const SimResult& r, double clockMhz);

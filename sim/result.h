@@ -16,7 +16,8 @@ struct StallSpan {
   int64_t begin;
   int64_t end;
   int fifo;
-  bool full;  ///< waiting to write a full FIFO (else to read an empty one)
+  bool full;          ///< waiting to write a full FIFO (else to read an empty one)
+  bool open = false;  ///< never resolved: the task was blocked when a deadlocked run ended (end: the run's)
 };
 
 /// An event that cannot happen: `task` waits to `write` a FULL `fifo` or to read an EMPTY one. A link of
@@ -41,6 +42,10 @@ struct TaskStats {
   /// Unfinished at the end of a deadlocked run: the events of its blocked stage group that are not ready,
   /// in group order (writes first, then reads, each in port order). Empty otherwise.
   std::vector<WaitEdge> waits;
+  /// Unfinished at the end of a deadlocked run: the cycle its blocked stage group would have happened at
+  /// had its events been ready; it waits from then to the end (-1 otherwise). Its open wait is the last
+  /// of `stalls`, when stalls are recorded; stallFull and stallEmpty count resolved stalls only.
+  int64_t blockedSince = -1;
 };
 
 struct FifoStats {

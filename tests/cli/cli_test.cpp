@@ -97,6 +97,25 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
+// A deadlocked run whose DMAs read ahead of the blocked tasks: the channels served bursts past the last
+// event, and their busy share is over the time they served (it was 116% over the run's cycles).
+TEST(Cli, DeadlockedRunKeepsChannelsWithinTheirTime) {
+  Outcome o =
+      stc("simulate " STC_SOURCE_DIR "/models/graphs/attention_decode.yaml --ctx 64 --fifo-depth 1 --json");
+  EXPECT_EQ(o.code, 3);
+  nlohmann::json j = nlohmann::json::parse(o.out.substr(0, o.out.find("\nnetwork ") + 1));
+  ASSERT_FALSE(j["hbm"].empty());
+  int reading = 0;
+  for (const auto& c : j["hbm"]) {
+    EXPECT_LE(c["busy_fraction"].get<double>(), 1.0) << c;
+    if (c["bytes_read"].get<int64_t>() > 0) {
+      EXPECT_GT(c["busy_fraction"].get<double>(), 0.0) << c;
+    }
+    reading += c["bytes_read"].get<int64_t>() > 0;
+  }
+  EXPECT_GE(reading, 8);  // the K and V caches' channels
+}
+
 // What a new user types wrong, each said at once in one line: a mistyped command, a platform by name,
 // a symbol bound twice, options that do not apply to a model's decode, an output that would overwrite
 // the input or is standard output, a binding beyond the design's maximum, a project folder in use.

@@ -52,6 +52,47 @@ TEST(Report, DeadlockJson) {
   EXPECT_EQ(j["blocked"][2]["waits"][0]["fifo"], "b_c");
 }
 
+// A deadlocked run shows its blocked tasks blocked to the end, in the summary, JSON, VCD and trace. In
+// fork_join (depth 2), A writes a_b and a_c at the end of each iteration (ii 1, latency 2: 2, 3, ...),
+// so its third write, which needs room C never makes, would be at 4; B reads a_b at 3 and 4 (one cycle
+// after each write) and would read the third token at 5; C's first stage needs b_c, which B never
+// writes: it waits from 0 and never starts.
+TEST(Report, DeadlockedTasksStayBlockedToTheEnd) {
+  std::string text = readTextFile(STC_SOURCE_DIR "/models/networks/fork_join.yaml");
+  sim::SimResult r = simulateText(text, false, {}, recordAll());
+  ASSERT_TRUE(r.deadlock);
+  EXPECT_EQ(r.tasks[0].blockedSince, 4);
+  EXPECT_EQ(r.tasks[1].blockedSince, 5);
+  EXPECT_EQ(r.tasks[2].blockedSince, 0);
+  EXPECT_EQ(r.tasks[2].start, -1);
+  nlohmann::json j = sim::resultJson(r, std::nullopt, 250);
+  EXPECT_TRUE(j["tasks"][2]["start"].is_null());
+  EXPECT_EQ(j["tasks"][2]["blocked_since"], 0);
+  std::ostringstream summary;
+  sim::printSummary(summary, r, std::nullopt, 250);
+  EXPECT_NE(summary.str().find(
+                "  C                        start          -  end          -  stall full          0  "
+                "empty          0  blocked from 0 to the end\n"),
+            std::string::npos)
+      << summary.str();
+  std::ostringstream vcd;
+  sim::writeVcd(vcd, r, 250);  // 4000 ps a cycle; A is "!", B '"', C "#"
+  const std::string v = vcd.str();
+  EXPECT_NE(v.find("$comment task states: 0 not started, 1 running, 2 stalled on a FULL FIFO"),
+            std::string::npos);
+  EXPECT_NE(v.find("#0\nb001 !\nb011 #\n"), std::string::npos) << v;  // A runs, C waits on b_c
+  EXPECT_NE(v.find("#16000\nb010 !\n"), std::string::npos) << v;      // A blocked FULL from 4
+  EXPECT_NE(v.find("#20000\nb011 \"\n"), std::string::npos) << v;     // B blocked EMPTY from 5
+  EXPECT_EQ(v.rfind("b001 !"), v.find("b001 !"));                     // A never runs again
+  std::ostringstream trace;
+  sim::writeTrace(trace, r, 250);
+  nlohmann::json events = nlohmann::json::parse(trace.str())["traceEvents"];
+  int blocked = 0;
+  for (const auto& e : events)
+    blocked += e.value("name", std::string()).rfind("blocked to the end (deadlock): ", 0) == 0;
+  EXPECT_EQ(blocked, 3);
+}
+
 // C's stage reads u and v, both empty; B waits outside the cycle A, C.
 TEST(Report, DeadlockTextListsTheWholeGroup) {
   sim::SimResult r = simulateText(kStarDeadlock);
