@@ -443,7 +443,7 @@ SimResult Engine::result(double wallSeconds) const {
     if (s.finished || s.waits.empty() || tasks_[t].blockedAt < 0) continue;
     s.blockedSince = tasks_[t].blockedAt;
     if (config_.recordStalls)
-      s.stalls.push_back({s.blockedSince, std::max(s.blockedSince, r.cycles), s.waits.front().fifo,
+      s.stalls.push_back({s.blockedSince, std::max(s.blockedSince + 1, r.cycles), s.waits.front().fifo,
                           s.waits.front().write, true});
   }
   for (size_t f = 0; f < fifos_.size(); ++f) {

@@ -54,6 +54,62 @@ const TaskStats& waitedOn(const SimResult& r, const WaitEdge& e) {
 
 }  // namespace
 
+namespace {
+
+// The search of DepthFix::together. Bounded: a network whose blocked tasks wait on more FIFOs than this
+// gets no suggestion rather than hundreds of simulations.
+constexpr size_t kMaxFifosTogether = 32;
+
+std::vector<DepthChange> findDepthsTogether(const Program& program, const SimResult& deadlocked,
+                                            int64_t& cyclesAfter) {
+  std::vector<int64_t> from, depths;
+  for (const FifoStats& f : deadlocked.fifos) from.push_back(f.depth);
+  depths = from;
+  std::vector<int> grown;  // in the order found
+  RunConfig trial;
+  SimResult r = deadlocked;
+  for (int round = 0; round < 8 && r.deadlock; ++round) {  // deepen what blocked tasks wait to write
+    bool added = false;
+    for (const TaskStats& t : r.tasks)
+      for (const WaitEdge& e : t.waits) {
+        if (!e.write || std::find(grown.begin(), grown.end(), e.fifo) != grown.end()) continue;
+        const FifoStats& f = deadlocked.fifos[static_cast<size_t>(e.fifo)];
+        grown.push_back(e.fifo);
+        depths[static_cast<size_t>(e.fifo)] = std::max(f.tokens, f.depth + 1);
+        added = true;
+      }
+    if (!added || grown.size() > kMaxFifosTogether) return {};
+    trial.depths = depths;
+    r = runDirect(program, trial);
+  }
+  if (r.deadlock) return {};
+  auto finishes = [&](int fifo, int64_t depth) {
+    trial.depths = depths;
+    trial.depths[static_cast<size_t>(fifo)] = depth;
+    return !runDirect(program, trial).deadlock;
+  };
+  for (int fifo : grown) {  // each as shallow as the others allow: binary search, its old depth deadlocks
+    int64_t lo = from[static_cast<size_t>(fifo)], hi = depths[static_cast<size_t>(fifo)];
+    if (finishes(fifo, lo)) {
+      depths[static_cast<size_t>(fifo)] = lo;  // not needed after all
+      continue;
+    }
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      (finishes(fifo, mid) ? hi : lo) = mid;
+    }
+    depths[static_cast<size_t>(fifo)] = hi;
+  }
+  std::vector<DepthChange> together;
+  for (size_t f = 0; f < depths.size(); ++f)
+    if (depths[f] != from[f]) together.push_back({static_cast<int>(f), from[f], depths[f]});
+  trial.depths = depths;
+  cyclesAfter = runDirect(program, trial).cycles;
+  return together;
+}
+
+}  // namespace
+
 DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
   DepthFix best;
   std::vector<int64_t> depths;
@@ -85,6 +141,7 @@ DepthFix findDepthFix(const Program& program, const SimResult& deadlocked) {
       finishes(hi, &best.cyclesAfter);
     }
   }
+  if (best.fifo < 0) best.together = findDepthsTogether(program, deadlocked, best.cyclesAfter);
   return best;
 }
 
@@ -126,7 +183,14 @@ nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix
                   {"depth_from", fix->from},
                   {"depth_to", fix->to},
                   {"cycles_after", fix->cyclesAfter}};
-    else if (fix)
+    else if (fix && !fix->together.empty()) {
+      json together = json::array();
+      for (const DepthChange& c : fix->together)
+        together.push_back({{"fifo", r.fifos[static_cast<size_t>(c.fifo)].name},
+                            {"depth_from", c.from},
+                            {"depth_to", c.to}});
+      j["fix"] = {{"together", together}, {"cycles_after", fix->cyclesAfter}};
+    } else if (fix)
       j["fix"] = nullptr;
   }
   json tasks = json::array();
@@ -202,11 +266,18 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
       out << "fix: depth of " << f.name << " " << fix->from << " -> " << fix->to
           << " is the smallest single change that breaks the cycle (then " << fix->cyclesAfter << " cycles; "
           << fix->to - 1 << " still deadlocks)\n";
+    } else if (fix && !fix->together.empty()) {
+      out << "fix: no single FIFO depth change breaks this cycle; these together do (then "
+          << fix->cyclesAfter << " cycles; each as shallow as the others allow):";
+      for (const DepthChange& c : fix->together)
+        out << " --set-depth " << r.fifos[static_cast<size_t>(c.fifo)].name << "=" << c.to;
+      out << "\n";
     } else if (fix) {
       out << "fix: no single FIFO depth change breaks this cycle";
       bool anyFull = false;
       for (const WaitEdge& e : r.deadlockCycle) anyFull = anyFull || e.write;
-      out << (anyFull ? " (several FIFOs must grow together)\n" : " (no FIFO in it is full: a true deadlock)\n");
+      out << (anyFull ? " (several FIFOs must grow together; none found)\n"
+                      : " (no FIFO in it is full: a true deadlock)\n");
     }
   }
   out << "tasks:\n";
@@ -321,7 +392,7 @@ void writeTrace(std::ostream& out, const SimResult& r, double clockMhz) {
     const TaskStats& task = r.tasks[t];
     events.push_back(
         {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"name", task.name}}}});
-    int64_t end = task.finished ? task.end : r.cycles;
+    int64_t end = task.finished ? task.end : std::max(r.cycles, task.blockedSince + 1);
     if (task.start >= 0)
       events.push_back({{"name", "busy"},
                         {"cat", "task"},

@@ -42,9 +42,10 @@ struct TaskStats {
   /// Unfinished at the end of a deadlocked run: the events of its blocked stage group that are not ready,
   /// in group order (writes first, then reads, each in port order). Empty otherwise.
   std::vector<WaitEdge> waits;
-  /// Unfinished at the end of a deadlocked run: the cycle its blocked stage group would have happened at
-  /// had its events been ready; it waits from then to the end (-1 otherwise). Its open wait is the last
-  /// of `stalls`, when stalls are recorded; stallFull and stallEmpty count resolved stalls only.
+  /// Unfinished at the end of a deadlocked run: the earliest cycle its blocked stage group could have by
+  /// the task's own clock (it may lie past the run's last event); it waits from then on (-1 otherwise). Its
+  /// open wait is the last of `stalls`, when stalls are recorded; stallFull and stallEmpty count resolved
+  /// stalls only.
   int64_t blockedSince = -1;
 };
 

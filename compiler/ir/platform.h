@@ -60,8 +60,11 @@ const Platform& defaultPlatform();
 const char* defaultPlatformText();
 /// The platforms built into stc, by name: u55c (the default) and u280 (configs/NAME.yaml).
 const std::vector<std::string>& builtinPlatforms();
-/// What -p names: nothing (the default), a platform file, or a built-in platform's name when no file
-/// of that name exists. A UserError naming the file, and the built-in names, otherwise.
+/// Whether -p names a built-in platform: a bare name of builtinPlatforms() (a file of that name is
+/// ./u280, say).
+bool isBuiltinPlatform(const std::string& arg);
+/// What -p names: nothing (the default), a built-in platform, or a platform file. A UserError naming
+/// the file, and the built-in names, otherwise.
 Platform platformFromArg(const std::string& arg);
 
 }  // namespace stc

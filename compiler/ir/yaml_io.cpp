@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -630,15 +631,18 @@ const std::vector<std::string>& builtinPlatforms() {
   return names;
 }
 
+bool isBuiltinPlatform(const std::string& arg) {
+  const auto& names = builtinPlatforms();
+  return std::find(names.begin(), names.end(), arg) != names.end();
+}
+
 Platform platformFromArg(const std::string& arg) {
-  if (arg.empty()) return defaultPlatform();
+  if (arg.empty() || arg == "u55c") return defaultPlatform();
+  if (arg == "u280") return parsePlatform(kU280PlatformYaml, "<embedded configs/u280.yaml>");
   std::error_code ec;
-  if (!std::filesystem::exists(arg, ec)) {
-    if (arg == "u55c") return defaultPlatform();
-    if (arg == "u280") return parsePlatform(kU280PlatformYaml, "<embedded configs/u280.yaml>");
+  if (!std::filesystem::exists(arg, ec))
     throw UserError(arg +
                     ": error: cannot open the file (a platform file, or a built-in platform: u55c, u280)");
-  }
   return loadPlatform(arg);
 }
 

@@ -16,6 +16,7 @@ namespace {
 
 using stc::test::Outcome;
 using stc::test::stc;
+using stc::test::stcIn;
 
 const std::string kNets = STC_SOURCE_DIR "/models/networks/";
 
@@ -116,6 +117,31 @@ TEST(Cli, DeadlockedRunKeepsChannelsWithinTheirTime) {
   EXPECT_GE(reading, 8);  // the K and V caches' channels
 }
 
+// Two FIFOs that must grow together: the deadlock report says which and how deep, as --set-depth flags,
+// and those flags make the run finish (tests/sim/deadlock_test.cpp derives the depths by hand).
+TEST(Cli, DeadlockThatNeedsSeveralFifosSaysTheirDepths) {
+  std::string path = ::testing::TempDir() + "pair.yaml";
+  std::ofstream(path)
+      << "network: pair\nfifos: [{name: x1, width: 32}, {name: x2, width: 32}, {name: y, width: 32}]\n"
+         "tasks:\n  - {name: A, phases: [{trip: [16], ports: [{fifo: x1, dir: out}, "
+         "{fifo: x2, dir: out}, {fifo: y, dir: out}]}]}\n  - {name: C, phases: [{trip: [16], ports: "
+         "[{fifo: y, dir: in}]}, {trip: [16], ports: [{fifo: x1, dir: in}, {fifo: x2, dir: in}]}]}\n";
+  Outcome o = stc("simulate " + path);
+  EXPECT_EQ(o.code, 3);
+  const std::string flags = "--set-depth x1=16 --set-depth x2=16";
+  EXPECT_NE(o.out.find("fix: no single FIFO depth change breaks this cycle; these together do (then "),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("each as shallow as the others allow): " + flags + "\n"), std::string::npos) << o.out;
+  Outcome fixed = stc("simulate " + path + " " + flags);
+  EXPECT_EQ(fixed.code, 0) << fixed.out;
+  EXPECT_EQ(stc("simulate " + path + " --set-depth x1=16 --set-depth x2=15").code, 3);
+  Outcome bad = stc("simulate " + path + " --set-depth z=4");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.out,
+            "stc simulate: error: --set-depth expects FIFO=N with a FIFO of the network, got 'z=4'\n");
+}
+
 // What a new user types wrong, each said at once in one line: a mistyped command, a platform by name,
 // a symbol bound twice, options that do not apply to a model's decode, an output that would overwrite
 // the input or is standard output, a binding beyond the design's maximum, a project folder in use.
@@ -168,6 +194,19 @@ TEST(Cli, CommandLineMistakesAreSaidBeforeAnythingRuns) {
   o = stc("run " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --ctx 8 -o " + dir);
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, dir + ": error: the folder is not empty (pass --force to replace it)\n");
+  o = stc("run " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --ctx 8 -o " + dir + "used.txt");
+  EXPECT_EQ(o.out, dir + "used.txt: error: exists and is not a folder\n");
+  o = stc("emit " + dir + "mlp.yaml -o " + dir + " --force");  // --force would delete the graph
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, dir + ": error: the folder holds the input " + dir +
+                       "mlp.yaml, which replacing it would delete\n");
+  EXPECT_TRUE(std::filesystem::exists(dir + "mlp.yaml"));
+  o = stc("compile " + dir + "mlp.yaml -o " + dir + "n.yaml --report " + dir + "n.yaml");
+  EXPECT_EQ(o.out, "stc compile: error: two outputs name one file; give each its own\n");
+  // A folder named like a built-in platform (a project emitted with -o u280, say) does not hide it.
+  std::filesystem::create_directories(dir + "u280");
+  o = stcIn(dir, "simulate " + kNets + "fork_join.yaml --fifo-depth unbounded -p u280");
+  EXPECT_EQ(o.code, 0) << o.out;
 }
 
 // One 4 KiB burst of 64 tokens on channel 0: token k arrives at 26.675 + 64 (k + 1) / 57.5 cycles, the

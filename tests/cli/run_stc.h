@@ -29,4 +29,9 @@ inline Outcome stc(const std::string& args) {
   return shell(std::string(STC_BINARY) + " " + args);
 }
 
+/// stc run in folder `dir`, paths relative to it as a user types them there.
+inline Outcome stcIn(const std::string& dir, const std::string& args) {
+  return shell("cd " + dir + " && " + std::string(STC_BINARY) + " " + args);
+}
+
 }  // namespace stc::test

@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 using stc::test::Outcome;
 using stc::test::shell;
 using stc::test::stc;
+using stc::test::stcIn;
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -42,12 +43,6 @@ void waitForSweep(const std::string& dir) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   FAIL() << "the sweep's tasks are still queued after 2 minutes";
-}
-
-// stc in `dir`, the paths relative to it as a user types them (a rejected point's message names the
-// model file as given, and the merged files must too).
-Outcome stcIn(const std::string& dir, const std::string& args) {
-  return shell("cd " + dir + " && " + std::string(STC_BINARY) + " " + args);
 }
 
 TEST(Slurm, SweepKilledHalfWayAndResumedMergesAsALocalRun) {

@@ -142,6 +142,43 @@ TEST_P(Deadlock, EveryEventNotReadyIsReported) {
   EXPECT_EQ(r.fifos[static_cast<size_t>(task(r, "B").waits[0].fifo)].name, "c2");
 }
 
+// A writes x1, x2 and y in one stage (16 times); C reads all of y, then x1 and x2 together. A's third
+// group needs room in x1 and x2 (depth 2) while C waits for y: deepening x1 alone leaves x2 full, so no
+// single change helps; together each must hold all 16 tokens (group k needs k < depth, up to k = 15,
+// before C reads any), and 15 in either deadlocks.
+TEST_P(Deadlock, TwoFifosMustGrowTogether) {
+  std::string text =
+      "network: pair\nfifos: [{name: x1, width: 32}, {name: x2, width: 32}, {name: y, width: 32}]\ntasks:\n"
+      "  - {name: A, phases: [{trip: [16], ports: [{fifo: x1, dir: out}, {fifo: x2, dir: out}, "
+      "{fifo: y, dir: out}]}]}\n"
+      "  - {name: C, phases: [{trip: [16], ports: [{fifo: y, dir: in}]}, {trip: [16], ports: [{fifo: x1, "
+      "dir: in}, "
+      "{fifo: x2, dir: in}]}]}\n";
+  sim::SimResult r = simulateText(text, GetParam());
+  ASSERT_TRUE(r.deadlock);
+  Network net = parseNetwork(text, "pair.yaml");
+  sim::Program prog = sim::compileProgram(net, {});
+  sim::DepthFix fix = sim::findDepthFix(prog, r);
+  EXPECT_EQ(fix.fifo, -1);
+  ASSERT_EQ(fix.together.size(), 2u);
+  EXPECT_EQ(r.fifos[static_cast<size_t>(fix.together[0].fifo)].name, "x1");
+  EXPECT_EQ(r.fifos[static_cast<size_t>(fix.together[1].fifo)].name, "x2");
+  EXPECT_EQ(fix.together[0].from, 2);
+  EXPECT_EQ(fix.together[0].to, 16);
+  EXPECT_EQ(fix.together[1].to, 16);
+  auto run = [&](int64_t x1, int64_t x2) {
+    sim::RunConfig c;
+    c.depths = {x1, x2, 2};
+    return sim::runDirect(prog, c);
+  };
+  sim::SimResult fixed = run(16, 16);
+  EXPECT_FALSE(fixed.deadlock);
+  EXPECT_EQ(fix.cyclesAfter, fixed.cycles);
+  EXPECT_TRUE(run(15, 16).deadlock);
+  EXPECT_TRUE(run(16, 15).deadlock);
+  EXPECT_TRUE(run(1000, 2).deadlock);
+}
+
 // A cycle with no initial tokens cannot be broken by any depth.
 TEST_P(Deadlock, TrueDeadlockHasNoFix) {
   std::string text =

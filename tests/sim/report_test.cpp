@@ -38,7 +38,7 @@ TEST(Report, JsonFields) {
 TEST(Report, DeadlockJson) {
   std::string text = readTextFile(STC_SOURCE_DIR "/models/networks/fork_join.yaml");
   sim::SimResult r = simulateText(text);
-  nlohmann::json j = sim::resultJson(r, sim::DepthFix{1, 2, 64, 134}, 250);
+  nlohmann::json j = sim::resultJson(r, sim::DepthFix{1, 2, 64, 134, {}}, 250);
   EXPECT_TRUE(j["cycles"].is_null());
   EXPECT_EQ(j["deadlock_cycle"][0], (nlohmann::json{{"task", "A"}, {"fifo", "a_c"}, {"kind", "write"},
                                                      {"state", "FULL"}, {"occupancy", 2}, {"depth", 2},

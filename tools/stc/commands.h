@@ -63,5 +63,8 @@ Runner addUnimplemented(CLI::App& app, const std::string& name, const std::strin
 
 /// Writes text to path atomically (a temporary file in the same folder, then rename); UserError on failure.
 void writeFileAtomic(const std::string& path, const std::string& text);
+/// UserError for an output path stc cannot write ("-": stc writes files, not standard output); called
+/// on every output at a command's start, before any work, and by writeFileAtomic.
+void checkOutputPaths(const std::vector<std::string>& paths);
 
 }  // namespace stc::cli

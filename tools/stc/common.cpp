@@ -16,8 +16,14 @@
 
 namespace stc::cli {
 
+void checkOutputPaths(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths)
+    if (path == "-")
+      throw UserError("-: error: stc writes files, not standard output here: give a file name");
+}
+
 void writeFileAtomic(const std::string& path, const std::string& text) {
-  if (path == "-") throw UserError("-: error: stc writes files, not standard output here: give a file name");
+  checkOutputPaths({path});
   // The host in the temporary's name too: tasks on several machines may write one shared folder.
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
@@ -27,9 +33,11 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
     return UserError(path + ": error: cannot write the file: " + std::strerror(err));
   };
   {
+    errno = 0;  // what the stream leaves in errno is its failure's, not an earlier call's
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw fail(errno);
+    if (!out) throw fail(errno != 0 ? errno : EIO);
     out << text;
+    errno = 0;
     out.close();
     if (!out) throw fail(errno != 0 ? errno : EIO);
   }

@@ -41,13 +41,22 @@ nlohmann::json reportJson(const CompileReport& r) {
 }
 
 int compile(const CompileArgs& a) {
-  for (const std::string* out : {&a.output, &a.report, &a.writeSchedule})  // before anything is written
-    for (const std::string* in : {&a.input, &a.schedule}) {
-      std::error_code ec;
-      if (!out->empty() && !in->empty() && std::filesystem::equivalent(*out, *in, ec))
+  // Before anything is written: an output that is an input (refreshing --schedule in place aside), or
+  // two outputs that are one file.
+  checkOutputPaths({a.output, a.report, a.writeSchedule});
+  auto same = [](const std::string& x, const std::string& y) {
+    std::error_code ec;
+    return !x.empty() && !y.empty() && (x == y || std::filesystem::equivalent(x, y, ec));
+  };
+  for (const std::string* out : {&a.output, &a.report, &a.writeSchedule})
+    for (const std::string* in : {&a.input, &a.platform, &a.schedule}) {
+      if (out == &a.writeSchedule && in == &a.schedule) continue;
+      if (same(*out, *in))
         throw UserError("stc compile: error: " + *out + " is an input of this command; writing it would " +
                         "overwrite " + *in);
     }
+  if (same(a.output, a.report) || same(a.output, a.writeSchedule) || same(a.report, a.writeSchedule))
+    throw UserError("stc compile: error: two outputs name one file; give each its own");
   Platform platform = platformFromArg(a.platform);
   Graph graph;
   if (isOnnxPath(a.input)) {

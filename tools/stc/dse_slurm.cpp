@@ -128,7 +128,7 @@ std::string sweepId(const DseArgs& a) {
   std::ostringstream key;
   key << "stc dse sweep " << kSweepVersion << "\nstc " << stcBuild();
   for (const std::string* file : {&a.input, &a.platform, &a.space}) {
-    bool builtin = file == &a.platform && !present(*file);  // a platform by name: in stc's own bytes
+    bool builtin = file == &a.platform && isBuiltinPlatform(*file);  // by name: in stc's own bytes
     std::string bytes = file->empty() || builtin ? "" : readBytes(*file);
     key << "\nfile " << file->size() << " " << *file << " " << bytes.size() << "\n" << bytes;
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "compiler/frontend/model_builder.h"
@@ -129,9 +130,17 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// The project folder as given, without a trailing separator ("out/" -> "out").
+std::string projectDir(const std::string& dir) {
+  std::filesystem::path p(dir);
+  while (p.has_parent_path() && p.filename().empty()) p = p.parent_path();
+  return p.string();
+}
+
 void writeProject(const EmitArgs& a, const Loaded& loaded, const CompileResult& compiled, const Platform& platform,
                   const Bindings& bindings, std::chrono::steady_clock::time_point begin) {
   EmitOptions eo = a.emit;
+  eo.dir = projectDir(eo.dir);
   eo.layers = loaded.layers;
   eo.bindings = bindings;
   progress(a.verbose, "[5/5] emit      ...\r");
@@ -201,16 +210,35 @@ int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& 
   return 0;
 }
 
+// What the project's atomic write would refuse at the end, refused before the stages run; and a folder
+// that holds the input, which --force would delete.
+void checkProjectFolder(const EmitArgs& a, const std::string& command) {
+  namespace fs = std::filesystem;
+  std::string dir = projectDir(a.emit.dir);
+  std::string stem = fs::path(dir).filename().string();
+  if (a.emit.dir == "-") throw UserError(command + ": error: -o names the project folder; '-' is not one");
+  if (stem.empty() || stem == "." || stem == "..")
+    throw UserError(a.emit.dir +
+                    ": error: not a folder name stc can replace (name the project's own folder)");
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) throw UserError(a.emit.dir + ": error: exists and is not a folder");
+  bool empty = fs::is_empty(dir, ec);
+  if (ec) throw UserError(a.emit.dir + ": error: cannot read the folder: " + ec.message());
+  if (!empty && !a.emit.force)
+    throw UserError(a.emit.dir + ": error: the folder is not empty (pass --force to replace it)");
+  std::string folder = fs::weakly_canonical(dir, ec).string() + "/";
+  std::string input = fs::weakly_canonical(a.input.path, ec).string();
+  if (!ec && input.rfind(folder, 0) == 0)
+    throw UserError(a.emit.dir + ": error: the folder holds the input " + a.input.path +
+                    ", which replacing it would delete");
+}
+
 int emitCommand(const EmitArgs& a, const std::string& command) {
   auto begin = std::chrono::steady_clock::now();
   bool v = a.verbose;
-  {  // a folder that would be refused at the end: refused before the stages run
-    std::error_code ec;
-    if (a.emit.dir == "-") throw UserError(command + ": error: -o names the project folder; '-' is not one");
-    if (std::filesystem::is_directory(a.emit.dir, ec) && !std::filesystem::is_empty(a.emit.dir, ec) &&
-        !a.emit.force)
-      throw UserError(a.emit.dir + ": error: the folder is not empty (pass --force to replace it)");
-  }
+  checkProjectFolder(a, command);
+  Bindings given = parseSymbolBindings(command, a.input.ctx, a.input.binds);
   Platform platform = a.input.loadPlatformArg();
   Loaded loaded = loadGraph(a, command);
   std::vector<std::string> settings = loaded.settings;
@@ -219,6 +247,20 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
     if (s.rfind("quant=", 0) == 0) loaded.quant = s.substr(6);
   settings.push_back("quant=" + loaded.quant);  // a model's own quantisation unless --set quant= says otherwise
   CompileOptions options = parseCompileOptions(settings, platform);
+  // The kernels' buffers hold max_SYMBOL, no more: said before compiling when the settings or the model
+  // give the maximum, and after for a graph's defaults.
+  auto checkMaxima = [&](const std::map<std::string, int64_t>& maxima) {
+    for (const auto& [symbol, value] : given) {
+      auto maximum = maxima.find(symbol);
+      if (maximum != maxima.end() && value > maximum->second)
+        throw UserError(command + ": error: " + (symbol == "ctx" ? "--ctx " : "--bind " + symbol + "=") +
+                        std::to_string(value) + " is beyond the " + (loaded.model ? "model's" : "design's") +
+                        " max_" + symbol + " (" + std::to_string(maximum->second) + ")");
+    }
+  };
+  std::map<std::string, int64_t> known = options.maxima;
+  if (loaded.model) known.emplace("ctx", loaded.model->maxCtx);
+  checkMaxima(known);
 
   progress(v, "[1/5] compile   ");
   CompileResult compiled;
@@ -242,14 +284,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                 static_cast<long long>(platform.resources.uram), r.fits ? "fits" : "DOES NOT FIT", r.compileSeconds * 1e3);
   progress(v, line);
 
-  Bindings given = parseSymbolBindings(command, a.input.ctx, a.input.binds);
-  for (const auto& [symbol, value] : given) {  // the kernels' buffers hold max_SYMBOL, no more
-    auto maximum = compiled.options.maxima.find(symbol);
-    if (maximum != compiled.options.maxima.end() && value > maximum->second)
-      throw UserError(command + ": error: " + (symbol == "ctx" ? "--ctx " : "--bind " + symbol + "=") +
-                      std::to_string(value) + " is beyond the " + (loaded.model ? "model's" : "design's") +
-                      " max_" + symbol + " (" + std::to_string(maximum->second) + ")");
-  }
+  checkMaxima(compiled.options.maxima);
   Bindings bindings = completeBindings(compiled, given);
   if (loaded.network) return emitWithFileDepths(a, command, loaded, compiled, platform, bindings, begin);
   if (loaded.model) return emitSizedModel(a, command, loaded, compiled, platform, bindings, begin);

@@ -1,5 +1,6 @@
 // stc simulate NETWORK: runs the cycle-level simulator and reports latency, stalls, FIFO occupancy and,
 // on deadlock, the wait-for cycle with the smallest depth change that breaks it (exit 3).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,8 +9,8 @@
 
 #include "compiler/ir/model_spec.h"
 #include "compiler/ir/platform.h"
-#include "compiler/llm/decode.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/llm/decode.h"
 #include "sim/report.h"
 #include "sim/systemc_model.h"
 #include "tools/stc/commands.h"
@@ -24,6 +25,7 @@ struct SimulateArgs {
   std::string vcd, trace, curves;
   std::string engine = "systemc";
   std::string decode;
+  std::vector<std::string> setDepths;  ///< --set-depth FIFO=N|unbounded, after --fifo-depth
   bool table = false;
   bool json = false;
 };
@@ -45,6 +47,37 @@ std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& 
   }
   depths.assign(prog.fifos.size(), fixed);
   return depths;
+}
+
+// --set-depth FIFO=N|unbounded over the depths --fifo-depth gave (empty: the file's).
+void setDepths(const sim::Program& prog, const std::vector<std::string>& given,
+               std::vector<int64_t>& depths) {
+  if (given.empty()) return;
+  if (depths.empty())
+    for (const sim::FifoProgram& f : prog.fifos) depths.push_back(f.depth);
+  for (const std::string& kv : given) {
+    size_t eq = kv.find('=');
+    std::string name = kv.substr(0, eq == std::string::npos ? kv.size() : eq);
+    auto fifo = std::find_if(prog.fifos.begin(), prog.fifos.end(),
+                             [&](const sim::FifoProgram& f) { return f.name == name; });
+    if (eq == std::string::npos || fifo == prog.fifos.end())
+      throw UserError("stc simulate: error: --set-depth expects FIFO=N with a FIFO of the network, got '" +
+                      kv + "'");
+    std::string value = kv.substr(eq + 1);
+    int64_t depth = kUnboundedDepth;
+    if (value != "unbounded") {
+      size_t used = 0;
+      try {
+        depth = std::stoll(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != value.size() || depth < 1 || depth > kMaxNumber)
+        throw UserError("stc simulate: error: --set-depth " + kv +
+                        ": the depth must be 1 to 2^40 or unbounded");
+    }
+    depths[static_cast<size_t>(fifo - prog.fifos.begin())] = depth;
+  }
 }
 
 // "P:G" -> (P, G).
@@ -145,6 +178,7 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
 }
 
 int simulate(const SimulateArgs& a, const CLI::App& app) {
+  checkOutputPaths({a.vcd, a.trace, a.curves});
   Platform platform = a.network.loadPlatformArg();
   if (!isOnnxPath(a.network.path) && detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel)
     return simulateModel(a, platform, app);
@@ -155,6 +189,7 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
   sim::Program prog = sim::compileProgram(net, bindings, platform);
   sim::RunConfig config;
   config.depths = resolveDepths(prog, a.fifoDepth);
+  setDepths(prog, a.setDepths, config.depths);
   config.recordCurves = !a.curves.empty() || !a.vcd.empty() || !a.trace.empty();
   config.recordStalls = !a.vcd.empty() || !a.trace.empty();
   sim::SimResult r = a.engine == "direct" ? sim::runDirect(prog, config) : sim::runSystemC(prog, config);
@@ -191,6 +226,8 @@ Runner addSimulate(CLI::App& app) {
   auto a = std::make_shared<SimulateArgs>();
   a->network.addOptions(app);
   app.add_option("--fifo-depth", a->fifoDepth, "auto (the file's depths), unbounded, or N for every FIFO");
+  app.add_option("--set-depth", a->setDepths,
+                 "one FIFO's depth, FIFO=N or FIFO=unbounded (repeatable; after --fifo-depth)");
   app.add_option("--vcd", a->vcd, "write FIFO occupancy and task states as VCD");
   app.add_option("--trace", a->trace, "write a Chrome/Perfetto trace-event JSON file");
   app.add_option("--curves", a->curves, "write token curves as CSV (fifo,cycle,writes,reads)");

@@ -21,6 +21,7 @@ struct SizeArgs {
 };
 
 int sizeCommand(const SizeArgs& a) {
+  checkOutputPaths({a.output});
   Platform platform = a.network.loadPlatformArg();
   sizing::SizingOptions options;
   options.platform = platform;
