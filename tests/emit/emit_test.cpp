@@ -2,16 +2,17 @@
 // alone and compares the kernels' outputs with the reference interpreter's. The project text is checked
 // against the network that `stc compile` and `stc size-fifos` produce for the same graph.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
+#include "cli/run_stc.h"
 #include "compiler/ir/network.h"
 #include "compiler/ir/yaml_io.h"
 
@@ -19,22 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code;
-  std::string out;
-};
-
-Outcome shell(const std::string& cmd) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-Outcome stc(const std::string& args) { return shell(std::string(STC_BINARY) + " " + args); }
+using stc::test::Outcome;
+using stc::test::shell;
+using stc::test::stc;
 
 std::string model(const std::string& rel) { return STC_SOURCE_DIR "/models/" + rel; }
 

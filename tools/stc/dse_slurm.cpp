@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "compiler/ir/diagnostics.h"
+#include "compiler/ir/yaml_io.h"
 #include "tools/stc/commands.h"
 #include "tools/stc/dse.h"
 
@@ -79,12 +80,6 @@ Output runCommand(const std::string& command) {
   return o;
 }
 
-std::string readBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": error: cannot read the file");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 std::string absolutePath(const std::string& path) {
   std::error_code ec;
   fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
@@ -101,7 +96,7 @@ std::string currentFolder() {
 
 // The executable's fingerprint: a sweep's chunks all come from one build of stc.
 const std::string& stcBuild() {
-  static const std::string build = dse::fingerprint(readBytes("/proc/self/exe"));
+  static const std::string build = dse::fingerprint(readTextFile("/proc/self/exe"));
   return build;
 }
 
@@ -129,7 +124,7 @@ std::string sweepId(const DseArgs& a) {
   key << "stc dse sweep " << kSweepVersion << "\nstc " << stcBuild();
   for (const std::string* file : {&a.input, &a.platform, &a.space}) {
     bool builtin = file == &a.platform && isBuiltinPlatform(*file);  // by name: in stc's own bytes
-    std::string bytes = file->empty() || builtin ? "" : readBytes(*file);
+    std::string bytes = file->empty() || builtin ? "" : readTextFile(*file);
     key << "\nfile " << file->size() << " " << *file << " " << bytes.size() << "\n" << bytes;
   }
   key << "\nctx " << (a.ctx ? std::to_string(*a.ctx) : "-") << "\nprompt "
@@ -192,7 +187,7 @@ Manifest readManifest(const std::string& dir) {
     throw UserError(path + ": error: no sweep here (stc dse ... --slurm -o " + dir + " writes it)");
   Manifest m;
   try {
-    json j = json::parse(readBytes(path));
+    json j = json::parse(readTextFile(path));
     if (j.at("stc_dse_sweep").get<int>() != kSweepVersion)
       throw UserError(path + ": error: field 'stc_dse_sweep': a sweep of another version of stc dse");
     m.id = j.at("id").get<std::string>();
@@ -255,7 +250,7 @@ std::optional<std::vector<dse::Point>> readChunk(const Manifest& m, const dse::S
   if (!present(path)) return std::nullopt;
   std::vector<dse::Point> points;
   try {
-    json j = json::parse(readBytes(path));
+    json j = json::parse(readTextFile(path));
     if (j.at("sweep").get<std::string>() != m.id || j.at("chunk").get<size_t>() != chunk)
       throw UserError(path + ": error: the result of another sweep or chunk");
     const json& list = j.at("points");

@@ -30,22 +30,29 @@ struct SimulateArgs {
   bool json = false;
 };
 
+// A depth as --fifo-depth and --set-depth take it: "unbounded" or a positive integer; nothing for
+// anything else ("-1" included, though kUnboundedDepth is -1).
+std::optional<int64_t> parseDepth(const std::string& text) {
+  if (text == "unbounded") return kUnboundedDepth;
+  size_t used = 0;
+  int64_t depth = 0;
+  try {
+    depth = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || depth < 1) return std::nullopt;
+  return depth;
+}
+
 std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& mode) {
   std::vector<int64_t> depths;
   if (mode == "auto") return depths;
-  int64_t fixed = kUnboundedDepth;
-  if (mode != "unbounded") {
-    size_t used = 0;
-    try {
-      fixed = std::stoll(mode, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != mode.size() || used == 0 || fixed < 1)
-      throw UserError("stc simulate: error: --fifo-depth expects auto, unbounded or a positive integer, got '" + mode +
-                      "'");
-  }
-  depths.assign(prog.fifos.size(), fixed);
+  std::optional<int64_t> fixed = parseDepth(mode);
+  if (!fixed)
+    throw UserError("stc simulate: error: --fifo-depth expects auto, unbounded or a positive integer, got '" +
+                    mode + "'");
+  depths.assign(prog.fifos.size(), *fixed);
   return depths;
 }
 
@@ -63,20 +70,11 @@ void setDepths(const sim::Program& prog, const std::vector<std::string>& given,
     if (eq == std::string::npos || fifo == prog.fifos.end())
       throw UserError("stc simulate: error: --set-depth expects FIFO=N with a FIFO of the network, got '" +
                       kv + "'");
-    std::string value = kv.substr(eq + 1);
-    int64_t depth = kUnboundedDepth;
-    if (value != "unbounded") {
-      size_t used = 0;
-      try {
-        depth = std::stoll(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != value.size() || depth < 1 || depth > kMaxNumber)
-        throw UserError("stc simulate: error: --set-depth " + kv +
-                        ": the depth must be 1 to 2^40 or unbounded");
-    }
-    depths[static_cast<size_t>(fifo - prog.fifos.begin())] = depth;
+    std::optional<int64_t> depth = parseDepth(kv.substr(eq + 1));
+    if (!depth || *depth > kMaxNumber)
+      throw UserError("stc simulate: error: --set-depth " + kv +
+                      ": the depth must be 1 to 2^40 or unbounded");
+    depths[static_cast<size_t>(fifo - prog.fifos.begin())] = *depth;
   }
 }
 
