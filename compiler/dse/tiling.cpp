@@ -1,22 +1,27 @@
 // Intensity-aware unrolling. Every matmul starts at Tk = gcd(tile, K) MACs deep (Tn = gcd(tile, N)
-// wide); then, repeatedly, the slowest matmul whose doubled Tk still divides K, still makes it faster
-// (it may already be bound by the HBM bandwidth of its weight stream) and still fits the DSP budget
-// doubles its Tk. The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of
-// the others come off first, and when the matmuls at the stream tile are already over it, the tile whose
-// halving slows its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile
-// itself, padded (lower/kernels.h), and a symbolic K keeps it: every stream over that dimension must
-// agree on the padding. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes streamed /
-// (stripes * bytes per channel-cycle)), with stripes = the channels its weight tile needs per cycle, at
-// most its cap (stripeCaps), and the weight streamed once per row (a GEMV) or once per row block (a
-// prefill matmul, whose block is the smallest that keeps the stream within the iterations).
+// wide); then the budget goes where the layer waits: of every doubling of one, two or three matmuls' Tk
+// that fits the DSP budget and shortens the layer estimate (LayerEstimate: which matmuls run one after
+// another and which side by side, averaged over the symbols' samples), the one that saves the most
+// cycles per DSP; when none fits, a doubling paid for by halving others where that shortens the layer.
+// The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of the others come
+// off first, and when the matmuls at the stream tile are already over it, the tile whose halving slows
+// its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile itself, padded
+// (lower/kernels.h), and a symbolic K keeps it: every stream over that dimension must agree on the
+// padding. Cycles of a matmul: max(batch * M * N/Tn * K/Tk, weight bytes streamed / (stripes * bytes per
+// channel-cycle)), with stripes = the channels its weight tile needs per cycle, at most its cap
+// (stripeCaps), and the weight streamed once per row (a GEMV) or once per row block (a prefill matmul,
+// whose block is the smallest that keeps the stream within the iterations).
 #include "compiler/dse/tiling.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "compiler/dse/cost_model.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/lower/kernels.h"
+#include "compiler/sizing/fifo_sizing.h"
 
 namespace stc {
 
@@ -103,7 +108,7 @@ namespace {
 // chip): each weight tile used by `reuse` rows in a row, over its stripes, or over one channel when the
 // weight goes through a converter that holds it for every row (weight-stationary: one DMA, read once).
 struct MatmulCost {
-  double iterations = 0, hbm = 0;
+  double iterations = 0, hbm = 0, bytes = 0;
 };
 
 MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t tk, int64_t rowBlock,
@@ -116,9 +121,9 @@ MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t tk, int64_t row
   bool panels = writesPanels(graph, op), stationary = panels && rowBlock == 0;
   int64_t reuse = !panels ? 1 : stationary ? d.M : rowBlock;
   int64_t tileBytes = (tk * d.tn * d.weightBits + 7) / 8;
-  double bytes = c.iterations * static_cast<double>(tileBytes) / static_cast<double>(reuse);
+  c.bytes = c.iterations * static_cast<double>(tileBytes) / static_cast<double>(reuse);
   int stripes = stationary ? 1 : stripesFor(tileBytes, platform, options, op.inputs[1]);
-  c.hbm = bytes / (stripes * channelBytesPerCycle(platform));
+  c.hbm = c.bytes / (stripes * channelBytesPerCycle(platform));
   return c;
 }
 
@@ -143,16 +148,142 @@ int64_t chooseRowBlock(const TypedGraph& graph, const Op& op, int64_t tk, const 
 
 namespace {
 
-// DSPs of the kernels that are not matmuls (norms, softmax, activations) at these tiles, from the
-// cost model: they come out of the budget before any matmul unrolls.
-double otherDsps(const TypedGraph& graph, const CompileOptions& options, const Schedules& schedules) {
-  KernelGraph kernels = lowerToKernels(graph, options, schedules);
-  costKernels(kernels);
+// The kernels that are not matmuls (norms, softmax, activations) at these tiles, from a lowering and the
+// cost model: their DSPs come out of the budget before any matmul unrolls, and their iterations are each
+// op's cycles in the layer estimate.
+struct OtherKernels {
   double dsp = 0;
-  for (const Kernel& k : kernels.kernels)
-    if (k.op != "matmul" && k.op != "linear") dsp += static_cast<double>(k.dsp);
-  return dsp;
+  KernelGraph graph;
+  std::vector<size_t> kernels;  // of graph: the ones not matmuls
+  /// Each op's iterations with symbols bound so.
+  std::map<std::string, double> cycles(const TypedGraph& g, const Bindings& at) const {
+    std::map<std::string, double> out;
+    for (size_t i : kernels) {
+      const Kernel* k = &graph.kernels[i];
+      double iterations = 0;
+      for (const KernelPhase& phase : k->phases) {
+        double n = static_cast<double>(k->ii);
+        for (const Expr& t : phase.trip) n *= static_cast<double>(t.eval(at));
+        iterations += n;
+      }
+      out[g.graph->ops[static_cast<size_t>(k->opIndex)].name] += iterations;
+    }
+    return out;
+  }
+};
+
+OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options,
+                          const Schedules& schedules) {
+  OtherKernels o;
+  o.graph = lowerToKernels(graph, options, schedules);
+  costKernels(o.graph);
+  for (size_t i = 0; i < o.graph.kernels.size(); ++i) {
+    const Kernel& k = o.graph.kernels[i];
+    if (k.op == "matmul" || k.op == "linear" || k.opIndex < 0) continue;
+    o.dsp += static_cast<double>(k.dsp);
+    o.kernels.push_back(i);
+  }
+  return o;
 }
+
+// The unroll search's estimate of a graph's cycles, symbols at their maxima. Ops run in graph order, a
+// tensor known by the cycle its first token comes and the cycle its last does. An input an op needs
+// whole before its first output (a one-row matmul's input, re-read per column tile unless the matmul
+// streams it; a right side made on chip; a one-row norm's or softmax's row, for its second pass; every
+// row of a weight-stationary prefill matmul) holds the op until it ends; other inputs stream through, and
+// the op ends no earlier than they do. An op takes its kernels' iterations; a matmul also ends no
+// earlier than its weight's HBM cycles at its stripes, counted from the layer's start (its DMA reads
+// ahead from the first cycle), nor earlier than its start plus the part of them not read ahead (the
+// on-chip budget shared among the weights by their bytes: the sizer's prefetch FIFOs). The whole graph
+// takes no fewer cycles than every byte read from HBM over all the channels. Unlike a matmul's own cycles,
+// this sees which matmuls run one after another (a decode layer's q, o and MLP) and which side by side (its
+// gate and up), so the budget goes to the matmuls the layer waits for.
+class LayerEstimate {
+ public:
+  using Cost = std::function<MatmulCost(const std::string& op, int64_t tk)>;
+  LayerEstimate(const TypedGraph& graph, const CompileOptions& options, const Platform& platform,
+                std::map<std::string, double> otherCycles, Cost cost)
+      : graph_(graph), other_(std::move(otherCycles)), cost_(std::move(cost)) {
+    bandwidth_ = platform.hbm.channels * channelBytesPerCycle(platform);
+    prefetchBytes_ = static_cast<double>(options.onchipBudgetBytes);
+    for (const Op& op : graph.graph->ops) {
+      Step step{&op, isMatmul(op), {}};
+      auto rows = [&](const std::string& t) {
+        const TensorInfo& info = graph.tensors.at(t);
+        double r = 1;
+        for (size_t i = 0; i + 1 < info.shape.size(); ++i)
+          r *= static_cast<double>(info.shape[i].eval(options.maxima));
+        return r;
+      };
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        bool whole = false;
+        if (step.matmul) {
+          bool gemv = rows(op.output) == 1 && graph.tensors.at(op.inputs[1]).role == TensorRole::kWeight;
+          whole = i == 0 ? gemv && !streamsInput(graph, op)
+                         : graph.tensors.at(op.inputs[1]).role == TensorRole::kIntermediate;
+        } else if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") {
+          whole = i == 0 && rows(op.output) == 1;
+        }
+        step.whole.push_back(whole);
+      }
+      steps_.push_back(std::move(step));
+    }
+  }
+
+  /// The estimate at these reduction tiles (and the row blocks they give).
+  double cycles(const std::map<std::string, int64_t>& tk, const std::map<std::string, int64_t>& rowBlock) {
+    struct Span {
+      double first = 0, last = 0;
+    };
+    std::map<std::string, Span> spans;
+    std::map<std::string, MatmulCost> costs;
+    double end = 0, totalBytes = 0;
+    for (const Step& step : steps_)
+      if (step.matmul)
+        totalBytes += (costs[step.op->name] = cost_(step.op->name, tk.at(step.op->name))).bytes;
+    for (const Step& step : steps_) {
+      const Op& op = *step.op;
+      double own = 0, weight = 0, ahead = 0;
+      if (step.matmul) {
+        const MatmulCost& c = costs[op.name];
+        own = c.iterations;
+        weight = c.hbm;
+        // The part of its weight read ahead into on-chip FIFOs before the matmul starts: the on-chip
+        // budget shared among the weights by their bytes.
+        if (c.bytes > 0) ahead = c.hbm * std::min(1.0, prefetchBytes_ / totalBytes);
+      } else if (auto it = other_.find(op.name); it != other_.end()) {
+        own = it->second;
+      }
+      Span s;
+      double streamedLast = 0;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        auto it = spans.find(op.inputs[i]);
+        if (it == spans.end()) continue;  // from HBM
+        bool whole = step.whole[i] || (step.matmul && i == 0 && rowBlock.count(op.name) &&
+                                       rowBlock.at(op.name) == 0 && writesPanels(graph_, op));
+        s.first = std::max(s.first, whole ? it->second.last : it->second.first);
+        if (!whole) streamedLast = std::max(streamedLast, it->second.last);
+      }
+      s.last = std::max({s.first + own, s.first + weight - ahead, streamedLast, weight});
+      end = std::max(end, s.last);
+      spans[op.output] = s;
+    }
+    return std::max(end, totalBytes / bandwidth_);
+  }
+
+ private:
+  struct Step {
+    const Op* op;
+    bool matmul;
+    std::vector<bool> whole;
+  };
+  static bool isMatmul(const Op& op) { return op.op == "matmul" || op.op == "linear"; }
+  const TypedGraph& graph_;
+  std::map<std::string, double> other_;
+  Cost cost_;
+  double bandwidth_ = 1, prefetchBytes_ = 0;
+  std::vector<Step> steps_;
+};
 
 }  // namespace
 
@@ -210,14 +341,25 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     dims[op.name] = d;
   }
   auto dspOf = [&](const std::string& name, int64_t t) { return static_cast<double>(t * dims.at(name).tn) * dspPerMac(dims.at(name).arithmetic); };
-  auto cycles = [&](const std::string& name, int64_t t) {
+  std::map<std::pair<std::string, int64_t>, std::pair<MatmulCost, int64_t>> memo;  // cost, row block
+  auto costAt = [&](const std::string& name, int64_t t) -> const std::pair<MatmulCost, int64_t>& {
+    auto it = memo.find({name, t});
+    if (it != memo.end()) return it->second;
     const Op& op = *ops.at(name);
-    return matmulCycles(graph, op, t, rowBlockOf(graph, op, t, platform, options), platform, options);
+    int64_t block = rowBlockOf(graph, op, t, platform, options);
+    return memo
+        .emplace(std::make_pair(name, t),
+                 std::make_pair(costOf(graph, op, t, block, platform, options), block))
+        .first->second;
+  };
+  auto cycles = [&](const std::string& name, int64_t t) {
+    const MatmulCost& c = costAt(name, t).first;
+    return std::max(c.iterations, c.hbm);
   };
   Schedules atStreamTile;
   for (const auto& [name, t] : tk) atStreamTile[name].tk = t;
-  double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp) -
-                  otherDsps(graph, options, atStreamTile);
+  OtherKernels other = otherKernels(graph, options, atStreamTile);
+  double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp) - other.dsp;
   double dspUsed = 0;
   for (const auto& [name, t] : tk) dspUsed += dspOf(name, t);
   // Over the budget at the stream tile: halve the reduction tile that slows its matmul least (a constant
@@ -234,23 +376,125 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     dspUsed -= dspOf(best, tk[best]) / 2;
     tk[best] /= 2;
   }
-  // Then double the slowest matmul's tile while that makes it faster and the budget holds it.
-  for (;;) {
-    std::string best;
-    double bestCycles = -1;
-    for (const auto& [name, t] : tk) {
-      const MatmulDims& d = dims.at(name);
-      if (!d.kConstant || d.K % (2 * t) != 0 || 2 * t > kMaxTk || options.pinnedTk.count(name)) continue;
-      double now = cycles(name, t), next = cycles(name, 2 * t);
-      if (next >= now || dspUsed + dspOf(name, t) > budget) continue;
-      if (now > bestCycles) {
-        bestCycles = now;
-        best = name;
+  // Then unroll where the layer waits: of every doubling of one, two or three matmuls' tiles that fits
+  // the budget and shortens the layer estimate, the one that saves the most cycles per DSP (two or three
+  // at once where matmuls side by side, like gate and up, tie). When none shortens it, the slowest matmul
+  // that doubling makes faster doubles, as long as the budget holds.
+  // The estimate is the mean over the symbols' samples (sizing::symbolSamples: a decode layer at ctx 1,
+  // 16, 17, 128 and its maximum), so a layer is unrolled for the contexts it runs at, not only the longest.
+  std::vector<CompileOptions> at;
+  for (const std::string& symbol : graph.symbols()) {
+    auto m = options.maxima.find(symbol);
+    std::vector<int64_t> samples =
+        sizing::symbolSamples(m != options.maxima.end() ? m->second : 1, options.tile);
+    if (at.size() < samples.size()) at.resize(samples.size(), options);
+    for (size_t j = 0; j < at.size(); ++j) at[j].maxima[symbol] = samples[std::min(j, samples.size() - 1)];
+  }
+  if (at.empty()) at.push_back(options);
+  std::vector<LayerEstimate> estimates;
+  std::vector<std::map<std::pair<std::string, int64_t>, MatmulCost>> sampleMemo(at.size());
+  for (size_t j = 0; j < at.size(); ++j)
+    estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima),
+                           [&, j](const std::string& name, int64_t t) {
+                             auto it = sampleMemo[j].find({name, t});
+                             if (it != sampleMemo[j].end()) return it->second;
+                             MatmulCost c =
+                                 costOf(graph, *ops.at(name), t, costAt(name, t).second, platform, at[j]);
+                             return sampleMemo[j].emplace(std::make_pair(name, t), c).first->second;
+                           });
+  auto layerCycles = [&](const std::map<std::string, int64_t>& tiles) {
+    std::map<std::string, int64_t> blocks;
+    for (const auto& [name, t] : tiles) blocks[name] = costAt(name, t).second;
+    double sum = 0;
+    for (LayerEstimate& e : estimates) sum += e.cycles(tiles, blocks);
+    return sum / static_cast<double>(estimates.size());
+  };
+  std::vector<std::string> names;
+  for (const auto& [name, t] : tk) names.push_back(name);
+  auto canDouble = [&](const std::string& name) {
+    const MatmulDims& d = dims.at(name);
+    int64_t t = tk.at(name);
+    return d.kConstant && d.K % (2 * t) == 0 && 2 * t <= kMaxTk && !options.pinnedTk.count(name) &&
+           cycles(name, 2 * t) < cycles(name, t);
+  };
+  size_t maxGroup = names.size() <= 16 ? 3 : names.size() <= 64 ? 2 : 1;
+  // Every group of at most maxGroup growable matmuls, in a fixed order.
+  auto groups = [&](const std::vector<std::string>& growable) {
+    std::vector<std::vector<std::string>> out;
+    std::vector<std::string> group;
+    std::function<void(size_t)> visit = [&](size_t from) {
+      if (!group.empty()) out.push_back(group);
+      if (group.size() == maxGroup) return;
+      for (size_t i = from; i < growable.size(); ++i) {
+        group.push_back(growable[i]);
+        visit(i + 1);
+        group.pop_back();
       }
+    };
+    visit(0);
+    return out;
+  };
+  auto doubled = [&](std::map<std::string, int64_t> tiles, const std::vector<std::string>& group,
+                     double& extra) {
+    extra = 0;
+    for (const auto& name : group) {
+      extra += dspOf(name, tiles.at(name));
+      tiles[name] *= 2;
+    }
+    return tiles;
+  };
+  for (int exchanges = 0;;) {
+    std::vector<std::string> growable;
+    for (const auto& name : names)
+      if (canDouble(name)) growable.push_back(name);
+    double now = layerCycles(tk);
+    std::vector<std::string> bestGroup;
+    double bestRate = 0;
+    for (const auto& group : groups(growable)) {
+      double extra = 0;
+      auto trial = doubled(tk, group, extra);
+      if (dspUsed + extra > budget) continue;
+      double rate = (now - layerCycles(trial)) / extra;
+      if (rate > bestRate * (1 + 1e-9)) bestRate = rate, bestGroup = group;
+    }
+    if (!bestGroup.empty()) {
+      double extra = 0;
+      tk = doubled(tk, bestGroup, extra);
+      dspUsed += extra;
+      continue;
+    }
+    // No doubling that fits helps: try one that does not fit, paid for by halving other matmuls' tiles
+    // (each time the one that lengthens the layer least per DSP freed), kept when the layer is shorter.
+    if (exchanges++ == 16) return tk;
+    std::map<std::string, int64_t> best;
+    double bestCycles = now * (1 - 1e-6), bestDsp = 0;
+    for (const auto& group : groups(growable)) {
+      double extra = 0;
+      auto trial = doubled(tk, group, extra);
+      double used = dspUsed + extra;
+      while (used > budget) {
+        std::string cut;
+        double cutRate = 0, trialCycles = layerCycles(trial);
+        for (const auto& [name, t] : trial) {
+          if (t == 1 || !dims.at(name).kConstant || options.pinnedTk.count(name) ||
+              std::find(group.begin(), group.end(), name) != group.end())
+            continue;
+          auto halved = trial;
+          halved[name] /= 2;
+          double rate = (layerCycles(halved) - trialCycles) / (dspOf(name, t) / 2);
+          if (cut.empty() || rate < cutRate) cut = name, cutRate = rate;
+        }
+        if (cut.empty()) break;
+        used -= dspOf(cut, trial.at(cut)) / 2;
+        trial[cut] /= 2;
+      }
+      if (used > budget) continue;
+      double c = layerCycles(trial);
+      if (c < bestCycles) best = trial, bestCycles = c, bestDsp = used;
     }
     if (best.empty()) return tk;
-    dspUsed += dspOf(best, tk[best]);
-    tk[best] *= 2;
+    tk = best;
+    dspUsed = bestDsp;
   }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Tiling space exploration: each matmul's reduction tile (its unroll), raised for the slowest kernel
-// first under the platform's DSP budget.
+// Tiling space exploration: each matmul's reduction tile (its unroll), raised where the layer waits
+// (the matmuls on its critical path, those side by side together) under the platform's DSP budget.
 
 #include <map>
 #include <string>
