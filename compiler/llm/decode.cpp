@@ -133,6 +133,13 @@ DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, Co
   return d;
 }
 
+int64_t Estimator::prefillRows(int64_t prompt) const {
+  int64_t rows = 1;
+  while (rows < prompt && rows < 16) rows *= 2;
+  if (prompt > 16) rows = (prompt + 15) / 16 * 16;
+  return std::min(rows, std::max(prompt, model_.maxCtx));
+}
+
 Estimator::Estimator(const ModelSpec& model, const Platform& platform) : model_(model), platform_(platform) {
   options_ = parseCompileOptions({"quant=" + model.quant}, platform);
   options_.maxima["ctx"] = model.maxCtx;
@@ -151,8 +158,9 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
                       std::to_string(model_.maxCtx) + ")");
     for (int64_t c = prompt; c < prompt + gen; ++c)
       if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
-    if (!prefillCycles_.count(prompt) && std::find(prompts.begin(), prompts.end(), prompt) == prompts.end())
-      prompts.push_back(prompt);
+    int64_t rows = prefillRows(prompt);
+    if (!prefillCycles_.count(rows) && std::find(prompts.begin(), prompts.end(), rows) == prompts.end())
+      prompts.push_back(rows);
   }
   // Prefill networks compile one per prompt length (serially: compiling is fast) and are sized in
   // parallel; every simulation runs in parallel, each into its own slot.
@@ -213,7 +221,7 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   double overhead = platform_.invocationOverheadUs * mhz;  // cycles
   double layers = model_.layers;
   double hd = static_cast<double>(headCycles_);
-  double lp = static_cast<double>(prefillCycles_.at(prompt));
+  double lp = static_cast<double>(prefillCycles_.at(prefillRows(prompt)));
   double ttftHost = layers * (lp + overhead) + hd + overhead;
   double ttftDevice = layers * lp + hd + overhead;
   double stepsHost = 0, stepsDevice = 0, rooflineSeconds = 0;
@@ -242,10 +250,11 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.layerCyclesLast = decodeRuns_.at(prompt + gen - 1).cycles;
   r.layerChannelBusyMean = first.busyMean;
   r.layerChannelBusyMax = first.busyMax;
-  r.prefillLayerCycles = prefillCycles_.at(prompt);
+  r.prefillLayerCycles = prefillCycles_.at(prefillRows(prompt));
   r.headCycles = headCycles_;
   // The device holds the decode layer, the prefill layer of this prompt and the head.
-  r.resources = add(add(decodeLayer_.report.resources, head_.report.resources), prefillResources_.at(prompt));
+  r.resources = add(add(decodeLayer_.report.resources, head_.report.resources),
+                    prefillResources_.at(prefillRows(prompt)));
   r.fits = r.resources.within(platform_.resources);
   r.hbmBytes = model_.layers * (layerWeightBytes(model_) + static_cast<int64_t>(kvBytesPerToken) * model_.maxCtx) +
                headWeightBytes(model_);

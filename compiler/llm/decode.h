@@ -93,6 +93,11 @@ class Estimator {
   std::vector<DecodeResult> runAll(const std::vector<std::pair<int64_t, int64_t>>& requests);
 
  private:
+  /// The rows a prompt's prefill runs: the prompt padded to a power of two up to 16 rows, beyond that to
+  /// a multiple of 16 (the host pads the prompt, the padded rows masked), at most max_ctx; so a prompt
+  /// of 127 runs as 128, in row blocks, instead of weight-stationary (127 rows have no block but 1), and
+  /// TTFT never falls as the prompt grows.
+  int64_t prefillRows(int64_t prompt) const;
   void simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests);
   DecodeResult assemble(int64_t prompt, int64_t gen) const;
 
@@ -101,9 +106,9 @@ class Estimator {
   CompileOptions options_;
   CompileResult decodeLayer_, head_;
   std::map<int64_t, DesignRun> decodeRuns_;   // by ctx
-  std::map<int64_t, int64_t> prefillCycles_;  // by prompt length
+  std::map<int64_t, int64_t> prefillCycles_;  // by prefill rows (prefillRows)
   int64_t headCycles_ = 0;
-  std::map<int64_t, Resources> prefillResources_;
+  std::map<int64_t, Resources> prefillResources_;  // by prefill rows
 };
 
 }  // namespace stc::llm

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
+#include <algorithm>
+
 #include "compiler/frontend/model_builder.h"
 #include "compiler/ir/yaml_io.h"
 #include "sim/engine.h"
@@ -58,6 +60,30 @@ TEST(Decode, LatencyGrowsWithContextAndTtftWithPrompt) {
   EXPECT_GT(r[0].hostLoop.decodeTokensPerS, r[2].hostLoop.decodeTokensPerS);
   // latency = TTFT + the decode steps, decode speed = G / (latency - TTFT).
   EXPECT_NEAR(r[0].hostLoop.decodeTokensPerS, 4 / ((r[0].hostLoop.latencyMs - r[0].hostLoop.ttftMs) / 1000), 1e-6);
+}
+
+// A prompt's prefill runs padded (a power of two up to 16 rows, then a multiple of 16): 5 rows run as 8,
+// 17 to 32 as 32, 33 as 48; so TTFT never falls as the prompt grows (127 rows, which no row block but 1
+// divides, ran weight-stationary at 1.76x the 128-row TTFT before).
+TEST(Decode, TtftNeverFallsAsThePromptGrows) {
+  Estimator e(model("gpt2-tiny"), defaultPlatform());
+  std::vector<int64_t> prompts = {1, 2, 3, 5, 8, 9, 16, 17, 31, 32, 33, 48, 63};
+  std::vector<std::pair<int64_t, int64_t>> requests;
+  for (int64_t p : prompts) requests.emplace_back(p, 1);
+  std::vector<DecodeResult> r = e.runAll(requests);
+  for (size_t i = 1; i < r.size(); ++i)
+    EXPECT_LE(r[i - 1].deviceLoop.ttftMs, r[i].deviceLoop.ttftMs) << prompts[i - 1] << " then " << prompts[i];
+  auto cycles = [&](int64_t p) {
+    return r[static_cast<size_t>(std::find(prompts.begin(), prompts.end(), p) - prompts.begin())]
+        .prefillLayerCycles;
+  };
+  EXPECT_EQ(cycles(5), cycles(8));
+  EXPECT_EQ(cycles(17), cycles(32));
+  EXPECT_EQ(cycles(31), cycles(32));
+  EXPECT_LT(cycles(32), cycles(33));
+  EXPECT_EQ(cycles(33), cycles(48));
+  EXPECT_LT(cycles(8), cycles(9));
+  EXPECT_EQ(cycles(9), cycles(16));
 }
 
 TEST(Decode, SameResultsAtAnyThreadCount) {
