@@ -2,7 +2,8 @@
 // wide); then the budget goes where the layer waits: of every doubling of one, two or three matmuls' Tk
 // that fits the DSP budget and shortens the layer estimate (LayerEstimate: which matmuls run one after
 // another and which side by side, averaged over the symbols' samples), the one that saves the most
-// cycles per DSP; when none fits, a doubling paid for by halving others where that shortens the layer.
+// cycles per DSP; when no doubling that fits shortens the layer, one paid for by halving others where
+// that does.
 // The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of the others come
 // off first, and when the matmuls at the stream tile are already over it, the tile whose halving slows
 // its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile itself, padded
@@ -179,7 +180,7 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
   costKernels(o.graph);
   for (size_t i = 0; i < o.graph.kernels.size(); ++i) {
     const Kernel& k = o.graph.kernels[i];
-    if (k.op == "matmul" || k.op == "linear" || k.opIndex < 0) continue;
+    if (k.op == "matmul" || k.op == "linear") continue;
     o.dsp += static_cast<double>(k.dsp);
     o.kernels.push_back(i);
   }
@@ -193,8 +194,9 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
 // row of a weight-stationary prefill matmul) holds the op until it ends; other inputs stream through, and
 // the op ends no earlier than they do. An op takes its kernels' iterations; a matmul also ends no
 // earlier than its weight's HBM cycles at its stripes, counted from the layer's start (its DMA reads
-// ahead from the first cycle), nor earlier than its start plus the part of them not read ahead (the
-// on-chip budget shared among the weights by their bytes: the sizer's prefetch FIFOs). The whole graph
+// ahead from the first cycle), nor earlier than its start plus the part of them not read ahead (an
+// approximation of the sizer's prefetch FIFOs: the compiler's on-chip budget, shared among the weights
+// by their bytes). The whole graph
 // takes no fewer cycles than every byte read from HBM over all the channels. Unlike a matmul's own cycles,
 // this sees which matmuls run one after another (a decode layer's q, o and MLP) and which side by side (its
 // gate and up), so the budget goes to the matmuls the layer waits for.
@@ -220,7 +222,7 @@ class LayerEstimate {
         if (step.matmul) {
           bool gemv = rows(op.output) == 1 && graph.tensors.at(op.inputs[1]).role == TensorRole::kWeight;
           whole = i == 0 ? gemv && !streamsInput(graph, op)
-                         : graph.tensors.at(op.inputs[1]).role == TensorRole::kIntermediate;
+                         : i == 1 && graph.tensors.at(op.inputs[i]).role == TensorRole::kIntermediate;
         } else if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") {
           whole = i == 0 && rows(op.output) == 1;
         }
@@ -373,13 +375,13 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       if (best.empty() || c < bestCycles) best = name, bestCycles = c;
     }
     if (best.empty()) break;
-    dspUsed -= dspOf(best, tk[best]) / 2;
+    dspUsed -= dspOf(best, tk[best]) - dspOf(best, tk[best] / 2);
     tk[best] /= 2;
   }
   // Then unroll where the layer waits: of every doubling of one, two or three matmuls' tiles that fits
   // the budget and shortens the layer estimate, the one that saves the most cycles per DSP (two or three
-  // at once where matmuls side by side, like gate and up, tie). When none shortens it, the slowest matmul
-  // that doubling makes faster doubles, as long as the budget holds.
+  // at once where matmuls side by side, like gate and up, tie). When none does, a doubling that does not
+  // fit, paid for by halving others, where that shortens the layer; budget that shortens nothing is left.
   // The estimate is the mean over the symbols' samples (sizing::symbolSamples: a decode layer at ctx 1,
   // 16, 17, 128 and its maximum), so a layer is unrolled for the contexts it runs at, not only the longest.
   std::vector<CompileOptions> at;
@@ -468,7 +470,13 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     if (exchanges++ == 16) return tk;
     std::map<std::string, int64_t> best;
     double bestCycles = now * (1 - 1e-6), bestDsp = 0;
-    for (const auto& group : groups(growable)) {
+    // (Groups of one beyond 16 matmuls: each trial repairs by as many estimates as there are matmuls.)
+    std::vector<std::vector<std::string>> trials;
+    if (names.size() <= 16)
+      trials = groups(growable);
+    else
+      for (const auto& name : growable) trials.push_back({name});
+    for (const auto& group : trials) {
       double extra = 0;
       auto trial = doubled(tk, group, extra);
       double used = dspUsed + extra;
@@ -481,11 +489,11 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
             continue;
           auto halved = trial;
           halved[name] /= 2;
-          double rate = (layerCycles(halved) - trialCycles) / (dspOf(name, t) / 2);
+          double rate = (layerCycles(halved) - trialCycles) / (dspOf(name, t) - dspOf(name, t / 2));
           if (cut.empty() || rate < cutRate) cut = name, cutRate = rate;
         }
         if (cut.empty()) break;
-        used -= dspOf(cut, trial.at(cut)) / 2;
+        used -= dspOf(cut, trial.at(cut)) - dspOf(cut, trial.at(cut) / 2);
         trial[cut] /= 2;
       }
       if (used > budget) continue;

@@ -2,7 +2,7 @@
 //
 //   per layer invocation at context c:  L(c) cycles, simulated on the compiled decoder layer (ctx = c)
 //   head (final norm, LM head):         Hd cycles
-//   prefill of P tokens:                Lp(P) per layer, on the layer compiled for P rows
+//   prefill of P tokens:                Lp(P) per layer, on the layer compiled for prefillRows(P) rows
 //   host overhead per kernel call:      O = invocation_overhead_us * clock
 //
 //   every network's FIFOs sized by the LP sizer (the decode layer's to hold at every ctx, sampled) and
@@ -162,9 +162,9 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
     if (!prefillCycles_.count(rows) && std::find(prompts.begin(), prompts.end(), rows) == prompts.end())
       prompts.push_back(rows);
   }
-  // Prefill networks compile one per prompt length (serially: compiling is fast) and are sized in
+  // Prefill networks compile one per padded row count (serially: compiling is fast) and are sized in
   // parallel; every simulation runs in parallel, each into its own slot.
-  // Two schedules per prompt of at most 256 rows: the chosen row blocks, and every matmul
+  // Two schedules per prefill of at most 256 rows: the chosen row blocks, and every matmul
   // weight-stationary (one block of every row, each weight read once); the faster one within the memory
   // the decode layer and the head leave is kept (row blocks whose stages run at different paces can need
   // deep FIFOs between them). Longer prompts only weight-stationary: sizing their blocks costs minutes.
