@@ -40,12 +40,19 @@ struct MatmulDims {
   std::string arithmetic;
 };
 
+// The rows of a tensor: the product of every dimension but the last, symbols at their maxima.
+double rowsOf(const TensorInfo& t, const Bindings& maxima) {
+  double r = 1;
+  for (size_t i = 0; i + 1 < t.shape.size(); ++i) r *= static_cast<double>(t.shape[i].eval(maxima));
+  return r;
+}
+
 MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   const TensorInfo& a = g.tensors.at(op.inputs[0]);
   const TensorInfo& w = g.tensors.at(op.inputs[1]);
   const TensorInfo& out = g.tensors.at(op.output);
   MatmulDims d;
-  for (size_t i = 0; i + 1 < out.shape.size(); ++i) d.rows *= static_cast<double>(out.shape[i].eval(o.maxima));
+  d.rows = rowsOf(out, o.maxima);
   d.M = out.shape.size() >= 2 ? out.shape[out.shape.size() - 2].eval(o.maxima) : 1;
   d.kConstant = a.shape.back().isConstant();
   d.K = a.shape.back().eval(o.maxima);
@@ -70,12 +77,7 @@ std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& p
   std::map<std::string, int> stage;  // tensors: the stage in which they are made (0: from HBM)
   std::map<int, int> matmulsIn;
   std::vector<std::pair<std::string, int>> weights;  // weight, stage of its matmul
-  auto rows = [&](const std::string& t) {
-    double r = 1;
-    const TensorInfo& info = graph.tensors.at(t);
-    for (size_t i = 0; i + 1 < info.shape.size(); ++i) r *= static_cast<double>(info.shape[i].eval(options.maxima));
-    return r;
-  };
+  auto rows = [&](const std::string& t) { return rowsOf(graph.tensors.at(t), options.maxima); };
   for (const Op& op : graph.graph->ops) {
     int s = 0;
     for (const auto& in : op.inputs) s = std::max(s, stage.count(in) ? stage.at(in) : 0);
@@ -205,18 +207,12 @@ class LayerEstimate {
   using Cost = std::function<MatmulCost(const std::string& op, int64_t tk)>;
   LayerEstimate(const TypedGraph& graph, const CompileOptions& options, const Platform& platform,
                 std::map<std::string, double> otherCycles, Cost cost)
-      : graph_(graph), other_(std::move(otherCycles)), cost_(std::move(cost)) {
+      : other_(std::move(otherCycles)), cost_(std::move(cost)) {
     bandwidth_ = platform.hbm.channels * channelBytesPerCycle(platform);
     prefetchBytes_ = static_cast<double>(options.onchipBudgetBytes);
     for (const Op& op : graph.graph->ops) {
-      Step step{&op, isMatmul(op), {}};
-      auto rows = [&](const std::string& t) {
-        const TensorInfo& info = graph.tensors.at(t);
-        double r = 1;
-        for (size_t i = 0; i + 1 < info.shape.size(); ++i)
-          r *= static_cast<double>(info.shape[i].eval(options.maxima));
-        return r;
-      };
+      Step step{&op, isMatmul(op), writesPanels(graph, op), {}};
+      auto rows = [&](const std::string& t) { return rowsOf(graph.tensors.at(t), options.maxima); };
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         bool whole = false;
         if (step.matmul) {
@@ -261,8 +257,7 @@ class LayerEstimate {
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         auto it = spans.find(op.inputs[i]);
         if (it == spans.end()) continue;  // from HBM
-        bool whole = step.whole[i] || (step.matmul && i == 0 && rowBlock.count(op.name) &&
-                                       rowBlock.at(op.name) == 0 && writesPanels(graph_, op));
+        bool whole = step.whole[i] || (step.panels && i == 0 && rowBlock.at(op.name) == 0);
         s.first = std::max(s.first, whole ? it->second.last : it->second.first);
         if (!whole) streamedLast = std::max(streamedLast, it->second.last);
       }
@@ -276,11 +271,10 @@ class LayerEstimate {
  private:
   struct Step {
     const Op* op;
-    bool matmul;
+    bool matmul, panels;  // panels: writesPanels (every row needed whole when weight-stationary)
     std::vector<bool> whole;
   };
   static bool isMatmul(const Op& op) { return op.op == "matmul" || op.op == "linear"; }
-  const TypedGraph& graph_;
   std::map<std::string, double> other_;
   Cost cost_;
   double bandwidth_ = 1, prefetchBytes_ = 0;
@@ -362,11 +356,14 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   for (const auto& [name, t] : tk) atStreamTile[name].tk = t;
   OtherKernels other = otherKernels(graph, options, atStreamTile);
   double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp) - other.dsp;
-  double dspUsed = 0;
-  for (const auto& [name, t] : tk) dspUsed += dspOf(name, t);
+  auto dspsOf = [&](const std::map<std::string, int64_t>& tiles) {
+    double dsp = 0;
+    for (const auto& [name, t] : tiles) dsp += dspOf(name, t);
+    return dsp;
+  };
   // Over the budget at the stream tile: halve the reduction tile that slows its matmul least (a constant
   // K only; a padded symbolic K keeps the tile its stream is padded to).
-  while (dspUsed > budget) {
+  while (dspsOf(tk) > budget) {
     std::string best;
     double bestCycles = 0;
     for (const auto& [name, t] : tk) {
@@ -375,7 +372,6 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       if (best.empty() || c < bestCycles) best = name, bestCycles = c;
     }
     if (best.empty()) break;
-    dspUsed -= dspOf(best, tk[best]) - dspOf(best, tk[best] / 2);
     tk[best] /= 2;
   }
   // Then unroll where the layer waits: of every doubling of one, two or three matmuls' tiles that fits
@@ -436,40 +432,33 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     visit(0);
     return out;
   };
-  auto doubled = [&](std::map<std::string, int64_t> tiles, const std::vector<std::string>& group,
-                     double& extra) {
-    extra = 0;
-    for (const auto& name : group) {
-      extra += dspOf(name, tiles.at(name));
-      tiles[name] *= 2;
-    }
+  auto doubled = [&](std::map<std::string, int64_t> tiles, const std::vector<std::string>& group) {
+    for (const auto& name : group) tiles[name] *= 2;
     return tiles;
   };
   for (int exchanges = 0;;) {
     std::vector<std::string> growable;
     for (const auto& name : names)
       if (canDouble(name)) growable.push_back(name);
-    double now = layerCycles(tk);
+    double now = layerCycles(tk), used = dspsOf(tk);
     std::vector<std::string> bestGroup;
     double bestRate = 0;
     for (const auto& group : groups(growable)) {
-      double extra = 0;
-      auto trial = doubled(tk, group, extra);
-      if (dspUsed + extra > budget) continue;
-      double rate = (now - layerCycles(trial)) / extra;
+      auto trial = doubled(tk, group);
+      double dsp = dspsOf(trial);
+      if (dsp > budget) continue;
+      double rate = (now - layerCycles(trial)) / (dsp - used);
       if (rate > bestRate * (1 + 1e-9)) bestRate = rate, bestGroup = group;
     }
     if (!bestGroup.empty()) {
-      double extra = 0;
-      tk = doubled(tk, bestGroup, extra);
-      dspUsed += extra;
+      tk = doubled(tk, bestGroup);
       continue;
     }
     // No doubling that fits helps: try one that does not fit, paid for by halving other matmuls' tiles
     // (each time the one that lengthens the layer least per DSP freed), kept when the layer is shorter.
     if (exchanges++ == 16) return tk;
     std::map<std::string, int64_t> best;
-    double bestCycles = now * (1 - 1e-6), bestDsp = 0;
+    double bestCycles = now * (1 - 1e-6);
     // (Groups of one beyond 16 matmuls: each trial repairs by as many estimates as there are matmuls.)
     std::vector<std::vector<std::string>> trials;
     if (names.size() <= 16)
@@ -477,10 +466,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     else
       for (const auto& name : growable) trials.push_back({name});
     for (const auto& group : trials) {
-      double extra = 0;
-      auto trial = doubled(tk, group, extra);
-      double used = dspUsed + extra;
-      while (used > budget) {
+      auto trial = doubled(tk, group);
+      while (dspsOf(trial) > budget) {
         std::string cut;
         double cutRate = 0, trialCycles = layerCycles(trial);
         for (const auto& [name, t] : trial) {
@@ -493,16 +480,14 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
           if (cut.empty() || rate < cutRate) cut = name, cutRate = rate;
         }
         if (cut.empty()) break;
-        used -= dspOf(cut, trial.at(cut)) - dspOf(cut, trial.at(cut) / 2);
         trial[cut] /= 2;
       }
-      if (used > budget) continue;
+      if (dspsOf(trial) > budget) continue;
       double c = layerCycles(trial);
-      if (c < bestCycles) best = trial, bestCycles = c, bestDsp = used;
+      if (c < bestCycles) best = trial, bestCycles = c;
     }
     if (best.empty()) return tk;
     tk = best;
-    dspUsed = bestDsp;
   }
 }
 

@@ -17,9 +17,9 @@ namespace stc::llm {
 /// The device holds the decode layer, the head and a prefill layer at once, so they share its DSPs: each
 /// design's kernels, all of them (dse/tiling.cpp), fit these shares, together all. The head needs 2,048
 /// DSPs to stream GPT-2's LM head over all 32 channels (a 256 x 16 int4 tile a cycle); the decode layer
-/// takes most of the rest, since decode speed is what the device loop repeats: at 55% every model's
-/// decode layer runs its MLP at 2,048 lanes (Llama at 48%: 1,024, 27,871 -> 19,447 cycles at ctx 32),
-/// while the prefill at 20% keeps TTFT under the paper's board figures.
+/// takes most of the rest, since decode speed is what the device loop repeats: at 55% Llama's decode
+/// layer runs its MLP at 2,048 lanes (1,024 at 48%; the layer at ctx 32 27,871 -> 18,387 cycles, with
+/// dse/tiling.cpp's layer estimate), while the prefill at 20% keeps TTFT under the paper's board figures.
 inline constexpr double kDecodeShare = 0.55, kHeadShare = 0.25, kPrefillShare = 0.20;
 
 /// The contexts at which a decode layer's FIFOs are sized: sizing::symbolSamples of ctx.
