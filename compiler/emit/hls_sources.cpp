@@ -164,10 +164,12 @@ class SourceEmitter {
     for (const Task* t : tasks) {
       if (!t->isDma()) continue;
       const std::string& port = dmaArgs_.at(t->name);
-      c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port + " offset=slave " +
-             axiOptions() + "  // HBM[" + std::to_string(t->channel) + "]");
+      c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
+             " offset=slave depth=" + std::to_string(bufferDepth(*t)) + " " + axiOptions() + "  // HBM[" +
+             std::to_string(t->channel) + "]");
       if (role(*t).kind == TaskRole::kGather)
-        c.line("#pragma HLS INTERFACE m_axi port=" + port + "_ids bundle=" + port + " offset=slave  // token ids");
+        c.line("#pragma HLS INTERFACE m_axi port=" + port + "_ids bundle=" + port +
+               " offset=slave depth=" + std::to_string(idsDepth(*t)) + "  // token ids");
     }
     for (const auto& sym : symbols_) c.line("#pragma HLS INTERFACE s_axilite port=" + sym);
     c.line("#pragma HLS INTERFACE s_axilite port=return");
@@ -263,6 +265,31 @@ class SourceEmitter {
            " max_write_burst_length=" + beats +
            " num_read_outstanding=" + std::to_string(hbm_.outstandingReads) +
            " num_write_outstanding=" + std::to_string(hbm_.outstandingWrites);
+  }
+
+  // Elements of a DMA's HBM buffer at the symbols' maxima (its pointer's type): the m_axi depth C/RTL
+  // co-simulation needs. A packed buffer holds the stream (one stripe of each token); a row-major one, and
+  // an embedding table, the whole tensor.
+  int64_t bufferDepth(const Task& t) const {
+    const TaskRole& r = role(t);
+    const Bindings& maxima = compiled_.options.maxima;
+    std::string dtype = ctx_.dtype(r.order.dtype);
+    if (r.packed) {
+      int64_t units = emit::storageUnits(ctx_, r.order) / r.stripes;
+      for (const Expr& trip : r.order.trips) units *= trip.eval(maxima);
+      return units;
+    }
+    const TensorInfo& info = compiled_.kernels.tensors.at(r.tensor);
+    int64_t elements = 1;
+    for (const Expr& d : info.shape) elements *= d.eval(maxima);
+    return elements * dtypeBits(dtype) / emit::storageOf(dtype).bits;
+  }
+  // The token ids a gather reads: one per row of its stream.
+  int64_t idsDepth(const Task& t) const {
+    const StreamOrder& o = role(t).order;
+    int64_t rows = 1;
+    for (size_t k = 0; k + 1 < o.trips.size(); ++k) rows *= o.trips[k].eval(compiled_.options.maxima);
+    return rows;
   }
 
   // The pointer type of a DMA's memory argument.

@@ -330,21 +330,53 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
     size_t at = cfg.find(key);
     ASSERT_NE(at, std::string::npos) << t.name;
     EXPECT_EQ(std::stoi(cfg.substr(at + key.size())), t.channel) << t.name;  // HBM[n] or a range from n
-    // The bursts and outstanding requests the HBM model simulates: 1024 / 64 = 16 beats, 4 in flight.
-    EXPECT_NE(
-        src.find("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
-                 " offset=slave max_widen_bitwidth=512 max_read_burst_length=16 max_write_burst_length=16 "
-                 "num_read_outstanding=4 num_write_outstanding=4  // HBM["),
-        std::string::npos)
-        << port;
+    // The bursts and outstanding requests the HBM model simulates: 1024 / 64 = 16 beats, 4 in flight; the
+    // depth co-simulation needs: the f32 elements the DMA moves at ctx's maximum (512), times its stripes (a
+    // stripe of a row-major cache reads its part of each token from the whole tensor).
+    int64_t stripes = 0;
+    size_t dot = t.name.find(".s");
+    for (const stc::Task& u : n.tasks)
+      stripes +=
+          dot == std::string::npos ? u.name == t.name : u.name.compare(0, dot + 2, t.name, 0, dot + 2) == 0;
+    int64_t depth = t.bytes.eval({{"ctx", 512}}) / 4 * stripes;
+    EXPECT_NE(src.find("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
+                       " offset=slave depth=" + std::to_string(depth) +
+                       " max_widen_bitwidth=512 max_read_burst_length=16 max_write_burst_length=16 "
+                       "num_read_outstanding=4 num_write_outstanding=4  // HBM["),
+              std::string::npos)
+        << port << " depth " << depth;
   }
   EXPECT_GT(dmas, 0);
   EXPECT_NE(cfg.find("nk=attention_decode_g0:1:attention_decode_g0_1\n"), std::string::npos);
   EXPECT_NE(src.find("#pragma HLS DATAFLOW"), std::string::npos);
   EXPECT_NE(src.find("#pragma HLS INTERFACE s_axilite port=ctx"), std::string::npos);
   std::string mk = readAll(dir + "/Makefile");
-  for (const char* target : {"\ncsim:", "\nhls:", "\nxclbin:", "\nhost:", "PLATFORM ?= xilinx_u55c_gen3x16_xdma_3_202210_1"})
+  for (const char* target : {"\ncsim:", "\nhls:", "\nxclbin:", "\nhost:", "\nrun:", "\nemconfig:",
+                             "PLATFORM ?= xilinx_u55c_gen3x16_xdma_3_202210_1", "TARGET ?= hw\n",
+                             "KERNEL_FREQ ?= 250\n", "--kernel_frequency $(KERNEL_FREQ)",
+                             "XCL_EMULATION_MODE=$(TARGET)", "emconfigutil --platform $(PLATFORM)",
+                             "TEMP_DIR := _x.$(TARGET).$(XSA)", "BUILD_DIR := build_dir.$(TARGET).$(XSA)"})
     EXPECT_NE(mk.find(target), std::string::npos) << target;
+  // make's own reading of the Makefile: the emulation flow's commands, outputs named by target and platform.
+  Outcome dry = shell("make -n -C " + dir + " run TARGET=hw_emu");
+  EXPECT_EQ(dry.code, 0) << dry.out;
+  for (const char* cmd :
+       {"emconfigutil --platform xilinx_u55c_gen3x16_xdma_3_202210_1 --od "
+        "_x.hw_emu.xilinx_u55c_gen3x16_xdma_3_202210_1",
+        "v++ -c -t hw_emu --platform xilinx_u55c_gen3x16_xdma_3_202210_1 --save-temps --kernel_frequency 250 "
+        "-g -k attention_decode_g0",
+        "v++ -l -t hw_emu", "-o build_dir.hw_emu.xilinx_u55c_gen3x16_xdma_3_202210_1/streamtensor.xclbin",
+        "XCL_EMULATION_MODE=hw_emu ./build/host "
+        "build_dir.hw_emu.xilinx_u55c_gen3x16_xdma_3_202210_1/streamtensor.xclbin 1"})
+    EXPECT_NE(dry.out.find(cmd), std::string::npos) << cmd << "\n" << dry.out;
+  EXPECT_NE(readAll(dir + "/xrt.ini").find("[Debug]\n"), std::string::npos);
+  // The project holds the network it was emitted from: the sized one.
+  stc::Network held = stc::parseNetwork(readAll(dir + "/network.yaml"), dir + "/network.yaml");
+  ASSERT_EQ(held.fifos.size(), n.fifos.size());
+  for (size_t i = 0; i < n.fifos.size(); ++i) {
+    EXPECT_EQ(held.fifos[i].name, n.fifos[i].name);
+    EXPECT_EQ(held.fifos[i].depth, n.fifos[i].depth) << n.fifos[i].name;
+  }
   EXPECT_NE(readAll(dir + "/hls_config.cfg").find("part=xcu55c-fsvh2892-2L-e\n"), std::string::npos);
   EXPECT_NE(readAll(dir + "/hls_config.cfg").find("clock=4ns\n"), std::string::npos);
   std::string host = readAll(dir + "/host/host.cpp");
