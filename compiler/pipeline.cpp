@@ -69,8 +69,8 @@ Resources estimateResources(const KernelGraph& kg, const Network& net, const Com
     if (k.bufferBytes) addBuffer(k.bufferBytes, r);
   }
   for (const Fifo& f : net.fifos) {
-    if (f.name.find(".region") != std::string::npos) {  // a converter's ping-pong buffer
-      addBuffer(f.depth * f.width / 8, r);
+    if (f.isRegion()) {  // a converter's ping-pong buffer
+      addBuffer(f.storedTokens() * f.width / 8, r);
       r.lut += 300;
       continue;
     }

@@ -46,12 +46,13 @@ std::string statusName(Point::Status s) {
   return "";
 }
 
-// Kernel buffers and every FIFO at its depth (converters' ping-pong regions among them), in bytes.
+// Kernel buffers and every FIFO at its depth (converters' regions with the block their writer fills), in
+// bytes.
 int64_t onchipBytesOf(const CompileResult& c) {
   int64_t bytes = 0;
   for (const Kernel& k : c.kernels.kernels) bytes += k.bufferBytes;
   for (const Fifo& f : c.network.fifos)
-    if (!f.unbounded()) bytes += (f.depth * f.width + 7) / 8;
+    if (!f.unbounded()) bytes += (f.storedTokens() * f.width + 7) / 8;
   return bytes;
 }
 

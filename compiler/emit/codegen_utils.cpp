@@ -1,6 +1,7 @@
 // Helpers the HLS emitters share (see codegen_utils.h).
 #include "compiler/emit/codegen_utils.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <stdexcept>
@@ -14,7 +15,7 @@ Code& Code::line(const std::string& text) {
 }
 
 Code& Code::open(const std::string& head) {
-  line(head + " {");
+  line(head.empty() ? "{" : head + " {");
   ++indent_;
   return *this;
 }
@@ -90,6 +91,54 @@ void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& pr
     if (maxima && !trip.isConstant())
       code.line("#pragma HLS LOOP_TRIPCOUNT min=1 max=" + std::to_string(trip.eval(*maxima)));
   }
+}
+
+void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima) {
+  std::vector<Expr> used(trips_.begin() + from_, trips_.begin() + n_);
+  std::string decl;
+  for (int k = from_; k < n_; ++k) decl += (k > from_ ? ", " : "") + var(k) + " = 0";
+  c_.open("");  // the counters' scope: a task's phases each have their own
+  if (n_ > from_) c_.line("int " + decl + ";");
+  c_.open((label.empty() ? "" : label + ": ") + "for (long it = 0; it < " + cxxProduct(used) + "; ++it)");
+  c_.line("#pragma HLS PIPELINE II=" + std::to_string(ii));
+  bool symbolic = false;
+  for (const Expr& t : used) symbolic = symbolic || !t.isConstant();
+  if (maxima && symbolic) {
+    int64_t total = 1;
+    for (const Expr& t : used) total *= t.eval(*maxima);
+    c_.line("#pragma HLS LOOP_TRIPCOUNT min=1 max=" + std::to_string(total));
+  }
+}
+
+void FlatLoop::close() {
+  // Advance the counters: the last loop fastest, each carrying into the one outside it.
+  for (int k = n_ - 1; k >= from_; --k) {
+    c_.open("if (++" + var(k) + " == " + cxx(trips_[static_cast<size_t>(k)]) + ")");
+    c_.line(var(k) + " = 0;");
+  }
+  for (int k = from_; k < n_; ++k) c_.close();
+  c_.close();
+  c_.close();
+}
+
+std::string FlatLoop::first(int level) const {
+  std::string s;
+  for (int k = std::max(level + 1, from_); k < n_; ++k) s += (s.empty() ? "" : " && ") + var(k) + " == 0";
+  return s;
+}
+
+std::string FlatLoop::last(int level) const {
+  std::string s;
+  for (int k = std::max(level + 1, from_); k < n_; ++k) {
+    const Expr& t = trips_[static_cast<size_t>(k)];
+    s += (s.empty() ? "" : " && ") + var(k) +
+         " == " + (t.isConstant() ? std::to_string(t.eval() - 1) : "(" + cxx(t) + ") - 1");
+  }
+  return s;
+}
+
+std::string guarded(const std::string& cond, const std::string& statement) {
+  return cond.empty() ? statement : "if (" + cond + ") " + statement;
 }
 
 std::string dataCoord(const StreamOrder& order, int d, const std::string& prefix, const std::string& elem) {

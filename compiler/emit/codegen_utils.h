@@ -54,6 +54,33 @@ void openLoops(Code& code, const StreamOrder& order, const std::string& prefix, 
 void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& prefix, int from, int to,
                const std::string& label, const Bindings* maxima = nullptr);
 
+/// A perfect loop nest flattened by hand into one pipelined loop, as the network's phase is one loop nest
+/// with one pipelined body (HLS flattens a nest by itself only when its inner counts are constant). The
+/// indices prefix+k of loops [from, n) of `trips` are counters, the last fastest: open() declares them and
+/// opens the loop (label, PIPELINE II=ii, LOOP_TRIPCOUNT at the maxima when a count is symbolic); close()
+/// advances them and closes it. first(L) and last(L) are the conditions that the loops inside loop L are
+/// at their first or last iteration: where a port of level L reads or writes.
+class FlatLoop {
+ public:
+  /// Loops [from, n) of trips; the loops outside `from` are open already (a converter's shared loops).
+  FlatLoop(Code& code, std::vector<Expr> trips, std::string prefix, int n, int from = 0)
+      : c_(code), trips_(std::move(trips)), prefix_(std::move(prefix)), from_(from), n_(n) {}
+  void open(const std::string& label, int64_t ii, const Bindings* maxima);
+  void close();
+  std::string first(int level) const;
+  std::string last(int level) const;
+
+ private:
+  std::string var(int k) const { return prefix_ + std::to_string(k); }
+  Code& c_;
+  std::vector<Expr> trips_;
+  std::string prefix_;
+  int from_, n_;
+};
+
+/// `if (cond) statement`, or the statement alone when cond is "".
+std::string guarded(const std::string& cond, const std::string& statement);
+
 /// The data coordinate along dim d of element `elem` (a flat index within the token, an expression)
 /// of the token at loop variables prefix+k.
 std::string dataCoord(const StreamOrder& order, int d, const std::string& prefix, const std::string& elem);

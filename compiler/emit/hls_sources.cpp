@@ -118,7 +118,8 @@ class SourceEmitter {
     auto region = regionOf_.find(fifo);
     if (region != regionOf_.end()) {
       const Fifo& f = *ctx_.fifos.at(fifo);
-      return "hls::stream_of_blocks<" + ctx_.blockType(fifo) + ", " + std::to_string(f.depth) + ">& " + ctx_.fifoVar(fifo);
+      return "hls::stream_of_blocks<" + ctx_.blockType(fifo) + ", " + std::to_string(f.storedTokens()) +
+             ">& " + ctx_.fifoVar(fifo);
     }
     return "hls::stream<" + ctx_.tokenType(fifo) + ">& " + ctx_.fifoVar(fifo);
   }
@@ -136,8 +137,8 @@ class SourceEmitter {
       const TaskRole& r = role(*t);
       if (r.kind != TaskRole::kConverterWrite) continue;
       std::string dtype = ctx_.dtype(r.order.dtype);
-      int64_t bits = emit::storageOf(dtype).bits, units = (emit::regionElements(r) * dtypeBits(dtype) + bits - 1) / bits;
-      c.line("typedef " + emit::storageOf(dtype).type + " " + ctx_.blockType(firstOut(*t)) + "[" + std::to_string(units) + "];");
+      c.line("typedef " + emit::storageOf(dtype).type + " " + ctx_.blockType(firstOut(*t)) + "[" +
+             std::to_string(emit::regionUnits(ctx_, r)) + "];");
     }
     c.blank();
     std::map<std::string, std::string> fnNames;
@@ -183,8 +184,15 @@ class SourceEmitter {
           throw UserError("unsupported: HLS emission of the unbounded FIFO '" + fifo + "' (size the FIFOs first)");
         std::string var = ctx_.fifoVar(fifo);
         if (regionOf_.count(fifo)) {
-          c.line("hls::stream_of_blocks<" + ctx_.blockType(fifo) + ", " + std::to_string(f.depth) + "> " + var +
-                 ";  // converter ping-pong buffer, depth " + std::to_string(f.depth));
+          c.line("hls::stream_of_blocks<" + ctx_.blockType(fifo) + ", " + std::to_string(f.storedTokens()) +
+                 "> " + var + ";  // converter buffer: the network's " + std::to_string(f.depth) +
+                 " written region(s) and the one being filled");
+          int64_t factor = emit::regionBanks(ctx_, *regionOf_.at(fifo));
+          if (factor >= emit::regionUnits(ctx_, *regionOf_.at(fifo)))
+            c.line("#pragma HLS ARRAY_PARTITION variable=" + var + " type=complete dim=1");
+          else if (factor > 1)
+            c.line("#pragma HLS ARRAY_PARTITION variable=" + var +
+                   " type=cyclic factor=" + std::to_string(factor) + " dim=1");
           continue;
         }
         c.line("hls::stream<" + ctx_.tokenType(fifo) + "> " + var + "(\"" + fifo + "\");");

@@ -41,13 +41,15 @@ void openElements(Code& c, const std::string& var, int64_t n) {
 }
 
 // Reads a kernel port's token into `var`: from one FIFO, or reassembled from its stripes.
+// With declare false, `var` exists already (a token read at an outer level, held across iterations).
 void readPort(const EmitContext& ctx, Code& c, const std::string& var, int64_t elements,
-              const std::vector<std::string>& fifos, const std::string& dtype) {
+              const std::vector<std::string>& fifos, const std::string& dtype, bool declare = true) {
+  std::string decl = declare ? tokenOf(elements, dtype) + " " : "";
   if (fifos.size() == 1) {
-    c.line(tokenOf(elements, dtype) + " " + var + " = " + ctx.fifoVar(fifos[0]) + ".read();");
+    c.line(decl + var + " = " + ctx.fifoVar(fifos[0]) + ".read();");
     return;
   }
-  c.line(tokenOf(elements, dtype) + " " + var + ";");
+  if (declare) c.line(decl + var + ";");
   int64_t part = elements / static_cast<int64_t>(fifos.size());
   for (size_t s = 0; s < fifos.size(); ++s) {
     c.open("");
@@ -93,6 +95,29 @@ class KernelBody {
   void read(size_t ph, size_t p, const std::string& var) {
     readPort(ctx_, c_, var, storageUnits(ctx_, port(ph, p).order), fifos(ph, p), ctx_.dtype(port(ph, p).order.dtype));
   }
+  std::string portTok(size_t ph, size_t p) const {
+    return tokenOf(storageUnits(ctx_, port(ph, p).order), ctx_.dtype(port(ph, p).order.dtype));
+  }
+  // A token read at an outer level of the flattened loop: declared before it, read where the loops inside
+  // its level start (a port of level L reads at the first iteration of the loops inside L).
+  void declareHeld(size_t ph, size_t p, const std::string& var) { c_.line(portTok(ph, p) + " " + var + ";"); }
+  void readHeld(size_t ph, size_t p, const std::string& var, const FlatLoop& f) {
+    std::string cond = f.first(level(ph, p));
+    if (!cond.empty()) c_.open("if (" + cond + ")");
+    readPort(ctx_, c_, var, storageUnits(ctx_, port(ph, p).order), fifos(ph, p),
+             ctx_.dtype(port(ph, p).order.dtype), false);
+    if (!cond.empty()) c_.close();
+  }
+  int level(size_t ph, size_t p) const {
+    return port(ph, p).level == -2 ? numLoops(ph) - 1 : port(ph, p).level;
+  }
+  // Phase ph's loop nest as one flattened pipelined loop (closed by its close()).
+  FlatLoop flat(size_t ph) {
+    FlatLoop f(c_, kernel_.phases[ph].trip, "i", numLoops(ph));
+    f.open(identifier(kernel_.name) + (kernel_.phases.size() > 1 ? "_p" + std::to_string(ph) : ""), ii(ph),
+           &ctx_.compiled->options.maxima);
+    return f;
+  }
   bool quant() const { return ctx_.quant != nullptr; }
   // An f32 view of element `v` of port p: dequantised under W4A8.
   std::string value(size_t ph, size_t p, const std::string& v) const {
@@ -127,9 +152,7 @@ class KernelBody {
   // own orders); copies read the permuted or offset order and keep the element order.
   void elementwise() {
     size_t out = outPort(0);
-    int n = numLoops(0);
-    loops(0, 0, n);
-    pipeline(c_, ii(0));
+    FlatLoop f = flat(0);
     const std::string& k = kernel_.op;
     bool copy = k == "move" || k == "transpose" || k == "slice";  // the same values: no requantisation
     std::vector<std::string> args = readInputs(0, out, copy);
@@ -139,7 +162,7 @@ class KernelBody {
     c_.line(copy ? "out.v[e] = " + args[0] + ";" : store(0, out, "out.v[e]", apply(args)));
     c_.close();
     write(0, out, "out");
-    closeLoops(n);
+    f.close();
   }
 
   std::string apply(const std::vector<std::string>& a) const {
@@ -183,37 +206,35 @@ class KernelBody {
       const Expr& tiles = kernel_.phases[0].trip.back();
       c_.line(accType + " acc[" + cxx(tiles) + "][" + std::to_string(Tn) + "];");
       c_.line("#pragma HLS ARRAY_PARTITION variable=acc dim=2 complete");
-      c_.line(tokenOf(storageUnits(ctx_, port(0, 0).order), ctx_.dtype(port(0, 0).order.dtype)) + " a;");
-      loops(0, 0, n);
-      pipeline(c_, ii(0));
-      c_.line("if (i" + std::to_string(n - 1) + " == 0) a = " + ctx_.fifoVar(fifos(0, 0).front()) + ".read();");
+      declareHeld(0, 0, "a");
+      FlatLoop f = flat(0);
+      readHeld(0, 0, "a", f);
       read(0, 1, "w");
       // The first k iteration starts each tile's sum (no clearing loop the network does not have).
       accumulate(Tk, Tn, transposeB, "acc[i" + std::to_string(n - 1) + "][n]", "i" + std::to_string(n - 2) + " == 0");
-      closeLoops(n);
-      int m = numLoops(1);
-      loops(1, 0, m);
-      pipeline(c_, ii(1));
+      f.close();
+      FlatLoop g = flat(1);
       if (bias) read(1, biasPort, epilogue ? "epi" : "bias");
-      writeTile(1, out, Tn, bias, epilogue, "acc[i" + std::to_string(m - 1) + "][n]");
-      closeLoops(m);
+      writeTile(1, out, Tn, bias, epilogue, "acc[i" + std::to_string(numLoops(1) - 1) + "][n]");
+      g.close();
       return;
     }
-    loops(0, 0, n - 1);
+    // One flattened loop over (batch.., m|n, n|m, k): the first k iteration starts the sums and reads the
+    // bias or epilogue, the last writes the tile, as the network's ports of level n - 2 do.
     c_.line(accType + " acc[" + std::to_string(Tn) + "];");
     c_.line("#pragma HLS ARRAY_PARTITION variable=acc complete");
-    openElements(c_, "n", Tn);
-    c_.line("acc[n] = " + zero + ";");
-    c_.close();
-    if (bias) read(0, 2, epilogue ? "epi" : "bias");
-    loops(0, n - 1, n);
-    pipeline(c_, ii(0));
+    if (bias) declareHeld(0, 2, epilogue ? "epi" : "bias");
+    FlatLoop f = flat(0);
+    if (bias) readHeld(0, 2, epilogue ? "epi" : "bias", f);
     read(0, 0, "a");
     read(0, 1, "w");
-    accumulate(Tk, Tn, transposeB, "acc[n]");
-    c_.close();  // k loop
+    std::string first = f.first(level(0, out));
+    accumulate(Tk, Tn, transposeB, "acc[n]", first.empty() ? "true" : first);
+    std::string last = f.last(level(0, out));
+    if (!last.empty()) c_.open("if (" + last + ")");
     writeTile(0, out, Tn, bias, epilogue, "acc[n]");
-    closeLoops(n - 1);
+    if (!last.empty()) c_.close();
+    f.close();
   }
 
   // acc (indexed by n) += the tile product of token a [Tk] and token w [Tk, Tn] ([Tn, Tk] transposed); the
@@ -295,65 +316,107 @@ class KernelBody {
     return broadcastIndex(port(ph, out).order.element, in.order.element, "e");
   }
 
-  // Row statistics in one pass: softmax keeps a running maximum and rescales the running sum of
-  // exponentials (online softmax); layernorm sums values and squares around the row's first value;
-  // rmsnorm sums squares.
+  // Row statistics in one pass over a flattened loop, reset at a row's first token and written at its
+  // last. Under W4A8 layernorm and rmsnorm sum the int8 values and their squares in integers (one cycle
+  // an addition, so II=1 holds; st_numeric.h turns the sums into statistics). Otherwise softmax keeps a
+  // running maximum and rescales the running sum of exponentials (online softmax); f32 layernorm sums
+  // values and squares around the row's first value; f32 rmsnorm sums squares.
   void rowStats(const std::string& base) {
     int n = numLoops(0);
     int64_t T = tokenElements(port(0, 0).order);
-    loops(0, 0, n - 1);
-    if (base == "softmax") c_.line("float m = -INFINITY, sum = 0.0f;");
+    bool integer = quant() && base != "softmax";
+    if (integer)
+      c_.line("st_i64 s1 = 0, s2 = 0;");
+    else if (base == "softmax")
+      c_.line("float m = -INFINITY, sum = 0.0f;");
     else c_.line("float s1 = 0.0f, s2 = 0.0f, shift = 0.0f;");
-    loops(0, n - 1, n);
-    pipeline(c_, ii(0));
+    FlatLoop f = flat(0);
     read(0, 0, "x");
-    // Layernorm sums around the row's first value, so that a large mean does not cancel the variance.
-    if (base == "layernorm") c_.line("if (i" + std::to_string(n - 1) + " == 0) shift = " + value(0, 0, "x.v[0]") + ";");
-    c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
-    std::string padded = inside(0, 0, "e");  // padded positions of a symbolic row are skipped
-    if (!padded.empty()) c_.open("if (" + padded + ")");
-    if (base == "softmax") {
-      c_.line("float v = " + value(0, 0, "x.v[e]") + ";");
-      c_.line("float mx = v > m ? v : m;");
-      c_.line("sum = sum * std::exp(m - mx) + std::exp(v - mx);");
-      c_.line("m = mx;");
+    std::string first = f.first(level(0, 1)), last = f.last(level(0, 1));
+    if (first.empty()) first = "true";
+    if (integer) {
+      c_.line("st_i64 t1 = 0, t2 = 0;");  // padding is zero: it adds nothing
+      openElements(c_, "e", T);
+      c_.line("const st_i64 q = x.v[e];");
+      c_.line("t1 += q;");
+      c_.line("t2 += q * q;");
+      c_.close();
+      c_.line("s1 = (" + first + " ? st_i64(0) : s1) + t1;");
+      c_.line("s2 = (" + first + " ? st_i64(0) : s2) + t2;");
     } else {
-      c_.line("float v = " + value(0, 0, "x.v[e]") + (base == "layernorm" ? " - shift;" : ";"));
-      if (base == "layernorm") c_.line("s1 += v;");
-      c_.line("s2 += v * v;");
+      c_.open("if (" + first + ")");
+      if (base == "softmax")
+        c_.line("m = -INFINITY;").line("sum = 0.0f;");
+      else
+        c_.line("s1 = 0.0f;").line("s2 = 0.0f;");
+      // Layernorm sums around the row's first value, so that a large mean does not cancel the variance.
+      if (base == "layernorm") c_.line("shift = " + value(0, 0, "x.v[0]") + ";");
+      c_.close();
+      c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
+      std::string padded = inside(0, 0, "e");  // padded positions of a symbolic row are skipped
+      if (!padded.empty()) c_.open("if (" + padded + ")");
+      if (base == "softmax") {
+        c_.line("float v = " + value(0, 0, "x.v[e]") + ";");
+        c_.line("float mx = v > m ? v : m;");
+        c_.line("sum = sum * std::exp(m - mx) + std::exp(v - mx);");
+        c_.line("m = mx;");
+      } else {
+        c_.line("float v = " + value(0, 0, "x.v[e]") + (base == "layernorm" ? " - shift;" : ";"));
+        if (base == "layernorm") c_.line("s1 += v;");
+        c_.line("s2 += v * v;");
+      }
+      if (!padded.empty()) c_.close();
+      c_.close();
     }
-    if (!padded.empty()) c_.close();
-    c_.close();
-    c_.close();
-    c_.line("const float D = " + rowLength(0, 0) + ";");
+    if (!last.empty()) c_.open("if (" + last + ")");
     c_.line("Tok<2> stats;");
-    if (base == "softmax") {
-      c_.line("(void)D;");
+    if (integer) {
+      std::string D = "static_cast<long>(" + rowLength(0, 0) + ")",
+                  scale = floatLiteral(ctx_.scale(port(0, 0).tensor).scale);
+      if (base == "layernorm") {
+        c_.line("st_layernorm_stats(s1, s2, " + D + ", " + scale + ", &stats.v[0], &stats.v[1]);");
+      } else {
+        c_.line("stats.v[0] = st_rmsnorm_stats(s2, " + D + ", " + scale + ");");
+        c_.line("stats.v[1] = 0.0f;");
+      }
+    } else if (base == "softmax") {
       c_.line("stats.v[0] = m;");
       c_.line("stats.v[1] = sum;");
-    } else if (base == "layernorm") {
-      c_.line("const float mean = s1 / D;");
-      c_.line("stats.v[0] = shift + mean;");
-      c_.line("stats.v[1] = s2 / D - mean * mean;");
     } else {
-      c_.line("stats.v[0] = s2 / D;");
-      c_.line("stats.v[1] = 0.0f;");
+      c_.line("const float D = " + rowLength(0, 0) + ";");
+      if (base == "layernorm") {
+        c_.line("const float mean = s1 / D;");
+        c_.line("stats.v[0] = shift + mean;");
+        c_.line("stats.v[1] = s2 / D - mean * mean;");
+      } else {
+        c_.line("stats.v[0] = s2 / D;");
+        c_.line("stats.v[1] = 0.0f;");
+      }
     }
     write(0, 1, "stats");
-    closeLoops(n - 1);
+    if (!last.empty()) c_.close();
+    f.close();
+    (void)n;
   }
 
+  // The row's statistics read at its first token (with the reciprocal the row shares), then one output
+  // token per input token.
   void rowApply(const std::string& base) {
-    int n = numLoops(0);
     size_t out = outPort(0);
     double eps = numberAttr(op_, "eps", base == "rmsnorm" ? 1e-6 : 1e-5);
-    loops(0, 0, n - 1);
-    read(0, 0, "stats");
-    if (base == "softmax") c_.line("const float inv = 1.0f / stats.v[1];");
-    else if (base == "layernorm") c_.line("const float inv = 1.0f / std::sqrt(stats.v[1] + " + floatLiteral(static_cast<float>(eps)) + ");");
-    else c_.line("const float inv = 1.0f / std::sqrt(stats.v[0] + " + floatLiteral(static_cast<float>(eps)) + ");");
-    loops(0, n - 1, n);
-    pipeline(c_, ii(0));
+    declareHeld(0, 0, "stats");
+    c_.line("float inv = 0.0f;");
+    FlatLoop f = flat(0);
+    std::string first = f.first(level(0, 0));
+    if (!first.empty()) c_.open("if (" + first + ")");
+    readPort(ctx_, c_, "stats", 2, fifos(0, 0), "f32", false);
+    if (base == "softmax")
+      c_.line("inv = 1.0f / stats.v[1];");
+    else if (base == "layernorm")
+      c_.line("inv = 1.0f / std::sqrt(stats.v[1] + " + floatLiteral(static_cast<float>(eps)) + ");");
+    else
+      c_.line("inv = 1.0f / std::sqrt(stats.v[0] + " + floatLiteral(static_cast<float>(eps)) + ");");
+    if (!first.empty()) c_.close();
     read(0, 1, "x");
     std::vector<std::string> extra = readInputs(2, out);
     int64_t T = tokenElements(port(0, out).order);
@@ -371,28 +434,42 @@ class KernelBody {
     c_.line(store(0, out, "out.v[e]", v));
     c_.close();
     write(0, out, "out");
-    c_.close();
-    closeLoops(n - 1);
+    f.close();
   }
 
+  // A row's sum, mean or maximum: in integers under W4A8 (the int8 values, then the scale), in f32
+  // otherwise; reset at the row's first token, written at its last.
   void reduce() {
-    int n = numLoops(0);
-    bool max = kernel_.op == "reduce_max";
+    bool max = kernel_.op == "reduce_max", integer = quant();
     int64_t T = tokenElements(port(0, 0).order);
-    loops(0, 0, n - 1);
-    c_.line(std::string("float acc = ") + (max ? "-INFINITY" : "0.0f") + ";");
-    loops(0, n - 1, n);
-    pipeline(c_, ii(0));
+    std::string type = integer ? "st_i64" : "float", lowest = integer ? "st_i64(-128)" : "-INFINITY",
+                zero = integer ? "st_i64(0)" : "0.0f";
+    c_.line(type + " acc = " + (max ? lowest : zero) + ";");
+    FlatLoop f = flat(0);
     read(0, 0, "x");
+    std::string first = f.first(level(0, 1)), last = f.last(level(0, 1));
+    c_.line(
+        type + " r = " +
+        (first.empty() ? (max ? lowest : zero) : "(" + first + ") ? " + (max ? lowest : zero) + " : acc") +
+        ";");
     c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
-    c_.line("const float x_e = " + value(0, 0, "x.v[e]") + ";");
-    c_.line(ifInside(inside(0, 0, "e")) + (max ? "acc = x_e > acc ? x_e : acc;" : "acc += x_e;"));
+    c_.line("const " + type + " x_e = " + (integer ? "x.v[e]" : value(0, 0, "x.v[e]")) + ";");
+    c_.line(ifInside(inside(0, 0, "e")) + (max ? "r = x_e > r ? x_e : r;" : "r += x_e;"));
     c_.close();
-    c_.close();
+    c_.line("acc = r;");
+    if (!last.empty()) c_.open("if (" + last + ")");
     c_.line(outTok(0, 1, 1) + " out;");
-    c_.line(store(0, 1, "out.v[0]", kernel_.op == "reduce_mean" ? "acc / (" + rowLength(0, 0) + ")" : "acc"));
+    std::string y =
+        integer ? "static_cast<float>(acc) * " + floatLiteral(ctx_.scale(port(0, 0).tensor).scale) : "acc";
+    if (kernel_.op == "reduce_mean")
+      y = integer ? "(" + y + ") / static_cast<float>(" + rowLength(0, 0) + ")"
+                  : "acc / (" + rowLength(0, 0) + ")";
+    c_.line(integer ? "out.v[0] = st_q8((" + y + ") * " +
+                          floatLiteral(ctx_.scale(port(0, 1).tensor).inverse) + ");"
+                    : store(0, 1, "out.v[0]", y));
     write(0, 1, "out");
-    closeLoops(n - 1);
+    if (!last.empty()) c_.close();
+    f.close();
   }
 
   // Each input phase stores its tokens at their place in the output (a buffer of the whole output);
@@ -410,9 +487,7 @@ class KernelBody {
       const TensorInfo& inT = info(op_.inputs[i]);
       // The input's own row-major order (its port may stream a reshape's base: the same tokens).
       StreamOrder order = canonicalOrder(inT, ctx_.compiled->options.tile);
-      int n = numLoops(i);
-      loops(i, 0, n);
-      pipeline(c_, ii(i));
+      FlatLoop f = flat(i);
       read(i, 0, "x");
       openElements(c_, "e", tokenElements(order));
       c_.line("const long lin = " + elementIndex(inT, order, "i", "e") + ";");
@@ -430,14 +505,12 @@ class KernelBody {
       }
       c_.line(ifInside(inside(i, 0, "e")) + "buf[" + rowMajor(outT.shape, coords) + "] = " + x + ";");
       c_.close();
-      closeLoops(n);
+      f.close();
       offset = offset == "0" ? cxx(inT.shape[static_cast<size_t>(axis)]) : offset + " + " + cxx(inT.shape[static_cast<size_t>(axis)]);
     }
     size_t last = kernel_.phases.size() - 1;
     const KernelPort& o = port(last, 0);
-    int n = numLoops(last);
-    loops(last, 0, n);
-    pipeline(c_, ii(last));
+    FlatLoop f = flat(last);
     int64_t T = tokenElements(o.order);
     c_.line(outTok(last, 0, T) + " out;");
     openElements(c_, "e", T);
@@ -445,7 +518,7 @@ class KernelBody {
                                      storageOf(ctx_.dtype(outT.dtype)).type + "(0)") + ";");
     c_.close();
     write(last, 0, "out");
-    closeLoops(n);
+    f.close();
   }
 
   // Rotates the two halves of each row by angle pos * 10000^(-2i/D), pos the row's index along the
@@ -513,9 +586,8 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
     throw UserError("unsupported: HLS emission of '" + task.name + "': a row-major " + dtype + " tensor read from HBM");
   c.line("long t = 0;");
   if (role.ratio > 1) c.line(wideToken(dtype) + " wide;");
-  int n = static_cast<int>(o.trips.size());
-  openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
-  pipeline(c, 1);
+  FlatLoop f(c, o.trips, "i", static_cast<int>(o.trips.size()));
+  f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
   c.line(tokenOf(part, dtype) + " tok;");
   openElements(c, "j", part);
   std::string elem = role.stripes > 1 ? std::to_string(role.stripe * part) + " + j" : "j";
@@ -535,7 +607,7 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
     c.line(out + ".write(tok);");
   }
   c.line("++t;");
-  for (int k = 0; k < n; ++k) c.close();
+  f.close();
 }
 
 void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
@@ -547,9 +619,8 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
   c.line("long t = 0;");
   if (role.ratio > 1) c.line(wideToken(dtype) + " wide;");
-  int n = static_cast<int>(o.trips.size());
-  openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
-  pipeline(c, 1);
+  FlatLoop f(c, o.trips, "i", static_cast<int>(o.trips.size()));
+  f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
   if (role.ratio > 1) {
     c.line("if (t % " + std::to_string(role.ratio) + " == 0) wide = " + in + ".read();");
     c.line(tokenOf(E, dtype) + " tok;");
@@ -564,7 +635,7 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   c.line(ifInside(insideTensor(t, o, "i", "j")) + mem + "[" + elementIndex(t, o, "i", "j") + "] = tok.v[j];");
   c.close();
   c.line("++t;");
-  for (int k = 0; k < n; ++k) c.close();
+  f.close();
 }
 
 // Split: one wide token (512 bits from a DMA, or a kernel's tile) into `ratio` narrow ones; pack: the
@@ -575,22 +646,23 @@ void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Cod
   bool split = role.kind == TaskRole::kSplit;
   int64_t narrow = ctx.elements(split ? out : in), r = role.ratio;
   const std::string dtype = ctx.dtype(role.order.dtype);
-  std::string label = identifier(task.name);
-  c.open(label + "_wide: for (long w = 0; w < " + cxx(ph.trip[0]) + "; ++w)");
+  // One flattened loop over (wide token, narrow token): the wide side is read or written once per r.
   c.line(tokenOf(narrow * r, dtype) + " wide;");
-  if (split) c.line("wide = " + ctx.fifoVar(in) + ".read();");
-  c.open(label + "_narrow: for (int q = 0; q < " + std::to_string(r) + "; ++q)");
-  pipeline(c, ph.ii);
+  FlatLoop f(c, {ph.trip[0], Expr(r)}, "i", 2);
+  f.open(identifier(task.name), ph.ii, &ctx.compiled->options.maxima);
   c.line(tokenOf(narrow, dtype) + " tok;");
-  if (!split) c.line("tok = " + ctx.fifoVar(in) + ".read();");
+  if (split)
+    c.line("if (i1 == 0) wide = " + ctx.fifoVar(in) + ".read();");
+  else
+    c.line("tok = " + ctx.fifoVar(in) + ".read();");
   openElements(c, "j", narrow);
-  c.line(split ? "tok.v[j] = wide.v[q * " + std::to_string(narrow) + " + j];"
-               : "wide.v[q * " + std::to_string(narrow) + " + j] = tok.v[j];");
+  c.line(split ? "tok.v[j] = wide.v[i1 * " + std::to_string(narrow) + " + j];"
+               : "wide.v[i1 * " + std::to_string(narrow) + " + j] = tok.v[j];");
   c.close();
   if (split) c.line(ctx.fifoVar(out) + ".write(tok);");
-  c.close();
-  if (!split) c.line(ctx.fifoVar(out) + ".write(wide);");
-  c.close();
+  else
+    c.line("if (i1 == " + std::to_string(r - 1) + ") " + ctx.fifoVar(out) + ".write(wide);");
+  f.close();
 }
 
 // The offset of an element within its converter region: its data coordinates without the shared loops'
@@ -618,8 +690,8 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   c.open("");
   c.line(std::string(writer ? "hls::write_lock<" : "hls::read_lock<") + ctx.blockType(region) + "> block(" +
          ctx.fifoVar(region) + ");");
-  openLoops(c, o, "i", role.sharedLoops, n, label, &ctx.compiled->options.maxima);
-  pipeline(c, task.phases.at(0).ii);
+  FlatLoop f(c, o.trips, "i", n, role.sharedLoops);  // the region's loops, flattened
+  f.open(label + "_region", task.phases.at(0).ii, &ctx.compiled->options.maxima);
   int64_t E = tokenElements(o);
   const std::string dtype = ctx.dtype(o.dtype);
   bool int4 = storageUnits(ctx, o) != E;  // two weights a byte, in the token and in the block
@@ -640,7 +712,7 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
     for (const Port& p : task.phases.at(0).ports)
       if (p.dir == PortDir::kOut) c.line(ctx.fifoVar(p.fifo) + ".write(tok);");
   }
-  for (int k = role.sharedLoops; k < n; ++k) c.close();
+  f.close();
   c.close();
   for (int k = 0; k < role.sharedLoops; ++k) c.close();
 }
@@ -654,8 +726,8 @@ void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, cons
   std::string D = cxx(table.shape.back());
   int n = static_cast<int>(o.trips.size());
   int64_t T = tokenElements(o);
-  openLoops(c, o, "i", 0, n, identifier(task.name), &ctx.compiled->options.maxima);
-  pipeline(c, 1);
+  FlatLoop f(c, o.trips, "i", n);
+  f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
   std::vector<Expr> rowTrips(o.trips.begin(), o.trips.end() - 1);
   std::vector<std::string> rowVars;
   for (int k = 0; k + 1 < n; ++k) rowVars.push_back("i" + std::to_string(k));
@@ -667,7 +739,7 @@ void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, cons
   c.line("out.v[e] = " + mem + "[id * " + D + " + " + dataCoord(o, o.map.numResults() - 1, "i", "e") + "];");
   c.close();
   c.line(ctx.fifoVar(firstPort(task, PortDir::kOut)) + ".write(out);");
-  for (int k = 0; k < n; ++k) c.close();
+  f.close();
 }
 
 }  // namespace
@@ -719,6 +791,55 @@ int64_t regionElements(const TaskRole& role) {
   int64_t n = 1;
   for (int64_t d : role.region) n *= d;
   return n;
+}
+
+int64_t regionUnits(const EmitContext& ctx, const TaskRole& role) {
+  std::string dtype = ctx.dtype(role.order.dtype);
+  int64_t bits = storageOf(dtype).bits;
+  return (regionElements(role) * dtypeBits(dtype) + bits - 1) / bits;
+}
+
+namespace {
+
+// The storage units of the region block one token of `order` touches, relative to its first element's:
+// element e's coordinate within the token along each dim, row-major over the region (regionIndex without
+// the loop counters, which move a whole token).
+std::vector<int64_t> tokenUnits(const EmitContext& ctx, const TaskRole& role, const StreamOrder& order) {
+  const std::vector<int64_t>& el = order.element;
+  std::vector<int64_t> units;
+  int64_t E = tokenElements(order), perUnit = storageUnits(ctx, order) == E ? 1 : 2;  // int4: two a byte
+  for (int64_t e = 0; e < E; ++e) {
+    int64_t off = 0, inner = 1, stride = 1;
+    for (size_t d = el.size(); d-- > 0;) {
+      off += ((e / inner) % el[d]) * stride;
+      inner *= el[d];
+      stride *= d < role.region.size() ? role.region[d] : 1;
+    }
+    units.push_back(off / perUnit);
+  }
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  return units;
+}
+
+bool separates(const std::vector<int64_t>& units, int64_t factor) {
+  std::vector<bool> used(static_cast<size_t>(factor), false);
+  for (int64_t u : units) {
+    size_t bank = static_cast<size_t>(((u % factor) + factor) % factor);
+    if (used[bank]) return false;
+    used[bank] = true;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t regionBanks(const EmitContext& ctx, const TaskRole& role) {
+  std::vector<int64_t> w = tokenUnits(ctx, role, role.order), r = tokenUnits(ctx, role, role.target);
+  int64_t all = regionUnits(ctx, role);
+  for (int64_t f = static_cast<int64_t>(std::max(w.size(), r.size())); f < all; ++f)
+    if (separates(w, f) && separates(r, f)) return f;
+  return all;
 }
 
 void emitTaskBody(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& memory,

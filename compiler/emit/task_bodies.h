@@ -59,5 +59,11 @@ void emitTaskBody(const EmitContext& ctx, const Task& task, const TaskRole& role
 
 /// The region block's element count of a converter task.
 int64_t regionElements(const TaskRole& role);
+/// Storage units of a converter's region block (two int4 weights a byte).
+int64_t regionUnits(const EmitContext& ctx, const TaskRole& role);
+/// The cyclic partition factor of a converter's region block under which every token its writer stores
+/// and every token its reader loads touches each bank once, so that both run at II=1: the smallest
+/// factor that separates the storage units of one token in both orders (a bank per unit when none does).
+int64_t regionBanks(const EmitContext& ctx, const TaskRole& role);
 
 }  // namespace stc::emit

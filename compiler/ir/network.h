@@ -25,6 +25,12 @@ struct Fifo {
   SourceLoc loc;
 
   bool unbounded() const { return depth == kUnboundedDepth; }
+  /// A converter's region FIFO (the compiler names it `<converter>.region`): tokens are whole regions.
+  bool isRegion() const { return name.size() > 7 && name.compare(name.size() - 7, 7, ".region") == 0; }
+  /// Tokens of on-chip storage at its depth. A region FIFO keeps one block more: in the network its writer
+  /// fills a region before it writes the token, so its `depth` regions are the written ones; in hardware
+  /// (hls::stream_of_blocks) the writer holds a block while it fills it, so the buffer has depth + 1.
+  int64_t storedTokens() const { return isRegion() ? depth + 1 : depth; }
   bool operator==(const Fifo& o) const { return name == o.name && width == o.width && depth == o.depth; }
 };
 

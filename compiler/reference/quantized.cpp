@@ -186,7 +186,6 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       const QValue* scale = op.inputs.size() > 1 ? &in(1) : nullptr;
       const QValue* shift = op.inputs.size() > 2 ? &in(2) : nullptr;
       const float eps = static_cast<float>(numberAttr(op, "eps", k == "rmsnorm" ? 1e-6 : 1e-5));
-      const float Df = static_cast<float>(D);
       for (int64_t row = 0; row < rowsN; ++row) {
         const int64_t base = row * D;
         float st0 = 0, st1 = 0;
@@ -200,20 +199,17 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
           }
           st0 = m;
           st1 = sum;
-        } else {
-          float s1 = 0.0f, s2 = 0.0f, sh = k == "layernorm" ? x.at(base) : 0.0f;
+        } else {  // integer sums of the int8 values and their squares (st_numeric.h)
+          int64_t s1 = 0, s2 = 0;
           for (int64_t i = 0; i < D; ++i) {
-            float v = k == "layernorm" ? x.at(base + i) - sh : x.at(base + i);
-            if (k == "layernorm") s1 += v;
-            s2 += v * v;
+            const int64_t q = x.q[static_cast<size_t>(base + i)];
+            s1 += q;
+            s2 += q * q;
           }
-          if (k == "layernorm") {
-            const float mean = s1 / Df;
-            st0 = sh + mean;
-            st1 = s2 / Df - mean * mean;
-          } else {
-            st0 = s2 / Df;
-          }
+          if (k == "layernorm")
+            st_layernorm_stats(s1, s2, static_cast<long>(D), x.s.scale, &st0, &st1);
+          else
+            st0 = st_rmsnorm_stats(s2, static_cast<long>(D), x.s.scale);
         }
         // The .apply kernel.
         const float inv = k == "softmax" ? 1.0f / st1 : 1.0f / std::sqrt((k == "layernorm" ? st1 : st0) + eps);
@@ -248,12 +244,14 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       const QValue& x = in(0);
       int64_t R = x.shape.back(), n = elementCount(x.shape) / std::max<int64_t>(R, 1);
       for (int64_t row = 0; row < n; ++row) {
-        float acc = k == "reduce_max" ? -INFINITY : 0.0f;
+        // In integers, as the kernel accumulates: the int8 sum or maximum, then the scale.
+        int64_t acc = k == "reduce_max" ? -128 : 0;
         for (int64_t i = 0; i < R; ++i) {
-          float v = x.at(row * R + i);
-          acc = k == "reduce_max" ? (v > acc ? v : acc) : acc + v;
+          const int64_t q = x.q[static_cast<size_t>(row * R + i)];
+          acc = k == "reduce_max" ? (q > acc ? q : acc) : acc + q;
         }
-        float y = k == "reduce_mean" ? acc / static_cast<float>(R) : acc;
+        float y = static_cast<float>(acc) * x.s.scale;
+        if (k == "reduce_mean") y = y / static_cast<float>(R);
         out.q[static_cast<size_t>(row)] = st_q8(y * out.s.inverse);
       }
     } else if (k == "reshape") {

@@ -255,6 +255,30 @@ TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
   EXPECT_NE(src.find("const st_i8* "), std::string::npos);
 }
 
+// The kernels have the structure the network times (UG1399): each phase one flattened loop pipelined at its
+// II, with the ports of outer levels read at a row's first iteration and written at its last (no fill and
+// drain per row); row sums in integers, whose one-cycle addition lets the recurrence run at II=1.
+TEST(EmitW4A8, EveryPhaseIsOneFlattenedLoopAndRowSumsAreIntegers) {
+  std::string dir = fresh("q_flat");
+  ASSERT_EQ(stc("emit " + model("graphs/rows.yaml") + " --set quant=w4a8 -o " + dir).code, 0);
+  std::string src = sources(dir);
+  std::istringstream lines(src);
+  std::string previous;
+  int pipelines = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("#pragma HLS PIPELINE") != std::string::npos) {
+      ++pipelines;
+      EXPECT_NE(previous.find(": for (long it = 0; it < "), std::string::npos) << previous;
+    }
+    previous = line;
+  }
+  EXPECT_GT(pipelines, 5);
+  EXPECT_NE(src.find("st_i64 s1 = 0, s2 = 0;"), std::string::npos);
+  EXPECT_NE(src.find("st_layernorm_stats(s1, s2, "), std::string::npos);
+  EXPECT_EQ(src.find("s1 += v;"), std::string::npos);          // no f32 recurrence in the layernorm
+  EXPECT_EQ(src.find("_i1: for (int i1"), std::string::npos);  // no loop left inside another pipelined one
+}
+
 TEST(EmitW4A8, OneWrongByteFailsTheCsim) {
   std::string dir = fresh("q_mismatch");
   ASSERT_EQ(stc("emit " + model("graphs/rows.yaml") + " --set quant=w4a8 -o " + dir).code, 0);
@@ -308,8 +332,11 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   for (const stc::Fifo& f : n.fifos) {
     std::string var = "s_";
     for (char c : f.name) var += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    if (src.find("hls::stream_of_blocks<blk_" + var.substr(2) + ", " + std::to_string(f.depth) + "> " + var + ";") !=
-        std::string::npos) {
+    // A converter's buffer: the network's written regions and the block its writer fills, partitioned.
+    if (src.find("hls::stream_of_blocks<blk_" + var.substr(2) + ", " + std::to_string(f.depth + 1) + "> " +
+                 var + ";") != std::string::npos) {
+      EXPECT_NE(src.find("#pragma HLS ARRAY_PARTITION variable=" + var + " type="), std::string::npos)
+          << f.name;
       ++regions;
       continue;
     }

@@ -191,7 +191,7 @@ int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& 
   for (const Bindings& b : llm::sizingContexts(maxCtx, compiled.options.tile))
     at += (at.empty() ? "" : ", ") + std::to_string(b.at("ctx"));
   int64_t bits = 0;
-  for (const Fifo& f : compiled.network.fifos) bits += f.depth * f.width;
+  for (const Fifo& f : compiled.network.fifos) bits += f.storedTokens() * f.width;
   char line[512];
   std::snprintf(line, sizeof line, "[2/5] simulate  at ctx %s (as for the decode estimate)\n", at.c_str());
   progress(a.verbose, line);

@@ -11,10 +11,12 @@
 typedef ap_int<8> st_i8;    // an 8-bit activation
 typedef ap_uint<8> st_u8;   // two 4-bit weights: element 2i in bits 0-3, element 2i+1 in bits 4-7
 typedef ap_int<32> st_i32;  // an accumulator
+typedef ap_int<64> st_i64;  // a row's sums of int8 values and squares
 #else
 typedef int8_t st_i8;
 typedef uint8_t st_u8;
 typedef int32_t st_i32;
+typedef int64_t st_i64;
 #endif
 
 /// Requantisation to int8: round half away from zero, then saturate to [-128, 127]; NaN gives 0.
@@ -57,3 +59,18 @@ inline float st_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 inline float st_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+/// Row statistics from integer sums, as the .stats kernels accumulate them: a row's int8 values q (real =
+/// scale * q) summed exactly, s1 = sum(q) and s2 = sum(q * q) over its D elements (integer additions take
+/// one cycle, so the kernels accumulate at II=1, and padding, zero, adds nothing). Layernorm: the mean and
+/// the variance, from D * s2 - s1 * s1 (exact in 64 bits for D up to 2^24), so that a large mean
+/// cancels nothing.
+inline void st_layernorm_stats(int64_t s1, int64_t s2, long D, float scale, float* mean, float* var) {
+  const float d = static_cast<float>(D);
+  *mean = scale * (static_cast<float>(s1) / d);
+  *var = (scale * scale) * (static_cast<float>(s2 * D - s1 * s1) / (d * d));
+}
+/// Rmsnorm: the mean square.
+inline float st_rmsnorm_stats(int64_t s2, long D, float scale) {
+  return (scale * scale) * (static_cast<float>(s2) / static_cast<float>(D));
+}
