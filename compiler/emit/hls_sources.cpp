@@ -186,7 +186,7 @@ class SourceEmitter {
         if (regionOf_.count(fifo)) {
           c.line("hls::stream_of_blocks<" + ctx_.blockType(fifo) + ", " + std::to_string(f.storedTokens()) +
                  "> " + var + ";  // converter buffer: the network's " + std::to_string(f.depth) +
-                 " written region(s) and the one being filled");
+                 " written region(s), the one read and the one filled");
           int64_t factor = emit::regionBanks(ctx_, *regionOf_.at(fifo));
           if (factor >= emit::regionUnits(ctx_, *regionOf_.at(fifo)))
             c.line("#pragma HLS ARRAY_PARTITION variable=" + var + " type=complete dim=1");

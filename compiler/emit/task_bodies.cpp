@@ -335,9 +335,12 @@ class KernelBody {
     std::string first = f.first(level(0, 1)), last = f.last(level(0, 1));
     if (first.empty()) first = "true";
     if (integer) {
-      c_.line("st_i64 t1 = 0, t2 = 0;");  // padding is zero: it adds nothing
+      // A token's sums fit 32 bits (T * 128^2); padded positions of a symbolic row add nothing.
+      c_.line("st_i32 t1 = 0, t2 = 0;");
       openElements(c_, "e", T);
-      c_.line("const st_i64 q = x.v[e];");
+      std::string padded = inside(0, 0, "e");
+      c_.line("const st_i32 q = " +
+              (padded.empty() ? "x.v[e]" : "(" + padded + ") ? st_i32(x.v[e]) : st_i32(0)") + ";");
       c_.line("t1 += q;");
       c_.line("t2 += q * q;");
       c_.close();
@@ -665,6 +668,52 @@ void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Cod
   f.close();
 }
 
+// Row-major strides of the region's dims.
+std::vector<int64_t> regionStrides(const TaskRole& role) {
+  std::vector<int64_t> st(role.region.size(), 1);
+  for (size_t d = role.region.size(); d-- > 1;) st[d - 1] = st[d] * role.region[d];
+  return st;
+}
+
+// The element offset in the region block of element e of a token, relative to the token's first element:
+// e's coordinate within the token along each dim, row-major over the region (regionIndex without the
+// loop counters, which move the whole token).
+int64_t elementOffset(const TaskRole& role, const StreamOrder& order, int64_t e) {
+  const std::vector<int64_t>& el = order.element;
+  std::vector<int64_t> st = regionStrides(role);
+  int64_t off = 0, inner = 1;
+  for (size_t d = el.size(); d-- > 0;) {
+    off += ((e / inner) % el[d]) * st.at(d);
+    inner *= el[d];
+  }
+  return off;
+}
+
+// How far, in elements, one step of each of the region's loops moves a token (regionIndex's counter part).
+std::vector<int64_t> loopStrides(const TaskRole& role, const StreamOrder& order) {
+  std::vector<int64_t> st = regionStrides(role), out;
+  for (int k = role.sharedLoops; k < order.map.numDims(); ++k) {
+    int64_t s = 0;
+    for (int d = 0; d < order.map.numResults(); ++d)
+      s += order.map.results()[static_cast<size_t>(d)].coeffs[static_cast<size_t>(k)] *
+           order.steps[static_cast<size_t>(k)] * st.at(static_cast<size_t>(d));
+    out.push_back(s);
+  }
+  return out;
+}
+
+// An int4 token whose element pairs (2j, 2j + 1) sit in one byte of the block, at every position: its
+// bytes are the block's.
+bool pairedBytes(const TaskRole& role, const StreamOrder& order) {
+  for (int64_t s : loopStrides(role, order))
+    if (s % 2 != 0) return false;
+  for (int64_t e = 0; e + 1 < tokenElements(order); e += 2) {
+    int64_t a = elementOffset(role, order, e), b = elementOffset(role, order, e + 1);
+    if (a % 2 != 0 || b != a + 1) return false;
+  }
+  return true;
+}
+
 // The offset of an element within its converter region: its data coordinates without the shared loops'
 // part, row-major over the region shape.
 std::string regionIndex(const TaskRole& role, const StreamOrder& order, const std::string& elem) {
@@ -695,19 +744,30 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   int64_t E = tokenElements(o);
   const std::string dtype = ctx.dtype(o.dtype);
   bool int4 = storageUnits(ctx, o) != E;  // two weights a byte, in the token and in the block
+  bool bytewise = int4 && pairedBytes(role, o);
   std::string index = regionIndex(role, o, "e");
   if (writer) {
     std::vector<std::string> feeds;  // one FIFO, or the stripes of a weight re-streamed per row block
     for (const Port& p : task.phases.at(0).ports)
       if (p.dir == PortDir::kIn) feeds.push_back(p.fifo);
     readPort(ctx, c, "tok", storageUnits(ctx, o), feeds, dtype);
-    openElements(c, "e", E);
-    c.line(int4 ? "st_set_w4(block, " + index + ", st_w4(tok.v, e));" : "block[" + index + "] = tok.v[e];");
+    if (int4 && bytewise) {  // the token's bytes are the block's: one store a byte, no read-modify-write
+      openElements(c, "e", E / 2);
+      c.line("block[(" + regionIndex(role, o, "2 * e") + ") / 2] = tok.v[e];");
+    } else {
+      openElements(c, "e", E);
+      c.line(int4 ? "st_set_w4(block, " + index + ", st_w4(tok.v, e));" : "block[" + index + "] = tok.v[e];");
+    }
     c.close();
   } else {
     c.line(tokenOf(storageUnits(ctx, o), dtype) + " tok" + (int4 ? " = {}" : "") + ";");
-    openElements(c, "e", E);
-    c.line(int4 ? "st_set_w4(tok.v, e, st_w4(block, " + index + "));" : "tok.v[e] = block[" + index + "];");
+    if (int4 && bytewise) {
+      openElements(c, "e", E / 2);
+      c.line("tok.v[e] = block[(" + regionIndex(role, o, "2 * e") + ") / 2];");
+    } else {
+      openElements(c, "e", E);
+      c.line(int4 ? "st_set_w4(tok.v, e, st_w4(block, " + index + "));" : "tok.v[e] = block[" + index + "];");
+    }
     c.close();
     for (const Port& p : task.phases.at(0).ports)
       if (p.dir == PortDir::kOut) c.line(ctx.fifoVar(p.fifo) + ".write(tok);");
@@ -801,22 +861,11 @@ int64_t regionUnits(const EmitContext& ctx, const TaskRole& role) {
 
 namespace {
 
-// The storage units of the region block one token of `order` touches, relative to its first element's:
-// element e's coordinate within the token along each dim, row-major over the region (regionIndex without
-// the loop counters, which move a whole token).
+// The storage units of the block one token of `order` touches, relative to its first one's.
 std::vector<int64_t> tokenUnits(const EmitContext& ctx, const TaskRole& role, const StreamOrder& order) {
-  const std::vector<int64_t>& el = order.element;
   std::vector<int64_t> units;
   int64_t E = tokenElements(order), perUnit = storageUnits(ctx, order) == E ? 1 : 2;  // int4: two a byte
-  for (int64_t e = 0; e < E; ++e) {
-    int64_t off = 0, inner = 1, stride = 1;
-    for (size_t d = el.size(); d-- > 0;) {
-      off += ((e / inner) % el[d]) * stride;
-      inner *= el[d];
-      stride *= d < role.region.size() ? role.region[d] : 1;
-    }
-    units.push_back(off / perUnit);
-  }
+  for (int64_t e = 0; e < E; ++e) units.push_back(elementOffset(role, order, e) / perUnit);
   std::sort(units.begin(), units.end());
   units.erase(std::unique(units.begin(), units.end()), units.end());
   return units;
@@ -836,9 +885,17 @@ bool separates(const std::vector<int64_t>& units, int64_t factor) {
 
 int64_t regionBanks(const EmitContext& ctx, const TaskRole& role) {
   std::vector<int64_t> w = tokenUnits(ctx, role, role.order), r = tokenUnits(ctx, role, role.target);
+  // HLS must see which bank each access of the unrolled token takes: every loop moves a token by a
+  // multiple of the factor, so a token's first unit is always in bank 0 (an int4 stride must be whole bytes).
+  std::vector<int64_t> strides = loopStrides(role, role.order), rs = loopStrides(role, role.target);
+  strides.insert(strides.end(), rs.begin(), rs.end());
+  bool int4 = storageUnits(ctx, role.order) != tokenElements(role.order);
   int64_t all = regionUnits(ctx, role);
-  for (int64_t f = static_cast<int64_t>(std::max(w.size(), r.size())); f < all; ++f)
-    if (separates(w, f) && separates(r, f)) return f;
+  for (int64_t f = static_cast<int64_t>(std::max(w.size(), r.size())); f < all; ++f) {
+    bool aligned = true;
+    for (int64_t s : strides) aligned = aligned && (int4 ? s % 2 == 0 && (s / 2) % f == 0 : s % f == 0);
+    if (aligned && separates(w, f) && separates(r, f)) return f;
+  }
   return all;
 }
 

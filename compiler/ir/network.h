@@ -27,10 +27,12 @@ struct Fifo {
   bool unbounded() const { return depth == kUnboundedDepth; }
   /// A converter's region FIFO (the compiler names it `<converter>.region`): tokens are whole regions.
   bool isRegion() const { return name.size() > 7 && name.compare(name.size() - 7, 7, ".region") == 0; }
-  /// Tokens of on-chip storage at its depth. A region FIFO keeps one block more: in the network its writer
-  /// fills a region before it writes the token, so its `depth` regions are the written ones; in hardware
-  /// (hls::stream_of_blocks) the writer holds a block while it fills it, so the buffer has depth + 1.
-  int64_t storedTokens() const { return isRegion() ? depth + 1 : depth; }
+  /// Tokens of on-chip storage at its depth. A region FIFO keeps two blocks more. In the network a region
+  /// is freed when its reader reads the token, at the start of the region, and taken when its writer
+  /// writes it, at the end: the writer may be filling region k + 1 while the reader streams region k - depth.
+  /// In hardware (hls::stream_of_blocks) a block is held from the write lock to the end of the read lock,
+  /// so the buffer needs depth + 2 blocks to let the tasks run as simulated.
+  int64_t storedTokens() const { return isRegion() ? depth + 2 : depth; }
   bool operator==(const Fifo& o) const { return name == o.name && width == o.width && depth == o.depth; }
 };
 

@@ -332,8 +332,8 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   for (const stc::Fifo& f : n.fifos) {
     std::string var = "s_";
     for (char c : f.name) var += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    // A converter's buffer: the network's written regions and the block its writer fills, partitioned.
-    if (src.find("hls::stream_of_blocks<blk_" + var.substr(2) + ", " + std::to_string(f.depth + 1) + "> " +
+    // A converter's buffer: the network's written regions, the one read and the one filled, partitioned.
+    if (src.find("hls::stream_of_blocks<blk_" + var.substr(2) + ", " + std::to_string(f.depth + 2) + "> " +
                  var + ";") != std::string::npos) {
       EXPECT_NE(src.find("#pragma HLS ARRAY_PARTITION variable=" + var + " type="), std::string::npos)
           << f.name;
