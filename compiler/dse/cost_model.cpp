@@ -13,6 +13,15 @@
 // A matmul of Tk x Tn MACs per iteration: ceil(log2 Tk) adder-tree levels (1 cycle each for integers, 7
 // for floats) plus 6 (multiply, accumulate, output) cycles, its DSPs from dspPerMac, 25 LUTs per MAC.
 // Every kernel has ii 1 and 600 LUTs of control; concat and gathers move data only.
+//
+// Latencies follow the code stc emits (emit/task_bodies.cpp), not the graph's dtypes. Every op but the
+// matmul's MACs and the W4A8 row sums computes in f32: under W4A8 (integer streams) it dequantises each
+// input (int to float, a multiply) and requantises its output (a multiply, rounding), 16 cycles on top of
+// the f32 op. A W4A8 matmul's output goes through its f32 epilogue (int to float, multiply, add,
+// rounding: 19 cycles); an f32 matmul adds its bias (7). W4A8 row statistics and reductions sum integers
+// (the integer column) and finish a row in f32 (st_numeric.h: a 64-bit product, conversions, a division
+// and multiplies: 50 cycles); softmax's statistics stay f32 (the exponentials). DSPs and LUTs of those
+// f32 steps are not counted yet: the W4A8 kernels keep the integer column, the matmul its MACs alone.
 #include "compiler/dse/cost_model.h"
 
 #include <cmath>
@@ -67,13 +76,27 @@ void costKernels(KernelGraph& graph) {
     bool fp = isFloat(k.arithmetic);
     if (k.op == "matmul" || k.op == "linear") {
       int64_t levels = static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(k.lanes, 1)))));
-      k.latency = levels * (fp ? 7 : 1) + 6;
+      k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? 7 : 19);
       k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(k.arithmetic)));
       k.lut = 600 + 25 * k.lanes;
       continue;
     }
-    LaneCost c = laneCost(laneOp(k.op));
-    k.latency = fp ? c.latencyFloat : c.latencyInt;
+    std::string lane = laneOp(k.op);
+    LaneCost c = laneCost(lane);
+    if (lane == "move") {  // copies, concat, gathers: data only
+      k.latency = c.latencyInt;
+      k.dsp = 0;
+      k.lut = 600 + k.lanes * c.lutInt;
+      continue;
+    }
+    bool integerSums = !fp && (lane == "reduce" || (lane == "stats" && k.op.rfind("softmax", 0) != 0));
+    if (integerSums) {
+      k.latency = c.latencyInt + 50;
+      k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * c.dspInt));
+      k.lut = 600 + k.lanes * c.lutInt;
+      continue;
+    }
+    k.latency = c.latencyFloat + (fp ? 0 : 16);
     k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * (fp ? c.dspFloat : c.dspInt)));
     k.lut = 600 + k.lanes * (fp ? c.lutFloat : c.lutInt);
   }
