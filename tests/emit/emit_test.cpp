@@ -409,6 +409,13 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   std::string host = readAll(dir + "/host/host.cpp");
   for (const char* api : {"xrt::device device(0)", "load_xclbin", "xrt::kernel", "group_id(", "XCL_BO_SYNC_BO_TO_DEVICE", ".wait()"})
     EXPECT_NE(host.find(api), std::string::npos) << api;
+  // Outputs come back into vectors of their own buffers' sizes (never into input 0's), and the first
+  // token's are compared with the reference's.
+  for (const char* step : {"std::vector<float> got(static_cast<size_t>(layout::elems_",
+                           "bo.read(got.data());", "if (got.size() == chained.size())",
+                           "readBytes(\"data/expected.bin\")", "host: FAIL: ", "host: PASS: "})
+    EXPECT_NE(host.find(step), std::string::npos) << step;
+  EXPECT_EQ(host.find(".read(chained.data())"), std::string::npos);
 }
 
 // A network file from `stc compile` and `stc size-fifos`, with one depth then raised by hand, is emitted
