@@ -587,6 +587,28 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
   if (!role.packed && E != tokenElements(o))
     throw UserError("unsupported: HLS emission of '" + task.name + "': a row-major " + dtype + " tensor read from HBM");
+  // A packed token wider than an AXI beat (512 bits) is read a beat per iteration, so that the loop's one
+  // m_axi access a cycle holds at II=1: the token is written at its last beat.
+  int64_t bits = part * storageOf(dtype).bits,
+          beats = role.packed && bits > kDmaTokenBits && bits % kDmaTokenBits == 0 ? bits / kDmaTokenBits : 1;
+  if (beats > 1) {
+    int64_t per = part / beats, n = static_cast<int>(o.trips.size());
+    std::vector<Expr> trips = o.trips;
+    trips.push_back(Expr(beats));
+    c.line("long w = 0;");
+    c.line(tokenOf(part, dtype) + " tok;");
+    FlatLoop f(c, trips, "i", static_cast<int>(n + 1));
+    f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
+    std::string q = "i" + std::to_string(n);
+    openElements(c, "j", per);
+    c.line("tok.v[" + q + " * " + std::to_string(per) + " + j] = " + mem + "[w * " + std::to_string(per) +
+           " + j];");
+    c.close();
+    c.line("++w;");
+    c.line("if (" + q + " == " + std::to_string(beats - 1) + ") " + out + ".write(tok);");
+    f.close();
+    return;
+  }
   c.line("long t = 0;");
   if (role.ratio > 1) c.line(wideToken(dtype) + " wide;");
   FlatLoop f(c, o.trips, "i", static_cast<int>(o.trips.size()));

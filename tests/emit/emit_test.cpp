@@ -253,6 +253,24 @@ TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
   EXPECT_NE(src.find("hls::stream<Tok<64, st_u8>>"), std::string::npos);  // 512-bit DMA words: 128 int4 weights
   EXPECT_NE(src.find("const st_u8* "), std::string::npos);
   EXPECT_NE(src.find("const st_i8* "), std::string::npos);
+  // No DMA read takes more than one 512-bit AXI beat an iteration: the epilogues' 1,024-bit tokens (32
+  // floats) are read in two.
+  std::istringstream text(src);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(text, line);) all.push_back(line);
+  int bits = 0, reads = 0;
+  for (size_t i = 0; i + 2 < all.size(); ++i) {
+    const std::string& l = all[i];
+    if (l.find("static void load_") == 0) bits = l.find("const float* mem") != std::string::npos ? 32 : 8;
+    int n = 0;
+    if (std::sscanf(l.c_str(), " for (int j = 0; j < %d; ++j)", &n) == 1 &&
+        all[i + 2].find("= mem[") != std::string::npos) {
+      ++reads;
+      EXPECT_LE(n * bits, 512) << all[i + 2];
+    }
+  }
+  EXPECT_GT(reads, 4);
+  EXPECT_NE(src.find("if (i2 == 1) s_up_epilogue_hbm.write(tok);"), std::string::npos);
 }
 
 // The kernels have the structure the network times (UG1399): each phase one flattened loop pipelined at its
