@@ -31,6 +31,11 @@ Code& Code::blank() {
   return *this;
 }
 
+Code& Code::raw(const std::string& lines) {
+  text_ += lines;
+  return *this;
+}
+
 std::string identifier(const std::string& name) {
   std::string out;
   for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

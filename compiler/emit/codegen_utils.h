@@ -21,6 +21,8 @@ class Code {
   Code& open(const std::string& head);  ///< `head {`, then one more indent
   Code& close(const std::string& tail = "}");
   Code& blank();
+  /// Appends lines indented already (a block built in another Code).
+  Code& raw(const std::string& lines);
   const std::string& text() const { return text_; }
 
  private:

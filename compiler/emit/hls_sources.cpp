@@ -7,12 +7,12 @@
 //     hls::stream_of_blocks<blk_region, <depth>> s_region;                   one per converter
 //     task_a(...); task_b(...); ...                                          one call per task
 //   }
-#include "compiler/emit/emit.h"
-
 #include <algorithm>
 #include <functional>
+#include <regex>
 #include <set>
 
+#include "compiler/emit/emit.h"
 #include "compiler/emit/task_bodies.h"
 
 extern const char kStNumeric[];  // compiler/emit/runtime/st_numeric.h, embedded by cmake/Embed.cmake
@@ -204,7 +204,10 @@ class SourceEmitter {
       for (size_t i = 0; i < fifos.size(); ++i) call += (i ? ", " : "") + ctx_.fifoVar(fifos[i]);
       if (t->isDma()) call += ", " + dmaArgs_.at(t->name);
       if (role(*t).kind == TaskRole::kGather) call += ", " + dmaArgs_.at(t->name) + "_ids";
-      call += symbolArgs() + ");";
+      const std::vector<std::string>& used = taskSymbols_.at(t->name);
+      for (size_t i = 0; i < used.size(); ++i)
+        call += (fifos.empty() && i == 0 && !t->isDma() ? "" : ", ") + used[i];
+      call += ");";
       c.line(call);
     }
     c.close();
@@ -253,14 +256,25 @@ class SourceEmitter {
     for (const std::string& fifo : taskFifos(t)) params.push_back(streamParam(fifo));
     if (t.isDma()) params.push_back(memoryType(t) + "mem");
     if (r.kind == TaskRole::kGather) params.push_back("const float* ids");
+    // The body first: the task takes only the symbols it uses (a count of its loops, a padding test).
+    Code body;
+    body.open("");
+    body.line("#pragma HLS INLINE off");
+    emit::emitTaskBody(ctx_, t, r, "mem", body);
+    body.close();
+    std::string text = body.text();
+    text = text.substr(text.find('\n') + 1);
+    text = text.substr(0, text.rfind('}'));
+    std::vector<std::string>& used = taskSymbols_[t.name];
+    for (const auto& sym : symbols_)
+      if (std::regex_search(text, std::regex("\\b" + sym + "\\b"))) used.push_back(sym);
     std::string head = "static void " + fn + "(";
     for (size_t i = 0; i < params.size(); ++i) head += (i ? ", " : "") + params[i];
+    for (const auto& sym : used) head += (params.empty() && sym == used.front() ? "int " : ", int ") + sym;
     c.line("// " + t.name + describe(t, r));
-    c.open(head + symbolParams() + ")");
-    c.line("#pragma HLS INLINE off");
-    for (const auto& sym : symbols_) c.line("(void)" + sym + ";");
-    emit::emitTaskBody(ctx_, t, r, "mem", c);
-    c.close();
+    c.line(head + ") {");
+    c.raw(text);
+    c.line("}");
     c.blank();
   }
 
@@ -331,6 +345,7 @@ class SourceEmitter {
   std::set<std::string> symbols_;
   emit::EmitContext ctx_;
   std::map<std::string, const TaskRole*> regionOf_;
+  std::map<std::string, std::vector<std::string>> taskSymbols_;  ///< the symbols each task's body uses
   std::map<std::string, std::string> dmaArgs_;
 };
 

@@ -295,6 +295,7 @@ TEST(EmitW4A8, EveryPhaseIsOneFlattenedLoopAndRowSumsAreIntegers) {
   EXPECT_NE(src.find("st_layernorm_stats(s1, s2, "), std::string::npos);
   EXPECT_EQ(src.find("s1 += v;"), std::string::npos);          // no f32 recurrence in the layernorm
   EXPECT_EQ(src.find("_i1: for (int i1"), std::string::npos);  // no loop left inside another pipelined one
+  EXPECT_EQ(src.find("(void)"), std::string::npos);            // a task takes only the symbols it uses
 }
 
 TEST(EmitW4A8, OneWrongByteFailsTheCsim) {
