@@ -396,6 +396,11 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   EXPECT_NE(cfg.find("nk=attention_decode_g0:1:attention_decode_g0_1\n"), std::string::npos);
   EXPECT_NE(src.find("#pragma HLS DATAFLOW"), std::string::npos);
   EXPECT_NE(src.find("#pragma HLS INTERFACE s_axilite port=ctx"), std::string::npos);
+  // ctx goes only to the tasks that use it: the cache loads (ctx rows) do, the loads of q do not.
+  EXPECT_EQ(src.find("(void)ctx"), std::string::npos);
+  EXPECT_NE(src.find("static void load_q_task(hls::stream<Tok<16>>& s_q_hbm, const float* mem) {"),
+            std::string::npos);
+  EXPECT_NE(src.find("const float* mem, int ctx) {"), std::string::npos);
   std::string mk = readAll(dir + "/Makefile");
   for (const char* target : {"\ncsim:", "\nhls:", "\nxclbin:", "\nhost:", "\nrun:", "\nemconfig:",
                              "PLATFORM ?= xilinx_u55c_gen3x16_xdma_3_202210_1", "TARGET ?= hw\n",
