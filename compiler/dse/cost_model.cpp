@@ -19,8 +19,9 @@
 // input (int to float, a multiply) and requantises its output (a multiply, rounding), 16 cycles on top of
 // the f32 op. A W4A8 matmul's output goes through its f32 epilogue (int to float, multiply, add,
 // rounding: 19 cycles); an f32 matmul adds its bias (7). W4A8 row statistics and reductions sum integers
-// (the integer column) and finish a row in f32 (st_numeric.h: a 64-bit product, conversions, a division
-// and multiplies: 50 cycles); softmax's statistics stay f32 (the exponentials). DSPs and LUTs of those
+// (the integer column) and finish a row in f32: statistics (st_numeric.h: a 64-bit product, conversions,
+// a division and multiplies: 50 cycles), a reduction's scale and rounding (16, a mean's division 30 more);
+// softmax's statistics stay f32 (the exponentials). Copies move data only. DSPs and LUTs of those
 // f32 steps are not counted yet: the W4A8 kernels keep the integer column, the matmul its MACs alone.
 #include "compiler/dse/cost_model.h"
 
@@ -62,7 +63,8 @@ std::string laneOp(const std::string& op) {
   if (op.size() > 6 && op.compare(op.size() - 6, 6, ".stats") == 0) return "stats";
   if (op.size() > 6 && op.compare(op.size() - 6, 6, ".apply") == 0) return "apply";
   if (op.rfind("reduce_", 0) == 0) return "reduce";
-  if (op == "concat" || op == "embedding") return "move";
+  if (op == "concat" || op == "embedding" || op == "move" || op == "transpose" || op == "slice")
+    return "move";
   return op;
 }
 
@@ -76,7 +78,11 @@ void costKernels(KernelGraph& graph) {
     bool fp = isFloat(k.arithmetic);
     if (k.op == "matmul" || k.op == "linear") {
       int64_t levels = static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(k.lanes, 1)))));
-      k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? 7 : 19);
+      // The output stage: the W4A8 epilogue or requantisation; an f32 bias add where there is a bias (the
+      // output phase's fourth port, or the second of an input-streaming matmul's).
+      bool streaming = k.phases.size() == 2;
+      bool bias = k.phases.back().ports.size() == (streaming ? 2u : 4u);
+      k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? (bias ? 7 : 0) : 19);
       k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(k.arithmetic)));
       k.lut = 600 + 25 * k.lanes;
       continue;
@@ -90,8 +96,9 @@ void costKernels(KernelGraph& graph) {
       continue;
     }
     bool integerSums = !fp && (lane == "reduce" || (lane == "stats" && k.op.rfind("softmax", 0) != 0));
-    if (integerSums) {
-      k.latency = c.latencyInt + 50;
+    if (integerSums) {  // a row's f32 finish: statistics (st_numeric.h), or a reduction's scale, mean and
+                        // rounding
+      k.latency = c.latencyInt + (lane == "stats" ? 50 : k.op == "reduce_mean" ? 46 : 16);
       k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * c.dspInt));
       k.lut = 600 + k.lanes * c.lutInt;
       continue;

@@ -590,22 +590,26 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   // A packed token wider than an AXI beat (512 bits) is read a beat per iteration, so that the loop's one
   // m_axi access a cycle holds at II=1: the token is written at its last beat.
   int64_t bits = part * storageOf(dtype).bits,
-          beats = role.packed && bits > kDmaTokenBits && bits % kDmaTokenBits == 0 ? bits / kDmaTokenBits : 1;
+          beats = role.packed ? (bits + kDmaTokenBits - 1) / kDmaTokenBits : 1;
   if (beats > 1) {
-    int64_t per = part / beats, n = static_cast<int>(o.trips.size());
+    int64_t per = kDmaTokenBits / storageOf(dtype).bits, n = static_cast<int>(o.trips.size());
     std::vector<Expr> trips = o.trips;
     trips.push_back(Expr(beats));
-    c.line("long w = 0;");
+    c.line("long t = 0;");
     c.line(tokenOf(part, dtype) + " tok;");
     FlatLoop f(c, trips, "i", static_cast<int>(n + 1));
     f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
-    std::string q = "i" + std::to_string(n);
+    std::string q = "i" + std::to_string(n), at = q + " * " + std::to_string(per) + " + j";
     openElements(c, "j", per);
-    c.line("tok.v[" + q + " * " + std::to_string(per) + " + j] = " + mem + "[w * " + std::to_string(per) +
-           " + j];");
+    std::string copy = "tok.v[" + at + "] = " + mem + "[t * " + std::to_string(part) + " + " + at + "];";
+    c.line(part % per == 0
+               ? copy
+               : "if (" + at + " < " + std::to_string(part) + ") " + copy);  // a last beat in part
     c.close();
-    c.line("++w;");
-    c.line("if (" + q + " == " + std::to_string(beats - 1) + ") " + out + ".write(tok);");
+    c.open("if (" + q + " == " + std::to_string(beats - 1) + ")");
+    c.line(out + ".write(tok);");
+    c.line("++t;");
+    c.close();
     f.close();
     return;
   }
