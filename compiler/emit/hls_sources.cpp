@@ -8,8 +8,8 @@
 //     task_a(...); task_b(...); ...                                          one call per task
 //   }
 #include <algorithm>
+#include <cctype>
 #include <functional>
-#include <regex>
 #include <set>
 
 #include "compiler/emit/emit.h"
@@ -40,6 +40,17 @@ struct Tok {
   T v[N];
 };
 )";
+
+// Whether C++ text holds identifier `name` as a whole word.
+bool mentions(const std::string& text, const std::string& name) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    bool before = at > 0 && word(text[at - 1]),
+         after = at + name.size() < text.size() && word(text[at + name.size()]);
+    if (!before && !after) return true;
+  }
+  return false;
+}
 
 std::vector<std::string> taskFifos(const Task& t) {
   std::vector<std::string> out;
@@ -267,7 +278,7 @@ class SourceEmitter {
     text = text.substr(0, text.rfind('}'));
     std::vector<std::string>& used = taskSymbols_[t.name];
     for (const auto& sym : symbols_)
-      if (std::regex_search(text, std::regex("\\b" + sym + "\\b"))) used.push_back(sym);
+      if (mentions(text, sym)) used.push_back(sym);
     std::string head = "static void " + fn + "(";
     for (size_t i = 0; i < params.size(); ++i) head += (i ? ", " : "") + params[i];
     for (const auto& sym : used) head += (params.empty() && sym == used.front() ? "int " : ", int ") + sym;
