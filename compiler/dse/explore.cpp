@@ -46,8 +46,8 @@ std::string statusName(Point::Status s) {
   return "";
 }
 
-// Kernel buffers and every FIFO at its depth (converters' regions with the block their writer fills), in
-// bytes.
+// Kernel buffers and every FIFO at its stored depth (a converter's regions with the one read and the one
+// filled: Fifo::storedTokens), in bytes.
 int64_t onchipBytesOf(const CompileResult& c) {
   int64_t bytes = 0;
   for (const Kernel& k : c.kernels.kernels) bytes += k.bufferBytes;

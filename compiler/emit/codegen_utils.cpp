@@ -142,10 +142,6 @@ std::string FlatLoop::last(int level) const {
   return s;
 }
 
-std::string guarded(const std::string& cond, const std::string& statement) {
-  return cond.empty() ? statement : "if (" + cond + ") " + statement;
-}
-
 std::string dataCoord(const StreamOrder& order, int d, const std::string& prefix, const std::string& elem) {
   const AffineExpr& r = order.map.results()[static_cast<size_t>(d)];
   std::string s;

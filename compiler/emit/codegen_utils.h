@@ -80,9 +80,6 @@ class FlatLoop {
   int from_, n_;
 };
 
-/// `if (cond) statement`, or the statement alone when cond is "".
-std::string guarded(const std::string& cond, const std::string& statement);
-
 /// The data coordinate along dim d of element `elem` (a flat index within the token, an expression)
 /// of the token at loop variables prefix+k.
 std::string dataCoord(const StreamOrder& order, int d, const std::string& prefix, const std::string& elem);

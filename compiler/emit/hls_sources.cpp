@@ -52,6 +52,13 @@ bool mentions(const std::string& text, const std::string& name) {
   return false;
 }
 
+// items separated by ", ".
+std::string joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& item : items) s += (s.empty() ? "" : ", ") + item;
+  return s;
+}
+
 std::vector<std::string> taskFifos(const Task& t) {
   std::vector<std::string> out;
   auto add = [&](const Port& p) {
@@ -115,16 +122,6 @@ class SourceEmitter {
         if (p.dir == PortDir::kOut) return p.fifo;
     return {};
   }
-  std::string symbolParams() const {
-    std::string s;
-    for (const auto& sym : symbols_) s += ", int " + sym;
-    return s;
-  }
-  std::string symbolArgs() const {
-    std::string s;
-    for (const auto& sym : symbols_) s += ", " + sym;
-    return s;
-  }
   std::string streamParam(const std::string& fifo) const {
     auto region = regionOf_.find(fifo);
     if (region != regionOf_.end()) {
@@ -168,11 +165,8 @@ class SourceEmitter {
       params.push_back(memoryType(*t) + dmaArgs_.at(t->name));
       if (role(*t).kind == TaskRole::kGather) params.push_back("const float* " + dmaArgs_.at(t->name) + "_ids");
     }
-    std::string head = "extern \"C\" void " + top + "(";
-    for (size_t i = 0; i < params.size(); ++i) head += (i ? ", " : "") + params[i];
-    std::string syms = symbolParams();
-    head += params.empty() && !syms.empty() ? syms.substr(2) : syms;
-    c.open(head + ")");
+    for (const auto& sym : symbols_) params.push_back("int " + sym);
+    c.open("extern \"C\" void " + top + "(" + joined(params) + ")");
     for (const Task* t : tasks) {
       if (!t->isDma()) continue;
       const std::string& port = dmaArgs_.at(t->name);
@@ -198,8 +192,9 @@ class SourceEmitter {
           c.line("hls::stream_of_blocks<" + ctx_.blockType(fifo) + ", " + std::to_string(f.storedTokens()) +
                  "> " + var + ";  // converter buffer: the network's " + std::to_string(f.depth) +
                  " written region(s), the one read and the one filled");
-          int64_t factor = emit::regionBanks(ctx_, *regionOf_.at(fifo));
-          if (factor >= emit::regionUnits(ctx_, *regionOf_.at(fifo)))
+          const TaskRole& region = *regionOf_.at(fifo);
+          int64_t factor = emit::regionBanks(ctx_, region);
+          if (factor >= emit::regionUnits(ctx_, region))
             c.line("#pragma HLS ARRAY_PARTITION variable=" + var + " type=complete dim=1");
           else if (factor > 1)
             c.line("#pragma HLS ARRAY_PARTITION variable=" + var +
@@ -210,16 +205,12 @@ class SourceEmitter {
         c.line("#pragma HLS STREAM variable=" + var + " depth=" + std::to_string(f.depth));
       }
     for (const Task* t : tasks) {
-      std::string call = fnNames.at(t->name) + "(";
-      std::vector<std::string> fifos = taskFifos(*t);
-      for (size_t i = 0; i < fifos.size(); ++i) call += (i ? ", " : "") + ctx_.fifoVar(fifos[i]);
-      if (t->isDma()) call += ", " + dmaArgs_.at(t->name);
-      if (role(*t).kind == TaskRole::kGather) call += ", " + dmaArgs_.at(t->name) + "_ids";
-      const std::vector<std::string>& used = taskSymbols_.at(t->name);
-      for (size_t i = 0; i < used.size(); ++i)
-        call += (fifos.empty() && i == 0 && !t->isDma() ? "" : ", ") + used[i];
-      call += ");";
-      c.line(call);
+      std::vector<std::string> args;
+      for (const std::string& fifo : taskFifos(*t)) args.push_back(ctx_.fifoVar(fifo));
+      if (t->isDma()) args.push_back(dmaArgs_.at(t->name));
+      if (role(*t).kind == TaskRole::kGather) args.push_back(dmaArgs_.at(t->name) + "_ids");
+      for (const std::string& sym : taskSymbols_.at(t->name)) args.push_back(sym);
+      c.line(fnNames.at(t->name) + "(" + joined(args) + ");");
     }
     c.close();
     return c.text();
@@ -279,11 +270,9 @@ class SourceEmitter {
     std::vector<std::string>& used = taskSymbols_[t.name];
     for (const auto& sym : symbols_)
       if (mentions(text, sym)) used.push_back(sym);
-    std::string head = "static void " + fn + "(";
-    for (size_t i = 0; i < params.size(); ++i) head += (i ? ", " : "") + params[i];
-    for (const auto& sym : used) head += (params.empty() && sym == used.front() ? "int " : ", int ") + sym;
+    for (const std::string& sym : used) params.push_back("int " + sym);
     c.line("// " + t.name + describe(t, r));
-    c.line(head + ") {");
+    c.line("static void " + fn + "(" + joined(params) + ") {");
     c.raw(text);
     c.line("}");
     c.blank();

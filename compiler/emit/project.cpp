@@ -385,6 +385,21 @@ class ProjectWriter {
     c.blank();
   }
 
+  // The element type of the graph's outputs in the test bench and the host.
+  std::string outputType() const { return quant_ ? "st_i8" : "float"; }
+
+  // data/expected.bin as `expected` (of outputType), and the f32 tolerances, for compareWithExpected.
+  void readExpected(Code& c) const {
+    std::string out = outputType();
+    if (!quant_)
+      c.line("const double rtol = " + exactLiteral(options_.rtol) +
+             ", atol = " + exactLiteral(options_.atol) + ";");
+    c.line("const std::vector<char> expected_bytes = readBytes(\"data/expected.bin\");");
+    c.line("size_t e_pos = 0;");
+    c.line("const std::vector<" + out + "> expected = take<" + out +
+           ">(expected_bytes, e_pos, static_cast<long>(expected_bytes.size() / sizeof(" + out + ")));");
+  }
+
   // The end of the test bench's and the host's main: `outputs` (token 0's, layer after layer) against
   // data/expected.bin, bit for bit under W4A8 (and, with againstF32, the error of `dequantised` against
   // data/expected_f32.bin), within atol + rtol otherwise; `who` starts the verdict, and main returns 1 on
@@ -484,18 +499,13 @@ class ProjectWriter {
     c.line("#include \"layout.h\"");
     c.blank();
     fileHelpers(c, "csim");
-    std::string out = quant_ ? "st_i8" : "float";
+    std::string out = outputType();
     c.open("int main()");
     for (const auto& sym : symbols_) c.line("const int " + sym + " = " + std::to_string(bindings_.at(sym)) + ";");
     c.line("const int layers = " + std::to_string(options_.layers) + ";");
-    if (!quant_)
-      c.line("const double rtol = " + exactLiteral(options_.rtol) +
-             ", atol = " + exactLiteral(options_.atol) + ";");
     c.line("const std::vector<char> inputs = readBytes(\"data/inputs.bin\");");
     c.line("const std::vector<char> weights = readBytes(\"data/weights.bin\");");
-    c.line("const std::vector<char> expected_bytes = readBytes(\"data/expected.bin\");");
-    c.line("size_t e_pos = 0;");
-    c.line("const std::vector<" + out + "> expected = take<" + out + ">(expected_bytes, e_pos, static_cast<long>(expected_bytes.size() / sizeof(" + out + ")));");
+    readExpected(c);
     c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<" + out + "> outputs, chained;");
     if (quant_) c.line("std::vector<float> dequantised;  // the outputs as reals, for the error against f32");
@@ -593,8 +603,7 @@ class ProjectWriter {
     c.line("std::vector<std::vector<xrt::bo>> bos(layers);");
     c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<" + tensorType(graph_.inputs.at(0).name) + "> chained;");
-    c.line(std::string("std::vector<") + (quant_ ? "st_i8" : "float") +
-           "> outputs;  // token 0's, layer after layer");
+    c.line("std::vector<" + outputType() + "> outputs;  // token 0's, layer after layer");
     c.open("for (int layer = 0; layer < layers; ++layer)");
     layerTensors(c);
     std::map<std::string, int> slot;
@@ -654,7 +663,7 @@ class ProjectWriter {
     }
     // Each output read back into a vector of its own buffer's size; output 0 feeds the next layer (or
     // token) when it has input 0's size, and token 0's outputs are kept for the comparison.
-    std::string out = quant_ ? "st_i8" : "float";
+    std::string out = outputType();
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
       std::string var = "m_" + tid(base(graph_.outputs[i]));
       c.open("");
@@ -688,13 +697,7 @@ class ProjectWriter {
         "char*>(outputs.data()), static_cast<long>(outputs.size() * sizeof(outputs[0])));");
     c.line("if (tokens < 1) return 0;");
     c.line("// The first token's outputs are the graph's on data/inputs.bin: the reference's.");
-    c.line("const std::vector<char> expected_bytes = readBytes(\"data/expected.bin\");");
-    c.line("size_t e_pos = 0;");
-    c.line("const std::vector<" + out + "> expected = take<" + out +
-           ">(expected_bytes, e_pos, static_cast<long>(expected_bytes.size() / sizeof(" + out + ")));");
-    if (!quant_)
-      c.line("const double rtol = " + exactLiteral(options_.rtol) +
-             ", atol = " + exactLiteral(options_.atol) + ";");
+    readExpected(c);
     compareWithExpected(c, "host", false);
     c.close();
     return c.text();

@@ -322,7 +322,6 @@ class KernelBody {
   // running maximum and rescales the running sum of exponentials (online softmax); f32 layernorm sums
   // values and squares around the row's first value; f32 rmsnorm sums squares.
   void rowStats(const std::string& base) {
-    int n = numLoops(0);
     int64_t T = tokenElements(port(0, 0).order);
     bool integer = quant() && base != "softmax";
     if (integer)
@@ -399,7 +398,6 @@ class KernelBody {
     write(0, 1, "stats");
     if (!last.empty()) c_.close();
     f.close();
-    (void)n;
   }
 
   // The row's statistics read at its first token (with the reciprocal the row shares), then one output
@@ -467,9 +465,7 @@ class KernelBody {
     if (kernel_.op == "reduce_mean")
       y = integer ? "(" + y + ") / static_cast<float>(" + rowLength(0, 0) + ")"
                   : "acc / (" + rowLength(0, 0) + ")";
-    c_.line(integer ? "out.v[0] = st_q8((" + y + ") * " +
-                          floatLiteral(ctx_.scale(port(0, 1).tensor).inverse) + ");"
-                    : store(0, 1, "out.v[0]", y));
+    c_.line(store(0, 1, "out.v[0]", y));
     write(0, 1, "out");
     if (!last.empty()) c_.close();
     f.close();
@@ -592,12 +588,13 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   int64_t bits = part * storageOf(dtype).bits,
           beats = role.packed ? (bits + kDmaTokenBits - 1) / kDmaTokenBits : 1;
   if (beats > 1) {
-    int64_t per = kDmaTokenBits / storageOf(dtype).bits, n = static_cast<int>(o.trips.size());
+    int64_t per = kDmaTokenBits / storageOf(dtype).bits;
+    int n = static_cast<int>(o.trips.size());
     std::vector<Expr> trips = o.trips;
     trips.push_back(Expr(beats));
     c.line("long t = 0;");
     c.line(tokenOf(part, dtype) + " tok;");
-    FlatLoop f(c, trips, "i", static_cast<int>(n + 1));
+    FlatLoop f(c, trips, "i", n + 1);
     f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
     std::string q = "i" + std::to_string(n), at = q + " * " + std::to_string(per) + " + j";
     openElements(c, "j", per);
@@ -777,7 +774,7 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
     for (const Port& p : task.phases.at(0).ports)
       if (p.dir == PortDir::kIn) feeds.push_back(p.fifo);
     readPort(ctx, c, "tok", storageUnits(ctx, o), feeds, dtype);
-    if (int4 && bytewise) {  // the token's bytes are the block's: one store a byte, no read-modify-write
+    if (bytewise) {  // the token's bytes are the block's: one store a byte, no read-modify-write
       openElements(c, "e", E / 2);
       c.line("block[(" + regionIndex(role, o, "2 * e") + ") / 2] = tok.v[e];");
     } else {
@@ -787,7 +784,7 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
     c.close();
   } else {
     c.line(tokenOf(storageUnits(ctx, o), dtype) + " tok" + (int4 ? " = {}" : "") + ";");
-    if (int4 && bytewise) {
+    if (bytewise) {
       openElements(c, "e", E / 2);
       c.line("tok.v[e] = block[(" + regionIndex(role, o, "2 * e") + ") / 2];");
     } else {
