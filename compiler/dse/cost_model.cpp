@@ -20,8 +20,10 @@
 // the f32 op. A W4A8 matmul's output goes through its f32 epilogue (int to float, multiply, add,
 // rounding: 19 cycles); an f32 matmul adds its bias (7). W4A8 row statistics and reductions sum integers
 // (the integer column) and finish a row in f32: statistics (st_numeric.h: a 64-bit product, conversions,
-// a division and multiplies: 50 cycles), a reduction's scale and rounding (16, a mean's division 30 more);
-// softmax's statistics stay f32 (the exponentials). Copies move data only. DSPs and LUTs of those
+// a division and multiplies: 50 cycles), a reduction's scale and rounding (16, a mean's division 30 more).
+// W4A8 softmax statistics look each score's exponential up in a table and sum them in 128-bit integers
+// (no DSP, kSoftmaxLaneLut LUTs a lane); their finish is two conversions and a division (50). Copies move
+// data only. DSPs and LUTs of those
 // f32 steps are not counted yet: the W4A8 kernels keep the integer column, the matmul its MACs alone.
 #include "compiler/dse/cost_model.h"
 
@@ -68,6 +70,10 @@ std::string laneOp(const std::string& op) {
   return op;
 }
 
+// A W4A8 softmax statistics lane: a 256-entry table of 128-bit exponentials folded into logic (about four
+// LUTs a bit) and its share of the 128-bit adder tree; no multiplier.
+constexpr int64_t kSoftmaxLaneLut = 640;
+
 bool isFloat(const std::string& dtype) { return dtype == "f32" || dtype == "f16" || dtype == "bf16" || dtype == "f64"; }
 
 }  // namespace
@@ -95,12 +101,13 @@ void costKernels(KernelGraph& graph) {
       k.lut = 600 + k.lanes * c.lutInt;
       continue;
     }
-    bool integerSums = !fp && (lane == "reduce" || (lane == "stats" && k.op.rfind("softmax", 0) != 0));
+    bool integerSums = !fp && (lane == "reduce" || lane == "stats");
     if (integerSums) {  // a row's f32 finish: statistics (st_numeric.h), or a reduction's scale, mean and
                         // rounding
+      bool softmax = lane == "stats" && k.op.rfind("softmax", 0) == 0;
       k.latency = c.latencyInt + (lane == "stats" ? 50 : k.op == "reduce_mean" ? 46 : 16);
-      k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * c.dspInt));
-      k.lut = 600 + k.lanes * c.lutInt;
+      k.dsp = softmax ? 0 : static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * c.dspInt));
+      k.lut = 600 + k.lanes * (softmax ? kSoftmaxLaneLut : c.lutInt);
       continue;
     }
     k.latency = c.latencyFloat + (fp ? 0 : 16);

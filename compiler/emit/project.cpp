@@ -975,6 +975,10 @@ class ProjectWriter {
     }
     // W4A8: scales from the f32 run, then each layer's weights and the quantised reference.
     plan_ = calibrate(graph_, layerTensors, options_.layers > 1);
+    for (const Kernel& k : kg_.kernels)  // a softmax's sum aligns each token to its largest exponential
+      if (k.op == "softmax.stats")
+        plan_.softmaxTokens[graph_.ops.at(static_cast<size_t>(k.opIndex)).name] =
+            emit::tokenElements(k.phases.at(0).ports.at(0).order);
     std::string weightBytes, expectedBytes;
     std::vector<int8_t> chainedQ;
     for (int layer = 0; layer < options_.layers; ++layer) {

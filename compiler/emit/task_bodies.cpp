@@ -322,8 +322,9 @@ class KernelBody {
   // running maximum and rescales the running sum of exponentials (online softmax); f32 layernorm sums
   // values and squares around the row's first value; f32 rmsnorm sums squares.
   void rowStats(const std::string& base) {
+    if (quant() && base == "softmax") return softmaxStats();
     int64_t T = tokenElements(port(0, 0).order);
-    bool integer = quant() && base != "softmax";
+    bool integer = quant();
     if (integer)
       c_.line("st_i64 s1 = 0, s2 = 0;");
     else if (base == "softmax")
@@ -395,6 +396,67 @@ class KernelBody {
         c_.line("stats.v[1] = 0.0f;");
       }
     }
+    write(0, 1, "stats");
+    if (!last.empty()) c_.close();
+    f.close();
+  }
+
+  // W4A8 softmax statistics in integers (st_numeric.h: st_softmax_stats): each score's exponential from
+  // two tables (reference/quantized.h: softmaxTable) as a mantissa and an exponent; a token sums its
+  // mantissas aligned to its largest exponent, then joins one of two lanes in turn, so that a lane's
+  // recurrence (subtract, shift, add) has two cycles at II=1; the row's largest score is a comparison a
+  // cycle. Reset at a row's first token; the lanes merge at its last.
+  void softmaxStats() {
+    int64_t T = tokenElements(port(0, 0).order);
+    float scale = ctx_.scale(port(0, 0).tensor).scale;
+    SoftmaxTable table = softmaxTable(scale);
+    auto emitTable = [&](const std::string& decl, auto values) {
+      c_.line("static const " + decl + "[256] = {");
+      for (size_t i = 0; i < values.size(); i += 8) {
+        std::string row = "    ";
+        for (size_t j = i; j < i + 8; ++j)
+          row += std::to_string(values[j]) + (j + 1 == values.size() ? "" : j + 1 < i + 8 ? ", " : ",");
+        c_.line(row);
+      }
+      c_.line("};");
+    };
+    emitTable("unsigned exp_mantissa", table.mantissa);
+    emitTable("int exp_exponent", table.exponent);
+    // Constant contents read T times a cycle: registers that synthesis folds into logic.
+    c_.line("#pragma HLS ARRAY_PARTITION variable=exp_mantissa complete");
+    c_.line("#pragma HLS ARRAY_PARTITION variable=exp_exponent complete");
+    c_.line("int lane_e0 = st_exp_empty, lane_e1 = st_exp_empty, q_max = -128;");
+    c_.line("st_u64 lane_s0 = 0, lane_s1 = 0;");
+    FlatLoop f = flat(0);
+    read(0, 0, "x");
+    std::string first = f.first(level(0, 1)), last = f.last(level(0, 1));
+    if (first.empty()) first = "true";
+    std::string padded = inside(0, 0, "e");  // padded positions of a symbolic row add nothing
+    c_.line("int q_tok = -128;");
+    openElements(c_, "e", T);
+    c_.line(ifInside(padded) + "q_tok = x.v[e] > q_tok ? int(x.v[e]) : q_tok;");
+    c_.close();
+    c_.line("const int e_tok = exp_exponent[q_tok + 128];");
+    c_.line("st_u64 s_tok = 0;");
+    openElements(c_, "e", T);
+    c_.line(ifInside(padded) +
+            "s_tok += st_shr(exp_mantissa[x.v[e] + 128], e_tok - exp_exponent[x.v[e] + 128]);");
+    c_.close();
+    c_.line("int e_new = " + first + " ? st_exp_empty : lane_e0;");
+    c_.line("st_u64 s_new = " + first + " ? st_u64(0) : lane_s0;");
+    c_.line("st_expsum_add(e_new, s_new, e_tok, s_tok);");
+    c_.line("lane_e0 = " + first + " ? st_exp_empty : lane_e1;");
+    c_.line("lane_s0 = " + first + " ? st_u64(0) : lane_s1;");
+    c_.line("lane_e1 = e_new;");
+    c_.line("lane_s1 = s_new;");
+    c_.line("q_max = (" + first + " || q_tok > q_max) ? q_tok : q_max;");
+    if (!last.empty()) c_.open("if (" + last + ")");
+    c_.line("int e_row = lane_e0;");
+    c_.line("st_u64 s_row = lane_s0;");
+    c_.line("st_expsum_add(e_row, s_row, lane_e1, lane_s1);");
+    c_.line("Tok<2> stats;");
+    c_.line("st_softmax_stats(s_row, exp_mantissa[q_max + 128], q_max, " + floatLiteral(scale) +
+            ", &stats.v[0], &stats.v[1]);");
     write(0, 1, "stats");
     if (!last.empty()) c_.close();
     f.close();

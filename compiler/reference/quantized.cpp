@@ -118,6 +118,39 @@ QuantWeights quantizeWeights(const Graph& graph, const QuantPlan& plan, const st
   return out;
 }
 
+SoftmaxTable softmaxTable(float scale) {
+  SoftmaxTable t;
+  const double c = static_cast<double>(scale) / std::log(2.0), limit = 1 << 28;
+  for (int q = -128; q <= 127; ++q) {
+    const double y = std::min(std::max(c * q, -limit), limit), e = std::ceil(y);
+    const size_t i = static_cast<size_t>(q + 128);
+    t.exponent[i] = static_cast<int32_t>(e);
+    t.mantissa[i] = static_cast<uint32_t>(std::llround(std::exp2(y - e + 31)));  // in [2^30, 2^31]
+  }
+  return t;
+}
+
+void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& table, float scale,
+                     float* max, float* sum) {
+  int laneE[2] = {st_exp_empty, st_exp_empty}, qmax = -128;
+  st_u64 laneS[2] = {0, 0};
+  for (int64_t first = 0, j = 0; first < D; first += T, ++j) {
+    const int64_t end = std::min(D, first + T);
+    int qt = -128;
+    for (int64_t i = first; i < end; ++i) qt = std::max<int>(qt, q[i]);
+    const int et = table.exponent[static_cast<size_t>(qt + 128)];
+    st_u64 st = 0;
+    for (int64_t i = first; i < end; ++i) {
+      const size_t t = static_cast<size_t>(q[i] + 128);
+      st += st_shr(table.mantissa[t], et - table.exponent[t]);
+    }
+    st_expsum_add(laneE[j % 2], laneS[j % 2], et, st);
+    qmax = std::max(qmax, qt);
+  }
+  st_expsum_add(laneE[0], laneS[0], laneE[1], laneS[1]);
+  st_softmax_stats(laneS[0], table.mantissa[static_cast<size_t>(qmax + 128)], qmax, scale, max, sum);
+}
+
 std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph, const QuantPlan& plan,
                                                               const QuantWeights& weights,
                                                               const std::map<std::string, std::vector<int8_t>>& inputs,
@@ -131,6 +164,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
     env[t.name] = {shapeOf(t.name), inputs.at(t.name), plan.of(t.name)};
   }
   for (const auto& t : graph.weights) env[t.name] = {shapeOf(t.name), weights.values.at(t.name), plan.int4.count(t.name) ? QuantScale{} : plan.of(t.name)};
+  std::map<std::string, SoftmaxTable> tables;  // by softmax input
   for (const Op& op : graph.ops) {
     const std::string& k = op.op;
     std::vector<int64_t> shape = shapeOf(op.output);
@@ -189,16 +223,12 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       for (int64_t row = 0; row < rowsN; ++row) {
         const int64_t base = row * D;
         float st0 = 0, st1 = 0;
-        if (k == "softmax") {  // the .stats kernel: online maximum and rescaled sum
-          float m = -INFINITY, sum = 0.0f;
-          for (int64_t i = 0; i < D; ++i) {
-            float v = x.at(base + i);
-            float mx = v > m ? v : m;
-            sum = sum * std::exp(m - mx) + std::exp(v - mx);
-            m = mx;
-          }
-          st0 = m;
-          st1 = sum;
+        if (k == "softmax") {  // the .stats kernel
+          const SoftmaxTable& table = tables.try_emplace(op.inputs[0], softmaxTable(x.s.scale)).first->second;
+          auto token = plan.softmaxTokens.find(op.name);
+          softmaxRowStats(&x.q[static_cast<size_t>(base)], D,
+                          token == plan.softmaxTokens.end() ? 1 : token->second, table, x.s.scale, &st0,
+                          &st1);
         } else {  // integer sums of the int8 values and their squares (st_numeric.h)
           int64_t s1 = 0, s2 = 0;
           for (int64_t i = 0; i < D; ++i) {

@@ -12,11 +12,16 @@
 //                epilogue q = st_q8(float(acc) * r[n] + c[n]) with r[n] = s_a * s_w[n] / s_out and
 //                c[n] = bias[n] / s_out (f32, stored beside the packed weights); two int8 operands: one
 //                constant r = s_a * s_b / s_out.
+//   softmax      integer statistics: the row's largest q and a block floating point sum of a table of
+//                exponentials, token by token in two lanes (softmaxTable, st_softmax_stats); then f32
+//                as below.
 //   other ops    dequantise (float(q) * s, f32), compute in f32 exactly as the emitted kernel does
 //                (the same operations in the same order), requantise: st_q8(y * (1 / s_out)).
 //   rounding     st_q8 / st_q4 (compiler/emit/runtime/st_numeric.h): round half away from zero, then
 //                saturate to [-128, 127] / [-8, 7]; NaN gives 0.
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -35,6 +40,9 @@ struct QuantPlan {
   std::map<std::string, QuantScale> scales;  ///< every int8 tensor, by name
   std::set<std::string> int4;                ///< matmul weights stored as int4 per output channel
   std::set<std::string> ids;                 ///< inputs holding token ids (they stay f32)
+  /// Elements per token of each softmax's .stats kernel, by op (1 where absent): its sum aligns a token's
+  /// exponentials to the token's largest one.
+  std::map<std::string, int64_t> softmaxTokens;
   /// The scale of an int8 tensor; throws for a tensor without one.
   const QuantScale& of(const std::string& tensor) const;
 };
@@ -72,6 +80,19 @@ QuantWeights quantizeWeights(const Graph& graph, const QuantPlan& plan, const st
 
 /// st_q8(x * inverse) of each value: an input as the host quantises it.
 std::vector<int8_t> quantizeValues(const std::vector<float>& x, const QuantScale& s);
+
+/// W4A8 softmax's exponentials for an input of scale `scale` (st_softmax_stats), index q + 128 for q in
+/// [-128, 127]: exp(scale * q) = mantissa * 2^(exponent - 31), exponent = ceil(q * scale / ln 2).
+struct SoftmaxTable {
+  std::array<uint32_t, 256> mantissa{};
+  std::array<int32_t, 256> exponent{};
+};
+SoftmaxTable softmaxTable(float scale);
+
+/// A W4A8 softmax row's statistics (the maximum and the sum of exp(x - max)) as its .stats kernel takes
+/// them from D int8 scores q, T per token.
+void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& table, float scale,
+                     float* max, float* sum);
 
 /// Evaluates the graph as the emitted W4A8 kernels do: int8 inputs (token ids as f32 in `ids`), the
 /// layer's quantised weights; returns every int8 tensor it computed by name.

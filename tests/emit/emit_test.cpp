@@ -5,12 +5,14 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "cli/run_stc.h"
 #include "compiler/ir/network.h"
@@ -65,6 +67,66 @@ std::string emitAndSimulate(const std::string& input, const std::string& name, c
   EXPECT_EQ(out.size(), expected.size());
   EXPECT_GT(out.size(), 0u);
   return m.out;
+}
+
+// Whether `text` names `word` as a whole identifier.
+bool mentions(const std::string& text, const std::string& word) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
+    if ((at == 0 || !ident(text[at - 1])) &&
+        (at + word.size() == text.size() || !ident(text[at + word.size()])))
+      return true;
+  return false;
+}
+
+// The float recurrences of each pipelined loop in emitted sources: lines inside the loop that update a
+// float declared before it (in the same task) from its own value (`+=`, `*=`, or `v = ... v ...`), each
+// with the loop's II. A float addition takes 7 cycles at 4 ns (dse/cost_model.cpp), so such a line at II=1
+// is a recurrence HLS cannot schedule.
+struct FloatRecurrence {
+  int ii;
+  std::string line;
+};
+std::vector<FloatRecurrence> floatRecurrences(const std::string& src) {
+  std::vector<FloatRecurrence> found;
+  std::vector<std::string> floats;
+  int ii = 0;  // 0 outside a pipelined loop
+  std::istringstream lines(src);
+  for (std::string line; std::getline(lines, line);) {
+    size_t text = line.find_first_not_of(' ');
+    if (text == std::string::npos) continue;
+    std::string body = line.substr(text);
+    if (text == 0) {  // a new function
+      floats.clear();
+      ii = 0;
+      continue;
+    }
+    if (body.rfind("#pragma HLS PIPELINE II=", 0) == 0) {
+      ii = std::atoi(body.c_str() + 24);
+      continue;
+    }
+    if (ii == 0 && body.rfind("float ", 0) == 0) {  // `float a = x, b[4];`: a and b
+      std::stringstream names(body.substr(6));
+      for (std::string piece; std::getline(names, piece, ',');) {
+        size_t from = piece.find_first_not_of(' '), to = from;
+        while (to < piece.size() && (std::isalnum(static_cast<unsigned char>(piece[to])) || piece[to] == '_'))
+          ++to;
+        if (from != std::string::npos && to > from) floats.push_back(piece.substr(from, to - from));
+      }
+      continue;
+    }
+    if (ii == 0) continue;
+    for (const std::string& v : floats) {
+      size_t at = body.find(v);
+      if (at != 0) continue;  // updates start their statement with the variable
+      std::string rest = body.substr(v.size());
+      if (!rest.empty() && rest[0] == '[') rest = rest.substr(rest.find(']') + 1);
+      bool compound = rest.rfind(" += ", 0) == 0 || rest.rfind(" -= ", 0) == 0 || rest.rfind(" *= ", 0) == 0;
+      bool self = rest.rfind(" = ", 0) == 0 && mentions(rest.substr(3), v);
+      if (compound || self) found.push_back({ii, body});
+    }
+  }
+  return found;
 }
 
 // W4A8 (README, "W4A8"): the C simulation equals the quantised reference bit for bit, and stays close to
@@ -296,6 +358,30 @@ TEST(EmitW4A8, EveryPhaseIsOneFlattenedLoopAndRowSumsAreIntegers) {
   EXPECT_EQ(src.find("s1 += v;"), std::string::npos);          // no f32 recurrence in the layernorm
   EXPECT_EQ(src.find("_i1: for (int i1"), std::string::npos);  // no loop left inside another pipelined one
   EXPECT_EQ(src.find("(void)"), std::string::npos);            // a task takes only the symbols it uses
+}
+
+// No W4A8 kernel keeps a float recurrence: the matmuls accumulate int32, the row statistics and reductions
+// integer sums, softmax a block floating point sum in integers (st_numeric.h); every pipelined loop holds
+// II=1.
+TEST(EmitW4A8, NoPipelinedLoopCarriesAFloatRecurrence) {
+  for (const char* graph : {"graphs/rows.yaml", "graphs/gpt2_layer.yaml", "graphs/attention_decode.yaml",
+                            "graphs/misc_ops.yaml"}) {
+    std::string dir = fresh("q_recurrence");
+    ASSERT_EQ(stc("emit " + model(graph) + " --set quant=w4a8 -o " + dir).code, 0) << graph;
+    std::string src = sources(dir);
+    for (const FloatRecurrence& r : floatRecurrences(src))
+      ADD_FAILURE() << graph << ": II=" << r.ii << ": " << r.line;
+    EXPECT_EQ(src.find("#pragma HLS PIPELINE II=1"), src.find("#pragma HLS PIPELINE II=")) << graph;
+    EXPECT_EQ(src.find("PIPELINE II=2"), std::string::npos) << graph;
+    if (std::string(graph) != "graphs/misc_ops.yaml") {  // every graph but misc has a softmax
+      EXPECT_NE(src.find("st_expsum_add(e_new, s_new, e_tok, s_tok);"), std::string::npos) << graph;
+      EXPECT_NE(src.find("static const unsigned exp_mantissa[256] = {"), std::string::npos) << graph;
+    }
+  }
+  // The checker itself finds the recurrences of an f32 layernorm.
+  std::string dir = fresh("f_recurrence");
+  ASSERT_EQ(stc("emit " + model("graphs/rows.yaml") + " -o " + dir).code, 0);
+  EXPECT_FALSE(floatRecurrences(sources(dir)).empty());
 }
 
 TEST(EmitW4A8, OneWrongByteFailsTheCsim) {

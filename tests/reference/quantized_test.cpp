@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "compiler/emit/runtime/st_numeric.h"
 #include "compiler/ir/yaml_io.h"
@@ -132,6 +133,50 @@ TEST(W4A8, CopiesAndChainedLayersShareOneScale) {
   QuantPlan chained = calibrate(g, {env}, true);
   EXPECT_FLOAT_EQ(chained.of("x").scale, chained.of("y").scale);
   EXPECT_FLOAT_EQ(chained.of("x").scale, 40.0f / 127);
+}
+
+// Softmax's exponential table against exp() itself: exp(scale * q) = mantissa * 2^(exponent - 31), the
+// mantissa in [2^30, 2^31] and the exponent ceil(q * scale / ln 2), at a small, a typical and a huge
+// scale (one dominated by a -10000 mask).
+TEST(W4A8, SoftmaxTableHoldsEachExponentialAsMantissaAndExponent) {
+  for (float scale : {0.001f, 0.0561784394f, 78.7500381f}) {
+    SoftmaxTable t = softmaxTable(scale);
+    for (int q = -128; q <= 127; ++q) {
+      size_t i = static_cast<size_t>(q + 128);
+      EXPECT_GE(t.mantissa[i], 1u << 30) << q;
+      EXPECT_LE(t.mantissa[i], 1u << 31) << q;
+      double log2exp = static_cast<double>(scale) * q / std::log(2.0);
+      EXPECT_EQ(t.exponent[i], static_cast<int32_t>(std::ceil(log2exp))) << q;
+      // log2 of mantissa * 2^(exponent - 31) equals q * scale / ln 2 to the mantissa's 31 bits.
+      EXPECT_NEAR(std::log2(t.mantissa[i]) + t.exponent[i] - 31, log2exp,
+                  1e-9 * std::max(1.0, std::fabs(log2exp)))
+          << q;
+    }
+  }
+}
+
+// A row's statistics: the maximum is scale * qmax; the sum of exp(x - max) matches a double-precision sum
+// to within the bits alignment drops (a few units of 2^-31 per token), for every token width; rows whose
+// scores sit far below the scale's range (a mask set the scale) count their ties exactly.
+TEST(W4A8, SoftmaxRowStatisticsMatchADoubleSumAtAnyTokenWidth) {
+  const float scale = 0.0561784394f;
+  SoftmaxTable t = softmaxTable(scale);
+  std::vector<int8_t> q = {10, -3, 127, 0, 5, -128, 90, 90, 64, -20, 33};
+  double want = 0;
+  for (int v : q) want += std::exp(static_cast<double>(scale) * (v - 127));
+  for (int64_t T : {1, 2, 4, 5, 16}) {
+    float max = 0, sum = 0;
+    softmaxRowStats(q.data(), static_cast<int64_t>(q.size()), T, t, scale, &max, &sum);
+    EXPECT_EQ(max, 127.0f * scale) << T;
+    EXPECT_NEAR(sum, want, want * 1e-7) << T;
+  }
+  const float masked = 78.7500381f;  // -10000 / 127: the real scores all quantise to 0 or -1
+  SoftmaxTable m = softmaxTable(masked);
+  std::vector<int8_t> row = {0, 0, -128, 0, -1, -128, 0};
+  float max = 1, sum = 0;
+  softmaxRowStats(row.data(), 7, 4, m, masked, &max, &sum);
+  EXPECT_EQ(max, 0.0f);
+  EXPECT_EQ(sum, 4.0f);  // the four zeros; exp(-78.75) is below the 31-bit mantissa's last bit
 }
 
 }  // namespace

@@ -12,11 +12,13 @@ typedef ap_int<8> st_i8;    // an 8-bit activation
 typedef ap_uint<8> st_u8;   // two 4-bit weights: element 2i in bits 0-3, element 2i+1 in bits 4-7
 typedef ap_int<32> st_i32;  // an accumulator
 typedef ap_int<64> st_i64;  // a row's sums of int8 values and squares
+typedef ap_uint<64> st_u64;  // a row's sum of softmax exponentials (st_softmax_stats)
 #else
 typedef int8_t st_i8;
 typedef uint8_t st_u8;
 typedef int32_t st_i32;
 typedef int64_t st_i64;
+typedef uint64_t st_u64;
 #endif
 
 /// Requantisation to int8: round half away from zero, then saturate to [-128, 127]; NaN gives 0.
@@ -73,4 +75,33 @@ inline void st_layernorm_stats(int64_t s1, int64_t s2, long D, float scale, floa
 /// Rmsnorm: the mean square.
 inline float st_rmsnorm_stats(int64_t s2, long D, float scale) {
   return (scale * scale) * (static_cast<float>(s2) / static_cast<float>(D));
+}
+
+/// Softmax statistics from integers, as the W4A8 .stats kernel accumulates them: exp(x) for each int8
+/// score q (x = scale * q) in block floating point, M(q) * 2^(E(q) - 31) with a 31-bit mantissa M(q)
+/// in [2^30, 2^31] and E(q) = ceil(q * scale / ln 2), both from 256-entry tables stc computes for the
+/// tensor's scale (reference/quantized.h: softmaxTable). A token sums its mantissas aligned to its own
+/// largest exponent (st_shr); a row adds tokens into two lanes in turn (the token before last's lane),
+/// so that each lane's recurrence (a subtraction, a shift and an addition) has two cycles at II=1, and
+/// merges the lanes at its last token. Alignment drops the bits shifted out, so the sum depends on the
+/// tokens' width, which the reference takes from the kernel. The statistics: the maximum as the .apply
+/// kernel subtracts it (scale * qmax, the largest dequantised value) and the sum of exp(x - max), S /
+/// M(qmax) (the row's exponent is E(qmax)).
+const int st_exp_empty = -(1 << 30);  // the exponent of an empty sum
+
+/// x / 2^d, rounded down; zero from d = 64 on.
+inline st_u64 st_shr(st_u64 x, int d) {
+  return d >= 64 ? st_u64(0) : st_u64(x >> d);
+}
+
+/// (e, s) += (e2, s2): the sum aligned to the larger exponent.
+inline void st_expsum_add(int& e, st_u64& s, int e2, st_u64 s2) {
+  const int m = e2 > e ? e2 : e;
+  s = st_shr(s, m - e) + st_shr(s2, m - e2);
+  e = m;
+}
+
+inline void st_softmax_stats(st_u64 S, st_u64 mmax, int qmax, float scale, float* max, float* sum) {
+  *max = static_cast<float>(qmax) * scale;
+  *sum = static_cast<float>(static_cast<double>(S) / static_cast<double>(mmax));
 }
