@@ -213,7 +213,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   Schedules schedules = chooseSchedules(typed, platform, options);
   KernelGraph kernels = lowerToKernels(typed, options, schedules);
   out.schedules = schedules;
-  costKernels(kernels);
+  costKernels(kernels, options.quant);
   FusionResult fusion = fuseKernels(kernels, options.onchipBudgetBytes, options);
   StreamCounts counts;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);

@@ -7,12 +7,17 @@
 //   exp, tanh        10 / 20                1 / 7                     300 / 700
 //   gelu, silu       16 / 35                1 / 10                    400 / 900
 //   rope              6 / 10                1 / 6                      80 / 300
-//   row statistics    8 / 20                0.5 / 5                    60 / 300
+//   row statistics    8 / 20 (*)            0.5 / 5                    60 / 300
 //   row apply        12 / 30                1 / 8                     150 / 600
+//
+// (*) f32 row statistics and reductions take their latency and II from their recurrence instead
+// (floatRowLatency, floatRowIi).
 //
 // A matmul of Tk x Tn MACs per iteration: ceil(log2 Tk) adder-tree levels (1 cycle each for integers, 7
 // for floats) plus 6 (multiply, accumulate, output) cycles, its DSPs from dspPerMac, 25 LUTs per MAC.
-// Every kernel has ii 1 and 600 LUTs of control; concat and gathers move data only.
+// Every kernel has 600 LUTs of control and ii 1 but where an f32 recurrence sets it (floatAccumulationIi,
+// floatRowIi: a float addition takes 7 cycles at 4 ns, so a running f32 sum cannot take a value every
+// cycle); concat and gathers move data only.
 //
 // Latencies follow the code stc emits (emit/task_bodies.cpp), not the graph's dtypes. Every op but the
 // matmul's MACs and the W4A8 row sums computes in f32: under W4A8 (integer streams) it dequantises each
@@ -74,14 +79,57 @@ std::string laneOp(const std::string& op) {
 // LUTs a bit) and its share of the 128-bit adder tree; no multiplier.
 constexpr int64_t kSoftmaxLaneLut = 640;
 
+// f32 operator latencies at 4 ns (the table's add and mul).
+constexpr int64_t kFadd = kFloatAddLatency, kFmul = 4;
+
+// The II of an f32 matmul: its accumulators' recurrence is one addition. Output stationary, each
+// iteration adds into the same tile, so II = kFadd. Input streaming, consecutive iterations add into the
+// accumulators of consecutive output tiles (phase 0's last loop), so a tile's recurrence has `tiles`
+// iterations and II = ceil(kFadd / tiles) (the emitted loop declares that distance to HLS); a symbolic
+// tile count is taken as 1.
+int64_t floatAccumulationIi(const Kernel& k) {
+  if (k.phases.size() != 2) return kFadd;
+  const Expr& tiles = k.phases[0].trip.back();
+  int64_t n = tiles.isConstant() ? std::max<int64_t>(tiles.eval({}), 1) : 1;
+  return (kFadd + n - 1) / n;
+}
+
+// The II of an f32 row statistics or reduction kernel: the recurrence a token adds to. Sums: one addition
+// (layernorm, rmsnorm, reduce_sum, reduce_mean); softmax: the running sum's rescale and addition (a
+// multiply and an add; the running maximum, a comparison, and the exponentials of its differences are
+// outside the recurrence); reduce_max: a comparison, one cycle.
+int64_t floatRowIi(const std::string& op) {
+  if (op == "reduce_max") return 1;
+  if (op.rfind("softmax", 0) == 0) return kFmul + kFadd;
+  return kFadd;
+}
+
+// The pipeline depth of an f32 row kernel with `levels` adder-tree levels over a token: reduce_max
+// compares (a cycle a level and the running maximum); sums add a tree and the running sum, a mean or a
+// norm's finish divides (30); layernorm subtracts the row's first value and squares, rmsnorm squares;
+// softmax takes the token's maximum, the exponentials of the differences (20), their tree, and the
+// running sum's rescale (an exponential, a multiply, an add).
+int64_t floatRowLatency(const std::string& op, int64_t levels) {
+  const int64_t exp = 20, div = 30;
+  if (op == "reduce_max") return levels + 1;
+  if (op == "reduce_sum") return levels * kFadd + kFadd;
+  if (op == "reduce_mean") return levels * kFadd + kFadd + div;
+  if (op.rfind("softmax", 0) == 0) return levels + kFadd + exp + levels * kFadd + exp + kFmul + kFadd;
+  if (op.rfind("layernorm", 0) == 0) return kFadd + kFmul + levels * kFadd + kFadd + div;
+  return kFmul + levels * kFadd + kFadd + div;  // rmsnorm
+}
+
 bool isFloat(const std::string& dtype) { return dtype == "f32" || dtype == "f16" || dtype == "bf16" || dtype == "f64"; }
 
 }  // namespace
 
-void costKernels(KernelGraph& graph) {
+void costKernels(KernelGraph& graph, const std::string& quant) {
   for (Kernel& k : graph.kernels) {
     k.ii = 1;
-    bool fp = isFloat(k.arithmetic);
+    // Without quantisation every stream and operation of the emitted project is f32, whatever the
+    // graph's dtypes (emit/task_bodies.h: EmitContext::dtype).
+    const std::string arithmetic = quant == "w4a8" ? k.arithmetic : "f32";
+    bool fp = isFloat(arithmetic);
     if (k.op == "matmul" || k.op == "linear") {
       int64_t levels = static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(k.lanes, 1)))));
       // The output stage: the W4A8 epilogue or requantisation; an f32 bias add where there is a bias (the
@@ -89,7 +137,8 @@ void costKernels(KernelGraph& graph) {
       bool streaming = k.phases.size() == 2;
       bool bias = k.phases.back().ports.size() == (streaming ? 2u : 4u);
       k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? (bias ? 7 : 0) : 19);
-      k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(k.arithmetic)));
+      if (fp) k.ii = floatAccumulationIi(k);
+      k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(arithmetic)));
       k.lut = 600 + 25 * k.lanes;
       continue;
     }
@@ -111,6 +160,13 @@ void costKernels(KernelGraph& graph) {
       continue;
     }
     k.latency = c.latencyFloat + (fp ? 0 : 16);
+    if (fp && (lane == "stats" || lane == "reduce")) {
+      // f32 row sums: a token's values summed by a tree, then one recurrence (above); the finish divides.
+      int64_t levels =
+          static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(k.lanes, 1)))));
+      k.ii = floatRowIi(k.op);
+      k.latency = floatRowLatency(k.op, levels);
+    }
     k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * (fp ? c.dspFloat : c.dspInt)));
     k.lut = 600 + k.lanes * (fp ? c.lutFloat : c.lutInt);
   }

@@ -24,7 +24,12 @@ namespace stc {
 /// (AMD WP521, INT4 optimisation) need both operands at 4 bits, which w4a8's 8-bit activations are not.
 double dspPerMac(const std::string& arithmetic);
 
-/// Sets ii, latency, dsp and lut of every kernel.
-void costKernels(KernelGraph& graph);
+/// Cycles of an f32 addition at 4 ns: the recurrence of a running f32 sum, which sets the II of f32
+/// accumulations (cost_model.cpp) and which emitted loops declare to HLS.
+constexpr int64_t kFloatAddLatency = 7;
+
+/// Sets ii, latency, dsp and lut of every kernel of a design quantised as `quant` ("w4a8", or "none":
+/// every operation f32, as stc emits it).
+void costKernels(KernelGraph& graph, const std::string& quant);
 
 }  // namespace stc

@@ -179,7 +179,7 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
                           const Schedules& schedules) {
   OtherKernels o;
   o.graph = lowerToKernels(graph, options, schedules);
-  costKernels(o.graph);
+  costKernels(o.graph, options.quant);
   for (size_t i = 0; i < o.graph.kernels.size(); ++i) {
     const Kernel& k = o.graph.kernels[i];
     if (k.op == "matmul" || k.op == "linear") continue;

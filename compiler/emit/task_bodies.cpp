@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include "compiler/dse/cost_model.h"
 #include "compiler/ir/diagnostics.h"
 #include "compiler/lower/kernels.h"
 
@@ -208,6 +209,10 @@ class KernelBody {
       c_.line("#pragma HLS ARRAY_PARTITION variable=acc dim=2 complete");
       declareHeld(0, 0, "a");
       FlatLoop f = flat(0);
+      if (!q && ii(0) < kFloatAddLatency) {  // a tile's sum is added to once every `tiles` iterations
+        c_.line("#pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=true distance=" +
+                std::to_string(tiles.eval()));
+      }
       readHeld(0, 0, "a", f);
       read(0, 1, "w");
       // The first k iteration starts each tile's sum (no clearing loop the network does not have).
@@ -244,14 +249,21 @@ class KernelBody {
     std::string accType = q ? "st_i32" : "float", zero = q ? "0" : "0.0f";
     std::string padded = inside(0, 0, "k");
     openElements(c_, "n", Tn);
-    c_.line(accType + " sum = " + zero + ";");
-    openElements(c_, "k", Tk);
     std::string wi = transposeB ? "n * " + std::to_string(Tk) + " + k" : "k * " + std::to_string(Tn) + " + n";
-    std::string mac = !q ? "sum += a.v[k] * w.v[" + wi + "];"
-                         : "sum += static_cast<st_i32>(a.v[k]) * " +
-                               (int4 ? "st_w4(w.v, " + wi + ")" : "static_cast<st_i32>(w.v[" + wi + "])") + ";";
-    c_.line(ifInside(padded) + mac);
-    c_.close();
+    if (q) {  // integer additions: HLS balances the chain into a tree itself
+      c_.line(accType + " sum = " + zero + ";");
+      openElements(c_, "k", Tk);
+      c_.line(ifInside(padded) + "sum += static_cast<st_i32>(a.v[k]) * " +
+              (int4 ? "st_w4(w.v, " + wi + ")" : "static_cast<st_i32>(w.v[" + wi + "])") + ";");
+      c_.close();
+    } else {  // float additions keep their order: the products summed by an explicit tree
+      c_.line("float prod[" + std::to_string(Tk) + "];");
+      c_.line("#pragma HLS ARRAY_PARTITION variable=prod complete");
+      openElements(c_, "k", Tk);
+      c_.line("prod[k] = " + insideOr(padded, "a.v[k] * w.v[" + wi + "]", "0.0f") + ";");
+      c_.close();
+      c_.line("const float sum = st_tree<" + std::to_string(Tk) + ">::sum(prod);");
+    }
     if (first.empty()) c_.line(acc + " += sum;");
     else c_.line(acc + " = (" + first + " ? " + zero + " : " + acc + ") + sum;");
     c_.close();
@@ -347,29 +359,39 @@ class KernelBody {
       c_.line("s1 = (" + first + " ? st_i64(0) : s1) + t1;");
       c_.line("s2 = (" + first + " ? st_i64(0) : s2) + t2;");
     } else {
-      c_.open("if (" + first + ")");
-      if (base == "softmax")
-        c_.line("m = -INFINITY;").line("sum = 0.0f;");
-      else
-        c_.line("s1 = 0.0f;").line("s2 = 0.0f;");
-      // Layernorm sums around the row's first value, so that a large mean does not cancel the variance.
-      if (base == "layernorm") c_.line("shift = " + value(0, 0, "x.v[0]") + ";");
-      c_.close();
-      c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
-      std::string padded = inside(0, 0, "e");  // padded positions of a symbolic row are skipped
-      if (!padded.empty()) c_.open("if (" + padded + ")");
+      // f32: a token's terms summed by a tree (st_tree), then one recurrence a token: an addition (II =
+      // kFloatAddLatency), or softmax's rescale and addition; layernorm sums around the row's first value,
+      // so that a large mean does not cancel the variance.
+      if (base == "layernorm") c_.line("shift = " + first + " ? " + value(0, 0, "x.v[0]") + " : shift;");
+      std::string padded = inside(0, 0, "e");  // padded positions of a symbolic row add nothing
+      std::string Ts = std::to_string(T);
+      c_.line(base == "rmsnorm" ? "float b[" + Ts + "];" : "float a[" + Ts + "], b[" + Ts + "];");
+      if (base != "rmsnorm") c_.line("#pragma HLS ARRAY_PARTITION variable=a complete");
+      c_.line("#pragma HLS ARRAY_PARTITION variable=b complete");
+      openElements(c_, "e", T);
+      std::string x = value(0, 0, "x.v[e]");
       if (base == "softmax") {
-        c_.line("float v = " + value(0, 0, "x.v[e]") + ";");
-        c_.line("float mx = v > m ? v : m;");
-        c_.line("sum = sum * std::exp(m - mx) + std::exp(v - mx);");
+        c_.line("a[e] = " + insideOr(padded, x, "-INFINITY") + ";");
+      } else {
+        c_.line("const float v = " + insideOr(padded, base == "layernorm" ? x + " - shift" : x, "0.0f") +
+                ";");
+        if (base == "layernorm") c_.line("a[e] = v;");
+        c_.line("b[e] = v * v;");
+      }
+      c_.close();
+      if (base == "softmax") {
+        c_.line("const float tm = st_tree<" + Ts + ">::max(a);");
+        openElements(c_, "e", T);
+        c_.line("b[e] = " + insideOr(padded, "std::exp(a[e] - tm)", "0.0f") + ";");
+        c_.close();
+        c_.line("const float mx = (" + first + " || tm > m) ? tm : m;");
+        c_.line("sum = (" + first + " ? 0.0f : sum * std::exp(m - mx)) + st_tree<" + Ts +
+                ">::sum(b) * std::exp(tm - mx);");
         c_.line("m = mx;");
       } else {
-        c_.line("float v = " + value(0, 0, "x.v[e]") + (base == "layernorm" ? " - shift;" : ";"));
-        if (base == "layernorm") c_.line("s1 += v;");
-        c_.line("s2 += v * v;");
+        if (base == "layernorm") c_.line("s1 = (" + first + " ? 0.0f : s1) + st_tree<" + Ts + ">::sum(a);");
+        c_.line("s2 = (" + first + " ? 0.0f : s2) + st_tree<" + Ts + ">::sum(b);");
       }
-      if (!padded.empty()) c_.close();
-      c_.close();
     }
     if (!last.empty()) c_.open("if (" + last + ")");
     c_.line("Tok<2> stats;");
@@ -511,15 +533,28 @@ class KernelBody {
     FlatLoop f = flat(0);
     read(0, 0, "x");
     std::string first = f.first(level(0, 1)), last = f.last(level(0, 1));
-    c_.line(
-        type + " r = " +
-        (first.empty() ? (max ? lowest : zero) : "(" + first + ") ? " + (max ? lowest : zero) + " : acc") +
-        ";");
-    c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
-    c_.line("const " + type + " x_e = " + (integer ? "x.v[e]" : value(0, 0, "x.v[e]")) + ";");
-    c_.line(ifInside(inside(0, 0, "e")) + (max ? "r = x_e > r ? x_e : r;" : "r += x_e;"));
-    c_.close();
-    c_.line("acc = r;");
+    if (integer) {  // integer additions and comparisons: one cycle, a chain HLS balances
+      c_.line(
+          type + " r = " +
+          (first.empty() ? (max ? lowest : zero) : "(" + first + ") ? " + (max ? lowest : zero) + " : acc") +
+          ";");
+      c_.open("for (int e = 0; e < " + std::to_string(T) + "; ++e)");
+      c_.line("const " + type + " x_e = x.v[e];");
+      c_.line(ifInside(inside(0, 0, "e")) + (max ? "r = x_e > r ? x_e : r;" : "r += x_e;"));
+      c_.close();
+      c_.line("acc = r;");
+    } else {  // f32: the token's tree (st_tree), then one addition (II = kFloatAddLatency) or comparison
+      std::string Ts = std::to_string(T);
+      c_.line("float v[" + Ts + "];");
+      c_.line("#pragma HLS ARRAY_PARTITION variable=v complete");
+      openElements(c_, "e", T);
+      c_.line("v[e] = " + insideOr(inside(0, 0, "e"), value(0, 0, "x.v[e]"), max ? "-INFINITY" : "0.0f") +
+              ";");
+      c_.close();
+      c_.line(std::string("const float t = st_tree<") + Ts + ">::" + (max ? "max" : "sum") + "(v);");
+      std::string next = max ? "(t > acc ? t : acc)" : "acc + t";
+      c_.line("acc = " + (first.empty() ? std::string("t") : "(" + first + ") ? t : " + next) + ";");
+    }
     if (!last.empty()) c_.open("if (" + last + ")");
     c_.line(outTok(0, 1, 1) + " out;");
     std::string y =

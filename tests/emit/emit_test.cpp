@@ -79,10 +79,11 @@ bool mentions(const std::string& text, const std::string& word) {
   return false;
 }
 
-// The float recurrences of each pipelined loop in emitted sources: lines inside the loop that update a
-// float declared before it (in the same task) from its own value (`+=`, `*=`, or `v = ... v ...`), each
-// with the loop's II. A float addition takes 7 cycles at 4 ns (dse/cost_model.cpp), so such a line at II=1
-// is a recurrence HLS cannot schedule.
+// The float recurrences of each pipelined loop in emitted sources: lines inside the loop that compute a
+// float declared before it (in the same task) from its own value by arithmetic (`+=`, `*=`, or `v = ...
+// v ...` with + - * /; a comparison and select is a cycle), each with the loop's II times the distance
+// its DEPENDENCE pragma declares. A float addition takes 7 cycles at 4 ns (dse/cost_model.cpp), so such a
+// line below 7 is a recurrence HLS cannot schedule.
 struct FloatRecurrence {
   int ii;
   std::string line;
@@ -91,6 +92,7 @@ std::vector<FloatRecurrence> floatRecurrences(const std::string& src) {
   std::vector<FloatRecurrence> found;
   std::vector<std::string> floats;
   int ii = 0;  // 0 outside a pipelined loop
+  int distance = 1;
   std::istringstream lines(src);
   for (std::string line; std::getline(lines, line);) {
     size_t text = line.find_first_not_of(' ');
@@ -103,6 +105,11 @@ std::vector<FloatRecurrence> floatRecurrences(const std::string& src) {
     }
     if (body.rfind("#pragma HLS PIPELINE II=", 0) == 0) {
       ii = std::atoi(body.c_str() + 24);
+      distance = 1;
+      continue;
+    }
+    if (body.rfind("#pragma HLS DEPENDENCE", 0) == 0 && body.find("distance=") != std::string::npos) {
+      distance = std::atoi(body.c_str() + body.find("distance=") + 9);
       continue;
     }
     if (ii == 0 && body.rfind("float ", 0) == 0) {  // `float a = x, b[4];`: a and b
@@ -122,8 +129,12 @@ std::vector<FloatRecurrence> floatRecurrences(const std::string& src) {
       std::string rest = body.substr(v.size());
       if (!rest.empty() && rest[0] == '[') rest = rest.substr(rest.find(']') + 1);
       bool compound = rest.rfind(" += ", 0) == 0 || rest.rfind(" -= ", 0) == 0 || rest.rfind(" *= ", 0) == 0;
-      bool self = rest.rfind(" = ", 0) == 0 && mentions(rest.substr(3), v);
-      if (compound || self) found.push_back({ii, body});
+      std::string rhs = rest.size() > 3 ? rest.substr(3) : "";
+      bool arithmetic = false;
+      for (const char* op : {" + ", " - ", " * ", " / "})
+        arithmetic = arithmetic || rhs.find(op) != std::string::npos;
+      bool self = rest.rfind(" = ", 0) == 0 && mentions(rhs, v) && arithmetic;
+      if (compound || self) found.push_back({ii * distance, body});
     }
   }
   return found;
@@ -378,10 +389,31 @@ TEST(EmitW4A8, NoPipelinedLoopCarriesAFloatRecurrence) {
       EXPECT_NE(src.find("static const unsigned exp_mantissa[256] = {"), std::string::npos) << graph;
     }
   }
-  // The checker itself finds the recurrences of an f32 layernorm.
-  std::string dir = fresh("f_recurrence");
+}
+
+// f32 designs keep their float recurrences, each at an II (times the distance declared to HLS) of at
+// least a float addition's 7 cycles: the output-stationary matmul's accumulators (II=7), an
+// input-streaming matmul's (one tile in `tiles` each iteration), the row sums (7) and softmax's running
+// sum (a multiply and an add, 11). A token's terms are summed by a tree, not a chain.
+TEST(Emit, FloatRecurrencesRunAtTheIiOfAFloatAddition) {
+  int found = 0;
+  for (const char* graph : {"graphs/rows.yaml", "graphs/gpt2_layer.yaml", "graphs/attention_decode.yaml",
+                            "graphs/misc_ops.yaml", "graphs/mlp.yaml"}) {
+    std::string dir = fresh("f_recurrence");
+    ASSERT_EQ(stc("emit " + model(graph) + " -o " + dir).code, 0) << graph;
+    std::string src = sources(dir);
+    for (const FloatRecurrence& r : floatRecurrences(src)) {
+      ++found;
+      EXPECT_GE(r.ii, 7) << graph << ": " << r.line;
+    }
+    EXPECT_EQ(src.find("sum += a.v[k] * w.v["), std::string::npos) << graph;
+  }
+  EXPECT_GT(found, 10);  // the checker sees them
+  std::string dir = fresh("f_rows");
   ASSERT_EQ(stc("emit " + model("graphs/rows.yaml") + " -o " + dir).code, 0);
-  EXPECT_FALSE(floatRecurrences(sources(dir)).empty());
+  std::string src = sources(dir);
+  EXPECT_NE(src.find("#pragma HLS PIPELINE II=11"), std::string::npos);  // softmax's statistics
+  EXPECT_NE(src.find(" ? 0.0f : s2) + st_tree<16>::sum(b);"), std::string::npos);
 }
 
 TEST(EmitW4A8, OneWrongByteFailsTheCsim) {

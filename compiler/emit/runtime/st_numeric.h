@@ -55,6 +55,22 @@ inline void st_set_w4(Bytes&& packed, long i, int w) {
   packed[i / 2] = static_cast<st_u8>((i % 2) ? (byte & 0x0f) | (nibble << 4) : (byte & 0xf0) | nibble);
 }
 
+/// The sum and the maximum of v[0..N) as balanced trees: HLS keeps the order of float additions, so a
+/// running `sum += v[i]` over a token would chain N additions where a tree has ceil(log2 N) levels.
+template <int N>
+struct st_tree {
+  static float sum(const float* v) { return st_tree<N / 2>::sum(v) + st_tree<N - N / 2>::sum(v + N / 2); }
+  static float max(const float* v) {
+    const float a = st_tree<N / 2>::max(v), b = st_tree<N - N / 2>::max(v + N / 2);
+    return a > b ? a : b;
+  }
+};
+template <>
+struct st_tree<1> {
+  static float sum(const float* v) { return v[0]; }
+  static float max(const float* v) { return v[0]; }
+};
+
 inline float st_silu(float x) { return x / (1.0f + std::exp(-x)); }
 inline float st_gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678f)); }
 inline float st_gelu_tanh(float x) {
