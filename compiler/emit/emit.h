@@ -18,6 +18,13 @@
 
 namespace stc {
 
+/// A cache the host extends after every token (a decode layer's keys and values): input `cache` grows by
+/// one position along its axis of extent `symbol`, filled from output `fresh` (the new position's elements
+/// in the cache's row-major order), and the symbol then advances, up to its maximum.
+struct CacheAppend {
+  std::string cache, fresh, symbol;
+};
+
 struct EmitOptions {
   std::string dir;          ///< the project folder
   bool force = false;       ///< replace a non-empty folder
@@ -26,6 +33,7 @@ struct EmitOptions {
   Bindings bindings;        ///< symbol values of the C simulation (`ctx`)
   int layers = 1;           ///< invocations the C simulation chains (a model's layers): output 0 feeds input 0
   double rtol = 1e-3, atol = 1e-3;  ///< the C simulation's tolerance: |out - expected| <= atol + rtol*|expected|
+  std::vector<CacheAppend> caches;  ///< what the host's decode loop appends to, token after token
 };
 
 struct EmitSummary {

@@ -230,6 +230,17 @@ class ProjectWriter {
     for (const auto& sym : symbols_) s += ", " + sym;
     return s;
   }
+  // The symbols as arguments, each replaced by what `with` gives it (the host's maxima, ctx + 1).
+  std::string symbolArgs(const std::map<std::string, std::string>& with) const {
+    std::string s;
+    for (const auto& sym : symbols_) s += ", " + (with.count(sym) ? with.at(sym) : sym);
+    return s;
+  }
+  std::map<std::string, std::string> atMaxima() const {
+    std::map<std::string, std::string> m;
+    for (const auto& sym : symbols_) m[sym] = sym + "_max";
+    return m;
+  }
   // A top's arguments, in order: its DMAs' buffers.
   std::vector<std::pair<const Task*, const Buffer*>> topArgs(int g) const {
     std::vector<std::pair<const Task*, const Buffer*>> out;
@@ -240,11 +251,13 @@ class ProjectWriter {
       }
     return out;
   }
-  std::string elemsCall(const std::string& tensor) const {
-    return "layout::elems_" + tid(tensor) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
+  std::string elemsCall(const std::string& tensor,
+                        const std::map<std::string, std::string>& with = {}) const {
+    return "layout::elems_" + tid(tensor) + "(" + symbolArgs(with).substr(symbols_.empty() ? 0 : 2) + ")";
   }
-  std::string wordsCall(const std::string& dma) const {
-    return "layout::words_" + dmaArgs_.at(dma) + "(" + symbolArgs().substr(symbols_.empty() ? 0 : 2) + ")";
+  std::string wordsCall(const std::string& dma, const std::map<std::string, std::string>& with = {}) const {
+    return "layout::words_" + dmaArgs_.at(dma) + "(" + symbolArgs(with).substr(symbols_.empty() ? 0 : 2) +
+           ")";
   }
 
   std::string layoutHeader() const {
@@ -293,6 +306,7 @@ class ProjectWriter {
       c.line("return q;");
       c.close();
     }
+    for (const CacheAppend& a : options_.caches) appendFunction(c, a);
     for (const auto& [task, b] : bufferOf_) {
       if (!b.packed) continue;
       const TaskRole& r = compiled_.roles.tasks.at(task);
@@ -561,6 +575,7 @@ class ProjectWriter {
     c.line("// compares the first token's outputs with data/expected.bin (exit 1 on a difference).");
     c.line("//   build/host [build_dir.hw." + platform_.shell +
            "/streamtensor.xclbin] [tokens]   (make run TARGET=...)");
+    c.line("#include <algorithm>");
     c.line("#include <cstdio>");
     c.line("#include <cstdlib>");
     c.line("#include <cstring>");
@@ -577,18 +592,37 @@ class ProjectWriter {
     c.blank();
     fileHelpers(c, "host");
     c.line("template <typename T>");
-    c.open("static xrt::bo upload(const xrt::device& device, const std::vector<T>& data, xrt::memory_group bank)");
-    c.line("xrt::bo bo(device, data.size() * sizeof(T), bank);");
-    c.line("bo.write(data.data());");
-    c.line("bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);");
+    c.line("// A buffer of `capacity` values (its size at the symbols' maxima) holding `data` at its start.");
+    c.open(
+        "static xrt::bo upload(const xrt::device& device, const std::vector<T>& data, long capacity, "
+        "xrt::memory_group bank)");
+    c.line("const size_t n = std::max(static_cast<size_t>(capacity), data.size());");
+    c.line("xrt::bo bo(device, std::max<size_t>(n, 1) * sizeof(T), bank);");
+    c.line("bo.write(data.data(), data.size() * sizeof(T), 0);");
+    c.line("bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, data.size() * sizeof(T), 0);");
     c.line("return bo;");
+    c.close();
+    c.blank();
+    c.line("// Writes `data` at the start of a buffer and moves it to the device.");
+    c.line("template <typename T>");
+    c.open("static void put(xrt::bo& bo, const std::vector<T>& data)");
+    c.line("bo.write(data.data(), data.size() * sizeof(T), 0);");
+    c.line("bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, data.size() * sizeof(T), 0);");
     c.close();
     c.blank();
     c.open("int main(int argc, char** argv)");
     c.line("const std::string xclbin = argc > 1 ? argv[1] : \"build_dir.hw." + platform_.shell +
            "/streamtensor.xclbin\";");
     c.line("const int tokens = argc > 2 ? std::atoi(argv[2]) : 1;");
-    for (const auto& sym : symbols_) c.line("const int " + sym + " = " + std::to_string(bindings_.at(sym)) + ";  // the C simulation's value");
+    std::set<std::string> growing;  // symbols the decode loop advances
+    for (const CacheAppend& a : options_.caches) growing.insert(a.symbol);
+    for (const auto& sym : symbols_) {
+      c.line(std::string(growing.count(sym) ? "int " : "const int ") + sym + " = " +
+             std::to_string(bindings_.at(sym)) + ";  // the C simulation's value" +
+             (growing.count(sym) ? ", then one more each token" : ""));
+      c.line("const int " + sym + "_max = " + std::to_string(compiled_.options.maxima.at(sym)) +
+             ";  // the buffers' size");
+    }
     c.line("const int layers = " + std::to_string(options_.layers) + ";");
     c.line("xrt::device device(0);");
     c.line("const auto uuid = device.load_xclbin(xclbin);");
@@ -604,8 +638,13 @@ class ProjectWriter {
     c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<" + tensorType(graph_.inputs.at(0).name) + "> chained;");
     c.line("std::vector<" + outputType() + "> outputs;  // token 0's, layer after layer");
+    for (const CacheAppend& a : options_.caches)
+      c.line("std::vector<std::vector<" + tensorType(a.cache) + ">> cache_" + tid(a.cache) +
+             "(layers);  // row-major, at " + a.symbol);
     c.open("for (int layer = 0; layer < layers; ++layer)");
     layerTensors(c);
+    for (const CacheAppend& a : options_.caches)
+      c.line("cache_" + tid(a.cache) + "[layer] = t_" + tid(a.cache) + ";");
     std::map<std::string, int> slot;
     for (int g : groups_) {
       std::string top = topFunctionName(graph_, g);
@@ -619,14 +658,18 @@ class ProjectWriter {
             c.open("");
             c.line("std::vector<" + b->type + "> packed(static_cast<size_t>(" + wordsCall(t->name) + "));");
             c.line("layout::pack_" + dmaArgs_.at(t->name) + "(t_" + tid(b->tensor) + ".data(), packed.data()" + symbolArgs() + ");");
-            c.line("bos[layer].push_back(upload(device, packed, " + bank + "));  // " + b->var + ", HBM[" + std::to_string(t->channel) + "]");
+            c.line("bos[layer].push_back(upload(device, packed, " + wordsCall(t->name, atMaxima()) + ", " +
+                   bank + "));  // " + b->var + ", HBM[" + std::to_string(t->channel) + "]");
             c.close();
           } else if (b->fromRaw) {
-            c.line("bos[layer].push_back(upload(device, t_" + tid(b->tensor) + ", " + bank + "));  // " + b->var + ", HBM[" +
-                   std::to_string(b->channel) + "]");
+            std::string n = elemsCall(b->tensor, atMaxima());
+            if (b->type == "st_u8") n = "(" + n + " + 1) / 2";
+            c.line("bos[layer].push_back(upload(device, t_" + tid(b->tensor) + ", " + n + ", " + bank +
+                   "));  // " + b->var + ", HBM[" + std::to_string(b->channel) + "]");
           } else {
-            c.line("bos[layer].push_back(upload(device, std::vector<" + b->type + ">(static_cast<size_t>(" + elemsCall(b->tensor) +
-                   ")), " + bank + "));  // " + b->var + ", HBM[" + std::to_string(b->channel) + "]");
+            c.line("bos[layer].push_back(upload(device, std::vector<" + b->type + ">(), " +
+                   elemsCall(b->tensor, atMaxima()) + ", " + bank + "));  // " + b->var + ", HBM[" +
+                   std::to_string(b->channel) + "]");
           }
         }
         ++arg;
@@ -645,8 +688,7 @@ class ProjectWriter {
         c.open("");
         c.line("std::vector<" + b.type + "> packed(static_cast<size_t>(" + wordsCall(task) + "));");
         c.line("layout::pack_" + dmaArgs_.at(task) + "(chained.data(), packed.data()" + symbolArgs() + ");");
-        c.line("b[" + std::to_string(slot.at(b.var)) + "].write(packed.data());");
-        c.line("b[" + std::to_string(slot.at(b.var)) + "].sync(XCL_BO_SYNC_BO_TO_DEVICE);");
+        c.line("put(b[" + std::to_string(slot.at(b.var)) + "], packed);");
         c.close();
       }
     }
@@ -668,10 +710,12 @@ class ProjectWriter {
       std::string var = "m_" + tid(base(graph_.outputs[i]));
       c.open("");
       c.line("xrt::bo& bo = b[" + std::to_string(slot.at(var)) + "];");
-      c.line("bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE);");
       c.line("std::vector<" + out + "> got(static_cast<size_t>(" + elemsCall(base(graph_.outputs[i])) +
              "));");
-      c.line("bo.read(got.data());");
+      c.line("bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE, got.size() * sizeof(got[0]), 0);");
+      c.line("bo.read(got.data(), got.size() * sizeof(got[0]), 0);");
+      for (const CacheAppend& a : options_.caches)
+        if (a.fresh == graph_.outputs[i]) appendToCache(c, a, slot);
       c.line("if (token == 0) outputs.insert(outputs.end(), got.begin(), got.end());");
       if (i == 0 && tensorType(graph_.inputs.at(0).name) == out) {
         c.open("if (got.size() == chained.size())");
@@ -691,6 +735,14 @@ class ProjectWriter {
     }
     c.close();
     c.line("std::printf(\"token %d done\\n\", token);");
+    for (const std::string& sym : growing) {
+      c.open("if (" + sym + " == " + sym + "_max && token + 1 < tokens)");
+      c.line("std::printf(\"host: the caches hold " + sym +
+             "_max = %d positions: no room for token %d\\n\", " + sym + "_max, token + 1);");
+      c.line("break;");
+      c.close();
+      c.line("++" + sym + ";");
+    }
     c.close();
     c.line(
         "std::ofstream(\"data/host_outputs.bin\", std::ios::binary).write(reinterpret_cast<const "
@@ -701,6 +753,76 @@ class ProjectWriter {
     compareWithExpected(c, "host", false);
     c.close();
     return c.text();
+  }
+
+  // layout::append_<cache>(cache, fresh, symbols): the row-major cache at symbol + 1 positions, the new
+  // one (at index `symbol` of the growing axis) from `fresh`, requantised to the cache's scale under W4A8.
+  void appendFunction(Code& c, const CacheAppend& a) const {
+    const std::vector<Expr>& shape = kg_.tensors.at(a.cache).shape;
+    size_t axis = shape.size();
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] == Expr::parse(a.symbol)) axis = d;
+    auto unsupported = [&](const std::string& why) {
+      return UserError("stc emit: error: cannot append '" + a.fresh + "' to the cache '" + a.cache +
+                       "': " + why);
+    };
+    if (axis == shape.size()) throw unsupported("no axis of extent " + a.symbol);
+    std::vector<Expr> outer(shape.begin(), shape.begin() + static_cast<long>(axis)),
+        inner(shape.begin() + static_cast<long>(axis) + 1, shape.end());
+    int64_t slice = 1;
+    for (const Expr& d : outer) slice *= d.isConstant() ? d.eval() : -1;
+    for (const Expr& d : inner) slice *= d.isConstant() ? d.eval() : -1;
+    int64_t fresh = 1;
+    for (const Expr& d : kg_.tensors.at(a.fresh).shape) fresh *= d.isConstant() ? d.eval() : -1;
+    if (slice <= 0 || slice != fresh)
+      throw unsupported("a position holds " + std::to_string(slice) + " elements, the new one " +
+                        std::to_string(fresh));
+    std::string type = tensorType(a.cache), freshType = outputType(), S = a.symbol;
+    c.line("/// '" + a.cache + "' at " + S + " + 1 positions: its " + S + " positions, then '" + a.fresh +
+           "' at position " + S + " of axis " + std::to_string(axis) +
+           (quant_ ? ", requantised to the cache's scale." : "."));
+    c.open("inline std::vector<" + type + "> append_" + tid(a.cache) + "(const std::vector<" + type +
+           ">& cache, const std::vector<" + freshType + ">& fresh, " + symbolParams(false) + ")");
+    for (const auto& sym : symbols_)
+      if (sym != S) c.line("(void)" + sym + ";");
+    c.line("const long outer = " + emit::cxxProduct(outer) + ", inner = " + emit::cxxProduct(inner) + ";");
+    c.line("std::vector<" + type + "> out(static_cast<size_t>(outer * (" + S + " + 1) * inner));");
+    c.open("for (long o = 0; o < outer; ++o)");
+    c.line("for (long p = 0; p < " + S + " * inner; ++p) out[static_cast<size_t>(o * (" + S +
+           " + 1) * inner + p)] = cache[static_cast<size_t>(o * " + S + " * inner + p)];");
+    std::string value = "fresh[static_cast<size_t>(o * inner + i)]";
+    if (quant_)
+      value = "st_q8(static_cast<float>(" + value + ") * kScale_" + tid(a.fresh) + " * kInverse_" +
+              tid(a.cache) + ")";
+    c.line("for (long i = 0; i < inner; ++i) out[static_cast<size_t>((o * (" + S + " + 1) + " + S +
+           ") * inner + i)] = " + value + ";");
+    c.close();
+    c.line("return out;");
+    c.close();
+  }
+
+  // After output a.fresh of a layer is read into `got`: the layer's cache a.cache gains the new position
+  // (layout::append_<cache>), and every DMA buffer holding it is packed again at symbol + 1, unless the
+  // buffers are full.
+  void appendToCache(Code& c, const CacheAppend& a, const std::map<std::string, int>& slot) const {
+    std::string cache = "cache_" + tid(a.cache) + "[layer]";
+    c.open("if (" + a.symbol + " < " + a.symbol + "_max)");
+    c.line(cache + " = layout::append_" + tid(a.cache) + "(" + cache + ", got" + symbolArgs() + ");");
+    std::map<std::string, std::string> next = {{a.symbol, a.symbol + " + 1"}};
+    for (const auto& [task, b] : bufferOf_) {
+      if (b.tensor != a.cache) continue;
+      if (!b.packed) {
+        c.line("put(b[" + std::to_string(slot.at(b.var)) + "], " + cache + ");");
+        continue;
+      }
+      c.open("");
+      c.line("std::vector<" + b.type + "> packed(static_cast<size_t>(" + wordsCall(task, next) + "));");
+      c.line("layout::pack_" + dmaArgs_.at(task) + "(" + cache + ".data(), packed.data()" + symbolArgs(next) +
+             ");");
+      c.line("put(b[" + std::to_string(slot.at(b.var)) + "], packed);");
+      c.close();
+    }
+    c.close();
   }
 
   std::string connectivity() const {

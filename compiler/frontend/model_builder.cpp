@@ -122,6 +122,10 @@ class Builder {
 
 int64_t paddedVocab(const ModelSpec& model) { return (model.vocab + 63) / 64 * 64; }
 
+std::vector<std::pair<std::string, std::string>> decodeLayerCaches(const Graph& layer) {
+  return {{"k_cache", layer.outputs.at(1)}, {"v_cache", layer.outputs.at(2)}};
+}
+
 Graph buildDecodeLayer(const ModelSpec& model) {
   Builder b(model, model.name + "_decode_layer");
   b.layer(1, Expr::parse("ctx"));

@@ -2,6 +2,9 @@
 // Family builders: the graphs of an LLM's decoder layer (decode and prefill) and of its head.
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 #include "compiler/ir/model_spec.h"
@@ -11,6 +14,9 @@ namespace stc {
 /// One decoder layer decoding one token against a KV cache of `ctx` tokens in HBM (ctx stays a symbol).
 /// Outputs: the layer's output row and the new token's key and value (appended to the cache by the host).
 Graph buildDecodeLayer(const ModelSpec& model);
+/// A decode layer's caches, each with the output holding the token's new entry (its keys after rope,
+/// its values), as (cache input, output) pairs: the host appends one to the other after every token.
+std::vector<std::pair<std::string, std::string>> decodeLayerCaches(const Graph& layer);
 
 /// One decoder layer over a prompt of `prompt` tokens (its keys and values read back from HBM).
 Graph buildPrefillLayer(const ModelSpec& model, int64_t prompt);

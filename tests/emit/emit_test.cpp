@@ -263,6 +263,63 @@ TEST(Emit, TwoLayerTinyGpt2InF32OnRequest) {
   EXPECT_EQ(readAll(::testing::TempDir() + "emit_gpt2_tiny_f32/data/expected.bin").size(), 2u * 3 * 64 * 4);
 }
 
+// The host's decode loop appends each token's keys and values to the layer's caches and advances ctx up
+// to its maximum; every buffer is sized for ctx_max. layout::append_* is checked here against the cache
+// shapes the model builder gives (keys [heads, head_dim, ctx], values [heads, ctx, head_dim]; gpt2-tiny:
+// 4 heads of 16), in f32 exactly and under W4A8 with the new entry requantised to the cache's scale.
+TEST(Emit, HostAppendsEachTokensKeysAndValuesToTheCaches) {
+  const char* check = R"(#include <cstdio>
+#include "layout.h"
+int main() {
+  const int ctx = 5, H = 4, dh = 16;
+  std::vector<T> k(layout::elems_k_cache(ctx)), v(layout::elems_v_cache(ctx));
+  std::vector<T> kn(layout::elems_k_new(ctx)), vn(layout::elems_v_new(ctx));
+  for (size_t i = 0; i < k.size(); ++i) k[i] = T(i % 97), v[i] = T(i % 89);
+  for (size_t i = 0; i < kn.size(); ++i) kn[i] = T(100 + i % 27), vn[i] = T(-100 - int(i % 27));
+  std::vector<T> k2 = layout::append_k_cache(k, kn, ctx), v2 = layout::append_v_cache(v, vn, ctx);
+  int bad = k2.size() != size_t(H * dh * (ctx + 1)) || v2.size() != k2.size();
+  for (int h = 0; h < H; ++h)
+    for (int j = 0; j < dh; ++j)
+      for (int c = 0; c <= ctx; ++c) {
+        T wantK = c < ctx ? k[(h * dh + j) * ctx + c] : NEW(kn[h * dh + j], k_new, k_cache);
+        T wantV = c < ctx ? v[(h * ctx + c) * dh + j] : NEW(vn[h * dh + j], v_new, v_cache);
+        bad += k2[(h * dh + j) * (ctx + 1) + c] != wantK;
+        bad += v2[(h * (ctx + 1) + c) * dh + j] != wantV;
+      }
+  std::printf("append: %d wrong\n", bad);
+  return bad != 0;
+}
+)";
+  for (bool quant : {false, true}) {
+    std::string dir = fresh(quant ? "q_append" : "append");
+    Outcome e = stc("emit " + model("gpt2-tiny.yaml") + " -o " + dir + (quant ? "" : " --set quant=none"));
+    ASSERT_EQ(e.code, 0) << e.out;
+    std::string host = readAll(dir + "/host/host.cpp");
+    EXPECT_NE(host.find("int ctx = 16;"), std::string::npos);
+    EXPECT_NE(host.find("const int ctx_max = 64;"), std::string::npos);
+    EXPECT_NE(host.find("cache_k_cache[layer] = layout::append_k_cache(cache_k_cache[layer], got, ctx);"),
+              std::string::npos);
+    EXPECT_NE(host.find("layout::pack_load_v_cache_s0(cache_v_cache[layer].data(), packed.data(), ctx + 1);"),
+              std::string::npos)
+        << host;
+    EXPECT_NE(host.find("++ctx;"), std::string::npos);
+    EXPECT_EQ(host.find("bo.read(got.data());"),
+              std::string::npos);  // reads its own size of a ctx_max buffer
+    Outcome syntax =
+        shell("g++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I" STC_SOURCE_DIR "/tests/emit/xrt_stub " +
+              dir + "/host/host.cpp");
+    EXPECT_EQ(syntax.code, 0) << syntax.out;
+    std::ofstream(dir + "/append_check.cpp") << check;
+    std::string defines = quant ? " -DT=st_i8 '-DNEW(x,f,c)=st_q8(static_cast<float>(x) * layout::kScale_##f "
+                                  "* layout::kInverse_##c)'"
+                                : " -DT=float '-DNEW(x,f,c)=x'";
+    Outcome run = shell("g++ -std=c++17 -Wall -I" + dir + "/src" + defines + " " + dir +
+                        "/append_check.cpp -o " + dir + "/append_check && " + dir + "/append_check");
+    EXPECT_EQ(run.code, 0) << run.out;
+    EXPECT_NE(run.out.find("append: 0 wrong"), std::string::npos) << run.out;
+  }
+}
+
 // A matmul input read from HBM once per column panel (its buffer beyond the on-chip budget; see
 // Compiler.RepeatsBeyondTheBudgetAreReadFromHbmAgain): the DMA walks the tensor again for each panel.
 TEST(EmitW4A8, InputsReadAgainPerPanelAreBitExact) {
@@ -553,9 +610,10 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
     EXPECT_NE(host.find(api), std::string::npos) << api;
   // Outputs come back into vectors of their own buffers' sizes (never into input 0's), and the first
   // token's are compared with the reference's.
-  for (const char* step : {"std::vector<float> got(static_cast<size_t>(layout::elems_",
-                           "bo.read(got.data());", "if (got.size() == chained.size())",
-                           "readBytes(\"data/expected.bin\")", "host: FAIL: ", "host: PASS: "})
+  for (const char* step :
+       {"std::vector<float> got(static_cast<size_t>(layout::elems_",
+        "bo.read(got.data(), got.size() * sizeof(got[0]), 0);", "if (got.size() == chained.size())",
+        "readBytes(\"data/expected.bin\")", "host: FAIL: ", "host: PASS: "})
     EXPECT_NE(host.find(step), std::string::npos) << step;
   EXPECT_EQ(host.find(".read(chained.data())"), std::string::npos);
 }

@@ -143,6 +143,9 @@ void writeProject(const EmitArgs& a, const Loaded& loaded, const CompileResult& 
   eo.dir = projectDir(eo.dir);
   eo.layers = loaded.layers;
   eo.bindings = bindings;
+  if (loaded.model)  // the host's decode loop appends each token's keys and values to the caches
+    for (const auto& [cache, fresh] : decodeLayerCaches(loaded.graph))
+      eo.caches.push_back({cache, fresh, "ctx"});
   progress(a.verbose, "[5/5] emit      ...\r");
   EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
   std::string tops;

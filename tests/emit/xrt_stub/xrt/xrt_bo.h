@@ -10,8 +10,12 @@ namespace xrt {
 class bo {
  public:
   bo(const device& device, size_t size, memory_group group);
+  size_t size() const;
+  void write(const void* src, size_t size, size_t seek);
   void write(const void* src);
+  void read(void* dst, size_t size, size_t skip);
   void read(void* dst);
+  void sync(xclBOSyncDirection direction, size_t size, size_t offset);
   void sync(xclBOSyncDirection direction);
 };
 }  // namespace xrt
