@@ -60,15 +60,39 @@ void addMemory(const sizing::MemoryBinding& m, Resources& r) {
     r.lut += m.units;
 }
 
-Resources estimateResources(const KernelGraph& kg, const Network& net, const CompileReport& counts,
-                            const HbmConfig& hbm) {
-  Resources r;
-  for (const Kernel& k : kg.kernels) {
-    r.dsp += k.dsp;
-    r.lut += k.lut;
-    if (k.bufferBytes) addBuffer(k.bufferBytes, r);
+// One estimate per fused group (a compute unit): its kernels, adapters and DMAs (an AXI master and its
+// read or write buffer each), and the FIFOs and converter buffers its tasks write.
+std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net, const NetworkRoles& roles,
+                                      const HbmConfig& hbm) {
+  int groups = 1;
+  for (const Task& t : net.tasks) groups = std::max(groups, t.group + 1);
+  std::vector<Resources> out(static_cast<size_t>(groups));
+  std::map<std::string, int> writer;  // FIFO -> the group of the task writing it
+  for (const Task& t : net.tasks) {
+    Resources& r = out[static_cast<size_t>(t.group)];
+    for (const Phase& ph : t.phases)
+      for (const Port& p : ph.ports)
+        if (p.dir == PortDir::kOut) writer[p.fifo] = t.group;
+    for (const Port& p : t.dmaPorts)
+      if (p.dir == PortDir::kOut) writer[p.fifo] = t.group;
+    if (t.isDma()) {  // an AXI master and the m_axi adapter's read or write buffer
+      r.lut += 2000;
+      addMemory(sizing::bindMemory(dmaBufferWords(hbm, t.kind == TaskKind::kDmaWrite), kDmaTokenBits), r);
+    }
+    auto role = roles.tasks.find(t.name);
+    if (role == roles.tasks.end()) continue;
+    if (role->second.kind == TaskRole::kSplit || role->second.kind == TaskRole::kPack)
+      r.lut += 200;  // shift logic
+    if (role->second.kernel >= 0) {
+      const Kernel& k = kg.kernels.at(static_cast<size_t>(role->second.kernel));
+      r.dsp += k.dsp;
+      r.lut += k.lut;
+      if (k.bufferBytes) addBuffer(k.bufferBytes, r);
+    }
   }
   for (const Fifo& f : net.fifos) {
+    auto w = writer.find(f.name);
+    Resources& r = out[static_cast<size_t>(w == writer.end() ? 0 : w->second)];
     if (f.isRegion()) {  // a converter's ping-pong buffer
       addBuffer(f.storedTokens() * f.width / 8, r);
       r.lut += 300;
@@ -76,11 +100,19 @@ Resources estimateResources(const KernelGraph& kg, const Network& net, const Com
     }
     addMemory(sizing::bindMemory(f.depth, f.width), r);
   }
-  for (const Task& t : net.tasks)  // the m_axi adapter's read or write buffer of each DMA
-    if (t.isDma())
-      addMemory(sizing::bindMemory(dmaBufferWords(hbm, t.kind == TaskKind::kDmaWrite), kDmaTokenBits), r);
-  r.lut += 2000 * counts.dmas + 200 * counts.adapters;  // an AXI master per DMA; adapters are shift logic
-  r.ff = 2 * r.lut;
+  for (Resources& r : out) r.ff = 2 * r.lut;
+  return out;
+}
+
+Resources sum(const std::vector<Resources>& parts) {
+  Resources r;
+  for (const Resources& p : parts) {
+    r.lut += p.lut;
+    r.ff += p.ff;
+    r.dsp += p.dsp;
+    r.bram18k += p.bram18k;
+    r.uram += p.uram;
+  }
   return r;
 }
 
@@ -116,9 +148,26 @@ int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
 
 }  // namespace
 
+std::vector<Resources> groupResources(const CompileResult& c, const Platform& platform) {
+  return estimateGroups(c.kernels, c.network, c.roles, platform.hbm);
+}
+
+Placement placeUnits(const std::vector<Resources>& units, const std::vector<Resources>& budgets) {
+  Placement out;
+  out.used.assign(budgets.size(), Resources{});
+  for (const Resources& u : units) {
+    int at = -1;
+    for (size_t s = 0; s < budgets.size() && at < 0; ++s)
+      if (sum({out.used[s], u}).within(budgets[s])) at = static_cast<int>(s);
+    if (at >= 0) out.used[static_cast<size_t>(at)] = sum({out.used[static_cast<size_t>(at)], u});
+    out.slrOf.push_back(at);
+  }
+  return out;
+}
+
 void updateResources(CompileResult& c, const Platform& platform) {
   CompileReport& r = c.report;
-  r.resources = estimateResources(c.kernels, c.network, r, platform.hbm);
+  r.resources = sum(groupResources(c, platform));
   r.fits = r.resources.within(platform.resources);
 }
 

@@ -44,6 +44,19 @@ std::vector<std::string> applySchedule(const std::vector<SchedulePin>& pins, Com
 /// The schedules as a schedule file's pins (stc compile --write-schedule).
 std::vector<SchedulePin> schedulePins(const Schedules& schedules);
 
+/// The resource estimate of each fused group (a compute unit), from the network's FIFO depths; the
+/// report's resources are their sum.
+std::vector<Resources> groupResources(const CompileResult& c, const Platform& platform);
+
+/// Compute units onto SLRs: each unit, in order, into the first SLR (SLR0 first, beside the HBM) whose
+/// budget, less the units already there, holds it whole; -1 for a unit no SLR holds, which has to span
+/// SLRs.
+struct Placement {
+  std::vector<int> slrOf;       ///< per unit
+  std::vector<Resources> used;  ///< per SLR: the units placed there
+};
+Placement placeUnits(const std::vector<Resources>& units, const std::vector<Resources>& budgets);
+
 /// The report's resources and fit, again from the network's FIFO depths (after sizing changed them).
 void updateResources(CompileResult& c, const Platform& platform);
 

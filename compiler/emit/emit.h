@@ -38,6 +38,7 @@ struct EmitOptions {
 
 struct EmitSummary {
   std::vector<std::string> tops;  ///< one kernel per fused group
+  std::vector<std::string> notes;  ///< what the user should know: a unit larger than any SLR's share
   int files = 0;
   int64_t bytes = 0;
 };

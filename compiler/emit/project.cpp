@@ -106,6 +106,33 @@ class ProjectWriter {
     symbols_ = projectSymbols(c);
     bindings_ = completeBindings(c, options_.bindings);
     planBuffers();
+    std::vector<Resources> all = groupResources(c, p);
+    for (int g : groups_) units_.push_back(all.at(static_cast<size_t>(g)));
+    placement_ = placeUnits(units_, platform_.slrBudgets);
+  }
+
+  // Where each compute unit goes, one line each, and a line per SLR: what the README and stc emit print.
+  std::vector<std::string> placementLines() const {
+    std::vector<std::string> lines;
+    auto counts = [](const Resources& r) {
+      return "DSP " + std::to_string(r.dsp) + ", LUT " + std::to_string(r.lut) + ", BRAM_18K " +
+             std::to_string(r.bram18k) + ", URAM " + std::to_string(r.uram);
+    };
+    size_t i = 0;
+    for (int g : groups_) {
+      int slr = placement_.slrOf[i];
+      lines.push_back(topFunctionName(graph_, g) + "_1 (" + counts(units_[i]) + "): " +
+                      (slr >= 0 ? "SLR" + std::to_string(slr)
+                                : "more than one SLR holds; not pinned, Vivado spreads it over the SLRs"));
+      ++i;
+    }
+    for (size_t s = 0; s < placement_.used.size(); ++s)
+      lines.push_back("SLR" + std::to_string(s) + ": " + counts(placement_.used[s]) + " of " +
+                      counts(platform_.slrBudgets[s]));
+    return lines;
+  }
+  bool spansSlrs() const {
+    return std::find(placement_.slrOf.begin(), placement_.slrOf.end(), -1) != placement_.slrOf.end();
   }
 
   std::vector<ProjectFile> files() {
@@ -126,6 +153,14 @@ class ProjectWriter {
     out.push_back({"README.md", readme()});
     out.insert(out.end(), dataFiles.begin(), dataFiles.end());
     return out;
+  }
+
+  std::vector<std::string> notes() const {
+    std::vector<std::string> n;
+    if (spansSlrs())
+      for (const std::string& line : placementLines())
+        if (line.find("more than one SLR") != std::string::npos) n.push_back("placement: " + line);
+    return n;
   }
 
   std::vector<std::string> tops() const {
@@ -841,9 +876,19 @@ class ProjectWriter {
         s += "sp=" + top + "_1." + b->arg + ":" + bank + "\n";
       }
     }
+    // Each unit in the first SLR whose share (the platform's per_slr, less the units before it) holds it.
+    size_t i = 0;
     for (int g : groups_) {
       std::string top = topFunctionName(graph_, g);
-      s += "slr=" + top + "_1:SLR0\n";
+      int slr = placement_.slrOf[i];
+      const Resources& u = units_[i++];
+      if (slr >= 0) {
+        s += "slr=" + top + "_1:SLR" + std::to_string(slr) + "\n";
+        continue;
+      }
+      s += "# " + top + "_1 (DSP " + std::to_string(u.dsp) + ", LUT " + std::to_string(u.lut) +
+           ") is larger than any SLR's share: not pinned, Vivado spreads it over the SLRs\n"
+           "# (its FIFOs that cross an SLR boundary are not registered; see the README).\n";
     }
     return s;
   }
@@ -1008,6 +1053,16 @@ class ProjectWriter {
          std::string(quant_ ? " (int4 ones packed two a byte, int8 ones, then each int4 matmul's [N, 2] f32 epilogue)" : "") +
          std::string(options_.layers > 1 ? ", layer after layer" : "") +
          "; `data/expected.bin`: the graph outputs in order" + std::string(options_.layers > 1 ? ", layer after layer" : "") + ".\n";
+    s += "- Placement (`connectivity.cfg`, `slr=`): each compute unit in the first SLR whose share of the "
+         "platform "
+         "file's\n  `per_slr` budgets, less the units placed before it, holds its resource estimate:\n";
+    for (const std::string& line : placementLines()) s += "  - " + line + "\n";
+    if (spansSlrs())
+      s += "  A unit that no SLR holds is not pinned: Vivado places it across SLRs, and the streams that "
+           "cross an SLR\n"
+           "  boundary are not registered, so timing closure at the kernel clock is not assured (splitting "
+           "the unit\n"
+           "  at SLR boundaries is not done yet).\n";
     if (!symbols_.empty()) {
       s += "- Symbols of the C simulation:";
       for (const auto& sym : symbols_) s += " " + sym + " = " + std::to_string(bindings_.at(sym));
@@ -1157,6 +1212,8 @@ class ProjectWriter {
     return out;
   }();
   std::set<int> groups_;
+  std::vector<Resources> units_;  // each group's resource estimate, in groups_ order
+  Placement placement_;
   std::set<std::string> symbols_;
   Bindings bindings_;
   std::map<std::string, Buffer> bufferOf_;  // by DMA task
@@ -1224,6 +1281,7 @@ EmitSummary emitProject(const Graph& graph, const CompileResult& compiled, const
   std::vector<ProjectFile> files = writer.files();
   EmitSummary s;
   s.tops = writer.tops();
+  s.notes = writer.notes();
   s.files = static_cast<int>(files.size());
   s.bytes = writeAtomically(files, options);
   return s;

@@ -47,6 +47,9 @@ struct Platform {
   double kernelClockMhz = 0;
   HbmConfig hbm;
   Resources resources;
+  /// What each SLR leaves to kernels once the shell has its share, SLR0 first (`resources.per_slr`;
+  /// without it, the device's totals split evenly).
+  std::vector<Resources> slrBudgets;
   double invocationOverheadUs = 0;
   SourceLoc loc;
 };

@@ -603,13 +603,37 @@ Platform parsePlatform(const std::string& text, const std::string& file) {
     r.error(hbm["group_channels"], "group_channels", "must divide the number of channels");
   YAML::Node res = r.required(root, "resources", "a platform file");
   r.expectMap(res, "resources");
-  r.onlyKeys(res, {"lut", "ff", "dsp", "bram18k", "uram", "slrs"}, "resources");
-  p.resources.lut = positiveInt(r, res, "lut", "resources");
-  p.resources.ff = positiveInt(r, res, "ff", "resources");
-  p.resources.dsp = positiveInt(r, res, "dsp", "resources");
-  p.resources.bram18k = positiveInt(r, res, "bram18k", "resources");
-  p.resources.uram = positiveInt(r, res, "uram", "resources");
+  r.onlyKeys(res, {"lut", "ff", "dsp", "bram18k", "uram", "slrs", "per_slr"}, "resources");
+  auto counts = [&](const YAML::Node& map, const std::string& where) {
+    Resources c;
+    c.lut = positiveInt(r, map, "lut", where);
+    c.ff = positiveInt(r, map, "ff", where);
+    c.dsp = positiveInt(r, map, "dsp", where);
+    c.bram18k = positiveInt(r, map, "bram18k", where);
+    c.uram = positiveInt(r, map, "uram", where);
+    return c;
+  };
+  p.resources = counts(res, "resources");
   p.resources.slrs = static_cast<int>(positiveInt(r, res, "slrs", "resources"));
+  if (YAML::Node per = res["per_slr"]) {
+    if (!per.IsSequence() || static_cast<int>(per.size()) != p.resources.slrs)
+      r.error(per, "per_slr", "must list one entry per SLR (" + std::to_string(p.resources.slrs) + ")");
+    Resources total;
+    for (size_t i = 0; i < per.size(); ++i) {
+      r.expectMap(per[i], "per_slr");
+      r.onlyKeys(per[i], {"lut", "ff", "dsp", "bram18k", "uram"}, "per_slr");
+      Resources c = counts(per[i], "per_slr");
+      total.lut += c.lut, total.ff += c.ff, total.dsp += c.dsp, total.bram18k += c.bram18k,
+          total.uram += c.uram;
+      p.slrBudgets.push_back(c);
+    }
+    if (!total.within(p.resources)) r.error(per, "per_slr", "adds up to more than the device's totals");
+  } else {
+    const Resources& d = p.resources;
+    const int64_t n = d.slrs;
+    p.slrBudgets.assign(static_cast<size_t>(n),
+                        Resources{d.lut / n, d.ff / n, d.dsp / n, d.bram18k / n, d.uram / n, 0});
+  }
   YAML::Node host = r.required(root, "host", "a platform file");
   r.expectMap(host, "host");
   r.onlyKeys(host, {"invocation_overhead_us"}, "host");

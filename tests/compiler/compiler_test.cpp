@@ -534,5 +534,28 @@ TEST(Compiler, ScheduleFilesRoundTrip) {
             "s.yaml:1:1: error: field 'schedules': unknown field of a schedule file (known: schedule)");
 }
 
+// Compute units onto SLRs, first fit in SLR order, worked out by hand: 80 DSPs into SLR0 (budget 100);
+// 50 more would make 130 there, so SLR1 (200); 150 joins them in SLR1 (200, full); 300 fits nowhere (-1).
+// A unit within an SLR's DSPs but over its LUTs moves on too.
+TEST(Compiler, PlacementFillsSlrsInOrderAndNamesUnitsNoSlrHolds) {
+  auto r = [](int64_t dsp, int64_t lut) { return Resources{lut, 2 * lut, dsp, 0, 0, 0}; };
+  Placement p =
+      placeUnits({r(80, 10), r(50, 10), r(150, 10), r(300, 10), r(10, 900)}, {r(100, 1000), r(200, 500)});
+  EXPECT_EQ(p.slrOf, (std::vector<int>{0, 1, 1, -1, 0}));
+  EXPECT_EQ(p.used[0].dsp, 90);
+  EXPECT_EQ(p.used[0].lut, 910);
+  EXPECT_EQ(p.used[1].dsp, 200);
+  EXPECT_EQ(p.used[1].lut, 20);
+  // One estimate per fused group; their DSPs are the kernels' (every kernel in exactly one group).
+  CompileResult c = compileFile("gpt2_layer.yaml", {"onchip_budget_bytes=200000"});
+  std::vector<Resources> groups = groupResources(c, defaultPlatform());
+  EXPECT_EQ(static_cast<int>(groups.size()), c.report.groups);
+  int64_t dsp = 0, kernels = 0;
+  for (const Resources& u : groups) dsp += u.dsp;
+  for (const Kernel& k : c.kernels.kernels) kernels += k.dsp;
+  EXPECT_EQ(dsp, kernels);
+  EXPECT_GT(dsp, 0);
+}
+
 }  // namespace
 }  // namespace stc

@@ -320,6 +320,24 @@ int main() {
   }
 }
 
+// Compute units go to the SLR whose share of the platform's per_slr budgets holds them (connectivity.cfg
+// and the README say which and why); one no SLR holds is left unpinned, and stc emit says so.
+TEST(Emit, ComputeUnitsArePlacedInSlrsThatHoldThem) {
+  std::string dir = fresh("slr_mlp");
+  Outcome small = stc("emit " + model("graphs/mlp.yaml") + " -o " + dir);
+  ASSERT_EQ(small.code, 0) << small.out;
+  EXPECT_NE(readAll(dir + "/connectivity.cfg").find("slr=mlp_g0_1:SLR0\n"), std::string::npos);
+  EXPECT_NE(readAll(dir + "/README.md").find("  - SLR0: DSP "), std::string::npos);
+  EXPECT_EQ(small.out.find("placement:"), std::string::npos);
+  dir = fresh("slr_layer");
+  Outcome big = stc("emit " + model("graphs/gpt2_layer.yaml") + " -o " + dir);  // f32: 6,016 DSPs in one unit
+  ASSERT_EQ(big.code, 0) << big.out;
+  std::string cfg = readAll(dir + "/connectivity.cfg");
+  EXPECT_EQ(cfg.find("slr="), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("is larger than any SLR's share: not pinned"), std::string::npos) << cfg;
+  EXPECT_NE(big.out.find("placement: gpt2_layer_g0_1 (DSP "), std::string::npos) << big.out;
+}
+
 // A matmul input read from HBM once per column panel (its buffer beyond the on-chip budget; see
 // Compiler.RepeatsBeyondTheBudgetAreReadFromHbmAgain): the DMA walks the tensor again for each panel.
 TEST(EmitW4A8, InputsReadAgainPerPanelAreBitExact) {

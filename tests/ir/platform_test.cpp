@@ -57,6 +57,34 @@ TEST(Platform, BadFieldsAreNamed) {
       "most 4096 (an AXI burst never crosses a 4 KiB boundary)";
   EXPECT_EQ(errorOf("burst_bytes_max: 1024", "burst_bytes_max: 8192"), burst);
   EXPECT_EQ(errorOf("burst_bytes_max: 1024", "burst_bytes_max: 96"), burst);
+  EXPECT_EQ(errorOf("    - {lut: 434560, ff: 869120, dsp: 3008, bram18k: 1344, uram: 320}\n", ""),
+            "error: field 'per_slr': must list one entry per SLR (3)");
+  EXPECT_EQ(errorOf("{lut: 434560, ff: 869120, dsp: 3008, bram18k: 1344, uram: 320}",
+                    "{lut: 434560, ff: 869120, dsp: 3300, bram18k: 1344, uram: 320}"),
+            "error: field 'per_slr': adds up to more than the device's totals");
+  EXPECT_EQ(errorOf("{lut: 434560, ff: 869120, dsp: 3008, bram18k: 1344, uram: 320}",
+                    "{lut: 434560, ff: 869120, dsp: 3008}"),
+            "error: field 'bram18k': missing in per_slr");
+}
+
+// Each SLR's share for kernels: the U55C's from its file (SLR0 less the shell's static region and HBM
+// interconnect); a platform without per_slr splits the device's totals evenly.
+TEST(Platform, SlrBudgets) {
+  const Platform& p = defaultPlatform();
+  ASSERT_EQ(p.slrBudgets.size(), 3u);
+  EXPECT_EQ(p.slrBudgets[0].dsp, 2736);
+  EXPECT_EQ(p.slrBudgets[0].lut, 289000);
+  EXPECT_EQ(p.slrBudgets[2].dsp, 3008);
+  std::string text = defaultPlatformText();
+  text.erase(text.find("  per_slr:"), text.find("\n# Host side.") - text.find("  per_slr:"));
+  Platform even = parsePlatform(text, "even.yaml");
+  ASSERT_EQ(even.slrBudgets.size(), 3u);
+  for (const Resources& r : even.slrBudgets) {
+    EXPECT_EQ(r.dsp, 3008);
+    EXPECT_EQ(r.lut, 434560);
+    EXPECT_EQ(r.bram18k, 1344);
+    EXPECT_EQ(r.uram, 320);
+  }
 }
 
 }  // namespace

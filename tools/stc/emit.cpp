@@ -155,6 +155,7 @@ void writeProject(const EmitArgs& a, const Loaded& loaded, const CompileResult& 
   std::snprintf(line, sizeof line, "%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
                 eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(), eo.layers, seconds(begin));
   std::cout << line;
+  for (const std::string& note : e.notes) std::cout << note << "\n";
 }
 
 // A sized network file: emit its depths after one simulation shows they do not deadlock.
