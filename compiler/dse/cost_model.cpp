@@ -160,6 +160,12 @@ void costKernels(KernelGraph& graph, const std::string& quant) {
       continue;
     }
     k.latency = c.latencyFloat + (fp ? 0 : 16);
+    if (lane == "rope") {
+      // A row is whole before its first output (an element's partner is half a row away): the emitted
+      // kernel writes each token a row's tokens after reading it (emit/task_bodies.cpp: rope).
+      const Expr& tiles = k.phases[0].trip.back();
+      if (tiles.isConstant()) k.latency += tiles.eval();
+    }
     if (fp && (lane == "stats" || lane == "reduce")) {
       // f32 row sums: a token's values summed by a tree, then one recurrence (above); the finish divides.
       int64_t levels =

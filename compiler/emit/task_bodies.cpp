@@ -619,6 +619,10 @@ class KernelBody {
 
   // Rotates the two halves of each row by angle pos * 10000^(-2i/D), pos the row's index along the
   // dimension before the last; a row is buffered because an element's partner is half a row away.
+  // One flattened loop over the rows and one more (a drain): iteration (r, t) stores input token t of row
+  // r in one half of a ping-pong row buffer and writes output token t of row r - 1 from the other half
+  // (an element's partner is half a row away, so a row is whole before its first output). Each output
+  // token leaves a row's tokens after its input, as the network's latency says (dse/cost_model.cpp).
   void rope() {
     const TensorInfo& inT = info(op_.inputs[0]);
     if (!inT.shape.back().isConstant())
@@ -626,34 +630,49 @@ class KernelBody {
     int64_t D = inT.shape.back().eval();
     std::string positions = inT.shape.size() >= 2 ? cxx(inT.shape[inT.shape.size() - 2]) : "1";
     const std::vector<Expr>& trips = kernel_.phases[0].trip;
-    int n = numLoops(0);
     int64_t T = tokenElements(port(0, 0).order);
-    loops(0, 0, n - 1);
-    std::vector<Expr> rowTrips(trips.begin(), trips.end() - 1);
-    std::vector<std::string> rowVars;
-    for (int k = 0; k + 1 < n; ++k) rowVars.push_back("i" + std::to_string(k));
-    c_.line("const int pos = (" + rowMajor(rowTrips, rowVars) + ") % " + positions + ";");
-    c_.line("float row[" + std::to_string(D) + "];");
-    std::string label = identifier(kernel_.name);
-    std::string tiles = cxx(trips.back());
-    c_.open(label + "_load: for (int t = 0; t < " + tiles + "; ++t)");
+    const Expr& tilesExpr = trips.back();
+    if (!tilesExpr.isConstant())
+      throw UserError(formatError(
+          op_.loc, "unsupported: HLS emission of rope '" + op_.name + "' over a symbolic row length"));
+    int64_t tiles = tilesExpr.eval();
+    std::string rows = cxxProduct(std::vector<Expr>(trips.begin(), trips.end() - 1));
+    c_.line("float row[2][" + std::to_string(D) + "];");
+    c_.line("#pragma HLS ARRAY_PARTITION variable=row dim=1 complete");
+    c_.line("#pragma HLS ARRAY_PARTITION variable=row dim=2 cyclic factor=" + std::to_string(T));
+    c_.open("");
+    c_.line("long r = 0;");
+    c_.line("int t = 0;");
+    c_.open(identifier(kernel_.name) + ": for (long it = 0; it < ((" + rows + ") + 1) * " +
+            std::to_string(tiles) + "; ++it)");
     pipeline(c_, ii(0));
+    // A partner read at (r, t) was written at (r - 1, t -+ tiles / 2): at least tiles / 2 iterations before.
+    c_.line("#pragma HLS DEPENDENCE variable=row type=inter direction=RAW dependent=true distance=" +
+            std::to_string(std::max<int64_t>(1, tiles / 2)));
+    c_.open("if (r < (" + rows + "))");
     read(0, 0, "x");
     openElements(c_, "e", T);
-    c_.line("row[t * " + std::to_string(T) + " + e] = " + value(0, 0, "x.v[e]") + ";");
+    c_.line("row[r % 2][t * " + std::to_string(T) + " + e] = " + value(0, 0, "x.v[e]") + ";");
     c_.close().close();
-    c_.open(label + "_rotate: for (int t = 0; t < " + tiles + "; ++t)");
-    pipeline(c_, ii(0));
+    c_.open("if (r > 0)");
+    c_.line("const int pos = static_cast<int>((r - 1) % (" + positions + "));");
+    c_.line("const int b = static_cast<int>((r - 1) % 2);");
     c_.line(outTok(0, outPort(0), T) + " out;");
     openElements(c_, "e", T);
     c_.line("const int j = t * " + std::to_string(T) + " + e, h = " + std::to_string(D / 2) + ", i = j % h;");
     c_.line("const float angle = pos * std::pow(10000.0f, -2.0f * i / " + std::to_string(D) + ".0f);");
     c_.line("const float c = std::cos(angle), s = std::sin(angle);");
-    c_.line(store(0, outPort(0), "out.v[e]", "j < h ? row[j] * c - row[j + h] * s : row[j] * c + row[j - h] * s"));
+    c_.line(store(0, outPort(0), "out.v[e]",
+                  "j < h ? row[b][j] * c - row[b][j + h] * s : row[b][j] * c + row[b][j - h] * s"));
     c_.close();
     write(0, outPort(0), "out");
     c_.close();
-    closeLoops(n - 1);
+    c_.open("if (++t == " + std::to_string(tiles) + ")");
+    c_.line("t = 0;");
+    c_.line("++r;");
+    c_.close();
+    c_.close();
+    c_.close();
   }
 
   const EmitContext& ctx_;

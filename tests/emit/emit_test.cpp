@@ -427,6 +427,14 @@ TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
 TEST(EmitW4A8, EveryPhaseIsOneFlattenedLoopAndRowSumsAreIntegers) {
   std::string dir = fresh("q_flat");
   ASSERT_EQ(stc("emit " + model("graphs/rows.yaml") + " --set quant=w4a8 -o " + dir).code, 0);
+  std::string rope = fresh("q_flat_rope");  // rope: one loop over the rows and a drain row
+  ASSERT_EQ(stc("emit " + model("onnx/llama_block.onnx") + " --set quant=w4a8 -o " + rope).code, 0);
+  std::string ropeSrc = sources(rope);
+  size_t ropeAt = ropeSrc.find("float row[2][");
+  ASSERT_NE(ropeAt, std::string::npos);
+  std::string ropeTask = ropeSrc.substr(ropeAt, ropeSrc.find("\n}\n", ropeAt) - ropeAt);
+  EXPECT_EQ(ropeTask.find("for (long it"), ropeTask.rfind("for (long it")) << ropeTask;  // one loop
+  EXPECT_EQ(ropeTask.find("for (int t = 0"), std::string::npos) << ropeTask;
   std::string src = sources(dir);
   std::istringstream lines(src);
   std::string previous;
