@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "compiler/dse/channels.h"
 #include "compiler/dse/cost_model.h"
@@ -68,6 +70,7 @@ std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net,
   for (const Task& t : net.tasks) groups = std::max(groups, t.group + 1);
   std::vector<Resources> out(static_cast<size_t>(groups));
   std::map<std::string, int> writer;  // FIFO -> the group of the task writing it
+  std::set<int> counted;              // kernels already counted
   for (const Task& t : net.tasks) {
     Resources& r = out[static_cast<size_t>(t.group)];
     for (const Phase& ph : t.phases)
@@ -83,7 +86,8 @@ std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net,
     if (role == roles.tasks.end()) continue;
     if (role->second.kind == TaskRole::kSplit || role->second.kind == TaskRole::kPack)
       r.lut += 200;  // shift logic
-    if (role->second.kernel >= 0) {
+    if (role->second.kernel >= 0 &&
+        counted.insert(role->second.kernel).second) {  // a gather of two readers once
       const Kernel& k = kg.kernels.at(static_cast<size_t>(role->second.kernel));
       r.dsp += k.dsp;
       r.lut += k.lut;

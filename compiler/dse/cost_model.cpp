@@ -26,8 +26,9 @@
 // rounding: 19 cycles); an f32 matmul adds its bias (7). W4A8 row statistics and reductions sum integers
 // (the integer column) and finish a row in f32: statistics (st_numeric.h: a 64-bit product, conversions,
 // a division and multiplies: 50 cycles), a reduction's scale and rounding (16, a mean's division 30 more).
-// W4A8 softmax statistics look each score's exponential up in a table and sum them in 128-bit integers
-// (no DSP, kSoftmaxLaneLut LUTs a lane); their finish is two conversions and a division (50). Copies move
+// W4A8 softmax statistics look each score's exponential up in two tables (a mantissa in [2^30, 2^31] and
+// an exponent) and sum them in 64-bit block floating point (no DSP, kSoftmaxLaneLut LUTs a lane); their
+// finish is two conversions and a division (50). Copies move
 // data only. DSPs and LUTs of those
 // f32 steps are not counted yet: the W4A8 kernels keep the integer column, the matmul its MACs alone.
 #include "compiler/dse/cost_model.h"
@@ -75,9 +76,10 @@ std::string laneOp(const std::string& op) {
   return op;
 }
 
-// A W4A8 softmax statistics lane: a 256-entry table of 128-bit exponentials folded into logic (about four
-// LUTs a bit) and its share of the 128-bit adder tree; no multiplier.
-constexpr int64_t kSoftmaxLaneLut = 640;
+// A W4A8 softmax statistics lane: two 256-entry tables (a 32-bit mantissa, a 16-bit exponent) folded into
+// logic (about four LUTs a bit: 192), the exponent difference and a 32-bit barrel shift (about 100), and its
+// share of the 64-bit adder tree and comparisons (about 100); no multiplier.
+constexpr int64_t kSoftmaxLaneLut = 400;
 
 // f32 operator latencies at 4 ns (the table's add and mul).
 constexpr int64_t kFadd = kFloatAddLatency, kFmul = 4;

@@ -60,7 +60,8 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   d.tn = tileFor(out.shape.back(), o.tile);
   d.weightBits = dtypeBits(w.dtype);
   d.fromHbm = w.role == TensorRole::kWeight || w.role == TensorRole::kInput;
-  d.arithmetic = w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
+  // Without quantisation the emitted kernels compute in f32 whatever the dtypes (dse/cost_model.cpp).
+  d.arithmetic = o.quant != "w4a8" ? "f32" : w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
   return d;
 }
 
@@ -118,13 +119,16 @@ MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t tk, int64_t row
                   const Platform& platform, const CompileOptions& options) {
   MatmulDims d = dimsOf(graph, op, options);
   MatmulCost c;
-  c.iterations =
+  const double steps =
       d.rows * static_cast<double>((d.N + d.tn - 1) / d.tn) * static_cast<double>((d.K + tk - 1) / tk);
+  // An f32 accumulation adds once per kFloatAddLatency cycles (cost_model.cpp: output stationary; an
+  // input-streaming matmul with enough tiles does better, which this estimate does not credit).
+  c.iterations = d.arithmetic == "f32" ? steps * static_cast<double>(kFloatAddLatency) : steps;
   if (!d.fromHbm) return c;
   bool panels = writesPanels(graph, op), stationary = panels && rowBlock == 0;
   int64_t reuse = !panels ? 1 : stationary ? d.M : rowBlock;
   int64_t tileBytes = (tk * d.tn * d.weightBits + 7) / 8;
-  c.bytes = c.iterations * static_cast<double>(tileBytes) / static_cast<double>(reuse);
+  c.bytes = steps * static_cast<double>(tileBytes) / static_cast<double>(reuse);
   int stripes = stationary ? 1 : stripesFor(tileBytes, platform, options, op.inputs[1]);
   c.hbm = c.bytes / (stripes * channelBytesPerCycle(platform));
   return c;

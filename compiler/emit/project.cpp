@@ -122,8 +122,9 @@ class ProjectWriter {
     for (int g : groups_) {
       int slr = placement_.slrOf[i];
       lines.push_back(topFunctionName(graph_, g) + "_1 (" + counts(units_[i]) + "): " +
-                      (slr >= 0 ? "SLR" + std::to_string(slr)
-                                : "more than one SLR holds; not pinned, Vivado spreads it over the SLRs"));
+                      (slr >= 0
+                           ? "SLR" + std::to_string(slr)
+                           : "fits no SLR's remaining share; not pinned, Vivado spreads it over the SLRs"));
       ++i;
     }
     for (size_t s = 0; s < placement_.used.size(); ++s)
@@ -159,7 +160,7 @@ class ProjectWriter {
     std::vector<std::string> n;
     if (spansSlrs())
       for (const std::string& line : placementLines())
-        if (line.find("more than one SLR") != std::string::npos) n.push_back("placement: " + line);
+        if (line.find("fits no SLR") != std::string::npos) n.push_back("placement: " + line);
     return n;
   }
 
@@ -633,8 +634,10 @@ class ProjectWriter {
         "xrt::memory_group bank)");
     c.line("const size_t n = std::max(static_cast<size_t>(capacity), data.size());");
     c.line("xrt::bo bo(device, std::max<size_t>(n, 1) * sizeof(T), bank);");
+    c.open("if (!data.empty())");
     c.line("bo.write(data.data(), data.size() * sizeof(T), 0);");
     c.line("bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, data.size() * sizeof(T), 0);");
+    c.close();
     c.line("return bo;");
     c.close();
     c.blank();
@@ -651,6 +654,17 @@ class ProjectWriter {
     c.line("const int tokens = argc > 2 ? std::atoi(argv[2]) : 1;");
     std::set<std::string> growing;  // symbols the decode loop advances
     for (const CacheAppend& a : options_.caches) growing.insert(a.symbol);
+    // The loop packs again only the caches and input 0: any other input the symbol sizes would go stale.
+    for (const auto& [task, b] : bufferOf_) {
+      bool cache = b.tensor == graph_.inputs.at(0).name;
+      for (const CacheAppend& a : options_.caches) cache = cache || b.tensor == a.cache;
+      if (cache || !b.readOnly) continue;
+      for (const Expr& d : kg_.tensors.at(b.tensor).shape)
+        for (const std::string& sym : growing)
+          if (d.symbols().count(sym))
+            throw UserError("stc emit: error: input '" + b.tensor + "' has a dimension of " + sym +
+                            ", which the host's decode loop advances; only the caches grow with it");
+    }
     for (const auto& sym : symbols_) {
       c.line(std::string(growing.count(sym) ? "int " : "const int ") + sym + " = " +
              std::to_string(bindings_.at(sym)) + ";  // the C simulation's value" +
@@ -887,7 +901,7 @@ class ProjectWriter {
         continue;
       }
       s += "# " + top + "_1 (DSP " + std::to_string(u.dsp) + ", LUT " + std::to_string(u.lut) +
-           ") is larger than any SLR's share: not pinned, Vivado spreads it over the SLRs\n"
+           ") fits no SLR's remaining share: not pinned, Vivado spreads it over the SLRs\n"
            "# (its FIFOs that cross an SLR boundary are not registered; see the README).\n";
     }
     return s;

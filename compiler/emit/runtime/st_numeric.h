@@ -94,8 +94,8 @@ inline float st_rmsnorm_stats(int64_t s2, long D, float scale) {
 }
 
 /// Softmax statistics from integers, as the W4A8 .stats kernel accumulates them: exp(x) for each int8
-/// score q (x = scale * q) in block floating point, M(q) * 2^(E(q) - 31) with a 31-bit mantissa M(q)
-/// in [2^30, 2^31] and E(q) = ceil(q * scale / ln 2), both from 256-entry tables stc computes for the
+/// score q (x = scale * q) in block floating point, M(q) * 2^(E(q) - 31) with a mantissa M(q) in
+/// [2^30, 2^31] (32 bits) and E(q) = ceil(q * scale / ln 2), both from 256-entry tables stc computes for the
 /// tensor's scale (reference/quantized.h: softmaxTable). A token sums its mantissas aligned to its own
 /// largest exponent (st_shr); a row adds tokens into two lanes in turn (the token before last's lane),
 /// so that each lane's recurrence (a subtraction, a shift and an addition) has two cycles at II=1, and
