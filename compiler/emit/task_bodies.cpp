@@ -635,8 +635,10 @@ class KernelBody {
     if (!tilesExpr.isConstant())
       throw UserError(formatError(
           op_.loc, "unsupported: HLS emission of rope '" + op_.name + "' over a symbolic row length"));
-    int64_t tiles = tilesExpr.eval();
+    int64_t tiles = tilesExpr.eval(), hd = ropeHeadDim(op_, D);
     std::string rows = cxxProduct(std::vector<Expr>(trips.begin(), trips.end() - 1));
+    std::string offset = ropeOffset(op_);
+    offset = offset == "0" ? "" : cxx(Expr::parse(offset)) + " + ";
     c_.line("float row[2][" + std::to_string(D) + "];");
     c_.line("#pragma HLS ARRAY_PARTITION variable=row dim=1 complete");
     c_.line("#pragma HLS ARRAY_PARTITION variable=row dim=2 cyclic factor=" + std::to_string(T));
@@ -646,24 +648,26 @@ class KernelBody {
     c_.open(identifier(kernel_.name) + ": for (long it = 0; it < ((" + rows + ") + 1) * " +
             std::to_string(tiles) + "; ++it)");
     pipeline(c_, ii(0));
-    // A partner read at (r, t) was written at (r - 1, t -+ tiles / 2): at least tiles / 2 iterations before.
+    // A partner read at (r, t) was written during row r - 1 at most half a head's tokens after token t:
+    // at least tiles - head_dim / (2 T) iterations before.
     c_.line("#pragma HLS DEPENDENCE variable=row type=inter direction=RAW dependent=true distance=" +
-            std::to_string(std::max<int64_t>(1, tiles / 2)));
+            std::to_string(std::max<int64_t>(1, tiles - hd / (2 * T))));
     c_.open("if (r < (" + rows + "))");
     read(0, 0, "x");
     openElements(c_, "e", T);
     c_.line("row[r % 2][t * " + std::to_string(T) + " + e] = " + value(0, 0, "x.v[e]") + ";");
     c_.close().close();
     c_.open("if (r > 0)");
-    c_.line("const int pos = static_cast<int>((r - 1) % (" + positions + "));");
+    c_.line("const int pos = static_cast<int>(" + offset + "(r - 1) % (" + positions + "));");
     c_.line("const int b = static_cast<int>((r - 1) % 2);");
     c_.line(outTok(0, outPort(0), T) + " out;");
     openElements(c_, "e", T);
-    c_.line("const int j = t * " + std::to_string(T) + " + e, h = " + std::to_string(D / 2) + ", i = j % h;");
-    c_.line("const float angle = pos * std::pow(10000.0f, -2.0f * i / " + std::to_string(D) + ".0f);");
+    c_.line("const int j = t * " + std::to_string(T) + " + e, jj = j % " + std::to_string(hd) +
+            ", h = " + std::to_string(hd / 2) + ", i = jj % h;");
+    c_.line("const float angle = pos * std::pow(10000.0f, -2.0f * i / " + std::to_string(hd) + ".0f);");
     c_.line("const float c = std::cos(angle), s = std::sin(angle);");
     c_.line(store(0, outPort(0), "out.v[e]",
-                  "j < h ? row[b][j] * c - row[b][j + h] * s : row[b][j] * c + row[b][j - h] * s"));
+                  "jj < h ? row[b][j] * c - row[b][j + h] * s : row[b][j] * c + row[b][j - h] * s"));
     c_.close();
     write(0, outPort(0), "out");
     c_.close();

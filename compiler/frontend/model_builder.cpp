@@ -60,9 +60,11 @@ class Builder {
     std::string q = op("matmul", {h1, "w_q"}, "q");
     std::string k = op("matmul", {h1, "w_k"}, "k_new");
     std::string v = op("matmul", {h1, "w_v"}, "v_new");
-    if (m_.rope) {
-      q = op("rope", {q}, "q_rot");
-      k = op("rope", {k}, "k_rot");
+    if (m_.rope) {  // per head; a decoded token sits after the keys already cached, a prompt's rows at 0..
+      std::map<std::string, AttrValue> at = {{"head_dim", dh}};
+      if (rows == 1 && !keys.isConstant()) at["offset"] = keys.str();
+      q = op("rope", {q}, "q_rot", at);
+      k = op("rope", {k}, "k_rot", at);
     }
     std::string qh = op("reshape", {q}, "q_heads", {{"shape", std::vector<int64_t>{KVH, G * rows, dh}}});
     std::string s = op("matmul", {qh, "k_cache"}, "scores");

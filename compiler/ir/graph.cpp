@@ -56,4 +56,15 @@ double numberAttr(const Op& op, const std::string& key, double fallback) {
   return fallback;
 }
 
+int64_t ropeHeadDim(const Op& op, int64_t rowLength) {
+  return static_cast<int64_t>(numberAttr(op, "head_dim", static_cast<double>(rowLength)));
+}
+
+std::string ropeOffset(const Op& op) {
+  auto it = op.attrs.find("offset");
+  if (it == op.attrs.end()) return "0";
+  if (auto* text = std::get_if<std::string>(&it->second)) return *text;
+  return std::to_string(static_cast<int64_t>(numberAttr(op, "offset", 0)));
+}
+
 }  // namespace stc

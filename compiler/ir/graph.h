@@ -53,6 +53,13 @@ struct Graph {
 /// A numeric attribute of op (integer or real), or fallback when it has none.
 double numberAttr(const Op& op, const std::string& key, double fallback);
 
+/// rope rotates each head of head_dim elements (attribute `head_dim`; without it the whole row) by pairs
+/// (i, i + head_dim / 2), by the angle pos * 10000^(-2i / head_dim), where pos is the row's index along the
+/// second-to-last dimension plus `offset` (an expression over symbols, such as `ctx` for the token a decode
+/// step adds after ctx cached ones; "0" without it).
+int64_t ropeHeadDim(const Op& op, int64_t rowLength);
+std::string ropeOffset(const Op& op);
+
 /// The op names the toolkit knows.
 const std::vector<std::string>& knownOps();
 

@@ -170,16 +170,19 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
         }
       });
     } else if (k == "rope") {
-      int64_t D = in[0]->shape.back();
+      int64_t D = in[0]->shape.back(), hd = ropeHeadDim(op, D), h = hd / 2;
       int64_t positions = in[0]->shape.size() >= 2 ? in[0]->shape[in[0]->shape.size() - 2] : 1;
+      int64_t offset = Expr::parse(ropeOffset(op)).eval(bindings);
       out = rows(*in[0], D, [&](const float* x, float* y, int64_t r) {
-        int64_t pos = r % positions, h = D / 2;
-        for (int64_t i = 0; i < h; ++i) {
-          double angle = static_cast<double>(pos) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(D));
-          double c = std::cos(angle), s = std::sin(angle);
-          y[i] = static_cast<float>(x[i] * c - x[i + h] * s);
-          y[i + h] = static_cast<float>(x[i + h] * c + x[i] * s);
-        }
+        int64_t pos = offset + r % positions;
+        for (int64_t b = 0; b + hd <= D; b += hd)
+          for (int64_t i = 0; i < h; ++i) {
+            double angle = static_cast<double>(pos) *
+                           std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+            double c = std::cos(angle), s = std::sin(angle);
+            y[b + i] = static_cast<float>(x[b + i] * c - x[b + i + h] * s);
+            y[b + i + h] = static_cast<float>(x[b + i + h] * c + x[b + i] * s);
+          }
       });
     } else if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") {
       int64_t D = in[0]->shape.back();

@@ -130,6 +130,23 @@ TEST(Decode, PredictionsRunOnTheSizedDesignAtEveryCtx) {
             sim::runDirect(sim::compileProgram(d.head.network, {}, defaultPlatform()), {}).cycles);
 }
 
+// Rope turns each head (head_dim) at the token's position: a decode step's token comes after the ctx
+// cached ones (offset ctx), a prompt's rows at 0, 1, ... (no offset).
+TEST(Decode, RopeTurnsEachHeadAtTheTokensPosition) {
+  ModelSpec m = model("llama");
+  for (bool decode : {true, false}) {
+    Graph g = decode ? buildDecodeLayer(m) : buildPrefillLayer(m, 8);
+    int ropes = 0;
+    for (const Op& op : g.ops) {
+      if (op.op != "rope") continue;
+      ++ropes;
+      EXPECT_EQ(numberAttr(op, "head_dim", 0), static_cast<double>(m.headDim));
+      EXPECT_EQ(ropeOffset(op), decode ? "ctx" : "0");
+    }
+    EXPECT_EQ(ropes, 2);
+  }
+}
+
 TEST(Decode, TooBigForHbmIsReported) {
   ModelSpec m = model("gpt2");
   m.layers = 3000;  // 3000 layers of 6.3 MB of weights: far beyond 16 GB

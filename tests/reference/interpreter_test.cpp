@@ -73,6 +73,15 @@ TEST(Reference, RowOps) {
   EXPECT_NEAR(rope[0], 0, 1e-6f);
   EXPECT_NEAR(rope[2], 3 * std::cos(1.0f) - 4 * std::sin(1.0f), 1e-5f);
   EXPECT_NEAR(rope[3], 4 * std::cos(1.0f) + 3 * std::sin(1.0f), 1e-5f);
+  // Per head of 2 (head_dim) at position ctx + row (offset: a decoded token after ctx cached ones): the
+  // row [3, 4, 5, 6] at ctx = 3 rotates (3, 4) and (5, 6) each by 3 radians.
+  Graph g = parseGraph(
+      "graph: t\ninputs: [{name: x, shape: [1, 4]}]\nops:\n"
+      "  - {name: s, op: rope, inputs: [x], output: y, head_dim: 2, offset: ctx}\noutputs: [y]\n",
+      "t.yaml");
+  auto heads = interpret(g, {{"x", {{1, 4}, {3, 4, 5, 6}}}}, {{"ctx", 3}}).at("y").data;
+  expectNear(heads, {3 * std::cos(3.0f) - 4 * std::sin(3.0f), 4 * std::cos(3.0f) + 3 * std::sin(3.0f),
+                     5 * std::cos(3.0f) - 6 * std::sin(3.0f), 6 * std::cos(3.0f) + 5 * std::sin(3.0f)});
 }
 
 TEST(Reference, DataMovement) {
