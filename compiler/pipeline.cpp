@@ -110,13 +110,7 @@ std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net,
 
 Resources sum(const std::vector<Resources>& parts) {
   Resources r;
-  for (const Resources& p : parts) {
-    r.lut += p.lut;
-    r.ff += p.ff;
-    r.dsp += p.dsp;
-    r.bram18k += p.bram18k;
-    r.uram += p.uram;
-  }
+  for (const Resources& p : parts) r += p;
   return r;
 }
 
@@ -163,7 +157,7 @@ Placement placeUnits(const std::vector<Resources>& units, const std::vector<Reso
     int at = -1;
     for (size_t s = 0; s < budgets.size() && at < 0; ++s)
       if (sum({out.used[s], u}).within(budgets[s])) at = static_cast<int>(s);
-    if (at >= 0) out.used[static_cast<size_t>(at)] = sum({out.used[static_cast<size_t>(at)], u});
+    if (at >= 0) out.used[static_cast<size_t>(at)] += u;
     out.slrOf.push_back(at);
   }
   return out;

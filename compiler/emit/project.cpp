@@ -261,13 +261,8 @@ class ProjectWriter {
     for (const auto& sym : symbols_) s += (s.empty() && !leadingComma ? "" : ", ") + std::string("int ") + sym;
     return s;
   }
-  std::string symbolArgs() const {
-    std::string s;
-    for (const auto& sym : symbols_) s += ", " + sym;
-    return s;
-  }
   // The symbols as arguments, each replaced by what `with` gives it (the host's maxima, ctx + 1).
-  std::string symbolArgs(const std::map<std::string, std::string>& with) const {
+  std::string symbolArgs(const std::map<std::string, std::string>& with = {}) const {
     std::string s;
     for (const auto& sym : symbols_) s += ", " + (with.count(sym) ? with.at(sym) : sym);
     return s;

@@ -138,15 +138,6 @@ class KernelBody {
       if (ports[p].out) return p;
     throw UserError(formatError(op_.loc, "internal: kernel '" + kernel_.name + "' has no output"));
   }
-  // Opens the phase's loops 0..n-1 and closes all of them with close(n).
-  void loops(size_t ph, int from, int to) {
-    openLoops(c_, kernel_.phases[ph].trip, "i", from, to,
-              identifier(kernel_.name) + (kernel_.phases.size() > 1 ? "_p" + std::to_string(ph) : ""),
-              &ctx_.compiled->options.maxima);
-  }
-  void closeLoops(int n) {
-    for (int i = 0; i < n; ++i) c_.close();
-  }
   int numLoops(size_t ph) const { return static_cast<int>(kernel_.phases[ph].trip.size()); }
 
   // One output token per iteration from one token of each input (broadcast inputs re-read through their
@@ -617,25 +608,20 @@ class KernelBody {
     f.close();
   }
 
-  // Rotates the two halves of each row by angle pos * 10000^(-2i/D), pos the row's index along the
-  // dimension before the last; a row is buffered because an element's partner is half a row away.
-  // One flattened loop over the rows and one more (a drain): iteration (r, t) stores input token t of row
-  // r in one half of a ping-pong row buffer and writes output token t of row r - 1 from the other half
-  // (an element's partner is half a row away, so a row is whole before its first output). Each output
-  // token leaves a row's tokens after its input, as the network's latency says (dse/cost_model.cpp).
+  // Rotates each head's two halves (graph.h: ropeHeadDim, ropeOffset). One flattened loop over the rows and
+  // one more (a drain): iteration (r, t) stores input token t of row r in one half of a ping-pong row buffer
+  // and writes output token t of row r - 1 from the other half (an element's partner is half a row away, so a
+  // row is whole before its first output). Each output token leaves a row's tokens after its input, as the
+  // network's latency says (dse/cost_model.cpp).
   void rope() {
     const TensorInfo& inT = info(op_.inputs[0]);
-    if (!inT.shape.back().isConstant())
+    const std::vector<Expr>& trips = kernel_.phases[0].trip;
+    if (!inT.shape.back().isConstant() || !trips.back().isConstant())
       throw UserError(formatError(op_.loc, "unsupported: HLS emission of rope '" + op_.name + "' over a symbolic row length"));
     int64_t D = inT.shape.back().eval();
     std::string positions = inT.shape.size() >= 2 ? cxx(inT.shape[inT.shape.size() - 2]) : "1";
-    const std::vector<Expr>& trips = kernel_.phases[0].trip;
     int64_t T = tokenElements(port(0, 0).order);
-    const Expr& tilesExpr = trips.back();
-    if (!tilesExpr.isConstant())
-      throw UserError(formatError(
-          op_.loc, "unsupported: HLS emission of rope '" + op_.name + "' over a symbolic row length"));
-    int64_t tiles = tilesExpr.eval(), hd = ropeHeadDim(op_, D);
+    int64_t tiles = trips.back().eval(), hd = ropeHeadDim(op_, D);
     std::string rows = cxxProduct(std::vector<Expr>(trips.begin(), trips.end() - 1));
     std::string offset = ropeOffset(op_);
     offset = offset == "0" ? "" : cxx(Expr::parse(offset)) + " + ";

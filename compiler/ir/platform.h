@@ -34,6 +34,11 @@ struct Resources {
   int slrs = 0;
   /// Bits of its BRAM_18K and URAM.
   int64_t memoryBits() const { return bram18k * kBram18kBits + uram * kUramBits; }
+  /// Adds o's counts (SLRs aside).
+  Resources& operator+=(const Resources& o) {
+    lut += o.lut, ff += o.ff, dsp += o.dsp, bram18k += o.bram18k, uram += o.uram;
+    return *this;
+  }
   /// Every count at most cap's (SLRs aside).
   bool within(const Resources& cap) const {
     return lut <= cap.lut && ff <= cap.ff && dsp <= cap.dsp && bram18k <= cap.bram18k && uram <= cap.uram;

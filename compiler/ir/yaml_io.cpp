@@ -623,8 +623,7 @@ Platform parsePlatform(const std::string& text, const std::string& file) {
       r.expectMap(per[i], "per_slr");
       r.onlyKeys(per[i], {"lut", "ff", "dsp", "bram18k", "uram"}, "per_slr");
       Resources c = counts(per[i], "per_slr");
-      total.lut += c.lut, total.ff += c.ff, total.dsp += c.dsp, total.bram18k += c.bram18k,
-          total.uram += c.uram;
+      total += c;
       p.slrBudgets.push_back(c);
     }
     if (!total.within(p.resources)) r.error(per, "per_slr", "adds up to more than the device's totals");
