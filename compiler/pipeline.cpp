@@ -26,8 +26,6 @@ namespace stc {
 
 namespace {
 
-constexpr int64_t kDefaultSymbolMaximum = 4096;
-
 // On-chip bytes of the platform: BRAM_18K (18 Kib each) and URAM (288 Kib each).
 int64_t platformOnchipBytes(const Platform& p) {
   return p.resources.memoryBits() / 8;
@@ -61,6 +59,22 @@ void addMemory(const sizing::MemoryBinding& m, Resources& r) {
   else
     r.lut += m.units;
 }
+
+}  // namespace
+
+Resources fifoResources(const Fifo& f) {
+  Resources r;
+  if (f.isRegion()) {  // a converter's ping-pong buffer
+    addBuffer(f.storedTokens() * f.width / 8, r);
+    r.lut += 300;
+  } else {
+    addMemory(sizing::bindMemory(f.depth, f.width), r);
+  }
+  r.ff = 2 * r.lut;
+  return r;
+}
+
+namespace {
 
 // One estimate per fused group (a compute unit): its kernels, adapters and DMAs (an AXI master and its
 // read or write buffer each), and the FIFOs and converter buffers its tasks write.
@@ -96,13 +110,7 @@ std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net,
   }
   for (const Fifo& f : net.fifos) {
     auto w = writer.find(f.name);
-    Resources& r = out[static_cast<size_t>(w == writer.end() ? 0 : w->second)];
-    if (f.isRegion()) {  // a converter's ping-pong buffer
-      addBuffer(f.storedTokens() * f.width / 8, r);
-      r.lut += 300;
-      continue;
-    }
-    addMemory(sizing::bindMemory(f.depth, f.width), r);
+    out[static_cast<size_t>(w == writer.end() ? 0 : w->second)] += fifoResources(f);
   }
   for (Resources& r : out) r.ff = 2 * r.lut;
   return out;

@@ -14,6 +14,9 @@
 
 namespace stc {
 
+/// A symbol's largest value when the settings give no max_SYMBOL: the kernels' buffers hold it.
+inline constexpr int64_t kDefaultSymbolMaximum = 4096;
+
 struct CompileReport {
   int kernels = 0, converters = 0, dmas = 0, adapters = 0, fifos = 0, groups = 0;
   int64_t onchipBytesFused = 0;         ///< every buffer and FIFO of the groups (what the budget bounds)
@@ -57,6 +60,8 @@ struct Placement {
 };
 Placement placeUnits(const std::vector<Resources>& units, const std::vector<Resources>& budgets);
 
+/// One FIFO's memory (a converter's region: its ping-pong buffer and control), as every estimate counts it.
+Resources fifoResources(const Fifo& f);
 /// The report's resources and fit, again from the network's FIFO depths (after sizing changed them).
 void updateResources(CompileResult& c, const Platform& platform);
 

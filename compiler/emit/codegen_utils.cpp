@@ -36,6 +36,12 @@ Code& Code::raw(const std::string& lines) {
   return *this;
 }
 
+int64_t symbolRunMaximum(const Network& net, const Bindings& maxima, const std::string& symbol) {
+  int64_t m = maxima.at(symbol);
+  auto sized = net.sizedFor.find(symbol);
+  return sized != net.sizedFor.end() ? std::min(m, sized->second.second) : m;
+}
+
 std::string identifier(const std::string& name) {
   std::string out;
   for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

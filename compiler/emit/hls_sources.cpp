@@ -273,6 +273,12 @@ class SourceEmitter {
     for (const std::string& sym : used) params.push_back("int " + sym);
     c.line("// " + t.name + describe(t, r));
     c.line("static void " + fn + "(" + joined(params) + ") {");
+    for (const std::string& sym : used) {  // the host refuses more; a wrong call must not overrun a buffer
+      std::string most =
+          std::to_string(emit::symbolRunMaximum(ctx_.compiled->network, ctx_.compiled->options.maxima, sym));
+      c.line("  if (" + sym + " < 1 || " + sym + " > " + most + ") " + sym + " = " + sym +
+             " < 1 ? 1 : " + most + ";  // guard: the buffers and FIFO depths hold " + sym + " 1.." + most);
+    }
     c.raw(text);
     c.line("}");
     c.blank();

@@ -664,8 +664,15 @@ class ProjectWriter {
       c.line(std::string(growing.count(sym) ? "int " : "const int ") + sym + " = " +
              std::to_string(bindings_.at(sym)) + ";  // the C simulation's value" +
              (growing.count(sym) ? ", then one more each token" : ""));
-      c.line("const int " + sym + "_max = " + std::to_string(compiled_.options.maxima.at(sym)) +
-             ";  // the buffers' size");
+      int64_t most = emit::symbolRunMaximum(compiled_.network, compiled_.options.maxima, sym);
+      c.line("const int " + sym + "_max = " + std::to_string(most) + ";  // " +
+             (most < compiled_.options.maxima.at(sym) ? "the FIFO depths were sized for no more"
+                                                      : "the buffers' size"));
+      c.open("if (" + sym + " < 1 || " + sym + " > " + sym + "_max)");
+      c.line("std::printf(\"host: " + sym + " = %d is outside 1..%d, what this project was built for\\n\", " +
+             sym + ", " + sym + "_max);");
+      c.line("return 1;");
+      c.close();
     }
     c.line("const int layers = " + std::to_string(options_.layers) + ";");
     c.line("xrt::device device(0);");

@@ -3,6 +3,7 @@
 // pipelined loop nests whose ports read and write FIFOs (DESIGN.md, "Network files").
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +94,9 @@ struct Network {
   /// to know what the kernels compute (timing alone does not say). Empty for a hand-written network.
   std::string sourceFile;
   std::vector<std::string> sourceSettings;
+  /// The range of each symbol the FIFO depths were sized and verified over (`sized_for: {ctx: [1, 512]}`,
+  /// written by stc size-fifos); outside it they may deadlock or stall. Empty: not recorded.
+  std::map<std::string, std::pair<int64_t, int64_t>> sizedFor;
   std::vector<Fifo> fifos;
   std::vector<Task> tasks;
   SourceLoc loc;

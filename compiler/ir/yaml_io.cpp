@@ -160,7 +160,7 @@ Network parseNetwork(const std::string& text, const std::string& file) {
   Reader r(file);
   YAML::Node root = r.load(text);
   if (!root || !root.IsMap()) fail(r.loc(root), "a network file must be a mapping with 'network', 'fifos', 'tasks'");
-  r.onlyKeys(root, {"network", "source", "fifos", "tasks"}, "a network");
+  r.onlyKeys(root, {"network", "source", "sized_for", "fifos", "tasks"}, "a network");
   Network net;
   net.loc = r.loc(root);
   net.name = r.str(r.required(root, "network", "a network file"), "network");
@@ -171,6 +171,18 @@ Network parseNetwork(const std::string& text, const std::string& file) {
     if (YAML::Node settings = src["settings"]) {
       r.expectSeq(settings, "settings");
       for (const auto& s : settings) net.sourceSettings.push_back(r.str(s, "settings"));
+    }
+  }
+  if (YAML::Node sizedFor = root["sized_for"]) {  // {SYMBOL: [LOW, HIGH]}
+    r.expectMap(sizedFor, "sized_for");
+    for (const auto& kv : sizedFor) {
+      std::string symbol = r.str(kv.first, "sized_for");
+      std::vector<int64_t> range;
+      if (kv.second.IsSequence())
+        for (const auto& e : kv.second) range.push_back(r.integer(e, "sized_for"));
+      if (range.size() != 2 || range[0] < 1 || range[0] > range[1])
+        fail(r.loc(kv.second), "field 'sized_for': " + symbol + " needs [LOW, HIGH], 1 <= LOW <= HIGH");
+      net.sizedFor[symbol] = {range[0], range[1]};
     }
   }
   YAML::Node fifos = root["fifos"];
@@ -267,6 +279,13 @@ std::string emitNetwork(const Network& net) {
       for (const auto& s : net.sourceSettings) out << s;
       out << YAML::EndSeq;
     }
+    out << YAML::EndMap;
+  }
+  if (!net.sizedFor.empty()) {
+    out << YAML::Key << "sized_for" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [symbol, range] : net.sizedFor)
+      out << YAML::Key << symbol << YAML::Value << YAML::Flow << YAML::BeginSeq << range.first << range.second
+          << YAML::EndSeq;
     out << YAML::EndMap;
   }
   out << YAML::Key << "fifos" << YAML::Value << YAML::BeginSeq;

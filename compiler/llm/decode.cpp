@@ -253,8 +253,11 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.prefillLayerCycles = prefillCycles_.at(prefillRows(prompt));
   r.headCycles = headCycles_;
   // The device holds the decode layer, the prefill layer of this prompt and the head.
-  r.resources = add(add(decodeLayer_.report.resources, head_.report.resources),
-                    prefillResources_.at(prefillRows(prompt)));
+  r.decodeLayerResources = decodeLayer_.report.resources;
+  r.headResources = head_.report.resources;
+  r.prefillRows = prefillRows(prompt);
+  r.prefillResources = prefillResources_.at(r.prefillRows);
+  r.resources = add(add(r.decodeLayerResources, r.headResources), r.prefillResources);
   r.fits = r.resources.within(platform_.resources);
   r.hbmBytes = model_.layers * (layerWeightBytes(model_) + static_cast<int64_t>(kvBytesPerToken) * model_.maxCtx) +
                headWeightBytes(model_);

@@ -62,6 +62,7 @@ struct Schedule {
 struct DecodeResult {
   std::string model;
   int64_t prompt = 0, gen = 0;
+  int64_t prefillRows = 0;  ///< the rows the prefill layer is compiled for (the prompt, padded)
   Schedule hostLoop;      ///< the paper's: one kernel call per layer (and one for the head)
   Schedule deviceLoop;    ///< one call per token, the device stepping through the layers' weights
   double rooflineTokensPerS = 0;  ///< weight and KV bytes per token over the HBM bandwidth
@@ -74,7 +75,8 @@ struct DecodeResult {
   /// the platform's channels (idle ones count 0) and the busiest one's.
   double layerChannelBusyMean = 0, layerChannelBusyMax = 0;
   int64_t prefillLayerCycles = 0, headCycles = 0;
-  Resources resources;
+  Resources resources;  ///< the device: the three designs below
+  Resources decodeLayerResources, headResources, prefillResources;
   bool fits = false;
   int64_t hbmBytes = 0;   ///< weights and the KV cache at max_ctx
   bool fitsHbm = false;

@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "compiler/sizing/lp_solver.h"
 #include "sim/engine.h"
@@ -118,23 +119,41 @@ struct Proposal {
 
 // `paced`: measure with every FIFO at least kDmaReadDepth deep and at least its depth in the network
 // instead of unbounded (step 5).
+// The measuring run's depths: unbounded, a DMA read's kDmaReadDepth unless prefetching, paced ones at
+// least the network's, a pinned FIFO at its pin.
+std::vector<int64_t> measureDepths(const sim::Program& prog, const SizingOptions& options, bool paced) {
+  std::vector<int64_t> depths(prog.fifos.size(), kUnboundedDepth);
+  for (size_t f = 0; f < prog.fifos.size(); ++f) {
+    const auto& dma = prog.tasks[static_cast<size_t>(prog.fifos[f].writer)].dma;
+    if (dma && !dma->write && !options.prefetch) depths[f] = kDmaReadDepth;
+    if (paced && prog.fifos[f].depth != kUnboundedDepth)
+      depths[f] = std::max(kDmaReadDepth, prog.fifos[f].depth);
+    auto pin = options.pinned.find(prog.fifos[f].name);
+    if (pin != options.pinned.end()) depths[f] = pin->second;
+  }
+  return depths;
+}
+
 Proposal propose(const sim::Program& prog, const SizingOptions& options, bool paced) {
   Proposal p;
   SizingResult& out = p.out;
   sim::RunConfig measure;
-  measure.depths.assign(prog.fifos.size(), kUnboundedDepth);
-  for (size_t f = 0; f < prog.fifos.size(); ++f) {
-    const auto& dma = prog.tasks[static_cast<size_t>(prog.fifos[f].writer)].dma;
-    if (dma && !dma->write && !options.prefetch) measure.depths[f] = kDmaReadDepth;
-    if (paced && prog.fifos[f].depth != kUnboundedDepth)
-      measure.depths[f] = std::max(kDmaReadDepth, prog.fifos[f].depth);
-  }
+  measure.depths = measureDepths(prog, options, paced);
   measure.recordCurves = true;
   out.unbounded = sim::runDirect(prog, measure);
-  // Unbounded, a deadlock here is a true one: a DMA read, with no input, closes no wait cycle. Paced,
-  // the network's depths may be too small; sizeFifosAcross then keeps the unbounded measurement.
+  // Unbounded, a deadlock here is a true one: a DMA read, with no input, closes no wait cycle; unless
+  // a pinned depth closes it. Paced, the network's depths may be too small; sizeFifosAcross then keeps
+  // the unbounded measurement.
   if (out.unbounded.deadlock) {
     out.trueDeadlock = true;
+    if (!options.pinned.empty()) {
+      sim::RunConfig free = measure;
+      free.recordCurves = false;
+      for (size_t f = 0; f < prog.fifos.size(); ++f)
+        if (options.pinned.count(prog.fifos[f].name)) free.depths[f] = kUnboundedDepth;
+      out.pinnedDeadlock = !sim::runDirect(prog, free).deadlock;
+      out.trueDeadlock = !out.pinnedDeadlock;
+    }
     return p;
   }
   out.cyclesUnbounded = out.unbounded.cycles;
@@ -223,6 +242,8 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
       }
     }
     depths[f] = std::max<int64_t>(1, std::min(cap[f], depth));
+    auto pin = options.pinned.find(fs.name);
+    if (pin != options.pinned.end()) depths[f] = cap[f] = pin->second;  // never raised
     SizedFifo s;
     s.name = fs.name;
     s.width = fs.width;
@@ -323,7 +344,7 @@ SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs
   std::vector<Proposal> proposals;
   for (const sim::Program& prog : progs) {
     proposals.push_back(propose(prog, options, paced));
-    if (proposals.back().out.trueDeadlock) {
+    if (proposals.back().out.trueDeadlock || proposals.back().out.pinnedDeadlock) {
       sized = net;
       return proposals.back().out;
     }
@@ -367,7 +388,7 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   }
   SizingResult free = sizeWith(net, progs, options, false, sized);
   int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.resources.memoryBits();
-  if (free.trueDeadlock || free.totalBits <= budget) return free;
+  if (free.trueDeadlock || free.pinnedDeadlock || free.totalBits <= budget) return free;
   // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
   // column panel long before the matmul reads it, weights prefetched while their reader waits) set
   // depths no device holds; measured again with every FIFO as deep as the network's and at least
@@ -381,6 +402,53 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free.fifos[f].maxOccupancy;
   sized = std::move(pacedNet);
   return paced;
+}
+
+SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options, const std::string& symbol,
+                                int64_t low, int64_t high, int64_t tile, Network& sized,
+                                std::vector<RangeCheck>& checks, const std::vector<int64_t>& alsoCheck,
+                                int maxPasses) {
+  auto inRange = [&](int64_t v) { return v >= low && v <= high; };
+  std::set<int64_t> samples{low, high}, probes{low, high};
+  for (int64_t v : symbolSamples(high, tile))
+    if (inRange(v)) samples.insert(v);
+  for (int64_t p = 1; p <= high; p *= 2)
+    for (int64_t v : {p, p + 1})
+      if (inRange(v)) probes.insert(v);
+  for (int64_t v : alsoCheck)
+    if (inRange(v)) probes.insert(v);
+  probes.insert(samples.begin(), samples.end());
+  auto bind = [&](int64_t v) {
+    Bindings b = options.bindings;
+    b[symbol] = v;
+    return b;
+  };
+  SizingResult r;
+  for (int pass = 1;; ++pass) {
+    std::vector<Bindings> at;  // increasing: the largest, whose run is reported, last
+    for (int64_t v : samples) at.push_back({{symbol, v}});
+    r = sizeFifosAcross(net, options, at, sized);
+    if (r.trueDeadlock || r.pinnedDeadlock) return r;
+    checks.clear();
+    std::vector<int64_t> failed;
+    for (int64_t v : probes) {
+      sim::Program prog = sim::compileProgram(sized, bind(v), options.platform);
+      sim::RunConfig measure;
+      measure.depths = measureDepths(prog, options, r.paced);
+      sim::SimResult reference = sim::runDirect(prog, measure);
+      sim::SimResult run = sim::runDirect(prog, sim::RunConfig{});
+      RangeCheck c;
+      c.value = v;
+      c.sampled = samples.count(v) > 0;
+      c.unbounded = reference.deadlock ? 0 : reference.cycles;
+      c.cycles = run.deadlock ? 0 : run.cycles;
+      c.ok = !run.deadlock && (reference.deadlock || run.cycles <= withinOnePercent(reference.cycles));
+      checks.push_back(c);
+      if (!c.ok && !c.sampled) failed.push_back(v);
+    }
+    if (failed.empty() || pass >= maxPasses) return r;
+    samples.insert(failed.begin(), failed.end());
+  }
 }
 
 }  // namespace stc::sizing

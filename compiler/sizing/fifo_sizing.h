@@ -31,6 +31,8 @@ struct SizingOptions {
   int64_t budgetBits = 0;
   /// Measure paced whatever the bits (each FIFO as deep as the network's and at least 3).
   bool paced = false;
+  /// FIFOs whose depth is given (by name): measured at it, kept at it, never raised.
+  std::map<std::string, int64_t> pinned;
 };
 
 /// Where a FIFO of a given depth and width lives on the FPGA, and how many primitives it takes.
@@ -54,7 +56,8 @@ struct SizedFifo {
 };
 
 struct SizingResult {
-  bool trueDeadlock = false;       ///< deadlocks even with unbounded FIFOs
+  bool trueDeadlock = false;       ///< deadlocks even with unbounded FIFOs (the pinned ones aside)
+  bool pinnedDeadlock = false;     ///< ... deadlocks only because of the pinned depths
   sim::SimResult unbounded;        ///< the measuring run
   std::vector<SizedFifo> fifos;
   int64_t totalBits = 0;
@@ -85,5 +88,23 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
 /// last binding's.
 SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
                              const std::vector<Bindings>& at, Network& sized);
+
+/// Depths that hold over a symbol's range [low, high] (other symbols as options.bindings binds them): sized
+/// at the range's samples (symbolSamples within it, and both ends), then checked by simulation at every
+/// power of two in the range and one past it (and at `alsoCheck`'s values in it): a value where the sized
+/// network deadlocks or runs more than 1% over its unbounded run joins the samples and the range is sized
+/// again (at most `maxPasses` times). `checks` receives every value simulated with the final depths,
+/// increasing.
+struct RangeCheck {
+  int64_t value = 0;
+  int64_t cycles = 0;     ///< with the sized depths; 0: deadlock
+  int64_t unbounded = 0;  ///< measured as the sizer measures (unbounded, or paced when it paced)
+  bool sampled = false;   ///< one of the values sized at
+  bool ok = false;        ///< no deadlock, within 1% of unbounded
+};
+SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options, const std::string& symbol,
+                                int64_t low, int64_t high, int64_t tile, Network& sized,
+                                std::vector<RangeCheck>& checks, const std::vector<int64_t>& alsoCheck = {},
+                                int maxPasses = 4);
 
 }  // namespace stc::sizing

@@ -202,7 +202,12 @@ TEST(Cli, CommandLineMistakesAreSaidBeforeAnythingRuns) {
                        "mlp.yaml, which replacing it would delete\n");
   EXPECT_TRUE(std::filesystem::exists(dir + "mlp.yaml"));
   o = stc("compile " + dir + "mlp.yaml -o " + dir + "n.yaml --report " + dir + "n.yaml");
-  EXPECT_EQ(o.out, "stc compile: error: two outputs name one file; give each its own\n");
+  EXPECT_EQ(o.out, dir + "n.yaml: error: two outputs name one file; give each its own\n");
+  // A trace written over the network it simulates would lose it.
+  o = stc("simulate " + kNets + "fork_join.yaml --fifo-depth unbounded --vcd " + kNets + "fork_join.yaml");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, kNets + "fork_join.yaml: error: is an input of this command; writing it would overwrite " +
+                       kNets + "fork_join.yaml\n");
   // A folder named like a built-in platform (a project emitted with -o u280, say) does not hide it.
   std::filesystem::create_directories(dir + "u280");
   o = stcIn(dir, "simulate " + kNets + "fork_join.yaml --fifo-depth unbounded -p u280");

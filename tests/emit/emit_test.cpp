@@ -552,8 +552,10 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   std::string net = ::testing::TempDir() + "text_net.yaml", sized = ::testing::TempDir() + "text_sized.yaml";
   ASSERT_EQ(stc("emit " + model("graphs/attention_decode.yaml") + " --ctx 24 -o " + dir).code, 0);
   ASSERT_EQ(stc("compile " + model("graphs/attention_decode.yaml") + " -o " + net).code, 0);
-  ASSERT_EQ(stc("size-fifos " + net + " --ctx 24 -o " + sized).code, 0);
+  // emit sizes for every ctx the kernels take (1..max_ctx), as size-fifos does by default.
+  ASSERT_EQ(stc("size-fifos " + net + " -o " + sized).code, 0);
   stc::Network n = stc::parseNetwork(readAll(sized), sized);
+  EXPECT_EQ(n.sizedFor.at("ctx"), std::make_pair(int64_t{1}, int64_t{4096}));
   std::string src = sources(dir), cfg = readAll(dir + "/connectivity.cfg");
   int regions = 0, streams = 0, dmas = 0;
   for (const stc::Fifo& f : n.fifos) {
@@ -632,6 +634,7 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   // The project holds the network it was emitted from: the sized one.
   stc::Network held = stc::parseNetwork(readAll(dir + "/network.yaml"), dir + "/network.yaml");
   ASSERT_EQ(held.fifos.size(), n.fifos.size());
+  EXPECT_EQ(held.sizedFor, n.sizedFor);
   for (size_t i = 0; i < n.fifos.size(); ++i) {
     EXPECT_EQ(held.fifos[i].name, n.fifos[i].name);
     EXPECT_EQ(held.fifos[i].depth, n.fifos[i].depth) << n.fifos[i].name;

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -45,10 +47,24 @@ struct NetworkInput {
   void addOptions(CLI::App& app);
   /// The platform named by -p, or the embedded default.
   Platform loadPlatformArg() const;
-  /// Reads the network, or compiles the graph, with its symbol bindings, refusing an unbound symbol;
-  /// `command` prefixes flag errors.
-  Network load(const std::string& command, const Platform& platform, Bindings& bindings) const;
+  /// Reads the network, or compiles the graph, with its symbol bindings, refusing an unbound symbol
+  /// (those in `ranged` aside); `command` prefixes flag errors.
+  Network load(const std::string& command, const Platform& platform, Bindings& bindings,
+               const std::set<std::string>& ranged = {}) const;
+  /// The settings the network was compiled with: --set for a graph, the file's source settings for a
+  /// compiled network; nothing for a hand-written one (`compiled` false).
+  std::vector<std::string> compileSettings(const Network& net, bool& compiled) const;
 };
+/// A depth as --fifo-depth and --set-depth take it: "unbounded" (kUnboundedDepth) or a positive integer;
+/// nothing for anything else.
+std::optional<int64_t> parseDepth(const std::string& text);
+/// --set-depth FIFO=N|unbounded (repeatable), each naming a FIFO of net: name -> depth. `command` prefixes
+/// errors; `unbounded` says whether that is a depth here.
+std::map<std::string, int64_t> parseSetDepths(const std::string& command, const Network& net,
+                                              const std::vector<std::string>& given, bool unbounded);
+/// Warns on standard error for each binding outside the range the network's depths were sized for.
+void warnOutsideSizedRange(const Network& net, const std::string& path, const Bindings& bindings);
+
 /// Whether path names an ONNX file (by its extension).
 bool isOnnxPath(const std::string& path);
 /// A graph file, or an ONNX model named after its file; UserError for any other file.
@@ -58,13 +74,35 @@ Graph loadGraphFile(const std::string& path);
 void requireBindings(const std::set<std::string>& symbols, const Bindings& bindings, const std::string& path,
                      const std::string& what);
 
+/// A design's resources against the platform's, as every command prints them: "DSP a/b, BRAM_18K c/d,
+/// URAM e/f, LUT g/h: fits" (or "DOES NOT FIT").
+std::string resourcesText(const Resources& used, const Platform& platform);
+/// {"dsp", "bram18k", "uram", "lut", "ff"}: the counts as every --json prints them.
+nlohmann::json resourcesJson(const Resources& used);
+/// UserError naming every count of `used` above the platform's, unless allowOverfit: "COMMAND: error: WHAT
+/// does not fit PLATFORM: DSP 9056 > 9024 (--allow-overfit ...)".
+void requireFit(const std::string& command, const std::string& what, const Resources& used,
+                const Platform& platform, bool allowOverfit);
+
+/// Where a compiled network's (read from path) `source` file is: as written, or next to the network file;
+/// "" when it has none or neither can be read.
+std::string networkSourcePath(const Network& net, const std::string& path);
+/// The graph a compiled network (read from path) came from: its `source` file, as written or next to the
+/// network file; UserError when it has none or the file cannot be read. `command` says who needs it.
+Graph loadNetworkSourceGraph(const Network& net, const std::string& path, const std::string& command);
+/// compiled's FIFO depths set to file's; UserError unless compiled is file's network up to depths.
+void takeDepths(const Network& file, const std::string& path, Network& compiled);
+
 /// A subcommand of DESIGN.md that this build does not implement yet: says so and exits 1.
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description);
 
 /// Writes text to path atomically (a temporary file in the same folder, then rename); UserError on failure.
 void writeFileAtomic(const std::string& path, const std::string& text);
-/// UserError for an output path stc cannot write ("-": stc writes files, not standard output); called
-/// on every output at a command's start, before any work, and by writeFileAtomic.
-void checkOutputPaths(const std::vector<std::string>& paths);
+/// UserError for an output path stc cannot write ("-": stc writes files, not standard output), an output
+/// that is one of `inputs`, or two outputs that are one file; called on every output at a command's
+/// start, before any work, and by writeFileAtomic.
+void checkOutputPaths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs = {});
+/// Whether two paths, both given, name one file (as written, or the same existing file).
+bool sameFile(const std::string& a, const std::string& b);
 
 }  // namespace stc::cli

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -16,10 +17,23 @@
 
 namespace stc::cli {
 
-void checkOutputPaths(const std::vector<std::string>& paths) {
+bool sameFile(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return !a.empty() && !b.empty() && (a == b || std::filesystem::equivalent(a, b, ec));
+}
+
+void checkOutputPaths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs) {
   for (const std::string& path : paths)
     if (path == "-")
       throw UserError("-: error: stc writes files, not standard output here: give a file name");
+  for (const std::string& out : paths)
+    for (const std::string& in : inputs)
+      if (sameFile(out, in))
+        throw UserError(out + ": error: is an input of this command; writing it would overwrite " + in);
+  for (size_t i = 0; i < paths.size(); ++i)
+    for (size_t j = i + 1; j < paths.size(); ++j)
+      if (sameFile(paths[i], paths[j]))
+        throw UserError(paths[i] + ": error: two outputs name one file; give each its own");
 }
 
 void writeFileAtomic(const std::string& path, const std::string& text) {
@@ -122,7 +136,8 @@ void requireBindings(const std::set<std::string>& symbols, const Bindings& bindi
                       (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
 }
 
-Network NetworkInput::load(const std::string& command, const Platform& platformArg, Bindings& bindings) const {
+Network NetworkInput::load(const std::string& command, const Platform& platformArg, Bindings& bindings,
+                           const std::set<std::string>& ranged) const {
   if (isOnnxPath(path)) {
     bindings = parseSymbolBindings(command, ctx, binds);
     Network net = compileGraph(importOnnx(path), platformArg, parseCompileOptions(settings, platformArg)).network;
@@ -139,8 +154,142 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
                     ? parseNetwork(text, path)
                     : compileGraph(parseGraph(text, path), platformArg, parseCompileOptions(settings, platformArg)).network;
   bindings = parseSymbolBindings(command, ctx, binds);
-  requireBindings(net.symbols(), bindings, path, "network");
+  std::set<std::string> symbols;
+  for (const std::string& s : net.symbols())
+    if (!ranged.count(s)) symbols.insert(s);
+  requireBindings(symbols, bindings, path, "network");
   return net;
+}
+
+std::vector<std::string> NetworkInput::compileSettings(const Network& net, bool& compiled) const {
+  if (!net.sourceFile.empty()) {
+    compiled = true;
+    return net.sourceSettings;
+  }
+  compiled = isOnnxPath(path) || detectFileKind(readTextFile(path), path) == FileKind::kGraph;
+  return compiled ? settings : std::vector<std::string>{};
+}
+
+std::optional<int64_t> parseDepth(const std::string& text) {
+  if (text == "unbounded") return kUnboundedDepth;
+  size_t used = 0;
+  int64_t depth = 0;
+  try {
+    depth = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || depth < 1) return std::nullopt;
+  return depth;
+}
+
+std::map<std::string, int64_t> parseSetDepths(const std::string& command, const Network& net,
+                                              const std::vector<std::string>& given, bool unbounded) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& kv : given) {
+    size_t eq = kv.find('=');
+    std::string name = kv.substr(0, eq == std::string::npos ? kv.size() : eq);
+    if (eq == std::string::npos || net.findFifo(name) < 0)
+      throw UserError(command + ": error: --set-depth expects FIFO=N with a FIFO of the network, got '" + kv +
+                      "'");
+    std::optional<int64_t> depth = parseDepth(kv.substr(eq + 1));
+    if (!depth || *depth > kMaxNumber || (!unbounded && *depth == kUnboundedDepth))
+      throw UserError(command + ": error: --set-depth " + kv + ": the depth must be 1 to 2^40" +
+                      (unbounded ? " or unbounded" : ""));
+    out[name] = *depth;
+  }
+  return out;
+}
+
+void warnOutsideSizedRange(const Network& net, const std::string& path, const Bindings& bindings) {
+  for (const auto& [symbol, range] : net.sizedFor) {
+    auto b = bindings.find(symbol);
+    if (b == bindings.end() || (b->second >= range.first && b->second <= range.second)) continue;
+    std::cerr << path << ": warning: the FIFO depths were sized for " << symbol << " " << range.first << ".."
+              << range.second << "; at " << symbol << " " << b->second
+              << " they may deadlock or stall (size them again "
+              << (symbol == "ctx" ? "with --ctx-range covering it" : "at that binding") << ")\n";
+  }
+}
+
+std::string resourcesText(const Resources& used, const Platform& platform) {
+  char line[256];
+  std::snprintf(line, sizeof line, "DSP %lld/%lld, BRAM_18K %lld/%lld, URAM %lld/%lld, LUT %lld/%lld: %s",
+                static_cast<long long>(used.dsp), static_cast<long long>(platform.resources.dsp),
+                static_cast<long long>(used.bram18k), static_cast<long long>(platform.resources.bram18k),
+                static_cast<long long>(used.uram), static_cast<long long>(platform.resources.uram),
+                static_cast<long long>(used.lut), static_cast<long long>(platform.resources.lut),
+                used.within(platform.resources) ? "fits" : "DOES NOT FIT");
+  return line;
+}
+
+nlohmann::json resourcesJson(const Resources& used) {
+  return {
+      {"dsp", used.dsp}, {"bram18k", used.bram18k}, {"uram", used.uram}, {"lut", used.lut}, {"ff", used.ff}};
+}
+
+void requireFit(const std::string& command, const std::string& what, const Resources& used,
+                const Platform& platform, bool allowOverfit) {
+  if (allowOverfit || used.within(platform.resources)) return;
+  std::string over;
+  auto check = [&](const char* name, int64_t got, int64_t cap) {
+    if (got > cap)
+      over += (over.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(got) + " > " +
+              std::to_string(cap);
+  };
+  const Resources& cap = platform.resources;
+  check("DSP", used.dsp, cap.dsp);
+  check("BRAM_18K", used.bram18k, cap.bram18k);
+  check("URAM", used.uram, cap.uram);
+  check("LUT", used.lut, cap.lut);
+  check("FF", used.ff, cap.ff);
+  throw UserError(command + ": error: " + what + " does not fit " + platform.name + ": " + over +
+                  (command == "stc simulate"
+                       ? " (pass --allow-overfit to predict it anyway)"
+                       : "; nothing was written (pass --allow-overfit to write it anyway)"));
+}
+
+std::string networkSourcePath(const Network& net, const std::string& path) {
+  const std::string& src = net.sourceFile;
+  if (src.empty()) return "";
+  std::error_code ec;
+  if (std::filesystem::exists(src, ec)) return src;
+  std::string beside = (std::filesystem::path(path).parent_path() / src).string();
+  return std::filesystem::path(src).is_relative() && std::filesystem::exists(beside, ec) ? beside : "";
+}
+
+Graph loadNetworkSourceGraph(const Network& net, const std::string& path, const std::string& command) {
+  if (net.sourceFile.empty())
+    throw UserError(
+        path + ": error: " + command +
+        " needs what the kernels compute, and this network file holds their timing only (it has no "
+        "'source', as `stc compile` writes): pass the graph, ONNX or model file instead");
+  std::string resolved = networkSourcePath(net, path);
+  if (resolved.empty())
+    throw UserError(path + ": error: field 'source': the network was compiled from '" + net.sourceFile +
+                    "', which cannot be read");
+  return loadGraphFile(resolved);
+}
+
+void takeDepths(const Network& file, const std::string& path, Network& compiled) {
+  auto mismatch = [&](const std::string& what) {
+    throw UserError(path + ": error: the network no longer matches what its source compiles to (" + what +
+                    "); compile it again");
+  };
+  if (file.tasks.size() != compiled.tasks.size() || file.fifos.size() != compiled.fifos.size())
+    mismatch(std::to_string(file.tasks.size()) + " tasks and " + std::to_string(file.fifos.size()) +
+             " FIFOs, against " + std::to_string(compiled.tasks.size()) + " and " +
+             std::to_string(compiled.fifos.size()));
+  for (size_t i = 0; i < file.tasks.size(); ++i)
+    if (file.tasks[i].name != compiled.tasks[i].name) mismatch("task '" + file.tasks[i].name + "'");
+  for (size_t i = 0; i < file.fifos.size(); ++i) {
+    const Fifo& f = file.fifos[i];
+    if (f.name != compiled.fifos[i].name) mismatch("FIFO '" + f.name + "'");
+    if (f.unbounded())
+      throw UserError(path + ": error: FIFO '" + f.name +
+                      "' is unbounded: size the FIFOs first (stc size-fifos)");
+    compiled.fifos[i].depth = f.depth;
+  }
 }
 
 Runner addUnimplemented(CLI::App& app, const std::string& name, const std::string& description) {

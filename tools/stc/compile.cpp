@@ -18,6 +18,7 @@ struct CompileArgs {
   std::string input, output, report, platform, schedule, writeSchedule;
   std::vector<std::string> settings;
   bool json = false;
+  bool allowOverfit = false;
 };
 
 nlohmann::json reportJson(const CompileReport& r) {
@@ -30,12 +31,7 @@ nlohmann::json reportJson(const CompileReport& r) {
           {"onchip_bytes_fused", r.onchipBytesFused},
           {"onchip_bytes_intermediate", r.onchipBytesIntermediate},
           {"onchip_bytes_unfused", r.onchipBytesUnfused},
-          {"resources",
-           {{"dsp", r.resources.dsp},
-            {"bram18k", r.resources.bram18k},
-            {"uram", r.resources.uram},
-            {"lut", r.resources.lut},
-            {"ff", r.resources.ff}}},
+          {"resources", resourcesJson(r.resources)},
           {"fits", r.fits},
           {"compile_seconds", r.compileSeconds}};
 }
@@ -44,19 +40,13 @@ int compile(const CompileArgs& a) {
   // Before anything is written: an output that is an input (refreshing --schedule in place aside), or
   // two outputs that are one file.
   checkOutputPaths({a.output, a.report, a.writeSchedule});
-  auto same = [](const std::string& x, const std::string& y) {
-    std::error_code ec;
-    return !x.empty() && !y.empty() && (x == y || std::filesystem::equivalent(x, y, ec));
-  };
   for (const std::string* out : {&a.output, &a.report, &a.writeSchedule})
     for (const std::string* in : {&a.input, &a.platform, &a.schedule}) {
       if (out == &a.writeSchedule && in == &a.schedule) continue;
-      if (same(*out, *in))
+      if (sameFile(*out, *in))
         throw UserError("stc compile: error: " + *out + " is an input of this command; writing it would " +
                         "overwrite " + *in);
     }
-  if (same(a.output, a.report) || same(a.output, a.writeSchedule) || same(a.report, a.writeSchedule))
-    throw UserError("stc compile: error: two outputs name one file; give each its own");
   Platform platform = platformFromArg(a.platform);
   Graph graph;
   if (isOnnxPath(a.input)) {
@@ -74,6 +64,7 @@ int compile(const CompileArgs& a) {
     settings.insert(settings.end(), pinned.begin(), pinned.end());
   }
   CompileResult result = compileGraph(graph, platform, options);
+  requireFit("stc compile", "the network", result.report.resources, platform, a.allowOverfit);
   result.network.sourceFile = a.input;
   result.network.sourceSettings = settings;
   if (!a.writeSchedule.empty())
@@ -100,13 +91,7 @@ int compile(const CompileArgs& a) {
           ? 100.0 * static_cast<double>(r.onchipBytesIntermediate) / static_cast<double>(r.onchipBytesUnfused)
           : 0.0);
   std::cout << line;
-  std::snprintf(line, sizeof line, "resources: DSP %lld/%lld, BRAM_18K %lld/%lld, URAM %lld/%lld, LUT %lld/%lld: %s\n",
-                static_cast<long long>(r.resources.dsp), static_cast<long long>(platform.resources.dsp),
-                static_cast<long long>(r.resources.bram18k), static_cast<long long>(platform.resources.bram18k),
-                static_cast<long long>(r.resources.uram), static_cast<long long>(platform.resources.uram),
-                static_cast<long long>(r.resources.lut), static_cast<long long>(platform.resources.lut),
-                r.fits ? "fits" : "DOES NOT FIT");
-  std::cout << line;
+  std::cout << "resources: " << resourcesText(r.resources, platform) << "\n";
   if (!result.schedules.empty()) {  // what the search picked, in the form --set pins it
     std::cout << "schedules:";
     for (const auto& [op, sched] : result.schedules)
@@ -138,6 +123,8 @@ Runner addCompile(CLI::App& app) {
   app.add_option("--write-schedule", a->writeSchedule, "write the chosen schedules as a schedule file");
   app.add_option("--report", a->report, "write the compile report as JSON");
   app.add_flag("--json", a->json, "print the report as JSON");
+  app.add_flag("--allow-overfit", a->allowOverfit,
+               "write a network that does not fit the platform (else exit 1)");
   return [a]() { return compile(*a); };
 }
 

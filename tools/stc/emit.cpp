@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "compiler/frontend/model_builder.h"
@@ -33,6 +34,8 @@ struct EmitArgs {
   EmitOptions emit;
   int layers = 0;  // 0: the model's layer count (1 for a graph)
   bool verbose = false;
+  bool allowOverfit = false;
+  bool json = false;
 };
 
 struct Loaded {
@@ -44,46 +47,15 @@ struct Loaded {
   std::vector<std::string> settings;     // the settings it was compiled with
 };
 
-// The graph a compiled network came from: its `source` file, as written or next to the network file.
+// A network file's source graph and settings: what its kernels compute.
 Loaded loadNetworkSource(const std::string& path, const std::string& text, const std::string& command) {
   Loaded l;
   l.network = parseNetwork(text, path);
-  const std::string& src = l.network->sourceFile;
-  if (src.empty())
-    throw UserError(path + ": error: " + command +
-                    " needs what the kernels compute, and this network file holds their timing only (it has no "
-                    "'source', as `stc compile` writes): pass the graph, ONNX or model file instead");
-  std::string resolved = src;
-  std::error_code ec;
-  if (!std::filesystem::exists(resolved, ec) && std::filesystem::path(src).is_relative())
-    resolved = (std::filesystem::path(path).parent_path() / src).string();
-  if (!std::filesystem::exists(resolved, ec))
-    throw UserError(path + ": error: field 'source': the network was compiled from '" + src + "', which cannot be read");
-  l.graph = loadGraphFile(resolved);
+  l.graph = loadNetworkSourceGraph(*l.network, path, command);
   l.settings = l.network->sourceSettings;
   for (const auto& s : l.settings)
     if (s.rfind("quant=", 0) == 0) l.quant = s.substr(6);
   return l;
-}
-
-// The recompiled network must be the file's up to depths (and widths, which quant changes).
-void takeDepths(const Network& file, const std::string& path, Network& compiled) {
-  auto mismatch = [&](const std::string& what) {
-    throw UserError(path + ": error: the network no longer matches what its source compiles to (" + what +
-                    "); compile it again");
-  };
-  if (file.tasks.size() != compiled.tasks.size() || file.fifos.size() != compiled.fifos.size())
-    mismatch(std::to_string(file.tasks.size()) + " tasks and " + std::to_string(file.fifos.size()) + " FIFOs, against " +
-             std::to_string(compiled.tasks.size()) + " and " + std::to_string(compiled.fifos.size()));
-  for (size_t i = 0; i < file.tasks.size(); ++i)
-    if (file.tasks[i].name != compiled.tasks[i].name) mismatch("task '" + file.tasks[i].name + "'");
-  for (size_t i = 0; i < file.fifos.size(); ++i) {
-    const Fifo& f = file.fifos[i];
-    if (f.name != compiled.fifos[i].name) mismatch("FIFO '" + f.name + "'");
-    if (f.unbounded())
-      throw UserError(path + ": error: FIFO '" + f.name + "' is unbounded: size the FIFOs first (stc size-fifos)");
-    compiled.fifos[i].depth = f.depth;
-  }
 }
 
 Loaded loadGraph(const EmitArgs& a, const std::string& command) {
@@ -130,6 +102,20 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// What emit and run say: run's stage lines and the lines both print, or with --json one object at the end
+// (errors still go to standard error).
+struct Stages {
+  bool verbose = false, json = false;
+  nlohmann::json out = nlohmann::json::object();
+  std::string sizedLine;  // emit's one line on the sizing, said once the project is written
+  void stage(const std::string& text) const {  // run's progress
+    if (!json) progress(verbose, text);
+  }
+  void say(const std::string& text) const {
+    if (!json) std::cout << text;
+  }
+};
+
 // The project folder as given, without a trailing separator ("out/" -> "out").
 std::string projectDir(const std::string& dir) {
   std::filesystem::path p(dir);
@@ -137,8 +123,9 @@ std::string projectDir(const std::string& dir) {
   return p.string();
 }
 
-void writeProject(const EmitArgs& a, const Loaded& loaded, const CompileResult& compiled, const Platform& platform,
-                  const Bindings& bindings, std::chrono::steady_clock::time_point begin) {
+void writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const CompileResult& compiled,
+                  const Platform& platform, const Bindings& bindings,
+                  std::chrono::steady_clock::time_point begin) {
   EmitOptions eo = a.emit;
   eo.dir = projectDir(eo.dir);
   eo.layers = loaded.layers;
@@ -146,22 +133,54 @@ void writeProject(const EmitArgs& a, const Loaded& loaded, const CompileResult& 
   if (loaded.model)  // the host's decode loop appends each token's keys and values to the caches
     for (const auto& [cache, fresh] : decodeLayerCaches(loaded.graph))
       eo.caches.push_back({cache, fresh, "ctx"});
-  progress(a.verbose, "[5/5] emit      ...\r");
+  st.stage("[5/5] emit      ...\r");
   EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
   std::string tops;
   for (const auto& t : e.tops) tops += (tops.empty() ? "" : ", ") + t;
-  progress(a.verbose, "[5/5] emit      ");
+  st.stage("[5/5] emit      ");
   char line[512];
   std::snprintf(line, sizeof line, "%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
                 eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(), eo.layers, seconds(begin));
-  std::cout << line;
-  for (const std::string& note : e.notes) std::cout << note << "\n";
+  st.say(line);
+  for (const std::string& note : e.notes) st.say(note + "\n");
+  st.say(st.sizedLine);
+  st.say("next: make -C " + a.emit.dir + " csim\n");
+  st.out["resources"] = resourcesJson(compiled.report.resources);
+  st.out["fits"] = compiled.report.resources.within(platform.resources);
+  st.out["project"] = {{"folder", eo.dir},  {"files", e.files},    {"bytes", e.bytes},
+                       {"kernels", e.tops}, {"layers", eo.layers}, {"notes", e.notes}};
+  st.out["seconds"] = seconds(begin);
+  if (st.json) std::cout << st.out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+nlohmann::json bindingsJson(const Bindings& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [symbol, value] : b) j[symbol] = value;
+  return j;
 }
 
 // A sized network file: emit its depths after one simulation shows they do not deadlock.
-int emitWithFileDepths(const EmitArgs& a, const std::string& command, const Loaded& loaded, CompileResult& compiled,
-                       const Platform& platform, const Bindings& bindings, std::chrono::steady_clock::time_point begin) {
+int emitWithFileDepths(const EmitArgs& a, Stages& st, const std::string& command, const Loaded& loaded,
+                       CompileResult& compiled, const Platform& platform, const Bindings& bindings,
+                       std::chrono::steady_clock::time_point begin) {
   takeDepths(*loaded.network, a.input.path, compiled.network);
+  compiled.network.sizedFor = loaded.network->sizedFor;  // the host runs within it
+  for (const auto& [symbol, range] : compiled.network.sizedFor) {
+    auto b = bindings.find(symbol);
+    if (b != bindings.end() && (b->second < range.first || b->second > range.second))
+      throw UserError(a.input.path + ": error: its FIFO depths were sized for " + symbol + " " +
+                      std::to_string(range.first) + ".." + std::to_string(range.second) + ", not " +
+                      std::to_string(b->second) + " (size them again with --ctx-range covering it)");
+  }
+  if (bindings.count("ctx") && !compiled.network.sizedFor.count("ctx"))
+    st.say("note: " + a.input.path +
+           " does not say which ctx its FIFO depths hold for (stc size-fifos records it); "
+           "the project runs ctx up to max_ctx " +
+           std::to_string(compiled.options.maxima.at("ctx")) + "\n");
+  updateResources(compiled, platform);
+  st.stage("[3/5] resources " + resourcesText(compiled.report.resources, platform) + "\n");
+  requireFit(command, "the network with the file's FIFO depths", compiled.report.resources, platform,
+             a.allowOverfit);
   sim::Program prog = sim::compileProgram(compiled.network, bindings, platform);
   sim::SimResult r = sim::runDirect(prog, sim::RunConfig{});
   if (r.deadlock) {
@@ -170,20 +189,21 @@ int emitWithFileDepths(const EmitArgs& a, const std::string& command, const Load
     return 3;
   }
   char line[256];
-  progress(a.verbose, "[4/5] verify    ");
+  st.stage("[4/5] verify    ");
   std::snprintf(line, sizeof line, "%lld cycles with the file's FIFO depths, no deadlock\n", static_cast<long long>(r.cycles));
-  std::cout << line;
-  writeProject(a, loaded, compiled, platform, bindings, begin);
-  std::cout << "next: make -C " << a.emit.dir << " csim\n";
+  st.say(line);
+  st.out["sizing"] = {{"depths", "the file's"}, {"cycles_sized", r.cycles}};
+  writeProject(a, st, loaded, compiled, platform, bindings, begin);
   return 0;
 }
 
 // A model's decode layer, sized at every ctx (llm::sizingContexts) as the estimator simulates it: one
 // simulation at the bindings shows the depths hold.
-int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& loaded,
+int emitSizedModel(const EmitArgs& a, Stages& st, const std::string& command, const Loaded& loaded,
                    CompileResult& compiled, const Platform& platform, const Bindings& bindings,
                    std::chrono::steady_clock::time_point begin) {
   int64_t maxCtx = compiled.options.maxima.at("ctx");
+  compiled.network.sizedFor["ctx"] = {1, maxCtx};
   sim::SimResult r =
       sim::runDirect(sim::compileProgram(compiled.network, bindings, platform), sim::RunConfig{});
   if (r.deadlock) {  // the sizer verified every sampled ctx; another may still deadlock
@@ -192,25 +212,33 @@ int emitSizedModel(const EmitArgs& a, const std::string& command, const Loaded& 
     return 3;
   }
   std::string at;
-  for (const Bindings& b : llm::sizingContexts(maxCtx, compiled.options.tile))
+  nlohmann::json sizedAt = nlohmann::json::array();
+  for (const Bindings& b : llm::sizingContexts(maxCtx, compiled.options.tile)) {
     at += (at.empty() ? "" : ", ") + std::to_string(b.at("ctx"));
+    sizedAt.push_back(bindingsJson(b));
+  }
   int64_t bits = 0;
   for (const Fifo& f : compiled.network.fifos) bits += f.storedTokens() * f.width;
   char line[512];
   std::snprintf(line, sizeof line, "[2/5] simulate  at ctx %s (as for the decode estimate)\n", at.c_str());
-  progress(a.verbose, line);
+  st.stage(line);
   std::snprintf(line, sizeof line, "[3/5] size      %zu FIFOs: %lld bits, to hold at each of those ctx\n",
                 compiled.network.fifos.size(), static_cast<long long>(bits));
-  progress(a.verbose, line);
+  st.stage(line);
   std::snprintf(line, sizeof line,
                 "[4/5] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
                 static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
-  progress(a.verbose, line);
-  writeProject(a, loaded, compiled, platform, bindings, begin);
-  if (!a.verbose)
-    std::printf("FIFOs sized to hold at ctx %s; %lld cycles at ctx %lld\n", at.c_str(),
-                static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
-  std::cout << "next: make -C " << a.emit.dir << " csim\n";
+  st.stage(line);
+  if (!a.verbose) {
+    std::snprintf(line, sizeof line, "FIFOs sized to hold at ctx %s; %lld cycles at ctx %lld\n", at.c_str(),
+                  static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
+    st.sizedLine = line;
+  }
+  st.out["sizing"] = {{"fifos", compiled.network.fifos.size()},
+                      {"total_bits", bits},
+                      {"sized_at", sizedAt},
+                      {"cycles_sized", r.cycles}};
+  writeProject(a, st, loaded, compiled, platform, bindings, begin);
   return 0;
 }
 
@@ -240,7 +268,11 @@ void checkProjectFolder(const EmitArgs& a, const std::string& command) {
 
 int emitCommand(const EmitArgs& a, const std::string& command) {
   auto begin = std::chrono::steady_clock::now();
-  bool v = a.verbose;
+  Stages st;
+  st.verbose = a.verbose;
+  st.json = a.json;
+  st.out["command"] = command.substr(4);
+  st.out["input"] = a.input.path;
   checkProjectFolder(a, command);
   Bindings given = parseSymbolBindings(command, a.input.ctx, a.input.binds);
   Platform platform = a.input.loadPlatformArg();
@@ -266,7 +298,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   if (loaded.model) known.emplace("ctx", loaded.model->maxCtx);
   checkMaxima(known);
 
-  progress(v, "[1/5] compile   ");
+  st.stage("[1/5] compile   ");
   CompileResult compiled;
   if (loaded.model) {  // the decode layer of `stc simulate --decode`, at its DSP share unless pinned
     bool pinned = false;
@@ -280,53 +312,103 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   }
   const CompileReport& r = compiled.report;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "%d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); DSP %lld/%lld BRAM_18K %lld/%lld URAM %lld/%lld (%s); %.2f ms\n",
-                r.kernels, r.converters, r.dmas, r.fifos, r.groups, static_cast<long long>(r.resources.dsp),
-                static_cast<long long>(platform.resources.dsp), static_cast<long long>(r.resources.bram18k),
-                static_cast<long long>(platform.resources.bram18k), static_cast<long long>(r.resources.uram),
-                static_cast<long long>(platform.resources.uram), r.fits ? "fits" : "DOES NOT FIT", r.compileSeconds * 1e3);
-  progress(v, line);
+  std::snprintf(line, sizeof line, "%d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); %.2f ms\n",
+                r.kernels, r.converters, r.dmas, r.fifos, r.groups, r.compileSeconds * 1e3);
+  st.stage(line);
+  // A model's decode layer is sized as it compiles: its resources are the project's; a graph's are
+  // said again after sizing.
+  st.stage(std::string(loaded.model ? "[1/5] resources " : "[1/5] resources at the compiled depths: ") +
+           resourcesText(r.resources, platform) + "\n");
+  requireFit(command, loaded.model ? "the decode layer" : "the design", r.resources, platform,
+             a.allowOverfit);
 
   checkMaxima(compiled.options.maxima);
   Bindings bindings = completeBindings(compiled, given);
-  if (loaded.network) return emitWithFileDepths(a, command, loaded, compiled, platform, bindings, begin);
-  if (loaded.model) return emitSizedModel(a, command, loaded, compiled, platform, bindings, begin);
+  st.out["compile"] = {{"kernels", r.kernels}, {"converters", r.converters}, {"dmas", r.dmas},
+                       {"fifos", r.fifos},     {"groups", r.groups},         {"seconds", r.compileSeconds}};
+  st.out["bindings"] = bindingsJson(bindings);
+  if (loaded.network) return emitWithFileDepths(a, st, command, loaded, compiled, platform, bindings, begin);
+  if (loaded.model) return emitSizedModel(a, st, command, loaded, compiled, platform, bindings, begin);
   sizing::SizingOptions sizingOptions;
   sizingOptions.platform = platform;
   sizingOptions.bindings = bindings;
-  progress(v, "[2/5] simulate  (unbounded FIFOs) ...\r");
+  // ctx changes at run time (the kernels take it): the depths must hold from 1 to its maximum.
+  bool overCtx = bindings.count("ctx") > 0;
+  int64_t maxCtx = overCtx ? compiled.options.maxima.at("ctx") : 0;
+  st.stage(overCtx ? "[2/5] simulate  (unbounded FIFOs, ctx 1.." + std::to_string(maxCtx) + ") ...\r"
+                   : std::string("[2/5] simulate  (unbounded FIFOs) ...\r"));
   Network sized;
-  sizing::SizingResult s = sizing::sizeFifos(compiled.network, sizingOptions, sized);
+  std::vector<sizing::RangeCheck> checks;
+  sizing::SizingResult s =
+      overCtx ? sizing::sizeFifosOverRange(compiled.network, sizingOptions, "ctx", 1, maxCtx,
+                                           compiled.options.tile, sized, checks, {bindings.at("ctx")})
+              : sizing::sizeFifos(compiled.network, sizingOptions, sized);
   if (s.trueDeadlock) {
     std::cerr << command << ": the network deadlocks even with unbounded FIFOs; nothing was written\n";
     return 3;
+  }
+  int64_t cyclesUnbounded = s.cyclesUnbounded, cyclesSized = s.cyclesSized;  // at the bindings
+  std::string checkedAt, over;
+  for (const sizing::RangeCheck& c : checks) {
+    checkedAt += (checkedAt.empty() ? "" : ", ") + std::to_string(c.value);
+    if (c.cycles == 0) {
+      std::cerr << command << ": the sized network deadlocks at ctx " << c.value
+                << "; nothing was written (please report it)\n";
+      return 3;
+    }
+    if (!c.ok) over += (over.empty() ? "" : ", ") + std::to_string(c.value);
+    if (c.value == bindings.at("ctx")) cyclesUnbounded = c.unbounded, cyclesSized = c.cycles;
   }
   double mhz = platform.kernelClockMhz;
   std::string at;
   for (const auto& [sym, value] : bindings) at += (at.empty() ? " at " : ", ") + sym + "=" + std::to_string(value);
   std::snprintf(line, sizeof line, "[2/5] simulate  %lld cycles (%.2f us at %g MHz) with unbounded FIFOs%s\n",
-                static_cast<long long>(s.cyclesUnbounded), static_cast<double>(s.cyclesUnbounded) / mhz, mhz, at.c_str());
-  progress(v, line);
+                static_cast<long long>(cyclesUnbounded), static_cast<double>(cyclesUnbounded) / mhz, mhz,
+                at.c_str());
+  st.stage(line);
   std::snprintf(line, sizeof line,
                 "[3/5] size      %zu FIFOs: %lld bits (at maximum occupancy %lld, holding every token %lld); LP %.1f ms\n",
                 s.fifos.size(), static_cast<long long>(s.totalBits), static_cast<long long>(s.baselineMaxOccupancyBits),
                 static_cast<long long>(s.baselineFullBits), s.lpSeconds * 1e3);
-  progress(v, line);
-  if (s.paced) progress(v, "[3/5] paced     " + pacedLine(s.cyclesPaced));
-  std::snprintf(line, sizeof line, "[4/5] verify    %lld cycles with the sized FIFOs (%+.2f%%), no deadlock; %d round(s)\n",
-                static_cast<long long>(s.cyclesSized),
-                s.cyclesUnbounded ? 100.0 * static_cast<double>(s.cyclesSized - s.cyclesUnbounded) / static_cast<double>(s.cyclesUnbounded) : 0.0,
+  st.stage(line);
+  if (s.paced) st.stage("[3/5] paced     " + pacedLine(s.cyclesPaced));
+  if (overCtx)
+    st.stage("[3/5] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checkedAt +
+             (over.empty() ? "; each within 1% of its unbounded run\n"
+                           : "; over 1% of unbounded at ctx " + over + "\n"));
+  std::snprintf(line, sizeof line,
+                "[4/5] verify    %lld cycles with the sized FIFOs (%+.2f%%), no deadlock; %d round(s)\n",
+                static_cast<long long>(cyclesSized),
+                cyclesUnbounded ? 100.0 * static_cast<double>(cyclesSized - cyclesUnbounded) /
+                                      static_cast<double>(cyclesUnbounded)
+                                : 0.0,
                 s.rounds);
-  progress(v, line);
+  st.stage(line);
+  if (overCtx) sized.sizedFor["ctx"] = {1, maxCtx};
   compiled.network = sized;
+  updateResources(compiled, platform);  // the sized FIFOs' memory
+  st.stage("[4/5] resources " + resourcesText(compiled.report.resources, platform) + "\n");
+  requireFit(command, "the design with its sized FIFOs", compiled.report.resources, platform, a.allowOverfit);
 
-  writeProject(a, loaded, compiled, platform, bindings, begin);
-  if (!v)
-    std::printf("FIFOs sized: %zu, %lld bits; %lld cycles (unbounded %lld)\n", s.fifos.size(),
-                static_cast<long long>(s.totalBits), static_cast<long long>(s.cyclesSized),
-                static_cast<long long>(s.cyclesUnbounded));
-  std::cout << "next: make -C " << a.emit.dir << " csim\n";
+  if (!a.verbose) {
+    std::snprintf(line, sizeof line, "FIFOs sized: %zu, %lld bits; %lld cycles (unbounded %lld)%s\n",
+                  s.fifos.size(), static_cast<long long>(s.totalBits), static_cast<long long>(cyclesSized),
+                  static_cast<long long>(cyclesUnbounded),
+                  overCtx ? ("; the depths hold for ctx 1.." + std::to_string(maxCtx)).c_str() : "");
+    st.sizedLine = line;
+  }
+  st.out["sizing"] = {
+      {"fifos", s.fifos.size()},
+      {"total_bits", s.totalBits},
+      {"baseline_max_occupancy_bits", s.baselineMaxOccupancyBits},
+      {"baseline_full_bits", s.baselineFullBits},
+      {"cycles_unbounded", cyclesUnbounded},
+      {"cycles_sized", cyclesSized},
+      {"sized_for", overCtx ? nlohmann::json{{"ctx", {1, maxCtx}}} : nlohmann::json::object()},
+      {"paced", s.paced},
+      {"rounds", s.rounds},
+      {"lp_seconds", s.lpSeconds}};
+  writeProject(a, st, loaded, compiled, platform, bindings, begin);
   return 0;
 }
 
@@ -343,6 +425,9 @@ std::shared_ptr<EmitArgs> addOptions(CLI::App& app) {
   app.add_option("--atol", a->emit.atol, "absolute tolerance of the C simulation's check (default 1e-3)")
       ->check(CLI::Range(0.0, 1e6));
   app.add_flag("--force", a->emit.force, "replace a non-empty project folder");
+  app.add_flag("--allow-overfit", a->allowOverfit,
+               "emit a design that does not fit the platform (else exit 1)");
+  app.add_flag("--json", a->json, "print one JSON object at the end instead of the stages' lines");
   return a;
 }
 

@@ -28,22 +28,8 @@ struct SimulateArgs {
   std::vector<std::string> setDepths;  ///< --set-depth FIFO=N|unbounded, after --fifo-depth
   bool table = false;
   bool json = false;
+  bool allowOverfit = false;
 };
-
-// A depth as --fifo-depth and --set-depth take it: "unbounded" or a positive integer; nothing for
-// anything else ("-1" included, though kUnboundedDepth is -1).
-std::optional<int64_t> parseDepth(const std::string& text) {
-  if (text == "unbounded") return kUnboundedDepth;
-  size_t used = 0;
-  int64_t depth = 0;
-  try {
-    depth = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || depth < 1) return std::nullopt;
-  return depth;
-}
 
 std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& mode) {
   std::vector<int64_t> depths;
@@ -57,25 +43,13 @@ std::vector<int64_t> resolveDepths(const sim::Program& prog, const std::string& 
 }
 
 // --set-depth FIFO=N|unbounded over the depths --fifo-depth gave (empty: the file's).
-void setDepths(const sim::Program& prog, const std::vector<std::string>& given,
+void setDepths(const Network& net, const sim::Program& prog, const std::vector<std::string>& given,
                std::vector<int64_t>& depths) {
   if (given.empty()) return;
   if (depths.empty())
     for (const sim::FifoProgram& f : prog.fifos) depths.push_back(f.depth);
-  for (const std::string& kv : given) {
-    size_t eq = kv.find('=');
-    std::string name = kv.substr(0, eq == std::string::npos ? kv.size() : eq);
-    auto fifo = std::find_if(prog.fifos.begin(), prog.fifos.end(),
-                             [&](const sim::FifoProgram& f) { return f.name == name; });
-    if (eq == std::string::npos || fifo == prog.fifos.end())
-      throw UserError("stc simulate: error: --set-depth expects FIFO=N with a FIFO of the network, got '" +
-                      kv + "'");
-    std::optional<int64_t> depth = parseDepth(kv.substr(eq + 1));
-    if (!depth || *depth > kMaxNumber)
-      throw UserError("stc simulate: error: --set-depth " + kv +
-                      ": the depth must be 1 to 2^40 or unbounded");
-    depths[static_cast<size_t>(fifo - prog.fifos.begin())] = *depth;
-  }
+  for (const auto& [name, depth] : parseSetDepths("stc simulate", net, given, true))
+    depths[static_cast<size_t>(net.findFifo(name))] = depth;
 }
 
 // "P:G" -> (P, G).
@@ -111,12 +85,12 @@ nlohmann::json decodeJson(const llm::DecodeResult& r) {
           {"layer_cycles_last", r.layerCyclesLast},
           {"prefill_layer_cycles", r.prefillLayerCycles},
           {"head_cycles", r.headCycles},
-          {"resources",
-           {{"dsp", r.resources.dsp},
-            {"bram18k", r.resources.bram18k},
-            {"uram", r.resources.uram},
-            {"lut", r.resources.lut},
-            {"ff", r.resources.ff}}},
+          {"resources", resourcesJson(r.resources)},
+          {"resources_of",
+           {{"decode_layer", resourcesJson(r.decodeLayerResources)},
+            {"head", resourcesJson(r.headResources)},
+            {"prefill", resourcesJson(r.prefillResources)}}},
+          {"prefill_rows", r.prefillRows},
           {"fits", r.fits},
           {"hbm_bytes", r.hbmBytes},
           {"fits_hbm", r.fitsHbm},
@@ -139,6 +113,17 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
   if (a.table) requests = {{32, 32}, {64, 64}, {128, 128}, {256, 256}};
   else requests.push_back(parseDecode(a.decode));
   std::vector<llm::DecodeResult> results = estimator.runAll(requests);
+  for (const llm::DecodeResult& r : results) {
+    requireFit(
+        "stc simulate",
+        "the device (decode layer, LM head and the prefill of " + std::to_string(r.prefillRows) + " rows)",
+        r.resources, platform, a.allowOverfit);
+    if (!r.fitsHbm && !a.allowOverfit)
+      throw UserError("stc simulate: error: the model's weights and KV caches at max_ctx (" +
+                      std::to_string(r.hbmBytes) + " bytes) do not fit " + platform.name + "'s HBM (" +
+                      std::to_string(platform.hbm.channels * platform.hbm.channelBytes) +
+                      " bytes); --allow-overfit predicts it anyway");
+  }
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : results) out.push_back(decodeJson(r));
@@ -147,13 +132,14 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
   }
   const auto& first = results.front();
   char line[256];
-  std::snprintf(line, sizeof line, "%s on %s at %g MHz: %s, resources DSP %lld BRAM_18K %lld URAM %lld LUT %lld (%s); HBM %.2f GB (%s)\n",
-                model.name.c_str(), platform.name.c_str(), platform.kernelClockMhz, model.quant.c_str(),
-                static_cast<long long>(first.resources.dsp), static_cast<long long>(first.resources.bram18k),
-                static_cast<long long>(first.resources.uram), static_cast<long long>(first.resources.lut),
-                first.fits ? "fits" : "DOES NOT FIT", static_cast<double>(first.hbmBytes) / 1e9,
-                first.fitsHbm ? "fits" : "DOES NOT FIT");
+  std::snprintf(line, sizeof line, "%s on %s at %g MHz: %s; HBM %.2f GB (%s)\n", model.name.c_str(),
+                platform.name.c_str(), platform.kernelClockMhz, model.quant.c_str(),
+                static_cast<double>(first.hbmBytes) / 1e9, first.fitsHbm ? "fits" : "DOES NOT FIT");
   std::cout << line;
+  std::cout << "  device       " << resourcesText(first.resources, platform) << "\n";
+  std::cout << "  decode layer " << resourcesText(first.decodeLayerResources, platform) << "\n  LM head      "
+            << resourcesText(first.headResources, platform) << "\n  prefill      "
+            << resourcesText(first.prefillResources, platform) << " (" << first.prefillRows << " rows)\n";
   std::cout << "                 one call per layer (the paper's)        one call per token                 "
                "roofline          layer's HBM busy\n";
   std::cout << "prompt:gen   latency ms   TTFT ms   tokens/s     latency ms   TTFT ms   tokens/s    "
@@ -176,7 +162,7 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
 }
 
 int simulate(const SimulateArgs& a, const CLI::App& app) {
-  checkOutputPaths({a.vcd, a.trace, a.curves});
+  checkOutputPaths({a.vcd, a.trace, a.curves}, {a.network.path, a.network.platform});
   Platform platform = a.network.loadPlatformArg();
   if (!isOnnxPath(a.network.path) && detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel)
     return simulateModel(a, platform, app);
@@ -187,7 +173,8 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
   sim::Program prog = sim::compileProgram(net, bindings, platform);
   sim::RunConfig config;
   config.depths = resolveDepths(prog, a.fifoDepth);
-  setDepths(prog, a.setDepths, config.depths);
+  setDepths(net, prog, a.setDepths, config.depths);
+  warnOutsideSizedRange(net, a.network.path, bindings);
   config.recordCurves = !a.curves.empty() || !a.vcd.empty() || !a.trace.empty();
   config.recordStalls = !a.vcd.empty() || !a.trace.empty();
   sim::SimResult r = a.engine == "direct" ? sim::runDirect(prog, config) : sim::runSystemC(prog, config);
@@ -234,6 +221,8 @@ Runner addSimulate(CLI::App& app) {
   app.add_option("--decode", a->decode, "for a model: PROMPT:GEN, the latency, TTFT and decode speed");
   app.add_flag("--table", a->table, "for a model: the rows 32:32, 64:64, 128:128, 256:256");
   app.add_flag("--json", a->json, "print one JSON object");
+  app.add_flag("--allow-overfit", a->allowOverfit,
+               "for a model: predict a device that does not fit the platform (else exit 1)");
   return [a, &app]() { return simulate(*a, app); };
 }
 

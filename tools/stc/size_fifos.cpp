@@ -6,6 +6,7 @@
 
 #include "compiler/ir/platform.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/pipeline.h"
 #include "compiler/sizing/fifo_sizing.h"
 #include "sim/report.h"
 #include "tools/stc/commands.h"
@@ -17,23 +18,114 @@ namespace {
 struct SizeArgs {
   NetworkInput network;
   std::string output, strategy = "normal";
+  std::string ctxRange;                ///< --ctx-range LOW:HIGH
+  std::vector<std::string> setDepths;  ///< --set-depth FIFO=N
   bool json = false;
+  bool allowOverfit = false;
 };
 
+// The sized design's resources, as stc emit counts them: its source compiled again with the sized depths
+// (kernels, DMAs, converters and FIFOs), or the FIFOs alone for a network without a readable source.
+// `what` says which.
+Resources sizedResources(const Network& file, const Network& sized, const std::string& path,
+                         const Platform& platform, std::string& what) {
+  if (!networkSourcePath(file, path).empty()) {
+    CompileResult c = compileGraph(loadNetworkSourceGraph(file, path, "stc size-fifos"), platform,
+                                   parseCompileOptions(file.sourceSettings, platform));
+    try {
+      takeDepths(sized, path, c.network);
+      updateResources(c, platform);
+      what = "the design with its sized FIFOs";
+      return c.report.resources;
+    } catch (const UserError&) {  // the source changed since: its kernels are not this network's
+    }
+  }
+  Resources r;
+  for (const Fifo& f : sized.fifos) r += fifoResources(f);
+  what = file.sourceFile.empty()
+             ? "the sized FIFOs (the network has no source to count its kernels from)"
+             : "the sized FIFOs (the network's source cannot be read or no longer compiles to it)";
+  return r;
+}
+
+// "LOW:HIGH" -> {LOW, HIGH}, 1 <= LOW <= HIGH.
+std::pair<int64_t, int64_t> parseRange(const std::string& text) {
+  size_t colon = text.find(':');
+  try {
+    if (colon != std::string::npos) {
+      size_t u1 = 0, u2 = 0;
+      int64_t lo = std::stoll(text.substr(0, colon), &u1), hi = std::stoll(text.substr(colon + 1), &u2);
+      if (u1 == colon && u2 == text.size() - colon - 1 && lo >= 1 && lo <= hi && hi <= kMaxNumber)
+        return {lo, hi};
+    }
+  } catch (const std::exception&) {
+  }
+  throw UserError(
+      "stc size-fifos: error: --ctx-range expects LOW:HIGH, integers with 1 <= LOW <= HIGH, got '" + text +
+      "'");
+}
+
 int sizeCommand(const SizeArgs& a) {
-  checkOutputPaths({a.output});
+  checkOutputPaths({a.output}, {a.network.platform});
   Platform platform = a.network.loadPlatformArg();
   sizing::SizingOptions options;
   options.platform = platform;
-  Network net = a.network.load("stc size-fifos", platform, options.bindings);
+  if (a.network.ctx && !a.ctxRange.empty())
+    throw UserError("stc size-fifos: error: --ctx and --ctx-range both give ctx: pass one");
+  bool ctxFree = !a.network.ctx;  // sized over a range of ctx unless --ctx binds it
+  for (const std::string& kv : a.network.binds) ctxFree = ctxFree && kv.rfind("ctx=", 0) != 0;
+  Network net = a.network.load("stc size-fifos", platform, options.bindings,
+                               ctxFree ? std::set<std::string>{"ctx"} : std::set<std::string>{});
   options.strategy = a.strategy == "conservative" ? sizing::Strategy::kConservative : sizing::Strategy::kNormal;
+  options.pinned = parseSetDepths("stc size-fifos", net, a.setDepths, false);
+  bool overCtx = net.symbols().count("ctx") > 0 && ctxFree;
+  if (!a.ctxRange.empty() && !overCtx)
+    throw UserError("stc size-fifos: error: --ctx-range: the network " + a.network.path +
+                    " does not use ctx");
   Network sized;
-  sizing::SizingResult r = sizing::sizeFifos(net, options, sized);
+  sizing::SizingResult r;
+  std::vector<sizing::RangeCheck> checks;
+  std::pair<int64_t, int64_t> ctxRange;
+  if (overCtx) {  // the range given, or 1 .. the maximum the kernels' buffers hold
+    bool compiled = false;
+    CompileOptions settings = parseCompileOptions(a.network.compileSettings(net, compiled), platform);
+    if (!a.ctxRange.empty()) {
+      ctxRange = parseRange(a.ctxRange);
+    } else if (compiled) {
+      auto m = settings.maxima.find("ctx");
+      ctxRange = {1, m != settings.maxima.end() ? m->second : kDefaultSymbolMaximum};
+    } else {
+      throw UserError(
+          a.network.path +
+          ": error: the network uses symbol 'ctx' and says no maximum: give --ctx N, or --ctx-range "
+          "LOW:HIGH to size it for every ctx in a range");
+    }
+    r = sizing::sizeFifosOverRange(net, options, "ctx", ctxRange.first, ctxRange.second, settings.tile, sized,
+                                   checks);
+  } else {
+    r = sizing::sizeFifos(net, options, sized);
+  }
+  if (r.pinnedDeadlock)
+    throw UserError(
+        "stc size-fifos: error: the network deadlocks with the --set-depth depths even with every other "
+        "FIFO unbounded: raise them");
   if (r.trueDeadlock) {
     std::cerr << "stc size-fifos: the network deadlocks even with unbounded FIFOs: no depth can fix it\n";
     sim::printSummary(std::cerr, r.unbounded, std::nullopt, platform.kernelClockMhz);
     return 3;
   }
+  for (const sizing::RangeCheck& c : checks)
+    if (c.cycles == 0) {
+      std::cerr << "stc size-fifos: error: the sized network still deadlocks at ctx " << c.value
+                << " after sizing at it; nothing was written (please report it)\n";
+      return 3;
+    }
+  sized.sizedFor.clear();
+  for (const auto& [symbol, value] : options.bindings) sized.sizedFor[symbol] = {value, value};
+  if (overCtx) sized.sizedFor["ctx"] = ctxRange;
+  std::string what;
+  Resources used = sizedResources(net, sized, a.network.path, platform, what);
+  requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
   if (a.json) {
     nlohmann::json fifos = nlohmann::json::array();
@@ -51,7 +143,22 @@ int sizeCommand(const SizeArgs& a) {
                      {"rounds", r.rounds},
                      {"lp_seconds", r.lpSeconds},
                      {"lp_feasible", r.lpFeasible},
-                     {"memory", r.memoryCounts}};
+                     {"memory", r.memoryCounts},
+                     {"resources", resourcesJson(used)},
+                     {"resources_of", what},
+                     {"fits", used.within(platform.resources)},
+                     {"pinned", options.pinned}};
+    nlohmann::json sizedFor = nlohmann::json::object();
+    for (const auto& [symbol, range] : sized.sizedFor) sizedFor[symbol] = {range.first, range.second};
+    j["sized_for"] = sizedFor;
+    nlohmann::json checked = nlohmann::json::array();
+    for (const sizing::RangeCheck& c : checks)
+      checked.push_back({{"ctx", c.value},
+                         {"cycles", c.cycles},
+                         {"cycles_unbounded", c.unbounded},
+                         {"sampled", c.sampled},
+                         {"within_bound", c.ok}});
+    j["checked"] = checked;
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     char line[256];
@@ -64,6 +171,20 @@ int sizeCommand(const SizeArgs& a) {
                   static_cast<long long>(r.totalBits), static_cast<long long>(r.baselineMaxOccupancyBits),
                   static_cast<long long>(r.baselineFullBits));
     std::cout << line;
+    if (overCtx) {
+      std::string at, over;
+      for (const sizing::RangeCheck& c : checks) {
+        at += (at.empty() ? "" : ", ") + std::to_string(c.value) + (c.sampled ? "*" : "");
+        if (!c.ok)
+          over += "  warning: at ctx " + std::to_string(c.value) + " " + std::to_string(c.cycles) +
+                  " cycles, over 1% above " + std::to_string(c.unbounded) + " unbounded\n";
+      }
+      std::cout << "sized for ctx " << ctxRange.first << ".." << ctxRange.second << ": simulated at ctx "
+                << at << " (* sized at), no deadlock"
+                << (over.empty() ? ", each within 1% of its unbounded run" : "") << "\n"
+                << over;
+    }
+    std::cout << "resources of " << what << ": " << resourcesText(used, platform) << "\n";
     for (const auto& f : r.fifos) {
       std::snprintf(line, sizeof line, "  %-24s depth %8lld  (max occupancy %8lld)  %8lld bits  %s\n", f.name.c_str(),
                     static_cast<long long>(f.depth), static_cast<long long>(f.maxOccupancy),
@@ -83,7 +204,12 @@ Runner addSizeFifos(CLI::App& app) {
   app.add_option("-o,--output", a->output, "sized network file to write")->required();
   app.add_option("--strategy", a->strategy, "normal or conservative (every pace scaled to the slowest task)")
       ->check(CLI::IsMember({"normal", "conservative"}));
+  app.add_option("--ctx-range", a->ctxRange,
+                 "LOW:HIGH: depths that hold at every ctx in the range (default 1..the design's max_ctx)");
+  app.add_option("--set-depth", a->setDepths, "pin one FIFO's depth, FIFO=N (repeatable): never raised");
   app.add_flag("--json", a->json, "print one JSON object");
+  app.add_flag("--allow-overfit", a->allowOverfit,
+               "write depths whose design does not fit the platform (else exit 1)");
   return [a]() { return sizeCommand(*a); };
 }
 
