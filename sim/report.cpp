@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <queue>
+#include <tuple>
 
 namespace stc::sim {
 
@@ -22,25 +25,48 @@ struct CurvePoint {
   int64_t cycle, writes, reads;
 };
 
-// Cumulative writes and reads of a FIFO after each cycle in which either changes.
-std::vector<CurvePoint> fifoTimeline(const FifoStats& f) {
-  std::vector<CurvePoint> out;
-  auto expand = [](const std::vector<TimeRun>& runs) {
-    std::vector<int64_t> v;
-    for (const TimeRun& r : runs)
-      for (int64_t k = 0; k < r.count; ++k) v.push_back(r.start + k * r.stride);
-    return v;
-  };
-  std::vector<int64_t> w = expand(f.writeTimes), rd = expand(f.readTimes);
-  size_t i = 0, j = 0;
-  while (i < w.size() || j < rd.size()) {
-    int64_t c = std::min(i < w.size() ? w[i] : INT64_MAX, j < rd.size() ? rd[j] : INT64_MAX);
-    while (i < w.size() && w[i] == c) ++i;
-    while (j < rd.size() && rd[j] == c) ++j;
-    out.push_back({c, static_cast<int64_t>(i), static_cast<int64_t>(j)});
+// One FIFO's writes or reads, time after time, walked through their runs without expanding them.
+class TimeCursor {
+ public:
+  explicit TimeCursor(const std::vector<TimeRun>& runs) : runs_(runs) { skipEmpty(); }
+  bool done() const { return run_ >= runs_.size(); }
+  int64_t peek() const { return runs_[run_].start + k_ * runs_[run_].stride; }
+  int64_t taken() const { return taken_; }
+  void pop() {
+    ++taken_;
+    if (++k_ >= runs_[run_].count) {
+      ++run_;
+      k_ = 0;
+      skipEmpty();
+    }
   }
-  return out;
-}
+
+ private:
+  void skipEmpty() {
+    while (run_ < runs_.size() && runs_[run_].count <= 0) ++run_;
+  }
+  const std::vector<TimeRun>& runs_;
+  size_t run_ = 0;
+  int64_t k_ = 0, taken_ = 0;
+};
+
+// Cumulative writes and reads of a FIFO after each cycle in which either changes, one point at a time:
+// what a curve, a VCD or a trace needs, in memory that does not grow with the run.
+class Timeline {
+ public:
+  explicit Timeline(const FifoStats& f) : w_(f.writeTimes), r_(f.readTimes) {}
+  bool next(CurvePoint& p) {
+    if (w_.done() && r_.done()) return false;
+    int64_t c = std::min(w_.done() ? INT64_MAX : w_.peek(), r_.done() ? INT64_MAX : r_.peek());
+    while (!w_.done() && w_.peek() == c) w_.pop();
+    while (!r_.done() && r_.peek() == c) r_.pop();
+    p = {c, w_.taken(), r_.taken()};
+    return true;
+  }
+
+ private:
+  TimeCursor w_, r_;
+};
 
 nlohmann::json depthJson(int64_t depth) { return depth == kUnboundedDepth ? nlohmann::json(nullptr) : nlohmann::json(depth); }
 
@@ -307,9 +333,11 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
 
 void writeCurvesCsv(std::ostream& out, const SimResult& r) {
   out << "fifo,cycle,writes,reads\n";
-  for (const FifoStats& f : r.fifos)
-    for (const CurvePoint& p : fifoTimeline(f))
+  for (const FifoStats& f : r.fifos) {
+    Timeline line(f);
+    for (CurvePoint p{}; line.next(p);)
       out << f.name << ',' << p.cycle << ',' << p.writes << ',' << p.reads << '\n';
+  }
 }
 
 namespace {
@@ -330,19 +358,52 @@ std::string binary(int64_t v, int bits) {
   return s;
 }
 
-// The state changes of a task: (cycle, state), from its start, stalls and end; a task blocked when a
-// deadlocked run ended stays stalled to the end, started or not.
-std::vector<std::pair<int64_t, int>> taskTimeline(const TaskStats& t) {
-  std::vector<std::pair<int64_t, int>> out;
-  if (t.start >= 0) out.push_back({t.start, kTaskRunning});
-  for (const StallSpan& s : t.stalls) {
-    if (t.start < 0 && !s.open) continue;
-    out.push_back({s.begin, s.full ? kTaskStalledFull : kTaskStalledEmpty});
-    if (!s.open) out.push_back({s.end, kTaskRunning});
+// The state changes of a task, (cycle, state) one at a time: its start, each stall and its end, and the
+// end; a task blocked when a deadlocked run ended stays stalled to the end, started or not.
+class TaskTimeline {
+ public:
+  explicit TaskTimeline(const TaskStats& t) : t_(t) {}
+  bool next(std::pair<int64_t, int>& change) {
+    for (;;) {
+      switch (step_) {
+        case 0:  // the start
+          step_ = 1;
+          if (t_.start >= 0) return change = {t_.start, kTaskRunning}, true;
+          break;
+        case 1:  // a stall's begin
+          if (stall_ >= t_.stalls.size()) {
+            step_ = 3;
+            break;
+          }
+          if (t_.start < 0 && !t_.stalls[stall_].open) {
+            ++stall_;
+            break;
+          }
+          step_ = 2;
+          return change = {t_.stalls[stall_].begin,
+                           t_.stalls[stall_].full ? kTaskStalledFull : kTaskStalledEmpty},
+                 true;
+        case 2: {  // its end
+          const StallSpan& s = t_.stalls[stall_++];
+          step_ = 1;
+          if (!s.open) return change = {s.end, kTaskRunning}, true;
+          break;
+        }
+        case 3:
+          step_ = 4;
+          if (t_.finished) return change = {t_.end, kTaskFinished}, true;
+          break;
+        default:
+          return false;
+      }
+    }
   }
-  if (t.finished) out.push_back({t.end, kTaskFinished});
-  return out;
-}
+
+ private:
+  const TaskStats& t_;
+  int step_ = 0;
+  size_t stall_ = 0;
+};
 
 }  // namespace
 
@@ -359,26 +420,38 @@ void writeVcd(std::ostream& out, const SimResult& r, double clockMhz) {
   out << "$upscope $end\n$scope module fifos $end\n";
   for (const FifoStats& f : r.fifos) out << "$var reg 32 " << vcdId(id++) << ' ' << f.name << " $end\n";
   out << "$upscope $end\n$upscope $end\n$enddefinitions $end\n";
-  // (cycle, signal, value) changes, sorted by cycle then signal.
-  std::vector<std::tuple<int64_t, size_t, int64_t>> changes;
-  for (size_t t = 0; t < r.tasks.size(); ++t)
-    for (const auto& [cycle, state] : taskTimeline(r.tasks[t])) changes.emplace_back(cycle, t, state);
-  for (size_t f = 0; f < r.fifos.size(); ++f)
-    for (const CurvePoint& p : fifoTimeline(r.fifos[f]))
-      changes.emplace_back(p.cycle, r.tasks.size() + f, p.writes - p.reads);
-  std::stable_sort(changes.begin(), changes.end(),
-                   [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   out << "#0\n$dumpvars\n";
   for (size_t t = 0; t < r.tasks.size(); ++t) out << "b000 " << vcdId(t) << '\n';
   for (size_t f = 0; f < r.fifos.size(); ++f) out << "b0 " << vcdId(r.tasks.size() + f) << '\n';
   out << "$end\n";
+  // Every signal's changes merged by (cycle, signal), each signal's in its own order: one pending change
+  // per signal in memory, whatever the run's length.
+  std::vector<TaskTimeline> tasks;
+  std::vector<Timeline> fifos;
+  for (const TaskStats& t : r.tasks) tasks.emplace_back(t);
+  for (const FifoStats& f : r.fifos) fifos.emplace_back(f);
+  using Change = std::tuple<int64_t, size_t, int64_t>;  // cycle, signal, value
+  std::priority_queue<Change, std::vector<Change>, std::greater<>> pending;
+  auto advance = [&](size_t signal) {
+    if (signal < tasks.size()) {
+      std::pair<int64_t, int> c;
+      if (tasks[signal].next(c)) pending.emplace(c.first, signal, c.second);
+    } else {
+      CurvePoint p;
+      if (fifos[signal - tasks.size()].next(p)) pending.emplace(p.cycle, signal, p.writes - p.reads);
+    }
+  };
+  for (size_t signal = 0; signal < tasks.size() + fifos.size(); ++signal) advance(signal);
   int64_t now = -1;
-  for (const auto& [cycle, signal, value] : changes) {
+  while (!pending.empty()) {
+    auto [cycle, signal, value] = pending.top();
+    pending.pop();
     if (cycle != now) {
       out << '#' << cycle * periodPs << '\n';
       now = cycle;
     }
     out << 'b' << binary(value, signal < r.tasks.size() ? 3 : 32) << ' ' << vcdId(signal) << '\n';
+    advance(signal);
   }
   out << '#' << (std::max<int64_t>(now, r.cycles) + 1) * periodPs << '\n';
 }
@@ -386,37 +459,47 @@ void writeVcd(std::ostream& out, const SimResult& r, double clockMhz) {
 void writeTrace(std::ostream& out, const SimResult& r, double clockMhz) {
   using nlohmann::json;
   double us = 1.0 / clockMhz;  // microseconds per cycle
-  json events = json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", r.network}}}});
+  // {"displayTimeUnit":"ns","traceEvents":[...]}, each event written as it is made.
+  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  bool first = true;
+  auto event = [&](const json& e) {
+    out << (first ? "" : ",") << e.dump(-1, ' ', false, json::error_handler_t::replace);
+    first = false;
+  };
+  event({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", r.network}}}});
   for (size_t t = 0; t < r.tasks.size(); ++t) {
     const TaskStats& task = r.tasks[t];
-    events.push_back(
-        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"name", task.name}}}});
+    event({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t}, {"args", {{"name", task.name}}}});
     int64_t end = task.finished ? task.end : std::max(r.cycles, task.blockedSince + 1);
     if (task.start >= 0)
-      events.push_back({{"name", "busy"},
-                        {"cat", "task"},
-                        {"ph", "X"},
-                        {"pid", 1},
-                        {"tid", t},
-                        {"ts", task.start * us},
-                        {"dur", (end - task.start) * us}});
+      event({{"name", "busy"},
+             {"cat", "task"},
+             {"ph", "X"},
+             {"pid", 1},
+             {"tid", t},
+             {"ts", task.start * us},
+             {"dur", (end - task.start) * us}});
     for (const StallSpan& s : task.stalls)
-      events.push_back({{"name", std::string(s.open ? "blocked to the end (deadlock): " : "") +
-                                     (s.full ? "stalled FULL " : "stalled EMPTY ") +
-                                     r.fifos[static_cast<size_t>(s.fifo)].name},
-                        {"cat", "stall"},
-                        {"ph", "X"},
-                        {"pid", 1},
-                        {"tid", t},
-                        {"ts", s.begin * us},
-                        {"dur", (s.end - s.begin) * us}});
+      event({{"name", std::string(s.open ? "blocked to the end (deadlock): " : "") +
+                          (s.full ? "stalled FULL " : "stalled EMPTY ") +
+                          r.fifos[static_cast<size_t>(s.fifo)].name},
+             {"cat", "stall"},
+             {"ph", "X"},
+             {"pid", 1},
+             {"tid", t},
+             {"ts", s.begin * us},
+             {"dur", (s.end - s.begin) * us}});
   }
-  for (const FifoStats& f : r.fifos)
-    for (const CurvePoint& p : fifoTimeline(f))
-      events.push_back({{"name", f.name}, {"ph", "C"}, {"pid", 1}, {"ts", p.cycle * us},
-                        {"args", {{"occupancy", p.writes - p.reads}}}});
-  out << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+  for (const FifoStats& f : r.fifos) {
+    Timeline line(f);
+    for (CurvePoint p{}; line.next(p);)
+      event({{"name", f.name},
+             {"ph", "C"},
+             {"pid", 1},
+             {"ts", p.cycle * us},
+             {"args", {{"occupancy", p.writes - p.reads}}}});
+  }
+  out << "]}\n";
 }
 
 }  // namespace stc::sim

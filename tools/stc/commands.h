@@ -98,6 +98,8 @@ Runner addUnimplemented(CLI::App& app, const std::string& name, const std::strin
 
 /// Writes text to path atomically (a temporary file in the same folder, then rename); UserError on failure.
 void writeFileAtomic(const std::string& path, const std::string& text);
+/// The same, the file's text written by `write` as it goes (nothing held whole in memory).
+void writeFileAtomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 /// UserError for an output path stc cannot write ("-": stc writes files, not standard output), an output
 /// that is one of `inputs`, or two outputs that are one file; called on every output at a command's
 /// start, before any work, and by writeFileAtomic.

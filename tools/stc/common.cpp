@@ -37,6 +37,10 @@ void checkOutputPaths(const std::vector<std::string>& paths, const std::vector<s
 }
 
 void writeFileAtomic(const std::string& path, const std::string& text) {
+  writeFileAtomic(path, [&](std::ostream& out) { out << text; });
+}
+
+void writeFileAtomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   checkOutputPaths({path});
   // The host in the temporary's name too: tasks on several machines may write one shared folder.
   char host[256] = "";
@@ -50,7 +54,7 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
     errno = 0;  // what the stream leaves in errno is its failure's, not an earlier call's
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw fail(errno != 0 ? errno : EIO);
-    out << text;
+    write(out);
     errno = 0;
     out.close();
     if (!out) throw fail(errno != 0 ? errno : EIO);

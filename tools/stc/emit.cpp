@@ -217,6 +217,21 @@ int emitSizedModel(const EmitArgs& a, Stages& st, const std::string& command, co
     at += (at.empty() ? "" : ", ") + std::to_string(b.at("ctx"));
     sizedAt.push_back(bindingsJson(b));
   }
+  // The project runs every ctx up to max_ctx: checked at each power of two and one past it too.
+  std::string checked;
+  nlohmann::json checkedJson = nlohmann::json::array();
+  for (int64_t p = 1; p <= maxCtx; p *= 2)
+    for (int64_t c : {p, p + 1}) {
+      if (c > maxCtx || (p == 1 && c == 2)) continue;
+      if (sim::runDirect(sim::compileProgram(compiled.network, {{"ctx", c}}, platform), sim::RunConfig{})
+              .deadlock) {
+        std::cerr << command << ": the sized decode layer deadlocks at ctx " << c
+                  << "; nothing was written (please report it)\n";
+        return 3;
+      }
+      checked += (checked.empty() ? "" : ", ") + std::to_string(c);
+      checkedJson.push_back(c);
+    }
   int64_t bits = 0;
   for (const Fifo& f : compiled.network.fifos) bits += f.storedTokens() * f.width;
   char line[512];
@@ -225,6 +240,7 @@ int emitSizedModel(const EmitArgs& a, Stages& st, const std::string& command, co
   std::snprintf(line, sizeof line, "[3/5] size      %zu FIFOs: %lld bits, to hold at each of those ctx\n",
                 compiled.network.fifos.size(), static_cast<long long>(bits));
   st.stage(line);
+  st.stage("[3/5] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checked + "\n");
   std::snprintf(line, sizeof line,
                 "[4/5] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
                 static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
@@ -237,6 +253,8 @@ int emitSizedModel(const EmitArgs& a, Stages& st, const std::string& command, co
   st.out["sizing"] = {{"fifos", compiled.network.fifos.size()},
                       {"total_bits", bits},
                       {"sized_at", sizedAt},
+                      {"checked_at", checkedJson},
+                      {"sized_for", {{"ctx", {1, maxCtx}}}},
                       {"cycles_sized", r.cycles}};
   writeProject(a, st, loaded, compiled, platform, bindings, begin);
   return 0;

@@ -181,21 +181,9 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
   std::optional<sim::DepthFix> fix;
   if (r.deadlock) fix = sim::findDepthFix(prog, r);
   double mhz = platform.kernelClockMhz;
-  if (!a.curves.empty()) {
-    std::ostringstream s;
-    sim::writeCurvesCsv(s, r);
-    writeFileAtomic(a.curves, s.str());
-  }
-  if (!a.vcd.empty()) {
-    std::ostringstream s;
-    sim::writeVcd(s, r, mhz);
-    writeFileAtomic(a.vcd, s.str());
-  }
-  if (!a.trace.empty()) {
-    std::ostringstream s;
-    sim::writeTrace(s, r, mhz);
-    writeFileAtomic(a.trace, s.str());
-  }
+  if (!a.curves.empty()) writeFileAtomic(a.curves, [&](std::ostream& s) { sim::writeCurvesCsv(s, r); });
+  if (!a.vcd.empty()) writeFileAtomic(a.vcd, [&](std::ostream& s) { sim::writeVcd(s, r, mhz); });
+  if (!a.trace.empty()) writeFileAtomic(a.trace, [&](std::ostream& s) { sim::writeTrace(s, r, mhz); });
   if (a.json) {
     std::cout << sim::resultJson(r, fix, mhz).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (r.deadlock) sim::printSummary(std::cerr, r, fix, mhz);
