@@ -36,10 +36,12 @@ Code& Code::raw(const std::string& lines) {
   return *this;
 }
 
-int64_t symbolRunMaximum(const Network& net, const Bindings& maxima, const std::string& symbol) {
+std::pair<int64_t, int64_t> symbolRunRange(const Network& net, const Bindings& maxima,
+                                           const std::string& symbol) {
   int64_t m = maxima.at(symbol);
   auto sized = net.sizedFor.find(symbol);
-  return sized != net.sizedFor.end() ? std::min(m, sized->second.second) : m;
+  if (sized == net.sizedFor.end()) return {1, m};
+  return {std::min(m, sized->second.first), std::min(m, sized->second.second)};
 }
 
 std::string identifier(const std::string& name) {

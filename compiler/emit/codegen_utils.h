@@ -33,9 +33,10 @@ class Code {
 /// A C++ identifier from a graph or network name: non-alphanumerics become '_'.
 std::string identifier(const std::string& name);
 
-/// The largest value of a symbol the project runs at: its maximum (the buffers' size), or less where the
-/// network's FIFO depths were sized for less (Network::sizedFor).
-int64_t symbolRunMaximum(const Network& net, const Bindings& maxima, const std::string& symbol);
+/// The values of a symbol the project runs at: 1 to its maximum (the buffers' size), within the range the
+/// network's FIFO depths were sized for where it records one (Network::sizedFor).
+std::pair<int64_t, int64_t> symbolRunRange(const Network& net, const Bindings& maxima,
+                                           const std::string& symbol);
 
 /// Identifiers for names, unique among them: a clash gets _2, _3, ... in the order given.
 std::map<std::string, std::string> uniqueIdentifiers(const std::vector<std::string>& names);

@@ -273,11 +273,12 @@ class SourceEmitter {
     for (const std::string& sym : used) params.push_back("int " + sym);
     c.line("// " + t.name + describe(t, r));
     c.line("static void " + fn + "(" + joined(params) + ") {");
-    for (const std::string& sym : used) {  // the host refuses more; a wrong call must not overrun a buffer
-      std::string most =
-          std::to_string(emit::symbolRunMaximum(ctx_.compiled->network, ctx_.compiled->options.maxima, sym));
-      c.line("  if (" + sym + " < 1 || " + sym + " > " + most + ") " + sym + " = " + sym +
-             " < 1 ? 1 : " + most + ";  // guard: the buffers and FIFO depths hold " + sym + " 1.." + most);
+    for (const std::string& sym : used) {  // the host refuses others; a wrong call must not overrun or hang
+      auto [low, high] = emit::symbolRunRange(ctx_.compiled->network, ctx_.compiled->options.maxima, sym);
+      std::string lo = std::to_string(low), hi = std::to_string(high);
+      c.line("  if (" + sym + " < " + lo + " || " + sym + " > " + hi + ") " + sym + " = " + sym + " < " + lo +
+             " ? " + lo + " : " + hi + ";  // guard: the buffers and FIFO depths hold " + sym + " " + lo +
+             ".." + hi);
     }
     c.raw(text);
     c.line("}");
@@ -367,7 +368,10 @@ std::set<std::string> projectSymbols(const CompileResult& compiled) {
 Bindings completeBindings(const CompileResult& compiled, Bindings given) {
   constexpr int64_t kDefaultSymbolValue = 16;
   for (const auto& s : projectSymbols(compiled))
-    if (!given.count(s)) given[s] = std::min<int64_t>(kDefaultSymbolValue, compiled.options.maxima.at(s));
+    if (!given.count(s)) {
+      auto [low, high] = emit::symbolRunRange(compiled.network, compiled.options.maxima, s);
+      given[s] = std::clamp<int64_t>(kDefaultSymbolValue, low, high);
+    }
   return given;
 }
 

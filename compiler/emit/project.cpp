@@ -664,13 +664,15 @@ class ProjectWriter {
       c.line(std::string(growing.count(sym) ? "int " : "const int ") + sym + " = " +
              std::to_string(bindings_.at(sym)) + ";  // the C simulation's value" +
              (growing.count(sym) ? ", then one more each token" : ""));
-      int64_t most = emit::symbolRunMaximum(compiled_.network, compiled_.options.maxima, sym);
-      c.line("const int " + sym + "_max = " + std::to_string(most) + ";  // " +
-             (most < compiled_.options.maxima.at(sym) ? "the FIFO depths were sized for no more"
-                                                      : "the buffers' size"));
-      c.open("if (" + sym + " < 1 || " + sym + " > " + sym + "_max)");
-      c.line("std::printf(\"host: " + sym + " = %d is outside 1..%d, what this project was built for\\n\", " +
-             sym + ", " + sym + "_max);");
+      auto [low, high] = emit::symbolRunRange(compiled_.network, compiled_.options.maxima, sym);
+      bool sized = high < compiled_.options.maxima.at(sym) || low > 1;
+      c.line("const int " + sym + "_min = " + std::to_string(low) + ", " + sym +
+             "_max = " + std::to_string(high) + ";  // " +
+             (sized ? "the FIFO depths were sized for these" : "the buffers' size"));
+      c.open("if (" + sym + " < " + sym + "_min || " + sym + " > " + sym + "_max)");
+      c.line("std::printf(\"host: " + sym +
+             " = %d is outside %d..%d, what this project was built for\\n\", " + sym + ", " + sym + "_min, " +
+             sym + "_max);");
       c.line("return 1;");
       c.close();
     }

@@ -166,4 +166,12 @@ int64_t headWeightBytes(const ModelSpec& m) {
   return weightBytes(m, m.hidden * paddedVocab(m), (m.norm == "layernorm" ? 2 : 1) * m.hidden);
 }
 
+int64_t kvBytesPerToken(const ModelSpec& m) {
+  return 2 * m.kvHeads * m.headDim * (m.quant == "w4a8" ? 1 : 4);
+}
+
+int64_t modelHbmBytes(const ModelSpec& m) {
+  return m.layers * (layerWeightBytes(m) + kvBytesPerToken(m) * m.maxCtx) + headWeightBytes(m);
+}
+
 }  // namespace stc

@@ -30,5 +30,9 @@ int64_t paddedVocab(const ModelSpec& model);
 /// Bytes of one layer's weights and of the head's, in the model's quantization.
 int64_t layerWeightBytes(const ModelSpec& model);
 int64_t headWeightBytes(const ModelSpec& model);
+/// Bytes of one token's keys and values in one layer's caches (8-bit under W4A8, else f32).
+int64_t kvBytesPerToken(const ModelSpec& model);
+/// What the model keeps in HBM: every layer's weights and KV caches at max_ctx, and the head's weights.
+int64_t modelHbmBytes(const ModelSpec& model);
 
 }  // namespace stc

@@ -226,13 +226,14 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   double ttftDevice = layers * lp + hd + overhead;
   double stepsHost = 0, stepsDevice = 0, rooflineSeconds = 0;
   double bandwidth = platform_.hbm.channels * platform_.hbm.channelGbps * 1e9;
-  double kvBytesPerToken = 2.0 * model_.kvHeads * static_cast<double>(model_.headDim) * (model_.quant == "w4a8" ? 1 : 4);
+  double kvBytes = static_cast<double>(kvBytesPerToken(model_));
   for (int64_t c = prompt; c < prompt + gen; ++c) {
     double l = static_cast<double>(decodeRuns_.at(c).cycles);
     stepsHost += layers * (l + overhead) + hd + overhead;
     stepsDevice += layers * l + hd + overhead;
-    double bytes = layers * (static_cast<double>(layerWeightBytes(model_)) + kvBytesPerToken * static_cast<double>(c)) +
-                   static_cast<double>(headWeightBytes(model_));
+    double bytes =
+        layers * (static_cast<double>(layerWeightBytes(model_)) + kvBytes * static_cast<double>(c)) +
+        static_cast<double>(headWeightBytes(model_));
     rooflineSeconds += bytes / bandwidth;
   }
   auto schedule = [&](double ttft, double steps) {
@@ -259,8 +260,7 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.prefillResources = prefillResources_.at(r.prefillRows);
   r.resources = add(add(r.decodeLayerResources, r.headResources), r.prefillResources);
   r.fits = r.resources.within(platform_.resources);
-  r.hbmBytes = model_.layers * (layerWeightBytes(model_) + static_cast<int64_t>(kvBytesPerToken) * model_.maxCtx) +
-               headWeightBytes(model_);
+  r.hbmBytes = modelHbmBytes(model_);
   r.fitsHbm = r.hbmBytes <= platform_.hbm.channels * platform_.hbm.channelBytes;
   return r;
 }

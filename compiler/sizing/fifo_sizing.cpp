@@ -384,7 +384,8 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   }
   if (options.paced) {
     SizingResult paced = sizeWith(net, progs, options, true, sized);
-    if (!paced.trueDeadlock) return paced;  // else the network's depths deadlock: measured unbounded below
+    // Else the network's depths (or a pin among them) deadlock: measured unbounded below.
+    if (!paced.trueDeadlock && !paced.pinnedDeadlock) return paced;
   }
   SizingResult free = sizeWith(net, progs, options, false, sized);
   int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.resources.memoryBits();
@@ -395,7 +396,7 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   // kDmaReadDepth, writers are paced by their readers, and the same steps size that run instead.
   Network pacedNet;
   SizingResult paced = sizeWith(net, progs, options, true, pacedNet);
-  if (paced.trueDeadlock || paced.totalBits >= free.totalBits) return free;
+  if (paced.trueDeadlock || paced.pinnedDeadlock || paced.totalBits >= free.totalBits) return free;
   paced.cyclesUnbounded = free.cyclesUnbounded;
   paced.baselineMaxOccupancyBits = free.baselineMaxOccupancyBits;
   paced.rounds += free.rounds;
@@ -432,11 +433,13 @@ SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options
     checks.clear();
     std::vector<int64_t> failed;
     for (int64_t v : probes) {
-      sim::Program prog = sim::compileProgram(sized, bind(v), options.platform);
+      // The reference as the sizer measures: from the network given (paced at its depths), not the sized.
+      sim::Program given = sim::compileProgram(net, bind(v), options.platform);
       sim::RunConfig measure;
-      measure.depths = measureDepths(prog, options, r.paced);
-      sim::SimResult reference = sim::runDirect(prog, measure);
-      sim::SimResult run = sim::runDirect(prog, sim::RunConfig{});
+      measure.depths = measureDepths(given, options, r.paced);
+      sim::SimResult reference = sim::runDirect(given, measure);
+      sim::SimResult run =
+          sim::runDirect(sim::compileProgram(sized, bind(v), options.platform), sim::RunConfig{});
       RangeCheck c;
       c.value = v;
       c.sampled = samples.count(v) > 0;

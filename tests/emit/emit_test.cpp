@@ -296,7 +296,7 @@ int main() {
     ASSERT_EQ(e.code, 0) << e.out;
     std::string host = readAll(dir + "/host/host.cpp");
     EXPECT_NE(host.find("int ctx = 16;"), std::string::npos);
-    EXPECT_NE(host.find("const int ctx_max = 64;"), std::string::npos);
+    EXPECT_NE(host.find("const int ctx_min = 1, ctx_max = 64;"), std::string::npos);
     EXPECT_NE(host.find("cache_k_cache[layer] = layout::append_k_cache(cache_k_cache[layer], got, ctx);"),
               std::string::npos);
     EXPECT_NE(host.find("layout::pack_load_v_cache_s0(cache_v_cache[layer].data(), packed.data(), ctx + 1);"),

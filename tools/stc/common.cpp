@@ -54,7 +54,13 @@ void writeFileAtomic(const std::string& path, const std::function<void(std::ostr
     errno = 0;  // what the stream leaves in errno is its failure's, not an earlier call's
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw fail(errno != 0 ? errno : EIO);
-    write(out);
+    try {
+      write(out);
+    } catch (...) {  // nothing half-written left behind
+      out.close();
+      std::remove(tmp.c_str());
+      throw;
+    }
     errno = 0;
     out.close();
     if (!out) throw fail(errno != 0 ? errno : EIO);
@@ -145,6 +151,8 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
   if (isOnnxPath(path)) {
     bindings = parseSymbolBindings(command, ctx, binds);
     Network net = compileGraph(importOnnx(path), platformArg, parseCompileOptions(settings, platformArg)).network;
+    net.sourceFile = path;
+    net.sourceSettings = settings;
     for (const std::string& s : net.symbols())
       if (!bindings.count(s))
         throw UserError(path + ": error: the model uses symbol '" + s + "': bind it with --bind " + s + "=N");
@@ -157,6 +165,10 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
   Network net = kind == FileKind::kNetwork
                     ? parseNetwork(text, path)
                     : compileGraph(parseGraph(text, path), platformArg, parseCompileOptions(settings, platformArg)).network;
+  if (kind == FileKind::kGraph) {  // what it was compiled from, as stc compile records it
+    net.sourceFile = path;
+    net.sourceSettings = settings;
+  }
   bindings = parseSymbolBindings(command, ctx, binds);
   std::set<std::string> symbols;
   for (const std::string& s : net.symbols())

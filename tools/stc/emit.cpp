@@ -163,20 +163,25 @@ nlohmann::json bindingsJson(const Bindings& b) {
 int emitWithFileDepths(const EmitArgs& a, Stages& st, const std::string& command, const Loaded& loaded,
                        CompileResult& compiled, const Platform& platform, const Bindings& bindings,
                        std::chrono::steady_clock::time_point begin) {
-  takeDepths(*loaded.network, a.input.path, compiled.network);
-  compiled.network.sizedFor = loaded.network->sizedFor;  // the host runs within it
+  takeDepths(*loaded.network, a.input.path, compiled.network);  // sized_for is already the file's
   for (const auto& [symbol, range] : compiled.network.sizedFor) {
     auto b = bindings.find(symbol);
-    if (b != bindings.end() && (b->second < range.first || b->second > range.second))
-      throw UserError(a.input.path + ": error: its FIFO depths were sized for " + symbol + " " +
-                      std::to_string(range.first) + ".." + std::to_string(range.second) + ", not " +
-                      std::to_string(b->second) + " (size them again with --ctx-range covering it)");
+    if (b != bindings.end() && (b->second < range.first || b->second > range.second)) {
+      std::string low = std::to_string(range.first), high = std::to_string(range.second);
+      throw UserError(a.input.path + ": error: its FIFO depths were sized for " + symbol + " " + low + ".." +
+                      high + ", not " + std::to_string(b->second) + " (pass " +
+                      (symbol == "ctx" ? "--ctx" : "--bind " + symbol + "=N with N") + " in " + low + ".." +
+                      high + (symbol == "ctx" ? ", or size them again with --ctx-range covering it)" : ")"));
+    }
   }
-  if (bindings.count("ctx") && !compiled.network.sizedFor.count("ctx"))
-    st.say("note: " + a.input.path +
-           " does not say which ctx its FIFO depths hold for (stc size-fifos records it); "
-           "the project runs ctx up to max_ctx " +
-           std::to_string(compiled.options.maxima.at("ctx")) + "\n");
+  if (bindings.count("ctx") && !compiled.network.sizedFor.count("ctx")) {
+    std::string note = a.input.path +
+                       " does not say which ctx its FIFO depths hold for (stc size-fifos records "
+                       "it); the project runs ctx up to max_ctx " +
+                       std::to_string(compiled.options.maxima.at("ctx"));
+    st.say("note: " + note + "\n");
+    st.out["warnings"].push_back(note);
+  }
   updateResources(compiled, platform);
   st.stage("[3/5] resources " + resourcesText(compiled.report.resources, platform) + "\n");
   requireFit(command, "the network with the file's FIFO depths", compiled.report.resources, platform,
@@ -315,6 +320,14 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   std::map<std::string, int64_t> known = options.maxima;
   if (loaded.model) known.emplace("ctx", loaded.model->maxCtx);
   checkMaxima(known);
+  if (loaded.model && !a.allowOverfit) {
+    int64_t bytes = modelHbmBytes(*loaded.model), hbm = platform.hbm.channels * platform.hbm.channelBytes;
+    if (bytes > hbm)
+      throw UserError(command + ": error: the model's weights and KV caches at max_ctx (" +
+                      std::to_string(bytes) + " bytes) do not fit " + platform.name + "'s HBM (" +
+                      std::to_string(hbm) +
+                      " bytes); nothing was written (pass --allow-overfit to write it anyway)");
+  }
 
   st.stage("[1/5] compile   ");
   CompileResult compiled;
@@ -341,6 +354,8 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
              a.allowOverfit);
 
   checkMaxima(compiled.options.maxima);
+  // A sized file's depths hold over its sized_for range: an unbound symbol takes a value in it.
+  if (loaded.network) compiled.network.sizedFor = loaded.network->sizedFor;
   Bindings bindings = completeBindings(compiled, given);
   st.out["compile"] = {{"kernels", r.kernels}, {"converters", r.converters}, {"dmas", r.dmas},
                        {"fifos", r.fifos},     {"groups", r.groups},         {"seconds", r.compileSeconds}};
@@ -351,7 +366,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   sizingOptions.platform = platform;
   sizingOptions.bindings = bindings;
   // ctx changes at run time (the kernels take it): the depths must hold from 1 to its maximum.
-  bool overCtx = bindings.count("ctx") > 0;
+  bool overCtx = compiled.network.symbols().count("ctx") > 0;
   int64_t maxCtx = overCtx ? compiled.options.maxima.at("ctx") : 0;
   st.stage(overCtx ? "[2/5] simulate  (unbounded FIFOs, ctx 1.." + std::to_string(maxCtx) + ") ...\r"
                    : std::string("[2/5] simulate  (unbounded FIFOs) ...\r"));
@@ -408,13 +423,22 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   st.stage("[4/5] resources " + resourcesText(compiled.report.resources, platform) + "\n");
   requireFit(command, "the design with its sized FIFOs", compiled.report.resources, platform, a.allowOverfit);
 
+  std::string holds;  // the range the depths hold over, and where they run slower than unbounded
+  if (overCtx) holds = "; the depths hold for ctx 1.." + std::to_string(maxCtx);
+  if (!over.empty()) holds += ", over 1% of unbounded at ctx " + over;
   if (!a.verbose) {
     std::snprintf(line, sizeof line, "FIFOs sized: %zu, %lld bits; %lld cycles (unbounded %lld)%s\n",
                   s.fifos.size(), static_cast<long long>(s.totalBits), static_cast<long long>(cyclesSized),
-                  static_cast<long long>(cyclesUnbounded),
-                  overCtx ? ("; the depths hold for ctx 1.." + std::to_string(maxCtx)).c_str() : "");
+                  static_cast<long long>(cyclesUnbounded), holds.c_str());
     st.sizedLine = line;
   }
+  nlohmann::json checked = nlohmann::json::array();
+  for (const sizing::RangeCheck& c : checks)
+    checked.push_back({{"ctx", c.value},
+                       {"cycles", c.cycles},
+                       {"cycles_unbounded", c.unbounded},
+                       {"sampled", c.sampled},
+                       {"within_bound", c.ok}});
   st.out["sizing"] = {
       {"fifos", s.fifos.size()},
       {"total_bits", s.totalBits},
@@ -423,6 +447,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
       {"cycles_unbounded", cyclesUnbounded},
       {"cycles_sized", cyclesSized},
       {"sized_for", overCtx ? nlohmann::json{{"ctx", {1, maxCtx}}} : nlohmann::json::object()},
+      {"checked", checked},
       {"paced", s.paced},
       {"rounds", s.rounds},
       {"lp_seconds", s.lpSeconds}};

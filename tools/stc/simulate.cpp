@@ -174,7 +174,7 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
   sim::RunConfig config;
   config.depths = resolveDepths(prog, a.fifoDepth);
   setDepths(net, prog, a.setDepths, config.depths);
-  warnOutsideSizedRange(net, a.network.path, bindings);
+  if (a.fifoDepth == "auto") warnOutsideSizedRange(net, a.network.path, bindings);  // the file's depths
   config.recordCurves = !a.curves.empty() || !a.vcd.empty() || !a.trace.empty();
   config.recordStalls = !a.vcd.empty() || !a.trace.empty();
   sim::SimResult r = a.engine == "direct" ? sim::runDirect(prog, config) : sim::runSystemC(prog, config);

@@ -70,10 +70,11 @@ int sizeCommand(const SizeArgs& a) {
   Platform platform = a.network.loadPlatformArg();
   sizing::SizingOptions options;
   options.platform = platform;
-  if (a.network.ctx && !a.ctxRange.empty())
-    throw UserError("stc size-fifos: error: --ctx and --ctx-range both give ctx: pass one");
   bool ctxFree = !a.network.ctx;  // sized over a range of ctx unless --ctx binds it
   for (const std::string& kv : a.network.binds) ctxFree = ctxFree && kv.rfind("ctx=", 0) != 0;
+  if (!ctxFree && !a.ctxRange.empty())
+    throw UserError(std::string("stc size-fifos: error: ") + (a.network.ctx ? "--ctx" : "--bind ctx=") +
+                    " and --ctx-range both give ctx: pass one");
   Network net = a.network.load("stc size-fifos", platform, options.bindings,
                                ctxFree ? std::set<std::string>{"ctx"} : std::set<std::string>{});
   options.strategy = a.strategy == "conservative" ? sizing::Strategy::kConservative : sizing::Strategy::kNormal;
@@ -89,11 +90,16 @@ int sizeCommand(const SizeArgs& a) {
   if (overCtx) {  // the range given, or 1 .. the maximum the kernels' buffers hold
     bool compiled = false;
     CompileOptions settings = parseCompileOptions(a.network.compileSettings(net, compiled), platform);
+    auto m = settings.maxima.find("ctx");
+    int64_t maxCtx = m != settings.maxima.end() ? m->second : kDefaultSymbolMaximum;
     if (!a.ctxRange.empty()) {
       ctxRange = parseRange(a.ctxRange);
+      if (compiled && ctxRange.second > maxCtx)
+        throw UserError("stc size-fifos: error: --ctx-range " + a.ctxRange +
+                        " goes beyond the design's max_ctx (" + std::to_string(maxCtx) +
+                        "): its kernels' buffers hold no more");
     } else if (compiled) {
-      auto m = settings.maxima.find("ctx");
-      ctxRange = {1, m != settings.maxima.end() ? m->second : kDefaultSymbolMaximum};
+      ctxRange = {1, maxCtx};
     } else {
       throw UserError(
           a.network.path +
@@ -117,7 +123,7 @@ int sizeCommand(const SizeArgs& a) {
   for (const sizing::RangeCheck& c : checks)
     if (c.cycles == 0) {
       std::cerr << "stc size-fifos: error: the sized network still deadlocks at ctx " << c.value
-                << " after sizing at it; nothing was written (please report it)\n";
+                << "; nothing was written (please report it)\n";
       return 3;
     }
   sized.sizedFor.clear();
