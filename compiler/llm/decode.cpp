@@ -8,8 +8,11 @@
 //   every network's FIFOs sized by the LP sizer (the decode layer's to hold at every ctx, sampled) and
 //   simulated at those depths, the ones the emitted project gets
 //
-//   host loop    TTFT = layers * (Lp(P) + O) + Hd + O;   step(c) = layers * (L(c) + O) + Hd + O
-//   device loop  TTFT = layers * Lp(P) + Hd + O;          step(c) = layers * L(c) + Hd + O
+//   host loop    TTFT = layers * (Lp(R) + O) + T + Hd + O;   step(c) = layers * (L(c) + O) + Hd + O
+//   device loop  TTFT = layers * Lp(R) + T + Hd + O;          step(c) = layers * L(c) + Hd + O
+//   R rows of prefill: prefillRows(P) (the prompt padded), or prefillRowsBelow(P) with the prompt's
+//   other tokens as decode steps, T = sum over c = R .. P-1 of layers * (L(c) [+ O]), whichever TTFT
+//   is less; T = 0 for the padded design
 //   latency = TTFT + sum of step(P + i), i = 0 .. G-1;   decode speed = G / (latency - TTFT)
 //   roofline: per step, (layers * (weight bytes + KV bytes at c) + head bytes) / (channels * GB/s)
 //
@@ -140,6 +143,20 @@ int64_t Estimator::prefillRows(int64_t prompt) const {
   return std::min(rows, std::max(prompt, model_.maxCtx));
 }
 
+int64_t Estimator::prefillRowsBelow(int64_t prompt) const {
+  int64_t rows = 1;
+  while (rows * 2 <= prompt && rows < 16) rows *= 2;
+  if (prompt >= 16) rows = std::min<int64_t>(prompt / 16 * 16, 256);
+  return std::min(rows, prefillRows(prompt));
+}
+
+std::vector<int64_t> Estimator::tailContexts(int64_t prompt, int64_t rows) {
+  std::vector<int64_t> at;
+  int64_t stride = prompt - rows <= 16 ? 1 : 16;
+  for (int64_t c = rows; c < prompt; c += stride) at.push_back(c);
+  return at;
+}
+
 Estimator::Estimator(const ModelSpec& model, const Platform& platform) : model_(model), platform_(platform) {
   options_ = parseCompileOptions({"quant=" + model.quant}, platform);
   options_.maxima["ctx"] = model.maxCtx;
@@ -158,9 +175,11 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
                       std::to_string(model_.maxCtx) + ")");
     for (int64_t c = prompt; c < prompt + gen; ++c)
       if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
-    int64_t rows = prefillRows(prompt);
-    if (!prefillCycles_.count(rows) && std::find(prompts.begin(), prompts.end(), rows) == prompts.end())
-      prompts.push_back(rows);
+    for (int64_t rows : {prefillRows(prompt), prefillRowsBelow(prompt)})
+      if (!prefillCycles_.count(rows) && std::find(prompts.begin(), prompts.end(), rows) == prompts.end())
+        prompts.push_back(rows);
+    for (int64_t c : tailContexts(prompt, prefillRowsBelow(prompt)))
+      if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
   }
   // Prefill networks compile one per padded row count (serially: compiling is fast) and are sized in
   // parallel; every simulation runs in parallel, each into its own slot.
@@ -221,9 +240,24 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   double overhead = platform_.invocationOverheadUs * mhz;  // cycles
   double layers = model_.layers;
   double hd = static_cast<double>(headCycles_);
-  double lp = static_cast<double>(prefillCycles_.at(prefillRows(prompt)));
-  double ttftHost = layers * (lp + overhead) + hd + overhead;
-  double ttftDevice = layers * lp + hd + overhead;
+  // The prompt padded into one prefill, or its first rows and the rest as decode steps: the faster.
+  auto ttftWith = [&](int64_t rows, bool host) {
+    double t =
+        layers * (static_cast<double>(prefillCycles_.at(rows)) + (host ? overhead : 0.0)) + hd + overhead;
+    std::vector<int64_t> at = tailContexts(prompt, rows);
+    int64_t stride = at.size() > 1 ? at[1] - at[0] : 1;
+    for (int64_t c : at) {
+      double steps = static_cast<double>(std::min(stride, prompt - c));
+      t += steps * layers * (static_cast<double>(decodeRuns_.at(c).cycles) + (host ? overhead : 0.0));
+    }
+    return t;
+  };
+  int64_t rows = prefillRows(prompt), below = prefillRowsBelow(prompt);
+  if (below < rows && ttftWith(below, true) < ttftWith(rows, true)) rows = below;
+  r.prefillRows = rows;
+  r.promptDecodeSteps = rows < prompt ? prompt - rows : 0;
+  double ttftHost = ttftWith(rows, true);
+  double ttftDevice = ttftWith(rows, false);
   double stepsHost = 0, stepsDevice = 0, rooflineSeconds = 0;
   double bandwidth = platform_.hbm.channels * platform_.hbm.channelGbps * 1e9;
   double kvBytes = static_cast<double>(kvBytesPerToken(model_));
@@ -251,12 +285,11 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.layerCyclesLast = decodeRuns_.at(prompt + gen - 1).cycles;
   r.layerChannelBusyMean = first.busyMean;
   r.layerChannelBusyMax = first.busyMax;
-  r.prefillLayerCycles = prefillCycles_.at(prefillRows(prompt));
+  r.prefillLayerCycles = prefillCycles_.at(r.prefillRows);
   r.headCycles = headCycles_;
   // The device holds the decode layer, the prefill layer of this prompt and the head.
   r.decodeLayerResources = decodeLayer_.report.resources;
   r.headResources = head_.report.resources;
-  r.prefillRows = prefillRows(prompt);
   r.prefillResources = prefillResources_.at(r.prefillRows);
   r.resources = add(add(r.decodeLayerResources, r.headResources), r.prefillResources);
   r.fits = r.resources.within(platform_.resources);

@@ -62,7 +62,8 @@ struct Schedule {
 struct DecodeResult {
   std::string model;
   int64_t prompt = 0, gen = 0;
-  int64_t prefillRows = 0;  ///< the rows the prefill layer is compiled for (the prompt, padded)
+  int64_t prefillRows = 0;        ///< the rows of the prefill layer that runs the prompt (or its first part)
+  int64_t promptDecodeSteps = 0;  ///< the prompt's tokens past prefillRows, run as decode steps
   Schedule hostLoop;      ///< the paper's: one kernel call per layer (and one for the head)
   Schedule deviceLoop;    ///< one call per token, the device stepping through the layers' weights
   double rooflineTokensPerS = 0;  ///< weight and KV bytes per token over the HBM bandwidth
@@ -100,6 +101,14 @@ class Estimator {
   /// of 127 runs as 128, in row blocks, instead of weight-stationary (127 rows have no block but 1), and
   /// TTFT never falls as the prompt grows.
   int64_t prefillRows(int64_t prompt) const;
+  /// The rows of the largest prefill design at most the prompt: a power of two below 16 rows, a multiple
+  /// of 16 up to 256, 256 beyond (longer designs are weight-stationary only). The prompt's other tokens
+  /// run as decode steps: TTFT is the faster of this and prefillRows, so it rises by at most a step's
+  /// time from one prompt length to the next where padding or a design change would make it jump.
+  int64_t prefillRowsBelow(int64_t prompt) const;
+  /// The ctx at which the decode layer is simulated for the prompt's tokens past `rows`: each of a tail
+  /// of at most 16, else the first of each run of 16 (charged for the 16).
+  static std::vector<int64_t> tailContexts(int64_t prompt, int64_t rows);
   void simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests);
   DecodeResult assemble(int64_t prompt, int64_t gen) const;
 

@@ -91,6 +91,7 @@ nlohmann::json decodeJson(const llm::DecodeResult& r) {
             {"head", resourcesJson(r.headResources)},
             {"prefill", resourcesJson(r.prefillResources)}}},
           {"prefill_rows", r.prefillRows},
+          {"prompt_decode_steps", r.promptDecodeSteps},
           {"fits", r.fits},
           {"hbm_bytes", r.hbmBytes},
           {"fits_hbm", r.fitsHbm},
