@@ -11,8 +11,8 @@
 //   host loop    TTFT = layers * (Lp(R) + O) + T + Hd + O;   step(c) = layers * (L(c) + O) + Hd + O
 //   device loop  TTFT = layers * Lp(R) + T + Hd + O;          step(c) = layers * L(c) + Hd + O
 //   R rows of prefill: prefillRows(P) (the prompt padded), or prefillRowsBelow(P) with the prompt's
-//   other tokens as decode steps, T = sum over c = R .. P-1 of layers * (L(c) [+ O]), whichever TTFT
-//   is less; T = 0 for the padded design
+//   other tokens as decode steps, T = sum over c = R .. P-1 of layers * (L(c) + O) in the host loop,
+//   layers * L(c) + O in the device loop, whichever TTFT is less for that schedule; T = 0 padded
 //   latency = TTFT + sum of step(P + i), i = 0 .. G-1;   decode speed = G / (latency - TTFT)
 //   roofline: per step, (layers * (weight bytes + KV bytes at c) + head bytes) / (channels * GB/s)
 //
@@ -240,24 +240,40 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   double overhead = platform_.invocationOverheadUs * mhz;  // cycles
   double layers = model_.layers;
   double hd = static_cast<double>(headCycles_);
-  // The prompt padded into one prefill, or its first rows and the rest as decode steps: the faster.
+  // The prompt padded into one prefill, or its first rows and the rest as decode steps (each step one call
+  // per layer in the host loop, one call in the device loop): the faster for each schedule, a design the
+  // device holds (with the decode layer and the head) before one it does not.
   auto ttftWith = [&](int64_t rows, bool host) {
     double t =
         layers * (static_cast<double>(prefillCycles_.at(rows)) + (host ? overhead : 0.0)) + hd + overhead;
     std::vector<int64_t> at = tailContexts(prompt, rows);
-    int64_t stride = at.size() > 1 ? at[1] - at[0] : 1;
-    for (int64_t c : at) {
-      double steps = static_cast<double>(std::min(stride, prompt - c));
-      t += steps * layers * (static_cast<double>(decodeRuns_.at(c).cycles) + (host ? overhead : 0.0));
+    for (size_t i = 0; i < at.size(); ++i) {  // a run of steps at the mean of its first ctx's and the next's
+      int64_t steps = (i + 1 < at.size() ? at[i + 1] : prompt) - at[i];
+      double cycles = static_cast<double>(decodeRuns_.at(at[i]).cycles);
+      if (steps > 1 && i + 1 < at.size())
+        cycles = (cycles + static_cast<double>(decodeRuns_.at(at[i + 1]).cycles)) / 2;
+      t += static_cast<double>(steps) * (host ? layers * (cycles + overhead) : layers * cycles + overhead);
     }
     return t;
   };
-  int64_t rows = prefillRows(prompt), below = prefillRowsBelow(prompt);
-  if (below < rows && ttftWith(below, true) < ttftWith(rows, true)) rows = below;
-  r.prefillRows = rows;
-  r.promptDecodeSteps = rows < prompt ? prompt - rows : 0;
-  double ttftHost = ttftWith(rows, true);
-  double ttftDevice = ttftWith(rows, false);
+  auto holds = [&](int64_t rows) {
+    return add(add(decodeLayer_.report.resources, head_.report.resources), prefillResources_.at(rows))
+        .within(platform_.resources);
+  };
+  auto choose = [&](bool host) {
+    int64_t rows = prefillRows(prompt), below = prefillRowsBelow(prompt);
+    if (below < rows &&
+        (holds(below) != holds(rows) ? holds(below) : ttftWith(below, host) < ttftWith(rows, host)))
+      rows = below;
+    return rows;
+  };
+  int64_t hostRows = choose(true), deviceRows = choose(false);
+  r.prefillRows = hostRows;
+  r.promptDecodeSteps = hostRows < prompt ? prompt - hostRows : 0;
+  r.deviceLoopPrefillRows = deviceRows;
+  r.deviceLoopPromptDecodeSteps = deviceRows < prompt ? prompt - deviceRows : 0;
+  double ttftHost = ttftWith(hostRows, true);
+  double ttftDevice = ttftWith(deviceRows, false);
   double stepsHost = 0, stepsDevice = 0, rooflineSeconds = 0;
   double bandwidth = platform_.hbm.channels * platform_.hbm.channelGbps * 1e9;
   double kvBytes = static_cast<double>(kvBytesPerToken(model_));
@@ -286,11 +302,19 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.layerChannelBusyMean = first.busyMean;
   r.layerChannelBusyMax = first.busyMax;
   r.prefillLayerCycles = prefillCycles_.at(r.prefillRows);
+  r.deviceLoopPrefillLayerCycles = prefillCycles_.at(deviceRows);
   r.headCycles = headCycles_;
   // The device holds the decode layer, the prefill layer of this prompt and the head.
   r.decodeLayerResources = decodeLayer_.report.resources;
   r.headResources = head_.report.resources;
-  r.prefillResources = prefillResources_.at(r.prefillRows);
+  // Both schedules' prefill designs held: each count the larger of the two (one design when they agree).
+  r.prefillResources = prefillResources_.at(hostRows);
+  const Resources& other = prefillResources_.at(deviceRows);
+  r.prefillResources.dsp = std::max(r.prefillResources.dsp, other.dsp);
+  r.prefillResources.lut = std::max(r.prefillResources.lut, other.lut);
+  r.prefillResources.ff = std::max(r.prefillResources.ff, other.ff);
+  r.prefillResources.bram18k = std::max(r.prefillResources.bram18k, other.bram18k);
+  r.prefillResources.uram = std::max(r.prefillResources.uram, other.uram);
   r.resources = add(add(r.decodeLayerResources, r.headResources), r.prefillResources);
   r.fits = r.resources.within(platform_.resources);
   r.hbmBytes = modelHbmBytes(model_);

@@ -64,6 +64,8 @@ struct DecodeResult {
   int64_t prompt = 0, gen = 0;
   int64_t prefillRows = 0;        ///< the rows of the prefill layer that runs the prompt (or its first part)
   int64_t promptDecodeSteps = 0;  ///< the prompt's tokens past prefillRows, run as decode steps
+  /// The same for the device loop, whose steps cost one call each, not one a layer: its choice may differ.
+  int64_t deviceLoopPrefillRows = 0, deviceLoopPromptDecodeSteps = 0, deviceLoopPrefillLayerCycles = 0;
   Schedule hostLoop;      ///< the paper's: one kernel call per layer (and one for the head)
   Schedule deviceLoop;    ///< one call per token, the device stepping through the layers' weights
   double rooflineTokensPerS = 0;  ///< weight and KV bytes per token over the HBM bandwidth
@@ -103,11 +105,13 @@ class Estimator {
   int64_t prefillRows(int64_t prompt) const;
   /// The rows of the largest prefill design at most the prompt: a power of two below 16 rows, a multiple
   /// of 16 up to 256, 256 beyond (longer designs are weight-stationary only). The prompt's other tokens
-  /// run as decode steps: TTFT is the faster of this and prefillRows, so it rises by at most a step's
-  /// time from one prompt length to the next where padding or a design change would make it jump.
+  /// run as decode steps: each schedule's TTFT is the faster of this and prefillRows, so it rises by at
+  /// most a step's time from one prompt length to the next where padding or a design change would make
+  /// it jump.
   int64_t prefillRowsBelow(int64_t prompt) const;
   /// The ctx at which the decode layer is simulated for the prompt's tokens past `rows`: each of a tail
-  /// of at most 16, else the first of each run of 16 (charged for the 16).
+  /// of at most 16, else the first of each run of 16 (a run charged at the mean of its first ctx's
+  /// cycles and the next run's).
   static std::vector<int64_t> tailContexts(int64_t prompt, int64_t rows);
   void simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests);
   DecodeResult assemble(int64_t prompt, int64_t gen) const;

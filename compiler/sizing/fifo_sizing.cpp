@@ -438,6 +438,10 @@ SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options
       sim::RunConfig measure;
       measure.depths = measureDepths(given, options, r.paced);
       sim::SimResult reference = sim::runDirect(given, measure);
+      if (reference.deadlock && r.paced) {  // the network's depths deadlock here: measure it unbounded
+        measure.depths = measureDepths(given, options, false);
+        reference = sim::runDirect(given, measure);
+      }
       sim::SimResult run =
           sim::runDirect(sim::compileProgram(sized, bind(v), options.platform), sim::RunConfig{});
       RangeCheck c;

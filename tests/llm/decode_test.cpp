@@ -64,8 +64,9 @@ TEST(Decode, LatencyGrowsWithContextAndTtftWithPrompt) {
 
 // A prompt's prefill runs padded (a power of two up to 16 rows, then a multiple of 16), or as the largest
 // design below it with the prompt's other tokens as decode steps, whichever is faster: TTFT never falls
-// as the prompt grows and rises by at most a decode step from one length to the next (padding 17 rows to
-// 32 made it jump by the 16 rows' prefill before). Checked at every prompt of GPT-2 from 1 to 34.
+// as the prompt grows and, in the host loop, rises by at most a decode step from one length to the next
+// (padding 17 rows to 32 made it jump by the 16 rows' prefill before). Checked at every prompt of GPT-2
+// from 1 to 34, each schedule choosing for itself.
 TEST(Decode, TtftRisesByAtMostAStepAsThePromptGrows) {
   ModelSpec m = model("gpt2");
   Platform platform = defaultPlatform();
@@ -74,27 +75,42 @@ TEST(Decode, TtftRisesByAtMostAStepAsThePromptGrows) {
   for (int64_t p = 1; p <= 34; ++p) requests.emplace_back(p, 1);
   std::vector<DecodeResult> r = e.runAll(requests);
   double mhz = platform.kernelClockMhz, overhead = platform.invocationOverheadUs * mhz;
-  auto stepMs = [&](const DecodeResult& at) {  // one prompt token as a decode step: its layers, no head
-    return m.layers * (static_cast<double>(at.layerCyclesFirst) + overhead) / mhz / 1000;
+  // One prompt token as a decode step, its layers and no head: a call a layer in the host loop, one call
+  // in the device loop.
+  auto stepMs = [&](const DecodeResult& at, bool host) {
+    double cycles = m.layers * static_cast<double>(at.layerCyclesFirst) + (host ? m.layers : 1) * overhead;
+    return cycles / mhz / 1000;
   };
   int hybrids = 0;
-  for (size_t i = 0; i < r.size(); ++i) {
-    int64_t p = r[i].prompt;
-    if (r[i].promptDecodeSteps > 0) {
-      ++hybrids;
-      EXPECT_EQ(r[i].prefillRows + r[i].promptDecodeSteps, p);
-      // TTFT = the first rows' prefill (that prompt's TTFT, padded nowhere) and a step per other token.
-      const DecodeResult& first = r[static_cast<size_t>(r[i].prefillRows - 1)];
-      ASSERT_EQ(first.promptDecodeSteps, 0) << p;
-      double expected = first.hostLoop.ttftMs;
-      for (int64_t c = r[i].prefillRows; c < p; ++c) expected += stepMs(r[static_cast<size_t>(c - 1)]);
-      EXPECT_NEAR(r[i].hostLoop.ttftMs, expected, 1e-9 * expected) << p;
-    } else {
-      EXPECT_GE(r[i].prefillRows, p);
+  for (bool host : {true, false}) {
+    auto ttft = [&](const DecodeResult& x) { return host ? x.hostLoop.ttftMs : x.deviceLoop.ttftMs; };
+    auto rows = [&](const DecodeResult& x) { return host ? x.prefillRows : x.deviceLoopPrefillRows; };
+    auto steps = [&](const DecodeResult& x) {
+      return host ? x.promptDecodeSteps : x.deviceLoopPromptDecodeSteps;
+    };
+    for (size_t i = 0; i < r.size(); ++i) {
+      int64_t p = r[i].prompt;
+      if (steps(r[i]) > 0) {
+        ++hybrids;
+        EXPECT_EQ(rows(r[i]) + steps(r[i]), p);
+        // TTFT = the first rows' prefill (that prompt's TTFT, padded nowhere) and a step per other token.
+        const DecodeResult& first = r[static_cast<size_t>(rows(r[i]) - 1)];
+        ASSERT_EQ(steps(first), 0) << p;
+        double expected = ttft(first);
+        for (int64_t c = rows(r[i]); c < p; ++c) expected += stepMs(r[static_cast<size_t>(c - 1)], host);
+        EXPECT_NEAR(ttft(r[i]), expected, 1e-9 * expected) << p << (host ? " host" : " device");
+      } else {
+        EXPECT_GE(rows(r[i]), p);
+      }
+      if (i == 0) continue;
+      EXPECT_LE(ttft(r[i - 1]), ttft(r[i])) << p;
+      // The host loop's step (24 calls) outweighs a prefill row; the device loop's (one call) does not,
+      // and where a prompt reaches a design's rows exactly (2, 4, 8 rows) the steps from the design
+      // below are no longer a choice: it rises more there (GPT-2 1 -> 2 rows: 1.5 -> 3.1 ms).
+      if (host) {
+        EXPECT_LE(ttft(r[i]) - ttft(r[i - 1]), stepMs(r[i - 1], host) * (1 + 1e-9)) << p;
+      }
     }
-    if (i == 0) continue;
-    EXPECT_LE(r[i - 1].hostLoop.ttftMs, r[i].hostLoop.ttftMs) << p;
-    EXPECT_LE(r[i].hostLoop.ttftMs - r[i - 1].hostLoop.ttftMs, stepMs(r[i - 1]) * (1 + 1e-9)) << p;
   }
   EXPECT_GT(hybrids, 0);
   // Padded prompts share their design: 17 rows ran as 32, now as 16 and a step (1.8 ms, not 5.4).

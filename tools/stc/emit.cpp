@@ -321,7 +321,10 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   if (loaded.model) known.emplace("ctx", loaded.model->maxCtx);
   checkMaxima(known);
   if (loaded.model && !a.allowOverfit) {
-    int64_t bytes = modelHbmBytes(*loaded.model), hbm = platform.hbm.channels * platform.hbm.channelBytes;
+    ModelSpec held = *loaded.model;  // as compiled: --set quant= and max_ctx= change what HBM holds
+    held.quant = loaded.quant;
+    held.maxCtx = known.at("ctx");
+    int64_t bytes = modelHbmBytes(held), hbm = platform.hbm.channels * platform.hbm.channelBytes;
     if (bytes > hbm)
       throw UserError(command + ": error: the model's weights and KV caches at max_ctx (" +
                       std::to_string(bytes) + " bytes) do not fit " + platform.name + "'s HBM (" +

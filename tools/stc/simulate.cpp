@@ -80,7 +80,14 @@ nlohmann::json decodeJson(const llm::DecodeResult& r) {
           {"roofline_fraction", r.rooflineFraction()},
           {"layer_hbm_busy_mean", r.layerChannelBusyMean},
           {"layer_hbm_busy_max", r.layerChannelBusyMax},
-          {"device_loop", schedule(r.deviceLoop)},
+          {"device_loop",
+           [&] {
+             nlohmann::json d = schedule(r.deviceLoop);
+             d["prefill_rows"] = r.deviceLoopPrefillRows;
+             d["prompt_decode_steps"] = r.deviceLoopPromptDecodeSteps;
+             d["prefill_layer_cycles"] = r.deviceLoopPrefillLayerCycles;
+             return d;
+           }()},
           {"layer_cycles_first", r.layerCyclesFirst},
           {"layer_cycles_last", r.layerCyclesLast},
           {"prefill_layer_cycles", r.prefillLayerCycles},
@@ -140,7 +147,11 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
   std::cout << "  device       " << resourcesText(first.resources, platform) << "\n";
   std::cout << "  decode layer " << resourcesText(first.decodeLayerResources, platform) << "\n  LM head      "
             << resourcesText(first.headResources, platform) << "\n  prefill      "
-            << resourcesText(first.prefillResources, platform) << " (" << first.prefillRows << " rows)\n";
+            << resourcesText(first.prefillResources, platform) << " (" << first.prefillRows << " rows"
+            << (first.promptDecodeSteps
+                    ? " and " + std::to_string(first.promptDecodeSteps) + " prompt tokens as decode steps"
+                    : std::string())
+            << ")\n";
   std::cout << "                 one call per layer (the paper's)        one call per token                 "
                "roofline          layer's HBM busy\n";
   std::cout << "prompt:gen   latency ms   TTFT ms   tokens/s     latency ms   TTFT ms   tokens/s    "
