@@ -332,6 +332,14 @@ std::vector<int64_t> symbolSamples(int64_t maximum, int64_t tile) {
   return at;
 }
 
+std::vector<int64_t> rangeProbes(int64_t low, int64_t high) {
+  std::set<int64_t> at;
+  for (int64_t p = 1; p <= high; p *= 2)
+    for (int64_t v : {p, p + 1})
+      if (v >= low && v <= high) at.insert(v);
+  return {at.begin(), at.end()};
+}
+
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized) {
   return sizeFifosAcross(net, options, {Bindings{}}, sized);
 }
@@ -413,9 +421,7 @@ SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options
   std::set<int64_t> samples{low, high}, probes{low, high};
   for (int64_t v : symbolSamples(high, tile))
     if (inRange(v)) samples.insert(v);
-  for (int64_t p = 1; p <= high; p *= 2)
-    for (int64_t v : {p, p + 1})
-      if (inRange(v)) probes.insert(v);
+  for (int64_t v : rangeProbes(low, high)) probes.insert(v);
   for (int64_t v : alsoCheck)
     if (inRange(v)) probes.insert(v);
   probes.insert(samples.begin(), samples.end());

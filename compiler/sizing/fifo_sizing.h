@@ -79,6 +79,10 @@ struct SizingResult {
 /// it (a padded tile), 128 and the maximum, those within the range, increasing.
 std::vector<int64_t> symbolSamples(int64_t maximum, int64_t tile);
 
+/// Where a range [low, high] of a symbol is checked besides its samples: every power of two in it and
+/// the value one past it, increasing (the loops' counts and a padded tile's change there).
+std::vector<int64_t> rangeProbes(int64_t low, int64_t high);
+
 /// Sizes every FIFO of net; `sized` receives net with the new depths and nothing else changed.
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized);
 

@@ -14,6 +14,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/network.h"
 #include "compiler/ir/platform.h"
+#include "compiler/sizing/fifo_sizing.h"
 
 namespace stc::cli {
 
@@ -55,6 +56,8 @@ struct NetworkInput {
   /// compiled network; nothing for a hand-written one (`compiled` false).
   std::vector<std::string> compileSettings(const Network& net, bool& compiled) const;
 };
+/// "A:B", two integers and nothing else; nothing for any other text (the caller says what it expects).
+std::optional<std::pair<int64_t, int64_t>> parseIntegerPair(const std::string& text);
 /// A depth as --fifo-depth and --set-depth take it: "unbounded" (kUnboundedDepth) or a positive integer;
 /// nothing for anything else.
 std::optional<int64_t> parseDepth(const std::string& text);
@@ -79,6 +82,9 @@ void requireBindings(const std::set<std::string>& symbols, const Bindings& bindi
 std::string resourcesText(const Resources& used, const Platform& platform);
 /// {"dsp", "bram18k", "uram", "lut", "ff"}: the counts as every --json prints them.
 nlohmann::json resourcesJson(const Resources& used);
+/// A range sizing's checks (sizing::sizeFifosOverRange) as --json prints them: {ctx, cycles,
+/// cycles_unbounded, sampled, within_bound} each.
+nlohmann::json rangeChecksJson(const std::vector<sizing::RangeCheck>& checks);
 /// UserError naming every count of `used` above the platform's, unless allowOverfit: "COMMAND: error: WHAT
 /// does not fit PLATFORM: DSP 9056 > 9024 (--allow-overfit ...)".
 void requireFit(const std::string& command, const std::string& what, const Resources& used,

@@ -186,6 +186,18 @@ std::vector<std::string> NetworkInput::compileSettings(const Network& net, bool&
   return compiled ? settings : std::vector<std::string>{};
 }
 
+std::optional<std::pair<int64_t, int64_t>> parseIntegerPair(const std::string& text) {
+  size_t colon = text.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  try {
+    size_t u1 = 0, u2 = 0;
+    int64_t a = std::stoll(text.substr(0, colon), &u1), b = std::stoll(text.substr(colon + 1), &u2);
+    if (u1 == colon && u2 == text.size() - colon - 1) return std::make_pair(a, b);
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 std::optional<int64_t> parseDepth(const std::string& text) {
   if (text == "unbounded") return kUnboundedDepth;
   size_t used = 0;
@@ -242,6 +254,17 @@ std::string resourcesText(const Resources& used, const Platform& platform) {
 nlohmann::json resourcesJson(const Resources& used) {
   return {
       {"dsp", used.dsp}, {"bram18k", used.bram18k}, {"uram", used.uram}, {"lut", used.lut}, {"ff", used.ff}};
+}
+
+nlohmann::json rangeChecksJson(const std::vector<sizing::RangeCheck>& checks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const sizing::RangeCheck& c : checks)
+    out.push_back({{"ctx", c.value},
+                   {"cycles", c.cycles},
+                   {"cycles_unbounded", c.unbounded},
+                   {"sampled", c.sampled},
+                   {"within_bound", c.ok}});
+  return out;
 }
 
 void requireFit(const std::string& command, const std::string& what, const Resources& used,

@@ -225,18 +225,16 @@ int emitSizedModel(const EmitArgs& a, Stages& st, const std::string& command, co
   // The project runs every ctx up to max_ctx: checked at each power of two and one past it too.
   std::string checked;
   nlohmann::json checkedJson = nlohmann::json::array();
-  for (int64_t p = 1; p <= maxCtx; p *= 2)
-    for (int64_t c : {p, p + 1}) {
-      if (c > maxCtx || (p == 1 && c == 2)) continue;
-      if (sim::runDirect(sim::compileProgram(compiled.network, {{"ctx", c}}, platform), sim::RunConfig{})
-              .deadlock) {
-        std::cerr << command << ": the sized decode layer deadlocks at ctx " << c
-                  << "; nothing was written (please report it)\n";
-        return 3;
-      }
-      checked += (checked.empty() ? "" : ", ") + std::to_string(c);
-      checkedJson.push_back(c);
+  for (int64_t c : sizing::rangeProbes(1, maxCtx)) {
+    if (sim::runDirect(sim::compileProgram(compiled.network, {{"ctx", c}}, platform), sim::RunConfig{})
+            .deadlock) {
+      std::cerr << command << ": the sized decode layer deadlocks at ctx " << c
+                << "; nothing was written (please report it)\n";
+      return 3;
     }
+    checked += (checked.empty() ? "" : ", ") + std::to_string(c);
+    checkedJson.push_back(c);
+  }
   int64_t bits = 0;
   for (const Fifo& f : compiled.network.fifos) bits += f.storedTokens() * f.width;
   char line[512];
@@ -435,13 +433,6 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                   static_cast<long long>(cyclesUnbounded), holds.c_str());
     st.sizedLine = line;
   }
-  nlohmann::json checked = nlohmann::json::array();
-  for (const sizing::RangeCheck& c : checks)
-    checked.push_back({{"ctx", c.value},
-                       {"cycles", c.cycles},
-                       {"cycles_unbounded", c.unbounded},
-                       {"sampled", c.sampled},
-                       {"within_bound", c.ok}});
   st.out["sizing"] = {
       {"fifos", s.fifos.size()},
       {"total_bits", s.totalBits},
@@ -450,7 +441,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
       {"cycles_unbounded", cyclesUnbounded},
       {"cycles_sized", cyclesSized},
       {"sized_for", overCtx ? nlohmann::json{{"ctx", {1, maxCtx}}} : nlohmann::json::object()},
-      {"checked", checked},
+      {"checked", rangeChecksJson(checks)},
       {"paced", s.paced},
       {"rounds", s.rounds},
       {"lp_seconds", s.lpSeconds}};

@@ -54,15 +54,8 @@ void setDepths(const Network& net, const sim::Program& prog, const std::vector<s
 
 // "P:G" -> (P, G).
 std::pair<int64_t, int64_t> parseDecode(const std::string& text) {
-  size_t colon = text.find(':');
-  try {
-    if (colon != std::string::npos) {
-      size_t u1 = 0, u2 = 0;
-      int64_t p = std::stoll(text.substr(0, colon), &u1), g = std::stoll(text.substr(colon + 1), &u2);
-      if (u1 == colon && u2 == text.size() - colon - 1 && p > 0 && g > 0) return {p, g};
-    }
-  } catch (const std::exception&) {
-  }
+  auto pg = parseIntegerPair(text);
+  if (pg && pg->first > 0 && pg->second > 0) return *pg;
   throw UserError("stc simulate: error: --decode expects PROMPT:GEN, two positive integers, got '" + text + "'");
 }
 

@@ -50,16 +50,9 @@ Resources sizedResources(const Network& file, const Network& sized, const std::s
 
 // "LOW:HIGH" -> {LOW, HIGH}, 1 <= LOW <= HIGH.
 std::pair<int64_t, int64_t> parseRange(const std::string& text) {
-  size_t colon = text.find(':');
-  try {
-    if (colon != std::string::npos) {
-      size_t u1 = 0, u2 = 0;
-      int64_t lo = std::stoll(text.substr(0, colon), &u1), hi = std::stoll(text.substr(colon + 1), &u2);
-      if (u1 == colon && u2 == text.size() - colon - 1 && lo >= 1 && lo <= hi && hi <= kMaxNumber)
-        return {lo, hi};
-    }
-  } catch (const std::exception&) {
-  }
+  auto range = parseIntegerPair(text);
+  if (range && range->first >= 1 && range->first <= range->second && range->second <= kMaxNumber)
+    return *range;
   throw UserError(
       "stc size-fifos: error: --ctx-range expects LOW:HIGH, integers with 1 <= LOW <= HIGH, got '" + text +
       "'");
@@ -157,14 +150,7 @@ int sizeCommand(const SizeArgs& a) {
     nlohmann::json sizedFor = nlohmann::json::object();
     for (const auto& [symbol, range] : sized.sizedFor) sizedFor[symbol] = {range.first, range.second};
     j["sized_for"] = sizedFor;
-    nlohmann::json checked = nlohmann::json::array();
-    for (const sizing::RangeCheck& c : checks)
-      checked.push_back({{"ctx", c.value},
-                         {"cycles", c.cycles},
-                         {"cycles_unbounded", c.unbounded},
-                         {"sampled", c.sampled},
-                         {"within_bound", c.ok}});
-    j["checked"] = checked;
+    j["checked"] = rangeChecksJson(checks);
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     char line[256];
