@@ -22,6 +22,7 @@ using Runner = std::function<int()>;
 
 Runner addSimulate(CLI::App& app);
 Runner addCheck(CLI::App& app);
+Runner addConform(CLI::App& app);
 Runner addItensor(CLI::App& app);
 Runner addSizeFifos(CLI::App& app);
 Runner addCompile(CLI::App& app);

@@ -11,6 +11,10 @@
 #include <deque>
 #include <string>
 
+#ifdef ST_TRACE
+#include "st_trace.h"  // make trace: every access recorded for stc conform
+#endif
+
 namespace hls {
 
 template <typename T, int Depth = 0>
@@ -29,12 +33,16 @@ class stream {
   bool empty() const { return q_.empty(); }
   bool full() const { return false; }
   size_t size() const { return q_.size(); }
-  void write(const T& v) { q_.push_back(v); }
+  void write(const T& v) {
+    trace(true);
+    q_.push_back(v);
+  }
   T read() {
     if (q_.empty()) {
       std::fprintf(stderr, "csim: read from empty stream '%s' (the design would stall here)\n", name_.c_str());
       std::exit(2);
     }
+    trace(false);
     T v = q_.front();
     q_.pop_front();
     return v;
@@ -53,8 +61,18 @@ class stream {
   void operator<<(const T& v) { write(v); }
 
  private:
+  void trace(bool write) {
+#ifdef ST_TRACE
+    if (trace_id_ < 0) trace_id_ = st_trace::recorder().stream(name_, sizeof(T) * 8);
+    st_trace::recorder().access(trace_id_, write);
+#else
+    (void)write;
+#endif
+  }
+
   std::string name_ = "stream";
   std::deque<T> q_;
+  int trace_id_ = -1;
 };
 
 }  // namespace hls

@@ -8,7 +8,12 @@
 #include <cstdlib>
 #include <deque>
 #include <memory>
+#include <string>
 #include <type_traits>
+
+#ifdef ST_TRACE
+#include "st_trace.h"  // make trace: a block written at the end of its write lock, read at its read lock
+#endif
 
 namespace hls {
 
@@ -29,6 +34,7 @@ class stream_of_blocks {
     return pending_.back().get();
   }
   void releaseWrite() {
+    trace(true);
     ready_.push_back(std::move(pending_.front()));
     pending_.pop_front();
   }
@@ -37,11 +43,25 @@ class stream_of_blocks {
       std::fprintf(stderr, "csim: read_lock on an empty stream of blocks (the design would stall here)\n");
       std::exit(2);
     }
+    trace(false);
     return ready_.front().get();
   }
   void releaseRead() { ready_.pop_front(); }
+  /// The FIFO's name in the network, for the trace (the top function sets it under ST_TRACE).
+  void trace_name(const char* name) { name_ = name; }
 
  private:
+  void trace(bool write) {
+#ifdef ST_TRACE
+    if (trace_id_ < 0) trace_id_ = st_trace::recorder().stream(name_, sizeof(Block) * 8);
+    st_trace::recorder().access(trace_id_, write);
+#else
+    (void)write;
+#endif
+  }
+
+  std::string name_ = "stream_of_blocks";
+  int trace_id_ = -1;
   std::deque<std::unique_ptr<Elem[]>> pending_, ready_;
 };
 

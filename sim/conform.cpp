@@ -1,0 +1,339 @@
+// Conformance of a C simulation's stream trace to the network (conform.h).
+#include "sim/conform.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "compiler/ir/diagnostics.h"
+
+namespace stc::conform {
+
+namespace {
+
+// "12" as an integer; anything else fails at loc naming the field.
+int64_t integer(const std::string& word, const SourceLoc& loc, const std::string& field) {
+  if (word.empty() || word.size() > 18 || word.find_first_not_of("0123456789") != std::string::npos)
+    fail(loc, "field '" + field + "': expected a non-negative integer, got '" + word + "'");
+  return std::stoll(word);
+}
+
+Symbol symbol(const std::string& word, const SourceLoc& loc, size_t nodesKnown) {
+  if (word.size() >= 2 && word[0] == 'n') {
+    int64_t n = integer(word.substr(1), loc, "node");
+    if (static_cast<size_t>(n) >= nodesKnown) fail(loc, "node '" + word + "' is used before it is defined");
+    return -(n + 1);
+  }
+  if (word.size() >= 2 && (word.back() == 'r' || word.back() == 'w'))
+    return integer(word.substr(0, word.size() - 1), loc, "access") * 2 + (word.back() == 'w' ? 1 : 0);
+  fail(loc, "expected an access ('3r', '3w') or a node ('n7'), got '" + word + "'");
+}
+
+// The accesses of a task's symbols in order, each node expanded as it is reached.
+class Expander {
+ public:
+  Expander(const Trace& trace, const std::vector<Symbol>& top) : trace_(trace) {
+    stack_.push_back({&top, 0, 1});
+  }
+  /// The next access, or -1 at the end.
+  Symbol next() {
+    while (!stack_.empty()) {
+      Frame& f = stack_.back();
+      if (f.at == f.pattern->size()) {
+        if (--f.left > 0)
+          f.at = 0;
+        else
+          stack_.pop_back();
+        continue;
+      }
+      Symbol s = (*f.pattern)[f.at++];
+      if (s >= 0) return s;
+      const TraceNode& n = trace_.nodes[static_cast<size_t>(-s - 1)];
+      if (n.count > 0 && !n.pattern.empty()) stack_.push_back({&n.pattern, 0, n.count});
+    }
+    return -1;
+  }
+
+ private:
+  struct Frame {
+    const std::vector<Symbol>* pattern;
+    size_t at;
+    int64_t left;
+  };
+  const Trace& trace_;
+  std::vector<Frame> stack_;
+};
+
+std::string describe(const Network& net, int64_t access) {  // access in FIFO space: fifo * 2 + write
+  return std::string(access % 2 ? "write '" : "read '") + net.fifos[static_cast<size_t>(access / 2)].name +
+         "'";
+}
+
+// "reads 'x'" or "writes 'x'".
+std::string acts(const Network& net, int64_t access) {
+  return std::string(access % 2 ? "writes '" : "reads '") + net.fifos[static_cast<size_t>(access / 2)].name +
+         "'";
+}
+
+std::string vec(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// One task of one call: the network's iterations against the code's accesses.
+class TaskCheck {
+ public:
+  TaskCheck(const Network& net, const Task& task, const Bindings& b, Expander code,
+            const std::vector<int>& fifoOf, std::string where)
+      : net_(net),
+        task_(task),
+        bindings_(b),
+        code_(std::move(code)),
+        fifoOf_(fifoOf),
+        where_(std::move(where)),
+        tokens_(net.fifos.size() * 2, 0) {}
+
+  /// Empty when the task conforms, else the first mismatch.
+  std::string run() {
+    if (task_.isDma()) {
+      const Port& p = task_.dmaPorts.front();
+      Phase phase;
+      phase.trip = {Expr(task_.bytes.eval(bindings_) * 8 /
+                         net_.fifos[static_cast<size_t>(net_.findFifo(p.fifo))].width)};
+      phase.ports = {p};
+      phase.ports[0].level.reset();
+      if (std::string e = checkPhase(phase, 0); !e.empty()) return e;
+    } else {
+      for (size_t p = 0; p < task_.phases.size(); ++p)
+        if (std::string e = checkPhase(task_.phases[p], static_cast<int>(p)); !e.empty()) return e;
+    }
+    int64_t extra = next();
+    if (extra >= 0)
+      return where_ + ": the code makes " + describe(net_, extra) + " after the network's last phase (" +
+             std::to_string(matched_) + " accesses matched)";
+    return "";
+  }
+  int64_t accesses() const { return matched_; }
+
+ private:
+  // The code's next access in FIFO space, or -1 at its end.
+  int64_t next() {
+    Symbol s = code_.next();
+    return s < 0 ? -1 : static_cast<int64_t>(fifoOf_[static_cast<size_t>(s / 2)]) * 2 + s % 2;
+  }
+
+  std::string checkPhase(const Phase& phase, int index) {
+    size_t n = phase.trip.size();
+    std::vector<int64_t> trip(n), at(n, 0);
+    int64_t total = 1;
+    for (size_t k = 0; k < n; ++k) total *= trip[k] = phase.trip[k].eval(bindings_);
+    if (total <= 0) return "";
+    struct P {
+      int64_t access;  ///< fifo * 2 + 1 for a write
+      int level;
+    };
+    std::vector<P> ports;
+    for (const Port& p : phase.ports)
+      ports.push_back({static_cast<int64_t>(net_.findFifo(p.fifo)) * 2 + (p.dir == PortDir::kOut ? 1 : 0),
+                       phase.levelOf(p)});
+    std::vector<int64_t> want;
+    for (int64_t t = 0; t < total; ++t) {
+      // Reads of level L fire when the loops inside L are at their first iteration, writes at their last.
+      size_t zeroFrom = n, lastFrom = n;
+      while (zeroFrom > 0 && at[zeroFrom - 1] == 0) --zeroFrom;
+      while (lastFrom > 0 && at[lastFrom - 1] == trip[lastFrom - 1] - 1) --lastFrom;
+      want.clear();
+      for (const P& p : ports)
+        if ((p.access % 2 ? lastFrom : zeroFrom) <= static_cast<size_t>(p.level + 1))
+          want.push_back(p.access);
+      // The code's next accesses, in any order, are exactly these.
+      for (size_t left = want.size(); left > 0; --left) {
+        int64_t a = next();
+        auto found = a < 0 ? want.end() : std::find(want.begin(), want.end(), a);
+        if (found == want.end()) return mismatch(phase, index, at, trip, a, want);
+        *found = want.back();
+        want.pop_back();
+        ++tokens_[static_cast<size_t>(a)];
+        ++matched_;
+      }
+      for (size_t k = n; k-- > 0;) {
+        if (++at[k] < trip[k]) break;
+        at[k] = 0;
+      }
+    }
+    return "";
+  }
+
+  // The code makes access `got` (-1: its trace ended) where the network makes those in `left`.
+  std::string mismatch(const Phase& phase, int index, const std::vector<int64_t>& at,
+                       const std::vector<int64_t>& trip, int64_t got, std::vector<int64_t> left) const {
+    std::ostringstream s;
+    s << where_ << ", phase " << index << ", iteration " << vec(at) << " of " << vec(trip) << ": ";
+    auto portOf = [&](int64_t access) -> std::string {
+      for (size_t p = 0; p < phase.ports.size(); ++p)
+        if (phase.ports[p].fifo == net_.fifos[static_cast<size_t>(access / 2)].name &&
+            (phase.ports[p].dir == PortDir::kOut) == (access % 2 == 1))
+          return "port " + std::to_string(p) + " (level " + std::to_string(phase.levelOf(phase.ports[p])) +
+                 ")";
+      return "";
+    };
+    std::sort(left.begin(), left.end());
+    if (got < 0) {
+      s << "the code's accesses end; the network's " << portOf(left.front()) << " "
+        << acts(net_, left.front()) << " (token " << tokens_[static_cast<size_t>(left.front())] << ") here";
+    } else {
+      std::string port = portOf(got);
+      s << "the code " << acts(net_, got) << " (token " << tokens_[static_cast<size_t>(got)] << "), which "
+        << (port.empty() ? std::string("no port of this phase does") : port + " does not do here");
+    }
+    s << "; the network's accesses still due here: ";
+    for (size_t i = 0; i < left.size() && i < 4; ++i) s << (i ? ", " : "") << describe(net_, left[i]);
+    if (left.size() > 4) s << " and " << left.size() - 4 << " more";
+    s << " (" << matched_ << " accesses of this task matched before)";
+    return s.str();
+  }
+
+  const Network& net_;
+  const Task& task_;
+  const Bindings& bindings_;
+  Expander code_;
+  const std::vector<int>& fifoOf_;
+  std::string where_;
+  std::vector<int64_t> tokens_;  ///< tokens each FIFO access of the task has moved so far
+  int64_t matched_ = 0;
+};
+
+std::string bindingsText(const Bindings& b) {
+  std::string s;
+  for (const auto& [k, v] : b) s += (s.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+}  // namespace
+
+Trace parseTrace(const std::string& text, const std::string& file) {
+  Trace t;
+  std::istringstream lines(text);
+  int lineNo = 0;
+  bool header = false;
+  for (std::string line; std::getline(lines, line);) {
+    ++lineNo;
+    SourceLoc loc{file, lineNo, 1};
+    if (line.rfind("# streamtensor stream trace 1", 0) == 0) header = true;
+    if (line.empty() || line[0] == '#') continue;
+    if (!header) fail(loc, "not a streamtensor stream trace (written by `make trace` of an emitted project)");
+    std::istringstream words(line);
+    std::string kind;
+    words >> kind;
+    std::vector<std::string> rest;
+    for (std::string w; words >> w;) rest.push_back(w);
+    if (kind == "stream") {
+      if (rest.size() != 3) fail(loc, "field 'stream': expected 'stream ID BITS NAME'");
+      int64_t id = integer(rest[0], loc, "stream");
+      if (static_cast<size_t>(id) >= t.streams.size()) t.streams.resize(static_cast<size_t>(id) + 1);
+      t.streams[static_cast<size_t>(id)] = {rest[2], integer(rest[1], loc, "bits")};
+    } else if (kind == "node") {
+      if (rest.size() < 3) fail(loc, "field 'node': expected 'node ID COUNT SYMBOL...'");
+      if (integer(rest[0], loc, "node") != static_cast<int64_t>(t.nodes.size()))
+        fail(loc, "field 'node': nodes must be numbered 0, 1, ... in order");
+      TraceNode n;
+      n.count = integer(rest[1], loc, "count");
+      for (size_t i = 2; i < rest.size(); ++i) n.pattern.push_back(symbol(rest[i], loc, t.nodes.size()));
+      t.nodes.push_back(std::move(n));
+    } else if (kind == "call") {
+      if (rest.empty()) fail(loc, "field 'call': expected 'call GROUP [SYMBOL=VALUE...]'");
+      TraceCall c;
+      c.line = lineNo;
+      c.group = static_cast<int>(integer(rest[0], loc, "call"));
+      for (size_t i = 1; i < rest.size(); ++i) {
+        size_t eq = rest[i].find('=');
+        if (eq == std::string::npos || eq == 0)
+          fail(loc, "field 'call': expected SYMBOL=VALUE, got '" + rest[i] + "'");
+        c.bindings[rest[i].substr(0, eq)] = integer(rest[i].substr(eq + 1), loc, rest[i].substr(0, eq));
+      }
+      t.calls.push_back(std::move(c));
+    } else if (kind == "task") {
+      if (rest.empty()) fail(loc, "field 'task': expected 'task NAME SYMBOL...'");
+      if (t.calls.empty()) fail(loc, "field 'task': a task before the first call");
+      TraceTask task{rest[0], {}, lineNo};
+      for (size_t i = 1; i < rest.size(); ++i) task.symbols.push_back(symbol(rest[i], loc, t.nodes.size()));
+      t.calls.back().tasks.push_back(std::move(task));
+    } else {
+      fail(loc, "unknown line '" + kind + "' (expected stream, node, call or task)");
+    }
+  }
+  if (!header)
+    fail({file, 1, 1}, "not a streamtensor stream trace (written by `make trace` of an emitted project)");
+  for (const TraceNode& n : t.nodes)
+    for (Symbol s : n.pattern)
+      if (s >= 0 && static_cast<size_t>(s / 2) >= t.streams.size())
+        fail({file, 0, 0},
+             "an access to stream " + std::to_string(s / 2) + ", which the trace does not declare");
+  for (const TraceCall& c : t.calls)
+    for (const TraceTask& task : c.tasks)
+      for (Symbol s : task.symbols)
+        if (s >= 0 && static_cast<size_t>(s / 2) >= t.streams.size())
+          fail({file, task.line, 1},
+               "an access to stream " + std::to_string(s / 2) + ", which the trace does not declare");
+  return t;
+}
+
+Result check(const Network& net, const Trace& trace) {
+  Result r;
+  auto fail = [&](const std::string& message) {
+    r.ok = false;
+    r.message = message;
+    return r;
+  };
+  // Each stream of the code is a FIFO of the network, with its token width.
+  std::vector<int> fifoOf;
+  for (const TraceStream& s : trace.streams) {
+    int f = net.findFifo(s.name);
+    if (f < 0) return fail("the code's stream '" + s.name + "' is not a FIFO of the network");
+    const Fifo& fifo = net.fifos[static_cast<size_t>(f)];
+    if (!fifo.isRegion() && s.bits != fifo.width)
+      return fail("FIFO '" + s.name + "': the code's tokens are " + std::to_string(s.bits) +
+                  " bits, the network's " + std::to_string(fifo.width));
+    fifoOf.push_back(f);
+  }
+  if (trace.calls.empty()) return fail("the trace records no call of a top function");
+  for (size_t c = 0; c < trace.calls.size(); ++c) {
+    const TraceCall& call = trace.calls[c];
+    std::string callName = "call " + std::to_string(c + 1) + " (group " + std::to_string(call.group) +
+                           (call.bindings.empty() ? "" : ", " + bindingsText(call.bindings)) + ")";
+    std::map<std::string, const TraceTask*> traced;
+    for (const TraceTask& t : call.tasks) {
+      const Task* task = nullptr;
+      for (const Task& n : net.tasks)
+        if (n.name == t.name) task = &n;
+      if (!task)
+        return fail(callName + ": the code runs task '" + t.name + "', which the network does not have");
+      if (task->group != call.group)
+        return fail(callName + ": the code runs task '" + t.name + "', which the network puts in group " +
+                    std::to_string(task->group));
+      if (!traced.emplace(t.name, &t).second)
+        return fail(callName + ": the code runs task '" + t.name + "' twice");
+    }
+    static const std::vector<Symbol> kNone;
+    for (const Task& task : net.tasks) {
+      if (task.group != call.group) continue;
+      auto it = traced.find(task.name);
+      Bindings bindings = call.bindings;
+      TaskCheck check(net, task, bindings, Expander(trace, it == traced.end() ? kNone : it->second->symbols),
+                      fifoOf, callName + ", task '" + task.name + "'");
+      if (std::string e = check.run(); !e.empty()) return fail(e);
+      r.accesses += check.accesses();
+      ++r.tasks;
+    }
+    ++r.calls;
+  }
+  r.ok = true;
+  std::ostringstream s;
+  s << r.calls << " call" << (r.calls == 1 ? "" : "s") << ", " << r.tasks << " task runs, " << r.accesses
+    << " stream accesses as the network says";
+  r.message = s.str();
+  return r;
+}
+
+}  // namespace stc::conform
