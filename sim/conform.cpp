@@ -123,6 +123,9 @@ class TaskCheck {
     return s < 0 ? -1 : static_cast<int64_t>(fifoOf_[static_cast<size_t>(s / 2)]) * 2 + s % 2;
   }
 
+  // Reads must come exactly at their iterations. A write of iteration t may come once t's reads are taken,
+  // and at most latency / ii iterations later: a pipeline whose writes lag its reads (rope writes a row
+  // after reading the next) is the network's phase with that lag in its latency.
   std::string checkPhase(const Phase& phase, int index) {
     size_t n = phase.trip.size();
     std::vector<int64_t> trip(n), at(n, 0);
@@ -137,60 +140,121 @@ class TaskCheck {
     for (const Port& p : phase.ports)
       ports.push_back({static_cast<int64_t>(net_.findFifo(p.fifo)) * 2 + (p.dir == PortDir::kOut ? 1 : 0),
                        phase.levelOf(p)});
-    std::vector<int64_t> want;
+    const int64_t lag = phase.latency / std::max<int64_t>(phase.ii, 1);
+    Site site{phase, index, trip, lag};
+    std::vector<int64_t> reads;
+    std::vector<std::pair<int64_t, int64_t>> pending;  // writes due: (access, iteration), oldest first
+    // The code's next access is a write due, or (when `read`) a read of `reads`; "" when it is.
+    auto take = [&](int64_t t, bool read) -> std::string {
+      int64_t a = next();
+      if (a >= 0 && a % 2 == 1) {
+        auto due = std::find_if(pending.begin(), pending.end(), [&](const auto& w) { return w.first == a; });
+        if (due == pending.end()) return mismatch(site, t, a, reads, pending);
+        pending.erase(due);
+      } else if (!read || a < 0 || std::find(reads.begin(), reads.end(), a) == reads.end()) {
+        return mismatch(site, t, a, reads, pending);
+      } else {
+        reads.erase(std::find(reads.begin(), reads.end(), a));
+        if (!pending.empty() && pending.front().second + lag < t) return overdue(site, t, a, pending.front());
+      }
+      ++tokens_[static_cast<size_t>(a)];
+      ++matched_;
+      return "";
+    };
     for (int64_t t = 0; t < total; ++t) {
       // Reads of level L fire when the loops inside L are at their first iteration, writes at their last.
       size_t zeroFrom = n, lastFrom = n;
       while (zeroFrom > 0 && at[zeroFrom - 1] == 0) --zeroFrom;
       while (lastFrom > 0 && at[lastFrom - 1] == trip[lastFrom - 1] - 1) --lastFrom;
-      want.clear();
+      reads.clear();
       for (const P& p : ports)
-        if ((p.access % 2 ? lastFrom : zeroFrom) <= static_cast<size_t>(p.level + 1))
-          want.push_back(p.access);
-      // The code's next accesses, in any order, are exactly these.
-      for (size_t left = want.size(); left > 0; --left) {
-        int64_t a = next();
-        auto found = a < 0 ? want.end() : std::find(want.begin(), want.end(), a);
-        if (found == want.end()) return mismatch(phase, index, at, trip, a, want);
-        *found = want.back();
-        want.pop_back();
-        ++tokens_[static_cast<size_t>(a)];
-        ++matched_;
-      }
+        if (p.access % 2 == 0 && zeroFrom <= static_cast<size_t>(p.level + 1)) reads.push_back(p.access);
+      while (!reads.empty())
+        if (std::string e = take(t, true); !e.empty()) return e;
+      for (const P& p : ports)
+        if (p.access % 2 == 1 && lastFrom <= static_cast<size_t>(p.level + 1))
+          pending.push_back({p.access, t});
       for (size_t k = n; k-- > 0;) {
         if (++at[k] < trip[k]) break;
         at[k] = 0;
       }
     }
+    while (!pending.empty())  // the phase's last writes, before anything of the next phase
+      if (std::string e = take(total, false); !e.empty()) return e;
     return "";
   }
 
-  // The code makes access `got` (-1: its trace ended) where the network makes those in `left`.
-  std::string mismatch(const Phase& phase, int index, const std::vector<int64_t>& at,
-                       const std::vector<int64_t>& trip, int64_t got, std::vector<int64_t> left) const {
-    std::ostringstream s;
-    s << where_ << ", phase " << index << ", iteration " << vec(at) << " of " << vec(trip) << ": ";
-    auto portOf = [&](int64_t access) -> std::string {
-      for (size_t p = 0; p < phase.ports.size(); ++p)
-        if (phase.ports[p].fifo == net_.fifos[static_cast<size_t>(access / 2)].name &&
-            (phase.ports[p].dir == PortDir::kOut) == (access % 2 == 1))
-          return "port " + std::to_string(p) + " (level " + std::to_string(phase.levelOf(phase.ports[p])) +
-                 ")";
-      return "";
-    };
-    std::sort(left.begin(), left.end());
-    if (got < 0) {
-      s << "the code's accesses end; the network's " << portOf(left.front()) << " "
-        << acts(net_, left.front()) << " (token " << tokens_[static_cast<size_t>(left.front())] << ") here";
-    } else {
-      std::string port = portOf(got);
-      s << "the code " << acts(net_, got) << " (token " << tokens_[static_cast<size_t>(got)] << "), which "
-        << (port.empty() ? std::string("no port of this phase does") : port + " does not do here");
+  struct Site {
+    const Phase& phase;
+    int index;
+    const std::vector<int64_t>& trip;
+    int64_t lag;
+  };
+
+  // Iteration t of the phase as loop indices ("the end" past its last).
+  static std::string iteration(const Site& site, int64_t t) {
+    std::vector<int64_t> at(site.trip.size());
+    int64_t total = 1;
+    for (int64_t trip : site.trip) total *= trip;
+    if (t >= total) return "end";
+    for (size_t k = site.trip.size(); k-- > 0;) {
+      at[k] = t % site.trip[k];
+      t /= site.trip[k];
     }
-    s << "; the network's accesses still due here: ";
-    for (size_t i = 0; i < left.size() && i < 4; ++i) s << (i ? ", " : "") << describe(net_, left[i]);
-    if (left.size() > 4) s << " and " << left.size() - 4 << " more";
+    return vec(at);
+  }
+  std::string head(const Site& site, int64_t t) const {
+    std::string at = iteration(site, t);
+    return where_ + ", phase " + std::to_string(site.index) +
+           (at == "end" ? " (trip " + vec(site.trip) + "), after its last iteration: "
+                        : ", iteration " + at + " of " + vec(site.trip) + ": ");
+  }
+  std::string portOf(const Phase& phase, int64_t access) const {
+    for (size_t p = 0; p < phase.ports.size(); ++p)
+      if (phase.ports[p].fifo == net_.fifos[static_cast<size_t>(access / 2)].name &&
+          (phase.ports[p].dir == PortDir::kOut) == (access % 2 == 1))
+        return "port " + std::to_string(p) + " (level " + std::to_string(phase.levelOf(phase.ports[p])) + ")";
+    return "";
+  }
+  std::string token(int64_t access) const {
+    return " (token " + std::to_string(tokens_[static_cast<size_t>(access)]) + ")";
+  }
+
+  // The code makes access `got` (-1: its accesses end) where the network makes the reads left of
+  // iteration t, or a write due.
+  std::string mismatch(const Site& site, int64_t t, int64_t got, std::vector<int64_t> reads,
+                       const std::vector<std::pair<int64_t, int64_t>>& pending) const {
+    std::ostringstream s;
+    s << head(site, t);
+    std::sort(reads.begin(), reads.end());
+    if (got < 0) {
+      int64_t due = reads.empty() ? pending.front().first : reads.front();
+      s << "the code's accesses end; the network's " << portOf(site.phase, due) << " " << acts(net_, due)
+        << token(due) << (reads.empty() ? " before the phase ends" : " here");
+    } else {
+      std::string port = portOf(site.phase, got);
+      s << "the code " << acts(net_, got) << token(got) << ", which "
+        << (port.empty() ? std::string("no port of this phase does")
+                         : port + (got % 2 ? " does not write yet" : " does not do here"));
+    }
+    if (!reads.empty()) {
+      s << "; the network's reads still due here: ";
+      for (size_t i = 0; i < reads.size() && i < 4; ++i) s << (i ? ", " : "") << describe(net_, reads[i]);
+      if (reads.size() > 4) s << " and " << reads.size() - 4 << " more";
+    }
     s << " (" << matched_ << " accesses of this task matched before)";
+    return s.str();
+  }
+
+  // A write due since iteration `due.second` is not made by iteration t, where the code makes `got`.
+  std::string overdue(const Site& site, int64_t t, int64_t got,
+                      const std::pair<int64_t, int64_t>& due) const {
+    std::ostringstream s;
+    s << head(site, t) << "the network's " << portOf(site.phase, due.first) << " " << acts(net_, due.first)
+      << token(due.first) << " at iteration " << iteration(site, due.second) << ", and its latency ("
+      << site.phase.latency << " cycles at II " << site.phase.ii << ") lets it lag " << site.lag
+      << " iteration(s); the code " << acts(net_, got) << token(got) << " first (" << matched_
+      << " accesses of this task matched before)";
     return s.str();
   }
 
@@ -277,6 +341,13 @@ Trace parseTrace(const std::string& text, const std::string& file) {
           fail({file, task.line, 1},
                "an access to stream " + std::to_string(s / 2) + ", which the trace does not declare");
   return t;
+}
+
+std::vector<Symbol> expand(const Trace& trace, const std::vector<Symbol>& symbols) {
+  std::vector<Symbol> out;
+  Expander e(trace, symbols);
+  for (Symbol s = e.next(); s >= 0; s = e.next()) out.push_back(s);
+  return out;
 }
 
 Result check(const Network& net, const Trace& trace) {

@@ -54,6 +54,9 @@ struct Result {
   int64_t calls = 0, tasks = 0, accesses = 0;
 };
 
+/// The accesses of `symbols`, every node expanded.
+std::vector<Symbol> expand(const Trace& trace, const std::vector<Symbol>& symbols);
+
 /// Checks every call's tasks against the network's tasks of that call's fused group.
 Result check(const Network& net, const Trace& trace);
 

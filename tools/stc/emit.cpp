@@ -21,6 +21,7 @@
 #include "compiler/ir/yaml_io.h"
 #include "compiler/llm/decode.h"
 #include "compiler/sizing/fifo_sizing.h"
+#include "sim/conform.h"
 #include "sim/engine.h"
 #include "sim/program.h"
 #include "tools/stc/commands.h"
@@ -36,6 +37,7 @@ struct EmitArgs {
   bool verbose = false;
   bool allowOverfit = false;
   bool json = false;
+  bool noConform = false;  // run: skip tracing the C simulation and checking it against the network
 };
 
 struct Loaded {
@@ -123,6 +125,34 @@ std::string projectDir(const std::string& dir) {
   return p.string();
 }
 
+// run's last stage: the project's C simulation built with tracing (make trace: it checks the outputs too)
+// and its stream accesses checked against the network (stc conform). Skipped, and said so, without make
+// and a C++ compiler; a failed C simulation or a mismatch exits 1.
+void conformStage(Stages& st, const std::string& dir, const Network& network) {
+  auto begin = std::chrono::steady_clock::now();
+  if (std::system("command -v make >/dev/null 2>&1 && command -v \"${CXX:-g++}\" >/dev/null 2>&1") != 0) {
+    st.stage("[6/6] conform   skipped: no make and C++ compiler here (make -C " + dir +
+             " conform checks it)\n");
+    st.out["conform"] = {{"ok", nullptr}, {"message", "skipped: no make and C++ compiler"}};
+    return;
+  }
+  st.stage("[6/6] conform   ...\r");
+  std::string log = dir + "/build/trace.log";
+  std::string command = "mkdir -p '" + dir + "/build' && make -s -C '" + dir + "' trace > '" + log + "' 2>&1";
+  if (std::system(command.c_str()) != 0)
+    throw UserError("stc run: the project's traced C simulation failed (make -C " + dir +
+                    " trace; its output is in " + log + ")");
+  conform::Result r = conform::check(
+      network, conform::parseTrace(readTextFile(dir + "/build/trace.txt"), dir + "/build/trace.txt"));
+  st.out["conform"] = {
+      {"ok", r.ok}, {"calls", r.calls}, {"tasks", r.tasks}, {"accesses", r.accesses}, {"message", r.message}};
+  if (!r.ok) throw UserError("stc run: the emitted code does not follow the network: " + r.message);
+  char line[512];
+  std::snprintf(line, sizeof line, "[6/6] conform   C simulation passed; %s; %.1f s\n", r.message.c_str(),
+                seconds(begin));
+  st.stage(line);
+}
+
 void writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const CompileResult& compiled,
                   const Platform& platform, const Bindings& bindings,
                   std::chrono::steady_clock::time_point begin) {
@@ -133,18 +163,20 @@ void writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const Com
   if (loaded.model)  // the host's decode loop appends each token's keys and values to the caches
     for (const auto& [cache, fresh] : decodeLayerCaches(loaded.graph))
       eo.caches.push_back({cache, fresh, "ctx"});
-  st.stage("[5/5] emit      ...\r");
+  st.stage("[5/6] emit      ...\r");
   EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
   std::string tops;
   for (const auto& t : e.tops) tops += (tops.empty() ? "" : ", ") + t;
-  st.stage("[5/5] emit      ");
+  st.stage("[5/6] emit      ");
   char line[512];
   std::snprintf(line, sizeof line, "%s: %d files, %.1f KiB; kernels %s; %d layer(s) in the C simulation; %.2f s\n",
                 eo.dir.c_str(), e.files, static_cast<double>(e.bytes) / 1024.0, tops.c_str(), eo.layers, seconds(begin));
   st.say(line);
   for (const std::string& note : e.notes) st.say(note + "\n");
   st.say(st.sizedLine);
-  st.say("next: make -C " + a.emit.dir + " csim\n");
+  if (st.verbose && !a.noConform) conformStage(st, eo.dir, compiled.network);
+  st.say("next: make -C " + a.emit.dir + (st.verbose && !a.noConform ? " xclbin TARGET=hw_emu" : " csim") +
+         "\n");
   st.out["resources"] = resourcesJson(compiled.report.resources);
   st.out["fits"] = compiled.report.resources.within(platform.resources);
   st.out["project"] = {{"folder", eo.dir},  {"files", e.files},    {"bytes", e.bytes},
@@ -183,7 +215,7 @@ int emitWithFileDepths(const EmitArgs& a, Stages& st, const std::string& command
     st.out["warnings"].push_back(note);
   }
   updateResources(compiled, platform);
-  st.stage("[3/5] resources " + resourcesText(compiled.report.resources, platform) + "\n");
+  st.stage("[3/6] resources " + resourcesText(compiled.report.resources, platform) + "\n");
   requireFit(command, "the network with the file's FIFO depths", compiled.report.resources, platform,
              a.allowOverfit);
   sim::Program prog = sim::compileProgram(compiled.network, bindings, platform);
@@ -194,7 +226,7 @@ int emitWithFileDepths(const EmitArgs& a, Stages& st, const std::string& command
     return 3;
   }
   char line[256];
-  st.stage("[4/5] verify    ");
+  st.stage("[4/6] verify    ");
   std::snprintf(line, sizeof line, "%lld cycles with the file's FIFO depths, no deadlock\n", static_cast<long long>(r.cycles));
   st.say(line);
   st.out["sizing"] = {{"depths", "the file's"}, {"cycles_sized", r.cycles}};
@@ -238,14 +270,14 @@ int emitSizedModel(const EmitArgs& a, Stages& st, const std::string& command, co
   int64_t bits = 0;
   for (const Fifo& f : compiled.network.fifos) bits += f.storedTokens() * f.width;
   char line[512];
-  std::snprintf(line, sizeof line, "[2/5] simulate  at ctx %s (as for the decode estimate)\n", at.c_str());
+  std::snprintf(line, sizeof line, "[2/6] simulate  at ctx %s (as for the decode estimate)\n", at.c_str());
   st.stage(line);
-  std::snprintf(line, sizeof line, "[3/5] size      %zu FIFOs: %lld bits, to hold at each of those ctx\n",
+  std::snprintf(line, sizeof line, "[3/6] size      %zu FIFOs: %lld bits, to hold at each of those ctx\n",
                 compiled.network.fifos.size(), static_cast<long long>(bits));
   st.stage(line);
-  st.stage("[3/5] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checked + "\n");
+  st.stage("[3/6] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checked + "\n");
   std::snprintf(line, sizeof line,
-                "[4/5] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
+                "[4/6] verify    %lld cycles at ctx %lld with the sized FIFOs, no deadlock\n",
                 static_cast<long long>(r.cycles), static_cast<long long>(bindings.at("ctx")));
   st.stage(line);
   if (!a.verbose) {
@@ -330,7 +362,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                       " bytes); nothing was written (pass --allow-overfit to write it anyway)");
   }
 
-  st.stage("[1/5] compile   ");
+  st.stage("[1/6] compile   ");
   CompileResult compiled;
   if (loaded.model) {  // the decode layer of `stc simulate --decode`, at its DSP share unless pinned
     bool pinned = false;
@@ -349,7 +381,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   st.stage(line);
   // A model's decode layer is sized as it compiles: its resources are the project's; a graph's are
   // said again after sizing.
-  st.stage(std::string(loaded.model ? "[1/5] resources " : "[1/5] resources at the compiled depths: ") +
+  st.stage(std::string(loaded.model ? "[1/6] resources " : "[1/6] resources at the compiled depths: ") +
            resourcesText(r.resources, platform) + "\n");
   requireFit(command, loaded.model ? "the decode layer" : "the design", r.resources, platform,
              a.allowOverfit);
@@ -369,8 +401,8 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   // ctx changes at run time (the kernels take it): the depths must hold from 1 to its maximum.
   bool overCtx = compiled.network.symbols().count("ctx") > 0;
   int64_t maxCtx = overCtx ? compiled.options.maxima.at("ctx") : 0;
-  st.stage(overCtx ? "[2/5] simulate  (unbounded FIFOs, ctx 1.." + std::to_string(maxCtx) + ") ...\r"
-                   : std::string("[2/5] simulate  (unbounded FIFOs) ...\r"));
+  st.stage(overCtx ? "[2/6] simulate  (unbounded FIFOs, ctx 1.." + std::to_string(maxCtx) + ") ...\r"
+                   : std::string("[2/6] simulate  (unbounded FIFOs) ...\r"));
   Network sized;
   std::vector<sizing::RangeCheck> checks;
   sizing::SizingResult s =
@@ -396,22 +428,24 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   double mhz = platform.kernelClockMhz;
   std::string at;
   for (const auto& [sym, value] : bindings) at += (at.empty() ? " at " : ", ") + sym + "=" + std::to_string(value);
-  std::snprintf(line, sizeof line, "[2/5] simulate  %lld cycles (%.2f us at %g MHz) with unbounded FIFOs%s\n",
+  std::snprintf(line, sizeof line, "[2/6] simulate  %lld cycles (%.2f us at %g MHz) with unbounded FIFOs%s\n",
                 static_cast<long long>(cyclesUnbounded), static_cast<double>(cyclesUnbounded) / mhz, mhz,
                 at.c_str());
   st.stage(line);
   std::snprintf(line, sizeof line,
-                "[3/5] size      %zu FIFOs: %lld bits (at maximum occupancy %lld, holding every token %lld); LP %.1f ms\n",
-                s.fifos.size(), static_cast<long long>(s.totalBits), static_cast<long long>(s.baselineMaxOccupancyBits),
+                "[3/6] size      %zu FIFOs: %lld bits (at maximum occupancy %lld, holding every token %lld); "
+                "LP %.1f ms\n",
+                s.fifos.size(), static_cast<long long>(s.totalBits),
+                static_cast<long long>(s.baselineMaxOccupancyBits),
                 static_cast<long long>(s.baselineFullBits), s.lpSeconds * 1e3);
   st.stage(line);
-  if (s.paced) st.stage("[3/5] paced     " + pacedLine(s.cyclesPaced));
+  if (s.paced) st.stage("[3/6] paced     " + pacedLine(s.cyclesPaced));
   if (overCtx)
-    st.stage("[3/5] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checkedAt +
+    st.stage("[3/6] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checkedAt +
              (over.empty() ? "; each within 1% of its unbounded run\n"
                            : "; over 1% of unbounded at ctx " + over + "\n"));
   std::snprintf(line, sizeof line,
-                "[4/5] verify    %lld cycles with the sized FIFOs (%+.2f%%), no deadlock; %d round(s)\n",
+                "[4/6] verify    %lld cycles with the sized FIFOs (%+.2f%%), no deadlock; %d round(s)\n",
                 static_cast<long long>(cyclesSized),
                 cyclesUnbounded ? 100.0 * static_cast<double>(cyclesSized - cyclesUnbounded) /
                                       static_cast<double>(cyclesUnbounded)
@@ -421,7 +455,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   if (overCtx) sized.sizedFor["ctx"] = {1, maxCtx};
   compiled.network = sized;
   updateResources(compiled, platform);  // the sized FIFOs' memory
-  st.stage("[4/5] resources " + resourcesText(compiled.report.resources, platform) + "\n");
+  st.stage("[4/6] resources " + resourcesText(compiled.report.resources, platform) + "\n");
   requireFit(command, "the design with its sized FIFOs", compiled.report.resources, platform, a.allowOverfit);
 
   std::string holds;  // the range the depths hold over, and where they run slower than unbounded
@@ -478,6 +512,8 @@ Runner addEmit(CLI::App& app) {
 Runner addRun(CLI::App& app) {
   auto a = addOptions(app);
   a->verbose = true;
+  app.add_flag("--no-conform", a->noConform,
+               "skip the last stage: the traced C simulation checked against the network (make conform)");
   return [a]() { return emitCommand(*a, "stc run"); };
 }
 
