@@ -2,6 +2,7 @@
 #include "sim/conform.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <sstream>
 
@@ -143,14 +144,19 @@ class TaskCheck {
     const int64_t lag = phase.latency / std::max<int64_t>(phase.ii, 1);
     Site site{phase, index, trip, lag};
     std::vector<int64_t> reads;
-    std::vector<std::pair<int64_t, int64_t>> pending;  // writes due: (access, iteration), oldest first
+    std::deque<std::pair<int64_t, int64_t>> pending;  // writes due: (access, iteration), oldest first
     // The code's next access is a write due, or (when `read`) a read of `reads`; "" when it is.
     auto take = [&](int64_t t, bool read) -> std::string {
       int64_t a = next();
       if (a >= 0 && a % 2 == 1) {
-        auto due = std::find_if(pending.begin(), pending.end(), [&](const auto& w) { return w.first == a; });
-        if (due == pending.end()) return mismatch(site, t, a, reads, pending);
-        pending.erase(due);
+        if (!pending.empty() && pending.front().first == a) {  // the usual case: the oldest write due
+          pending.pop_front();
+        } else {
+          auto due =
+              std::find_if(pending.begin(), pending.end(), [&](const auto& w) { return w.first == a; });
+          if (due == pending.end()) return mismatch(site, t, a, reads, pending);
+          pending.erase(due);
+        }
       } else if (!read || a < 0 || std::find(reads.begin(), reads.end(), a) == reads.end()) {
         return mismatch(site, t, a, reads, pending);
       } else {
@@ -223,7 +229,7 @@ class TaskCheck {
   // The code makes access `got` (-1: its accesses end) where the network makes the reads left of
   // iteration t, or a write due.
   std::string mismatch(const Site& site, int64_t t, int64_t got, std::vector<int64_t> reads,
-                       const std::vector<std::pair<int64_t, int64_t>>& pending) const {
+                       const std::deque<std::pair<int64_t, int64_t>>& pending) const {
     std::ostringstream s;
     s << head(site, t);
     std::sort(reads.begin(), reads.end());
