@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "compiler/ir/diagnostics.h"
@@ -97,17 +98,22 @@ class TaskCheck {
 
   /// Empty when the task conforms, else the first mismatch.
   std::string run() {
-    if (task_.isDma()) {
-      const Port& p = task_.dmaPorts.front();
-      Phase phase;
-      phase.trip = {Expr(task_.bytes.eval(bindings_) * 8 /
-                         net_.fifos[static_cast<size_t>(net_.findFifo(p.fifo))].width)};
-      phase.ports = {p};
-      phase.ports[0].level.reset();
-      if (std::string e = checkPhase(phase, 0); !e.empty()) return e;
-    } else {
-      for (size_t p = 0; p < task_.phases.size(); ++p)
-        if (std::string e = checkPhase(task_.phases[p], static_cast<int>(p)); !e.empty()) return e;
+    try {
+      if (task_.isDma()) {
+        const Port& p = task_.dmaPorts.front();
+        int64_t bytes = task_.bytes.eval(bindings_), bits;
+        if (__builtin_mul_overflow(bytes, 8, &bits)) return where_ + ": its byte count overflows 64 bits";
+        Phase phase;
+        phase.trip = {Expr(bits / net_.fifos[static_cast<size_t>(net_.findFifo(p.fifo))].width)};
+        phase.ports = {p};
+        phase.ports[0].level.reset();
+        if (std::string e = checkPhase(phase, 0); !e.empty()) return e;
+      } else {
+        for (size_t p = 0; p < task_.phases.size(); ++p)
+          if (std::string e = checkPhase(task_.phases[p], static_cast<int>(p)); !e.empty()) return e;
+      }
+    } catch (const UserError& e) {  // a symbol the call does not bind, a division by zero
+      return where_ + ": " + e.what();
     }
     int64_t extra = next();
     if (extra >= 0)
@@ -126,28 +132,37 @@ class TaskCheck {
 
   // Reads must come exactly at their iterations. A write of iteration t may come once t's reads are taken,
   // and at most latency / ii iterations later: a pipeline whose writes lag its reads (rope writes a row
-  // after reading the next) is the network's phase with that lag in its latency.
+  // after reading the next) is the network's phase with that lag in its latency. Loops inside every port's
+  // level are one step (their first iteration's reads, their last one's writes), so a step always moves
+  // a token and the walk is as long as the trace.
   std::string checkPhase(const Phase& phase, int index) {
-    size_t n = phase.trip.size();
-    std::vector<int64_t> trip(n), at(n, 0);
-    int64_t total = 1;
-    for (size_t k = 0; k < n; ++k) total *= trip[k] = phase.trip[k].eval(bindings_);
-    if (total <= 0) return "";
     struct P {
       int64_t access;  ///< fifo * 2 + 1 for a write
       int level;
     };
     std::vector<P> ports;
-    for (const Port& p : phase.ports)
+    size_t n = 0;  // the loops walked: those up to the deepest port's level
+    for (const Port& p : phase.ports) {
       ports.push_back({static_cast<int64_t>(net_.findFifo(p.fifo)) * 2 + (p.dir == PortDir::kOut ? 1 : 0),
                        phase.levelOf(p)});
-    const int64_t lag = phase.latency / std::max<int64_t>(phase.ii, 1);
-    Site site{phase, index, trip, lag};
+      n = std::max(
+          n, static_cast<size_t>(std::min<int>(phase.levelOf(p) + 1, static_cast<int>(phase.trip.size()))));
+    }
+    std::vector<int64_t> trip(phase.trip.size()), at(n, 0);
+    int64_t total = 1, inner = 1;  // steps; iterations of the loops inside the walked ones
+    for (size_t k = 0; k < trip.size(); ++k) {
+      trip[k] = phase.trip[k].eval(bindings_);
+      if (trip[k] <= 0 || ports.empty()) return "";
+      if (__builtin_mul_overflow(k < n ? total : inner, trip[k], k < n ? &total : &inner))
+        return where_ + ", phase " + std::to_string(index) + ": its trip counts overflow 64 bits";
+    }
+    const int64_t lag = (inner - 1 + phase.latency / std::max<int64_t>(phase.ii, 1)) / inner;  // in steps
+    Site site{phase, index, trip, n, lag};
     std::vector<int64_t> reads;
-    std::deque<std::pair<int64_t, int64_t>> pending;  // writes due: (access, iteration), oldest first
+    std::deque<std::pair<int64_t, int64_t>> pending;  // writes due: (access, step), oldest first
     // The code's next access is a write due, or (when `read`) a read of `reads`; "" when it is.
     auto take = [&](int64_t t, bool read) -> std::string {
-      int64_t a = next();
+      int64_t a = last_ = next();
       if (a >= 0 && a % 2 == 1) {
         if (!pending.empty() && pending.front().first == a) {  // the usual case: the oldest write due
           pending.pop_front();
@@ -168,6 +183,11 @@ class TaskCheck {
       return "";
     };
     for (int64_t t = 0; t < total; ++t) {
+      while (!pending.empty() && pending.front().second + lag < t) {  // writes that cannot wait any longer
+        auto front = pending.front();
+        if (std::string e = take(t, false); !e.empty())
+          return last_ >= 0 ? overdue(site, t, last_, front) : e;
+      }
       // Reads of level L fire when the loops inside L are at their first iteration, writes at their last.
       size_t zeroFrom = n, lastFrom = n;
       while (zeroFrom > 0 && at[zeroFrom - 1] == 0) --zeroFrom;
@@ -194,20 +214,23 @@ class TaskCheck {
     const Phase& phase;
     int index;
     const std::vector<int64_t>& trip;
-    int64_t lag;
+    size_t walked;  ///< loops walked; those inside are one step
+    int64_t lag;    ///< steps a write may lag
   };
 
-  // Iteration t of the phase as loop indices ("the end" past its last).
+  // Step t of the phase as loop indices, '*' for a loop inside every port's level ("end" past its last).
   static std::string iteration(const Site& site, int64_t t) {
-    std::vector<int64_t> at(site.trip.size());
     int64_t total = 1;
-    for (int64_t trip : site.trip) total *= trip;
+    for (size_t k = 0; k < site.walked; ++k) total *= site.trip[k];
     if (t >= total) return "end";
-    for (size_t k = site.trip.size(); k-- > 0;) {
-      at[k] = t % site.trip[k];
+    std::vector<std::string> at(site.trip.size(), "*");
+    for (size_t k = site.walked; k-- > 0;) {
+      at[k] = std::to_string(t % site.trip[k]);
       t /= site.trip[k];
     }
-    return vec(at);
+    std::string s = "[";
+    for (size_t i = 0; i < at.size(); ++i) s += (i ? ", " : "") + at[i];
+    return s + "]";
   }
   std::string head(const Site& site, int64_t t) const {
     std::string at = iteration(site, t);
@@ -272,6 +295,7 @@ class TaskCheck {
   std::string where_;
   std::vector<int64_t> tokens_;  ///< tokens each FIFO access of the task has moved so far
   int64_t matched_ = 0;
+  int64_t last_ = -1;  ///< the code's last access taken
 };
 
 std::string bindingsText(const Bindings& b) {
@@ -286,7 +310,8 @@ Trace parseTrace(const std::string& text, const std::string& file) {
   Trace t;
   std::istringstream lines(text);
   int lineNo = 0;
-  bool header = false;
+  bool header = false, ended = false;
+  std::map<int64_t, TraceStream> streams;
   for (std::string line; std::getline(lines, line);) {
     ++lineNo;
     SourceLoc loc{file, lineNo, 1};
@@ -298,24 +323,28 @@ Trace parseTrace(const std::string& text, const std::string& file) {
     words >> kind;
     std::vector<std::string> rest;
     for (std::string w; words >> w;) rest.push_back(w);
+    if (ended) fail(loc, "a line after the trace's 'end' line");
     if (kind == "stream") {
       if (rest.size() != 3) fail(loc, "field 'stream': expected 'stream ID BITS NAME'");
       int64_t id = integer(rest[0], loc, "stream");
-      if (static_cast<size_t>(id) >= t.streams.size()) t.streams.resize(static_cast<size_t>(id) + 1);
-      t.streams[static_cast<size_t>(id)] = {rest[2], integer(rest[1], loc, "bits")};
+      if (!streams.emplace(id, TraceStream{rest[2], integer(rest[1], loc, "bits")}).second)
+        fail(loc, "field 'stream': stream " + rest[0] + " is declared twice");
     } else if (kind == "node") {
       if (rest.size() < 3) fail(loc, "field 'node': expected 'node ID COUNT SYMBOL...'");
       if (integer(rest[0], loc, "node") != static_cast<int64_t>(t.nodes.size()))
         fail(loc, "field 'node': nodes must be numbered 0, 1, ... in order");
       TraceNode n;
       n.count = integer(rest[1], loc, "count");
+      if (n.count < 1) fail(loc, "field 'count': a node repeats its pattern at least once");
       for (size_t i = 2; i < rest.size(); ++i) n.pattern.push_back(symbol(rest[i], loc, t.nodes.size()));
       t.nodes.push_back(std::move(n));
     } else if (kind == "call") {
       if (rest.empty()) fail(loc, "field 'call': expected 'call GROUP [SYMBOL=VALUE...]'");
       TraceCall c;
       c.line = lineNo;
-      c.group = static_cast<int>(integer(rest[0], loc, "call"));
+      int64_t group = rest[0] == "-1" ? -1 : integer(rest[0], loc, "call");  // -1: accesses outside any call
+      if (group > 1000000) fail(loc, "field 'call': group " + rest[0] + " is out of range");
+      c.group = static_cast<int>(group);
       for (size_t i = 1; i < rest.size(); ++i) {
         size_t eq = rest[i].find('=');
         if (eq == std::string::npos || eq == 0)
@@ -329,12 +358,25 @@ Trace parseTrace(const std::string& text, const std::string& file) {
       TraceTask task{rest[0], {}, lineNo};
       for (size_t i = 1; i < rest.size(); ++i) task.symbols.push_back(symbol(rest[i], loc, t.nodes.size()));
       t.calls.back().tasks.push_back(std::move(task));
+    } else if (kind == "end") {
+      if (rest.size() != 1 || integer(rest[0], loc, "end") != static_cast<int64_t>(t.calls.size()))
+        fail(loc, "field 'end': expected 'end " + std::to_string(t.calls.size()) + "', the calls recorded");
+      ended = true;
     } else {
-      fail(loc, "unknown line '" + kind + "' (expected stream, node, call or task)");
+      fail(loc, "unknown line '" + kind + "' (expected stream, node, call, task or end)");
     }
   }
   if (!header)
     fail({file, 1, 1}, "not a streamtensor stream trace (written by `make trace` of an emitted project)");
+  if (!ended)
+    fail({file, lineNo, 1},
+         "the trace has no 'end' line: the C simulation stopped before it wrote all of it");
+  for (const auto& [id, stream] : streams) {
+    if (id != static_cast<int64_t>(t.streams.size()))
+      fail({file, 0, 0},
+           "streams must be numbered 0, 1, ...; stream " + std::to_string(t.streams.size()) + " is missing");
+    t.streams.push_back(stream);
+  }
   for (const TraceNode& n : t.nodes)
     for (Symbol s : n.pattern)
       if (s >= 0 && static_cast<size_t>(s / 2) >= t.streams.size())
@@ -374,7 +416,33 @@ Result check(const Network& net, const Trace& trace) {
                   " bits, the network's " + std::to_string(fifo.width));
     fifoOf.push_back(f);
   }
+  // The structure a walk relies on (stc conform does not require the tokens to balance, so that a network
+  // changed by hand is checked task by task).
+  for (const Task& task : net.tasks) {
+    if (task.isDma() && task.dmaPorts.size() != 1)
+      return fail("DMA task '" + task.name + "' needs exactly one port");
+    for (const Phase& ph : task.phases)
+      for (const Port& p : ph.ports)
+        if (net.findFifo(p.fifo) < 0)
+          return fail("task '" + task.name + "' names FIFO '" + p.fifo +
+                      "', which the network does not declare");
+    for (const Port& p : task.dmaPorts) {
+      int f = net.findFifo(p.fifo);
+      if (f < 0)
+        return fail("task '" + task.name + "' names FIFO '" + p.fifo +
+                    "', which the network does not declare");
+      if (net.fifos[static_cast<size_t>(f)].width <= 0) return fail("FIFO '" + p.fifo + "' has no width");
+    }
+  }
   if (trace.calls.empty()) return fail("the trace records no call of a top function");
+  std::set<int> called;
+  for (const TraceCall& call : trace.calls) called.insert(call.group);
+  if (called.count(-1))
+    return fail("the code accesses streams outside any call of a top function (the trace's 'call -1')");
+  for (const Task& task : net.tasks)
+    if (!called.count(task.group))
+      return fail("the trace never calls group " + std::to_string(task.group) + " (task '" + task.name +
+                  "')");
   for (size_t c = 0; c < trace.calls.size(); ++c) {
     const TraceCall& call = trace.calls[c];
     std::string callName = "call " + std::to_string(c + 1) + " (group " + std::to_string(call.group) +

@@ -52,6 +52,7 @@ call 0
 task P n0
 task Q n1 2w 2w
 task R 2r 2r
+end 1
 )";
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -154,7 +155,7 @@ tasks:
 )";
   const std::string trace =
       "# streamtensor stream trace 1\nstream 0 32 x\nstream 1 32 y\ncall 0\n"
-      "task K 0r 0r 0r 1w 0r 1w 1w 1w\n";
+      "task K 0r 0r 0r 1w 0r 1w 1w 1w\nend 1\n";
   auto r = run(net, trace);
   EXPECT_TRUE(r.ok) << r.message;
   r = run(replaced(net, "latency: 4", "latency: 3"), trace);
@@ -168,7 +169,7 @@ tasks:
   // A write before the reads of its iteration is never allowed.
   r = run(net,
           "# streamtensor stream trace 1\nstream 0 32 x\nstream 1 32 y\ncall 0\ntask K 1w 0r 0r 0r 0r 1w 1w "
-          "1w\n");
+          "1w\nend 1\n");
   EXPECT_NE(
       r.message.find("iteration [0] of [4]: the code writes 'y' (token 0), which port 1 (level 0) does not "
                      "write yet"),
@@ -190,14 +191,65 @@ TEST(Conform, MalformedTracesNameTheirLine) {
             "emitted project)");
   EXPECT_EQ(error("# streamtensor stream trace 1\ntask P 0w\n"),
             "trace.txt:2:1: error: field 'task': a task before the first call");
-  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 32 a\ncall 0\ntask P n3\n"),
+  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 32 a\ncall 0\ntask P n3\nend 1\n"),
             "trace.txt:4:1: error: node 'n3' is used before it is defined");
   EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 x a\n"),
             "trace.txt:2:1: error: field 'bits': expected a non-negative integer, got 'x'");
-  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 32 a\ncall 0\ntask P 0q\n"),
+  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 32 a\ncall 0\ntask P 0q\nend 1\n"),
             "trace.txt:4:1: error: expected an access ('3r', '3w') or a node ('n7'), got '0q'");
-  EXPECT_EQ(error("# streamtensor stream trace 1\ncall 0\ntask P 4r\n"),
+  EXPECT_EQ(error("# streamtensor stream trace 1\ncall 0\ntask P 4r\nend 1\n"),
             "trace.txt:3:1: error: an access to stream 4, which the trace does not declare");
+  // A trace cut off (no end line, or fewer calls than it says), ids that leave a gap or repeat, a node
+  // that repeats nothing: refused, never a huge allocation or an endless expansion.
+  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 32 a\ncall 0\ntask P 0r\n"),
+            "trace.txt:4:1: error: the trace has no 'end' line: the C simulation stopped before it wrote all "
+            "of it");
+  EXPECT_EQ(error("# streamtensor stream trace 1\ncall 0\nend 2\n"),
+            "trace.txt:3:1: error: field 'end': expected 'end 1', the calls recorded");
+  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 999999999999 32 a\nend 0\n"),
+            "trace.txt: error: streams must be numbered 0, 1, ...; stream 0 is missing");
+  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 32 a\nstream 0 32 b\n"),
+            "trace.txt:3:1: error: field 'stream': stream 0 is declared twice");
+  EXPECT_EQ(error("# streamtensor stream trace 1\nstream 0 32 a\nnode 0 0 0r\n"),
+            "trace.txt:3:1: error: field 'count': a node repeats its pattern at least once");
+}
+
+// Writes of a phase without reads are held to the lag too: P writing all six a before either b lags the
+// first b by three iterations where its latency allows one.
+TEST(Conform, WritesWithoutReadsAreHeldToTheLag) {
+  auto r = run(kNetwork, replaced(kTrace, "node 0 2 0w 0w 0w 1w", "node 0 1 0w 0w 0w 0w 0w 0w 1w 1w"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(
+      r.message.find("task 'P', phase 0, iteration [1, 1] of [2, 3]: the network's port 1 (level 0) writes "
+                     "'b' (token 0) at iteration [0, 2], and its latency (1 cycles at II 1) lets it lag 1 "
+                     "iteration(s); the code writes 'a' (token 4) first"),
+      std::string::npos)
+      << r.message;
+}
+
+// Loops inside every port's level are walked as one step: a trip of 10^12 there costs nothing, and a
+// trace that ends early says so.
+TEST(Conform, LoopsInsideEveryPortAreOneStep) {
+  const std::string net = R"(network: big
+fifos:
+  - {name: x, width: 32}
+tasks:
+  - name: K
+    phases:
+      - {trip: [3, 1000000000000], ii: 1, latency: 1, ports: [{fifo: x, dir: in, level: 0}]}
+)";
+  auto r = run(net, "# streamtensor stream trace 1\nstream 0 32 x\ncall 0\ntask K 0r 0r 0r\nend 1\n");
+  EXPECT_TRUE(r.ok) << r.message;
+  r = run(net, "# streamtensor stream trace 1\nstream 0 32 x\ncall 0\ntask K 0r 0r\nend 1\n");
+  EXPECT_NE(
+      r.message.find("task 'K', phase 0, iteration [2, *] of [3, 1000000000000]: the code's accesses end"),
+      std::string::npos)
+      << r.message;
+  // A symbol the call does not bind is named with the task.
+  r = run(replaced(net, "[3, 1000000000000]", "[n, 4]"),
+          "# streamtensor stream trace 1\nstream 0 32 x\ncall 0\ntask K 0r\nend 1\n");
+  EXPECT_NE(r.message.find("call 1 (group 0), task 'K': "), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("'n'"), std::string::npos) << r.message;
 }
 
 // The recorder's compressed trace reads back as exactly the accesses it was given: loop nests of

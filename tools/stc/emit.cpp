@@ -125,37 +125,54 @@ std::string projectDir(const std::string& dir) {
   return p.string();
 }
 
+// `text` as one shell word.
+std::string shellQuoted(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 // run's last stage: the project's C simulation built with tracing (make trace: it checks the outputs too)
 // and its stream accesses checked against the network (stc conform). Skipped, and said so, without make
-// and a C++ compiler; a failed C simulation or a mismatch exits 1.
-void conformStage(Stages& st, const std::string& dir, const Network& network) {
+// and a C++ compiler. False, with the reason on standard error, when the C simulation fails or the trace
+// does not follow the network.
+bool conformStage(Stages& st, const std::string& dir, const Network& network) {
   auto begin = std::chrono::steady_clock::now();
   if (std::system("command -v make >/dev/null 2>&1 && command -v \"${CXX:-g++}\" >/dev/null 2>&1") != 0) {
     st.stage("[6/6] conform   skipped: no make and C++ compiler here (make -C " + dir +
              " conform checks it)\n");
     st.out["conform"] = {{"ok", nullptr}, {"message", "skipped: no make and C++ compiler"}};
-    return;
+    return true;
   }
   st.stage("[6/6] conform   ...\r");
-  std::string log = dir + "/build/trace.log";
-  std::string command = "mkdir -p '" + dir + "/build' && make -s -C '" + dir + "' trace > '" + log + "' 2>&1";
-  if (std::system(command.c_str()) != 0)
-    throw UserError("stc run: the project's traced C simulation failed (make -C " + dir +
-                    " trace; its output is in " + log + ")");
-  conform::Result r = conform::check(
-      network, conform::parseTrace(readTextFile(dir + "/build/trace.txt"), dir + "/build/trace.txt"));
+  std::string log = dir + "/build/trace.log", trace = dir + "/build/trace.txt";
+  std::filesystem::create_directories(dir + "/build");
+  std::filesystem::remove(trace);  // never an old one
+  std::string command = "make -s -C " + shellQuoted(dir) + " trace > " + shellQuoted(log) + " 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    std::string why =
+        "the project's traced C simulation failed (make -C " + dir + " trace; its output is in " + log + ")";
+    st.out["conform"] = {{"ok", false}, {"message", why}};
+    std::cerr << "stc run: " << why << "\n";
+    return false;
+  }
+  conform::Result r = conform::check(network, conform::parseTrace(readTextFile(trace), trace));
   st.out["conform"] = {
       {"ok", r.ok}, {"calls", r.calls}, {"tasks", r.tasks}, {"accesses", r.accesses}, {"message", r.message}};
-  if (!r.ok) throw UserError("stc run: the emitted code does not follow the network: " + r.message);
+  if (!r.ok) {
+    std::cerr << "stc run: the emitted code does not follow the network: " << r.message << "\n";
+    return false;
+  }
   char line[512];
   std::snprintf(line, sizeof line, "[6/6] conform   C simulation passed; %s; %.1f s\n", r.message.c_str(),
                 seconds(begin));
   st.stage(line);
+  return true;
 }
 
-void writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const CompileResult& compiled,
-                  const Platform& platform, const Bindings& bindings,
-                  std::chrono::steady_clock::time_point begin) {
+int writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const CompileResult& compiled,
+                 const Platform& platform, const Bindings& bindings,
+                 std::chrono::steady_clock::time_point begin) {
   EmitOptions eo = a.emit;
   eo.dir = projectDir(eo.dir);
   eo.layers = loaded.layers;
@@ -174,15 +191,17 @@ void writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const Com
   st.say(line);
   for (const std::string& note : e.notes) st.say(note + "\n");
   st.say(st.sizedLine);
-  if (st.verbose && !a.noConform) conformStage(st, eo.dir, compiled.network);
-  st.say("next: make -C " + a.emit.dir + (st.verbose && !a.noConform ? " xclbin TARGET=hw_emu" : " csim") +
-         "\n");
+  bool conforms = !st.verbose || a.noConform || conformStage(st, eo.dir, compiled.network);
+  if (conforms)
+    st.say("next: make -C " + a.emit.dir + (st.verbose && !a.noConform ? " xclbin TARGET=hw_emu" : " csim") +
+           "\n");
   st.out["resources"] = resourcesJson(compiled.report.resources);
   st.out["fits"] = compiled.report.resources.within(platform.resources);
   st.out["project"] = {{"folder", eo.dir},  {"files", e.files},    {"bytes", e.bytes},
                        {"kernels", e.tops}, {"layers", eo.layers}, {"notes", e.notes}};
   st.out["seconds"] = seconds(begin);
   if (st.json) std::cout << st.out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return conforms ? 0 : 1;
 }
 
 nlohmann::json bindingsJson(const Bindings& b) {
@@ -230,8 +249,7 @@ int emitWithFileDepths(const EmitArgs& a, Stages& st, const std::string& command
   std::snprintf(line, sizeof line, "%lld cycles with the file's FIFO depths, no deadlock\n", static_cast<long long>(r.cycles));
   st.say(line);
   st.out["sizing"] = {{"depths", "the file's"}, {"cycles_sized", r.cycles}};
-  writeProject(a, st, loaded, compiled, platform, bindings, begin);
-  return 0;
+  return writeProject(a, st, loaded, compiled, platform, bindings, begin);
 }
 
 // A model's decode layer, sized at every ctx (llm::sizingContexts) as the estimator simulates it: one
@@ -291,8 +309,7 @@ int emitSizedModel(const EmitArgs& a, Stages& st, const std::string& command, co
                       {"checked_at", checkedJson},
                       {"sized_for", {{"ctx", {1, maxCtx}}}},
                       {"cycles_sized", r.cycles}};
-  writeProject(a, st, loaded, compiled, platform, bindings, begin);
-  return 0;
+  return writeProject(a, st, loaded, compiled, platform, bindings, begin);
 }
 
 // What the project's atomic write would refuse at the end, refused before the stages run; and a folder
@@ -479,8 +496,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
       {"paced", s.paced},
       {"rounds", s.rounds},
       {"lp_seconds", s.lpSeconds}};
-  writeProject(a, st, loaded, compiled, platform, bindings, begin);
-  return 0;
+  return writeProject(a, st, loaded, compiled, platform, bindings, begin);
 }
 
 std::shared_ptr<EmitArgs> addOptions(CLI::App& app) {

@@ -10,6 +10,7 @@
 //   node 0 64 0r 1w                     node 0: 64 times (read stream 0, write stream 1)
 //   call 0 ctx=16                       one call of the top function of fused group 0, its symbols
 //   task mm n0 1w                       a task's accesses in that call
+//   end 1                               the calls recorded: the file is whole
 #pragma once
 
 #include <cstdint>
@@ -148,7 +149,7 @@ class Recorder {
     task_ = nullptr;
   }
   void task(const char* name) {
-    if (calls_.empty()) call(-1, "");
+    if (calls_.empty()) call(-1, "");  // accesses outside any call: stc conform says so
     calls_.back().tasks.emplace_back(name, std::unique_ptr<TaskTrace>(new TaskTrace(nodes_)));
     task_ = calls_.back().tasks.back().second.get();
   }
@@ -160,7 +161,7 @@ class Recorder {
     return id;
   }
   void access(int stream, bool write) {
-    if (!task_) task("(outside a task)");
+    if (!task_) task("outside_any_task");
     task_->push(static_cast<Symbol>(stream) * 2 + (write ? 1 : 0));
   }
 
@@ -196,7 +197,9 @@ class Recorder {
         std::fprintf(f, "\n");
       }
     }
-    std::fclose(f);
+    std::fprintf(f, "end %zu\n", calls_.size());  // stc conform refuses a trace without it: a cut-off run
+    if (std::ferror(f) != 0 || std::fclose(f) != 0)
+      std::fprintf(stderr, "trace: cannot write %s\n", path ? path : "build/trace.txt");
   }
 
   Nodes nodes_;
