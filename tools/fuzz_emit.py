@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Random graphs through `stc emit` and `make conform`: every project's C simulation must match the reference,
-and its stream accesses the network it was emitted from (stc conform).
+"""Random graphs through `stc emit`, `make conform` and `make dfsim`: every project's C simulation must match
+the reference, its stream accesses the network it was emitted from (stc conform), and its kernels run
+concurrently at the emitted depths must complete.
 
   python3 tools/fuzz_emit.py FIRST_SEED END_SEED [--stc PATH] [--work DIR] [--settings] [--quant]
 
@@ -147,10 +148,10 @@ def main():
             print(f"seed {seed}: stc emit exited {e.returncode}: {out[-300:]} ({path})")
             bad += 1
             continue
-        m = subprocess.run(["make", "-s", "-C", proj, "conform", "STC=" + os.path.abspath(args.stc)],
+        m = subprocess.run(["make", "-s", "-C", proj, "conform", "dfsim", "STC=" + os.path.abspath(args.stc)],
                            capture_output=True, text=True)
         if m.returncode:
-            print(f"seed {seed}: make conform failed: {(m.stdout + m.stderr).strip()[-600:]} ({path})")
+            print(f"seed {seed}: make conform dfsim failed: {(m.stdout + m.stderr).strip()[-600:]} ({path})")
             bad += 1
         else:
             shutil.rmtree(proj)

@@ -106,7 +106,7 @@ void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& pr
   }
 }
 
-void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima) {
+void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t lag) {
   std::vector<Expr> used(trips_.begin() + from_, trips_.begin() + n_);
   std::string decl;
   for (int k = from_; k < n_; ++k) decl += (k > from_ ? ", " : "") + var(k) + " = 0";
@@ -121,6 +121,8 @@ void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima
     for (const Expr& t : used) total *= t.eval(*maxima);
     c_.line("#pragma HLS LOOP_TRIPCOUNT min=1 max=" + std::to_string(total));
   }
+  c_.line("ST_ITER(" + std::to_string(lag) +
+          ");  // make dfsim: the pipeline's accesses fire stage group by stage group");
 }
 
 void FlatLoop::close() {

@@ -72,7 +72,8 @@ class FlatLoop {
   /// Loops [from, n) of trips; the loops outside `from` are open already (a converter's shared loops).
   FlatLoop(Code& code, std::vector<Expr> trips, std::string prefix, int n, int from = 0)
       : c_(code), trips_(std::move(trips)), prefix_(std::move(prefix)), from_(from), n_(n) {}
-  void open(const std::string& label, int64_t ii, const Bindings* maxima);
+  /// lag: iterations from an iteration's reads to its writes (the phase's latency / II), for make dfsim.
+  void open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t lag = 0);
   void close();
   std::string first(int level) const;
   std::string last(int level) const;

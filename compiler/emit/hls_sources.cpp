@@ -40,6 +40,13 @@ const char* kStreamtensorHeader =
 #else
 #define ST_TRACE_TASK(name)
 #endif
+// make dfsim (-DST_DFSIM): each pipelined iteration starts by firing the previous one's reads with the
+// writes of the iteration `lag` (latency / II) before it, together (csim/st_dfsim.h).
+#ifdef ST_DFSIM
+#define ST_ITER(lag) st_dfsim::iterate(lag, __LINE__)
+#else
+#define ST_ITER(lag)
+#endif
 
 /// One stream token: N elements of T (f32, int8, int32, or bytes of two int4 weights), row-major over
 /// the token's element shape.
@@ -222,14 +229,32 @@ class SourceEmitter {
     for (const auto& [fifo, region] : regionOf_)
       if (declared.count(fifo)) c.line(ctx_.fifoVar(fifo) + ".trace_name(\"" + fifo + "\");");
     c.line("#endif");
+    std::vector<std::string> calls;
     for (const Task* t : tasks) {
       std::vector<std::string> args;
       for (const std::string& fifo : taskFifos(*t)) args.push_back(ctx_.fifoVar(fifo));
       if (t->isDma()) args.push_back(dmaArgs_.at(t->name));
       if (role(*t).kind == TaskRole::kGather) args.push_back(dmaArgs_.at(t->name) + "_ids");
       for (const std::string& sym : taskSymbols_.at(t->name)) args.push_back(sym);
-      c.line(fnNames.at(t->name) + "(" + joined(args) + ");");
+      calls.push_back(fnNames.at(t->name) + "(" + joined(args) + ");");
     }
+    // make dfsim: the tasks in threads, each stream knowing its ends (the depths come from the pragmas).
+    c.line("#ifdef ST_DFSIM");
+    std::map<std::string, std::pair<std::string, std::string>> ends;  // fifo -> (writer, reader)
+    for (const Task* t : tasks)
+      for (const std::string& fifo : taskFifos(*t))
+        (writes(*t, fifo) ? ends[fifo].first : ends[fifo].second) = t->name;
+    for (const auto& [fifo, e] : ends)
+      c.line(ctx_.fifoVar(fifo) + ".dfsim_ends(\"" + fifo + "\", \"" + e.first + "\", \"" + e.second +
+             "\");");
+    c.open("");
+    c.line("st_dfsim::Tasks run;");
+    for (size_t i = 0; i < tasks.size(); ++i)
+      c.line("run.spawn(\"" + tasks[i]->name + "\", [&] { " + calls[i] + " });");
+    c.close();
+    c.line("#else");
+    for (const std::string& call : calls) c.line(call);
+    c.line("#endif");
     c.close();
     return c.text();
   }

@@ -31,6 +31,7 @@
 extern const char kCsimHlsStream[];          // compiler/emit/csim/hls_stream.h, embedded by cmake/Embed.cmake
 extern const char kCsimHlsStreamOfBlocks[];  // compiler/emit/csim/hls_streamofblocks.h
 extern const char kCsimStTrace[];            // compiler/emit/csim/st_trace.h
+extern const char kCsimStDfsim[];            // compiler/emit/csim/st_dfsim.h
 
 namespace stc {
 
@@ -145,6 +146,7 @@ class ProjectWriter {
     out.push_back({"csim/hls_stream.h", csimStreamHeader()});
     out.push_back({"csim/hls_streamofblocks.h", csimBlocksHeader()});
     out.push_back({"csim/st_trace.h", kCsimStTrace});
+    out.push_back({"csim/st_dfsim.h", kCsimStDfsim});
     out.push_back({"csim/tb.cpp", testBench()});
     out.push_back({"host/host.cpp", host()});
     out.push_back({"connectivity.cfg", connectivity()});
@@ -544,6 +546,9 @@ class ProjectWriter {
     c.line("#include <vector>");
     c.blank();
     c.line("#include \"layout.h\"");
+    c.line("#ifdef ST_DFSIM");
+    c.line("#include \"st_dfsim.h\"  // make dfsim: the counts it reports");
+    c.line("#endif");
     c.blank();
     fileHelpers(c, "csim");
     std::string out = outputType();
@@ -594,6 +599,11 @@ class ProjectWriter {
     }
     c.close();
     c.line("std::ofstream(\"data/outputs.bin\", std::ios::binary).write(reinterpret_cast<const char*>(outputs.data()), static_cast<long>(outputs.size() * sizeof(" + out + ")));");
+    c.line("#ifdef ST_DFSIM");
+    c.line(
+        "std::printf(\"dfsim: PASS: %lld task runs, each in a thread, made %lld stream accesses at the "
+        "emitted depths without a deadlock\\n\", st_dfsim::rt().tasks, st_dfsim::rt().accesses);");
+    c.line("#endif");
     compareWithExpected(c, "csim", true);
     c.close();
     return c.text();
@@ -943,6 +953,8 @@ class ProjectWriter {
            "#   make conform                    checks that trace against network.yaml (stc conform; STC= "
            "names "
            "stc)\n"
+           "#   make dfsim                      the kernels concurrently, a thread a task, streams at their "
+           "depths: deadlocks show\n"
            "#   make hls                        HLS synthesis of each kernel alone (v++ -c --mode hls): "
            "reports, II, latency\n"
            "#   make xclbin TARGET=<target>     one .xo per kernel (v++ -c -t), linked for the platform (v++ "
@@ -977,7 +989,7 @@ class ProjectWriter {
            "ifneq ($(TARGET),hw)\n"
            "VPP_FLAGS += -g\n"
            "endif\n\n"
-           ".PHONY: csim trace conform hls xclbin host emconfig run clean\n\n"
+           ".PHONY: csim trace conform dfsim hls xclbin host emconfig run clean\n\n"
            "csim: build/csim\n"
            "\t./build/csim\n\n"
            "build/csim: $(SRCS) src/streamtensor.h src/st_numeric.h src/layout.h csim/tb.cpp "
@@ -995,6 +1007,14 @@ class ProjectWriter {
            "-o $@\n\n"
            "conform: trace\n"
            "\t$(STC) conform network.yaml build/trace.txt\n\n"
+           "dfsim: build/dfsim\n"
+           "\t./build/dfsim\n\n"
+           "build/dfsim: $(SRCS) src/streamtensor.h src/st_numeric.h src/layout.h csim/tb.cpp "
+           "csim/hls_stream.h csim/hls_streamofblocks.h csim/st_dfsim.h\n"
+           "\t@mkdir -p build\n"
+           "\t$(CXX) -std=c++17 -O1 -ffp-contract=off -DST_DFSIM -pthread -Wno-unknown-pragmas -Icsim -Isrc "
+           "$(SRCS) "
+           "csim/tb.cpp -o $@\n\n"
            "hls: $(TOPS:%=build/hls_%/done)\n\n"
            "build/hls_%/done: src/%.cpp src/streamtensor.h src/st_numeric.h hls_config.cfg hls_%.cfg\n"
            "\t$(VPP) -c --mode hls --platform $(PLATFORM) --config hls_config.cfg --config hls_$*.cfg "

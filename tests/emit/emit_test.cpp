@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -61,6 +62,11 @@ std::string emitAndSimulate(const std::string& input, const std::string& name, c
   EXPECT_EQ(m.code, 0) << m.out;
   EXPECT_NE(m.out.find("csim: PASS"), std::string::npos) << m.out;
   EXPECT_NE(m.out.find("conform: PASS"), std::string::npos) << m.out;
+  // The kernels run concurrently at the emitted depths, iterations gated as a stall pipeline gates them:
+  // they complete (make dfsim).
+  Outcome d = shell("make -s -C " + dir + " dfsim");
+  EXPECT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("dfsim: PASS"), std::string::npos) << d.out;
   // The host program compiles against XRT's native API (declared by tests/emit/xrt_stub; XRT itself is
   // not installed here), warnings included.
   Outcome host = shell("g++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I" STC_SOURCE_DIR "/tests/emit/xrt_stub " + dir +
@@ -750,6 +756,52 @@ TEST(Emit, RefusesAndExplains) {
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, small + ": error: the inputs file holds 3 f32 values; the graph's inputs need 256\n");
   EXPECT_FALSE(fs::exists(gone));
+}
+
+// A depth lowered by hand in the emitted source deadlocks the concurrent run, which names the same wait-for
+// cycle as stc simulate of the project's network with that depth (tiny GPT-2: softmax's apply pass reads a
+// row only after its statistics, so the FIFO of the scores it waits for must hold what the statistics
+// pass reads first).
+TEST(Emit, ADepthLoweredInTheSourceDeadlocksTheConcurrentRun) {
+  std::string dir = fresh("dfsim_lowered");
+  Outcome e = stc("emit " + model("gpt2-tiny.yaml") + " -o " + dir);
+  ASSERT_EQ(e.code, 0) << e.out;
+  const std::string fifo = "scaled>probs_op.apply";
+  stc::Network net = stc::loadNetwork(dir + "/network.yaml");
+  ASSERT_GE(net.findFifo(fifo), 0);
+  ASSERT_GT(net.fifos[static_cast<size_t>(net.findFifo(fifo))].depth, 2);
+  // The pragma of that stream, lowered to 2.
+  std::string src;
+  for (const auto& f : fs::directory_iterator(dir + "/src"))
+    if (f.path().extension() == ".cpp") src = f.path().string();
+  std::string text = readAll(src);
+  size_t decl = text.find("(\"" + fifo + "\");");
+  ASSERT_NE(decl, std::string::npos);
+  size_t depth = text.find(" depth=", decl), end = text.find('\n', depth);
+  text.replace(depth, end - depth, " depth=2");
+  std::ofstream(src, std::ios::binary) << text;
+  Outcome d = shell("cd " + dir + " && make -s build/dfsim && ./build/dfsim");
+  EXPECT_EQ(d.code, 3) << d.out;
+  EXPECT_NE(d.out.find("dfsim: DEADLOCK at the emitted depths"), std::string::npos) << d.out;
+  // The cycle's lines, as stc simulate words them for the network at that depth (ctx 16, the project's).
+  Outcome s = stc("simulate " + dir + "/network.yaml --ctx 16 --set-depth '" + fifo + "=2'");
+  EXPECT_EQ(s.code, 3) << s.out;
+  auto cycle = [](const std::string& out) {
+    std::vector<std::string> lines;
+    size_t at = out.find("wait-for cycle:\n");
+    if (at == std::string::npos) return lines;
+    std::istringstream in(out.substr(at + 16));
+    for (std::string l; std::getline(in, l) && l.rfind("  ", 0) == 0;) lines.push_back(l);
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(cycle(d.out).size(), 3u) << d.out;
+  EXPECT_EQ(cycle(d.out), cycle(s.out)) << d.out << "\n" << s.out;
+  EXPECT_NE(
+      d.out.find(
+          "  scaled_op waits to write scaled>probs_op.apply: FULL, 2/2 tokens; it needs probs_op.apply"),
+      std::string::npos)
+      << d.out;
 }
 
 TEST(Emit, RunPrintsEveryStage) {

@@ -132,8 +132,9 @@ std::string shellQuoted(const std::string& text) {
   return q + "'";
 }
 
-// run's last stage: the project's C simulation built with tracing (make trace: it checks the outputs too)
-// and its stream accesses checked against the network (stc conform). Skipped, and said so, without make
+// run's last stage: the project's C simulation built with tracing (make trace: it checks the outputs too),
+// its stream accesses checked against the network (stc conform), and the kernels run concurrently at the
+// emitted depths (make dfsim). Skipped, and said so, without make
 // and a C++ compiler. False, with the reason on standard error, when the C simulation fails or the trace
 // does not follow the network.
 bool conformStage(Stages& st, const std::string& dir, const Network& network) {
@@ -148,7 +149,10 @@ bool conformStage(Stages& st, const std::string& dir, const Network& network) {
   std::string log = dir + "/build/trace.log", trace = dir + "/build/trace.txt";
   std::filesystem::create_directories(dir + "/build");
   std::filesystem::remove(trace);  // never an old one
-  std::string command = "make -s -C " + shellQuoted(dir) + " trace > " + shellQuoted(log) + " 2>&1";
+  // Both programs built at once (they share nothing but the sources), then run one after the other.
+  std::string command = "make -s -j2 -C " + shellQuoted(dir) + " build/csim_trace build/dfsim > " +
+                        shellQuoted(log) + " 2>&1 && make -s -C " + shellQuoted(dir) + " trace >> " +
+                        shellQuoted(log) + " 2>&1";
   if (std::system(command.c_str()) != 0) {
     std::string why =
         "the project's traced C simulation failed (make -C " + dir + " trace; its output is in " + log + ")";
@@ -163,9 +167,22 @@ bool conformStage(Stages& st, const std::string& dir, const Network& network) {
     std::cerr << "stc run: the emitted code does not follow the network: " << r.message << "\n";
     return false;
   }
+  // The kernels concurrently at the emitted depths (make dfsim): they complete, or the deadlock is said.
+  std::string dflog = dir + "/build/dfsim.log";
+  command = "make -s -C " + shellQuoted(dir) + " dfsim > " + shellQuoted(dflog) + " 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    std::string why = "the kernels run concurrently at the emitted depths do not complete (make -C " + dir +
+                      " dfsim; its output is in " + dflog + ")";
+    st.out["conform"]["dfsim"] = false;
+    std::cerr << "stc run: " << why << "\n" << readTextFile(dflog);
+    return false;
+  }
+  st.out["conform"]["dfsim"] = true;
   char line[512];
-  std::snprintf(line, sizeof line, "[6/6] conform   C simulation passed; %s; %.1f s\n", r.message.c_str(),
-                seconds(begin));
+  std::snprintf(
+      line, sizeof line,
+      "[6/6] conform   C simulation passed; %s; concurrent at the emitted depths: no deadlock; %.1f s\n",
+      r.message.c_str(), seconds(begin));
   st.stage(line);
   return true;
 }

@@ -3,7 +3,8 @@
 //
 // As in Vitis HLS's C simulation, a stream is an unbounded queue (dataflow processes run one after
 // another), and reading an empty stream is an error: it means the design would deadlock or a process
-// reads more tokens than were written. Depths take effect in synthesis and in streamtensor's simulator.
+// reads more tokens than were written. Depths take effect in synthesis and in streamtensor's simulator,
+// and in `make dfsim` (-DST_DFSIM, st_dfsim.h): tasks in threads, streams bounded, iterations gated.
 #pragma once
 
 #include <cstdio>
@@ -14,14 +15,25 @@
 #ifdef ST_TRACE
 #include "st_trace.h"  // make trace: every access recorded for stc conform
 #endif
+#ifdef ST_DFSIM
+#include "st_dfsim.h"  // make dfsim: the tasks concurrently at the emitted depths
+#endif
 
 namespace hls {
 
 template <typename T, int Depth = 0>
-class stream {
+class stream
+#ifdef ST_DFSIM
+    : public st_dfsim::Chan
+#endif
+{
  public:
   stream() = default;
-  explicit stream(const char* name) : name_(name) {}
+  explicit stream(const char* name) : name_(name) {
+#ifdef ST_DFSIM
+    chanName = name;
+#endif
+  }
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
   ~stream() {
@@ -34,10 +46,19 @@ class stream {
   bool full() const { return false; }
   size_t size() const { return q_.size(); }
   void write(const T& v) {
+#ifdef ST_DFSIM
+    st_dfsim::write(*this, [this, v] { q_.push_back(v); });  // when the iteration's writes fire
+#else
     trace(true);
     q_.push_back(v);
+#endif
   }
   T read() {
+#ifdef ST_DFSIM
+    size_t k = st_dfsim::read(*this);  // the iteration's k-th read of this stream, taken when it fires
+    std::lock_guard<std::mutex> lk(st_dfsim::rt().m);
+    return q_[k];
+#endif
     if (q_.empty()) {
       std::fprintf(stderr, "csim: read from empty stream '%s' (the design would stall here)\n", name_.c_str());
       std::exit(2);
@@ -59,6 +80,15 @@ class stream {
   }
   void operator>>(T& v) { v = read(); }
   void operator<<(const T& v) { write(v); }
+
+#ifdef ST_DFSIM
+  size_t held() const override {
+    return q_.size();
+  }
+  void pop(size_t n) override {
+    q_.erase(q_.begin(), q_.begin() + static_cast<long>(n));
+  }
+#endif
 
  private:
   void trace(bool write) {

@@ -1,0 +1,356 @@
+// st_dfsim.h for `make dfsim`: the kernels run concurrently, as the dataflow region runs them on the board.
+// Built with -DST_DFSIM, each task of a top function runs in its own thread, every stream holds at most the
+// depth its `#pragma HLS STREAM` gives in src/ (a stream of blocks its Depth), and the accesses of one
+// pipelined iteration are gated together, as an HLS stall pipeline gates them: the iteration's reads wait
+// until every stream they read has the token, then all take theirs; its writes wait until every stream
+// they write has room, then all go. A run in which every unfinished task waits is a deadlock: it is
+// reported as `stc simulate` reports one (the wait-for cycle, each stream FULL or EMPTY with its
+// occupancy) and the program exits with 3. Synthesis never sees this file.
+//
+// The code marks its iterations: ST_ITER(lag) at the start of each pipelined loop's body (streamtensor.h)
+// fires the previous iteration's reads together with the writes of the iteration `lag` before it, as a
+// pipeline of latency / II = lag iterations does (the network's timing semantics: one stage group); a new
+// loop, a block lock and the end of a task drain the writes still in flight.
+#pragma once
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace st_dfsim {
+
+struct Waiter;
+
+/// What the runtime knows of a stream: its name, the tasks at its ends, its capacity and what it holds.
+class Chan {
+ public:
+  virtual ~Chan() = default;
+  virtual size_t held() const = 0;  ///< tokens (blocks) in it now
+  virtual void pop(size_t n) = 0;   ///< the oldest n taken by its reader
+  virtual const char* unit() const { return "tokens"; }
+  /// The FIFO's name and the tasks at its ends (the top function says them).
+  void dfsim_ends(const char* name, const char* from, const char* to) {
+    chanName = name;
+    writer = from;
+    reader = to;
+  }
+  std::string chanName = "stream";
+  std::string writer, reader;
+  long capacity = -1;        ///< -1: not known yet (looked up by name in src/ at the first access)
+  Waiter* waiter = nullptr;  ///< the task waiting on it, if any
+};
+
+struct Waiter {
+  std::string task;
+  std::condition_variable cv;
+  bool waiting = false;
+  bool write = false;           ///< waits to write `on` (else to read it)
+  Chan* on = nullptr;           ///< the stream it waits on
+  std::function<bool()> ready;  ///< whether it may go on now; sets `on` to what stops it
+};
+
+using Writes = std::vector<std::pair<Chan*, std::function<void()>>>;
+
+struct Iteration {  // a task's accesses since its last ST_ITER, not fired yet
+  std::vector<std::pair<Chan*, size_t>> reads;
+  Writes writes;
+};
+
+struct Pipeline {  // the loop a task runs: the writes of its last `lag` iterations, still in flight
+  std::deque<Writes> inFlight;
+  long loop = -1;  ///< the loop's ST_ITER line
+  long lag = 0;    ///< iterations from an iteration's reads to its writes (latency / II)
+};
+
+class Runtime {
+ public:
+  std::mutex m;
+  std::vector<Waiter*> live;  ///< running task threads
+  long long accesses = 0, tasks = 0;
+
+  /// The depth of `s` from the STREAM pragmas of src/*.cpp: `hls::stream<...> VAR("NAME");` and
+  /// `#pragma HLS STREAM variable=VAR depth=N`.
+  long depthOf(const std::string& name) {
+    if (!loaded_) load();
+    auto it = depths_.find(name);
+    if (it == depths_.end()) {
+      std::fprintf(stderr, "dfsim: no '#pragma HLS STREAM depth=' in src/ for stream '%s'\n", name.c_str());
+      std::_Exit(2);
+    }
+    return it->second;
+  }
+
+  /// Waits, holding lk, until `ready` says so; a state where every running task waits is a deadlock.
+  void wait(std::unique_lock<std::mutex>& lk, Waiter& self, bool write, std::function<bool()> ready) {
+    self.write = write;
+    self.ready = std::move(ready);
+    if (self.ready()) return;
+    self.waiting = true;
+    for (;;) {
+      self.on->waiter = &self;
+      if (allWaiting()) deadlock();
+      self.cv.wait(lk);
+      if (self.ready()) break;
+    }
+    self.waiting = false;
+  }
+  /// Wakes the task waiting on c, if any (c changed).
+  void changed(Chan& c) {
+    if (c.waiter) {
+      c.waiter->cv.notify_one();
+      c.waiter = nullptr;
+    }
+  }
+  /// A task ended: the others may all be waiting now.
+  void ended(Waiter& self) {
+    for (size_t i = 0; i < live.size(); ++i)
+      if (live[i] == &self) live.erase(live.begin() + static_cast<long>(i));
+    if (!live.empty() && allWaiting()) deadlock();
+  }
+
+ private:
+  bool allWaiting() const {
+    for (Waiter* w : live)
+      if (!w->waiting || w->ready()) return false;
+    return true;
+  }
+  [[noreturn]] void deadlock() const {
+    std::fprintf(stdout, "dfsim: DEADLOCK at the emitted depths after %lld stream accesses\n", accesses);
+    // Each waiting task needs the task at the other end of its stream: follow those to a cycle.
+    std::map<std::string, Waiter*> byTask;
+    for (Waiter* w : live) byTask[w->task] = w;
+    std::vector<Waiter*> path;
+    Waiter* at = live.front();
+    std::map<Waiter*, size_t> seen;
+    while (at && !seen.count(at)) {
+      seen[at] = path.size();
+      path.push_back(at);
+      auto next = byTask.find(at->write ? at->on->reader : at->on->writer);
+      at = next == byTask.end() ? nullptr : next->second;
+    }
+    size_t from = at ? seen[at] : 0;
+    if (!at) {  // the chain reached a task that is not running (it ended): every waiting task, then
+      std::fprintf(stdout, "waiting tasks:\n");
+      for (Waiter* w : live) line(*w);
+      std::fflush(stdout);
+      std::_Exit(3);
+    }
+    std::fprintf(stdout, "wait-for cycle:\n");
+    for (size_t i = from; i < path.size(); ++i) line(*path[i]);
+    for (Waiter* w : live)
+      if (!seen.count(w) || seen[w] < from) {
+        std::fprintf(stdout, "also blocked:\n");
+        for (Waiter* v : live)
+          if (!seen.count(v) || seen[v] < from) line(*v);
+        break;
+      }
+    std::fflush(stdout);
+    std::_Exit(3);  // the other threads wait on this process's locks: no destructors
+  }
+  static void line(const Waiter& w) {
+    const Chan& c = *w.on;
+    std::fprintf(stdout, "  %s waits to %s %s: %s, %zu/%ld %s; it needs %s\n", w.task.c_str(),
+                 w.write ? "write" : "read", c.chanName.c_str(), w.write ? "FULL" : "EMPTY", c.held(),
+                 c.capacity, c.unit(), (w.write ? c.reader : c.writer).c_str());
+  }
+  void load() {
+    loaded_ = true;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("src", ec)) {
+      if (e.path().extension() != ".cpp") continue;
+      std::ifstream in(e.path());
+      std::map<std::string, std::string> nameOf;  // variable -> stream name
+      for (std::string l; std::getline(in, l);) {
+        size_t s = l.find("hls::stream<"), q = l.find("(\"");
+        if (s != std::string::npos && q != std::string::npos && l.find("\");") != std::string::npos) {
+          size_t v = l.rfind(' ', q);
+          std::string var = l.substr(v + 1, q - v - 1);
+          nameOf[var] = l.substr(q + 2, l.find("\");") - q - 2);
+        }
+        size_t p = l.find("#pragma HLS STREAM variable="), d = l.find(" depth=");
+        if (p != std::string::npos && d != std::string::npos) {
+          std::string var = l.substr(p + 28, d - p - 28);
+          if (nameOf.count(var)) depths_[nameOf[var]] = std::atol(l.c_str() + d + 7);
+        }
+      }
+    }
+  }
+  bool loaded_ = false;
+  std::map<std::string, long> depths_;
+};
+
+inline Runtime& rt() {
+  static Runtime r;
+  return r;
+}
+
+inline Waiter*& self() {
+  thread_local Waiter* w = nullptr;
+  return w;
+}
+inline Iteration& iteration() {
+  thread_local Iteration it;
+  return it;
+}
+
+inline Pipeline& pipeline() {
+  thread_local Pipeline p;
+  return p;
+}
+
+/// One clock of the calling task's pipeline: its reads take their tokens and its writes go, together, once
+/// every stream written has room (the reads' tokens are there: the task has read them).
+inline void fire(std::vector<std::pair<Chan*, size_t>>& reads, Writes& writes) {
+  if (reads.empty() && writes.empty()) return;
+  Runtime& r = rt();
+  Waiter* me = self();
+  std::unique_lock<std::mutex> lk(r.m);
+  if (!writes.empty()) {
+    std::map<Chan*, size_t> need;
+    for (auto& w : writes) ++need[w.first];
+    r.wait(lk, *me, true, [&need, me] {
+      for (auto& [c, n] : need)
+        if (c->held() + n > static_cast<size_t>(c->capacity)) {
+          me->on = c;
+          return false;
+        }
+      return true;
+    });
+  }
+  for (auto& [c, n] : reads) {
+    c->pop(n);
+    r.changed(*c);
+  }
+  for (auto& w : writes) {
+    w.second();
+    r.changed(*w.first);
+  }
+  r.accesses += static_cast<long long>(writes.size());
+  reads.clear();
+  writes.clear();
+}
+
+/// The accesses since the last ST_ITER are one iteration of the current loop: its reads fire with the
+/// writes of the iteration `lag` before it (a pipeline stalls whole: the group is gated together).
+inline void step() {
+  Iteration& it = iteration();
+  Pipeline& p = pipeline();
+  p.inFlight.push_back(std::move(it.writes));
+  it.writes.clear();
+  Writes due;
+  if (static_cast<long>(p.inFlight.size()) > p.lag) {
+    due = std::move(p.inFlight.front());
+    p.inFlight.pop_front();
+  }
+  fire(it.reads, due);
+}
+
+/// The pipeline drains: the writes still in flight go, iteration after iteration.
+inline void drain() {
+  std::vector<std::pair<Chan*, size_t>> none;
+  Pipeline& p = pipeline();
+  while (!p.inFlight.empty()) {
+    fire(none, p.inFlight.front());
+    p.inFlight.pop_front();
+  }
+}
+
+/// ST_ITER(lag): the start of an iteration of the loop at `loop`. A new loop first ends the one before.
+inline void iterate(long lag, long loop) {
+  Pipeline& p = pipeline();
+  if (!self()) return;
+  step();
+  if (loop != p.loop) {
+    drain();
+    p.loop = loop;
+    p.lag = lag;
+  }
+}
+
+/// Everything the calling task has done fires: before a block lock, and at the task's end.
+inline void commit() {
+  if (!self()) return;
+  step();
+  drain();
+  pipeline().loop = -1;
+  pipeline().lag = 0;
+}
+
+/// The index among c's tokens of the calling task's next read, once that token is there.
+inline size_t read(Chan& c) {
+  Runtime& r = rt();
+  Iteration& it = iteration();
+  std::unique_lock<std::mutex> lk(r.m);
+  if (c.capacity < 0) c.capacity = r.depthOf(c.chanName);
+  size_t* n = nullptr;
+  for (auto& e : it.reads)
+    if (e.first == &c) n = &e.second;
+  if (!n) {
+    it.reads.push_back({&c, 0});
+    n = &it.reads.back().second;
+  }
+  size_t k = *n;
+  Waiter* me = self();
+  r.wait(lk, *me, false, [&c, me, k] {
+    me->on = &c;
+    return c.held() > k;
+  });
+  ++*n;
+  ++r.accesses;
+  return k;
+}
+
+/// A write of the calling task's iteration: `push` puts the token in c when the iteration's writes fire.
+inline void write(Chan& c, std::function<void()> push) {
+  if (c.capacity < 0) {
+    std::lock_guard<std::mutex> lk(rt().m);
+    c.capacity = rt().depthOf(c.chanName);
+  }
+  iteration().writes.push_back({&c, std::move(push)});
+}
+
+/// Runs a top function's tasks each in its own thread and waits for them all: spawn() each, then the
+/// destructor starts them together (all registered first, so none is taken for the last one running).
+class Tasks {
+ public:
+  void spawn(const char* name, std::function<void()> body) {
+    waiters_.emplace_back(new Waiter);
+    waiters_.back()->task = name;
+    bodies_.push_back(std::move(body));
+  }
+  ~Tasks() {
+    {
+      std::lock_guard<std::mutex> lk(rt().m);
+      for (auto& w : waiters_) rt().live.push_back(w.get());
+      rt().tasks += static_cast<long long>(waiters_.size());
+    }
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < waiters_.size(); ++i)
+      threads.emplace_back([w = waiters_[i].get(), &body = bodies_[i]] {
+        self() = w;
+        body();
+        commit();
+        std::lock_guard<std::mutex> lk(rt().m);
+        rt().ended(*w);
+      });
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Waiter>> waiters_;
+  std::vector<std::function<void()>> bodies_;
+};
+
+}  // namespace st_dfsim
