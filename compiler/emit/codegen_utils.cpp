@@ -106,7 +106,13 @@ void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& pr
   }
 }
 
-void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t lag) {
+std::string iterationMark(int64_t latency, int64_t ii) {
+  ii = std::max<int64_t>(ii, 1);
+  return "ST_ITER(" + std::to_string(std::max<int64_t>(latency, 0) / ii) + ", " +
+         (latency % ii != 0 ? "true" : "false") + ");  // make dfsim: the pipeline's accesses by stage group";
+}
+
+void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t latency) {
   std::vector<Expr> used(trips_.begin() + from_, trips_.begin() + n_);
   std::string decl;
   for (int k = from_; k < n_; ++k) decl += (k > from_ ? ", " : "") + var(k) + " = 0";
@@ -121,8 +127,7 @@ void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima
     for (const Expr& t : used) total *= t.eval(*maxima);
     c_.line("#pragma HLS LOOP_TRIPCOUNT min=1 max=" + std::to_string(total));
   }
-  c_.line("ST_ITER(" + std::to_string(lag) +
-          ");  // make dfsim: the pipeline's accesses fire stage group by stage group");
+  c_.line(iterationMark(latency, ii));
 }
 
 void FlatLoop::close() {

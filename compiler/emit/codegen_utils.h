@@ -67,13 +67,18 @@ void openLoops(Code& code, const std::vector<Expr>& trips, const std::string& pr
 /// opens the loop (label, PIPELINE II=ii, LOOP_TRIPCOUNT at the maxima when a count is symbolic); close()
 /// advances them and closes it. first(L) and last(L) are the conditions that the loops inside loop L are
 /// at their first or last iteration: where a port of level L reads or writes.
+/// ST_ITER(lag, split) for a pipeline of `latency` at `ii`: make dfsim fires an iteration's reads with the
+/// writes of the iteration latency / II before it (split: after them, when latency / II is not whole).
+std::string iterationMark(int64_t latency, int64_t ii);
+
 class FlatLoop {
  public:
   /// Loops [from, n) of trips; the loops outside `from` are open already (a converter's shared loops).
   FlatLoop(Code& code, std::vector<Expr> trips, std::string prefix, int n, int from = 0)
       : c_(code), trips_(std::move(trips)), prefix_(std::move(prefix)), from_(from), n_(n) {}
-  /// lag: iterations from an iteration's reads to its writes (the phase's latency / II), for make dfsim.
-  void open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t lag = 0);
+  /// latency: the phase's, whose writes trail their iteration's reads by latency / II iterations (make
+  /// dfsim).
+  void open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t latency = 0);
   void close();
   std::string first(int level) const;
   std::string last(int level) const;

@@ -41,11 +41,12 @@ const char* kStreamtensorHeader =
 #define ST_TRACE_TASK(name)
 #endif
 // make dfsim (-DST_DFSIM): each pipelined iteration starts by firing the previous one's reads with the
-// writes of the iteration `lag` (latency / II) before it, together (csim/st_dfsim.h).
+// writes of the iteration `lag` (latency / II) before it, together, or just after them when `split`
+// (csim/st_dfsim.h).
 #ifdef ST_DFSIM
-#define ST_ITER(lag) st_dfsim::iterate(lag, __LINE__)
+#define ST_ITER(lag, split) st_dfsim::iterate(lag, split, __LINE__)
 #else
-#define ST_ITER(lag)
+#define ST_ITER(lag, split)
 #endif
 
 /// One stream token: N elements of T (f32, int8, int32, or bytes of two int4 weights), row-major over

@@ -116,7 +116,7 @@ class KernelBody {
   FlatLoop flat(size_t ph) {
     FlatLoop f(c_, kernel_.phases[ph].trip, "i", numLoops(ph));
     f.open(identifier(kernel_.name) + (kernel_.phases.size() > 1 ? "_p" + std::to_string(ph) : ""), ii(ph),
-           &ctx_.compiled->options.maxima, task_.phases[ph].latency / ii(ph));
+           &ctx_.compiled->options.maxima, task_.phases[ph].latency);
     return f;
   }
   bool quant() const { return ctx_.quant != nullptr; }
@@ -640,8 +640,7 @@ class KernelBody {
             std::to_string(std::max<int64_t>(1, tiles - hd / (2 * T))));
     // make dfsim: the pipeline's lag, less the row this code's writes already trail its reads by (the
     // network's latency counts both).
-    c_.line("ST_ITER(" + std::to_string(std::max<int64_t>(0, task_.phases[0].latency / ii(0) - tiles)) +
-            ");  // make dfsim: the pipeline's accesses fire stage group by stage group");
+    c_.line(iterationMark(std::max<int64_t>(0, task_.phases[0].latency - tiles * ii(0)), ii(0)));
     c_.open("if (r < (" + rows + "))");
     read(0, 0, "x");
     openElements(c_, "e", T);
@@ -785,7 +784,7 @@ void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Cod
   // One flattened loop over (wide token, narrow token): the wide side is read or written once per r.
   c.line(tokenOf(narrow * r, dtype) + " wide;");
   FlatLoop f(c, {ph.trip[0], Expr(r)}, "i", 2);
-  f.open(identifier(task.name), ph.ii, &ctx.compiled->options.maxima, ph.latency / ph.ii);
+  f.open(identifier(task.name), ph.ii, &ctx.compiled->options.maxima, ph.latency);
   c.line(tokenOf(narrow, dtype) + " tok;");
   if (split)
     c.line("if (i1 == 0) wide = " + ctx.fifoVar(in) + ".read();");
@@ -873,8 +872,7 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   c.line(std::string(writer ? "hls::write_lock<" : "hls::read_lock<") + ctx.blockType(region) + "> block(" +
          ctx.fifoVar(region) + ");");
   FlatLoop f(c, o.trips, "i", n, role.sharedLoops);  // the region's loops, flattened
-  f.open(label + "_region", task.phases.at(0).ii, &ctx.compiled->options.maxima,
-         task.phases.at(0).latency / task.phases.at(0).ii);
+  f.open(label + "_region", task.phases.at(0).ii, &ctx.compiled->options.maxima, task.phases.at(0).latency);
   int64_t E = tokenElements(o);
   const std::string dtype = ctx.dtype(o.dtype);
   bool int4 = storageUnits(ctx, o) != E;  // two weights a byte, in the token and in the block

@@ -70,11 +70,17 @@ class stream
   }
   void read(T& v) { v = read(); }
   bool read_nb(T& v) {
+#ifdef ST_DFSIM
+    nonBlocking();
+#endif
     if (q_.empty()) return false;
     v = read();
     return true;
   }
   bool write_nb(const T& v) {
+#ifdef ST_DFSIM
+    nonBlocking();
+#endif
     write(v);
     return true;
   }
@@ -91,6 +97,12 @@ class stream
 #endif
 
  private:
+#ifdef ST_DFSIM
+  [[noreturn]] void nonBlocking() const {
+    std::fprintf(stderr, "dfsim: a non-blocking access to '%s': not modelled\n", name_.c_str());
+    std::_Exit(2);
+  }
+#endif
   void trace(bool write) {
 #ifdef ST_TRACE
     if (trace_id_ < 0) trace_id_ = st_trace::recorder().stream(name_, sizeof(T) * 8);

@@ -44,7 +44,7 @@ class stream_of_blocks
 #ifdef ST_DFSIM
     st_dfsim::commit();  // the accesses before the lock fire first
     std::unique_lock<std::mutex> lk(st_dfsim::rt().m);
-    st_dfsim::Waiter* me = st_dfsim::self();
+    st_dfsim::Waiter* me = &st_dfsim::me(*this);
     st_dfsim::rt().wait(lk, *me, true, [this, me] {
       me->on = this;
       return pending_.size() + ready_.size() < static_cast<size_t>(Depth);
@@ -68,7 +68,7 @@ class stream_of_blocks
 #ifdef ST_DFSIM
     st_dfsim::commit();
     std::unique_lock<std::mutex> lk(st_dfsim::rt().m);
-    st_dfsim::Waiter* me = st_dfsim::self();
+    st_dfsim::Waiter* me = &st_dfsim::me(*this);
     st_dfsim::rt().wait(lk, *me, false, [this, me] {
       me->on = this;
       return !ready_.empty();

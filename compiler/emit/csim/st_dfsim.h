@@ -7,12 +7,14 @@
 // reported as `stc simulate` reports one (the wait-for cycle, each stream FULL or EMPTY with its
 // occupancy) and the program exits with 3. Synthesis never sees this file.
 //
-// The code marks its iterations: ST_ITER(lag) at the start of each pipelined loop's body (streamtensor.h)
-// fires the previous iteration's reads together with the writes of the iteration `lag` before it, as a
-// pipeline of latency / II = lag iterations does (the network's timing semantics: one stage group); a new
-// loop, a block lock and the end of a task drain the writes still in flight.
+// The code marks its iterations: ST_ITER(lag, split) at the start of each pipelined loop's body
+// (streamtensor.h) fires the previous iteration's reads together with the writes of the iteration `lag`
+// before it, as a pipeline of latency / II = lag iterations does (the network's timing semantics: one stage
+// group); a new loop, a block lock and the end of a task drain the writes still in flight.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -41,11 +43,7 @@ class Chan {
   virtual void pop(size_t n) = 0;   ///< the oldest n taken by its reader
   virtual const char* unit() const { return "tokens"; }
   /// The FIFO's name and the tasks at its ends (the top function says them).
-  void dfsim_ends(const char* name, const char* from, const char* to) {
-    chanName = name;
-    writer = from;
-    reader = to;
-  }
+  void dfsim_ends(const char* name, const char* from, const char* to);
   std::string chanName = "stream";
   std::string writer, reader;
   long capacity = -1;        ///< -1: not known yet (looked up by name in src/ at the first access)
@@ -71,7 +69,8 @@ struct Iteration {  // a task's accesses since its last ST_ITER, not fired yet
 struct Pipeline {  // the loop a task runs: the writes of its last `lag` iterations, still in flight
   std::deque<Writes> inFlight;
   long loop = -1;  ///< the loop's ST_ITER line
-  long lag = 0;    ///< iterations from an iteration's reads to its writes (latency / II)
+  long lag = 0;    ///< iterations from an iteration's reads to its writes (latency / II, rounded down)
+  bool split = false;  ///< latency / II is not whole: a write fires after the reads of its clock's iteration
 };
 
 class Runtime {
@@ -132,13 +131,19 @@ class Runtime {
     std::map<std::string, Waiter*> byTask;
     for (Waiter* w : live) byTask[w->task] = w;
     std::vector<Waiter*> path;
-    Waiter* at = live.front();
     std::map<Waiter*, size_t> seen;
-    while (at && !seen.count(at)) {
-      seen[at] = path.size();
-      path.push_back(at);
-      auto next = byTask.find(at->write ? at->on->reader : at->on->writer);
-      at = next == byTask.end() ? nullptr : next->second;
+    Waiter* at = nullptr;
+    for (Waiter* start : live) {  // from each waiting task until a chain closes on itself
+      path.clear();
+      seen.clear();
+      at = start;
+      while (at && !seen.count(at)) {
+        seen[at] = path.size();
+        path.push_back(at);
+        auto next = byTask.find(at->write ? at->on->reader : at->on->writer);
+        at = next == byTask.end() ? nullptr : next->second;
+      }
+      if (at) break;
     }
     size_t from = at ? seen[at] : 0;
     if (!at) {  // the chain reached a task that is not running (it ended): every waiting task, then
@@ -167,23 +172,48 @@ class Runtime {
   }
   void load() {
     loaded_ = true;
+#ifdef ST_DFSIM_SRC
+    const std::string dir = ST_DFSIM_SRC;  // the Makefile's: the project's src/, wherever the program runs
+#else
+    const std::string dir = "src";
+#endif
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("src", ec)) {
+    std::filesystem::directory_iterator files(dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "dfsim: cannot read the sources' STREAM depths in %s: %s\n", dir.c_str(),
+                   ec.message().c_str());
+      std::_Exit(2);
+    }
+    for (const auto& e : files) {
       if (e.path().extension() != ".cpp") continue;
       std::ifstream in(e.path());
       std::map<std::string, std::string> nameOf;  // variable -> stream name
       for (std::string l; std::getline(in, l);) {
-        size_t s = l.find("hls::stream<"), q = l.find("(\"");
-        if (s != std::string::npos && q != std::string::npos && l.find("\");") != std::string::npos) {
+        size_t s = l.find("hls::stream<"), q = l.find("(\""), end = l.find("\");");
+        if (s != std::string::npos && q != std::string::npos && end != std::string::npos) {
           size_t v = l.rfind(' ', q);
-          std::string var = l.substr(v + 1, q - v - 1);
-          nameOf[var] = l.substr(q + 2, l.find("\");") - q - 2);
+          nameOf[l.substr(v + 1, q - v - 1)] = l.substr(q + 2, end - q - 2);
         }
-        size_t p = l.find("#pragma HLS STREAM variable="), d = l.find(" depth=");
-        if (p != std::string::npos && d != std::string::npos) {
-          std::string var = l.substr(p + 28, d - p - 28);
-          if (nameOf.count(var)) depths_[nameOf[var]] = std::atol(l.c_str() + d + 7);
+        // #pragma HLS STREAM variable=V depth=N, its options in any order and case
+        std::istringstream words(l);
+        std::string w, var;
+        long depth = -1;
+        bool pragma = false, hls = false, stream = false;
+        while (words >> w) {
+          std::string lower;
+          for (char c : w) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          if (lower == "#pragma")
+            pragma = true;
+          else if (pragma && lower == "hls")
+            hls = true;
+          else if (hls && lower == "stream")
+            stream = true;
+          else if (stream && lower.rfind("variable=", 0) == 0)
+            var = w.substr(9);
+          else if (stream && lower.rfind("depth=", 0) == 0)
+            depth = std::atol(w.c_str() + 6);
         }
+        if (stream && depth > 0 && nameOf.count(var)) depths_[nameOf[var]] = depth;
       }
     }
   }
@@ -218,8 +248,20 @@ inline void fire(std::vector<std::pair<Chan*, size_t>>& reads, Writes& writes) {
   Waiter* me = self();
   std::unique_lock<std::mutex> lk(r.m);
   if (!writes.empty()) {
-    std::map<Chan*, size_t> need;
-    for (auto& w : writes) ++need[w.first];
+    std::vector<std::pair<Chan*, size_t>> need;  // in the order written: the first without room is named
+    for (auto& w : writes) {
+      auto at = std::find_if(need.begin(), need.end(), [&](const auto& e) { return e.first == w.first; });
+      if (at == need.end())
+        need.push_back({w.first, 1});
+      else
+        ++at->second;
+    }
+    for (auto& [c, n] : need)
+      if (n > static_cast<size_t>(c->capacity)) {
+        std::fprintf(stderr, "dfsim: one clock writes %zu tokens to '%s' of depth %ld\n", n,
+                     c->chanName.c_str(), c->capacity);
+        std::_Exit(2);
+      }
     r.wait(lk, *me, true, [&need, me] {
       for (auto& [c, n] : need)
         if (c->held() + n > static_cast<size_t>(c->capacity)) {
@@ -254,7 +296,14 @@ inline void step() {
     due = std::move(p.inFlight.front());
     p.inFlight.pop_front();
   }
-  fire(it.reads, due);
+  if (p.split) {  // the write falls between two iterations' reads: a stage group of its own
+    Writes none;
+    fire(it.reads, none);
+    std::vector<std::pair<Chan*, size_t>> noReads;
+    fire(noReads, due);
+  } else {
+    fire(it.reads, due);
+  }
 }
 
 /// The pipeline drains: the writes still in flight go, iteration after iteration.
@@ -267,8 +316,9 @@ inline void drain() {
   }
 }
 
-/// ST_ITER(lag): the start of an iteration of the loop at `loop`. A new loop first ends the one before.
-inline void iterate(long lag, long loop) {
+/// ST_ITER(lag, split): the start of an iteration of the loop at `loop`. A new loop first ends the one
+/// before.
+inline void iterate(long lag, bool split, long loop) {
   Pipeline& p = pipeline();
   if (!self()) return;
   step();
@@ -276,6 +326,7 @@ inline void iterate(long lag, long loop) {
     drain();
     p.loop = loop;
     p.lag = lag;
+    p.split = split;
   }
 }
 
@@ -286,14 +337,32 @@ inline void commit() {
   drain();
   pipeline().loop = -1;
   pipeline().lag = 0;
+  pipeline().split = false;
+}
+
+/// The calling thread runs a task; else stop with what was accessed (every access belongs to one).
+inline Waiter& me(const Chan& c) {
+  if (!self()) {
+    std::fprintf(stderr, "dfsim: stream '%s' accessed outside a task of a top function\n",
+                 c.chanName.c_str());
+    std::_Exit(2);
+  }
+  return *self();
+}
+
+inline void Chan::dfsim_ends(const char* name, const char* from, const char* to) {
+  chanName = name;
+  writer = from;
+  reader = to;
+  if (capacity < 0) capacity = rt().depthOf(name);  // before the tasks start: no lock needed
 }
 
 /// The index among c's tokens of the calling task's next read, once that token is there.
 inline size_t read(Chan& c) {
   Runtime& r = rt();
   Iteration& it = iteration();
+  Waiter* waiter = &me(c);
   std::unique_lock<std::mutex> lk(r.m);
-  if (c.capacity < 0) c.capacity = r.depthOf(c.chanName);
   size_t* n = nullptr;
   for (auto& e : it.reads)
     if (e.first == &c) n = &e.second;
@@ -302,9 +371,13 @@ inline size_t read(Chan& c) {
     n = &it.reads.back().second;
   }
   size_t k = *n;
-  Waiter* me = self();
-  r.wait(lk, *me, false, [&c, me, k] {
-    me->on = &c;
+  if (k + 1 > static_cast<size_t>(c.capacity)) {
+    std::fprintf(stderr, "dfsim: one clock reads %zu tokens of '%s' of depth %ld\n", k + 1,
+                 c.chanName.c_str(), c.capacity);
+    std::_Exit(2);
+  }
+  r.wait(lk, *waiter, false, [&c, waiter, k] {
+    waiter->on = &c;
     return c.held() > k;
   });
   ++*n;
@@ -314,10 +387,7 @@ inline size_t read(Chan& c) {
 
 /// A write of the calling task's iteration: `push` puts the token in c when the iteration's writes fire.
 inline void write(Chan& c, std::function<void()> push) {
-  if (c.capacity < 0) {
-    std::lock_guard<std::mutex> lk(rt().m);
-    c.capacity = rt().depthOf(c.chanName);
-  }
+  me(c);
   iteration().writes.push_back({&c, std::move(push)});
 }
 
