@@ -66,15 +66,13 @@ class Expander {
   std::vector<Frame> stack_;
 };
 
-std::string describe(const Network& net, int64_t access) {  // access in FIFO space: fifo * 2 + write
-  return std::string(access % 2 ? "write '" : "read '") + net.fifos[static_cast<size_t>(access / 2)].name +
-         "'";
+// "read 'x'" or "write 'x'" (access in FIFO space: fifo * 2 + 1 for a write); "reads 'x'" as a verb.
+std::string describe(const Network& net, int64_t access, bool verb = false) {
+  return std::string(access % 2 ? "write" : "read") + (verb ? "s '" : " '") +
+         net.fifos[static_cast<size_t>(access / 2)].name + "'";
 }
-
-// "reads 'x'" or "writes 'x'".
 std::string acts(const Network& net, int64_t access) {
-  return std::string(access % 2 ? "writes '" : "reads '") + net.fifos[static_cast<size_t>(access / 2)].name +
-         "'";
+  return describe(net, access, true);
 }
 
 std::string vec(const std::vector<int64_t>& v) {
@@ -341,7 +339,6 @@ Trace parseTrace(const std::string& text, const std::string& file) {
     } else if (kind == "call") {
       if (rest.empty()) fail(loc, "field 'call': expected 'call GROUP [SYMBOL=VALUE...]'");
       TraceCall c;
-      c.line = lineNo;
       int64_t group = rest[0] == "-1" ? -1 : integer(rest[0], loc, "call");  // -1: accesses outside any call
       if (group > 1000000) fail(loc, "field 'call': group " + rest[0] + " is out of range");
       c.group = static_cast<int>(group);

@@ -36,7 +36,6 @@ struct TraceCall {
   int group = 0;
   Bindings bindings;
   std::vector<TraceTask> tasks;
-  int line = 0;
 };
 
 struct Trace {

@@ -221,10 +221,11 @@ class SourceEmitter {
         c.line("#pragma HLS STREAM variable=" + var + " depth=" + std::to_string(f.depth));
       }
     // make trace: the call and its symbols, and the names of the block streams (Vitis's take none).
-    std::string bindings = "\"\"";
+    std::string bindings;
     for (const auto& sym : symbols_)
-      bindings =
-          (bindings == "\"\"" ? "" : bindings + " + ") + "st_trace::binding(\"" + sym + "\", " + sym + ")";
+      bindings +=
+          (bindings.empty() ? "" : " + ") + std::string("st_trace::binding(\"") + sym + "\", " + sym + ")";
+    if (bindings.empty()) bindings = "\"\"";
     c.line("#ifdef ST_TRACE");
     c.line("st_trace::recorder().call(" + std::to_string(g) + ", " + bindings + ");");
     for (const auto& [fifo, region] : regionOf_)

@@ -546,7 +546,8 @@ Runner addRun(CLI::App& app) {
   auto a = addOptions(app);
   a->verbose = true;
   app.add_flag("--no-conform", a->noConform,
-               "skip the last stage: the traced C simulation checked against the network (make conform)");
+               "skip the last stage: the traced C simulation checked against the network (make conform), "
+               "and the kernels run concurrently at the emitted depths (make dfsim)");
   return [a]() { return emitCommand(*a, "stc run"); };
 }
 

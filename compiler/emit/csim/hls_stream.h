@@ -54,18 +54,18 @@ class stream
 #endif
   }
   T read() {
+    T v;
 #ifdef ST_DFSIM
-    size_t k = st_dfsim::read(*this);  // the iteration's k-th read of this stream, taken when it fires
-    std::lock_guard<std::mutex> lk(st_dfsim::rt().m);
-    return q_[k];
-#endif
+    st_dfsim::read(*this, [&](size_t k) { v = q_[k]; });  // the iteration's k-th read, taken when it fires
+#else
     if (q_.empty()) {
       std::fprintf(stderr, "csim: read from empty stream '%s' (the design would stall here)\n", name_.c_str());
       std::exit(2);
     }
     trace(false);
-    T v = q_.front();
+    v = q_.front();
     q_.pop_front();
+#endif
     return v;
   }
   void read(T& v) { v = read(); }

@@ -1,11 +1,10 @@
 // st_dfsim.h for `make dfsim`: the kernels run concurrently, as the dataflow region runs them on the board.
 // Built with -DST_DFSIM, each task of a top function runs in its own thread, every stream holds at most the
 // depth its `#pragma HLS STREAM` gives in src/ (a stream of blocks its Depth), and the accesses of one
-// pipelined iteration are gated together, as an HLS stall pipeline gates them: the iteration's reads wait
-// until every stream they read has the token, then all take theirs; its writes wait until every stream
-// they write has room, then all go. A run in which every unfinished task waits is a deadlock: it is
-// reported as `stc simulate` reports one (the wait-for cycle, each stream FULL or EMPTY with its
-// occupancy) and the program exits with 3. Synthesis never sees this file.
+// clock are gated together, as an HLS stall pipeline gates them: an iteration's reads take their tokens,
+// with the writes that fall in the same clock, only once every stream written has room. A run in which every
+// unfinished task waits is a deadlock: it is reported as `stc simulate` reports one (the wait-for cycle, each
+// stream FULL or EMPTY with its occupancy) and the program exits with 3. Synthesis never sees this file.
 //
 // The code marks its iterations: ST_ITER(lag, split) at the start of each pipelined loop's body
 // (streamtensor.h) fires the previous iteration's reads together with the writes of the iteration `lag`
@@ -46,7 +45,7 @@ class Chan {
   void dfsim_ends(const char* name, const char* from, const char* to);
   std::string chanName = "stream";
   std::string writer, reader;
-  long capacity = -1;        ///< -1: not known yet (looked up by name in src/ at the first access)
+  long capacity = -1;        ///< set by dfsim_ends (a stream's pragma) or the block stream's Depth
   Waiter* waiter = nullptr;  ///< the task waiting on it, if any
 };
 
@@ -92,10 +91,11 @@ class Runtime {
   }
 
   /// Waits, holding lk, until `ready` says so; a state where every running task waits is a deadlock.
-  void wait(std::unique_lock<std::mutex>& lk, Waiter& self, bool write, std::function<bool()> ready) {
+  template <typename Ready>
+  void wait(std::unique_lock<std::mutex>& lk, Waiter& self, bool write, Ready ready) {
+    if (ready()) return;  // the usual case, kept free of a std::function
     self.write = write;
-    self.ready = std::move(ready);
-    if (self.ready()) return;
+    self.ready = ready;
     self.waiting = true;
     for (;;) {
       self.on->waiter = &self;
@@ -114,8 +114,7 @@ class Runtime {
   }
   /// A task ended: the others may all be waiting now.
   void ended(Waiter& self) {
-    for (size_t i = 0; i < live.size(); ++i)
-      if (live[i] == &self) live.erase(live.begin() + static_cast<long>(i));
+    live.erase(std::find(live.begin(), live.end(), &self));
     if (!live.empty() && allWaiting()) deadlock();
   }
 
@@ -154,13 +153,10 @@ class Runtime {
     }
     std::fprintf(stdout, "wait-for cycle:\n");
     for (size_t i = from; i < path.size(); ++i) line(*path[i]);
+    auto outside = [&](Waiter* w) { return !seen.count(w) || seen[w] < from; };
+    if (std::any_of(live.begin(), live.end(), outside)) std::fprintf(stdout, "also blocked:\n");
     for (Waiter* w : live)
-      if (!seen.count(w) || seen[w] < from) {
-        std::fprintf(stdout, "also blocked:\n");
-        for (Waiter* v : live)
-          if (!seen.count(v) || seen[v] < from) line(*v);
-        break;
-      }
+      if (outside(w)) line(*w);
     std::fflush(stdout);
     std::_Exit(3);  // the other threads wait on this process's locks: no destructors
   }
@@ -335,9 +331,7 @@ inline void commit() {
   if (!self()) return;
   step();
   drain();
-  pipeline().loop = -1;
-  pipeline().lag = 0;
-  pipeline().split = false;
+  pipeline() = Pipeline{};
 }
 
 /// The calling thread runs a task; else stop with what was accessed (every access belongs to one).
@@ -357,8 +351,9 @@ inline void Chan::dfsim_ends(const char* name, const char* from, const char* to)
   if (capacity < 0) capacity = rt().depthOf(name);  // before the tasks start: no lock needed
 }
 
-/// The index among c's tokens of the calling task's next read, once that token is there.
-inline size_t read(Chan& c) {
+/// The calling task's next read of c, once its token is there: copy(k) takes token k of c, under the lock.
+template <typename Copy>
+inline void read(Chan& c, Copy copy) {
   Runtime& r = rt();
   Iteration& it = iteration();
   Waiter* waiter = &me(c);
@@ -380,9 +375,9 @@ inline size_t read(Chan& c) {
     waiter->on = &c;
     return c.held() > k;
   });
+  copy(k);
   ++*n;
   ++r.accesses;
-  return k;
 }
 
 /// A write of the calling task's iteration: `push` puts the token in c when the iteration's writes fire.
