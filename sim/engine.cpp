@@ -323,6 +323,13 @@ void Engine::serveChannel(int channel, bool force) {
     int64_t busy = req.bytes * d.ticksPerByte;
     ch.freeTick = start + busy;
     ch.stats.busyTicks += busy;
+    if (config_.recordCurves) {
+      auto& spans = ch.busySpanTicks;
+      if (!spans.empty() && spans.back().second == start)
+        spans.back().second = start + busy;
+      else
+        spans.emplace_back(start, start + busy);
+    }
     (d.write ? ch.stats.bytesWritten : ch.stats.bytesRead) += req.bytes;
     if (d.write) {
       int64_t response = start + busy + d.latencyTicks;
@@ -471,6 +478,9 @@ SimResult Engine::result(double wallSeconds) const {
     // Over the run, or longer when the channel served bursts past its last event (a deadlocked run).
     int64_t window = std::max(r.cycles * program_.hbm.ticksPerCycle, ch.freeTick);
     s.busyFraction = window > 0 ? static_cast<double>(s.busyTicks) / static_cast<double>(window) : 0.0;
+    double perCycle = static_cast<double>(program_.hbm.ticksPerCycle);
+    for (const auto& [begin, end] : ch.busySpanTicks)
+      s.busySpans.emplace_back(static_cast<double>(begin) / perCycle, static_cast<double>(end) / perCycle);
     r.hbm.push_back(s);
   }
   return r;

@@ -101,6 +101,8 @@ class Engine {
     int64_t freeTick = 0;
     size_t next = 0;  // round-robin pointer
     ChannelStats stats;
+    std::vector<std::pair<int64_t, int64_t>>
+        busySpanTicks;  // [begin, end) of its bursts, when curves are recorded
   };
 
   void enterPhase(TaskState& ts, const TaskProgram& tp);

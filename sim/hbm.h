@@ -13,6 +13,7 @@
 // channel's rate; a write is acknowledged `writeLatency` after its last byte went out.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/platform.h"
@@ -55,6 +56,9 @@ struct ChannelStats {
   int64_t bytesWritten = 0;
   int64_t busyTicks = 0;
   double busyFraction = 0;  ///< busy ticks over the run's length
+  /// When curves are recorded: the spans [begin, end) in which it served bursts, in kernel cycles
+  /// (fractional: a burst need not start or end on a cycle edge), back-to-back bursts joined.
+  std::vector<std::pair<double, double>> busySpans;
 };
 
 }  // namespace stc::sim

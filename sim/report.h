@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/engine.h"
+#include "sim/timeline.h"
 
 namespace stc::sim {
 
@@ -41,10 +42,6 @@ void printSummary(std::ostream& out, const SimResult& r, const std::optional<Dep
 
 /// Token curves as CSV rows `fifo,cycle,writes,reads` (cumulative counts after each cycle with a change).
 void writeCurvesCsv(std::ostream& out, const SimResult& r);
-/// The task states of the VCD (also in its $comment): a task blocked when a deadlocked run ends stays
-/// stalled to the end, started or not.
-constexpr int kTaskNotStarted = 0, kTaskRunning = 1, kTaskStalledFull = 2, kTaskStalledEmpty = 3,
-              kTaskFinished = 4;
 /// FIFO occupancy (tokens) and task state (the codes above) as VCD.
 void writeVcd(std::ostream& out, const SimResult& r, double clockMhz);
 /// Chrome/Perfetto trace-event JSON: a track per task with busy and stalled spans, a counter per FIFO.

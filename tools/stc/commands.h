@@ -23,6 +23,7 @@ using Runner = std::function<int()>;
 Runner addSimulate(CLI::App& app);
 Runner addCheck(CLI::App& app);
 Runner addConform(CLI::App& app);
+Runner addReport(CLI::App& app);
 Runner addItensor(CLI::App& app);
 Runner addSizeFifos(CLI::App& app);
 Runner addCompile(CLI::App& app);
@@ -83,6 +84,18 @@ void requireBindings(const std::set<std::string>& symbols, const Bindings& bindi
 std::string resourcesText(const Resources& used, const Platform& platform);
 /// {"dsp", "bram18k", "uram", "lut", "ff"}: the counts as every --json prints them.
 nlohmann::json resourcesJson(const Resources& used);
+/// {"name", "clock_mhz", "resources"}: the platform as every --json that the HTML report reads gives it.
+nlohmann::json platformJson(const Platform& platform);
+/// A network's resources (read from path; `used` is it with the depths to count), as stc emit counts them:
+/// its source compiled again with those depths (kernels, DMAs, converters and FIFOs), or the FIFOs alone
+/// for a network without a readable source. `what` says which, calling the FIFOs `fifos` ("sized FIFOs").
+Resources networkResources(const Network& file, const Network& used, const std::string& path,
+                           const Platform& platform, const std::string& fifos, std::string& what);
+/// A network's run as `stc simulate --json --timeline` prints it, at the bindings (and each symbol of its
+/// sized_for range at the range's end): the sized network a report of size-fifos or run draws.
+nlohmann::json simulationJson(const Network& net, const Bindings& bindings, const Platform& platform);
+/// The HTML report (report/html.h) of a result as --json prints it, written atomically to path.
+void writeHtmlReport(const std::string& path, const nlohmann::json& result);
 /// A range sizing's checks (sizing::sizeFifosOverRange) as --json prints them: {ctx, cycles,
 /// cycles_unbounded, sampled, within_bound} each.
 nlohmann::json rangeChecksJson(const std::vector<sizing::RangeCheck>& checks);

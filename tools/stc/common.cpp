@@ -13,6 +13,10 @@
 #include "compiler/ir/diagnostics.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
+#include "report/html.h"
+#include "report/timeline.h"
+#include "sim/engine.h"
+#include "sim/report.h"
 #include "tools/stc/commands.h"
 
 namespace stc::cli {
@@ -254,6 +258,50 @@ std::string resourcesText(const Resources& used, const Platform& platform) {
 nlohmann::json resourcesJson(const Resources& used) {
   return {
       {"dsp", used.dsp}, {"bram18k", used.bram18k}, {"uram", used.uram}, {"lut", used.lut}, {"ff", used.ff}};
+}
+
+nlohmann::json platformJson(const Platform& platform) {
+  return {{"name", platform.name},
+          {"clock_mhz", platform.kernelClockMhz},
+          {"resources", resourcesJson(platform.resources)}};
+}
+
+Resources networkResources(const Network& file, const Network& used, const std::string& path,
+                           const Platform& platform, const std::string& fifos, std::string& what) {
+  if (!networkSourcePath(file, path).empty()) {
+    try {
+      CompileResult c = compileGraph(loadNetworkSourceGraph(file, path, "stc"), platform,
+                                     parseCompileOptions(file.sourceSettings, platform));
+      takeDepths(used, path, c.network);
+      updateResources(c, platform);
+      what = "the design with its " + fifos;
+      return c.report.resources;
+    } catch (const UserError&) {  // the source changed since: its kernels are not this network's
+    }
+  }
+  Resources r;
+  for (const Fifo& f : used.fifos) r += fifoResources(f);
+  what = "the " + fifos +
+         (file.sourceFile.empty() ? " (the network has no source to count its kernels from)"
+                                  : " (the network's source cannot be read or no longer compiles to it)");
+  return r;
+}
+
+nlohmann::json simulationJson(const Network& net, const Bindings& bindings, const Platform& platform) {
+  Bindings at = bindings;
+  for (const auto& [symbol, range] : net.sizedFor) at.emplace(symbol, range.second);
+  sim::RunConfig config;
+  config.recordCurves = config.recordStalls = true;
+  sim::SimResult run = sim::runDirect(sim::compileProgram(net, at, platform), config);
+  nlohmann::json out = sim::resultJson(run, std::nullopt, platform.kernelClockMhz);
+  out["bindings"] = at;
+  out["timeline"] = report::timelineJson(net, run);
+  return out;
+}
+
+void writeHtmlReport(const std::string& path, const nlohmann::json& result) {
+  std::string page = report::renderHtml(result, path);
+  writeFileAtomic(path, page);
 }
 
 nlohmann::json rangeChecksJson(const std::vector<sizing::RangeCheck>& checks) {

@@ -37,6 +37,8 @@ struct EmitArgs {
   bool verbose = false;
   bool allowOverfit = false;
   bool json = false;
+  bool timeline = false;   // --json holds the sized network's simulation with its timeline
+  std::string html;        // the report's page
   bool noConform = false;  // run: skip tracing the C simulation and checking it against the network
 };
 
@@ -216,7 +218,12 @@ int writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const Comp
   st.out["fits"] = compiled.report.resources.within(platform.resources);
   st.out["project"] = {{"folder", eo.dir},  {"files", e.files},    {"bytes", e.bytes},
                        {"kernels", e.tops}, {"layers", eo.layers}, {"notes", e.notes}};
+  st.out["platform"] = platformJson(platform);
   st.out["seconds"] = seconds(begin);
+  if (a.timeline || !a.html.empty())
+    st.out["simulation"] = simulationJson(compiled.network, bindings, platform);
+  if (!a.html.empty()) writeHtmlReport(a.html, st.out);
+  if (!a.timeline) st.out.erase("simulation");
   if (st.json) std::cout << st.out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return conforms ? 0 : 1;
 }
@@ -361,6 +368,9 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   st.out["command"] = command.substr(4);
   st.out["input"] = a.input.path;
   checkProjectFolder(a, command);
+  if (a.timeline && !a.json)
+    throw UserError(command + ": error: --timeline adds to --json's object: pass --json too");
+  if (!a.html.empty()) checkOutputPaths({a.html}, {a.input.path, a.input.platform});
   Bindings given = parseSymbolBindings(command, a.input.ctx, a.input.binds);
   Platform platform = a.input.loadPlatformArg();
   Loaded loaded = loadGraph(a, command);
@@ -501,8 +511,18 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                   static_cast<long long>(cyclesUnbounded), holds.c_str());
     st.sizedLine = line;
   }
+  nlohmann::json sizedFifos = nlohmann::json::array();
+  for (const sizing::SizedFifo& f : s.fifos)
+    sizedFifos.push_back({{"name", f.name},
+                          {"depth", f.depth},
+                          {"bits", f.bits},
+                          {"memory", f.memory.kind},
+                          {"max_occupancy", f.maxOccupancy},
+                          {"tokens", f.tokens},
+                          {"delay", f.delay}});
   st.out["sizing"] = {
       {"fifos", s.fifos.size()},
+      {"sized_fifos", sizedFifos},
       {"total_bits", s.totalBits},
       {"baseline_max_occupancy_bits", s.baselineMaxOccupancyBits},
       {"baseline_full_bits", s.baselineFullBits},
@@ -532,6 +552,10 @@ std::shared_ptr<EmitArgs> addOptions(CLI::App& app) {
   app.add_flag("--allow-overfit", a->allowOverfit,
                "emit a design that does not fit the platform (else exit 1)");
   app.add_flag("--json", a->json, "print one JSON object at the end instead of the stages' lines");
+  app.add_flag("--timeline", a->timeline,
+               "with --json: add the sized network's simulation with the timeline stc report draws");
+  app.add_option("--html", a->html,
+                 "write the report of the sized design's run as one self-contained HTML page");
   return a;
 }
 

@@ -1,5 +1,5 @@
 // stc: the command line over the whole toolkit (DESIGN.md, "Command line").
-//   stc compile | simulate | size-fifos | emit | run | dse | itensor convert | check | conform
+//   stc compile | simulate | size-fifos | emit | run | dse | itensor convert | check | report | conform
 // Exit codes: 0 success; 1 bad input or a failed check; 3 a simulation that deadlocked.
 #include <iostream>
 #include <map>
@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   add(itensor, stc::cli::addItensor(*itensor));
   CLI::App* check = app.add_subcommand("check", "validate a network, graph or platform file");
   add(check, stc::cli::addCheck(*check));
+  CLI::App* report = app.add_subcommand("report", "write the HTML report of a result saved with --json");
+  add(report, stc::cli::addReport(*report));
   CLI::App* conform = app.add_subcommand(
       "conform", "check an emitted project's stream trace (make trace) against its network");
   add(conform, stc::cli::addConform(*conform));

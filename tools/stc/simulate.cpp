@@ -11,6 +11,7 @@
 #include "compiler/ir/platform.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/llm/decode.h"
+#include "report/timeline.h"
 #include "sim/report.h"
 #include "sim/systemc_model.h"
 #include "tools/stc/commands.h"
@@ -22,12 +23,13 @@ namespace {
 struct SimulateArgs {
   NetworkInput network;
   std::string fifoDepth = "auto";
-  std::string vcd, trace, curves;
+  std::string vcd, trace, curves, html;
   std::string engine = "systemc";
   std::string decode;
   std::vector<std::string> setDepths;  ///< --set-depth FIFO=N|unbounded, after --fifo-depth
   bool table = false;
   bool json = false;
+  bool timeline = false;  ///< --json holds the report's timeline
   bool allowOverfit = false;
 };
 
@@ -59,11 +61,13 @@ std::pair<int64_t, int64_t> parseDecode(const std::string& text) {
   throw UserError("stc simulate: error: --decode expects PROMPT:GEN, two positive integers, got '" + text + "'");
 }
 
-nlohmann::json decodeJson(const llm::DecodeResult& r) {
+nlohmann::json decodeJson(const llm::DecodeResult& r, const ModelSpec& model, const Platform& platform) {
   auto schedule = [](const llm::Schedule& s) {
     return nlohmann::json{{"latency_ms", s.latencyMs}, {"ttft_ms", s.ttftMs}, {"decode_tokens_per_s", s.decodeTokensPerS}};
   };
   return {{"model", r.model},
+          {"layers", model.layers},
+          {"platform", platformJson(platform)},
           {"prompt", r.prompt},
           {"gen", r.gen},
           {"latency_ms", r.hostLoop.latencyMs},
@@ -103,7 +107,7 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
     throw UserError("stc simulate: error: a model needs --decode PROMPT:GEN or --table");
   // The estimator simulates the model's layers itself, at the contexts the requests reach.
   for (const char* option :
-       {"--fifo-depth", "--vcd", "--trace", "--curves", "--engine", "--ctx", "--bind", "--set"})
+       {"--fifo-depth", "--vcd", "--trace", "--curves", "--engine", "--ctx", "--bind", "--set", "--timeline"})
     if (app.count(option) > 0)
       throw UserError(std::string("stc simulate: error: ") + option +
                       " does not apply to a model's --decode or " +
@@ -125,9 +129,10 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
                       std::to_string(platform.hbm.channels * platform.hbm.channelBytes) +
                       " bytes); --allow-overfit predicts it anyway");
   }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : results) out.push_back(decodeJson(r, model, platform));
+  if (!a.html.empty()) writeHtmlReport(a.html, a.table ? out : out[0]);
   if (a.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : results) out.push_back(decodeJson(r));
     std::cout << (a.table ? out : out[0]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
@@ -167,7 +172,9 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
 }
 
 int simulate(const SimulateArgs& a, const CLI::App& app) {
-  checkOutputPaths({a.vcd, a.trace, a.curves}, {a.network.path, a.network.platform});
+  checkOutputPaths({a.vcd, a.trace, a.curves, a.html}, {a.network.path, a.network.platform});
+  if (a.timeline && !a.json)
+    throw UserError("stc simulate: error: --timeline adds to --json's object: pass --json too");
   Platform platform = a.network.loadPlatformArg();
   if (!isOnnxPath(a.network.path) && detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel)
     return simulateModel(a, platform, app);
@@ -180,8 +187,9 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
   config.depths = resolveDepths(prog, a.fifoDepth);
   setDepths(net, prog, a.setDepths, config.depths);
   if (a.fifoDepth == "auto") warnOutsideSizedRange(net, a.network.path, bindings);  // the file's depths
-  config.recordCurves = !a.curves.empty() || !a.vcd.empty() || !a.trace.empty();
-  config.recordStalls = !a.vcd.empty() || !a.trace.empty();
+  bool report = !a.html.empty() || a.timeline;
+  config.recordCurves = !a.curves.empty() || !a.vcd.empty() || !a.trace.empty() || report;
+  config.recordStalls = !a.vcd.empty() || !a.trace.empty() || report;
   sim::SimResult r = a.engine == "direct" ? sim::runDirect(prog, config) : sim::runSystemC(prog, config);
   std::optional<sim::DepthFix> fix;
   if (r.deadlock) fix = sim::findDepthFix(prog, r);
@@ -189,8 +197,25 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
   if (!a.curves.empty()) writeFileAtomic(a.curves, [&](std::ostream& s) { sim::writeCurvesCsv(s, r); });
   if (!a.vcd.empty()) writeFileAtomic(a.vcd, [&](std::ostream& s) { sim::writeVcd(s, r, mhz); });
   if (!a.trace.empty()) writeFileAtomic(a.trace, [&](std::ostream& s) { sim::writeTrace(s, r, mhz); });
+  if (a.json || report) {
+    nlohmann::json out = sim::resultJson(r, fix, mhz);
+    std::string what;
+    Network simulated = net;
+    for (size_t f = 0; f < simulated.fifos.size(); ++f) simulated.fifos[f].depth = r.fifos[f].depth;
+    out["platform"] = platformJson(platform);
+    bool bounded = std::none_of(r.fifos.begin(), r.fifos.end(),
+                                [](const sim::FifoStats& f) { return f.depth == kUnboundedDepth; });
+    if (bounded) {  // an unbounded FIFO has no memory to count
+      out["resources"] = resourcesJson(
+          networkResources(net, simulated, a.network.path, platform, "FIFOs as simulated", what));
+      out["resources_of"] = what;
+    }
+    if (report) out["timeline"] = report::timelineJson(net, r);
+    if (!a.html.empty()) writeHtmlReport(a.html, out);
+    if (!a.timeline) out.erase("timeline");
+    if (a.json) std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
   if (a.json) {
-    std::cout << sim::resultJson(r, fix, mhz).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (r.deadlock) sim::printSummary(std::cerr, r, fix, mhz);
   } else {
     sim::printSummary(std::cout, r, fix, mhz);
@@ -214,6 +239,10 @@ Runner addSimulate(CLI::App& app) {
   app.add_option("--decode", a->decode, "for a model: PROMPT:GEN, the latency, TTFT and decode speed");
   app.add_flag("--table", a->table, "for a model: the rows 32:32, 64:64, 128:128, 256:256");
   app.add_flag("--json", a->json, "print one JSON object");
+  app.add_flag(
+      "--timeline", a->timeline,
+      "with --json: add the timeline stc report draws (task states, token curves, HBM busy over time)");
+  app.add_option("--html", a->html, "write the run's report as one self-contained HTML page");
   app.add_flag("--allow-overfit", a->allowOverfit,
                "for a model: predict a device that does not fit the platform (else exit 1)");
   return [a, &app]() { return simulate(*a, app); };

@@ -17,36 +17,13 @@ namespace {
 
 struct SizeArgs {
   NetworkInput network;
-  std::string output, strategy = "normal";
+  std::string output, strategy = "normal", html;
   std::string ctxRange;                ///< --ctx-range LOW:HIGH
   std::vector<std::string> setDepths;  ///< --set-depth FIFO=N
   bool json = false;
+  bool timeline = false;
   bool allowOverfit = false;
 };
-
-// The sized design's resources, as stc emit counts them: its source compiled again with the sized depths
-// (kernels, DMAs, converters and FIFOs), or the FIFOs alone for a network without a readable source.
-// `what` says which.
-Resources sizedResources(const Network& file, const Network& sized, const std::string& path,
-                         const Platform& platform, std::string& what) {
-  if (!networkSourcePath(file, path).empty()) {
-    CompileResult c = compileGraph(loadNetworkSourceGraph(file, path, "stc size-fifos"), platform,
-                                   parseCompileOptions(file.sourceSettings, platform));
-    try {
-      takeDepths(sized, path, c.network);
-      updateResources(c, platform);
-      what = "the design with its sized FIFOs";
-      return c.report.resources;
-    } catch (const UserError&) {  // the source changed since: its kernels are not this network's
-    }
-  }
-  Resources r;
-  for (const Fifo& f : sized.fifos) r += fifoResources(f);
-  what = file.sourceFile.empty()
-             ? "the sized FIFOs (the network has no source to count its kernels from)"
-             : "the sized FIFOs (the network's source cannot be read or no longer compiles to it)";
-  return r;
-}
 
 // "LOW:HIGH" -> {LOW, HIGH}, 1 <= LOW <= HIGH.
 std::pair<int64_t, int64_t> parseRange(const std::string& text) {
@@ -59,7 +36,10 @@ std::pair<int64_t, int64_t> parseRange(const std::string& text) {
 }
 
 int sizeCommand(const SizeArgs& a) {
-  checkOutputPaths({a.output}, {a.network.platform});
+  checkOutputPaths({a.output, a.html}, {a.network.platform});
+  if (!a.html.empty()) checkOutputPaths({a.html}, {a.network.path});
+  if (a.timeline && !a.json)
+    throw UserError("stc size-fifos: error: --timeline adds to --json's object: pass --json too");
   Platform platform = a.network.loadPlatformArg();
   sizing::SizingOptions options;
   options.platform = platform;
@@ -123,15 +103,22 @@ int sizeCommand(const SizeArgs& a) {
   for (const auto& [symbol, value] : options.bindings) sized.sizedFor[symbol] = {value, value};
   if (overCtx) sized.sizedFor["ctx"] = ctxRange;
   std::string what;
-  Resources used = sizedResources(net, sized, a.network.path, platform, what);
+  Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", what);
   requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
-  if (a.json) {
+  if (a.json || !a.html.empty()) {
     nlohmann::json fifos = nlohmann::json::array();
     for (const auto& f : r.fifos)
-      fifos.push_back({{"name", f.name}, {"depth", f.depth}, {"bits", f.bits}, {"memory", f.memory.kind},
-                       {"max_occupancy", f.maxOccupancy}});
-    nlohmann::json j{{"fifos", fifos},
+      fifos.push_back({{"name", f.name},
+                       {"depth", f.depth},
+                       {"bits", f.bits},
+                       {"memory", f.memory.kind},
+                       {"max_occupancy", f.maxOccupancy},
+                       {"tokens", f.tokens},
+                       {"delay", f.delay}});
+    nlohmann::json j{{"network", net.name},
+                     {"platform", platformJson(platform)},
+                     {"fifos", fifos},
                      {"total_bits", r.totalBits},
                      {"baseline_max_occupancy_bits", r.baselineMaxOccupancyBits},
                      {"baseline_full_bits", r.baselineFullBits},
@@ -151,8 +138,12 @@ int sizeCommand(const SizeArgs& a) {
     for (const auto& [symbol, range] : sized.sizedFor) sizedFor[symbol] = {range.first, range.second};
     j["sized_for"] = sizedFor;
     j["checked"] = rangeChecksJson(checks);
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  } else {
+    if (a.timeline || !a.html.empty()) j["simulation"] = simulationJson(sized, options.bindings, platform);
+    if (!a.html.empty()) writeHtmlReport(a.html, j);
+    if (!a.timeline) j.erase("simulation");
+    if (a.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  if (!a.json) {
     char line[256];
     std::snprintf(line, sizeof line, "%s: %zu FIFOs sized in %d round(s); %lld cycles (unbounded %lld)\n",
                   net.name.c_str(), r.fifos.size(), r.rounds, static_cast<long long>(r.cyclesSized),
@@ -200,6 +191,9 @@ Runner addSizeFifos(CLI::App& app) {
                  "LOW:HIGH: depths that hold at every ctx in the range (default 1..the design's max_ctx)");
   app.add_option("--set-depth", a->setDepths, "pin one FIFO's depth, FIFO=N (repeatable): never raised");
   app.add_flag("--json", a->json, "print one JSON object");
+  app.add_flag("--timeline", a->timeline,
+               "with --json: add the sized network's simulation with the timeline stc report draws");
+  app.add_option("--html", a->html, "write the sizing's report as one self-contained HTML page");
   app.add_flag("--allow-overfit", a->allowOverfit,
                "write depths whose design does not fit the platform (else exit 1)");
   return [a]() { return sizeCommand(*a); };
