@@ -51,3 +51,9 @@ if(STC_BUILD_BENCH)
   find_package(benchmark QUIET)
   stc_require(benchmark_FOUND "Google Benchmark" "libbenchmark-dev")
 endif()
+
+# The report's browser tests decode Chromium's screenshots.
+if(STC_BUILD_TESTS)
+  find_package(PNG QUIET)
+  stc_require(PNG_FOUND "libpng" "libpng-dev")
+endif()

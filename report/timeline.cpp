@@ -187,7 +187,8 @@ json timelineJson(const Network& net, const sim::SimResult& r, const Resolution&
   for (size_t i = 0; i < r.tasks.size(); ++i)
     for (const sim::StallSpan& s : r.tasks[i].stalls) {
       if (s.fifo < 0 || static_cast<size_t>(s.fifo) >= r.fifos.size()) continue;
-      int64_t length = std::min(s.end, cycles) - s.begin;
+      int64_t length =
+          std::max<int64_t>(0, std::min(s.end, cycles) - s.begin);  // a wait may begin past the end
       (s.full ? stallFull : stallEmpty)[static_cast<size_t>(s.fifo)] += length;
       if (i >= net.tasks.size() || !net.tasks[i].isDma()) kernelStall[static_cast<size_t>(s.fifo)] += length;
     }
