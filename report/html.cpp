@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "compiler/ir/diagnostics.h"
@@ -163,6 +164,8 @@ dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:
 input.zoom{display:none}.zoombar{margin:4px 0;font-size:12px}.zoombar label{border:1px solid var(--grid);padding:1px 8px;margin-left:4px;cursor:pointer;border-radius:4px}
 #zoom1:checked~.zoombar label[for=zoom1],#zoom4:checked~.zoombar label[for=zoom4],#zoom16:checked~.zoombar label[for=zoom16],#zoom64:checked~.zoombar label[for=zoom64]{background:var(--ink);color:#fff}
 #zoom4:checked~.gantt .canvas{width:400%}#zoom16:checked~.gantt .canvas{width:1600%}#zoom64:checked~.gantt .canvas{width:6400%}
+.gantt .tz4,.gantt .tz16,.gantt .tz64{display:none}#zoom4:checked~.gantt .tz4,#zoom16:checked~.gantt .tz4,
+#zoom16:checked~.gantt .tz16,#zoom64:checked~.gantt .tz4,#zoom64:checked~.gantt .tz16,#zoom64:checked~.gantt .tz64{display:inline}
 .gantt{display:flex;border:1px solid var(--grid)}.labels{flex:0 0 230px;font-size:11px;border-right:1px solid var(--grid);overflow:hidden}
 .labels div{height:14px;line-height:14px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;padding:0 4px}
 .labels div.head{height:16px;line-height:16px;font-weight:600;background:#eef1f5}.labels .axispad{height:20px}
@@ -391,13 +394,20 @@ void Page::gantt(const json& tl, const std::string& where) {
     y += rowH;
   }
   // Group boundaries and the cycle grid.
+  // Ticks about every 1/8 of the view at each zoom: the finer ones shown only when zoomed that far.
   std::string axis, grid;
-  double step = tickStep(static_cast<double>(cycles), 8);
-  for (double c = 0; c <= static_cast<double>(cycles); c += step) {
-    double pct = 100 * c / static_cast<double>(cycles);
-    if (pct < 97) axis += "<span style=\"left:" + coord(pct) + "%\">" + shortCount(c) + "</span>";
-    grid += "<line x1=\"" + coord(c) + "\" x2=\"" + coord(c) + "\" y1=\"0\" y2=\"" + coord(y) +
-            "\" stroke=\"#d9dde3\" vector-effect=\"non-scaling-stroke\"/>";
+  std::set<double> ticked;
+  for (int zoom : {1, 4, 16, 64}) {
+    double step = tickStep(static_cast<double>(cycles), 8 * zoom);
+    std::string cls = zoom == 1 ? "" : " class=\"tz" + std::to_string(zoom) + "\"";
+    for (double c = 0; c <= static_cast<double>(cycles); c += step) {
+      if (!ticked.insert(c).second) continue;
+      double pct = 100 * c / static_cast<double>(cycles);
+      std::string label = zoom == 1 ? shortCount(c) : grouped(static_cast<int64_t>(c));  // fine ticks in full
+      if (pct < 99.5) axis += "<span" + cls + " style=\"left:" + coord(pct) + "%\">" + label + "</span>";
+      grid += "<line" + cls + " x1=\"" + coord(c) + "\" x2=\"" + coord(c) + "\" y1=\"0\" y2=\"" + coord(y) +
+              "\" stroke=\"#d9dde3\" vector-effect=\"non-scaling-stroke\"/>";
+    }
   }
   if (groups)
     for (const json& g : in_.array(tl, "groups", where)) {

@@ -154,7 +154,7 @@ TEST(Cli, CommandLineMistakesAreSaidBeforeAnythingRuns) {
   EXPECT_EQ(
       o.out,
       "stc: error: unknown command 'bogus' (the commands: compile, simulate, size-fifos, emit, run, dse, "
-      "itensor, check, conform)\n");
+      "itensor, check, report, conform)\n");
   // A built-in platform by name is the platform file's twin.
   Outcome byName = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4 -p u280");
   Outcome byFile = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4 -p " STC_SOURCE_DIR
