@@ -666,12 +666,18 @@ void Page::deadlock(const json& sim, const std::string& where) {
         "<p class=\"sub\">The wait-for cycle: each task waits on the next, through the FIFO on the arrow "
         "(FULL: it cannot write; EMPTY: it cannot read; tokens held / depth).</p>";
     size_t n = tasks.size();
-    const double W = 860, H = n <= 2 ? 260 : 420, cx = W / 2, cy = H / 2, R = n <= 2 ? 90 : 150;
+    // Boxes as wide as their names, on a circle wide enough that neighbours keep apart.
+    double boxW = 140;
+    for (const std::string& t : tasks) boxW = std::max(boxW, 7.5 * static_cast<double>(t.size()) + 24);
+    double R = n <= 2 ? 90 : std::max(150.0, (boxW / 2 + 30) / std::sin(kPi / static_cast<double>(n)));
+    const double W = std::max(860.0, 2 * R + boxW + 60), H = n <= 2 ? 260 : 2 * R + 120, cx = W / 2,
+                 cy = H / 2;
     std::string s =
         "<svg class=\"chart waitfor\" viewBox=\"0 0 " + coord(W) + " " + coord(H) + "\" width=\"" + coord(W) +
         "\" role=\"img\"><title>wait-for cycle</title><defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" "
         "refX=\"10\" refY=\"5\" markerWidth=\"8\" markerHeight=\"8\" orient=\"auto-start-reverse\">"
         "<path d=\"M0,0 L10,5 L0,10 z\" fill=\"#d64541\"/></marker></defs>";
+    std::string labels;
     auto px = [&](size_t i) {
       return cx + R * std::sin(2 * kPi * static_cast<double>(i) / static_cast<double>(n));
     };
@@ -684,8 +690,8 @@ void Page::deadlock(const json& sim, const std::string& where) {
       double dx = x1 - x0, dy = y1 - y0, len = std::max(1.0, std::hypot(dx, dy));
       double bend = n == 1 ? 0 : 0.25;  // arcs, so two tasks waiting on each other show two arrows
       double mx = (x0 + x1) / 2 + bend * dy, my = (y0 + y1) / 2 - bend * dx;
-      double sx = x0 + dx / len * 52, sy = y0 + dy / len * 20, ex = x1 - dx / len * 52,
-             ey = y1 - dy / len * 20;
+      double sx = x0 + dx / len * (boxW / 2 - 18), sy = y0 + dy / len * 20,
+             ex = x1 - dx / len * (boxW / 2 - 18), ey = y1 - dy / len * 20;
       if (n == 1) {  // a task waiting on itself: a loop above it
         sx = x0 - 30, sy = y0 - 16, ex = x0 + 30, ey = y0 - 16, mx = x0, my = y0 - 110;
       }
@@ -696,18 +702,19 @@ void Page::deadlock(const json& sim, const std::string& where) {
       double lx = (sx + 2 * mx + ex) / 4, ly = (sy + 2 * my + ey) / 4;
       double ox = lx - cx, oy = ly - cy, olen = std::max(1.0, std::hypot(ox, oy));
       lx += ox / olen * 16, ly += oy / olen * 16 + 4;
-      s += "<text x=\"" + coord(lx) + "\" y=\"" + coord(ly - 4) +
-           "\" text-anchor=\"middle\" font-size=\"12\" "
-           "fill=\"#a12622\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"3\">" +
-           esc(edges[i]) + "</text>";
+      labels += "<text x=\"" + coord(lx) + "\" y=\"" + coord(ly - 4) +
+                "\" text-anchor=\"middle\" font-size=\"12\" "
+                "fill=\"#a12622\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"3\">" +
+                esc(edges[i]) + "</text>";
     }
     for (size_t i = 0; i < n; ++i)
-      s += "<rect x=\"" + coord(px(i) - 70) + "\" y=\"" + coord(py(i) - 16) +
-           "\" width=\"140\" height=\"32\" rx=\"6\" "
+      s += "<rect x=\"" + coord(px(i) - boxW / 2) + "\" y=\"" + coord(py(i) - 16) + "\" width=\"" +
+           coord(boxW) +
+           "\" height=\"32\" rx=\"6\" "
            "fill=\"#fff\" stroke=\"#1d2330\" stroke-width=\"1.5\"/><text x=\"" +
            coord(px(i)) + "\" y=\"" + coord(py(i) + 5) +
            "\" text-anchor=\"middle\" font-size=\"12\" font-weight=\"600\">" + esc(tasks[i]) + "</text>";
-    out_ += s + "</svg>";
+    out_ += s + labels + "</svg>";  // the labels over the boxes
   }
   if (sim.contains("fix")) {
     const json& fix = sim.at("fix");
