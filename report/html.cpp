@@ -940,6 +940,24 @@ void Page::decode(const json& rows, const std::string& where) {
           fmt("%.1f%%", 100 * in_.number(last, "layer_hbm_busy_mean", wl)) +
           " of the time on average over the platform's channels, the busiest " +
           fmt("%.1f%%", 100 * in_.number(last, "layer_hbm_busy_max", wl)) + ".</p></section>\n";
+  if (last.contains("decode_layer")) {  // the layer itself, simulated at the request's first decode step
+    const json& sim = in_.at(last, "decode_layer", wl);
+    std::string w = wl + ".decode_layer";
+    const json& at = in_.at(sim, "bindings", w);
+    bool dead = in_.flag(sim, "deadlock", w);
+    int64_t cycles = in_.integer(sim, dead ? "stopped_at" : "cycles", w);
+    out_ += "<section id=\"decode-layer\"><h2>The decode layer at the first step" +
+            (at.contains("ctx") ? " (ctx " + std::to_string(in_.integer(at, "ctx", w + ".bindings")) + ")"
+                                : std::string()) +
+            "</h2><p class=\"sub\">" +
+            (dead ? "DEADLOCK: progress stopped at cycle " + grouped(cycles)
+                  : grouped(cycles) + " cycles, " + timeAt(cycles, mhz_)) +
+            ": one layer of one token, as the estimate simulates it.</p></section>\n";
+    const json& tl = in_.at(sim, "timeline", w);
+    gantt(tl, w + ".timeline");
+    hbm(sim, &tl, w);
+    curves(sim, tl, w + ".timeline", {});
+  }
 }
 
 std::string Page::render() {

@@ -96,6 +96,8 @@ class Estimator {
   DecodeResult run(int64_t prompt, int64_t gen);
   /// Several, sharing their simulations.
   std::vector<DecodeResult> runAll(const std::vector<std::pair<int64_t, int64_t>>& requests);
+  /// The decode layer it simulates at every ctx (its FIFOs sized), as `stc run MODEL` emits it.
+  const Network& decodeLayer() const { return decodeLayer_.network; }
 
  private:
   /// The rows a prompt's prefill runs: the prompt padded to a power of two up to 16 rows, beyond that to

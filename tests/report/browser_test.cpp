@@ -174,7 +174,12 @@ TEST_F(Browser, DecodeReport) {
   Loaded l = load(page);
   EXPECT_TRUE(l.console.empty()) << l.console.front();
   EXPECT_EQ(count(l.dom, "<section id=\"decode\""), 1u);
-  EXPECT_EQ(count(l.dom, "<svg"), 3u);  // resources, tokens/s against the roofline, one step per layer
+  // Resources, tokens/s against the roofline, one step per layer and head; then the decode layer's
+  // Gantt, HBM bytes and busy, and a curve per FIFO.
+  EXPECT_EQ(count(l.dom, "<section id=\"decode-layer\""), 1u);
+  size_t curves = count(l.dom, "<svg class=\"chart curve\"");
+  EXPECT_GT(curves, 10u);
+  EXPECT_EQ(count(l.dom, "<svg"), 3u + 1u + 2u + curves);
   Image shot = screenshot(page, 1280, 1400);
   EXPECT_GT(shot.pixels(0x7a, 0x4f, 0xc9), 100u);  // the LM head's segment
 }

@@ -107,7 +107,7 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
     throw UserError("stc simulate: error: a model needs --decode PROMPT:GEN or --table");
   // The estimator simulates the model's layers itself, at the contexts the requests reach.
   for (const char* option :
-       {"--fifo-depth", "--vcd", "--trace", "--curves", "--engine", "--ctx", "--bind", "--set", "--timeline"})
+       {"--fifo-depth", "--vcd", "--trace", "--curves", "--engine", "--ctx", "--bind", "--set"})
     if (app.count(option) > 0)
       throw UserError(std::string("stc simulate: error: ") + option +
                       " does not apply to a model's --decode or " +
@@ -131,7 +131,11 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
   }
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : results) out.push_back(decodeJson(r, model, platform));
+  if (!a.html.empty() || a.timeline)  // the page draws the last request's first decode step
+    out.back()["decode_layer"] =
+        simulationJson(estimator.decodeLayer(), {{"ctx", results.back().prompt}}, platform);
   if (!a.html.empty()) writeHtmlReport(a.html, a.table ? out : out[0]);
+  if (!a.timeline) out.back().erase("decode_layer");
   if (a.json) {
     std::cout << (a.table ? out : out[0]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
