@@ -24,27 +24,47 @@ constexpr double kPi = 3.14159265358979323846;
 
 class Reader {
  public:
+  static constexpr int64_t kMaxValue = int64_t{1} << 50;
+
   explicit Reader(std::string source) : source_(std::move(source)) {}
 
   const json& at(const json& j, const std::string& key, const std::string& where) const {
     if (!j.is_object() || !j.contains(key)) fail(where.empty() ? key : where + "." + key, "is missing");
     return j.at(key);
   }
+  /// A number, at least 0 (every figure the page draws is a count, a time or a rate).
   double number(const json& j, const std::string& key, const std::string& where) const {
     const json& v = at(j, key, where);
-    if (!v.is_number()) fail(where + "." + key, "is not a number");
+    if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > kMaxValue)
+      fail(where + "." + key, "is not a number from 0 to 2^50");
     return v.get<double>();
   }
+  /// A number above 0 (a clock).
+  double positive(const json& j, const std::string& key, const std::string& where) const {
+    double v = number(j, key, where);
+    if (!(v > 0)) fail(where + "." + key, "is not above 0");
+    return v;
+  }
+  /// An integer from 0 to 2^50: sums and products of a few stay exact and within int64_t.
   int64_t integer(const json& j, const std::string& key, const std::string& where) const {
-    const json& v = at(j, key, where);
-    if (!v.is_number_integer()) fail(where + "." + key, "is not an integer");
-    return v.get<int64_t>();
+    return checked(at(j, key, where), where + "." + key);
   }
   /// An integer or null (-1).
   int64_t optional(const json& j, const std::string& key, const std::string& where) const {
     const json& v = at(j, key, where);
-    if (v.is_null()) return -1;
-    if (!v.is_number_integer()) fail(where + "." + key, "is neither an integer nor null");
+    return v.is_null() ? -1 : checked(v, where + "." + key);
+  }
+  /// A timeline's length: at least 1 cycle.
+  int64_t runCycles(const json& timeline, const std::string& where) const {
+    int64_t cycles = integer(timeline, "cycles", where);
+    if (cycles < 1) fail(where + ".cycles", "is below 1");
+    return cycles;
+  }
+  int64_t checked(const json& v, const std::string& field) const {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() ? v.get<uint64_t>() > kMaxValue
+                                : v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxValue))
+      fail(field, "is not an integer from 0 to 2^50");
     return v.get<int64_t>();
   }
   std::string text(const json& j, const std::string& key, const std::string& where) const {
@@ -106,7 +126,8 @@ std::string fmt(const char* format, double v) {
 
 // 1234567 -> "1,234,567".
 std::string grouped(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  uint64_t magnitude = v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  std::string digits = std::to_string(magnitude), out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
     out += digits[i];
@@ -147,7 +168,7 @@ double tickStep(double max, int count) {
 }
 
 const char* kStyle = R"(
-:root{--busy:#3f9b5f;--full:#d64541;--empty:#3b7dd8;--grid:#d9dde3;--ink:#1d2330;--muted:#5f6b7a}
+:root{--busy:#3f9b5f;--full:#d64541;--empty:#3b7dd8;--hbm:#e0a030;--grid:#d9dde3;--ink:#1d2330;--muted:#5f6b7a}
 *{box-sizing:border-box}
 body{font:14px/1.45 "DejaVu Sans",Helvetica,Arial,sans-serif;color:var(--ink);margin:0;background:#f6f7f9}
 main{max-width:1180px;margin:0 auto;padding:18px 22px 40px;background:#fff}
@@ -211,7 +232,7 @@ std::string barChart(const std::vector<Bar>& bars, const std::string& cls, const
     s += "<rect x=\"" + coord(labelW) + "\" y=\"" + coord(y + 3) + "\" width=\"" + coord(barW) +
          "\" height=\"16\" fill=\"#eef1f5\"/>";
     s += "<rect x=\"" + coord(labelW) + "\" y=\"" + coord(y + 3) + "\" width=\"" + coord(w) +
-         "\" height=\"16\" fill=\"" + (over ? "#d64541" : "#3b7dd8") + "\"/>";
+         "\" height=\"16\" fill=\"" + (over ? "#d64541" : "#56657d") + "\"/>";
     s += "<text x=\"" + coord(labelW + barW + 8) + "\" y=\"" + coord(y + 15) + "\" font-size=\"12\">" +
          esc(b.text) + "</text>";
   }
@@ -264,7 +285,7 @@ void Page::head(const std::string& title) {
 void Page::platformFacts(const json& holder, const std::string& where) {
   if (!holder.contains("platform")) return;
   const json& p = in_.at(holder, "platform", where);
-  mhz_ = in_.number(p, "clock_mhz", where + ".platform");
+  mhz_ = in_.positive(p, "clock_mhz", where + ".platform");
   out_ += "<dt>platform</dt><dd>" + esc(in_.text(p, "name", where + ".platform")) + " at " + coord(mhz_) +
           " MHz</dd>";
 }
@@ -279,8 +300,8 @@ void Page::resources(const json& holder, const std::string& where, const std::st
   std::vector<Bar> bars;
   for (const auto& [key, label] : std::vector<std::pair<std::string, std::string>>{
            {"lut", "LUT"}, {"ff", "FF"}, {"dsp", "DSP"}, {"bram18k", "BRAM_18K"}, {"uram", "URAM"}}) {
-    double u = in_.number(used, key, where + ".resources");
-    double c = cap ? in_.number(*cap, key, where + ".platform.resources") : 0;
+    auto u = static_cast<double>(in_.integer(used, key, where + ".resources"));
+    auto c = cap ? static_cast<double>(in_.integer(*cap, key, where + ".platform.resources")) : 0.0;
     std::string text = grouped(static_cast<int64_t>(u));
     if (cap) text += " / " + grouped(static_cast<int64_t>(c)) + (c > 0 ? fmt(" (%.1f%%)", 100 * u / c) : "");
     bars.push_back({label, u, cap ? std::max(c, 1e-9) : 0, text});
@@ -291,7 +312,7 @@ void Page::resources(const json& holder, const std::string& where, const std::st
 void Page::summary(const json& sim, const std::string& where) {
   bool dead = in_.flag(sim, "deadlock", where);
   int64_t cycles = dead ? in_.integer(sim, "stopped_at", where) : in_.integer(sim, "cycles", where);
-  if (sim.contains("clock_mhz")) mhz_ = in_.number(sim, "clock_mhz", where);
+  if (sim.contains("clock_mhz")) mhz_ = in_.positive(sim, "clock_mhz", where);
   const json& tasks = in_.array(sim, "tasks", where);
   const json& fifos = in_.array(sim, "fifos", where);
   out_ += "<dt>result</dt><dd>" +
@@ -303,18 +324,27 @@ void Page::summary(const json& sim, const std::string& where) {
   out_ += "<dt>tasks</dt><dd>" + std::to_string(tasks.size()) + "</dd><dt>FIFOs</dt><dd>" +
           std::to_string(fifos.size()) + "</dd><dt>events</dt><dd>" +
           grouped(in_.integer(sim, "events", where)) + " FIFO accesses</dd>";
-  int64_t full = 0, empty = 0;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    std::string w = where + ".tasks[" + std::to_string(i) + "]";
-    full += in_.integer(tasks[i], "stall_full", w);
-    empty += in_.integer(tasks[i], "stall_empty", w);
+  // The timeline's counts when it has them (a DMA's waits for HBM apart), else the simulator's.
+  bool drawn = sim.contains("timeline");
+  const json& counted =
+      drawn ? in_.array(in_.at(sim, "timeline", where), "tasks", where + ".timeline") : tasks;
+  std::string w0 = drawn ? where + ".timeline" : where;
+  int64_t full = 0, empty = 0, hbm = 0;
+  for (size_t i = 0; i < counted.size(); ++i) {
+    std::string w = w0 + ".tasks[" + std::to_string(i) + "]";
+    full += in_.integer(counted[i], "stall_full", w);
+    empty += in_.integer(counted[i], "stall_empty", w);
+    if (drawn) hbm += in_.integer(counted[i], "hbm_wait", w);
   }
   out_ += "<dt>stalls</dt><dd>" + grouped(full) + " task-cycles on FULL FIFOs, " + grouped(empty) +
-          " on EMPTY ones</dd>";
+          " on EMPTY ones" +
+          (drawn ? ", " + grouped(hbm) + " of DMAs waiting for HBM"
+                 : std::string(" (a DMA's waits for HBM among them)")) +
+          "</dd>";
 }
 
 void Page::gantt(const json& tl, const std::string& where) {
-  int64_t cycles = in_.integer(tl, "cycles", where);
+  int64_t cycles = in_.runCycles(tl, where);
   int64_t cell = in_.integer(tl, "task_bucket", where);
   const json& tasks = in_.array(tl, "tasks", where);
   out_ += "<section id=\"timeline\"><h2>Timeline</h2><p class=\"sub\">Every task over the run's " +
@@ -325,7 +355,8 @@ void Page::gantt(const json& tl, const std::string& where) {
   out_ +=
       "<p class=\"legend\"><span><i style=\"background:var(--busy)\"></i>running</span><span><i "
       "style=\"background:var(--full)\"></i>stalled writing a FULL FIFO</span><span><i "
-      "style=\"background:var(--empty)\"></i>stalled reading an EMPTY FIFO (or waiting for HBM)</span><span>"
+      "style=\"background:var(--empty)\"></i>stalled reading an EMPTY FIFO</span><span><i "
+      "style=\"background:var(--hbm)\"></i>a DMA waiting for HBM</span><span>"
       "<i style=\"background:#fff;border:1px solid var(--grid)\"></i>not started or finished</span></p>";
   out_ +=
       "<input type=\"radio\" name=\"zoom\" id=\"zoom1\" class=\"zoom\" checked><input type=\"radio\" "
@@ -375,7 +406,13 @@ void Page::gantt(const json& tl, const std::string& where) {
         "): " + (start >= 0 ? "starts at cycle " + grouped(start) : std::string("never starts")) +
         (end >= 0 ? ", ends at " + grouped(end) : std::string(", never finishes")) + "; running " +
         grouped(in_.integer(t, "busy", w)) + " cycles, stalled " + grouped(in_.integer(t, "stall_full", w)) +
-        " on FULL FIFOs and " + grouped(in_.integer(t, "stall_empty", w)) + " on EMPTY ones";
+        " on FULL FIFOs and " + grouped(in_.integer(t, "stall_empty", w)) + " on EMPTY ones" +
+        (t.contains("hbm_wait") && in_.integer(t, "hbm_wait", w) > 0
+             ? ", waiting " + grouped(in_.integer(t, "hbm_wait", w)) + " for HBM"
+             : std::string()) +
+        (t.contains("blocked_since") && in_.optional(t, "blocked_since", w) >= 0
+             ? "; blocked from cycle " + grouped(in_.optional(t, "blocked_since", w)) + " on"
+             : std::string());
     labels += "<div title=\"" + esc(tip) + "\">" + esc(name) + "<span class=\"kind\">" + esc(kind) +
               "</span></div>";
     bars += "<g><title>" + esc(tip) + "</title><rect x=\"0\" y=\"" + coord(y) + "\" width=\"" +
@@ -386,9 +423,12 @@ void Page::gantt(const json& tl, const std::string& where) {
           !s[2].is_string())
         in_.fail(w + ".spans", "holds an entry that is not [begin, end, state]");
       std::string state = s[2].get<std::string>();
-      bars += "<rect class=\"" + state + "\" x=\"" + std::to_string(s[0].get<int64_t>()) + "\" y=\"" +
-              coord(y + 2) + "\" width=\"" + std::to_string(s[1].get<int64_t>() - s[0].get<int64_t>()) +
-              "\" height=\"" + coord(rowH - 4) + "\"/>";
+      int64_t b = in_.checked(s[0], w + ".spans"), e = in_.checked(s[1], w + ".spans");
+      if (state != "busy" && state != "full" && state != "empty" && state != "hbm")
+        in_.fail(w + ".spans", "holds a state other than busy, full, empty or hbm");
+      if (b >= e || e > cycles) in_.fail(w + ".spans", "holds a span outside the run or empty");
+      bars += "<rect class=\"" + state + "\" x=\"" + std::to_string(b) + "\" y=\"" + coord(y + 2) +
+              "\" width=\"" + std::to_string(e - b) + "\" height=\"" + coord(rowH - 4) + "\"/>";
     }
     bars += "</g>";
     y += rowH;
@@ -418,12 +458,13 @@ void Page::gantt(const json& tl, const std::string& where) {
     }
   out_ += "<div class=\"gantt\"><div class=\"labels\">" + labels +
           "</div><div class=\"scroll\"><div class=\"canvas\"><div class=\"axis\">" + axis + "</div>";
-  out_ += "<svg class=\"chart gantt-chart\" viewBox=\"0 0 " + std::to_string(cycles) + " " + coord(y) +
-          "\" preserveAspectRatio=\"none\" width=\"100%\" height=\"" + coord(y) +
-          "\" role=\"img\"><title>task "
-          "timeline</title><style>.busy{fill:#3f9b5f}.full{fill:#d64541}.empty{fill:#3b7dd8}"
-          "</style>" +
-          grid + bars + "</svg></div></div></div></section>\n";
+  out_ +=
+      "<svg class=\"chart gantt-chart\" viewBox=\"0 0 " + std::to_string(cycles) + " " + coord(y) +
+      "\" preserveAspectRatio=\"none\" width=\"100%\" height=\"" + coord(y) +
+      "\" role=\"img\"><title>task "
+      "timeline</title><style>.busy{fill:#3f9b5f}.full{fill:#d64541}.empty{fill:#3b7dd8}.hbm{fill:#e0a030}"
+      "</style>" +
+      grid + bars + "</svg></div></div></div></section>\n";
 }
 
 // One FIFO's chart: cumulative writes and reads above, occupancy against its depth below.
@@ -495,7 +536,7 @@ std::string curveChart(const std::string& name, const std::vector<std::array<int
 
 void Page::curves(const json& sim, const json& tl, const std::string& where,
                   const std::map<std::string, json>& lp) {
-  int64_t cycles = in_.integer(tl, "cycles", where);
+  int64_t cycles = in_.runCycles(tl, where);
   const json& fifos = in_.array(tl, "fifos", where);
   out_ +=
       "<section id=\"fifos\"><h2>Token curves</h2><p class=\"sub\">Per FIFO: the tokens written "
@@ -534,7 +575,7 @@ void Page::curves(const json& sim, const json& tl, const std::string& where,
     const json& f = fifos[i];
     int64_t depth = in_.optional(f, "depth", w);
     int64_t width =
-        i < simFifos.size() && simFifos[i].contains("width") ? simFifos[i].value("width", int64_t{0}) : 0;
+        i < simFifos.size() && simFifos[i].contains("width") ? in_.integer(simFifos[i], "width", w) : 0;
     out_ += std::string("<tr") + (kernel[i] > 0 ? " class=\"hot\"" : "") + "><td class=\"l\">" +
             esc(in_.text(f, "name", w)) + "</td><td>" + std::to_string(width) + "</td><td>" +
             (depth >= 0 ? grouped(depth) : "unbounded") + "</td><td>" + grouped(in_.integer(f, "tokens", w)) +
@@ -610,7 +651,7 @@ void Page::hbm(const json& sim, const json* tl, const std::string& where) {
   }
   std::string tw = where + ".timeline";
   const json& series = in_.array(*tl, "hbm", tw);
-  int64_t cycles = in_.integer(*tl, "cycles", tw), sample = in_.integer(*tl, "hbm_bucket", tw);
+  int64_t cycles = in_.runCycles(*tl, tw), sample = std::max<int64_t>(1, in_.integer(*tl, "hbm_bucket", tw));
   const double left = 90, W = 1000, rowH = 12, plotW = W - left - 10;
   double H = rowH * static_cast<double>(series.size()) + 22;
   std::string s = "<svg class=\"chart hbm-busy\" viewBox=\"0 0 " + coord(W) + " " + coord(H) + "\" width=\"" +
@@ -766,9 +807,9 @@ void Page::sizingSection(const json& fifos, const json& totals, const std::strin
       "the "
       "unbounded run's token curves, against the two baselines: every FIFO as deep as its maximum occupancy, "
       "and every FIFO holding all its tokens.</p>";
-  double sized = in_.number(totals, "total_bits", where),
-         maxOcc = in_.number(totals, "baseline_max_occupancy_bits", where);
-  double full = in_.number(totals, "baseline_full_bits", where);
+  auto sized = static_cast<double>(in_.integer(totals, "total_bits", where));
+  auto maxOcc = static_cast<double>(in_.integer(totals, "baseline_max_occupancy_bits", where));
+  auto full = static_cast<double>(in_.integer(totals, "baseline_full_bits", where));
   out_ += barChart({{"sized by the LP", sized, 0, grouped(static_cast<int64_t>(sized)) + " bits"},
                     {"max occupancy", maxOcc, 0, grouped(static_cast<int64_t>(maxOcc)) + " bits"},
                     {"every token", full, 0, grouped(static_cast<int64_t>(full)) + " bits"}},
@@ -890,8 +931,11 @@ void Page::decode(const json& rows, const std::string& where) {
           lastCycles = in_.integer(last, "layer_cycles_last", wl);
   int64_t head = in_.integer(last, "head_cycles", wl);
   double roofUs = 1e6 / std::max(1e-9, in_.number(last, "roofline_tokens_per_s", wl));
-  double firstUs = static_cast<double>(layers * firstCycles + head) / mhz_;
-  double lastUs = static_cast<double>(layers * lastCycles + head) / mhz_;
+  if (layers < 1) in_.fail(wl + ".layers", "is below 1");
+  double firstUs =
+      (static_cast<double>(layers) * static_cast<double>(firstCycles) + static_cast<double>(head)) / mhz_;
+  double lastUs =
+      (static_cast<double>(layers) * static_cast<double>(lastCycles) + static_cast<double>(head)) / mhz_;
   double maxUs = std::max({firstUs, lastUs, roofUs});
   const double W = 1000, left = 150, plotW = W - left - 20;
   std::string s = "<svg class=\"chart decode-step\" viewBox=\"0 0 " + coord(W) + " 150\" width=\"" +
@@ -900,12 +944,17 @@ void Page::decode(const json& rows, const std::string& where) {
     s += "<text x=\"" + coord(left - 8) + "\" y=\"" + coord(y + 15) +
          "\" text-anchor=\"end\" font-size=\"12\">" + esc(label) + "</text>";
     double x = left;
-    for (int64_t l = 0; l < layers; ++l) {
-      double w = plotW * static_cast<double>(layerCycles) / mhz_ / maxUs;
+    // A segment per layer; past 512 layers one segment for all (a segment would be under a pixel).
+    int64_t segments = layers <= 512 ? layers : 1;
+    double perSegment = static_cast<double>(layerCycles) * static_cast<double>(layers / segments);
+    for (int64_t l = 0; l < segments; ++l) {
+      double w = plotW * perSegment / mhz_ / maxUs;
+      std::string what = segments == layers
+                             ? "layer " + std::to_string(l) + ": " + grouped(layerCycles) + " cycles"
+                             : grouped(layers) + " layers of " + grouped(layerCycles) + " cycles";
       s += "<rect x=\"" + coord(x) + "\" y=\"" + coord(y) + "\" width=\"" + coord(w) +
            "\" height=\"22\" fill=\"" + (l % 2 ? "#3f9b5f" : "#5fb87c") +
-           "\" stroke=\"#fff\" stroke-width=\"0.5\"><title>layer " + std::to_string(l) + ": " +
-           grouped(layerCycles) + " cycles</title></rect>";
+           "\" stroke=\"#fff\" stroke-width=\"0.5\"><title>" + what + "</title></rect>";
       x += w;
     }
     double w = plotW * static_cast<double>(head) / mhz_ / maxUs;

@@ -1,7 +1,6 @@
 #include "report/timeline.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cmath>
 
@@ -26,33 +25,50 @@ json orNull(int64_t v, bool present) {
   return present ? json(v) : json(nullptr);
 }
 
-// Cycles of [begin, end) (fractional ends allowed) added to each cell of `cells` cycles that they cover.
-template <typename T>
-void cover(std::vector<T>& cells, int64_t cell, double begin, double end) {
-  double limit = static_cast<double>(cells.size()) * static_cast<double>(cell);
-  begin = std::max(begin, 0.0);
+// Cycles of [begin, end) within [0, limit) added to each cell of `cell` cycles that they cover.
+void cover(std::vector<int64_t>& cells, int64_t cell, int64_t limit, int64_t begin, int64_t end) {
+  begin = std::max<int64_t>(begin, 0);
   end = std::min(end, limit);
-  for (double at = begin; at < end;) {
-    auto k = static_cast<size_t>(at / static_cast<double>(cell));
-    double cellEnd = std::min(end, static_cast<double>(k + 1) * static_cast<double>(cell));
-    cells[k] += static_cast<T>(cellEnd - at);
+  for (int64_t at = begin; at < end;) {
+    int64_t k = at / cell, cellEnd = std::min(end, (k + 1) * cell);
+    cells[static_cast<size_t>(k)] += cellEnd - at;
     at = cellEnd;
   }
 }
 
-enum State { kIdle, kBusy, kFull, kEmpty };
+// The same for fractional spans (HBM bursts need not start or end on a cycle edge).
+void cover(std::vector<double>& cells, int64_t cell, int64_t limit, double begin, double end) {
+  double width = static_cast<double>(cell);
+  begin = std::max(begin, 0.0);
+  end = std::min(end, static_cast<double>(limit));
+  for (double at = begin; at < end;) {
+    size_t k = std::min(cells.size() - 1, static_cast<size_t>(at / width));
+    double cellEnd = std::min(end, static_cast<double>(k + 1) * width);
+    if (!(cellEnd > at)) break;  // rounding at huge values: no progress
+    cells[k] += cellEnd - at;
+    at = cellEnd;
+  }
+}
+
+enum State { kIdle, kBusy, kFull, kEmpty, kHbm };
 const char* stateName(State s) {
-  return s == kBusy ? "busy" : s == kFull ? "full" : "empty";
+  return s == kBusy ? "busy" : s == kFull ? "full" : s == kEmpty ? "empty" : "hbm";
+}
+
+// Whether a stall of a task waited for HBM rather than for its FIFO: the engine books a DMA read's wait
+// for data as EMPTY on its output, and a DMA write's wait for a free request slot as FULL on its input.
+bool waitsForHbm(const Task* task, const sim::StallSpan& s) {
+  return task &&
+         ((task->kind == TaskKind::kDmaRead && !s.full) || (task->kind == TaskKind::kDmaWrite && s.full));
 }
 
 // One task's cells: the state covering most of each, run-length coded; idle stretches left out.
-json taskSpans(const sim::TaskStats& t, int64_t cycles, int64_t cell) {
+json taskSpans(const sim::TaskStats& t, const Task* task, int64_t cycles, int64_t cell) {
   size_t n = static_cast<size_t>(ceilDiv(cycles, cell));
-  std::vector<int64_t> active(n, 0), full(n, 0), empty(n, 0);
-  if (t.start >= 0)
-    cover(active, cell, static_cast<double>(t.start), static_cast<double>(t.finished ? t.end : cycles));
+  std::vector<int64_t> active(n, 0), full(n, 0), empty(n, 0), hbm(n, 0);
+  if (t.start >= 0) cover(active, cell, cycles, t.start, t.finished ? t.end : cycles);
   for (const sim::StallSpan& s : t.stalls)
-    cover(s.full ? full : empty, cell, static_cast<double>(s.begin), static_cast<double>(s.end));
+    cover(waitsForHbm(task, s) ? hbm : s.full ? full : empty, cell, cycles, s.begin, s.end);
   json spans = json::array();
   State open = kIdle;
   int64_t openBegin = 0;
@@ -61,14 +77,11 @@ json taskSpans(const sim::TaskStats& t, int64_t cycles, int64_t cell) {
   };
   for (size_t k = 0; k < n; ++k) {
     // A stall outside [start, end) (a blocked task that never started) still shows.
-    int64_t busy = std::max<int64_t>(0, active[k] - full[k] - empty[k]);
+    int64_t busy = std::max<int64_t>(0, active[k] - full[k] - empty[k] - hbm[k]);
     State s = kIdle;
-    if (full[k] > 0 && full[k] >= empty[k] && full[k] >= busy)
-      s = kFull;
-    else if (empty[k] > 0 && empty[k] >= busy)
-      s = kEmpty;
-    else if (busy > 0)
-      s = kBusy;
+    int64_t most = 0;
+    for (auto [state, c] : {std::pair{kFull, full[k]}, {kEmpty, empty[k]}, {kHbm, hbm[k]}, {kBusy, busy}})
+      if (c > most) s = state, most = c;  // ties: the first, a stall before running
     if (s == open) continue;
     int64_t at = static_cast<int64_t>(k) * cell;
     close(at);
@@ -144,7 +157,8 @@ json timelineJson(const Network& net, const sim::SimResult& r, const Resolution&
     spans.clear();
     size_t total = 0;
     for (const sim::TaskStats& t : r.tasks) {
-      spans.push_back(taskSpans(t, cycles, cell));
+      size_t i = spans.size();
+      spans.push_back(taskSpans(t, i < net.tasks.size() ? &net.tasks[i] : nullptr, cycles, cell));
       total += spans.back().size();
     }
     if (static_cast<int64_t>(total) <= res.totalSpans || cell >= cycles) break;
@@ -157,9 +171,18 @@ json timelineJson(const Network& net, const sim::SimResult& r, const Resolution&
     const Task* task = i < net.tasks.size() ? &net.tasks[i] : nullptr;
     int group = task ? task->group : 0;
     int64_t end = t.finished ? t.end : cycles;
-    int64_t busy = t.start >= 0 ? std::max<int64_t>(0, (t.blockedSince >= 0 ? t.blockedSince : end) -
-                                                           t.start - t.stallFull - t.stallEmpty)
-                                : 0;
+    // Stall cycles as drawn: a DMA's waits for HBM apart; a deadlock's open wait to the run's end.
+    int64_t stalled[3] = {0, 0, 0};  // FULL, EMPTY, HBM
+    for (const sim::StallSpan& s : t.stalls)
+      stalled[waitsForHbm(task, s) ? 2
+              : s.full             ? 0
+                                   : 1] += std::max<int64_t>(0, std::min(s.end, cycles) - s.begin);
+    int64_t busy = 0;
+    if (t.start >= 0) {
+      int64_t until =
+          t.blockedSince >= 0 ? std::min(t.blockedSince, cycles) : end;  // blocked may lie past the end
+      busy = std::max<int64_t>(0, until - t.start - t.stallFull - t.stallEmpty);
+    }
     int layer = layerOf(t.name);
     tasks.push_back({{"name", t.name},
                      {"kind", task ? taskKindName(task->kind) : "kernel"},
@@ -167,9 +190,11 @@ json timelineJson(const Network& net, const sim::SimResult& r, const Resolution&
                      {"layer", layer >= 0 ? json(layer) : json(nullptr)},
                      {"start", orNull(t.start, t.start >= 0)},
                      {"end", orNull(t.end, t.finished)},
+                     {"blocked_since", orNull(t.blockedSince, t.blockedSince >= 0)},
                      {"busy", busy},
-                     {"stall_full", t.stallFull},
-                     {"stall_empty", t.stallEmpty},
+                     {"stall_full", stalled[0]},
+                     {"stall_empty", stalled[1]},
+                     {"hbm_wait", stalled[2]},
                      {"spans", std::move(spans[i])}});
     if (t.start < 0) continue;
     auto [it, added] = groups.emplace(group, std::make_pair(t.start, end));
@@ -186,11 +211,12 @@ json timelineJson(const Network& net, const sim::SimResult& r, const Resolution&
       kernelStall(r.fifos.size(), 0);
   for (size_t i = 0; i < r.tasks.size(); ++i)
     for (const sim::StallSpan& s : r.tasks[i].stalls) {
-      if (s.fifo < 0 || static_cast<size_t>(s.fifo) >= r.fifos.size()) continue;
+      const Task* task = i < net.tasks.size() ? &net.tasks[i] : nullptr;
+      if (s.fifo < 0 || static_cast<size_t>(s.fifo) >= r.fifos.size() || waitsForHbm(task, s)) continue;
       int64_t length =
           std::max<int64_t>(0, std::min(s.end, cycles) - s.begin);  // a wait may begin past the end
       (s.full ? stallFull : stallEmpty)[static_cast<size_t>(s.fifo)] += length;
-      if (i >= net.tasks.size() || !net.tasks[i].isDma()) kernelStall[static_cast<size_t>(s.fifo)] += length;
+      if (!task || !task->isDma()) kernelStall[static_cast<size_t>(s.fifo)] += length;
     }
   int64_t step = std::max<int64_t>(1, ceilDiv(cycles, res.curvePoints));
   out["curve_step"] = step;
@@ -213,7 +239,7 @@ json timelineJson(const Network& net, const sim::SimResult& r, const Resolution&
   json hbm = json::array();
   for (const sim::ChannelStats& c : r.hbm) {
     std::vector<double> busy(static_cast<size_t>(ceilDiv(cycles, sample)), 0.0);
-    for (const auto& [begin, end] : c.busySpans) cover(busy, sample, begin, end);
+    for (const auto& [begin, end] : c.busySpans) cover(busy, sample, cycles, begin, end);
     json fractions = json::array();
     for (size_t k = 0; k < busy.size(); ++k) {
       int64_t length = std::min<int64_t>(sample, cycles - static_cast<int64_t>(k) * sample);

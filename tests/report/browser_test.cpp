@@ -6,6 +6,7 @@
 #include <png.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -92,6 +93,16 @@ class Browser : public ::testing::Test {
       return n;
     }
   };
+  // A copy of the page with one more CSS rule (to hide a chart and see what it alone drew).
+  fs::path restyled(const fs::path& page, const std::string& rule) {
+    std::string html = readAll(page.string());
+    size_t at = html.find("</style>");
+    EXPECT_NE(at, std::string::npos);
+    html.insert(at, rule);
+    fs::path copy = dir_ / ("restyled_" + page.filename().string());
+    std::ofstream(copy) << html;
+    return copy;
+  }
   Image screenshot(const fs::path& page, int width, int height) {
     fs::path png = dir_ / (page.stem().string() + ".png");
     Outcome o = shell(browser_ + " --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" +
@@ -148,10 +159,12 @@ TEST_F(Browser, GptMediumLayerReport) {
   ASSERT_EQ(shot.width, 1280);
   size_t all = static_cast<size_t>(shot.width) * static_cast<size_t>(shot.height);
   EXPECT_LT(shot.pixels(255, 255, 255, 2), all * 9 / 10);  // not blank
-  // The Gantt shows running (green) and stalled-on-FULL (red) tasks: the weight DMAs wait on the kernels.
-  EXPECT_GT(shot.pixels(0x3f, 0x9b, 0x5f), 2000u);
-  EXPECT_GT(shot.pixels(0xd6, 0x45, 0x41), 2000u);
-  EXPECT_GT(shot.pixels(0x3b, 0x7d, 0xd8), 2000u);  // and kernels starved (blue)
+  // The Gantt itself draws running (green), stalled-on-FULL (red: the weight DMAs wait on the kernels) and
+  // starved (blue) tasks: the colours' pixels with its bars against the same page with them hidden.
+  Image bare = screenshot(restyled(page, ".gantt svg{visibility:hidden}"), 1280, 2000);
+  for (auto [r, g, b] :
+       {std::array<unsigned char, 3>{0x3f, 0x9b, 0x5f}, {0xd6, 0x45, 0x41}, {0x3b, 0x7d, 0xd8}})
+    EXPECT_GT(shot.pixels(r, g, b), bare.pixels(r, g, b) + 2000) << int(r) << "," << int(g) << "," << int(b);
 }
 
 TEST_F(Browser, DeadlockReportDrawsTheCycle) {
@@ -163,8 +176,10 @@ TEST_F(Browser, DeadlockReportDrawsTheCycle) {
   EXPECT_EQ(count(l.dom, "<section id=\"deadlock\""), 1u);
   EXPECT_EQ(count(l.dom, "<svg class=\"chart waitfor\""), 1u);
   EXPECT_NE(l.dom.find("deepen <b>a_c</b> from 2 to 64"), std::string::npos);
+  // The cycle's red arrows: the graph's red pixels against the same page with the graph hidden.
   Image shot = screenshot(page, 1280, 1000);
-  EXPECT_GT(shot.pixels(0xd6, 0x45, 0x41), 300u);  // the cycle's red arrows
+  Image bare = screenshot(restyled(page, "svg.waitfor{visibility:hidden}"), 1280, 1000);
+  EXPECT_GT(shot.pixels(0xd6, 0x45, 0x41), bare.pixels(0xd6, 0x45, 0x41) + 300);
 }
 
 TEST_F(Browser, DecodeReport) {
@@ -181,7 +196,8 @@ TEST_F(Browser, DecodeReport) {
   EXPECT_GT(curves, 10u);
   EXPECT_EQ(count(l.dom, "<svg"), 3u + 1u + 2u + curves);
   Image shot = screenshot(page, 1280, 1400);
-  EXPECT_GT(shot.pixels(0x7a, 0x4f, 0xc9), 100u);  // the LM head's segment
+  Image bare = screenshot(restyled(page, "svg.decode-step{visibility:hidden}"), 1280, 1400);
+  EXPECT_GT(shot.pixels(0x7a, 0x4f, 0xc9), bare.pixels(0x7a, 0x4f, 0xc9) + 100);  // the LM head's segment
 }
 
 }  // namespace

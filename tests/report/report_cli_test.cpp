@@ -120,11 +120,14 @@ TEST_F(ReportCli, BadInputGetsOneMessageAndNoPage) {
   std::ofstream(path("partial.json")) << "{\"network\": \"n\", \"deadlock\": false, \"tasks\": []}";
   refused("report " + path("partial.json") + " -o " + path("out.html"), "error: field 'cycles' is missing");
   refused("report " + path("missing.json") + " -o " + path("out.html"), "missing.json");
-  refused("report " + path("other.json") + " -o " + path("other.json"), "error");
+  refused("report " + path("other.json") + " -o " + path("other.json"), "is an input of this command");
   refused("simulate " STC_SOURCE_DIR "/models/graphs/mlp.yaml --timeline",
           "--timeline adds to --json's object");
   refused("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 8:8 --timeline", "pass --json too");
-  refused("simulate " STC_SOURCE_DIR "/models/graphs/mlp.yaml --html -", "-");
+  refused("simulate " STC_SOURCE_DIR "/models/graphs/mlp.yaml --html -", "-: error: stc writes files");
+  refused(
+      "run " STC_SOURCE_DIR "/models/graphs/mlp.yaml -o " + path("proj") + " --html " + path("proj/r.html"),
+      "lies in the project folder");
   EXPECT_EQ(readAll(path("other.json")), "{\"foo\": 1}");  // an output never overwrites the input
 }
 

@@ -159,6 +159,21 @@ TEST(ReportTimeline, DeadlockedTaskStaysStalledToTheEnd) {
   EXPECT_EQ(tl["fifos"][1]["stall_full"], 1);
 }
 
+// A deadlocked task whose wait begins after the run's last event runs to the end and no further.
+TEST(ReportTimeline, ABlockedTaskRunsNoLongerThanTheRun) {
+  std::string text = readTextFile(STC_SOURCE_DIR "/models/networks/fork_join.yaml");
+  for (size_t at = text.find("ii: 1"); at != std::string::npos; at = text.find("ii: 1"))
+    text.replace(at, 5, "ii: 4");
+  Network net = parseNetwork(text, "fork_join.yaml");
+  sim::SimResult r = sim::runDirect(sim::compileProgram(net, {}), recordAll());
+  ASSERT_TRUE(r.deadlock);
+  ASSERT_GT(r.tasks[0].blockedSince, r.cycles);  // A's next stage falls after B's last event
+  json tl = report::timelineJson(net, r);
+  EXPECT_EQ(tl["tasks"][0]["busy"], r.cycles - r.tasks[0].start);
+  EXPECT_EQ(tl["tasks"][0]["blocked_since"], r.tasks[0].blockedSince);
+  EXPECT_EQ(stateCycles(tl["tasks"][0])["busy"], r.cycles - r.tasks[0].start);
+}
+
 TEST(ReportTimeline, HbmBusyOverTimeAddsUpToTheChannelsBusyTime) {
   // Two DMAs on one channel and one on another, each feeding a consumer at ii 2: bursts interleave.
   std::string text =
@@ -192,6 +207,33 @@ TEST(ReportTimeline, HbmBusyOverTimeAddsUpToTheChannelsBusyTime) {
     EXPECT_NEAR(busy, r.hbm[c].busyFraction * static_cast<double>(r.cycles),
                 1e-4 * static_cast<double>(cycles) + 1);
   }
+  // Two DMAs share channel 3 and wait for its data: those waits are drawn as "hbm", not as their FIFOs'
+  // stalls, and they add up with the FIFO stalls to the simulator's.
+  report::Resolution everyCycle;
+  everyCycle.taskCells = everyCycle.totalSpans = 1 << 20;
+  tl = report::timelineJson(net, r, everyCycle);
+  ASSERT_EQ(tl["task_bucket"], 1);
+  int64_t hbmWaits = 0;
+  for (size_t t = 0; t < r.tasks.size(); ++t) {
+    const json& task = tl["tasks"][t];
+    std::map<std::string, int64_t> c = stateCycles(task);
+    EXPECT_EQ(task["hbm_wait"].get<int64_t>() + task["stall_full"].get<int64_t>() +
+                  task["stall_empty"].get<int64_t>(),
+              r.tasks[t].stallFull + r.tasks[t].stallEmpty);
+    if (!net.tasks[t].isDma()) {
+      EXPECT_EQ(task["hbm_wait"], 0);
+    }
+    EXPECT_EQ(c["hbm"], task["hbm_wait"]);  // cycle by cycle: cells of one cycle
+    hbmWaits += task["hbm_wait"].get<int64_t>();
+  }
+  EXPECT_GT(hbmWaits, 0);
+  int64_t fifoStalls = 0;
+  for (const json& f : tl["fifos"])
+    fifoStalls += f["stall_full"].get<int64_t>() + f["stall_empty"].get<int64_t>();
+  int64_t taskStalls = 0;
+  for (const json& t : tl["tasks"])
+    taskStalls += t["stall_full"].get<int64_t>() + t["stall_empty"].get<int64_t>();
+  EXPECT_EQ(fifoStalls, taskStalls);
 }
 
 TEST(ReportTimeline, LayerFromTheTaskName) {
@@ -273,8 +315,71 @@ TEST(ReportHtml, NamesTheFieldItCannotRead) {
   doc["timeline"]["fifos"][0]["points"][0][2] = "x";
   EXPECT_THROW(report::renderHtml(doc, "saved.json"), UserError);
   EXPECT_THROW(report::renderHtml(json{{"foo", 1}}, "saved.json"), UserError);
+  // Values that would inject markup, divide by zero or loop without end are refused, not drawn.
+  doc = simulationDocument(kJoin);
+  doc["timeline"]["tasks"][0]["spans"][0][2] = "busy\"/><image href=\"x.png\"/><rect class=\"busy";
+  EXPECT_THROW(report::renderHtml(doc, "saved.json"), UserError);
+  doc = simulationDocument(kJoin);
+  doc["clock_mhz"] = 0;
+  EXPECT_THROW(report::renderHtml(doc, "saved.json"), UserError);
+  doc = simulationDocument(kJoin);
+  doc["timeline"]["cycles"] = 0;
+  EXPECT_THROW(report::renderHtml(doc, "saved.json"), UserError);
+  doc = simulationDocument(kJoin);
+  doc["timeline"]["tasks"][0]["spans"][0][1] = int64_t{1} << 40;  // past the run
+  EXPECT_THROW(report::renderHtml(doc, "saved.json"), UserError);
+  doc = simulationDocument(kJoin);
+  doc["fifos"][0]["width"] = "32";
+  EXPECT_THROW(report::renderHtml(doc, "saved.json"), UserError);
+  doc = simulationDocument(kJoin);
+  doc["events"] = -1;
+  EXPECT_THROW(report::renderHtml(doc, "saved.json"), UserError);
   EXPECT_THROW(report::renderHtml(json::array(), "saved.json"), UserError);
   EXPECT_THROW(report::renderHtml(json(3), "saved.json"), UserError);
+}
+
+// A decode result as stc simulate MODEL --decode P:G --json prints it, its figures made up.
+json decodeDocument(int64_t layers) {
+  json resources{{"lut", 100}, {"ff", 200}, {"dsp", 30}, {"bram18k", 4}, {"uram", 5}};
+  json platform{{"name", "u55c"},
+                {"clock_mhz", 250.0},
+                {"resources", {{"lut", 1000}, {"ff", 2000}, {"dsp", 90}, {"bram18k", 40}, {"uram", 50}}}};
+  json device{{"decode_tokens_per_s", 200.0}, {"latency_ms", 10.0}, {"ttft_ms", 1.0}};
+  return {{"model", "m"},
+          {"platform", platform},
+          {"fits_hbm", true},
+          {"hbm_bytes", 1000},
+          {"layers", layers},
+          {"resources", resources},
+          {"prompt", 8},
+          {"gen", 8},
+          {"device_loop", device},
+          {"roofline_tokens_per_s", 400.0},
+          {"decode_tokens_per_s", 100.0},
+          {"latency_ms", 20.0},
+          {"ttft_ms", 2.0},
+          {"layer_cycles_first", 1000},
+          {"layer_cycles_last", 1200},
+          {"head_cycles", 500},
+          {"layer_hbm_busy_mean", 0.5},
+          {"layer_hbm_busy_max", 0.75}};
+}
+
+TEST(ReportHtml, DecodePageDrawsEachLayerAndTheHead) {
+  std::string page = report::renderHtml(decodeDocument(4), "decode.json");
+  expectSelfContained(page);
+  EXPECT_EQ(count(page, "<svg"), 3u);           // resources, tokens/s against the roofline, the step
+  EXPECT_EQ(count(page, "<title>layer "), 8u);  // 4 layers, at the first and the last step
+  EXPECT_NE(page.find("100.0 tokens/s (25.0% of the roofline)"), std::string::npos);
+  EXPECT_NE(page.find("200.0 tokens/s (50.0%)"), std::string::npos);
+  EXPECT_NE(page.find("roofline 2500.00 us"), std::string::npos);  // 1e6 / 400 tokens/s
+  // A million layers: one segment, not a million.
+  page = report::renderHtml(decodeDocument(1000000), "decode.json");
+  EXPECT_EQ(count(page, "<title>layer "), 0u);
+  EXPECT_EQ(count(page, "1,000,000 layers of"), 2u);
+  json bad = decodeDocument(4);
+  bad["platform"]["clock_mhz"] = 0;
+  EXPECT_THROW(report::renderHtml(bad, "decode.json"), UserError);
 }
 
 TEST(ReportHtml, EscapesNames) {

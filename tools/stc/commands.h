@@ -88,9 +88,11 @@ nlohmann::json resourcesJson(const Resources& used);
 nlohmann::json platformJson(const Platform& platform);
 /// A network's resources (read from path; `used` is it with the depths to count), as stc emit counts them:
 /// its source compiled again with those depths (kernels, DMAs, converters and FIFOs), or the FIFOs alone
-/// for a network without a readable source. `what` says which, calling the FIFOs `fifos` ("sized FIFOs").
+/// for a network without a readable source (or whose source no longer compiles to it; `strict`: a source
+/// that does not compile is the error it is). `what` says which, calling the FIFOs `fifos` ("sized FIFOs").
 Resources networkResources(const Network& file, const Network& used, const std::string& path,
-                           const Platform& platform, const std::string& fifos, std::string& what);
+                           const Platform& platform, const std::string& fifos, bool strict,
+                           std::string& what);
 /// A network's run as `stc simulate --json --timeline` prints it, at the bindings (and each symbol of its
 /// sized_for range at the range's end): the sized network a report of size-fifos or run draws.
 nlohmann::json simulationJson(const Network& net, const Bindings& bindings, const Platform& platform);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/diagnostics.h"
@@ -267,16 +268,24 @@ nlohmann::json platformJson(const Platform& platform) {
 }
 
 Resources networkResources(const Network& file, const Network& used, const std::string& path,
-                           const Platform& platform, const std::string& fifos, std::string& what) {
+                           const Platform& platform, const std::string& fifos, bool strict,
+                           std::string& what) {
   if (!networkSourcePath(file, path).empty()) {
+    std::optional<CompileResult> c;
     try {
-      CompileResult c = compileGraph(loadNetworkSourceGraph(file, path, "stc"), platform,
-                                     parseCompileOptions(file.sourceSettings, platform));
-      takeDepths(used, path, c.network);
-      updateResources(c, platform);
-      what = "the design with its " + fifos;
-      return c.report.resources;
-    } catch (const UserError&) {  // the source changed since: its kernels are not this network's
+      c = compileGraph(loadNetworkSourceGraph(file, path, "stc"), platform,
+                       parseCompileOptions(file.sourceSettings, platform));
+    } catch (const UserError&) {
+      if (strict) throw;  // the source no longer compiles: that is the error
+    }
+    if (c) {
+      try {
+        takeDepths(used, path, c->network);
+        updateResources(*c, platform);
+        what = "the design with its " + fifos;
+        return c->report.resources;
+      } catch (const UserError&) {  // the source changed since: its kernels are not this network's
+      }
     }
   }
   Resources r;
@@ -300,7 +309,11 @@ nlohmann::json simulationJson(const Network& net, const Bindings& bindings, cons
 }
 
 void writeHtmlReport(const std::string& path, const nlohmann::json& result) {
-  std::string page = report::renderHtml(result, path);
+  // Drawn from the JSON as --json prints it (invalid UTF-8 replaced), so that stc report of the saved
+  // result draws the same page.
+  nlohmann::json printed =
+      nlohmann::json::parse(result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::string page = report::renderHtml(printed, path);
   writeFileAtomic(path, page);
 }
 

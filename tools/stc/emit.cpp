@@ -370,7 +370,14 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   checkProjectFolder(a, command);
   if (a.timeline && !a.json)
     throw UserError(command + ": error: --timeline adds to --json's object: pass --json too");
-  if (!a.html.empty()) checkOutputPaths({a.html}, {a.input.path, a.input.platform});
+  if (!a.html.empty()) {
+    checkOutputPaths({a.html}, {a.input.path, a.input.platform});
+    std::error_code ec;
+    std::string folder = std::filesystem::weakly_canonical(projectDir(a.emit.dir), ec).string() + "/";
+    if (std::filesystem::weakly_canonical(a.html, ec).string().rfind(folder, 0) == 0)
+      throw UserError(command + ": error: --html " + a.html + " lies in the project folder " + a.emit.dir +
+                      ", which the project replaces: write it elsewhere");
+  }
   Bindings given = parseSymbolBindings(command, a.input.ctx, a.input.binds);
   Platform platform = a.input.loadPlatformArg();
   Loaded loaded = loadGraph(a, command);

@@ -209,9 +209,9 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
     out["platform"] = platformJson(platform);
     bool bounded = std::none_of(r.fifos.begin(), r.fifos.end(),
                                 [](const sim::FifoStats& f) { return f.depth == kUnboundedDepth; });
-    if (bounded) {  // an unbounded FIFO has no memory to count
+    if (report && bounded) {  // the page's (a recompile); an unbounded FIFO has no memory to count
       out["resources"] = resourcesJson(
-          networkResources(net, simulated, a.network.path, platform, "FIFOs as simulated", what));
+          networkResources(net, simulated, a.network.path, platform, "FIFOs as simulated", false, what));
       out["resources_of"] = what;
     }
     if (report) out["timeline"] = report::timelineJson(net, r);

@@ -103,7 +103,7 @@ int sizeCommand(const SizeArgs& a) {
   for (const auto& [symbol, value] : options.bindings) sized.sizedFor[symbol] = {value, value};
   if (overCtx) sized.sizedFor["ctx"] = ctxRange;
   std::string what;
-  Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", what);
+  Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", true, what);
   requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
   if (a.json || !a.html.empty()) {
