@@ -198,7 +198,7 @@ svg{display:block}svg text{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif}
 .tablebox{max-height:340px;overflow-y:auto;border:1px solid var(--grid);display:inline-block}.tablebox table{margin:0}
 .curves{display:flex;flex-wrap:wrap;gap:10px}.curves figure{margin:0;border:1px solid var(--grid);padding:4px;width:364px}
 .curves figcaption{font-size:11.5px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.curves figcaption b{font-size:12px}
-@media print{body{background:#fff}main{max-width:none;padding:0}.zoombar{display:none}.scroll,.tablebox{overflow:visible;max-height:none}
+@media print{body{background:#fff}main{max-width:none;padding:0}h2,h3,.sub,.legend{break-after:avoid}.zoombar{display:none}.scroll,.tablebox{overflow:visible;max-height:none}
 .canvas{width:100%!important}section{break-inside:auto}figure,table,.gantt{break-inside:avoid}}
 )";
 
@@ -613,7 +613,7 @@ void Page::curves(const json& sim, const json& tl, const std::string& where,
     int64_t stalled = stalls[i];
     if (stalled > 0)
       caption += (choice != lp.end() ? "; " : "<br>") + std::string("tasks stalled ") + grouped(stalled) +
-                 " cycles on it";
+                 (stalled == 1 ? " cycle" : " cycles") + " on it";
     out_ += "<figure><figcaption>" + caption + "</figcaption>" +
             curveChart(name, points, cycles, tokens, depth, maxOcc, lpMax) + "</figure>";
   }
