@@ -2,7 +2,7 @@
 # Installs the Debian packages streamtensor builds and tests with (Chromium renders the HTML report in
 # its tests), when any is missing (needs root, or sudo).
 set -euo pipefail
-packages=(g++ cmake ninja-build pkg-config make
+packages=(g++ cmake ninja-build pkg-config make python3
           libsystemc-dev libglpk-dev libyaml-cpp-dev libonnx-dev libprotobuf-dev protobuf-compiler
           libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
           libpng-dev chromium)
