@@ -84,6 +84,8 @@ void requireBindings(const std::set<std::string>& symbols, const Bindings& bindi
 std::string resourcesText(const Resources& used, const Platform& platform);
 /// {"dsp", "bram18k", "uram", "lut", "ff"}: the counts as every --json prints them.
 nlohmann::json resourcesJson(const Resources& used);
+/// Each sized FIFO as --json prints it: {name, depth, bits, memory, max_occupancy, tokens, delay}.
+nlohmann::json sizedFifosJson(const std::vector<sizing::SizedFifo>& fifos);
 /// {"name", "clock_mhz", "resources"}: the platform as every --json that the HTML report reads gives it.
 nlohmann::json platformJson(const Platform& platform);
 /// A network's resources (read from path; `used` is it with the depths to count), as stc emit counts them:

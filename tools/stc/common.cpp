@@ -261,6 +261,19 @@ nlohmann::json resourcesJson(const Resources& used) {
       {"dsp", used.dsp}, {"bram18k", used.bram18k}, {"uram", used.uram}, {"lut", used.lut}, {"ff", used.ff}};
 }
 
+nlohmann::json sizedFifosJson(const std::vector<sizing::SizedFifo>& fifos) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const sizing::SizedFifo& f : fifos)
+    out.push_back({{"name", f.name},
+                   {"depth", f.depth},
+                   {"bits", f.bits},
+                   {"memory", f.memory.kind},
+                   {"max_occupancy", f.maxOccupancy},
+                   {"tokens", f.tokens},
+                   {"delay", f.delay}});
+  return out;
+}
+
 nlohmann::json platformJson(const Platform& platform) {
   return {{"name", platform.name},
           {"clock_mhz", platform.kernelClockMhz},

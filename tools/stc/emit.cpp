@@ -518,18 +518,9 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                   static_cast<long long>(cyclesUnbounded), holds.c_str());
     st.sizedLine = line;
   }
-  nlohmann::json sizedFifos = nlohmann::json::array();
-  for (const sizing::SizedFifo& f : s.fifos)
-    sizedFifos.push_back({{"name", f.name},
-                          {"depth", f.depth},
-                          {"bits", f.bits},
-                          {"memory", f.memory.kind},
-                          {"max_occupancy", f.maxOccupancy},
-                          {"tokens", f.tokens},
-                          {"delay", f.delay}});
   st.out["sizing"] = {
       {"fifos", s.fifos.size()},
-      {"sized_fifos", sizedFifos},
+      {"sized_fifos", sizedFifosJson(s.fifos)},
       {"total_bits", s.totalBits},
       {"baseline_max_occupancy_bits", s.baselineMaxOccupancyBits},
       {"baseline_full_bits", s.baselineFullBits},

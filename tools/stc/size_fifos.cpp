@@ -107,18 +107,9 @@ int sizeCommand(const SizeArgs& a) {
   requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
   if (a.json || !a.html.empty()) {
-    nlohmann::json fifos = nlohmann::json::array();
-    for (const auto& f : r.fifos)
-      fifos.push_back({{"name", f.name},
-                       {"depth", f.depth},
-                       {"bits", f.bits},
-                       {"memory", f.memory.kind},
-                       {"max_occupancy", f.maxOccupancy},
-                       {"tokens", f.tokens},
-                       {"delay", f.delay}});
     nlohmann::json j{{"network", net.name},
                      {"platform", platformJson(platform)},
-                     {"fifos", fifos},
+                     {"fifos", sizedFifosJson(r.fifos)},
                      {"total_bits", r.totalBits},
                      {"baseline_max_occupancy_bits", r.baselineMaxOccupancyBits},
                      {"baseline_full_bits", r.baselineFullBits},
