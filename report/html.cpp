@@ -39,11 +39,18 @@ class Reader {
       fail(where + "." + key, "is not a number from 0 to 2^50");
     return v.get<double>();
   }
-  /// A number above 0 (a clock).
+  /// A clock: at least 1 kHz (cycles over it stay finite).
   double positive(const json& j, const std::string& key, const std::string& where) const {
     double v = number(j, key, where);
-    if (!(v > 0)) fail(where + "." + key, "is not above 0");
+    if (!(v >= 1e-3)) fail(where + "." + key, "is not a clock of at least 0.001 MHz");
     return v;
+  }
+  /// A number of either sign (an LP delay: the reader's start less the writer's).
+  double real(const json& j, const std::string& key, const std::string& where) const {
+    const json& v = at(j, key, where);
+    if (!v.is_number() || !(std::fabs(v.get<double>()) <= kMaxValue))
+      fail(where + "." + key, "is not a number from -2^50 to 2^50");
+    return v.get<double>();
   }
   /// An integer from 0 to 2^50: sums and products of a few stay exact and within int64_t.
   int64_t integer(const json& j, const std::string& key, const std::string& where) const {
@@ -158,9 +165,14 @@ std::string timeAt(int64_t cycles, double mhz) {
   return us >= 1000 ? fmt("%.3f ms", us / 1000) : fmt("%.2f us", us);
 }
 
+// A sum of counts of at most 2^50 each, held at 2^62: it never overflows.
+int64_t capped(int64_t sum) {
+  return std::min(sum, int64_t{1} << 62);
+}
+
 // A step of 1, 2 or 5 times a power of ten giving about `count` ticks up to max.
 double tickStep(double max, int count) {
-  if (max <= 0) return 1;
+  if (!(max > 0) || !std::isfinite(max)) return 1;  // callers pass finite maxima; 1 keeps a loop finite
   double raw = max / count, p = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (raw <= m * p) return std::max(1.0, m * p);
@@ -332,9 +344,9 @@ void Page::summary(const json& sim, const std::string& where) {
   int64_t full = 0, empty = 0, hbm = 0;
   for (size_t i = 0; i < counted.size(); ++i) {
     std::string w = w0 + ".tasks[" + std::to_string(i) + "]";
-    full += in_.integer(counted[i], "stall_full", w);
-    empty += in_.integer(counted[i], "stall_empty", w);
-    if (drawn) hbm += in_.integer(counted[i], "hbm_wait", w);
+    full = capped(full + in_.integer(counted[i], "stall_full", w));
+    empty = capped(empty + in_.integer(counted[i], "stall_empty", w));
+    if (drawn && counted[i].contains("hbm_wait")) hbm = capped(hbm + in_.integer(counted[i], "hbm_wait", w));
   }
   out_ += "<dt>stalls</dt><dd>" + grouped(full) + " task-cycles on FULL FIFOs, " + grouped(empty) +
           " on EMPTY ones" +
@@ -592,10 +604,7 @@ void Page::curves(const json& sim, const json& tl, const std::string& where,
     for (const json& p : in_.array(f, "points", w)) {
       if (!p.is_array() || p.size() != 5) in_.fail(w + ".points", "holds an entry that is not 5 integers");
       std::array<int64_t, 5> v{};
-      for (size_t k = 0; k < 5; ++k) {
-        if (!p[k].is_number_integer()) in_.fail(w + ".points", "holds an entry that is not 5 integers");
-        v[k] = p[k].get<int64_t>();
-      }
+      for (size_t k = 0; k < 5; ++k) v[k] = in_.checked(p[k], w + ".points");
       points.push_back(v);
     }
     int64_t depth = in_.optional(f, "depth", w), tokens = in_.integer(f, "tokens", w);
@@ -608,7 +617,7 @@ void Page::curves(const json& sim, const json& tl, const std::string& where,
       const json& c = choice->second;
       lpMax = in_.integer(c, "max_occupancy", "sizing." + name);
       if (c.contains("delay"))
-        caption += "<br>LP delay " + coord(in_.number(c, "delay", "sizing." + name)) + " cycles";
+        caption += "<br>LP delay " + coord(in_.real(c, "delay", "sizing." + name)) + " cycles";
     }
     int64_t stalled = stalls[i];
     if (stalled > 0)
@@ -632,7 +641,7 @@ void Page::hbm(const json& sim, const json* tl, const std::string& where) {
   for (size_t i = 0; i < channels.size(); ++i) {
     std::string w = where + ".hbm[" + std::to_string(i) + "]";
     int64_t bytes = in_.integer(channels[i], "bytes_read", w) + in_.integer(channels[i], "bytes_written", w);
-    total += bytes;
+    total = capped(total + bytes);
     double busy = in_.number(channels[i], "busy_fraction", w);
     bars.push_back({"channel " + std::to_string(in_.integer(channels[i], "channel", w)),
                     static_cast<double>(bytes), 0,
@@ -668,8 +677,9 @@ void Page::hbm(const json& sim, const json* tl, const std::string& where) {
     for (size_t k = 0; k < busy.size(); ++k) {
       if (!busy[k].is_number()) in_.fail(w + ".busy", "holds an entry that is not a number");
       double f = busy[k].get<double>();
-      if (f <= 0) continue;
       double c0 = static_cast<double>(k) * static_cast<double>(sample);
+      if (c0 >= static_cast<double>(cycles)) in_.fail(w + ".busy", "holds more samples than the run has");
+      if (f <= 0) continue;
       double c1 = std::min(static_cast<double>(cycles), c0 + static_cast<double>(sample));
       s += "<rect x=\"" + coord(left + plotW * c0 / static_cast<double>(cycles)) + "\" y=\"" + coord(y + 1) +
            "\" width=\"" + coord(plotW * (c1 - c0) / static_cast<double>(cycles)) + "\" height=\"" +
@@ -828,7 +838,7 @@ void Page::sizingSection(const json& fifos, const json& totals, const std::strin
     std::string w = where + ".fifos[" + std::to_string(i) + "]";
     const json& f = fifos[i];
     out_ += "<tr><td class=\"l\">" + esc(in_.text(f, "name", w)) + "</td><td>" +
-            (f.contains("delay") ? coord(in_.number(f, "delay", w)) : std::string("&ndash;")) + "</td><td>" +
+            (f.contains("delay") ? coord(in_.real(f, "delay", w)) : std::string("&ndash;")) + "</td><td>" +
             grouped(in_.integer(f, "depth", w)) + "</td><td>" + grouped(in_.integer(f, "max_occupancy", w)) +
             "</td><td>" +
             (f.contains("tokens") ? grouped(in_.integer(f, "tokens", w)) : std::string("&ndash;")) +
@@ -937,6 +947,7 @@ void Page::decode(const json& rows, const std::string& where) {
   double lastUs =
       (static_cast<double>(layers) * static_cast<double>(lastCycles) + static_cast<double>(head)) / mhz_;
   double maxUs = std::max({firstUs, lastUs, roofUs});
+  if (!std::isfinite(maxUs)) in_.fail(wl, "gives a decode step too long to draw");
   const double W = 1000, left = 150, plotW = W - left - 20;
   std::string s = "<svg class=\"chart decode-step\" viewBox=\"0 0 " + coord(W) + " 150\" width=\"" +
                   coord(W) + "\" role=\"img\"><title>one decode step per layer and head</title>";

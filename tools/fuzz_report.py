@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Mutated results through `stc report`: every one must give a page (exit 0) or one line naming the file
-and the field (exit 1); never a crash, an internal error, a hang or a second line.
+"""Mutated results through `stc report`: every one must give a page (exit 0) without the injected markup or
+a coordinate that is not a number, or one line naming the file and the field (exit 1); never a crash, an
+internal error, a hang or a second line.
 
   python3 tools/fuzz_report.py SEED COUNT [--stc PATH] [--work DIR]
 
@@ -19,8 +20,17 @@ import sys
 import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-VALUES = [None, -1, 0, 1, 2**62, -2**62, 1e300, -0.5, 3.5, "x", "<b>\"&", [], {}, True, [1, 2, 3],
-          [[0, 1, "busy"]], [[0, 1, 2, 3, 4]]]
+MARKUP = "<b>\"&"
+VALUES = [None, -1, 0, 1, 2**50 + 1, 2**62, -2**62, 2**64 - 1, 1e300, 1e-310, 1e-5, -0.5, 3.5, "x", MARKUP, [],
+          {}, True, [1, 2, 3], [[0, 1, "busy"]], [[0, 1, 2, 3, 4]]]
+
+
+def broken(page):
+    """What a page must never hold: the injected markup unescaped, or a coordinate that is not a number."""
+    for bad in (MARKUP, "nan", "inf\"", "=\"-inf", "width=\"-"):
+        if bad in page:
+            return f"the page holds {bad!r}"
+    return None
 
 
 def results(stc, work):
@@ -93,6 +103,10 @@ def main():
             ok = p.returncode == 0 or (p.returncode == 1 and p.stderr.count("\n") == 1 and
                                         p.stderr.startswith(src + ":") and "internal error" not in p.stderr)
             why = f"exit {p.returncode}: {p.stderr.strip()[:300]}"
+            if p.returncode == 0:
+                with open(page) as f:
+                    why = broken(f.read())
+                ok = why is None
         except subprocess.TimeoutExpired:
             ok, why = False, "no answer in 30 s"
         if not ok:

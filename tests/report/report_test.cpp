@@ -377,9 +377,32 @@ TEST(ReportHtml, DecodePageDrawsEachLayerAndTheHead) {
   page = report::renderHtml(decodeDocument(1000000), "decode.json");
   EXPECT_EQ(count(page, "<title>layer "), 0u);
   EXPECT_EQ(count(page, "1,000,000 layers of"), 2u);
-  json bad = decodeDocument(4);
-  bad["platform"]["clock_mhz"] = 0;
-  EXPECT_THROW(report::renderHtml(bad, "decode.json"), UserError);
+  for (double clock : {0.0, 1e-310}) {  // a clock so slow a step's time is infinite: refused, not drawn
+    json bad = decodeDocument(4);
+    bad["platform"]["clock_mhz"] = clock;
+    EXPECT_THROW(report::renderHtml(bad, "decode.json"), UserError) << clock;
+  }
+}
+
+// A sizing's page: an LP delay may be negative (the reader's phase starts before the writer's in their own
+// clocks), and a timeline saved before the HBM state (no hbm_wait) still draws.
+TEST(ReportHtml, SizingPageTakesANegativeDelayAndAnOlderTimeline) {
+  json sim = simulationDocument(kJoin);
+  for (json& t : sim["timeline"]["tasks"]) t.erase("hbm_wait");
+  json fifo{{"name", "b"},        {"depth", 8},   {"bits", 256},   {"memory", "lutram"},
+            {"max_occupancy", 8}, {"tokens", 40}, {"delay", -39.5}};
+  json doc{{"network", "join"},
+           {"total_bits", 256},
+           {"baseline_max_occupancy_bits", 512},
+           {"baseline_full_bits", 1280},
+           {"cycles_sized", 100},
+           {"cycles_unbounded", 99},
+           {"fifos", json::array({fifo})},
+           {"simulation", sim}};
+  std::string page = report::renderHtml(doc, "sized.json");
+  EXPECT_NE(page.find("<td>-39.5</td>"), std::string::npos);
+  EXPECT_NE(page.find("LP delay -39.5 cycles"), std::string::npos);
+  EXPECT_EQ(count(page, "<section id=\"sizing\""), 1u);
 }
 
 TEST(ReportHtml, EscapesNames) {
