@@ -137,7 +137,7 @@ void costKernels(KernelGraph& graph, const std::string& quant) {
       // The output stage: the W4A8 epilogue or requantisation; an f32 bias add where there is a bias (the
       // output phase's fourth port, or the second of an input-streaming matmul's).
       bool streaming = k.phases.size() == 2;
-      bool bias = k.phases.back().ports.size() == (streaming ? 2u : 4u);
+      bool bias = operandPorts(k) == (streaming ? 2u : 4u);
       k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? (bias ? 7 : 0) : 19);
       if (fp) k.ii = floatAccumulationIi(k);
       k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(arithmetic)));

@@ -419,7 +419,9 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     return d.kConstant && d.K % (2 * t) == 0 && 2 * t <= kMaxTk && !options.pinnedTk.count(name) &&
            cycles(name, 2 * t) < cycles(name, t);
   };
-  size_t maxGroup = names.size() <= 16 ? 3 : names.size() <= 64 ? 2 : 1;
+  // Four at once in a decode layer (<= 10 matmuls): its q, k and v run side by side, and attention needs
+  // all three (the token's own key and value), while o streams beside them.
+  size_t maxGroup = names.size() <= 10 ? 4 : names.size() <= 16 ? 3 : names.size() <= 64 ? 2 : 1;
   // Every group of at most maxGroup growable matmuls, in a fixed order.
   auto groups = [&](const std::vector<std::string>& growable) {
     std::vector<std::vector<std::string>> out;

@@ -824,9 +824,15 @@ class ProjectWriter {
   // one (at index `symbol` of the growing axis) from `fresh`, requantised to the cache's scale under W4A8.
   void appendFunction(Code& c, const CacheAppend& a) const {
     const std::vector<Expr>& shape = kg_.tensors.at(a.cache).shape;
+    // The growing axis has `symbol` positions, or `symbol + 1` where the layer fills the last itself
+    // (kv_append: the cache has room for the token's own row).
     size_t axis = shape.size();
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (shape[d] == Expr::parse(a.symbol)) axis = d;
+    int64_t room = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d].symbols() != std::set<std::string>{a.symbol}) continue;
+      int64_t r = shape[d].eval({{a.symbol, 5}}) - 5;
+      if ((r == 0 || r == 1) && shape[d].eval({{a.symbol, 9}}) - 9 == r) axis = d, room = r;
+    }
     auto unsupported = [&](const std::string& why) {
       return UserError("stc emit: error: cannot append '" + a.fresh + "' to the cache '" + a.cache +
                        "': " + why);
@@ -843,23 +849,25 @@ class ProjectWriter {
       throw unsupported("a position holds " + std::to_string(slice) + " elements, the new one " +
                         std::to_string(fresh));
     std::string type = tensorType(a.cache), freshType = outputType(), S = a.symbol;
+    std::string was = room ? S + " + 1" : S, now = room ? S + " + 2" : S + " + 1";
     c.line("/// '" + a.cache + "' at " + S + " + 1 positions: its " + S + " positions, then '" + a.fresh +
            "' at position " + S + " of axis " + std::to_string(axis) +
-           (quant_ ? ", requantised to the cache's scale." : "."));
+           (quant_ ? ", requantised to the cache's scale" : "") +
+           (room ? "; one more position of room, which the layer fills with its own row." : "."));
     c.open("inline std::vector<" + type + "> append_" + tid(a.cache) + "(const std::vector<" + type +
            ">& cache, const std::vector<" + freshType + ">& fresh, " + symbolParams(false) + ")");
     for (const auto& sym : symbols_)
       if (sym != S) c.line("(void)" + sym + ";");
     c.line("const long outer = " + emit::cxxProduct(outer) + ", inner = " + emit::cxxProduct(inner) + ";");
-    c.line("std::vector<" + type + "> out(static_cast<size_t>(outer * (" + S + " + 1) * inner));");
+    c.line("std::vector<" + type + "> out(static_cast<size_t>(outer * (" + now + ") * inner));");
     c.open("for (long o = 0; o < outer; ++o)");
-    c.line("for (long p = 0; p < " + S + " * inner; ++p) out[static_cast<size_t>(o * (" + S +
-           " + 1) * inner + p)] = cache[static_cast<size_t>(o * " + S + " * inner + p)];");
+    c.line("for (long p = 0; p < " + S + " * inner; ++p) out[static_cast<size_t>(o * (" + now +
+           ") * inner + p)] = cache[static_cast<size_t>(o * (" + was + ") * inner + p)];");
     std::string value = "fresh[static_cast<size_t>(o * inner + i)]";
     if (quant_)
       value = "st_q8(static_cast<float>(" + value + ") * kScale_" + tid(a.fresh) + " * kInverse_" +
               tid(a.cache) + ")";
-    c.line("for (long i = 0; i < inner; ++i) out[static_cast<size_t>((o * (" + S + " + 1) + " + S +
+    c.line("for (long i = 0; i < inner; ++i) out[static_cast<size_t>((o * (" + now + ") + " + S +
            ") * inner + i)] = " + value + ";");
     c.close();
     c.line("return out;");

@@ -189,7 +189,7 @@ class KernelBody {
     const auto& we = port(0, 1).order.element;
     int64_t Tk = transposeB ? we.back() : we[we.size() - 2];
     int64_t Tn = transposeB ? we[we.size() - 2] : we.back();
-    bool bias = kernel_.phases[outPh].ports.size() == (streaming ? 2u : 4u);
+    bool bias = operandPorts(kernel_) == (streaming ? 2u : 4u);
     size_t biasPort = streaming ? 0 : 2;
     // W4A8: int8 x int4 (or int8) products summed in int32, then the epilogue (reference/quantized.h).
     bool q = quant(), epilogue = bias && port(outPh, biasPort).tensor == epilogueTensor(op_.name);
@@ -220,10 +220,12 @@ class KernelBody {
     c_.line(accType + " acc[" + std::to_string(Tn) + "];");
     c_.line("#pragma HLS ARRAY_PARTITION variable=acc complete");
     if (bias) declareHeld(0, 2, epilogue ? "epi" : "bias");
+    if (kernel_.appendPort >= 0) declareHeld(0, static_cast<size_t>(kernel_.appendPort), "fresh");
     FlatLoop f = flat(0);
     if (bias) readHeld(0, 2, epilogue ? "epi" : "bias", f);
     read(0, 0, "a");
     read(0, 1, "w");
+    if (kernel_.appendPort >= 0) appendRow(f);
     std::string first = f.first(level(0, out));
     accumulate(Tk, Tn, transposeB, "acc[n]", first.empty() ? "true" : first);
     std::string last = f.last(level(0, out));
@@ -231,6 +233,26 @@ class KernelBody {
     writeTile(0, out, Tn, bias, epilogue, "acc[n]");
     if (!last.empty()) c_.close();
     f.close();
+  }
+
+  // kv_append: the token's own row, a head's slice read at the head's first iteration, takes the cache's
+  // last position in each right-side tile that holds it (the cache in HBM has room there).
+  void appendRow(const FlatLoop& f) {
+    size_t p = static_cast<size_t>(kernel_.appendPort);
+    readHeld(0, p, "fresh", f);
+    const StreamOrder& w = port(0, 1).order;
+    const Expr& positions = info(port(0, 1).tensor).shape[static_cast<size_t>(kernel_.appendAxis)];
+    std::string value = "fresh.v[" + dataCoord(w, 3 - kernel_.appendAxis, "i", "e") + "]";
+    if (quant()) {
+      const QuantScale &sc = ctx_.scale(port(0, 1).tensor), &sr = ctx_.scale(port(0, p).tensor);
+      if (sc.scale != sr.scale)
+        value = "st_q8(static_cast<float>(" + value + ") * " +
+                floatLiteral(static_cast<float>(static_cast<double>(sr.scale) / sc.scale)) + ")";
+    }
+    openElements(c_, "e", tokenElements(w));
+    c_.line("if (" + dataCoord(w, kernel_.appendAxis, "i", "e") + " == " + cxx(positions) + " - 1) w.v[e] = " +
+            value + ";");
+    c_.close();
   }
 
   // acc (indexed by n) += the tile product of token a [Tk] and token w [Tk, Tn] ([Tn, Tk] transposed); the

@@ -1,7 +1,8 @@
 // Family builders. A decoder layer, pre-norm, as the families share it:
 //
 //   h1 = norm(x); q, k, v = h1 Wq, h1 Wk, h1 Wv; (rope on q and k)
-//   q grouped per KV head [kv_heads, heads/kv_heads * rows, head_dim]; s = q K^T (K from the cache);
+//   q grouped per KV head [kv_heads, heads/kv_heads * rows, head_dim]; s = q K^T (decode: K the ctx cached
+//   keys and the token's own, kv_append filling the cache's last position on chip);
 //   p = softmax(s * scale); o = p V; r = x + o Wo
 //   h2 = norm(r); y = r + mlp(h2), mlp = act(h2 W1 + b1) W2 (GPT-2) or (act(h2 Wg) * h2 Wu) Wd (gated)
 //
@@ -51,8 +52,12 @@ class Builder {
   void layer(int64_t rows, const Expr& keys) {
     int64_t D = m_.hidden, dh = m_.headDim, H = m_.heads, KVH = m_.kvHeads, G = H / KVH;
     input("x", {dim(rows), dim(D)});
-    input("k_cache", {dim(KVH), dim(dh), keys});
-    input("v_cache", {dim(KVH), keys, dim(dh)});
+    // Decode attends to the cached keys and the token's own: the caches have room for it (ctx + 1
+    // positions, the last filled on chip by kv_append). A prompt attends to its own rows (the caches).
+    bool decode = rows == 1 && !keys.isConstant();
+    Expr positions = decode ? Expr::parse(keys.str() + " + 1") : keys;
+    input("k_cache", {dim(KVH), dim(dh), positions});
+    input("v_cache", {dim(KVH), positions, dim(dh)});
     std::string h1 = norm("x", "ln1");
     weight("w_q", {dim(D), dim(H * dh)});
     weight("w_k", {dim(D), dim(KVH * dh)});
@@ -67,11 +72,13 @@ class Builder {
       k = op("rope", {k}, "k_rot", at);
     }
     std::string qh = op("reshape", {q}, "q_heads", {{"shape", std::vector<int64_t>{KVH, G * rows, dh}}});
-    std::string s = op("matmul", {qh, "k_cache"}, "scores");
+    std::string keysIn = decode ? op("kv_append", {"k_cache", k}, "k_all", {{"axis", int64_t{2}}}) : "k_cache";
+    std::string valuesIn = decode ? op("kv_append", {"v_cache", v}, "v_all", {{"axis", int64_t{1}}}) : "v_cache";
+    std::string s = op("matmul", {qh, keysIn}, "scores");
     weight("scale", {dim(1)});
     std::string ss = op("mul", {s, "scale"}, "scaled");
     std::string p = op("softmax", {ss}, "probs", {{"axis", int64_t{-1}}});
-    std::string oh = op("matmul", {p, "v_cache"}, "mixed");
+    std::string oh = op("matmul", {p, valuesIn}, "mixed");
     std::string o = op("reshape", {oh}, "attn", {{"shape", std::vector<int64_t>{rows, H * dh}}});
     weight("w_o", {dim(H * dh), dim(D)});
     std::string a = op("matmul", {o, "w_o"}, "attn_out");

@@ -7,6 +7,8 @@
 //   transpose (perm)  permuted       reshape (shape)  same element count     concat (axis)  sizes added
 //   slice (axis, start, end)  the axis cut to end - start
 //   reduce_sum/max/mean (axis, keepdims=1)   embedding ids [S] x table [V, D] -> [S, D]
+//   kv_append (axis)  cache [H, A, B] with room for one more position along axis 1 or 2, new [1, H * X]
+//                  (X the cache's other dim) -> the cache's shape, its last position along axis the new row
 #include "compiler/frontend/shape_inference.h"
 
 #include <algorithm>
@@ -184,6 +186,23 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     out[static_cast<size_t>(axis)] = Expr(total);
     return out;
   }
+  if (k == "kv_append") {
+    arity(2, 2);
+    const std::vector<Expr>& cache = in[0]->shape;
+    int64_t axis = intAttr(op, "axis", -1);
+    if (cache.size() != 3) bad("the cache must be [heads, A, B], got " + shapeText(cache));
+    if (axis < 0) axis += 3;
+    if (axis != 1 && axis != 2) bad("axis " + std::to_string(axis) + " must be 1 or 2 (a cache position)");
+    const Expr& other = cache[static_cast<size_t>(3 - axis)];
+    if (!cache[0].isConstant() || !other.isConstant())
+      bad("the cache's heads and its per-position dim must be constant, got " + shapeText(cache));
+    int64_t row = cache[0].eval() * other.eval();
+    int64_t given = constantElements(in[1]->shape);
+    if (given != row || in[1]->shape.back() != Expr(row))
+      bad("the new row must be [1, " + std::to_string(row) + "] (heads times " + other.str() + "), got " +
+          shapeText(in[1]->shape));
+    return cache;
+  }
   if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") {
     arity(1, 1);
     int64_t rank = static_cast<int64_t>(in[0]->shape.size());
@@ -241,7 +260,9 @@ TypedGraph inferShapes(const Graph& graph) {
           dtype = t->dtype;
           break;
         }
-      tg.tensors[op.output] = {op.output, shape, dtype, TensorRole::kIntermediate, static_cast<int>(i), op.loc};
+      // A cache with the new row in its last position is still the cache in HBM, patched as it streams.
+      TensorRole role = op.op == "kv_append" ? in.front()->role : TensorRole::kIntermediate;
+      tg.tensors[op.output] = {op.output, shape, dtype, role, static_cast<int>(i), op.loc};
     } catch (const UserError& e) {
       errors += (errors.empty() ? "" : "\n") + std::string(e.what());
     }

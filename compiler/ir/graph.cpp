@@ -11,7 +11,7 @@ namespace stc {
 const std::vector<std::string>& knownOps() {
   static const std::vector<std::string> ops = {
       "matmul", "linear", "add", "sub", "mul", "div", "gelu", "silu", "relu", "sigmoid", "exp", "tanh", "softmax", "layernorm",
-      "rmsnorm", "rope", "transpose", "reshape", "slice", "concat", "reduce_sum", "reduce_max", "reduce_mean", "embedding"};
+      "rmsnorm", "rope", "transpose", "reshape", "slice", "concat", "reduce_sum", "reduce_max", "reduce_mean", "embedding", "kv_append"};
   return ops;
 }
 

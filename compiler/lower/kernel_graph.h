@@ -92,12 +92,22 @@ struct Kernel {
   int64_t lanes = 1;         ///< operations per iteration (MACs for a matmul)
   std::string arithmetic;    ///< dtype its arithmetic runs in
   int64_t bufferBytes = 0;   ///< internal buffer (a concat's collected output)
+  /// A matmul whose right side is a KV cache with the token's own row (kv_append): phase 0's port
+  /// appendPort reads that row, a head's slice per iteration of the head loop (loop 0), and the kernel puts
+  /// it into the right side's tiles at the cache's last position along its data dim appendAxis; -1: none.
+  int appendPort = -1;
+  int appendAxis = 0;
   bool gather = false;       ///< an embedding lookup: a DMA read of table rows, no compute
   int64_t gatherBytes = 0;
   std::string gatherTable;
   // Estimates (dse/cost_model.cpp).
   int64_t dsp = 0, lut = 0;
 };
+
+/// The ports of a kernel's last phase that are not the kv_append row (a matmul's bias is told by their count).
+inline size_t operandPorts(const Kernel& k) {
+  return k.phases.back().ports.size() - (k.appendPort >= 0 && k.phases.size() == 1 ? 1 : 0);
+}
 
 struct KernelGraph {
   std::vector<Kernel> kernels;

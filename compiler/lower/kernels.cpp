@@ -292,6 +292,15 @@ class Lowering {
   void lower(const Op& op) {
     const TensorInfo& outT = info(op.output);
     const std::string& k = op.op;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (appends_.count(op.inputs[i]) && !(isMatmul(op) && i == 1))
+        unsupported(op, "the cache '" + op.inputs[i] + "' (kv_append) can only be a matmul's right side");
+    if (k == "kv_append") {  // applied by the matmul reading it (lowerMatmul)
+      if (info(op.inputs[0]).role != TensorRole::kInput)
+        unsupported(op, "the cache '" + op.inputs[0] + "' must be a graph input (a KV cache in HBM)");
+      appends_[op.output] = &op;
+      return;
+    }
     if (k == "reshape") {
       View v;
       v.base = op.inputs[0];
@@ -405,8 +414,10 @@ class Lowering {
     we[w.shape.size() - 2] = transposeB ? Tn : Tk;
     we[w.shape.size() - 1] = transposeB ? Tk : Tn;
     Kernel kern = kernel(op);
+    auto append = appends_.find(op.inputs[1]);
+    const std::string& right = append == appends_.end() ? op.inputs[1] : append->second->inputs[0];
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),
-                          in(op.inputs[1], order(w.dtype, we, wr, nd))}};
+                          in(right, order(w.dtype, we, wr, nd))}};
     ph.ports.back().restream = block > 0;
     size_t outLoops = nd - 1;                       // every loop but k
     int outLevel = static_cast<int>(outLoops) - 1;  // one output tile per (batch.., [block,] m, n)
@@ -447,6 +458,24 @@ class Lowering {
       pt.name = panels;
       kg_.tensors[panels] = pt;
       ph.ports.push_back(out(panels, order(outT.dtype, canonical.element, orr, outLoops), outLevel));
+    }
+    if (append != appends_.end()) {
+      // The token's own row [1, H * X], a head's X values per iteration of the head loop (loop 0), put
+      // into the right side's tiles where they cross the cache's last position.
+      const Op& ap = *append->second;
+      if (batch != 1 || kOuter) unsupported(op, "a right side from kv_append needs one batch loop, over heads");
+      int axis = static_cast<int>(numberAttr(ap, "axis", -1));
+      if (axis < 0) axis += 3;
+      int64_t X = w.shape[static_cast<size_t>(3 - axis)].eval();
+      StreamOrder row;
+      row.dtype = info(ap.inputs[1]).dtype;
+      row.element = {1, X};
+      row.trips = {Expr(1), trip[0]};  // (row, head): the producer's row loop is shared, its tile loop split
+      row.steps = {1, X};                // per head, so a converter holds one head's slice, not the row
+      row.map = AffineMap(2, {AffineExpr{{1, 0}, 0}, AffineExpr{{0, 1}, 0}});
+      kern.appendPort = static_cast<int>(ph.ports.size());
+      kern.appendAxis = axis;
+      ph.ports.push_back(in(ap.inputs[1], row, 0));
     }
     kern.phases.push_back(ph);
     kern.lanes = Tk * Tn;
@@ -573,6 +602,7 @@ class Lowering {
   const Schedules& schedules_;
   KernelGraph kg_;
   std::map<std::string, View> views_;
+  std::map<std::string, const Op*> appends_;  ///< kv_append outputs, applied by the matmul reading them
 };
 
 }  // namespace

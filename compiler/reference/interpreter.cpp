@@ -98,6 +98,15 @@ Tensor matmul(const Op& op, const Tensor& a, const Tensor& w, const Tensor* bias
 
 }  // namespace
 
+void forEachAppendSlot(const std::vector<int64_t>& shape, int64_t axis,
+                       const std::function<void(int64_t, int64_t)>& f) {
+  if (axis < 0) axis += 3;
+  const int64_t H = shape[0], A = shape[1], B = shape[2], X = axis == 2 ? A : B;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t p = 0; p < X; ++p)
+      f(axis == 2 ? (h * A + p) * B + B - 1 : (h * A + A - 1) * B + p, h * X + p);
+}
+
 std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::string, Tensor>& values,
                                         const Bindings& bindings) {
   TypedGraph typed = inferShapes(graph);
@@ -223,6 +232,11 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
           int64_t chunk = t->size() / outer;
           out.data.insert(out.data.end(), t->data.begin() + o * chunk, t->data.begin() + (o + 1) * chunk);
         }
+    } else if (k == "kv_append") {
+      out = *in[0];
+      forEachAppendSlot(outShape, static_cast<int64_t>(numberAttr(op, "axis", -1)), [&](int64_t c, int64_t n) {
+        out.data[static_cast<size_t>(c)] = in[1]->data[static_cast<size_t>(n)];
+      });
     } else if (k == "embedding") {
       const Tensor &ids = *in[0], &table = *in[1];
       int64_t D = table.shape.back(), V = table.shape.front();

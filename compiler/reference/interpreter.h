@@ -34,11 +34,18 @@ int64_t offsetOf(const std::vector<int64_t>& index, const std::vector<int64_t>& 
 /// Calls f with every index of `shape`, in row-major order.
 void forEachIndex(const std::vector<int64_t>& shape, const std::function<void(const std::vector<int64_t>&)>& f);
 
+/// kv_append's slots: calls f(cache index, new index) for each element of the last position along
+/// `axis` (1 or 2) of a cache of `shape` [H, A, B], with the new row's element that takes it (the row is
+/// [1, H * X], X the cache's other dim).
+void forEachAppendSlot(const std::vector<int64_t>& shape, int64_t axis,
+                       const std::function<void(int64_t, int64_t)>& f);
+
 /// Evaluates every op of graph in order, from values for its inputs and weights (symbols bound by
 /// bindings), and returns every tensor it computed by name. Semantics (numpy's where the op is
 /// numpy's): layernorm eps 1e-5 (attribute `eps`), rmsnorm eps 1e-6; gelu exact (erf), or tanh with
 /// `approximate: tanh`; rope rotates the two halves of the last dimension by angle pos * 10000^(-2i/d),
-/// pos the index of the row (the dimension before the last). Throws UserError for a missing value or a
+/// pos the index of the row (the dimension before the last); kv_append is its cache with the new row in
+/// its last position along `axis`. Throws UserError for a missing value or a
 /// value of the wrong size.
 std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::string, Tensor>& values,
                                         const Bindings& bindings = {});

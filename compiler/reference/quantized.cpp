@@ -60,6 +60,10 @@ QuantPlan calibrate(const Graph& graph, const std::vector<std::map<std::string, 
   for (const Op& op : graph.ops) {
     if (hasInt4Weight(graph, op)) plan.int4.insert(op.inputs[1]);
     if (isCopy(op.op)) same.join(op.output, op.inputs[0]);
+    if (op.op == "kv_append") {  // the cache and the row it takes share a scale: the kernel copies int8 values
+      same.join(op.output, op.inputs[0]);
+      same.join(op.output, op.inputs[1]);
+    }
     if (op.op == "embedding") {
       same.join(op.output, op.inputs[1]);
       plan.ids.insert(op.inputs[0]);
@@ -320,6 +324,14 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
           int64_t chunk = elementCount(t.shape) / outer;
           for (int64_t e = 0; e < chunk; ++e) out.q[pos++] = st_q8(static_cast<float>(t.q[static_cast<size_t>(o * chunk + e)]) * m);
         }
+    } else if (k == "kv_append") {  // the cache, its last position the new row (requantised where scales differ)
+      const QValue &cache = in(0), &row = in(1);
+      const float mc = static_cast<float>(static_cast<double>(cache.s.scale) / out.s.scale),
+                  mn = static_cast<float>(static_cast<double>(row.s.scale) / out.s.scale);
+      for (size_t i = 0; i < out.q.size(); ++i) out.q[i] = st_q8(static_cast<float>(cache.q[i]) * mc);
+      forEachAppendSlot(shape, static_cast<int64_t>(numberAttr(op, "axis", -1)), [&](int64_t c, int64_t n) {
+        out.q[static_cast<size_t>(c)] = st_q8(static_cast<float>(row.q[static_cast<size_t>(n)]) * mn);
+      });
     } else if (k == "embedding") {
       const Tensor& idv = ids.at(op.inputs[0]);
       const QValue& table = in(1);
