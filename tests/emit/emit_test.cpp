@@ -287,14 +287,16 @@ int main() {
   for (size_t i = 0; i < k.size(); ++i) k[i] = T(i % 97), v[i] = T(i % 89);
   for (size_t i = 0; i < kn.size(); ++i) kn[i] = T(100 + i % 27), vn[i] = T(-100 - int(i % 27));
   std::vector<T> k2 = layout::append_k_cache(k, kn, ctx), v2 = layout::append_v_cache(v, vn, ctx);
-  int bad = k2.size() != size_t(H * dh * (ctx + 1)) || v2.size() != k2.size();
+  // The caches have room for the token the layer attends to (kv_append): ctx + 1 positions before, ctx + 2
+  // after, the new entry at ctx and the room after it empty.
+  int bad = k.size() != size_t(H * dh * (ctx + 1)) || k2.size() != size_t(H * dh * (ctx + 2)) || v2.size() != k2.size();
   for (int h = 0; h < H; ++h)
     for (int j = 0; j < dh; ++j)
-      for (int c = 0; c <= ctx; ++c) {
-        T wantK = c < ctx ? k[(h * dh + j) * ctx + c] : NEW(kn[h * dh + j], k_new, k_cache);
-        T wantV = c < ctx ? v[(h * ctx + c) * dh + j] : NEW(vn[h * dh + j], v_new, v_cache);
-        bad += k2[(h * dh + j) * (ctx + 1) + c] != wantK;
-        bad += v2[(h * (ctx + 1) + c) * dh + j] != wantV;
+      for (int c = 0; c <= ctx + 1; ++c) {
+        T wantK = c < ctx ? k[(h * dh + j) * (ctx + 1) + c] : c == ctx ? NEW(kn[h * dh + j], k_new, k_cache) : T(0);
+        T wantV = c < ctx ? v[(h * (ctx + 1) + c) * dh + j] : c == ctx ? NEW(vn[h * dh + j], v_new, v_cache) : T(0);
+        bad += k2[(h * dh + j) * (ctx + 2) + c] != wantK;
+        bad += v2[(h * (ctx + 2) + c) * dh + j] != wantV;
       }
   std::printf("append: %d wrong\n", bad);
   return bad != 0;
@@ -597,14 +599,15 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
     ASSERT_NE(at, std::string::npos) << t.name;
     EXPECT_EQ(std::stoi(cfg.substr(at + key.size())), t.channel) << t.name;  // HBM[n] or a range from n
     // The bursts and outstanding requests the HBM model simulates: 1024 / 64 = 16 beats, 4 in flight; the
-    // depth co-simulation needs: the f32 elements the DMA moves at ctx's maximum (512), times its stripes (a
-    // stripe of a row-major cache reads its part of each token from the whole tensor).
+    // depth co-simulation needs: the f32 elements the DMA moves at ctx's maximum (4096; a packed input's
+    // stripe has a buffer of its own), times its stripes where it writes a row-major tensor (a stripe
+    // writes its part of each token into the whole tensor).
     int64_t stripes = 0;
     size_t dot = t.name.find(".s");
     for (const stc::Task& u : n.tasks)
       stripes +=
           dot == std::string::npos ? u.name == t.name : u.name.compare(0, dot + 2, t.name, 0, dot + 2) == 0;
-    int64_t depth = t.bytes.eval({{"ctx", 512}}) / 4 * stripes;
+    int64_t depth = t.bytes.eval({{"ctx", 4096}}) / 4 * (t.kind == stc::TaskKind::kDmaWrite ? stripes : 1);
     EXPECT_NE(src.find("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
                        " offset=slave depth=" + std::to_string(depth) +
                        " max_widen_bitwidth=512 max_read_burst_length=16 max_write_burst_length=16 "

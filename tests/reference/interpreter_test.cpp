@@ -97,6 +97,34 @@ TEST(Reference, DataMovement) {
   expectNear(run("  - {name: s, op: reshape, inputs: [x], output: y, shape: [3, 2]}\n", decls, v, "y"), {1, 2, 3, 4, 5, 6});
 }
 
+// kv_append: a cache of 2 heads with room for one more position takes the new row [1, 2 * X] there.
+TEST(Reference, KvAppendFillsTheCachesLastPosition) {
+  std::string decls = "inputs: [{name: k, shape: [2, 2, 3]}, {name: v, shape: [2, 3, 2]}, {name: r, shape: [1, 4]}]\n";
+  std::map<std::string, Tensor> vals = {{"k", {{2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}},
+                                        {"v", {{2, 3, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}},
+                                        {"r", {{1, 4}, {-1, -2, -3, -4}}}};
+  // K [head, dim, position]: position 2 of head h, dim d takes r[h * 2 + d].
+  expectNear(run("  - {name: a, op: kv_append, inputs: [k, r], output: y, axis: 2}\n", decls, vals, "y"),
+             {1, 2, -1, 4, 5, -2, 7, 8, -3, 10, 11, -4});
+  // V [head, position, dim]: position 2 of head h is r[h * 2 .. h * 2 + 1].
+  expectNear(run("  - {name: a, op: kv_append, inputs: [v, r], output: y, axis: 1}\n", decls, vals, "y"),
+             {1, 2, 3, 4, -1, -2, 7, 8, 9, 10, -3, -4});
+  for (const auto& [op, message] : std::vector<std::pair<std::string, std::string>>{
+           {"  - {name: a, op: kv_append, inputs: [k, r], output: y, axis: 0}\n",
+            "t.yaml:4:5: error: op 'a' (kv_append): axis 0 must be 1 or 2 (a cache position)"},
+           {"  - {name: a, op: kv_append, inputs: [r, r], output: y, axis: 1}\n",
+            "t.yaml:4:5: error: op 'a' (kv_append): the cache must be [heads, A, B], got [1, 4]"},
+           {"  - {name: a, op: kv_append, inputs: [v, k], output: y, axis: 1}\n",
+            "t.yaml:4:5: error: op 'a' (kv_append): the new row must be [1, 4] (heads times 2), got [2, 2, 3]"}}) {
+    try {
+      run(op, decls, vals, "y");
+      ADD_FAILURE() << op;
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+}
+
 TEST(Reference, Errors) {
   std::string decls = "inputs: [{name: x, shape: [2, 3]}]\n";
   try {
