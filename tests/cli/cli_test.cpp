@@ -31,6 +31,14 @@ TEST(Cli, ItensorConvertWorkedExamples) {
   EXPECT_EQ(o.out, "{\"compatible\":true}\n");
 }
 
+// An output that is a device is written in place: a temporary renamed over /dev/null would replace the
+// device with a file (the tests run as root in CI).
+TEST(Cli, AnOutputDeviceStaysADevice) {
+  Outcome o = stc("compile " STC_SOURCE_DIR "/models/graphs/mlp.yaml -o /dev/null");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+}
+
 TEST(Cli, ItensorConvertMalformed) {
   Outcome o = stc("itensor convert 'itensor<4x2xf32 iter_space: [4]*[1], iter_map: (d0)->(d0,0)>' "
                   "'itensor<4x2xf32, iter_space: [4]*[1], iter_map: (d0)->(d0,0)>'");

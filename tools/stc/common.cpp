@@ -47,6 +47,20 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
 
 void writeFileAtomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   checkOutputPaths({path});
+  std::error_code ec;
+  auto kind = std::filesystem::status(path, ec).type();
+  if (!ec && kind != std::filesystem::file_type::regular && kind != std::filesystem::file_type::not_found &&
+      kind != std::filesystem::file_type::directory) {
+    // A device or a pipe (-o /dev/null, a named pipe): written in place. Renaming a temporary over it
+    // would replace the device itself with a file (as root, /dev/null).
+    errno = 0;
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw UserError(path + ": error: cannot write the file: " + std::strerror(errno != 0 ? errno : EIO));
+    write(out);
+    out.flush();
+    if (!out) throw UserError(path + ": error: cannot write the file: " + std::strerror(errno != 0 ? errno : EIO));
+    return;
+  }
   // The host in the temporary's name too: tasks on several machines may write one shared folder.
   char host[256] = "";
   ::gethostname(host, sizeof host - 1);
