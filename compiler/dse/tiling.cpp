@@ -1,5 +1,5 @@
 // Intensity-aware unrolling. Every matmul starts at Tk = gcd(tile, K) MACs deep (Tn = gcd(tile, N)
-// wide); then the budget goes where the layer waits: of every doubling of one, two or three matmuls' Tk
+// wide); then the budget goes where the layer waits: of every doubling of one to four matmuls' Tk
 // that fits the DSP budget and shortens the layer estimate (LayerEstimate: which matmuls run one after
 // another and which side by side, averaged over the symbols' samples), the one that saves the most
 // cycles per DSP; when no doubling that fits shortens the layer, one paid for by halving others where
@@ -378,7 +378,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     if (best.empty()) break;
     tk[best] /= 2;
   }
-  // Then unroll where the layer waits: of every doubling of one, two or three matmuls' tiles that fits
+  // Then unroll where the layer waits: of every doubling of one to four matmuls' tiles that fits
   // the budget and shortens the layer estimate, the one that saves the most cycles per DSP (two or three
   // at once where matmuls side by side, like gate and up, tie). When none does, a doubling that does not
   // fit, paid for by halving others, where that shortens the layer; budget that shortens nothing is left.

@@ -197,8 +197,8 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     if (!cache[0].isConstant() || !other.isConstant())
       bad("the cache's heads and its per-position dim must be constant, got " + shapeText(cache));
     int64_t row = cache[0].eval() * other.eval();
-    int64_t given = constantElements(in[1]->shape);
-    if (given != row || in[1]->shape.back() != Expr(row))
+    const std::vector<Expr>& given = in[1]->shape;
+    if (given.size() != 2 || given[0] != Expr(1) || given[1] != Expr(row))
       bad("the new row must be [1, " + std::to_string(row) + "] (heads times " + other.str() + "), got " +
           shapeText(in[1]->shape));
     return cache;

@@ -298,6 +298,8 @@ class Lowering {
     if (k == "kv_append") {  // applied by the matmul reading it (lowerMatmul)
       if (info(op.inputs[0]).role != TensorRole::kInput)
         unsupported(op, "the cache '" + op.inputs[0] + "' must be a graph input (a KV cache in HBM)");
+      if (info(op.output).role == TensorRole::kOutput)
+        unsupported(op, "its result '" + op.output + "' cannot be a graph output (it is the cache, patched as it streams)");
       appends_[op.output] = &op;
       return;
     }

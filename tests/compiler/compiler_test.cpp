@@ -422,6 +422,15 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");
+  // kv_append's result is the cache patched as it streams into a matmul: nothing else may read it.
+  const std::string kv = "graph: g\ninputs: [{name: q, shape: [2, 1, 16]}, {name: r, shape: [1, 32]}, "
+                         "{name: k, shape: [2, 16, ctx + 1]}]\nops:\n"
+                         "  - {name: ka, op: kv_append, inputs: [k, r], output: kk, axis: 2}\n";
+  EXPECT_EQ(errorOf(kv + "  - {name: s, op: matmul, inputs: [q, kk], output: y}\noutputs: [y, kk]\n"),
+            "g.yaml:4:5: error: unsupported: op 'ka' (kv_append): its result 'kk' cannot be a graph output (it is "
+            "the cache, patched as it streams)");
+  EXPECT_EQ(errorOf(kv + "  - {name: s, op: exp, inputs: [kk], output: y}\noutputs: [y]\n"),
+            "g.yaml:5:5: error: unsupported: op 's' (exp): the cache 'kk' (kv_append) can only be a matmul's right side");
 }
 
 // Row blocks. An MLP on 128 rows (512 -> 2048 -> 512, W4A8, the 16-wide stream tile).

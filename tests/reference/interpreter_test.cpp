@@ -99,10 +99,11 @@ TEST(Reference, DataMovement) {
 
 // kv_append: a cache of 2 heads with room for one more position takes the new row [1, 2 * X] there.
 TEST(Reference, KvAppendFillsTheCachesLastPosition) {
-  std::string decls = "inputs: [{name: k, shape: [2, 2, 3]}, {name: v, shape: [2, 3, 2]}, {name: r, shape: [1, 4]}]\n";
+  std::string decls = "inputs: [{name: k, shape: [2, 2, 3]}, {name: v, shape: [2, 3, 2]}, {name: r, shape: [1, 4]}, "
+                      "{name: flat, shape: [4]}]\n";
   std::map<std::string, Tensor> vals = {{"k", {{2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}},
                                         {"v", {{2, 3, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}},
-                                        {"r", {{1, 4}, {-1, -2, -3, -4}}}};
+                                        {"r", {{1, 4}, {-1, -2, -3, -4}}}, {"flat", {{4}, {0, 0, 0, 0}}}};
   // K [head, dim, position]: position 2 of head h, dim d takes r[h * 2 + d].
   expectNear(run("  - {name: a, op: kv_append, inputs: [k, r], output: y, axis: 2}\n", decls, vals, "y"),
              {1, 2, -1, 4, 5, -2, 7, 8, -3, 10, 11, -4});
@@ -115,7 +116,9 @@ TEST(Reference, KvAppendFillsTheCachesLastPosition) {
            {"  - {name: a, op: kv_append, inputs: [r, r], output: y, axis: 1}\n",
             "t.yaml:4:5: error: op 'a' (kv_append): the cache must be [heads, A, B], got [1, 4]"},
            {"  - {name: a, op: kv_append, inputs: [v, k], output: y, axis: 1}\n",
-            "t.yaml:4:5: error: op 'a' (kv_append): the new row must be [1, 4] (heads times 2), got [2, 2, 3]"}}) {
+            "t.yaml:4:5: error: op 'a' (kv_append): the new row must be [1, 4] (heads times 2), got [2, 2, 3]"},
+           {"  - {name: a, op: kv_append, inputs: [k, flat], output: y, axis: 2}\n",
+            "t.yaml:4:5: error: op 'a' (kv_append): the new row must be [1, 4] (heads times 2), got [4]"}}) {
     try {
       run(op, decls, vals, "y");
       ADD_FAILURE() << op;
