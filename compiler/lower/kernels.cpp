@@ -237,12 +237,20 @@ class Lowering {
   // while the faster one piles up; the paths between a fork and a join may hold whole rows (converters),
   // so each joined stream may keep all its tokens until FIFO sizing trims it. Row ops' apply kernels
   // keep exactly a row instead (lowerRowOp).
+  // The token's own row (kv_append) is kept whole instead: a head's slice a token, so its producer never
+  // waits on the attention, and the attention's other input is no join for it.
   void markJoin(Kernel& k) {
     if (k.op.size() > 6 && k.op.compare(k.op.size() - 6, 6, ".apply") == 0) return;
     std::vector<KernelPort*> joined;
-    for (auto& ph : k.phases)
-      for (auto& p : ph.ports)
-        if (!p.out && kg_.producer.count(p.tensor)) joined.push_back(&p);
+    for (size_t ph = 0; ph < k.phases.size(); ++ph)
+      for (size_t i = 0; i < k.phases[ph].ports.size(); ++i) {
+        KernelPort& p = k.phases[ph].ports[i];
+        if (p.out || !kg_.producer.count(p.tensor)) continue;
+        if (ph == 0 && static_cast<int>(i) == k.appendPort)
+          p.keepTokens = std::max(p.keepTokens, p.order.tokens().eval(opt_.maxima));
+        else
+          joined.push_back(&p);
+      }
     if (joined.size() < 2) return;
     for (KernelPort* p : joined) p->keepTokens = std::max(p->keepTokens, p->order.tokens().eval(opt_.maxima));
   }
