@@ -420,15 +420,16 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
            cycles(name, 2 * t) < cycles(name, t);
   };
   // Four at once in a decode layer (<= 10 matmuls): its q, k and v run side by side, and attention needs
-  // all three (the token's own key and value), while o streams beside them.
+  // all three (the token's own key and value), while o streams beside them. The exchanges below, each
+  // group repaired by halving others, keep to three (four made a long prefill's search 1.3x slower).
   size_t maxGroup = names.size() <= 10 ? 4 : names.size() <= 16 ? 3 : names.size() <= 64 ? 2 : 1;
-  // Every group of at most maxGroup growable matmuls, in a fixed order.
-  auto groups = [&](const std::vector<std::string>& growable) {
+  // Every group of at most `most` growable matmuls, in a fixed order.
+  auto groups = [&](const std::vector<std::string>& growable, size_t most) {
     std::vector<std::vector<std::string>> out;
     std::vector<std::string> group;
     std::function<void(size_t)> visit = [&](size_t from) {
       if (!group.empty()) out.push_back(group);
-      if (group.size() == maxGroup) return;
+      if (group.size() == most) return;
       for (size_t i = from; i < growable.size(); ++i) {
         group.push_back(growable[i]);
         visit(i + 1);
@@ -449,7 +450,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     double now = layerCycles(tk), used = dspsOf(tk);
     std::vector<std::string> bestGroup;
     double bestRate = 0;
-    for (const auto& group : groups(growable)) {
+    for (const auto& group : groups(growable, maxGroup)) {
       auto trial = doubled(tk, group);
       double dsp = dspsOf(trial);
       if (dsp > budget) continue;
@@ -468,7 +469,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     // (Groups of one beyond 16 matmuls: each trial repairs by as many estimates as there are matmuls.)
     std::vector<std::vector<std::string>> trials;
     if (names.size() <= 16)
-      trials = groups(growable);
+      trials = groups(growable, std::min<size_t>(maxGroup, 3));
     else
       for (const auto& name : growable) trials.push_back({name});
     for (const auto& group : trials) {
