@@ -419,10 +419,12 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     return d.kConstant && d.K % (2 * t) == 0 && 2 * t <= kMaxTk && !options.pinnedTk.count(name) &&
            cycles(name, 2 * t) < cycles(name, t);
   };
-  // Four at once in a decode layer (<= 10 matmuls): its q, k and v run side by side, and attention needs
-  // all three (the token's own key and value), while o streams beside them. The exchanges below, each
-  // group repaired by halving others, keep to three (four made a long prefill's search 1.3x slower).
-  size_t maxGroup = names.size() <= 10 ? 4 : names.size() <= 16 ? 3 : names.size() <= 64 ? 2 : 1;
+  // Four at once in a decode layer (kv_append, <= 10 matmuls): its q, k and v run side by side, and
+  // attention needs all three (the token's own key and value), while o streams beside them. The exchanges
+  // below, each group repaired by halving others, keep to three.
+  bool appends = std::any_of(graph.graph->ops.begin(), graph.graph->ops.end(),
+                             [](const Op& op) { return op.op == "kv_append"; });
+  size_t maxGroup = appends && names.size() <= 10 ? 4 : names.size() <= 16 ? 3 : names.size() <= 64 ? 2 : 1;
   // Every group of at most `most` growable matmuls, in a fixed order.
   auto groups = [&](const std::vector<std::string>& growable, size_t most) {
     std::vector<std::vector<std::string>> out;
