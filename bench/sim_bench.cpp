@@ -1,6 +1,8 @@
 // Simulator throughput: I/O events per second on a chain of 40 tasks with 250,000 tokens per FIFO
-// (39 FIFOs, 19.5 million events), for the SystemC scheduler, the direct scheduler and the plain SystemC
-// baseline (plain_systemc.cpp); and a DMA-heavy network streaming 1 GiB of weights out of HBM.
+// (39 FIFOs, 19.5 million events), for the SystemC scheduler, the direct scheduler (each with periodic
+// jumps, the default, and step by step) and the plain SystemC baseline (plain_systemc.cpp); the same chain
+// with 12,820,513 tokens per FIFO (10^9 events); and a DMA-heavy network streaming 1 GiB of weights out of
+// HBM.
 // Run: build/bench/sim_bench
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -14,17 +16,18 @@ namespace {
 
 constexpr int kTasks = 40;
 constexpr int64_t kTokens = 250'000;
+constexpr int64_t kBillionTokens = 12'820'513;  // 2 * 39 FIFOs * this = 1,000,000,014 events
 
-// A chain of kTasks tasks, each a pipelined loop of ii 1 and latency 3 over kTokens tokens, with FIFOs of
+// A chain of kTasks tasks, each a pipelined loop of ii 1 and latency 3 over `tokens` tokens, with FIFOs of
 // the given depth (0 = unbounded).
-stc::Network chain(int depth) {
+stc::Network chain(int depth, int64_t tokens = kTokens) {
   std::string s = "network: chain40\nfifos:\n";
   for (int f = 0; f + 1 < kTasks; ++f)
     s += "  - {name: f" + std::to_string(f) + ", width: 32, depth: " +
          (depth ? std::to_string(depth) : std::string("unbounded")) + "}\n";
   s += "tasks:\n";
   for (int t = 0; t < kTasks; ++t) {
-    s += "  - {name: t" + std::to_string(t) + ", phases: [{trip: [" + std::to_string(kTokens) +
+    s += "  - {name: t" + std::to_string(t) + ", phases: [{trip: [" + std::to_string(tokens) +
          "], ii: 1, latency: 3, ports: [";
     if (t > 0) s += "{fifo: f" + std::to_string(t - 1) + ", dir: in}";
     if (t > 0 && t + 1 < kTasks) s += ", ";
@@ -56,13 +59,16 @@ long maxRssKb() {
   return u.ru_maxrss;
 }
 
+// range(0): depth (0 = unbounded); range(1): periodic jumps (1) or step by step (0); range(2): tokens.
 template <bool kSystemC>
 void BM_Chain(benchmark::State& state) {
-  stc::Network net = chain(static_cast<int>(state.range(0)));
+  stc::Network net = chain(static_cast<int>(state.range(0)), state.range(2));
   stc::sim::Program prog = stc::sim::compileProgram(net, {});
+  stc::sim::RunConfig config;
+  config.periodic = state.range(1) != 0;
   int64_t events = 0;
   for (auto _ : state) {
-    stc::sim::SimResult r = kSystemC ? stc::sim::runSystemC(prog, {}) : stc::sim::runDirect(prog, {});
+    stc::sim::SimResult r = kSystemC ? stc::sim::runSystemC(prog, config) : stc::sim::runDirect(prog, config);
     events += r.events;
     benchmark::DoNotOptimize(r.cycles);
   }
@@ -94,8 +100,26 @@ void BM_PlainSystemC(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Chain<true>)->Name("systemc_engine/depth")->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Chain<false>)->Name("direct_engine/depth")->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Chain<true>)
+    ->Name("systemc_engine")
+    ->ArgNames({"depth", "periodic", "tokens"})
+    ->Args({2, 1, kTokens})
+    ->Args({2, 0, kTokens})
+    ->Args({0, 1, kTokens})
+    ->Args({0, 0, kTokens})
+    ->Args({2, 1, kBillionTokens})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Chain<false>)
+    ->Name("direct_engine")
+    ->ArgNames({"depth", "periodic", "tokens"})
+    ->Args({2, 1, kTokens})
+    ->Args({2, 0, kTokens})
+    ->Args({0, 1, kTokens})
+    ->Args({0, 0, kTokens})
+    ->Args({2, 1, kBillionTokens})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Dma<true>)->Name("systemc_engine/dma_1GiB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Dma<false>)->Name("direct_engine/dma_1GiB")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainSystemC)->Name("plain_systemc/depth")->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);

@@ -106,6 +106,7 @@ bool Engine::known(const Cursor& c) const {
 }
 
 bool Engine::run(int t) {
+  if (config_.periodic) observe(t);
   TaskState& ts = tasks_[static_cast<size_t>(t)];
   const TaskProgram& tp = program_.tasks[static_cast<size_t>(t)];
   DmaState* dma = tp.dma ? &dmas_[static_cast<size_t>(t)] : nullptr;
@@ -120,6 +121,7 @@ bool Engine::run(int t) {
       ts.offset = groupEnd_[previous] + program_.groupGapCycles;
     }
     ts.opened = true;
+    if (dma) ++activeDmas_;
     if (dma && !dma->write)  // a DMA read starts with as many bursts in flight as it may have
       for (int64_t b = 0; b < std::min(dma->bursts, dma->outstanding); ++b) issueBurst(t, ts.offset);
   }
@@ -223,6 +225,184 @@ bool Engine::run(int t) {
   return true;
 }
 
+// --- Periodic jumps ----------------------------------------------------------------------------------
+//
+// Every event's time follows from the times it depends on, and the steps of run() depend on the state only
+// through differences of times, of cursor positions and of FIFO counts, and through a few absolute
+// conditions: a cursor running out, a FIFO's first `depth` writes (which need no room), a maximum
+// occupancy reaching the depth, a group finishing, and HBM (DMA) state. So when the state now equals a
+// recorded one with every moving task and FIFO moved by the same delta in time (its cursors by the same
+// local distance), and everything else unchanged, the steps between the two repeat exactly, delta later,
+// for as long as none of those conditions can turn: each live cursor keeps at least one event. The engine
+// then applies K repetitions at once: counts and statistics grow by K times their change, queued times
+// move by K * delta, and recorded curves and stall spans get K shifted copies of the period's.
+// A state repeats only between runs of the same task, so marks are taken as one task (the anchor) starts
+// a run; an anchor that stops running gives way to whichever task runs. Schedulers need not know: a task
+// blocked before a jump is blocked after it, on the same FIFO, and run() rechecks a task that was woken.
+
+namespace {
+constexpr size_t kMarks = 6;       // marks kept: periods of up to six anchor runs (times the spacing)
+constexpr int64_t kMisses = 16;    // marks without a match before marks are taken half as often
+constexpr int64_t kMaxSpacing = 64;
+constexpr size_t kMaxMarkRuns = 4096;
+}  // namespace
+
+void Engine::observe(int t) {
+  if (activeDmas_ > 0) {  // HBM state is not moved in time
+    marks_.clear();
+    return;
+  }
+  if (t != anchor_) {
+    if (anchor_ >= 0 && ++runsSinceMark_ <= 4 * static_cast<int64_t>(tasks_.size()) + 16) return;
+    anchor_ = t;  // the anchor has not run for a while (blocked or finished): this task takes its place
+    marks_.clear();
+    anchorRuns_ = 0;
+    markSpacing_ = 1;
+    misses_ = 0;
+  }
+  runsSinceMark_ = 0;
+  if (++anchorRuns_ % markSpacing_ != 0) return;
+  for (size_t i = marks_.size(); i-- > 0;) {  // the newest first: the shortest period
+    if (jumpFrom(marks_[i])) {
+      marks_.clear();
+      markSpacing_ = 1;
+      misses_ = 0;
+      return;
+    }
+  }
+  if (++misses_ >= kMisses && markSpacing_ < kMaxSpacing) {
+    markSpacing_ *= 2;
+    misses_ = 0;
+  }
+  if (marks_.size() == kMarks) marks_.erase(marks_.begin());
+  // A mark copies the queued times: not when they are irregular, where marks would cost more than runs.
+  size_t runs = 0;
+  for (const FifoState& f : fifos_)
+    for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR})
+      runs += static_cast<size_t>(q->end() - q->begin());
+  if (runs > kMaxMarkRuns) return;
+  marks_.push_back(mark());
+}
+
+Engine::Mark Engine::mark() const {
+  Mark m;
+  m.tasks.reserve(tasks_.size());
+  for (const TaskState& ts : tasks_) {
+    TaskMark tm{ts.phase,        ts.done,      ts.opened,   ts.start >= 0, ts.offset,   ts.lastTime,
+                ts.blockedAt,    ts.events,    ts.stallFull, ts.stallEmpty, ts.waitFifo, ts.stalls.size(),
+                {}};
+    if (!ts.done)
+      for (const Cursor& c : ts.cursors) tm.cursors.push_back({c.next, c.remaining});
+    m.tasks.push_back(std::move(tm));
+  }
+  m.fifos.reserve(fifos_.size());
+  for (const FifoState& f : fifos_)
+    m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.maxOccupancy, f.writeLog.size(),
+                       f.readLog.size(), f.occupancySettled, f.writerWaiting, f.readerWaiting,
+                       f.writeTimes.runs(), f.readTimes.runs(), f.mergeW.runs(), f.mergeR.runs()});
+  m.groupLeft = groupLeft_;
+  return m;
+}
+
+bool Engine::jumpFrom(const Mark& m) {
+  if (m.groupLeft != groupLeft_) return false;
+  int64_t delta = 0;
+  for (size_t i = 0; i < tasks_.size() && delta == 0; ++i)
+    if (tasks_[i].events != m.tasks[i].events) delta = tasks_[i].lastTime - m.tasks[i].lastTime;
+  if (delta <= 0) return false;
+  // Check, and find K: every live cursor that moves keeps at least one event after K more periods.
+  int64_t repeats = INT64_MAX;
+  std::vector<int64_t> local(tasks_.size(), 0);  // per moving task, its cursors' local advance per period
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    const TaskState& ts = tasks_[i];
+    const TaskMark& tm = m.tasks[i];
+    if (ts.done != tm.done || ts.opened != tm.opened || ts.phase != tm.phase || (ts.start >= 0) != tm.started ||
+        ts.waitFifo != tm.waitFifo)
+      return false;
+    if (ts.done) continue;
+    if (ts.events == tm.events) {  // unchanged
+      if (ts.offset != tm.offset || ts.lastTime != tm.lastTime || ts.blockedAt != tm.blockedAt) return false;
+      continue;
+    }
+    if (ts.lastTime - tm.lastTime != delta) return false;
+    if (ts.blockedAt != tm.blockedAt && (tm.blockedAt < 0 || ts.blockedAt - tm.blockedAt != delta)) return false;
+    int64_t advance = -1;
+    for (size_t c = 0; c < ts.cursors.size(); ++c) {
+      const Cursor& cur = ts.cursors[c];
+      const CursorMark& cm = tm.cursors[c];
+      if ((cur.remaining > 0) != (cm.remaining > 0)) return false;
+      if (cur.remaining == 0) continue;
+      int64_t moved = cur.next - cm.next;
+      if (advance < 0) advance = moved;
+      if (moved != advance || moved <= 0) return false;
+      repeats = std::min(repeats, (cur.remaining - 1) / (cm.remaining - cur.remaining));
+    }
+    if (advance <= 0 || ts.offset - tm.offset != delta - advance) return false;
+    local[i] = advance;
+  }
+  for (size_t i = 0; i < fifos_.size(); ++i) {
+    const FifoState& f = fifos_[i];
+    const FifoMark& fm = m.fifos[i];
+    int64_t moved = f.written - fm.written;
+    if (f.read - fm.read != moved || f.occupancySettled != fm.settled || f.maxOccupancy != fm.maxOccupancy ||
+        f.writerWaiting != fm.writerWaiting || f.readerWaiting != fm.readerWaiting)
+      return false;
+    if (moved > 0 && f.depth != kUnboundedDepth && fm.written < f.depth) return false;  // first writes: no room needed
+    int64_t by = moved > 0 ? delta : 0;
+    auto same = [by](const std::vector<TimeRun>& was, const RunQueue& now) {
+      return shiftedEqual(was.data(), was.data() + was.size(), now.begin(), now.end(), by);
+    };
+    if (!same(fm.writeTimes, f.writeTimes) || !same(fm.readTimes, f.readTimes)) return false;
+    if (!f.occupancySettled && (f.mergedW - f.mergedR != fm.mergedW - fm.mergedR || !same(fm.mergeW, f.mergeW) ||
+                                !same(fm.mergeR, f.mergeR)))
+      return false;
+  }
+  if (repeats == 0 || repeats == INT64_MAX) return false;
+  // Apply the period `repeats` times.
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    TaskState& ts = tasks_[i];
+    const TaskMark& tm = m.tasks[i];
+    if (ts.done || ts.events == tm.events) continue;
+    for (size_t c = 0; c < ts.cursors.size(); ++c) {
+      Cursor& cur = ts.cursors[c];
+      if (cur.remaining == 0) continue;
+      int64_t n = tm.cursors[c].remaining - cur.remaining;
+      cur.next += repeats * n * cur.stride;
+      cur.remaining -= repeats * n;
+    }
+    ts.offset += repeats * (delta - local[i]);
+    ts.lastTime += repeats * delta;
+    if (ts.blockedAt != tm.blockedAt) ts.blockedAt += repeats * delta;
+    int64_t events = ts.events - tm.events;
+    ts.events += repeats * events;
+    jumpedEvents_ += repeats * events;
+    ts.stallFull += repeats * (ts.stallFull - tm.stallFull);
+    ts.stallEmpty += repeats * (ts.stallEmpty - tm.stallEmpty);
+    size_t end = ts.stalls.size();
+    for (int64_t k = 1; k <= repeats && tm.stalls < end; ++k)
+      for (size_t s = tm.stalls; s < end; ++s) {
+        StallSpan span = ts.stalls[s];
+        span.begin += k * delta;
+        span.end += k * delta;
+        ts.stalls.push_back(span);
+      }
+  }
+  for (size_t i = 0; i < fifos_.size(); ++i) {
+    FifoState& f = fifos_[i];
+    const FifoMark& fm = m.fifos[i];
+    int64_t moved = f.written - fm.written;
+    if (moved == 0) continue;
+    f.written += repeats * moved;
+    f.read += repeats * moved;
+    f.mergedW += repeats * (f.mergedW - fm.mergedW);
+    f.mergedR += repeats * (f.mergedR - fm.mergedR);
+    for (RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR}) q->shift(repeats * delta);
+    f.writeLog.repeatLast(f.writeLog.size() - fm.logW, delta, repeats);
+    f.readLog.repeatLast(f.readLog.size() - fm.logR, delta, repeats);
+  }
+  return true;
+}
+
 // --- HBM ----------------------------------------------------------------------------------------------
 //
 // Order of service. A channel serves its requests in order of request time (round-robin among equal
@@ -241,6 +421,7 @@ bool Engine::gated(int t) const {
 void Engine::finishTask(int t) {
   TaskState& ts = tasks_[static_cast<size_t>(t)];
   ts.done = true;
+  if (program_.tasks[static_cast<size_t>(t)].dma) --activeDmas_;
   size_t g = static_cast<size_t>(program_.tasks[static_cast<size_t>(t)].group);
   groupEnd_[g] = std::max(groupEnd_[g], ts.lastTime + 1);
   if (--groupLeft_[g] > 0) return;
@@ -445,6 +626,7 @@ SimResult Engine::result(double wallSeconds) const {
     r.tasks.push_back(std::move(s));
   }
   r.cycles = last + 1;
+  r.jumpedEvents = jumpedEvents_;
   for (size_t t = 0; t < tasks_.size() && r.deadlock; ++t) {  // blocked to the end, shown as such
     TaskStats& s = r.tasks[t];
     if (s.finished || s.waits.empty() || tasks_[t].blockedAt < 0) continue;

@@ -24,6 +24,7 @@ struct RunConfig {
   std::vector<int64_t> depths;  ///< one per FIFO (kUnboundedDepth allowed); empty = the program's
   bool recordCurves = false;    ///< keep every write and read time (token curves)
   bool recordStalls = false;    ///< keep every stall span (traces, VCD)
+  bool periodic = true;         ///< jump over periods of a periodic steady state (same results, fewer steps)
 };
 
 class Engine {
@@ -40,6 +41,8 @@ class Engine {
   /// woken(). False when nothing is pending: the run is over, finished or deadlocked.
   bool forceServe();
   int taskCount() const { return static_cast<int>(tasks_.size()); }
+  /// Events advanced by periodic jumps rather than one by one.
+  int64_t jumpedEvents() const { return jumpedEvents_; }
 
   /// The outcome: times, statistics, curves and, if some task never finished, the wait-for cycle.
   SimResult result(double wallSeconds) const;
@@ -134,8 +137,43 @@ class Engine {
   /// that is not ready (TaskStats::waits).
   std::vector<WaitEdge> waitCycle(const std::vector<TaskStats>& tasks) const;
 
+  // Periodic jumps. At a task's run the engine may record its state; when the state equals a recorded one
+  // moved by some delta in time (every task that moved since, moved by the same delta; the rest did not
+  // change), the same steps repeat, so it applies them K times at once, K as large as no phase ends.
+  struct CursorMark {
+    int64_t next, remaining;
+  };
+  struct TaskMark {
+    size_t phase;
+    bool done, opened, started;
+    int64_t offset, lastTime, blockedAt, events, stallFull, stallEmpty;
+    int waitFifo;
+    size_t stalls;
+    std::vector<CursorMark> cursors;
+  };
+  struct FifoMark {
+    int64_t written, read, mergedW, mergedR, maxOccupancy, logW, logR;
+    bool settled, writerWaiting, readerWaiting;
+    std::vector<TimeRun> writeTimes, readTimes, mergeW, mergeR;
+  };
+  struct Mark {
+    std::vector<TaskMark> tasks;
+    std::vector<FifoMark> fifos;
+    std::vector<int64_t> groupLeft;
+  };
+  /// Called as task t starts a run: records the state now and then, and jumps when it repeats.
+  void observe(int t);
+  Mark mark() const;
+  /// The jump from m to now repeated as often as it can be, or false when the state is not m moved.
+  bool jumpFrom(const Mark& m);
+
   const Program& program_;
   RunConfig config_;
+  std::vector<Mark> marks_;     // the latest few, oldest first
+  int anchor_ = -1;             // the task whose runs take marks
+  int64_t runsSinceMark_ = 0, anchorRuns_ = 0, markSpacing_ = 1, misses_ = 0;
+  int64_t jumpedEvents_ = 0;
+  int activeDmas_ = 0;  // DMA tasks started and not finished
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
   std::vector<DmaState> dmas_;          // one per task; used by DMA tasks only

@@ -12,13 +12,6 @@
 
 namespace stc::sim {
 
-std::vector<int64_t> RunLog::times() const {
-  std::vector<int64_t> out;
-  for (const TimeRun& r : runs_)
-    for (int64_t k = 0; k < r.count; ++k) out.push_back(r.start + k * r.stride);
-  return out;
-}
-
 namespace {
 
 nlohmann::json depthJson(int64_t depth) { return depth == kUnboundedDepth ? nlohmann::json(nullptr) : nlohmann::json(depth); }

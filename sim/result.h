@@ -66,6 +66,7 @@ struct SimResult {
   bool deadlock = false;
   int64_t cycles = 0;     ///< 1 + the last event's cycle; on deadlock, the cycle at which progress stopped
   int64_t events = 0;     ///< I/O events simulated
+  int64_t jumpedEvents = 0;  ///< of those, events advanced by periodic jumps (RunConfig::periodic)
   double wallSeconds = 0;
   std::vector<TaskStats> tasks;
   std::vector<FifoStats> fifos;

@@ -3,6 +3,7 @@
 // pipelined loop produce long runs, so a queue of 250,000 token times usually holds a handful of runs:
 // memory follows the shape of the schedule, not the number of events.
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -59,6 +60,12 @@ class RunQueue {
 
   /// The runs still queued, oldest first.
   std::vector<TimeRun> runs() const { return {runs_.begin() + static_cast<std::ptrdiff_t>(head_), runs_.end()}; }
+  const TimeRun* begin() const { return runs_.data() + head_; }
+  const TimeRun* end() const { return runs_.data() + runs_.size(); }
+  /// Adds delta to every queued time (a periodic jump moves the whole queue in time).
+  void shift(int64_t delta) {
+    for (size_t i = head_; i < runs_.size(); ++i) runs_[i].start += delta;
+  }
 
  private:
   std::vector<TimeRun> runs_;
@@ -68,13 +75,24 @@ class RunQueue {
 /// An append-only log of nondecreasing times, run-length encoded like RunQueue (for token curves).
 class RunLog {
  public:
-  void push(int64_t t) { appendTime(runs_, t); }
+  void push(int64_t t) {
+    appendTime(runs_, t);
+    ++size_;
+  }
   const std::vector<TimeRun>& runs() const { return runs_; }
+  int64_t size() const { return size_; }
   /// Every time, expanded.
   std::vector<int64_t> times() const;
+  /// Appends `repeats` copies of the last n times, copy k shifted by k * delta: what the same n events
+  /// repeated once per period give. The runs are those n * repeats pushes would make.
+  void repeatLast(int64_t n, int64_t delta, int64_t repeats);
 
  private:
   std::vector<TimeRun> runs_;
+  int64_t size_ = 0;
 };
+
+/// Whether the times of b are those of a, each plus delta (the run boundaries may differ).
+bool shiftedEqual(const TimeRun* a, const TimeRun* aEnd, const TimeRun* b, const TimeRun* bEnd, int64_t delta);
 
 }  // namespace stc::sim

@@ -1,0 +1,156 @@
+// Periodic jumps (RunConfig::periodic): long runs whose cycle counts follow from a formula, and random
+// networks long enough to reach a steady state, against the naive reference of reference.cpp and against
+// the engine stepping one event at a time: every figure, curve and stall span identical.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "random_networks.h"
+#include "reference.h"
+#include "sim_helpers.h"
+
+namespace stc::testing {
+namespace {
+
+sim::RunConfig stepByStep(bool record) {
+  sim::RunConfig c;
+  c.periodic = false;
+  c.recordCurves = c.recordStalls = record;
+  return c;
+}
+
+sim::RunConfig periodic(bool record) {
+  sim::RunConfig c = stepByStep(record);
+  c.periodic = true;
+  return c;
+}
+
+// The chain of timing_test.cpp (source latency Ls, m stages of latency Lm, sink; ii 1, depth 2): latency
+// Ls + m*(1 + Lm) + T + 1 with no stall, here at 10^7 tokens per FIFO, almost all of them jumped over.
+TEST(Periodic, LongChainClosedForm) {
+  const int m = 10, ls = 3, lm = 5;
+  const int64_t tokens = 10'000'000;
+  std::string s = "network: chain\nfifos:\n";
+  for (int i = 0; i <= m; ++i) s += "  - {name: f" + std::to_string(i) + ", width: 32, depth: 2}\n";
+  std::string trip = "trip: [" + std::to_string(tokens) + "]";
+  s += "tasks:\n  - {name: src, phases: [{" + trip + ", latency: 3, ports: [{fifo: f0, dir: out}]}]}\n";
+  for (int i = 1; i <= m; ++i)
+    s += "  - {name: s" + std::to_string(i) + ", phases: [{" + trip + ", latency: 5, ports: [{fifo: f" +
+         std::to_string(i - 1) + ", dir: in}, {fifo: f" + std::to_string(i) + ", dir: out}]}]}\n";
+  s += "  - {name: dst, phases: [{" + trip + ", ports: [{fifo: f" + std::to_string(m) + ", dir: in}]}]}\n";
+  for (bool systemc : {false, true}) {
+    sim::SimResult r = simulateText(s, systemc);
+    EXPECT_FALSE(r.deadlock);
+    EXPECT_EQ(r.cycles, ls + m * (1 + lm) + tokens + 1);
+    EXPECT_EQ(r.events, 2LL * (m + 1) * tokens);
+    EXPECT_GT(r.jumpedEvents, r.events * 99 / 100);
+    for (const auto& t : r.tasks) EXPECT_EQ(t.stallFull + t.stallEmpty, 0) << t.name;
+  }
+}
+
+// timing_test's LatencyAboveIiWithBackpressure at T tokens: the consumer (ii 3) reads j at 3j + 11; the
+// producer's write j waits for read j-2, two cycles of stall for every j >= 3.
+TEST(Periodic, BackpressureClosedForm) {
+  const int64_t tokens = 5'000'001;
+  std::string trip = "trip: [" + std::to_string(tokens) + "]";
+  std::string s = "network: n\nfifos: [{name: f, width: 32, depth: 2}]\ntasks:\n"
+                  "  - {name: a, phases: [{" + trip + ", ii: 1, latency: 10, ports: [{fifo: f, dir: out}]}]}\n"
+                  "  - {name: b, phases: [{" + trip + ", ii: 3, latency: 1, ports: [{fifo: f, dir: in}]}]}\n";
+  for (bool systemc : {false, true}) {
+    sim::SimResult r = simulateText(s, systemc, {}, periodic(true));
+    EXPECT_EQ(r.cycles, 3 * tokens + 9);
+    EXPECT_EQ(task(r, "a").stallFull, 2 * (tokens - 3));
+    EXPECT_EQ(task(r, "b").stallEmpty, 0);
+    EXPECT_EQ(fifo(r, "f").maxOccupancy, 2);
+    EXPECT_GT(r.jumpedEvents, r.events * 99 / 100);
+    // Curves: the reads one run (3j + 11), and a stall span per write from the third on, kept in full.
+    ASSERT_EQ(fifo(r, "f").readTimes.size(), 1u);
+    EXPECT_EQ(fifo(r, "f").readTimes[0].start, 11);
+    EXPECT_EQ(fifo(r, "f").readTimes[0].stride, 3);
+    EXPECT_EQ(fifo(r, "f").readTimes[0].count, tokens);
+    EXPECT_EQ(static_cast<int64_t>(task(r, "a").stalls.size()), tokens - 3);
+  }
+}
+
+void expectSame(const sim::SimResult& got, const sim::SimResult& want, const std::string& text) {
+  ASSERT_EQ(got.deadlock, want.deadlock) << text;
+  ASSERT_EQ(got.cycles, want.cycles) << text;
+  ASSERT_EQ(got.events, want.events) << text;
+  for (size_t t = 0; t < got.tasks.size(); ++t) {
+    const sim::TaskStats &a = got.tasks[t], &b = want.tasks[t];
+    EXPECT_EQ(a.start, b.start) << text;
+    EXPECT_EQ(a.end, b.end) << text;
+    EXPECT_EQ(a.stallFull, b.stallFull) << text;
+    EXPECT_EQ(a.stallEmpty, b.stallEmpty) << text;
+    EXPECT_EQ(a.events, b.events) << text;
+    EXPECT_EQ(a.blockedSince, b.blockedSince) << text;
+    ASSERT_EQ(a.stalls.size(), b.stalls.size()) << text;
+    for (size_t k = 0; k < a.stalls.size(); ++k) {
+      EXPECT_EQ(a.stalls[k].begin, b.stalls[k].begin) << text;
+      EXPECT_EQ(a.stalls[k].end, b.stalls[k].end) << text;
+      EXPECT_EQ(a.stalls[k].fifo, b.stalls[k].fifo) << text;
+      EXPECT_EQ(a.stalls[k].full, b.stalls[k].full) << text;
+    }
+    ASSERT_EQ(a.waits.size(), b.waits.size()) << text;
+  }
+  for (size_t f = 0; f < got.fifos.size(); ++f) {
+    const sim::FifoStats &a = got.fifos[f], &b = want.fifos[f];
+    EXPECT_EQ(a.maxOccupancy, b.maxOccupancy) << text;
+    EXPECT_EQ(a.written, b.written) << text;
+    EXPECT_EQ(a.read, b.read) << text;
+    // The same runs: the greedy run encoding of the same times.
+    for (auto [x, y] : {std::pair{&a.writeTimes, &b.writeTimes}, {&a.readTimes, &b.readTimes}}) {
+      ASSERT_EQ(x->size(), y->size()) << text;
+      for (size_t k = 0; k < x->size(); ++k) {
+        EXPECT_EQ((*x)[k].start, (*y)[k].start) << text;
+        EXPECT_EQ((*x)[k].count, (*y)[k].count) << text;
+        EXPECT_TRUE((*x)[k].count == 1 || (*x)[k].stride == (*y)[k].stride) << text;
+      }
+    }
+  }
+  ASSERT_EQ(got.deadlockCycle.size(), want.deadlockCycle.size()) << text;
+  for (size_t k = 0; k < got.deadlockCycle.size(); ++k) {
+    EXPECT_EQ(got.deadlockCycle[k].task, want.deadlockCycle[k].task) << text;
+    EXPECT_EQ(got.deadlockCycle[k].fifo, want.deadlockCycle[k].fifo) << text;
+  }
+}
+
+// Random networks with trips long enough to settle: jumps on against the reference (cycles, ends, stalls,
+// occupancy, deadlock) and against step by step (everything, curves and stall spans included), under both
+// schedulers.
+TEST(Periodic, RandomNetworksMatchStepByStep) {
+  std::mt19937 rng(20261126);
+  int jumped = 0, deadlocks = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    int n = 2 * std::uniform_int_distribution<int>(40, 300)(rng);
+    std::string text = randomNetwork(rng, n, iter % 3 == 0);
+    Network net = parseNetwork(text, "random.yaml");
+    ReferenceResult ref = referenceSimulate(net, {});
+    for (bool systemc : {false, true}) {
+      for (bool record : {false, true}) {
+        sim::SimResult want = simulateText(text, systemc, {}, stepByStep(record));
+        sim::SimResult got = simulateText(text, systemc, {}, periodic(record));
+        expectSame(got, want, text);
+        ASSERT_EQ(got.deadlock, ref.deadlock) << text;
+        ASSERT_EQ(got.cycles, ref.cycles) << text;
+        for (size_t t = 0; t < got.tasks.size(); ++t) {
+          EXPECT_EQ(got.tasks[t].end, ref.taskEnd[t]) << text;
+          EXPECT_EQ(got.tasks[t].stallFull, ref.stallFull[t]) << text;
+          EXPECT_EQ(got.tasks[t].stallEmpty, ref.stallEmpty[t]) << text;
+        }
+        for (size_t f = 0; f < got.fifos.size(); ++f) EXPECT_EQ(got.fifos[f].maxOccupancy, ref.maxOccupancy[f]) << text;
+        if (!systemc && !record) {
+          jumped += got.jumpedEvents > got.events / 2;
+          deadlocks += got.deadlock;
+        }
+      }
+    }
+  }
+  // Many networks reach a steady state and jump over most of their events (83 of the 300 here: over half
+  // deadlock, and unbounded FIFOs let a task run ahead alone), and many deadlock.
+  EXPECT_GT(jumped, 60);
+  EXPECT_GT(deadlocks, 100);
+}
+
+}  // namespace
+}  // namespace stc::testing
