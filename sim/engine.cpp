@@ -108,6 +108,12 @@ bool Engine::known(const Cursor& c) const {
 bool Engine::run(int t) {
   if (config_.periodic) observe(t);
   TaskState& ts = tasks_[static_cast<size_t>(t)];
+  struct Stepped {  // adds the run's events to stepped_ on every way out, off the per-event path
+    int64_t& total;
+    const int64_t& events;
+    int64_t before;
+    ~Stepped() { total += events - before; }
+  } stepped{stepped_, ts.events, ts.events};
   const TaskProgram& tp = program_.tasks[static_cast<size_t>(t)];
   DmaState* dma = tp.dma ? &dmas_[static_cast<size_t>(t)] : nullptr;
   if (!ts.opened) {
@@ -121,7 +127,6 @@ bool Engine::run(int t) {
       ts.offset = groupEnd_[previous] + program_.groupGapCycles;
     }
     ts.opened = true;
-    if (dma) ++activeDmas_;
     if (dma && !dma->write)  // a DMA read starts with as many bursts in flight as it may have
       for (int64_t b = 0; b < std::min(dma->bursts, dma->outstanding); ++b) issueBurst(t, ts.offset);
   }
@@ -241,17 +246,20 @@ bool Engine::run(int t) {
 // blocked before a jump is blocked after it, on the same FIFO, and run() rechecks a task that was woken.
 
 namespace {
-constexpr size_t kMarks = 6;       // marks kept: periods of up to six anchor runs (times the spacing)
-constexpr int64_t kMisses = 16;    // marks without a match before marks are taken half as often
+constexpr int64_t kMisses = 4096;   // marks without a match before marks are taken half as often
 constexpr int64_t kMaxSpacing = 64;
 constexpr size_t kMaxMarkRuns = 4096;
+constexpr int64_t kMarkCost = 8;
+constexpr int64_t kMaxBackoff = 16;
+constexpr size_t kMarkBudget = size_t{1} << 16;  // words all marks may take together (a word: a vector or a run)
+
+uint64_t mix(uint64_t h, int64_t v) {
+  h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
 }  // namespace
 
 void Engine::observe(int t) {
-  if (activeDmas_ > 0) {  // HBM state is not moved in time
-    marks_.clear();
-    return;
-  }
   if (t != anchor_) {
     if (anchor_ >= 0 && ++runsSinceMark_ <= 4 * static_cast<int64_t>(tasks_.size()) + 16) return;
     anchor_ = t;  // the anchor has not run for a while (blocked or finished): this task takes its place
@@ -262,26 +270,70 @@ void Engine::observe(int t) {
   }
   runsSinceMark_ = 0;
   if (++anchorRuns_ % markSpacing_ != 0) return;
-  for (size_t i = marks_.size(); i-- > 0;) {  // the newest first: the shortest period
-    if (jumpFrom(marks_[i])) {
-      marks_.clear();
-      markSpacing_ = 1;
-      misses_ = 0;
-      return;
-    }
-  }
-  if (++misses_ >= kMisses && markSpacing_ < kMaxSpacing) {
-    markSpacing_ *= 2;
-    misses_ = 0;
-  }
-  if (marks_.size() == kMarks) marks_.erase(marks_.begin());
-  // A mark copies the queued times: not when they are irregular, where marks would cost more than runs.
-  size_t runs = 0;
+  // A mark costs more than stepping one event per task and FIFO and per queued run of times: it waits for
+  // kMarkCost times that many events stepped since the last one (so a run that never repeats pays a few
+  // percent more), and is not taken when queued times are irregular.
+  size_t words = tasks_.size() + fifos_.size();
+  for (const ChannelState& ch : channels_) words += ch.ports.size();
+  if (stepped_ - steppedAtCount_ < kMarkCost * static_cast<int64_t>(words)) return;
+  steppedAtCount_ = stepped_;  // counting the runs costs too
   for (const FifoState& f : fifos_)
     for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR})
-      runs += static_cast<size_t>(q->end() - q->begin());
-  if (runs > kMaxMarkRuns) return;
-  marks_.push_back(mark());
+      words += static_cast<size_t>(q->end() - q->begin());
+  if (words > kMaxMarkRuns || stepped_ - steppedAtMark_ < kMarkCost * markBackoff_ * static_cast<int64_t>(words))
+    return;
+  steppedAtMark_ = stepped_;
+  uint64_t key = shapeKey();
+  auto found = marks_.find(key);
+  if (found != marks_.end() && jumpFrom(found->second)) {
+    marks_.clear();
+    markSpacing_ = 1;
+    markBackoff_ = 1;
+    misses_ = 0;
+    return;
+  }
+  markBackoff_ = std::min(markBackoff_ * 2, kMaxBackoff);  // a run that does not repeat pays less and less
+  if (++misses_ >= kMisses && markSpacing_ < kMaxSpacing) {
+    markSpacing_ *= 2;  // a period of p anchor runs is still found, as lcm(p, spacing)
+    misses_ = 0;
+  }
+  if (marks_.size() >= std::max<size_t>(16, kMarkBudget / words)) marks_.clear();
+  marks_[key] = mark();
+}
+
+uint64_t Engine::shapeKey() const {
+  uint64_t h = 0;
+  for (int64_t left : groupLeft_) h = mix(h, left);
+  const int64_t ticksPerCycle = program_.hbm.ticksPerCycle;
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    const TaskState& ts = tasks_[t];
+    h = mix(h, static_cast<int64_t>(ts.phase) * 8 + ts.done * 4 + ts.opened * 2 + (ts.start >= 0));
+    if (ts.done) continue;
+    h = mix(h, ts.waitFifo);
+    int64_t local = nextGroup(ts);
+    if (local != INT64_MAX) h = mix(h, local + ts.offset - ts.lastTime);
+    for (const Cursor& c : ts.cursors) h = mix(h, c.remaining > 0 ? c.next - local : -1);
+    if (!program_.tasks[t].dma || !ts.opened) continue;
+    const DmaState& d = dmas_[t];
+    h = mix(h, d.servedCount - d.issued);
+    h = mix(h, d.burstLastToken - ts.events);
+    h = mix(h, d.releaseToken - ts.events);
+    h = mix(h, d.waitingChannel);
+    if (d.servedHead < d.served.size()) h = mix(h, d.served[d.servedHead] - ts.lastTime * ticksPerCycle);
+  }
+  for (const FifoState& f : fifos_) {
+    h = mix(h, f.written - f.read);
+    h = mix(h, f.maxOccupancy * 8 + f.writerWaiting * 4 + f.readerWaiting * 2 + f.occupancySettled);
+    if (!f.writeTimes.empty()) h = mix(h, f.writeTimes.front() - tasks_[static_cast<size_t>(f.reader)].lastTime);
+    if (!f.readTimes.empty()) h = mix(h, f.readTimes.front() - tasks_[static_cast<size_t>(f.writer)].lastTime);
+  }
+  for (const ChannelState& ch : channels_) {
+    if (ch.ports.empty()) continue;
+    h = mix(h, static_cast<int64_t>(ch.next));
+    h = mix(h, ch.freeTick - tasks_[static_cast<size_t>(ch.ports.front())].lastTime * ticksPerCycle);
+    for (size_t i = 0; i < ch.ports.size(); ++i) h = mix(h, static_cast<int64_t>(ch.pending[i].size() - ch.pendingHead[i]));
+  }
+  return h;
 }
 
 Engine::Mark Engine::mark() const {
@@ -300,8 +352,110 @@ Engine::Mark Engine::mark() const {
     m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.maxOccupancy, f.writeLog.size(),
                        f.readLog.size(), f.occupancySettled, f.writerWaiting, f.readerWaiting,
                        f.writeTimes.runs(), f.readTimes.runs(), f.mergeW.runs(), f.mergeR.runs()});
+  m.dmas.resize(tasks_.size());
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    if (!program_.tasks[t].dma) continue;
+    const DmaState& d = dmas_[t];
+    m.dmas[t] = {d.issued,          d.released,          d.burst,          d.burstLastToken,
+                 d.releaseToken,    d.servedBase,        d.servedCount,    d.lastRequestCycle,
+                 d.lastResponseCycle, d.waitingChannel,
+                 {d.served.begin() + static_cast<std::ptrdiff_t>(d.servedHead), d.served.end()}};
+  }
+  for (const ChannelState& ch : channels_) {
+    ChannelMark cm{{}, ch.freeTick, ch.stats.busyTicks, ch.stats.bytesRead, ch.stats.bytesWritten, ch.next,
+                   ch.busySpanTicks.size(), ch.busySpanTicks.empty() ? -1 : ch.busySpanTicks.back().second};
+    for (size_t i = 0; i < ch.ports.size(); ++i)
+      cm.pending.emplace_back(ch.pending[i].begin() + static_cast<std::ptrdiff_t>(ch.pendingHead[i]), ch.pending[i].end());
+    m.channels.push_back(std::move(cm));
+  }
   m.groupLeft = groupLeft_;
   return m;
+}
+
+bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply) {
+  const int64_t ticks = delta * program_.hbm.ticksPerCycle;
+  auto moved = [&](int64_t now, int64_t was) { return now == was || now - was == delta; };
+  std::vector<int64_t> perPeriod(tasks_.size(), 0);  // bursts per period, per moving DMA
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    const TaskState& ts = tasks_[t];
+    if (!program_.tasks[t].dma || ts.done || !ts.opened) continue;
+    DmaState& d = dmas_[t];
+    const DmaMark& dm = m.dmas[t];
+    int64_t tokens = ts.events - m.tasks[t].events, bursts = d.issued - dm.issued;
+    if (apply) {
+      if (!d.write) d.released += repeats * bursts;
+      for (int64_t* count : {&d.issued, &d.burst, &d.servedBase, &d.servedCount}) *count += repeats * bursts;
+      d.burstLastToken += repeats * tokens;
+      d.releaseToken += repeats * tokens;
+      if (d.lastRequestCycle != dm.lastRequestCycle) d.lastRequestCycle += repeats * delta;
+      if (d.lastResponseCycle != dm.lastResponseCycle) d.lastResponseCycle += repeats * delta;
+      for (size_t k = d.servedHead; k < d.served.size(); ++k) d.served[k] += repeats * ticks;
+      perPeriod[t] = bursts;
+      continue;
+    }
+    // A started DMA must stream: its burst indices all move by the same count, which covers its tokens
+    // exactly (so burst boundaries fall on the same tokens), and it stays clear of its last burst, which
+    // may be short.
+    if (tokens <= 0 || bursts <= 0 || bursts * program_.hbm.burstBytes != tokens * d.tokenBytes) return false;
+    if ((!d.write && d.released - dm.released != bursts) || d.burst - dm.burst != bursts ||
+        d.servedBase - dm.servedBase != bursts || d.servedCount - dm.servedCount != bursts ||
+        d.burstLastToken - dm.burstLastToken != tokens || d.releaseToken - dm.releaseToken != tokens ||
+        d.waitingChannel != dm.waitingChannel || !moved(d.lastRequestCycle, dm.lastRequestCycle) ||
+        !moved(d.lastResponseCycle, dm.lastResponseCycle))
+      return false;
+    if (d.write && dm.burst < d.outstanding) return false;  // its first bursts need no free slot
+    if (d.served.size() - d.servedHead != dm.served.size()) return false;
+    for (size_t k = 0; k < dm.served.size(); ++k)
+      if (d.served[d.servedHead + k] - dm.served[k] != ticks) return false;
+    int64_t last = std::max({d.issued, d.released, d.burst, d.servedCount});
+    repeats = std::min(repeats, (d.bursts - 1 - last) / bursts - 1);
+    perPeriod[t] = bursts;
+  }
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    ChannelState& ch = channels_[c];
+    const ChannelMark& cm = m.channels[c];
+    bool busy = ch.stats.busyTicks != cm.busyTicks;  // it served bursts in the period
+    if (apply) {
+      if (!busy) continue;
+      for (size_t i = 0; i < ch.ports.size(); ++i)
+        for (size_t k = ch.pendingHead[i]; k < ch.pending[i].size(); ++k) {
+          ch.pending[i][k].tick += repeats * ticks;
+          ch.pending[i][k].burst += repeats * perPeriod[static_cast<size_t>(ch.ports[i])];
+        }
+      ch.freeTick += repeats * ticks;
+      ch.stats.busyTicks += repeats * (ch.stats.busyTicks - cm.busyTicks);
+      ch.stats.bytesRead += repeats * (ch.stats.bytesRead - cm.bytesRead);
+      ch.stats.bytesWritten += repeats * (ch.stats.bytesWritten - cm.bytesWritten);
+      if (!config_.recordCurves) continue;
+      // The period's busy time: the growth of the span open at the mark, then the spans begun since;
+      // replayed with the same joining of back-to-back spans as serveChannel.
+      auto& spans = ch.busySpanTicks;
+      std::vector<std::pair<int64_t, int64_t>> period;
+      if (cm.spans > 0 && spans[cm.spans - 1].second != cm.lastSpanEnd)
+        period.emplace_back(cm.lastSpanEnd, spans[cm.spans - 1].second);
+      period.insert(period.end(), spans.begin() + static_cast<std::ptrdiff_t>(cm.spans), spans.end());
+      for (int64_t k = 1; k <= repeats; ++k)
+        for (auto [begin, end] : period) {
+          if (!spans.empty() && spans.back().second == begin + k * ticks)
+            spans.back().second = end + k * ticks;
+          else
+            spans.emplace_back(begin + k * ticks, end + k * ticks);
+        }
+      continue;
+    }
+    if (ch.next != cm.next || (busy ? ch.freeTick - cm.freeTick != ticks : ch.freeTick != cm.freeTick)) return false;
+    for (size_t i = 0; i < ch.ports.size(); ++i) {
+      int64_t bursts = perPeriod[static_cast<size_t>(ch.ports[i])];
+      size_t queued = ch.pending[i].size() - ch.pendingHead[i];
+      if (queued != cm.pending[i].size() || (!busy && bursts > 0)) return false;
+      for (size_t k = 0; k < queued; ++k) {
+        const BurstRequest &now = ch.pending[i][ch.pendingHead[i] + k], &was = cm.pending[i][k];
+        if (now.tick - was.tick != (busy ? ticks : 0) || now.burst - was.burst != bursts || now.bytes != was.bytes)
+          return false;
+      }
+    }
+  }
+  return true;
 }
 
 bool Engine::jumpFrom(const Mark& m) {
@@ -357,8 +511,9 @@ bool Engine::jumpFrom(const Mark& m) {
                                 !same(fm.mergeR, f.mergeR)))
       return false;
   }
-  if (repeats == 0 || repeats == INT64_MAX) return false;
+  if (!hbmPeriod(m, delta, repeats, false) || repeats <= 0 || repeats == INT64_MAX) return false;
   // Apply the period `repeats` times.
+  hbmPeriod(m, delta, repeats, true);
   for (size_t i = 0; i < tasks_.size(); ++i) {
     TaskState& ts = tasks_[i];
     const TaskMark& tm = m.tasks[i];
@@ -421,7 +576,6 @@ bool Engine::gated(int t) const {
 void Engine::finishTask(int t) {
   TaskState& ts = tasks_[static_cast<size_t>(t)];
   ts.done = true;
-  if (program_.tasks[static_cast<size_t>(t)].dma) --activeDmas_;
   size_t g = static_cast<size_t>(program_.tasks[static_cast<size_t>(t)].group);
   groupEnd_[g] = std::max(groupEnd_[g], ts.lastTime + 1);
   if (--groupLeft_[g] > 0) return;

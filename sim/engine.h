@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/hbm.h"
@@ -156,24 +157,46 @@ class Engine {
     bool settled, writerWaiting, readerWaiting;
     std::vector<TimeRun> writeTimes, readTimes, mergeW, mergeR;
   };
+  struct DmaMark {
+    int64_t issued, released, burst, burstLastToken, releaseToken, servedBase, servedCount;
+    int64_t lastRequestCycle, lastResponseCycle;
+    bool waitingChannel;
+    std::vector<int64_t> served;  // from servedHead
+  };
+  struct ChannelMark {
+    std::vector<std::vector<BurstRequest>> pending;  // per port, from its head
+    int64_t freeTick, busyTicks, bytesRead, bytesWritten;
+    size_t next, spans;
+    int64_t lastSpanEnd;  // the end of the last busy span (curves), -1 if none
+  };
   struct Mark {
     std::vector<TaskMark> tasks;
     std::vector<FifoMark> fifos;
+    std::vector<DmaMark> dmas;  // per task; DMA tasks only
+    std::vector<ChannelMark> channels;
     std::vector<int64_t> groupLeft;
   };
+  /// The HBM part of jumpFrom: checks the DMAs and channels, lowers `repeats`, or false when they are not
+  /// the mark's moved by delta. With apply, applies `repeats` periods instead.
+  bool hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply);
   /// Called as task t starts a run: records the state now and then, and jumps when it repeats.
   void observe(int t);
   Mark mark() const;
+  /// A hash of the state that a move in time does not change (differences of times, counts and
+  /// positions): equal for a state and the same state one period later. Marks are looked up by it.
+  uint64_t shapeKey() const;
   /// The jump from m to now repeated as often as it can be, or false when the state is not m moved.
   bool jumpFrom(const Mark& m);
 
   const Program& program_;
   RunConfig config_;
-  std::vector<Mark> marks_;     // the latest few, oldest first
-  int anchor_ = -1;             // the task whose runs take marks
+  std::unordered_map<uint64_t, Mark> marks_;  // by shapeKey
+  int anchor_ = -1;                           // the task whose runs take marks
   int64_t runsSinceMark_ = 0, anchorRuns_ = 0, markSpacing_ = 1, misses_ = 0;
   int64_t jumpedEvents_ = 0;
-  int activeDmas_ = 0;  // DMA tasks started and not finished
+  int64_t stepped_ = 0;  // events stepped one by one
+  int64_t markBackoff_ = 1;  // marks wait this many times longer after each that found no repeat
+  int64_t steppedAtMark_ = 0, steppedAtCount_ = 0;  // stepped_ at the last mark, and when runs were last counted
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
   std::vector<DmaState> dmas_;          // one per task; used by DMA tasks only
