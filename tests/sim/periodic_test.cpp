@@ -161,8 +161,9 @@ TEST(Periodic, RandomNetworksMatchStepByStep) {
 }
 
 // DMA reads into consumers and producers into DMA writes, several to a channel, of random sizes, token
-// widths, paces and depths: the HBM model's state (requests, bursts in flight, the channel's time) moves
-// with the rest, and channel statistics and busy spans come out the same as step by step.
+// widths, paces and depths, some in a second group (gated DMAs on a channel another streams on): the HBM
+// model's state (requests, bursts in flight, the channel's time) moves with the rest, and channel
+// statistics and busy spans come out the same as step by step.
 TEST(Periodic, RandomDmaNetworksMatchStepByStep) {
   std::mt19937 rng(20261127);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -176,9 +177,11 @@ TEST(Periodic, RandomDmaNetworksMatchStepByStep) {
       int64_t tokens = 1024LL * pick(16, 200) + pick(0, 1) * pick(1, 63);
       int depth = pick(0, 3) == 0 ? 2 : pick(1, 64);
       fifos += "  - {name: " + f + ", width: " + std::to_string(tokenBytes * 8) + ", depth: " + std::to_string(depth) + "}\n";
-      std::string dma = "kind: " + std::string(k % 3 == 2 ? "dma_write" : "dma_read") +
+      // Some pairs run as a second kernel invocation: its DMAs wait, gated, while the first group's stream.
+      std::string group = pick(0, 2) == 0 ? "group: 1, " : "";
+      std::string dma = group + "kind: " + std::string(k % 3 == 2 ? "dma_write" : "dma_read") +
                         ", channel: " + std::to_string(pick(0, 1)) + ", bytes: " + std::to_string(tokens * tokenBytes);
-      std::string loop = "phases: [{trip: [" + std::to_string(tokens) + "], ii: " + std::to_string(pick(1, 3)) +
+      std::string loop = group + "phases: [{trip: [" + std::to_string(tokens) + "], ii: " + std::to_string(pick(1, 3)) +
                          ", latency: " + std::to_string(pick(1, 6)) + ", ports: [{fifo: " + f;
       if (k % 3 == 2) {
         tasks += "  - {name: p" + std::to_string(k) + ", " + loop + ", dir: out}]}]}\n";
