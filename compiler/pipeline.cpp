@@ -255,6 +255,12 @@ std::vector<SchedulePin> schedulePins(const Schedules& schedules) {
   return pins;
 }
 
+void assignPhaseChannels(CompileResult& c, const Platform& platform) {
+  Bindings phaseBindings;
+  for (const auto& [symbol, maximum] : c.options.maxima) phaseBindings[symbol] = std::min<int64_t>(maximum, 128);
+  assignChannelsByPhase(c.network, platform, phaseBindings);
+}
+
 CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& given) {
   auto begin = std::chrono::steady_clock::now();
   CompileOptions options = given;
@@ -273,11 +279,8 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   StreamCounts counts;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;
-  // Channels by phase, from a simulation with each symbol at its maximum (at most 128: the phases, not
-  // the length of the attention, decide who overlaps whom).
-  Bindings phaseBindings;
-  for (const auto& [symbol, maximum] : options.maxima) phaseBindings[symbol] = std::min<int64_t>(maximum, 128);
-  assignChannelsByPhase(out.network, platform, phaseBindings);
+  out.options = options;
+  if (options.phaseChannels) assignPhaseChannels(out, platform);
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   CompileReport& r = out.report;
   r.kernels = counts.kernels;
@@ -290,7 +293,6 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   r.onchipBytesIntermediate = fusion.intermediateBytes;
   r.onchipBytesUnfused = unfusedBytes(kernels, options);
   out.kernels = std::move(kernels);
-  out.options = options;
   updateResources(out, platform);
   r.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return out;

@@ -65,7 +65,13 @@ Resources fifoResources(const Fifo& f);
 /// The report's resources and fit, again from the network's FIFO depths (after sizing changed them).
 void updateResources(CompileResult& c, const Platform& platform);
 
-/// Runs every pass: shape inference, tiling, lowering, costing, fusion, streams, verification.
+/// Every DMA onto a channel by the phases in which it streams (dse/channels.h), from simulations with each
+/// symbol at its maximum, at most 128 (the phases, not the length of the attention, decide who overlaps
+/// whom). compileGraph ends with it unless options.phaseChannels is off.
+void assignPhaseChannels(CompileResult& c, const Platform& platform);
+
+/// Runs every pass: shape inference, tiling, lowering, costing, fusion, streams, channels by phase,
+/// verification.
 CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& options);
 
 }  // namespace stc

@@ -113,4 +113,21 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
   return prog;
 }
 
+int64_t lowerBoundCycles(const Program& program) {
+  size_t groups = static_cast<size_t>(program.groups);
+  std::vector<int64_t> span(groups, 0), hbmTicks(groups, 0);
+  for (const TaskProgram& t : program.tasks) {
+    size_t g = static_cast<size_t>(t.group);
+    for (const PhaseEvents& ph : t.phases)
+      for (const PortEvents& p : ph.ports)
+        if (p.count > 0) span[g] = std::max(span[g], p.first + p.stride * (p.count - 1) + 1);
+    if (t.dma) hbmTicks[g] += t.dma->bytes * program.hbm.ticksPerByte;
+  }
+  int64_t total = program.groupGapCycles * (program.groups - 1);
+  int64_t channels = std::max(1, program.hbm.channels);
+  for (size_t g = 0; g < groups; ++g)  // the busiest channel moves at least the mean of the group's bytes
+    total += std::max(span[g], program.hbm.cycleAtOrAfter((hbmTicks[g] + channels - 1) / channels));
+  return total;
+}
+
 }  // namespace stc::sim

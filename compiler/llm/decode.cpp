@@ -20,8 +20,10 @@
 #include "compiler/llm/decode.h"
 
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
 
 #include <chrono>
+#include <exception>
 #include <optional>
 
 #include "compiler/frontend/model_builder.h"
@@ -78,43 +80,58 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
                                      : std::vector<Bindings>{Bindings{}};
   // Candidates: weight streams that read ahead by the m_axi read buffer only, and ones that prefetch
   // into deep FIFOs; when neither fits `memory`, a third measured with every writer paced by its readers
-  // (sizing::SizingOptions::paced). The fastest within `memory` wins, or the fastest when none is.
-  std::optional<CompileResult> best;
-  int64_t bestCycles = 0;
-  bool bestWithin = false;
-  bool pacedAlready = false;  // the first sizing went over the device's memory and paced itself
-  for (int mode = 0; mode < 3; ++mode) {
-    if ((mode == 2 && bestWithin) || (mode > 0 && pacedAlready)) break;
+  // (sizing::SizingOptions::paced). The fastest within `memory` wins, or the fastest when none is. The
+  // first two are sized at once; the second is dropped (its errors too) when the first went over the
+  // device's memory and paced itself.
+  struct Sized {
+    CompileResult design;
+    int64_t cycles = 0;
+    bool within = false, paced = false;
+  };
+  auto sizeMode = [&](int mode) {
     sizing::SizingOptions options;
     options.platform = platform;
     options.prefetch = mode == 1;
     options.paced = mode == 2;
-    CompileResult candidate = design;
-    sizing::SizingResult r = sizing::sizeFifosAcross(design.network, options, at, candidate.network);
+    Sized s{design};
+    sizing::SizingResult r = sizing::sizeFifosAcross(design.network, options, at, s.design.network);
     if (r.trueDeadlock)
       throw UserError("internal: the compiled network '" + design.network.name +
                       "' deadlocks with unbounded FIFOs; please report it");
-    updateResources(candidate, platform);
-    int64_t cycles = 0;
+    updateResources(s.design, platform);
     bool held = true;  // the verification's fallback (every FIFO at its cap) holds; a deadlock is a bug
     for (int64_t c : r.cyclesSizedAt) {
-      cycles += c;
+      s.cycles += c;
       held = held && c > 0;
     }
     if (!held)
-      throw UserError("internal: the sized network '" + design.network.name +
-                      "' deadlocks; please report it");
-    pacedAlready = pacedAlready || r.paced;
-    const Resources& got = candidate.report.resources;
-    bool withinMemory = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
-    if (!best || (withinMemory != bestWithin ? withinMemory : cycles < bestCycles)) {
-      best = std::move(candidate);
-      bestCycles = cycles;
-      bestWithin = withinMemory;
-    }
+      throw UserError("internal: the sized network '" + design.network.name + "' deadlocks; please report it");
+    s.paced = r.paced;
+    const Resources& got = s.design.report.resources;
+    s.within = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
+    return s;
+  };
+  std::optional<Sized> first, second, third;
+  std::exception_ptr secondError;
+  tbb::parallel_invoke([&] { first = sizeMode(0); },
+                       [&] {
+                         try {
+                           second = sizeMode(1);
+                         } catch (...) {
+                           secondError = std::current_exception();
+                         }
+                       });
+  Sized* best = &*first;
+  auto take = [&](Sized& s) {
+    if (s.within != best->within ? s.within : s.cycles < best->cycles) best = &s;
+  };
+  if (!first->paced) {
+    if (secondError) std::rethrow_exception(secondError);
+    take(*second);
+    if (!best->within && !second->paced) take(*(third = sizeMode(2)));
   }
-  design = std::move(*best);
-  return {bestCycles, bestWithin};
+  design = std::move(best->design);
+  return {best->cycles, best->within};
 }
 
 DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
@@ -166,8 +183,81 @@ Estimator::Estimator(const ModelSpec& model, const Platform& platform) : model_(
   head_ = std::move(d.head);
 }
 
+std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t rows) const {
+  Graph g = buildPrefillLayer(model_, rows);
+  CompileOptions blocked = options_, stationary = options_;
+  blocked.phaseChannels = stationary.phaseChannels = false;
+  for (const Op& op : g.ops)
+    if (op.op == "matmul" || op.op == "linear") stationary.pinnedRowBlock[op.name] = 0;
+  std::vector<PrefillCandidate> out;
+  for (const CompileOptions* o : {&blocked, &stationary}) {
+    if (o == &blocked && rows > 256) continue;
+    PrefillCandidate c;
+    c.design = compileGraph(g, platform_, *o);
+    c.bound = sim::lowerBoundCycles(sim::compileProgram(c.design.network, {}, platform_));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
+                             const std::function<bool(int64_t rows, int64_t bound)>& needless) {
+  // The prefill's memory: what the decode layer and the head leave of the device's.
+  Resources memory = memoryShare(platform_, 1.0);
+  memory.bram18k -= decodeLayer_.report.resources.bram18k + head_.report.resources.bram18k;
+  memory.uram -= decodeLayer_.report.resources.uram + head_.report.resources.uram;
+  std::vector<int64_t> rows;
+  std::vector<std::vector<PrefillCandidate>> candidates;
+  for (int64_t r : rowCounts) {  // serially: compiling without the channel simulations is fast
+    std::vector<PrefillCandidate> c = prefillCandidates(r);
+    int64_t bound = c.front().bound;
+    for (const PrefillCandidate& x : c) bound = std::min(bound, x.bound);
+    if (needless && needless(r, bound)) continue;
+    rows.push_back(r);
+    candidates.push_back(std::move(c));
+  }
+  // The winner is the first candidate within memory before one that is not, then of the fewest cycles.
+  // Sized first the one of the lowest bound; then another only if it can still win: a candidate whose
+  // bound is above the cycles of one sized within memory (or equal, coming after it) cannot.
+  auto size = [&](PrefillCandidate& c) {
+    assignPhaseChannels(c.design, platform_);
+    c.sized = sizeDesign(c.design, platform_, memory);
+  };
+  auto lowest = [](const std::vector<PrefillCandidate>& c) {
+    size_t best = 0;
+    for (size_t i = 1; i < c.size(); ++i)
+      if (c[i].bound < c[best].bound) best = i;
+    return best;
+  };
+  tbb::parallel_for(size_t{0}, rows.size(), [&](size_t j) { size(candidates[j][lowest(candidates[j])]); });
+  std::vector<std::pair<size_t, size_t>> contenders;
+  for (size_t j = 0; j < rows.size(); ++j) {
+    size_t first = lowest(candidates[j]);
+    const SizedDesign& k = *candidates[j][first].sized;
+    for (size_t i = 0; i < candidates[j].size(); ++i) {
+      int64_t b = candidates[j][i].bound;
+      bool beaten = k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
+      if (i != first && !beaten) contenders.emplace_back(j, i);
+    }
+  }
+  tbb::parallel_for(size_t{0}, contenders.size(),
+                    [&](size_t c) { size(candidates[contenders[c].first][contenders[c].second]); });
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const PrefillCandidate* best = nullptr;
+    for (const PrefillCandidate& c : candidates[j]) {
+      if (!c.sized) continue;
+      const SizedDesign& b = *c.sized;
+      if (!best || (best->sized->withinMemory != b.withinMemory ? b.withinMemory : b.cycles < best->sized->cycles))
+        best = &c;
+    }
+    // The sizer's last verifying run is this network at its depths: its cycles are the prefill's.
+    prefillCycles_[rows[j]] = best->sized->cycles;
+    prefillResources_[rows[j]] = best->design.report.resources;
+  }
+}
+
 void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests) {
-  std::vector<int64_t> ctxs, prompts;
+  std::vector<int64_t> ctxs;
   for (auto [prompt, gen] : requests) {
     if (prompt < 1 || gen < 1 || prompt > model_.maxCtx || gen > model_.maxCtx || prompt + gen > model_.maxCtx)
       throw UserError("stc simulate: error: --decode " + std::to_string(prompt) + ":" + std::to_string(gen) +
@@ -175,60 +265,64 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
                       std::to_string(model_.maxCtx) + ")");
     for (int64_t c = prompt; c < prompt + gen; ++c)
       if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
-    for (int64_t rows : {prefillRows(prompt), prefillRowsBelow(prompt)})
-      if (!prefillCycles_.count(rows) && std::find(prompts.begin(), prompts.end(), rows) == prompts.end())
-        prompts.push_back(rows);
     for (int64_t c : tailContexts(prompt, prefillRowsBelow(prompt)))
       if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
   }
-  // Prefill networks compile one per padded row count (serially: compiling is fast) and are sized in
-  // parallel; every simulation runs in parallel, each into its own slot.
-  // Two schedules per prefill of at most 256 rows: the chosen row blocks, and every matmul
-  // weight-stationary (one block of every row, each weight read once); the faster one within the memory
-  // the decode layer and the head leave is kept (row blocks whose stages run at different paces can need
-  // deep FIFOs between them). Longer prompts only weight-stationary: sizing their blocks costs minutes.
-  std::vector<CompileResult> prefills;
-  std::vector<size_t> firstOf;  // per prompt, its first candidate in prefills
-  for (int64_t p : prompts) {
-    Graph g = buildPrefillLayer(model_, p);
-    CompileOptions stationary = options_;
-    for (const Op& op : g.ops)
-      if (op.op == "matmul" || op.op == "linear") stationary.pinnedRowBlock[op.name] = 0;
-    firstOf.push_back(prefills.size());
-    if (p <= 256) prefills.push_back(compileGraph(g, platform_, options_));
-    prefills.push_back(compileGraph(g, platform_, stationary));
-  }
-  firstOf.push_back(prefills.size());
-  // The prefill's memory: what the decode layer and the head leave of the device's.
-  Resources memory = memoryShare(platform_, 1.0);
-  memory.bram18k -= decodeLayer_.report.resources.bram18k + head_.report.resources.bram18k;
-  memory.uram -= decodeLayer_.report.resources.uram + head_.report.resources.uram;
-  std::vector<SizedDesign> sized(prefills.size());
-  tbb::parallel_for(size_t{0}, prefills.size(),
-                    [&](size_t j) { sized[j] = sizeDesign(prefills[j], platform_, memory); });
-  std::vector<Network> prefillNets;
-  for (size_t j = 0; j < prompts.size(); ++j) {
-    size_t best = firstOf[j];  // the blocked one first: kept on a tie
-    for (size_t c = firstOf[j] + 1; c < firstOf[j + 1]; ++c) {
-      const SizedDesign &a = sized[best], &b = sized[c];
-      if (a.withinMemory != b.withinMemory ? b.withinMemory : b.cycles < a.cycles) best = c;
-    }
-    prefillResources_[prompts[j]] = prefills[best].report.resources;
-    prefillNets.push_back(std::move(prefills[best].network));
-  }
-  size_t jobs = ctxs.size() + prompts.size() + (headCycles_ == 0 ? 1 : 0);
+  // Decode steps and the head first: the prefill choices below weigh them.
+  size_t jobs = ctxs.size() + (headCycles_ == 0 ? 1 : 0);
   std::vector<DesignRun> runs(jobs);
   tbb::parallel_for(size_t{0}, jobs, [&](size_t j) {
-    if (j < ctxs.size())
-      runs[j] = simulate(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_);
-    else if (j < ctxs.size() + prompts.size())
-      runs[j] = simulate(prefillNets[j - ctxs.size()], {}, platform_);
-    else
-      runs[j] = simulate(head_.network, {}, platform_);
+    runs[j] = j < ctxs.size() ? simulate(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_)
+                              : simulate(head_.network, {}, platform_);
   });
   for (size_t j = 0; j < ctxs.size(); ++j) decodeRuns_[ctxs[j]] = runs[j];
-  for (size_t j = 0; j < prompts.size(); ++j) prefillCycles_[prompts[j]] = runs[ctxs.size() + j].cycles;
   if (headCycles_ == 0) headCycles_ = runs.back().cycles;
+  // Prefill designs: first every prompt's rows below (and the padded rows where they are the same), then
+  // the padded rows a prompt may still prefer. Padded rows are dropped unsized where, for every prompt
+  // they pad, the rows below fit the device and win both schedules' TTFT against the padded design at
+  // its lower bound; assemble then never chooses them.
+  std::vector<int64_t> first, then;
+  auto add = [&](std::vector<int64_t>& to, int64_t rows) {
+    if (!prefillCycles_.count(rows) && std::find(to.begin(), to.end(), rows) == to.end()) to.push_back(rows);
+  };
+  for (auto [prompt, gen] : requests) add(first, prefillRowsBelow(prompt));
+  for (auto [prompt, gen] : requests)
+    if (std::find(first.begin(), first.end(), prefillRows(prompt)) == first.end()) add(then, prefillRows(prompt));
+  sizePrefills(first, nullptr);
+  sizePrefills(then, [&](int64_t rows, int64_t bound) {
+    for (auto [prompt, gen] : requests) {
+      int64_t below = prefillRowsBelow(prompt);
+      if (prefillRows(prompt) != rows) continue;
+      if (!holds(below)) return false;
+      for (bool host : {true, false})
+        if (!(ttft(prompt, below, static_cast<double>(prefillCycles_.at(below)), host) <
+              ttft(prompt, rows, static_cast<double>(bound), host)))
+          return false;
+    }
+    return true;
+  });
+}
+
+double Estimator::ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, bool host) const {
+  // The prompt padded into one prefill, or its first rows and the rest as decode steps (each step one call
+  // per layer in the host loop, one call in the device loop).
+  double overhead = platform_.invocationOverheadUs * platform_.kernelClockMhz;  // cycles
+  double layers = model_.layers;
+  double t = layers * (prefillLayerCycles + (host ? overhead : 0.0)) + static_cast<double>(headCycles_) + overhead;
+  std::vector<int64_t> at = tailContexts(prompt, rows);
+  for (size_t i = 0; i < at.size(); ++i) {  // a run of steps at the mean of its first ctx's and the next's
+    int64_t steps = (i + 1 < at.size() ? at[i + 1] : prompt) - at[i];
+    double cycles = static_cast<double>(decodeRuns_.at(at[i]).cycles);
+    if (steps > 1 && i + 1 < at.size())
+      cycles = (cycles + static_cast<double>(decodeRuns_.at(at[i + 1]).cycles)) / 2;
+    t += static_cast<double>(steps) * (host ? layers * (cycles + overhead) : layers * cycles + overhead);
+  }
+  return t;
+}
+
+bool Estimator::holds(int64_t rows) const {
+  return add(add(decodeLayer_.report.resources, head_.report.resources), prefillResources_.at(rows))
+      .within(platform_.resources);
 }
 
 DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
@@ -240,30 +334,14 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   double overhead = platform_.invocationOverheadUs * mhz;  // cycles
   double layers = model_.layers;
   double hd = static_cast<double>(headCycles_);
-  // The prompt padded into one prefill, or its first rows and the rest as decode steps (each step one call
-  // per layer in the host loop, one call in the device loop): the faster for each schedule, a design the
-  // device holds (with the decode layer and the head) before one it does not.
-  auto ttftWith = [&](int64_t rows, bool host) {
-    double t =
-        layers * (static_cast<double>(prefillCycles_.at(rows)) + (host ? overhead : 0.0)) + hd + overhead;
-    std::vector<int64_t> at = tailContexts(prompt, rows);
-    for (size_t i = 0; i < at.size(); ++i) {  // a run of steps at the mean of its first ctx's and the next's
-      int64_t steps = (i + 1 < at.size() ? at[i + 1] : prompt) - at[i];
-      double cycles = static_cast<double>(decodeRuns_.at(at[i]).cycles);
-      if (steps > 1 && i + 1 < at.size())
-        cycles = (cycles + static_cast<double>(decodeRuns_.at(at[i + 1]).cycles)) / 2;
-      t += static_cast<double>(steps) * (host ? layers * (cycles + overhead) : layers * cycles + overhead);
-    }
-    return t;
-  };
-  auto holds = [&](int64_t rows) {
-    return add(add(decodeLayer_.report.resources, head_.report.resources), prefillResources_.at(rows))
-        .within(platform_.resources);
-  };
+  // For each schedule the faster of the padded prompt and the rows below with the rest as decode steps, a
+  // design the device holds (with the decode layer and the head) before one it does not. Padded rows
+  // that simulateMissing dropped unsized lose to the rows below in both.
   auto choose = [&](bool host) {
     int64_t rows = prefillRows(prompt), below = prefillRowsBelow(prompt);
-    if (below < rows &&
-        (holds(below) != holds(rows) ? holds(below) : ttftWith(below, host) < ttftWith(rows, host)))
+    if (!prefillCycles_.count(rows)) return below;
+    auto ttftWith = [&](int64_t r) { return ttft(prompt, r, static_cast<double>(prefillCycles_.at(r)), host); };
+    if (below < rows && (holds(below) != holds(rows) ? holds(below) : ttftWith(below) < ttftWith(rows)))
       rows = below;
     return rows;
   };
@@ -272,8 +350,8 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.promptDecodeSteps = hostRows < prompt ? prompt - hostRows : 0;
   r.deviceLoopPrefillRows = deviceRows;
   r.deviceLoopPromptDecodeSteps = deviceRows < prompt ? prompt - deviceRows : 0;
-  double ttftHost = ttftWith(hostRows, true);
-  double ttftDevice = ttftWith(deviceRows, false);
+  double ttftHost = ttft(prompt, hostRows, static_cast<double>(prefillCycles_.at(hostRows)), true);
+  double ttftDevice = ttft(prompt, deviceRows, static_cast<double>(prefillCycles_.at(deviceRows)), false);
   double stepsHost = 0, stepsDevice = 0, rooflineSeconds = 0;
   double bandwidth = platform_.hbm.channels * platform_.hbm.channelGbps * 1e9;
   double kvBytes = static_cast<double>(kvBytesPerToken(model_));

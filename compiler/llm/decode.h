@@ -4,6 +4,9 @@
 // overhead between kernel calls.
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,6 +119,26 @@ class Estimator {
   /// cycles and the next run's).
   static std::vector<int64_t> tailContexts(int64_t prompt, int64_t rows);
   void simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests);
+  /// A prefill design of some rows, compiled without its channel simulations, and the cycles no depths
+  /// make it beat (sim::lowerBoundCycles); sized once it is worth it.
+  struct PrefillCandidate {
+    CompileResult design;
+    int64_t bound = 0;
+    std::optional<SizedDesign> sized;
+  };
+  /// The row blocks (up to 256 rows), then every matmul weight-stationary (one block of every row, each
+  /// weight read once).
+  std::vector<PrefillCandidate> prefillCandidates(int64_t rows) const;
+  /// For each row count, unless `needless` (given the lowest bound of its candidates) says it is not
+  /// worth sizing: its candidates sized where they can still win, the winner into prefillCycles_ and
+  /// prefillResources_.
+  void sizePrefills(const std::vector<int64_t>& rowCounts,
+                    const std::function<bool(int64_t rows, int64_t bound)>& needless);
+  /// The time to the first token in cycles, with the prompt's first `rows` in a prefill layer of
+  /// `prefillLayerCycles` and the rest as decode steps, in the host loop or the device loop.
+  double ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, bool host) const;
+  /// Whether the device holds the decode layer, the head and the prefill design of `rows` together.
+  bool holds(int64_t rows) const;
   DecodeResult assemble(int64_t prompt, int64_t gen) const;
 
   ModelSpec model_;

@@ -29,6 +29,9 @@ struct CompileOptions {
   int64_t rowBlockPolicy = -1;
   std::map<std::string, SourceLoc> pinOrigin;     ///< "tk.OP", "row_block.OP": where a schedule file set it
   Bindings maxima;                   ///< the largest value of each symbol, for buffer sizes (default 4096)
+  /// Off: compileGraph leaves every DMA on the lowering's channel, for a caller that may drop the design
+  /// before paying assignPhaseChannels' simulations (pipeline.h).
+  bool phaseChannels = true;
 };
 
 /// The schedule of one matmul: dse/tiling.cpp chooses it, lower/kernels.cpp applies it.
