@@ -212,7 +212,7 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
     std::vector<PrefillCandidate> c = prefillCandidates(r);
     int64_t bound = c.front().bound;
     for (const PrefillCandidate& x : c) bound = std::min(bound, x.bound);
-    if (needless && needless(r, bound)) continue;
+    if (dropByBound_ && needless && needless(r, bound)) continue;
     rows.push_back(r);
     candidates.push_back(std::move(c));
   }
@@ -236,12 +236,13 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
     const SizedDesign& k = *candidates[j][first].sized;
     for (size_t i = 0; i < candidates[j].size(); ++i) {
       int64_t b = candidates[j][i].bound;
-      bool beaten = k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
+      bool beaten = dropByBound_ && k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
       if (i != first && !beaten) contenders.emplace_back(j, i);
     }
   }
   tbb::parallel_for(size_t{0}, contenders.size(),
                     [&](size_t c) { size(candidates[contenders[c].first][contenders[c].second]); });
+  prefillDesignsSized_ += static_cast<int>(rows.size() + contenders.size());
   for (size_t j = 0; j < rows.size(); ++j) {
     const PrefillCandidate* best = nullptr;
     for (const PrefillCandidate& c : candidates[j]) {

@@ -99,6 +99,11 @@ class Estimator {
   DecodeResult run(int64_t prompt, int64_t gen);
   /// Several, sharing their simulations.
   std::vector<DecodeResult> runAll(const std::vector<std::pair<int64_t, int64_t>>& requests);
+  /// Off: every prefill candidate is sized, none dropped at its lower bound (for tests: the figures are
+  /// the same).
+  void setDropByBound(bool on) { dropByBound_ = on; }
+  /// Prefill designs sized so far (candidates of every row count).
+  int prefillDesignsSized() const { return prefillDesignsSized_; }
   /// The decode layer it simulates at every ctx (its FIFOs sized), as `stc run MODEL` emits it.
   const Network& decodeLayer() const { return decodeLayer_.network; }
 
@@ -149,6 +154,8 @@ class Estimator {
   std::map<int64_t, int64_t> prefillCycles_;  // by prefill rows (prefillRows)
   int64_t headCycles_ = 0;
   std::map<int64_t, Resources> prefillResources_;  // by prefill rows
+  bool dropByBound_ = true;
+  int prefillDesignsSized_ = 0;
 };
 
 }  // namespace stc::llm

@@ -62,6 +62,32 @@ TEST(Decode, LatencyGrowsWithContextAndTtftWithPrompt) {
   EXPECT_NEAR(r[0].hostLoop.decodeTokensPerS, 4 / ((r[0].hostLoop.latencyMs - r[0].hostLoop.ttftMs) / 1000), 1e-6);
 }
 
+// Prefill candidates dropped unsized at their lower bound (sim::lowerBoundCycles) could not have won:
+// every figure is the one sizing them all gives. GPT-2 at prompts 20 (32 rows padded, or 16 and 4 decode
+// steps) and 40 (48 or 32), two candidates each.
+TEST(Decode, DesignsDroppedAtTheirBoundCouldNotHaveWon) {
+  std::vector<std::pair<int64_t, int64_t>> requests{{20, 2}, {40, 2}};
+  Estimator dropping(model("gpt2"), defaultPlatform()), all(model("gpt2"), defaultPlatform());
+  all.setDropByBound(false);
+  std::vector<DecodeResult> a = dropping.runAll(requests), b = all.runAll(requests);
+  EXPECT_EQ(all.prefillDesignsSized(), 6);  // 16, 32 and 48 rows
+  // The row blocks alone: each weight-stationary design's bound is above its row blocks' sized cycles.
+  EXPECT_EQ(dropping.prefillDesignsSized(), 3);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(a[i].prefillRows, b[i].prefillRows);
+    EXPECT_EQ(a[i].deviceLoopPrefillRows, b[i].deviceLoopPrefillRows);
+    EXPECT_EQ(a[i].prefillLayerCycles, b[i].prefillLayerCycles);
+    EXPECT_EQ(a[i].deviceLoopPrefillLayerCycles, b[i].deviceLoopPrefillLayerCycles);
+    EXPECT_EQ(a[i].hostLoop.ttftMs, b[i].hostLoop.ttftMs);
+    EXPECT_EQ(a[i].deviceLoop.ttftMs, b[i].deviceLoop.ttftMs);
+    EXPECT_EQ(a[i].hostLoop.latencyMs, b[i].hostLoop.latencyMs);
+    EXPECT_EQ(a[i].prefillResources.dsp, b[i].prefillResources.dsp);
+    EXPECT_EQ(a[i].prefillResources.bram18k, b[i].prefillResources.bram18k);
+    EXPECT_EQ(a[i].prefillResources.uram, b[i].prefillResources.uram);
+    EXPECT_EQ(a[i].prefillResources.lut, b[i].prefillResources.lut);
+  }
+}
+
 // A prompt's prefill runs padded (a power of two up to 16 rows, then a multiple of 16), or as the largest
 // design below it with the prompt's other tokens as decode steps, whichever is faster: TTFT never falls
 // as the prompt grows and, in the host loop, rises by at most a decode step from one length to the next
@@ -198,9 +224,11 @@ TEST(Decode, LongPromptsCompile) {
   o.unrollBudget = kPrefillShare;
   Graph g = buildPrefillLayer(m, 512);
   // The estimator's design past 256 rows: every matmul weight-stationary (compiling the row-blocked one
-  // takes minutes, most of them in the simulation that places DMAs on channels).
+  // takes minutes, most of them in the simulation that places DMAs on channels). Without that
+  // simulation here: channels change no resource.
   for (const Op& op : g.ops)
     if (op.op == "matmul") o.pinnedRowBlock[op.name] = 0;
+  o.phaseChannels = false;
   try {
     CompileResult r = compileGraph(g, defaultPlatform(), o);
     EXPECT_LE(r.report.resources.dsp, defaultPlatform().resources.dsp);
