@@ -22,7 +22,6 @@
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_invoke.h>
 
-#include <atomic>
 #include <chrono>
 #include <exception>
 #include <optional>
@@ -80,26 +79,22 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
   std::vector<Bindings> at = overCtx ? sizingContexts(design.options.maxima.at("ctx"), design.options.tile)
                                      : std::vector<Bindings>{Bindings{}};
   // Candidates: weight streams that read ahead by the m_axi read buffer only, and ones that prefetch
-  // into deep FIFOs unless that changes nothing (no DMA read waited for room in the first's measuring
-  // runs) or the first went over the device's memory and paced itself; when neither fits `memory`, a
-  // third measured with every writer paced by its readers (sizing::SizingOptions::paced). The fastest
-  // within `memory` wins, or the fastest when none is.
+  // into deep FIFOs; when neither fits `memory`, a third measured with every writer paced by its readers
+  // (sizing::SizingOptions::paced). The fastest within `memory` wins, or the fastest when none is. The
+  // first two are sized at once; the second is dropped (its errors too) when the first went over the
+  // device's memory and paced itself.
   struct Sized {
     CompileResult design;
     int64_t cycles = 0;
-    bool within = false, paced = false, prefetchChangesNothing = false;
+    bool within = false, paced = false;
   };
-  std::atomic<bool> dropSecond{false};
   auto sizeMode = [&](int mode) {
     sizing::SizingOptions options;
     options.platform = platform;
     options.prefetch = mode == 1;
     options.paced = mode == 2;
-    if (mode == 0) options.measured = [&](bool same) { dropSecond = dropSecond || same; };
-    if (mode == 1) options.stop = &dropSecond;
     Sized s{design};
     sizing::SizingResult r = sizing::sizeFifosAcross(design.network, options, at, s.design.network);
-    if (r.stopped) return s;  // not used
     if (r.trueDeadlock)
       throw UserError("internal: the compiled network '" + design.network.name +
                       "' deadlocks with unbounded FIFOs; please report it");
@@ -112,13 +107,10 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
     if (!held)
       throw UserError("internal: the sized network '" + design.network.name + "' deadlocks; please report it");
     s.paced = r.paced;
-    s.prefetchChangesNothing = r.prefetchChangesNothing;
     const Resources& got = s.design.report.resources;
     s.within = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
     return s;
   };
-  // The first two are sized at once. The second stops as soon as the first's measuring runs say it
-  // changes nothing; it is dropped, its errors too, then or when the first paced itself.
   std::optional<Sized> first, second, third;
   std::exception_ptr secondError;
   tbb::parallel_invoke([&] { first = sizeMode(0); },
@@ -133,11 +125,11 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
   auto take = [&](Sized& s) {
     if (s.within != best->within ? s.within : s.cycles < best->cycles) best = &s;
   };
-  if (!first->paced && !first->prefetchChangesNothing) {
+  if (!first->paced) {
     if (secondError) std::rethrow_exception(secondError);
     take(*second);
+    if (!best->within && !second->paced) take(*(third = sizeMode(2)));
   }
-  if (!first->paced && !best->within && !(second && second->paced)) take(*(third = sizeMode(2)));
   design = std::move(best->design);
   return {best->cycles, best->within};
 }

@@ -161,17 +161,6 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
   out.cyclesUnbounded = out.unbounded.cycles;
   const auto& tasks = out.unbounded.tasks;
   size_t nf = prog.fifos.size();
-  // A DMA read whose FIFO never held it back (a stall on room counts ties too) runs the same unbounded.
-  out.prefetchChangesNothing = !paced && !options.prefetch;
-  for (size_t f = 0; f < nf && out.prefetchChangesNothing; ++f) {
-    const sim::FifoProgram& fp = prog.fifos[f];
-    const auto& dma = prog.tasks[static_cast<size_t>(fp.writer)].dma;
-    if (!dma || dma->write || options.pinned.count(fp.name)) continue;
-    out.prefetchChangesNothing = tasks[static_cast<size_t>(fp.writer)].stallFull == 0 &&
-                                 sim::readAfterWrite(fp.width, kDmaReadDepth) ==
-                                     sim::readAfterWrite(fp.width, kUnboundedDepth) &&
-                                 fp.depth != kUnboundedDepth;
-  }
 
   // Step 1: the token model of each FIFO.
   std::vector<std::vector<int64_t>> w(nf), r(nf);
@@ -374,12 +363,6 @@ SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs
   }
   // The last binding's measurements, every FIFO at the largest depth and cap any binding asks for.
   Proposal& last = proposals.back();
-  for (const Proposal& p : proposals) last.out.prefetchChangesNothing &= p.out.prefetchChangesNothing;
-  if (!paced && options.measured) options.measured(last.out.prefetchChangesNothing);
-  if (options.stop && *options.stop) {
-    last.out.stopped = true;
-    return last.out;
-  }
   std::vector<Check> checks;
   for (size_t i = 0; i < progs.size(); ++i) {
     checks.push_back({&progs[i], withinOnePercent(proposals[i].out.cyclesUnbounded)});
@@ -417,7 +400,6 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
     if (!paced.trueDeadlock && !paced.pinnedDeadlock) return paced;
   }
   SizingResult free = sizeWith(net, progs, options, false, sized);
-  if (free.stopped) return free;
   int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.resources.memoryBits();
   if (free.trueDeadlock || free.pinnedDeadlock || free.totalBits <= budget) return free;
   // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
@@ -428,7 +410,6 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   SizingResult paced = sizeWith(net, progs, options, true, pacedNet);
   if (paced.trueDeadlock || paced.pinnedDeadlock || paced.totalBits >= free.totalBits) return free;
   paced.cyclesUnbounded = free.cyclesUnbounded;
-  paced.prefetchChangesNothing = free.prefetchChangesNothing;  // the paced runs are the same either way
   paced.baselineMaxOccupancyBits = free.baselineMaxOccupancyBits;
   paced.rounds += free.rounds;
   for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free.fifos[f].maxOccupancy;

@@ -2,9 +2,7 @@
 // LP-based FIFO sizing (DESIGN.md, "FIFO sizing"): one simulation with unbounded FIFOs, one linear
 // program over task start offsets, depths from the token equations, and verifying simulations.
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,10 +33,6 @@ struct SizingOptions {
   bool paced = false;
   /// FIFOs whose depth is given (by name): measured at it, kept at it, never raised.
   std::map<std::string, int64_t> pinned;
-  /// Called once the first measuring runs are done, with SizingResult::prefetchChangesNothing.
-  std::function<void(bool prefetchChangesNothing)> measured;
-  /// Set by another thread: the sizing stops at its next simulation, its result `stopped`.
-  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Where a FIFO of a given depth and width lives on the FPGA, and how many primitives it takes.
@@ -75,11 +69,6 @@ struct SizingResult {
       0;  ///< the paced measuring run, when paced (SizingOptions::paced alone: cyclesUnbounded too)
   int64_t cyclesSized = 0;
   std::vector<int64_t> cyclesSizedAt;  ///< sizeFifosAcross: at each binding
-  /// Measured without prefetch, no DMA read waited for room in its FIFO (kDmaReadDepth deep, its read
-  /// after write the same as unbounded, its depth in the network bounded) at any binding: measuring with
-  /// SizingOptions::prefetch gives the same runs, so the same result.
-  bool prefetchChangesNothing = false;
-  bool stopped = false;  ///< SizingOptions::stop was set: nothing else in the result holds
   int rounds = 0;                  ///< verifying simulations run
   bool lpFeasible = true;
   double lpSeconds = 0;

@@ -173,42 +173,6 @@ TEST(Sizing, DmaReadsRunAheadInTheirReadBufferOnly) {
   EXPECT_LE(depthOf(s, "x"), 2);
 }
 
-// Measured without prefetch, a DMA read that never waits for room in its FIFO runs the same with it
-// unbounded, so sizing with prefetch gives the same result (the estimator then skips it). A 512-bit
-// stream into a consumer of a token a cycle: HBM gives 57.5 bytes a cycle, less than the 64 it could
-// take. Not so with the loads four times faster than mac above, nor with a 64-bit stream, whose FIFO of
-// 3 is a shift register (read after write 1, 2 unbounded).
-TEST(Sizing, PrefetchChangesNothingWhenNoDmaReadWaitsForRoom) {
-  auto stream = [](int width, int ii) {
-    int64_t tokens = 65536;
-    return "network: s\nfifos: [{name: w, width: " + std::to_string(width) + "}]\ntasks:\n"
-           "  - {name: load, kind: dma_read, channel: 0, bytes: " + std::to_string(tokens * width / 8) +
-           ", ports: [{fifo: w, dir: out}]}\n"
-           "  - {name: use, phases: [{trip: [" + std::to_string(tokens) + "], ii: " + std::to_string(ii) +
-           ", ports: [{fifo: w, dir: in}]}]}\n";
-  };
-  auto sizeWith = [](const std::string& text, bool prefetch) {
-    Network net = parseNetwork(text, "test.yaml");
-    Sized s;
-    SizingOptions options;
-    options.prefetch = prefetch;
-    s.result = sizeFifos(net, options, s.network);
-    return s;
-  };
-  Sized plain = sizeWith(stream(512, 1), false), prefetched = sizeWith(stream(512, 1), true);
-  EXPECT_TRUE(plain.result.prefetchChangesNothing);
-  EXPECT_FALSE(prefetched.result.prefetchChangesNothing);  // measured with prefetch: nothing to tell
-  EXPECT_EQ(prefetched.result.cyclesUnbounded, plain.result.cyclesUnbounded);
-  EXPECT_EQ(prefetched.result.cyclesSized, plain.result.cyclesSized);
-  EXPECT_EQ(prefetched.result.fifos[0].maxOccupancy, plain.result.fifos[0].maxOccupancy);
-  EXPECT_EQ(depthOf(prefetched, "w"), depthOf(plain, "w"));
-  EXPECT_FALSE(sizeWith(stream(512, 4), false).result.prefetchChangesNothing);  // waits for room
-  EXPECT_FALSE(sizeWith(stream(64, 1), false).result.prefetchChangesNothing);   // a shift register
-  Sized slow = sizeWith(stream(512, 4), false), slowPrefetched = sizeWith(stream(512, 4), true);
-  EXPECT_EQ(slow.result.fifos[0].maxOccupancy, 3);
-  EXPECT_GT(slowPrefetched.result.fifos[0].maxOccupancy, 40000);
-}
-
 // A network on which the first depths did not hold the latency when the LP could stretch a delay beyond
 // the measured one and move a task past the measured latency (found by a random search over 400 DAGs of
 // 3 to 6 tasks, where five needed more than one round). With those bounds the first depths hold.
