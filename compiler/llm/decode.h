@@ -131,8 +131,9 @@ class Estimator {
     int64_t bound = 0;
     std::optional<SizedDesign> sized;
   };
-  /// The row blocks (up to 256 rows), then every matmul weight-stationary (one block of every row, each
-  /// weight read once).
+  /// The row blocks (up to 256 rows: sizing longer ones costs minutes), then every matmul weight-
+  /// stationary (one block of every row, each weight read once). Row blocks are usually faster, but
+  /// blocks whose stages run at different paces can need FIFOs deeper than the memory left.
   std::vector<PrefillCandidate> prefillCandidates(int64_t rows) const;
   /// For each row count, unless `needless` (given the lowest bound of its candidates) says it is not
   /// worth sizing: its candidates sized where they can still win, the winner into prefillCycles_ and
