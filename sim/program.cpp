@@ -123,11 +123,17 @@ int64_t lowerBoundCycles(const Program& program) {
         if (p.count > 0) span[g] = std::max(span[g], p.first + p.stride * (p.count - 1) + 1);
     if (t.dma) hbmTicks[g] += t.dma->bytes * program.hbm.ticksPerByte;
   }
-  int64_t total = program.groupGapCycles * (program.groups - 1);
-  int64_t channels = std::max(1, program.hbm.channels);
-  for (size_t g = 0; g < groups; ++g)  // the busiest channel moves at least the mean of the group's bytes
-    total += std::max(span[g], program.hbm.cycleAtOrAfter((hbmTicks[g] + channels - 1) / channels));
-  return total;
+  // As the engine runs them: group g opens at the end of group g - 1 and the gap; a group without events
+  // ends at 0 (Engine::finishTask); the run lasts to the latest end.
+  int64_t channels = std::max(1, program.hbm.channels), end = 0, cycles = 0;
+  for (size_t g = 0; g < groups; ++g) {
+    int64_t start = g == 0 ? 0 : end + program.groupGapCycles;
+    // The busiest channel moves at least the mean of the group's bytes.
+    int64_t hbm = program.hbm.cycleAtOrAfter((hbmTicks[g] + channels - 1) / channels);
+    end = span[g] > 0 ? start + std::max(span[g], hbm) : 0;
+    cycles = std::max(cycles, end);
+  }
+  return cycles;
 }
 
 }  // namespace stc::sim

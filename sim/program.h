@@ -70,10 +70,11 @@ struct Program {
 /// platform's HBM (channels and ports must exist on it).
 Program compileProgram(const Network& net, const Bindings& bindings, const Platform& platform = defaultPlatform());
 
-/// Cycles no run of the program takes fewer of, whatever its FIFO depths and its DMAs' channels: group g
-/// starts after group g - 1 has ended and the invocation gap, and lasts at least as long as each of its
-/// tasks' schedules with no stall (1 + the last event's local cycle) and as the busiest channel takes to
-/// move its share of the group's DMA bytes (at least the mean over the channels).
+/// Cycles no run of the program that finishes takes fewer of, whatever its FIFO depths and its DMAs'
+/// channels: group g starts after group g - 1 has ended and the invocation gap, and lasts at least as
+/// long as each of its tasks' schedules with no stall (1 + the last event's local cycle) and as the
+/// busiest channel takes to move its share of the group's DMA bytes (at least the mean over the
+/// channels); a group without events ends at 0, as the engine has it.
 int64_t lowerBoundCycles(const Program& program);
 
 /// Read latency after a write: 1 cycle for a FIFO of at most 1024 bits in all (shift register), else 2;

@@ -32,6 +32,27 @@ TEST(LowerBound, TaskSchedulesAndGroupsByHand) {
   for (bool systemc : {false, true}) EXPECT_GE(simulateText(text, systemc).cycles, boundOf(text));
 }
 
+// A group without events ends at 0 in the engine: after it, group 2 opens one gap after cycle 0, and the
+// run lasts to the latest end (group 0's 102 cycles, or group 2's gap + 50).
+TEST(LowerBound, AGroupWithoutEventsEndsAtZero) {
+  std::string groups01 =
+      "network: n\nfifos: [{name: f, width: 32}, {name: g, width: 32}]\ntasks:\n"
+      "  - {name: a, phases: [{trip: [50], ii: 2, latency: 3, ports: [{fifo: f, dir: out}]}]}\n"
+      "  - {name: b, phases: [{trip: [50], ports: [{fifo: f, dir: in}]}]}\n"
+      "  - {name: idle, group: 1, phases: [{trip: [1000], ports: []}]}\n";
+  std::string text = groups01 +
+                     "  - {name: c, group: 2, phases: [{trip: [50], latency: 0, ports: [{fifo: g, dir: out}]}]}\n"
+                     "  - {name: d, group: 2, phases: [{trip: [50], ports: [{fifo: g, dir: in}]}]}\n";
+  const Platform& p = defaultPlatform();
+  int64_t gap = std::llround(p.invocationOverheadUs * p.kernelClockMhz);
+  std::string trailing = groups01;
+  trailing.replace(trailing.find(", {name: g, width: 32}"), std::string(", {name: g, width: 32}").size(), "");
+  EXPECT_EQ(boundOf(trailing), 102);
+  EXPECT_EQ(simulateText(trailing).cycles, 103);
+  EXPECT_EQ(boundOf(text), std::max<int64_t>(102, gap + 50));
+  EXPECT_GE(simulateText(text).cycles, boundOf(text));
+}
+
 // 33 DMA reads of 1,000 512-bit tokens each: a token a cycle each, but the 32 channels move 57.5 bytes a
 // cycle each (a cycle 115 ticks, a byte 2, sim/hbm.h), so the busiest moves at least 33 * 64,000 / 32
 // bytes: ceil(66,000 * 2 / 115) = 1,148 cycles, more than the 1,000 of any task's schedule.
