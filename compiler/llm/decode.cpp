@@ -58,6 +58,12 @@ Resources add(const Resources& a, const Resources& b) {
   return r;
 }
 
+// Whether a design sized to `a` is preferred to one sized to `b`: within memory before not, then the fewer
+// cycles (on a tie, `b`: the one seen first).
+bool preferred(const SizedDesign& a, const SizedDesign& b) {
+  return a.withinMemory != b.withinMemory ? a.withinMemory : a.cycles < b.cycles;
+}
+
 // A share of the device's block memories.
 Resources memoryShare(const Platform& platform, double share) {
   Resources r;
@@ -85,15 +91,15 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
   // device's memory and paced itself.
   struct Sized {
     CompileResult design;
-    int64_t cycles = 0;
-    bool within = false, paced = false;
+    SizedDesign figures;
+    bool paced = false;
   };
   auto sizeMode = [&](int mode) {
     sizing::SizingOptions options;
     options.platform = platform;
     options.prefetch = mode == 1;
     options.paced = mode == 2;
-    Sized s{design};
+    Sized s{design, {}, false};
     sizing::SizingResult r = sizing::sizeFifosAcross(design.network, options, at, s.design.network);
     if (r.trueDeadlock)
       throw UserError("internal: the compiled network '" + design.network.name +
@@ -101,14 +107,14 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
     updateResources(s.design, platform);
     bool held = true;  // the verification's fallback (every FIFO at its cap) holds; a deadlock is a bug
     for (int64_t c : r.cyclesSizedAt) {
-      s.cycles += c;
+      s.figures.cycles += c;
       held = held && c > 0;
     }
     if (!held)
       throw UserError("internal: the sized network '" + design.network.name + "' deadlocks; please report it");
     s.paced = r.paced;
     const Resources& got = s.design.report.resources;
-    s.within = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
+    s.figures.withinMemory = got.bram18k <= memory.bram18k && got.uram <= memory.uram;
     return s;
   };
   std::optional<Sized> first, second, third;
@@ -123,15 +129,15 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
                        });
   Sized* best = &*first;
   auto take = [&](Sized& s) {
-    if (s.within != best->within ? s.within : s.cycles < best->cycles) best = &s;
+    if (preferred(s.figures, best->figures)) best = &s;
   };
   if (!first->paced) {
     if (secondError) std::rethrow_exception(secondError);
     take(*second);
-    if (!best->within && !second->paced) take(*(third = sizeMode(2)));
+    if (!best->figures.withinMemory && !second->paced) take(*(third = sizeMode(2)));
   }
   design = std::move(best->design);
-  return {best->cycles, best->within};
+  return best->figures;
 }
 
 DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
@@ -229,10 +235,12 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
       if (c[i].bound < c[best].bound) best = i;
     return best;
   };
-  tbb::parallel_for(size_t{0}, rows.size(), [&](size_t j) { size(candidates[j][lowest(candidates[j])]); });
+  std::vector<size_t> firsts;
+  for (const auto& c : candidates) firsts.push_back(lowest(c));
+  tbb::parallel_for(size_t{0}, rows.size(), [&](size_t j) { size(candidates[j][firsts[j]]); });
   std::vector<std::pair<size_t, size_t>> contenders;
   for (size_t j = 0; j < rows.size(); ++j) {
-    size_t first = lowest(candidates[j]);
+    size_t first = firsts[j];
     const SizedDesign& k = *candidates[j][first].sized;
     for (size_t i = 0; i < candidates[j].size(); ++i) {
       int64_t b = candidates[j][i].bound;
@@ -246,10 +254,7 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
   for (size_t j = 0; j < rows.size(); ++j) {
     const PrefillCandidate* best = nullptr;
     for (const PrefillCandidate& c : candidates[j]) {
-      if (!c.sized) continue;
-      const SizedDesign& b = *c.sized;
-      if (!best || (best->sized->withinMemory != b.withinMemory ? b.withinMemory : b.cycles < best->sized->cycles))
-        best = &c;
+      if (c.sized && (!best || preferred(*c.sized, *best->sized))) best = &c;
     }
     // The sizer's last verifying run is this network at its depths: its cycles are the prefill's.
     prefillCycles_[rows[j]] = best->sized->cycles;
