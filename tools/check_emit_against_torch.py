@@ -65,6 +65,13 @@ def cases(m):
         ("llama_block_d48_h3_kv1_s6", lambda: m.LlamaBlock(48, 3, 1, 96, 6), (1, 6, 48), 17, None, []),
         ("llama_block_d48_h6_kv2_s6", lambda: m.LlamaBlock(48, 6, 2, 96, 6), (1, 6, 48), 17, None, []),
         ("relu_sigmoid_mlp", lambda: ReluMlp(), (5, 40), 15, None, []),
+        ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
+        ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
+        ("causal_attention_seq", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("causal_tril_seq", lambda: m.CausalSelfAttention(mask="tril"), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("gqa_attention", lambda: m.GqaAttention(), (1, 8, 64), 17, None, []),
+        ("gqa_attention_seq", lambda: m.GqaAttention(), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("gqa_interleave", lambda: m.GqaAttention(interleave=True), (1, 8, 64), 17, None, []),
     ]
 
 

@@ -7,6 +7,18 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      q, k, v, causal attention, GELU (tanh), residuals; opset 14
   llama_block.onnx   a Llama block: RMSNorm, rotary embeddings (rotate_half), grouped-query attention,
                      SiLU-gated MLP; opset 17
+  causal_attention.onnx, causal_attention_seq.onnx
+                     nanoGPT's causal self-attention: q, k, v views from x.size(), masked_fill of a tril
+                     buffer sliced to the sequence (== 0, -inf); the second with a symbolic `seq`, opset 14
+  causal_tril_seq.onnx
+                     the mask built in forward, torch.tril(torch.ones(T, T, dtype=bool)), masked_fill(~mask),
+                     symbolic `seq`, opset 17
+  gqa_attention.onnx, gqa_attention_seq.onnx
+                     Hugging Face's Llama attention: repeat_kv (expand + reshape of the KV heads), an additive
+                     triu(-inf) mask, reshape(bsz, q_len, -1); static and symbolic `seq`, opset 17
+  gqa_interleave.onnx
+                     the same with k.repeat_interleave(rep, dim=1), opset 17
+  pointwise.onnx     Erf, Sigmoid, Pow, Sqrt, Reciprocal (rsqrt), Abs, Max, Min outside any pattern, opset 13
 
 The files are committed, so the tests run without torch.
 """
@@ -118,6 +130,83 @@ class LlamaBlock(nn.Module):
         return x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
 
 
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's attention, as written there (mask="buffer") or with the mask built in forward (mask="tril")."""
+
+    def __init__(self, d=64, heads=4, max_seq=16, mask="buffer"):
+        super().__init__()
+        self.heads, self.mask = heads, mask
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.register_buffer("bias", torch.tril(torch.ones(max_seq, max_seq)).view(1, 1, max_seq, max_seq))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        if self.mask == "buffer":
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        else:
+            keep = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))
+            att = att.masked_fill(~keep, float("-inf"))
+        att = torch.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+def repeat_kv(h, n_rep):
+    """Hugging Face's repeat_kv: (batch, kv_heads, seq, head_dim) -> (batch, kv_heads * n_rep, seq, head_dim)."""
+    b, kv_heads, slen, head_dim = h.shape
+    if n_rep == 1:
+        return h
+    h = h[:, :, None, :, :].expand(b, kv_heads, n_rep, slen, head_dim)
+    return h.reshape(b, kv_heads * n_rep, slen, head_dim)
+
+
+class GqaAttention(nn.Module):
+    """Hugging Face's Llama attention without rope: repeat_kv (or repeat_interleave), an additive causal mask."""
+
+    def __init__(self, d=64, heads=4, kv_heads=2, interleave=False):
+        super().__init__()
+        self.heads, self.kv, self.dh, self.interleave = heads, kv_heads, d // heads, interleave
+        self.q_proj = nn.Linear(d, heads * self.dh, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
+        self.o_proj = nn.Linear(heads * self.dh, d, bias=False)
+
+    def forward(self, x):
+        bsz, q_len, _ = x.size()
+        q = self.q_proj(x).view(bsz, q_len, self.heads, self.dh).transpose(1, 2)
+        k = self.k_proj(x).view(bsz, q_len, self.kv, self.dh).transpose(1, 2)
+        v = self.v_proj(x).view(bsz, q_len, self.kv, self.dh).transpose(1, 2)
+        rep = self.heads // self.kv
+        if self.interleave:
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        else:
+            k, v = repeat_kv(k, rep), repeat_kv(v, rep)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.dh)
+        w = w + torch.full((q_len, q_len), float("-inf")).triu(1)
+        w = nn.functional.softmax(w, dim=-1, dtype=torch.float32)
+        o = torch.matmul(w, v).transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
+        return self.o_proj(o)
+
+
+class Pointwise(nn.Module):
+    """Elementwise functions written out, none of them part of a recognised pattern."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.lin(x)
+        return (torch.erf(h) + torch.sigmoid(h) * x + h.pow(2) + torch.sqrt(torch.abs(h) + 1) +
+                torch.rsqrt(h * h + 1) - torch.maximum(h, x) + torch.minimum(h, -x))
+
+
 def export(model, example, name, opset, dynamic=None):
     torch.manual_seed(0)
     model.eval()
@@ -133,6 +222,14 @@ def main():
     export(Mlp(), torch.randn(4, 32), "mlp.onnx", 13, {"x": {0: "seq"}, "y": {0: "seq"}})
     export(Gpt2Block(), torch.randn(1, 8, 64), "gpt2_block.onnx", 14)
     export(LlamaBlock(), torch.randn(1, 8, 64), "llama_block.onnx", 17)
+    seq = {"x": {1: "seq"}, "y": {1: "seq"}}
+    export(CausalSelfAttention(), torch.randn(1, 8, 64), "causal_attention.onnx", 14)
+    export(CausalSelfAttention(), torch.randn(1, 8, 64), "causal_attention_seq.onnx", 14, seq)
+    export(CausalSelfAttention(mask="tril"), torch.randn(1, 8, 64), "causal_tril_seq.onnx", 17, seq)
+    export(GqaAttention(), torch.randn(1, 8, 64), "gqa_attention.onnx", 17)
+    export(GqaAttention(), torch.randn(1, 8, 64), "gqa_attention_seq.onnx", 17, seq)
+    export(GqaAttention(interleave=True), torch.randn(1, 8, 64), "gqa_interleave.onnx", 17)
+    export(Pointwise(), torch.randn(4, 32), "pointwise.onnx", 13)
     return 0
 
 

@@ -18,6 +18,7 @@
 #include "compiler/dse/cost_model.h"
 #include "compiler/ir/diagnostics.h"
 #include "compiler/lower/kernels.h"
+#include "compiler/reference/elementwise.h"
 
 namespace stc::emit {
 
@@ -82,9 +83,7 @@ class KernelBody {
     if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") return reduce();
     if (k == "concat") return concat();
     if (k == "rope") return rope();
-    if (k == "move" || k == "transpose" || k == "slice" || k == "add" || k == "sub" || k == "mul" || k == "div" ||
-        k == "gelu" || k == "silu" || k == "relu" || k == "sigmoid" || k == "exp" || k == "tanh")
-      return elementwise();
+    if (k == "move" || k == "transpose" || k == "slice" || elementwiseArity(k) > 0) return elementwise();
     throw UserError(formatError(op_.loc, "unsupported: HLS emission of op '" + op_.name + "' (" + op_.op + ")"));
   }
 
@@ -158,23 +157,8 @@ class KernelBody {
   }
 
   std::string apply(const std::vector<std::string>& a) const {
-    const std::string& k = kernel_.op;
-    if (k == "add") return a[0] + " + " + a[1];
-    if (k == "sub") return a[0] + " - " + a[1];
-    if (k == "mul") return a[0] + " * " + a[1];
-    if (k == "div") return a[0] + " / " + a[1];
-    if (k == "exp") return "std::exp(" + a[0] + ")";
-    if (k == "tanh") return "std::tanh(" + a[0] + ")";
-    if (k == "silu") return "st_silu(" + a[0] + ")";
-    if (k == "relu") return a[0] + " > 0.0f ? " + a[0] + " : 0.0f";
-    if (k == "sigmoid") return "st_sigmoid(" + a[0] + ")";
-    if (k == "gelu") {
-      auto it = op_.attrs.find("approximate");
-      bool tanhForm = it != op_.attrs.end() && std::holds_alternative<std::string>(it->second) &&
-                      std::get<std::string>(it->second) == "tanh";
-      return (tanhForm ? "st_gelu_tanh(" : "st_gelu(") + a[0] + ")";
-    }
-    return a[0];  // move, transpose, slice
+    if (elementwiseArity(kernel_.op) == 0) return a[0];  // move, transpose, slice
+    return elementwiseCode(op_, a[0], a.size() > 1 ? a[1] : "");
   }
 
   // Output stationary, loops (batch.., m|n, n|m, k): A [.., Tk] and W [Tk, Tn] tiles every iteration,

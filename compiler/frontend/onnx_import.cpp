@@ -209,11 +209,13 @@ class Importer {
   Graph run() {
     load();
     for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
+    foldShapeArguments();
+    for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
     for (const auto& in : model_.graph().input())
       if (!consts_.count(in.name())) {
         graph_.inputs.push_back({in.name(), shapeOf(in.name()), dtypeOf(in.type().tensor_type().elem_type()), loc()});
       }
-    for (const auto& node : model_.graph().node()) visit(node);
+    for (const auto& node : model_.graph().node()) visitOrRecord(node);
     if (!unsupported_.empty()) {
       std::string msg = path_ + ": error: unsupported: " + std::to_string(unsupported_.size()) + " node(s):";
       for (const auto& u : unsupported_) msg += "\n  " + u;
@@ -256,19 +258,71 @@ class Importer {
       throw UserError(path_ + ": error: opset " + std::to_string(opset) + " is outside the supported range " +
                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " (export with opset_version=" +
                       std::to_string(kMaxOpset) + ")");
+    inferShapes();
+  }
+
+  void inferShapes() {
     try {
       onnx::shape_inference::InferShapes(model_);
     } catch (const std::exception& e) {
       throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what());
     }
+    types_.clear();
     auto record = [&](const onnx::ValueInfoProto& v) { types_[v.name()] = &v.type(); };
     for (const auto& v : model_.graph().input()) record(v);
     for (const auto& v : model_.graph().value_info()) record(v);
     for (const auto& v : model_.graph().output()) record(v);
   }
 
+  // Shape arguments computed by other nodes (a torch export computes a view's or an expand's target from
+  // shapes and constants): folded in a first pass, then handed to ONNX's shape inference as initializers,
+  // which it reads where it cannot evaluate the nodes, so that the shapes after them are known. The second
+  // pass starts afresh on the rewritten model.
+  void foldShapeArguments() {
+    for (const auto& node : model_.graph().node()) visitOrRecord(node);
+    static const std::map<std::string, std::vector<int>> shapeArguments = {
+        {"Reshape", {1}}, {"Expand", {1}}, {"ConstantOfShape", {0}}, {"Tile", {1}}, {"Unsqueeze", {1}},
+        {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}}, {"Split", {1}}, {"Trilu", {1}}};
+    std::set<std::string> initializers;
+    for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
+    bool rewritten = false;
+    for (auto& node : *model_.mutable_graph()->mutable_node()) {
+      auto args = shapeArguments.find(node.op_type());
+      if (args == shapeArguments.end()) continue;
+      for (int i : args->second) {
+        if (node.input_size() <= i || node.input(i).empty() || initializers.count(node.input(i))) continue;
+        auto c = consts_.find(node.input(i));
+        if (c == consts_.end() || !c->second.known) continue;
+        std::string name = node.input(i) + "__folded";
+        if (initializers.insert(name).second) {
+          onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+          t->set_name(name);
+          t->set_data_type(onnx::TensorProto::INT64);
+          for (auto d : c->second.dims) t->add_dims(d);
+          for (double v : c->second.v)  // Slice's "to the end" is INT64_MAX, which a double rounds up
+            t->add_int64_data(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
+        }
+        node.set_input(i, name);
+        rewritten = true;
+      }
+    }
+    consts_.clear();
+    symbolicShapes_.clear();
+    dyn_.clear();
+    producer_.clear();
+    unsupported_.clear();
+    if (!rewritten) return;
+    model_.mutable_graph()->clear_value_info();
+    inferShapes();
+  }
+
   // Shape of a value: inferred dims, a named symbol for a dim_param; UserError when unknown.
   std::vector<Expr> shapeOf(const std::string& name) const {
+    if (auto c = consts_.find(name); c != consts_.end()) {  // a constant's own dims, known where inference's are not
+      std::vector<Expr> shape;
+      for (auto d : c->second.dims) shape.push_back(Expr(d));
+      return shape;
+    }
     auto it = types_.find(name);
     if (it == types_.end() || !it->second->tensor_type().has_shape())
       throw UserError(path_ + ": error: value '" + name + "' has no inferred shape");
@@ -292,6 +346,17 @@ class Importer {
 
   std::string nodeName(const onnx::NodeProto& n) const { return n.name().empty() ? n.output(0) : n.name(); }
 
+  // visit, with a node whose inputs have no known shape listed among the unsupported ones.
+  void visitOrRecord(const onnx::NodeProto& n) {
+    try {
+      visit(n);
+    } catch (const UserError& e) {
+      std::string why = e.what(), prefix = path_ + ": error: ";
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      unsupported_.push_back(nodeName(n) + " (" + n.op_type() + "): " + why);
+    }
+  }
+
   void visit(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (op == "Constant") {
@@ -310,9 +375,12 @@ class Importer {
     bool allConst = true;
     for (const auto& in : n.input())
       if (!in.empty() && !consts_.count(in)) allConst = false;
-    if (op == "Shape" && hasConcreteShape(n.input(0))) {
+    if (op == "Shape" && (consts_.count(n.input(0)) || hasConcreteShape(n.input(0)))) {
       Const c{{0}, {}};
       for (const auto& d : shapeOf(n.input(0))) c.v.push_back(static_cast<double>(d.eval()));
+      int64_t rank = static_cast<int64_t>(c.v.size()), start = intAttr(n, "start", 0), end = intAttr(n, "end", rank);
+      auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + rank : x, rank)); };
+      c.v = std::vector<double>(c.v.begin() + clamp(start), c.v.begin() + std::max(clamp(start), clamp(end)));
       c.dims[0] = static_cast<int64_t>(c.v.size());
       consts_[n.output(0)] = c;
       return;
@@ -331,7 +399,25 @@ class Importer {
                                                  "Reciprocal", "ReduceMean", "ReduceSum", "ReduceMax", "Softmax", "Transpose", "Reshape",
                                                  "Tanh", "Exp", "Erf", "Sigmoid", "Relu", "Gather", "Identity",
                                                  "LayerNormalization", "Where", "Cast", "Neg", "Unsqueeze",
-                                                 "Squeeze", "Expand", "Concat"};
+                                                 "Squeeze", "Expand", "Concat", "Abs", "Max", "Min"};
+    // Shape arithmetic that could not be folded: a Shape of a value with a symbolic dimension, and what is
+    // computed from it, named as such (the dynamic reshapes and masks it feeds need constant shapes).
+    bool fromShape = op == "Shape", data = false;  // data: reads a stream (not a constant, not a shape)
+    for (const auto& in : n.input()) {
+      fromShape = fromShape || symbolicShapes_.count(in) > 0;
+      data = data || (op != "Shape" && !in.empty() && !consts_.count(in) && !symbolicShapes_.count(in));
+    }
+    if (fromShape) {
+      static const std::set<std::string> shaping = {"Reshape", "Expand", "Tile", "Slice", "Split", "Squeeze", "Unsqueeze"};
+      if (!data) for (const auto& out : n.output()) symbolicShapes_.insert(out);
+      unsupported_.push_back(nodeName(n) + " (" + op +
+                             (op == "Shape"           ? " of a value with a symbolic dimension"
+                              : !data                 ? " of a symbolic shape"
+                              : shaping.count(op) > 0 ? " to a shape computed from a symbolic dimension"
+                                                      : " with an operand computed from a symbolic dimension") +
+                             ")");
+      return;
+    }
     if (!mapped.count(op) || (op != "Identity" && n.output_size() != 1))
       unsupported_.push_back(nodeName(n) + " (" + op + ")");
     producer_[d.output] = dyn_.size();
@@ -446,13 +532,27 @@ class Importer {
         {"Mul", [](double a, double b) { return a * b; }},     {"Div", [](double a, double b) { return b == 0 ? 0 : a / b; }},
         {"Pow", [](double a, double b) { return std::pow(a, b); }}, {"Equal", [](double a, double b) { return a == b ? 1.0 : 0.0; }}};
     if (auto it = binary.find(op); it != binary.end()) out = broadcast(in(0), in(1), it->second);
-    else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity") {
+    else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity" || op == "Not") {
       out = in(0);
-      for (double& x : out.v) x = op == "Sqrt" ? std::sqrt(x) : op == "Neg" ? -x : op == "Reciprocal" ? 1 / x : x;
+      int64_t to = op == "Cast" ? intAttr(n, "to", onnx::TensorProto::FLOAT) : int64_t{onnx::TensorProto::FLOAT};
+      bool toBool = to == onnx::TensorProto::BOOL;
+      bool toInteger = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32 || to == onnx::TensorProto::INT16 ||
+                       to == onnx::TensorProto::INT8 || to == onnx::TensorProto::UINT8;
+      for (double& x : out.v)
+        x = op == "Sqrt"         ? std::sqrt(x)
+            : op == "Neg"        ? -x
+            : op == "Reciprocal" ? 1 / x
+            : op == "Not"        ? (x == 0 ? 1 : 0)
+            : toBool             ? (x != 0 ? 1 : 0)
+            : toInteger          ? std::trunc(x)
+                                 : x;
     } else if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Expand" || op == "ConstantOfShape") {
-      if (!hasConcreteShape(n.output(0))) return false;
       std::vector<int64_t> dims;
-      for (const auto& d : shapeOf(n.output(0))) dims.push_back(d.eval());
+      if (hasConcreteShape(n.output(0))) {
+        for (const auto& d : shapeOf(n.output(0))) dims.push_back(d.eval());
+      } else if (!foldedDims(n, dims)) {
+        return false;
+      }
       if (op == "Expand") out = broadcast(in(0), Const{dims, std::vector<double>(static_cast<size_t>(Const{dims, {}}.count()), 0)}, [](double a, double) { return a; });
       else if (op == "ConstantOfShape") {
         double value = 0;
@@ -477,6 +577,32 @@ class Importer {
     } else if (op == "Where") {
       Const t = broadcast(in(0), in(1), [](double c, double a) { return c != 0 ? a : NAN; });
       out = broadcast(t, in(2), [](double a, double b) { return std::isnan(a) ? b : a; });
+    } else if (op == "Split") {  // each output a slice of the constant along the axis
+      const Const& x = in(0);
+      int64_t rank = static_cast<int64_t>(x.dims.size()), axis = intAttr(n, "axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return false;
+      std::vector<int64_t> parts;
+      if (n.input_size() > 1 && !n.input(1).empty()) for (double p : in(1).v) parts.push_back(static_cast<int64_t>(p));
+      else if (auto a = intsAttr(n, "split"); !a.empty()) parts = a;
+      else parts.assign(static_cast<size_t>(n.output_size()), x.dims[static_cast<size_t>(axis)] / n.output_size());
+      if (static_cast<int>(parts.size()) != n.output_size()) return false;
+      int64_t outer = 1, inner = 1, start = 0, size = x.dims[static_cast<size_t>(axis)];
+      for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
+      for (int64_t a = axis + 1; a < rank; ++a) inner *= x.dims[static_cast<size_t>(a)];
+      for (int i = 0; i < n.output_size(); ++i) {
+        Const part;
+        part.known = x.known;
+        part.dims = x.dims;
+        part.dims[static_cast<size_t>(axis)] = parts[static_cast<size_t>(i)];
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t k = start; k < start + parts[static_cast<size_t>(i)] && k < size; ++k)
+            for (int64_t e = 0; e < inner; ++e) part.v.push_back(x.v.at(static_cast<size_t>((o * size + k) * inner + e)));
+        if (static_cast<int64_t>(part.v.size()) != part.count()) return false;
+        start += parts[static_cast<size_t>(i)];
+        consts_[n.output(i)] = part;
+      }
+      return true;
     } else if (op == "Slice") {
       out = sliceConst(n);
     } else if (op == "Trilu") {  // keeps the upper (upper=1) or lower triangle of the last two dims
@@ -500,6 +626,71 @@ class Importer {
     for (const auto& i : n.input())
       if (!i.empty() && !consts_.at(i).known) out.known = false;
     consts_[n.output(0)] = out;
+    return true;
+  }
+
+  // The dims of a shape-changing node's output computed from its constant inputs, for when ONNX's shape
+  // inference gave none (a target shape computed by other nodes); false when they cannot be.
+  bool foldedDims(const onnx::NodeProto& n, std::vector<int64_t>& dims) {
+    const std::string& op = n.op_type();
+    const Const& x = consts_.at(n.input(0));
+    auto ints = [&](int i) {
+      std::vector<int64_t> v;
+      if (n.input_size() > i && !n.input(i).empty())
+        for (double d : consts_.at(n.input(i)).v) v.push_back(static_cast<int64_t>(d));
+      return v;
+    };
+    if (op == "ConstantOfShape") {
+      dims = ints(0);
+    } else if (op == "Expand") {  // numpy broadcasting of the input's dims and the target's
+      std::vector<int64_t> target = ints(1);
+      size_t rank = std::max(target.size(), x.dims.size());
+      dims.assign(rank, 1);
+      for (size_t i = 0; i < rank; ++i) {
+        int64_t a = i < rank - x.dims.size() ? 1 : x.dims[i - (rank - x.dims.size())];
+        int64_t b = i < rank - target.size() ? 1 : target[i - (rank - target.size())];
+        if (a != b && a != 1 && b != 1) return false;
+        dims[i] = std::max(a, b);
+      }
+    } else if (op == "Reshape") {  // 0 copies the input's dim (allowzero 0), -1 takes what is left
+      dims = ints(1);
+      int64_t known = 1, infer = -1;
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] == 0 && !intAttr(n, "allowzero", 0)) {
+          if (i >= x.dims.size()) return false;
+          dims[i] = x.dims[i];
+        }
+        if (dims[i] == -1) infer = static_cast<int64_t>(i);
+        else known *= dims[i];
+      }
+      if (infer >= 0) {
+        if (known == 0 || x.count() % known) return false;
+        dims[static_cast<size_t>(infer)] = x.count() / known;
+      }
+    } else {  // Unsqueeze, Squeeze: axes from the input (opset 13) or the attribute
+      std::vector<int64_t> axes = n.input_size() > 1 ? ints(1) : intsAttr(n, "axes");
+      dims = x.dims;
+      if (op == "Squeeze") {
+        std::vector<int64_t> kept;
+        int64_t rank = static_cast<int64_t>(dims.size());
+        for (int64_t i = 0; i < rank; ++i) {
+          bool drop = axes.empty() ? dims[static_cast<size_t>(i)] == 1
+                                   : std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return (a < 0 ? a + rank : a) == i; }) > 0;
+          if (!drop) kept.push_back(dims[static_cast<size_t>(i)]);
+        }
+        dims = kept;
+      } else {
+        int64_t rank = static_cast<int64_t>(dims.size() + axes.size());
+        for (auto& a : axes) a = a < 0 ? a + rank : a;
+        std::sort(axes.begin(), axes.end());
+        for (int64_t a : axes) {
+          if (a < 0 || a > static_cast<int64_t>(dims.size())) return false;
+          dims.insert(dims.begin() + a, 1);
+        }
+      }
+    }
+    for (int64_t d : dims)
+      if (d < 0) return false;
     return true;
   }
 
@@ -715,7 +906,9 @@ class Importer {
     op.loc = loc();
     static const std::map<std::string, std::string> direct = {
         {"MatMul", "matmul"}, {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Tanh", "tanh"},
-        {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"}, {"rmsnorm", "rmsnorm"}};
+        {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"},
+        {"rmsnorm", "rmsnorm"}, {"Erf", "erf"}, {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"}, {"Abs", "abs"}, {"Max", "max"},
+        {"Min", "min"}, {"Pow", "pow"}};
     if (d.op == "Identity" || d.op == "Cast") {
       alias_[d.output] = d.inputs[0];
       return;
@@ -811,14 +1004,17 @@ class Importer {
     } else if (d.op == "Gather" && consts_.count(d.inputs[0])) {
       op.op = "embedding";
       op.inputs = {operand(d.inputs[1], op.name), operand(d.inputs[0], op.name)};
-    } else if (d.op == "Where" && consts_.count(d.inputs[0]) && consts_.count(d.inputs[2]) && !consts_.count(d.inputs[1])) {
-      // A select between a stream and a constant under a constant mask: modelled as adding the constant
-      // where the mask is off (its cost; the values differ only where softmax then gives ~0 weight).
-      Const bias = broadcast(consts_.at(d.inputs[0]), consts_.at(d.inputs[2]), [](double c, double y) { return c != 0 ? 0.0 : y; });
+    } else if (d.op == "Where" && consts_.count(d.inputs[0]) && consts_.count(d.inputs[1]) != consts_.count(d.inputs[2])) {
+      // A select between a stream and a constant under a constant mask (masked_fill): modelled as adding the
+      // constant where the stream is not selected (its cost; the values differ only where softmax then
+      // gives ~0 weight, or none, the constant being -inf).
+      bool streamWhenTrue = !consts_.count(d.inputs[1]);
+      Const bias = broadcast(consts_.at(d.inputs[0]), consts_.at(d.inputs[streamWhenTrue ? 2 : 1]),
+                             [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
       std::string bname = d.output + "_mask";
       consts_[bname] = bias;
       op.op = "add";
-      op.inputs = {operand(d.inputs[1], op.name), weightFrom(bname, bname)};
+      op.inputs = {operand(d.inputs[streamWhenTrue ? 1 : 2], op.name), weightFrom(bname, bname)};
     } else {
       unsupported_.push_back(name + " (" + d.op + ")");
       return;
@@ -830,6 +1026,7 @@ class Importer {
   onnx::ModelProto model_;
   std::map<std::string, const onnx::TypeProto*> types_;
   std::map<std::string, Const> consts_;
+  std::set<std::string> symbolicShapes_;  // values computed from a Shape that could not be folded
   std::vector<Dyn> dyn_;
   std::map<std::string, size_t> producer_;
   std::vector<std::string> unsupported_;

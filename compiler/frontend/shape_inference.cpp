@@ -95,7 +95,7 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
       return bad("bias must be [" + b.back().str() + "], got " + shapeText(in[2]->shape));
     return out;
   }
-  if (k == "add" || k == "sub" || k == "mul" || k == "div") {
+  if (elementwiseArity(k) == 2) {
     arity(2, 2);
     const auto &a = in[0]->shape, &b = in[1]->shape;
     size_t rank = std::max(a.size(), b.size());
@@ -109,8 +109,8 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     }
     return out;
   }
-  if (k == "gelu" || k == "silu" || k == "relu" || k == "sigmoid" || k == "exp" || k == "tanh" || k == "rope") {
-    arity(1, 3);
+  if (elementwiseArity(k) == 1 || k == "rope") {
+    arity(1, 1);
     return in[0]->shape;
   }
   if (k == "softmax" || k == "layernorm" || k == "rmsnorm") {

@@ -8,10 +8,31 @@
 
 namespace stc {
 
+namespace {
+
+const std::vector<std::pair<std::string, int>>& elementwiseOps() {
+  static const std::vector<std::pair<std::string, int>> ops = {
+      {"add", 2},     {"sub", 2},  {"mul", 2},        {"div", 2},  {"max", 2}, {"min", 2}, {"pow", 2},
+      {"gelu", 1},    {"silu", 1}, {"relu", 1},       {"sigmoid", 1}, {"exp", 1}, {"tanh", 1}, {"erf", 1},
+      {"sqrt", 1},    {"reciprocal", 1}, {"abs", 1}};
+  return ops;
+}
+
+}  // namespace
+
+int elementwiseArity(const std::string& op) {
+  for (const auto& [name, arity] : elementwiseOps())
+    if (name == op) return arity;
+  return 0;
+}
+
 const std::vector<std::string>& knownOps() {
-  static const std::vector<std::string> ops = {
-      "matmul", "linear", "add", "sub", "mul", "div", "gelu", "silu", "relu", "sigmoid", "exp", "tanh", "softmax", "layernorm",
-      "rmsnorm", "rope", "transpose", "reshape", "slice", "concat", "reduce_sum", "reduce_max", "reduce_mean", "embedding", "kv_append"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v = {"matmul", "linear", "softmax", "layernorm", "rmsnorm", "rope", "transpose", "reshape",
+                                  "slice", "concat", "reduce_sum", "reduce_max", "reduce_mean", "embedding", "kv_append"};
+    for (const auto& op : elementwiseOps()) v.push_back(op.first);
+    return v;
+  }();
   return ops;
 }
 

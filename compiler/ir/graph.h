@@ -63,6 +63,11 @@ std::string ropeOffset(const Op& op);
 /// The op names the toolkit knows.
 const std::vector<std::string>& knownOps();
 
+/// Elementwise ops, with numpy broadcasting of their inputs: 1 for unary (gelu, silu, relu, sigmoid, exp,
+/// tanh, erf, sqrt, reciprocal, abs), 2 for binary (add, sub, mul, div, max, min, pow); 0 for any other op.
+/// Every stage (shape rules, lowering, cost, references, emission) takes the list from here.
+int elementwiseArity(const std::string& op);
+
 /// Checks names and references: known ops, unique tensor names, every input defined before use,
 /// every output produced, known dtypes. Reports every problem found.
 Diagnostics verifyGraph(const Graph& graph);

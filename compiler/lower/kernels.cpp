@@ -126,9 +126,7 @@ Arrival arrivalOf(const TypedGraph& g, const std::string& tensor) {
   if (!op) return Arrival::kFromHbm;
   if (op->op == "reshape") return arrivalOf(g, op->inputs[0]);
   if (isMatmul(*op)) return writesPanels(g, *op) || streamsInput(g, *op) ? Arrival::kAtOnce : Arrival::kSpread;
-  static const std::set<std::string> elementwise = {"add", "sub", "mul", "div", "gelu", "silu", "relu",
-                                                    "sigmoid", "exp", "tanh"};
-  if (!elementwise.count(op->op)) return Arrival::kAtOnce;
+  if (elementwiseArity(op->op) == 0) return Arrival::kAtOnce;
   Arrival a = Arrival::kFromHbm;
   for (const auto& input : op->inputs) {
     Arrival i = arrivalOf(g, input);

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "compiler/frontend/shape_inference.h"
+#include "compiler/reference/elementwise.h"
 
 namespace stc {
 
@@ -131,26 +132,11 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
     Tensor out;
     if (k == "matmul" || k == "linear") {
       out = matmul(op, *in[0], *in[1], in.size() > 2 ? in[2] : nullptr, outShape);
-    } else if (k == "add" || k == "sub" || k == "mul" || k == "div") {
-      std::function<float(float, float)> f = k == "add"   ? [](float a, float b) { return a + b; }
-                                             : k == "sub" ? [](float a, float b) { return a - b; }
-                                             : k == "mul" ? [](float a, float b) { return a * b; }
-                                                          : [](float a, float b) { return a / b; };
-      out = binary(*in[0], *in[1], outShape, f);
-    } else if (k == "gelu" || k == "silu" || k == "relu" || k == "sigmoid" || k == "exp" || k == "tanh") {
-      auto approx = op.attrs.find("approximate");
-      bool tanhForm = approx != op.attrs.end() && std::holds_alternative<std::string>(approx->second) &&
-                      std::get<std::string>(approx->second) == "tanh";
+    } else if (elementwiseArity(k) == 2) {
+      out = binary(*in[0], *in[1], outShape, [&](float a, float b) { return elementwiseValue(op, a, b); });
+    } else if (elementwiseArity(k) == 1) {
       out = *in[0];
-      for (float& x : out.data) {
-        if (k == "exp") x = std::exp(x);
-        else if (k == "tanh") x = std::tanh(x);
-        else if (k == "silu") x = x / (1.0f + std::exp(-x));
-        else if (k == "relu") x = x > 0.0f ? x : 0.0f;
-        else if (k == "sigmoid") x = 1.0f / (1.0f + std::exp(-x));
-        else if (tanhForm) x = 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
-        else x = 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
-      }
+      for (float& x : out.data) x = elementwiseValue(op, x, 0.0f);
     } else if (k == "softmax" || k == "layernorm" || k == "rmsnorm") {
       const Tensor* scale = in.size() > 1 ? in[1] : nullptr;
       const Tensor* shift = in.size() > 2 ? in[2] : nullptr;

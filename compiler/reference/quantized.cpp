@@ -8,6 +8,7 @@
 
 #include "compiler/emit/runtime/st_numeric.h"
 #include "compiler/frontend/shape_inference.h"
+#include "compiler/reference/elementwise.h"
 
 namespace stc {
 
@@ -196,28 +197,14 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
                           : static_cast<float>(acc) * r;
             out.q[static_cast<size_t>((b * M + m) * N + n)] = st_q8(y);
           }
-    } else if (k == "add" || k == "sub" || k == "mul" || k == "div" || k == "gelu" || k == "silu" || k == "relu" ||
-               k == "sigmoid" || k == "exp" || k == "tanh") {
-      auto approx = op.attrs.find("approximate");
-      bool tanhForm = approx != op.attrs.end() && std::holds_alternative<std::string>(approx->second) &&
-                      std::get<std::string>(approx->second) == "tanh";
+    } else if (elementwiseArity(k) > 0) {
       std::vector<std::vector<int64_t>> st;
       for (size_t i = 0; i < op.inputs.size(); ++i) st.push_back(broadcastStrides(in(i).shape, shape));
       int64_t flat = 0;
       forEachIndex(shape, [&](const std::vector<int64_t>& idx) {
-        float x = in(0).at(offsetOf(idx, st[0])), y = 0;
+        float x = in(0).at(offsetOf(idx, st[0]));
         float b = op.inputs.size() > 1 ? in(1).at(offsetOf(idx, st[1])) : 0.0f;
-        if (k == "add") y = x + b;
-        else if (k == "sub") y = x - b;
-        else if (k == "mul") y = x * b;
-        else if (k == "div") y = x / b;
-        else if (k == "exp") y = std::exp(x);
-        else if (k == "tanh") y = std::tanh(x);
-        else if (k == "silu") y = st_silu(x);
-        else if (k == "relu") y = x > 0.0f ? x : 0.0f;
-        else if (k == "sigmoid") y = st_sigmoid(x);
-        else y = tanhForm ? st_gelu_tanh(x) : st_gelu(x);
-        out.q[static_cast<size_t>(flat++)] = st_q8(y * out.s.inverse);
+        out.q[static_cast<size_t>(flat++)] = st_q8(elementwiseValue(op, x, b) * out.s.inverse);
       });
     } else if (k == "softmax" || k == "layernorm" || k == "rmsnorm") {
       const QValue& x = in(0);

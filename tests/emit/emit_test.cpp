@@ -375,6 +375,9 @@ TEST(EmitW4A8, TorchBlocksStayWithinTheDocumentedBound) {
   expectBitExact(model("onnx/mlp.onnx"), "q_onnx_mlp", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/gpt2_block.onnx"), "q_onnx_gpt2", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/llama_block.onnx"), "q_onnx_llama", "--set quant=w4a8", 0.98);
+  // masked_fill's -inf added to the int8 scores, and erf, pow, sqrt, abs, max, min on their own
+  expectBitExact(model("onnx/causal_attention.onnx"), "q_onnx_causal", "--set quant=w4a8", 0.98);
+  expectBitExact(model("onnx/pointwise.onnx"), "q_onnx_pointwise", "--set quant=w4a8", 0.98);
 }
 
 // An embedding table that an LM head also reads (tied embeddings) stays int8: the lookup copies its rows
@@ -549,6 +552,8 @@ TEST(EmitW4A8, Gpt2MediumLayerIsBitExactInHalfAByteAWeight) {
 TEST(Emit, OnnxBlocksWithTheirOwnWeightsCsimMatchesTheReference) {
   emitAndSimulate(model("onnx/gpt2_block.onnx"), "onnx_gpt2");
   emitAndSimulate(model("onnx/llama_block.onnx"), "onnx_llama");
+  emitAndSimulate(model("onnx/causal_attention.onnx"), "onnx_causal");
+  emitAndSimulate(model("onnx/pointwise.onnx"), "onnx_pointwise");
   // The weights file holds the ONNX initializers, not random values: the first weight of the GPT-2 block
   // is its first LayerNorm's scale, which torch initialises to ones.
   std::string w = readAll(::testing::TempDir() + "emit_onnx_gpt2/data/weights.bin");

@@ -340,6 +340,60 @@ TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
   EXPECT_EQ(graph.values.count("outside"), 0u);
 }
 
+// Blocks written as reference implementations write them (tools/export_onnx_models.py): nanoGPT's
+// masked_fill of a tril buffer, Hugging Face's repeat_kv (expand + reshape) and repeat_interleave, whose
+// target shapes torch computes with Shape, ConstantOfShape, Equal, Where and Expand over constants, and
+// elementwise functions outside any pattern. They import, compile and simulate.
+TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
+  for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx"}) {
+    Graph g = importOnnx(model(name));
+    EXPECT_TRUE(verifyGraph(g).empty()) << name;
+    CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
+    EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock) << name;
+  }
+  // masked_fill(bias[:, :, :T, :T] == 0, -inf) over the 8 x 8 scores: -inf strictly above the diagonal, 0
+  // on and below it, added to the scores.
+  Graph causal = importOnnx(model("causal_attention.onnx"));
+  const std::vector<float>* mask = nullptr;
+  for (const auto& op : causal.ops)
+    if (op.op == "add" && causal.values.count(op.inputs[1]) && causal.values.at(op.inputs[1]).size() == 64)
+      mask = &causal.values.at(op.inputs[1]);
+  ASSERT_NE(mask, nullptr);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      float m = (*mask)[static_cast<size_t>(i * 8 + j)];
+      if (j > i) EXPECT_TRUE(std::isinf(m) && m < 0) << i << "," << j;
+      else EXPECT_EQ(m, 0.0f) << i << "," << j;
+    }
+  // Each function is its own op (nothing fused into a pattern); torch writes rsqrt as 1 / sqrt.
+  auto counts = opCounts(importOnnx(model("pointwise.onnx")));
+  for (const char* op : {"erf", "sigmoid", "pow", "abs", "max", "min"}) EXPECT_EQ(counts[op], 1) << op;
+  EXPECT_EQ(counts["sqrt"], 2);
+  // repeat_kv's copies of the two KV heads: both K and V reach attention as 4 heads.
+  Graph gqa = importOnnx(model("gqa_attention.onnx"));
+  TypedGraph typed = inferShapes(gqa);
+  int fourHeads = 0;
+  for (const auto& op : gqa.ops)
+    if (op.op == "matmul" && typed.tensors.at(op.inputs[1]).shape.size() == 4 &&
+        typed.tensors.at(op.inputs[1]).shape[1] == Expr(4))
+      ++fourHeads;
+  EXPECT_EQ(fourHeads, 2);
+}
+
+// Exports with a symbolic sequence length compute their views and masks from Shape of it; until those
+// fold, each node that needs one is listed by name, op type and reason.
+TEST(Onnx, ShapesComputedFromASymbolicDimensionAreListedNodeByNode) {
+  std::string path = model("causal_tril_seq.onnx"), msg = errorOf(path);
+  EXPECT_EQ(msg.rfind(path + ": error: unsupported: 37 node(s):\n  /Shape (Shape of a value with a symbolic dimension)\n", 0), 0u) << msg;
+  for (const char* line : {"\n  /Reshape (Reshape to a shape computed from a symbolic dimension)",
+                           "\n  /Trilu (Trilu of a symbolic shape)",
+                           "\n  /Where (Where with an operand computed from a symbolic dimension)"})
+    EXPECT_NE(msg.find(line), std::string::npos) << line;
+  // Nodes after the first that cannot be shaped stay off the list: the softmax and the projections do.
+  EXPECT_EQ(msg.find("Softmax"), std::string::npos);
+  EXPECT_EQ(msg.find("c_proj"), std::string::npos);
+}
+
 TEST(Onnx, Errors) {
   std::string text = ::testing::TempDir() + "not.onnx";
   std::ofstream(text) << "graph: not onnx\n";

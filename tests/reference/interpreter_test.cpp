@@ -51,6 +51,29 @@ TEST(Reference, BroadcastingAndUnaryOps) {
   EXPECT_NEAR(sigmoid[2], 0.268941421f, 1e-6f);  // 1 / (1 + e)
 }
 
+TEST(Reference, FunctionsAndComparisons) {
+  std::string decls = "inputs: [{name: x, shape: [2, 3]}]\nweights: [{name: r, shape: [3]}]\n";
+  std::map<std::string, Tensor> v = {{"x", {{2, 3}, {0, 1, -2, 4, 0.25f, -0.5f}}}, {"r", {{3}, {2, 0.5f, -1}}}};
+  auto op = [&](const std::string& kind, bool binary) {
+    return run("  - {name: f, op: " + kind + ", inputs: [x" + (binary ? ", r" : "") + "], output: y}\n", decls, v, "y");
+  };
+  // erf(1) = 0.842700793, erf(-2) = -0.995322265, erf(4) = 0.999999985, erf(0.25) = 0.276326390,
+  // erf(-0.5) = -0.520499878.
+  expectNear(op("erf", false), {0, 0.842700793f, -0.995322265f, 0.999999985f, 0.276326390f, -0.520499878f}, 1e-6f);
+  auto root = op("sqrt", false);
+  expectNear({root[0], root[1], root[3], root[4]}, {0, 1, 2, 0.5f});
+  EXPECT_TRUE(std::isnan(root[2]));  // as torch: sqrt of a negative number
+  auto inverse = op("reciprocal", false);
+  EXPECT_EQ(inverse[0], INFINITY);
+  expectNear({inverse.begin() + 1, inverse.end()}, {1, -0.5f, 0.25f, 4, -2});
+  expectNear(op("abs", false), {0, 1, 2, 4, 0.25f, 0.5f});
+  // x against r = [2, 0.5, -1] broadcast over the rows.
+  expectNear(op("max", true), {2, 1, -1, 4, 0.5f, -0.5f});
+  expectNear(op("min", true), {0, 0.5f, -2, 2, 0.25f, -1});
+  // 0^2, 1^0.5, (-2)^-1, 4^2, 0.25^0.5, (-0.5)^-1
+  expectNear(op("pow", true), {0, 1, -0.5f, 16, 0.5f, -2});
+}
+
 TEST(Reference, RowOps) {
   std::string decls = "inputs: [{name: x, shape: [2, 2]}]\nweights: [{name: g, shape: [2]}, {name: b, shape: [2]}]\n";
   std::map<std::string, Tensor> v = {{"x", {{2, 2}, {0, std::log(2.0f), 3, 4}}}, {"g", {{2}, {1, 2}}}, {"b", {{2}, {0, 1}}}};

@@ -1,0 +1,61 @@
+#include "compiler/reference/elementwise.h"
+
+#include <cmath>
+
+#include "compiler/emit/runtime/st_numeric.h"
+#include "compiler/ir/diagnostics.h"
+
+namespace stc {
+
+namespace {
+
+bool tanhGelu(const Op& op) {
+  auto it = op.attrs.find("approximate");
+  return it != op.attrs.end() && std::holds_alternative<std::string>(it->second) &&
+         std::get<std::string>(it->second) == "tanh";
+}
+
+}  // namespace
+
+float elementwiseValue(const Op& op, float a, float b) {
+  const std::string& k = op.op;
+  if (k == "add") return a + b;
+  if (k == "sub") return a - b;
+  if (k == "mul") return a * b;
+  if (k == "div") return a / b;
+  if (k == "max") return std::fmax(a, b);
+  if (k == "min") return std::fmin(a, b);
+  if (k == "pow") return std::pow(a, b);
+  if (k == "exp") return std::exp(a);
+  if (k == "tanh") return std::tanh(a);
+  if (k == "erf") return std::erf(a);
+  if (k == "sqrt") return std::sqrt(a);
+  if (k == "reciprocal") return 1.0f / a;
+  if (k == "abs") return std::fabs(a);
+  if (k == "silu") return st_silu(a);
+  if (k == "relu") return a > 0.0f ? a : 0.0f;
+  if (k == "sigmoid") return st_sigmoid(a);
+  if (k == "gelu") return tanhGelu(op) ? st_gelu_tanh(a) : st_gelu(a);
+  throw UserError(formatError(op.loc, "internal: '" + op.name + "' (" + k + ") is not elementwise"));
+}
+
+std::string elementwiseCode(const Op& op, const std::string& a, const std::string& b) {
+  const std::string& k = op.op;
+  if (k == "add") return a + " + " + b;
+  if (k == "sub") return a + " - " + b;
+  if (k == "mul") return a + " * " + b;
+  if (k == "div") return a + " / " + b;
+  if (k == "max") return "std::fmax(" + a + ", " + b + ")";
+  if (k == "min") return "std::fmin(" + a + ", " + b + ")";
+  if (k == "pow") return "std::pow(" + a + ", " + b + ")";
+  if (k == "exp" || k == "tanh" || k == "erf" || k == "sqrt") return "std::" + k + "(" + a + ")";
+  if (k == "reciprocal") return "1.0f / " + a;
+  if (k == "abs") return "std::fabs(" + a + ")";
+  if (k == "silu") return "st_silu(" + a + ")";
+  if (k == "relu") return a + " > 0.0f ? " + a + " : 0.0f";
+  if (k == "sigmoid") return "st_sigmoid(" + a + ")";
+  if (k == "gelu") return (tanhGelu(op) ? "st_gelu_tanh(" : "st_gelu(") + a + ")";
+  throw UserError(formatError(op.loc, "internal: '" + op.name + "' (" + k + ") is not elementwise"));
+}
+
+}  // namespace stc
