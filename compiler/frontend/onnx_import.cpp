@@ -229,6 +229,7 @@ class Importer {
       for (const auto& u : unsupported_) msg += "\n  " + u;
       throw UserError(msg);
     }
+    shareRepeatedKvHeads();
     for (const auto& out : model_.graph().output()) graph_.outputs.push_back(resolve(out.name()));
     graph_.name = model_.graph().name().empty() ? "onnx_model" : symbolName(model_.graph().name());
     graph_.loc = loc();
@@ -1020,6 +1021,123 @@ class Importer {
       return;
     }
     graph_.ops.push_back(op);
+  }
+
+  // --- grouped-query attention ---
+  // Hugging Face's repeat_kv copies each of kv KV heads rep times before attention reads them:
+  //   x[:, :, None].expand(b, kv, rep, s, d).reshape(b, kv * rep, s, d)
+  // (imported as a reshape, an add of zeros and a reshape). The heads of one group are adjacent, so the
+  // attention's other operand [b, kv * rep, M, K] is read as [b, kv, rep * M, K], multiplied by the KV head
+  // itself (through the same transpose, for K), and the product read back as [b, kv * rep, M, N]: one K and
+  // one V stream per group, and no copies.
+  std::vector<int64_t> constantDims(const std::string& value) const {
+    std::vector<int64_t> dims;
+    try {
+      for (const auto& d : shapeOf(value)) {
+        if (!d.isConstant()) return {};
+        dims.push_back(d.eval());
+      }
+    } catch (const UserError&) {
+      return {};
+    }
+    return dims;
+  }
+  Op* producerOp(const std::string& tensor) {
+    for (auto& op : graph_.ops)
+      if (op.output == tensor) return &op;
+    return nullptr;
+  }
+  std::vector<size_t> consumerOps(const std::string& tensor) const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < graph_.ops.size(); ++i)
+      for (const auto& in : graph_.ops[i].inputs)
+        if (in == tensor) {
+          out.push_back(i);
+          break;
+        }
+    return out;
+  }
+  bool allZeros(const std::string& weight) const {
+    auto it = graph_.values.find(weight);
+    return it != graph_.values.end() && std::all_of(it->second.begin(), it->second.end(), [](float v) { return v == 0.0f; });
+  }
+  Op reshapeOp(const std::string& name, const std::string& input, const std::string& output, std::vector<int64_t> shape) {
+    Op op;
+    op.name = name;
+    for (int k = 2; !opNames_.insert(op.name).second; ++k) op.name = name + "_" + std::to_string(k);
+    op.op = "reshape";
+    op.inputs = {input};
+    op.output = output;
+    op.attrs["shape"] = std::move(shape);
+    op.loc = loc();
+    return op;
+  }
+  void shareRepeatedKvHeads() {
+    for (size_t r = 0; r < graph_.ops.size(); ++r) {
+      Op& repeat = graph_.ops[r];
+      if (repeat.op != "reshape") continue;
+      Op* expand = producerOp(repeat.inputs[0]);
+      if (!expand || expand->op != "add" || !allZeros(expand->inputs[1])) continue;
+      Op* unsqueeze = producerOp(expand->inputs[0]);
+      if (!unsqueeze || unsqueeze->op != "reshape") continue;
+      std::string heads = unsqueeze->inputs[0];
+      std::vector<int64_t> x = constantDims(heads), u = constantDims(unsqueeze->output),
+                           e = constantDims(expand->output), y = constantDims(repeat.output);
+      if (x.size() != 4 || u != std::vector<int64_t>{x[0], x[1], 1, x[2], x[3]} ||
+          e != std::vector<int64_t>{x[0], x[1], e.size() == 5 ? e[2] : 0, x[2], x[3]} ||
+          y != std::vector<int64_t>{x[0], x[1] * e[2], x[2], x[3]})
+        continue;
+      int64_t kv = x[1], rep = e[2];
+      // Every reader must be an attention product taking the copies as its right side: directly (V) or
+      // through a transpose of the last two dims (K).
+      std::vector<std::pair<size_t, size_t>> uses;  // (matmul, transpose or SIZE_MAX)
+      bool ok = true;
+      for (size_t c : consumerOps(repeat.output)) {
+        const Op& op = graph_.ops[c];
+        if (op.op == "matmul" && op.inputs.size() == 2 && op.inputs[1] == repeat.output && op.inputs[0] != repeat.output) {
+          uses.push_back({c, SIZE_MAX});
+        } else if (op.op == "transpose" && std::get<std::vector<int64_t>>(op.attrs.at("perm")) == std::vector<int64_t>{0, 1, 3, 2}) {
+          auto readers = consumerOps(op.output);
+          if (readers.size() != 1 || graph_.ops[readers[0]].op != "matmul" || graph_.ops[readers[0]].inputs.size() != 2 ||
+              graph_.ops[readers[0]].inputs[1] != op.output)
+            ok = false;
+          else uses.push_back({readers[0], c});
+        } else {
+          ok = false;
+        }
+      }
+      for (const auto& [m, t] : uses)
+        if (constantDims(graph_.ops[m].inputs[0]).size() != 4 || constantDims(graph_.ops[m].output).size() != 4) ok = false;
+      if (!ok || uses.empty()) continue;
+      std::map<size_t, std::vector<Op>> before, after;  // ops to insert around each product
+      for (const auto& [m, t] : uses) {
+        Op& mm = graph_.ops[m];
+        std::vector<int64_t> a = constantDims(mm.inputs[0]), o = constantDims(mm.output);
+        std::string grouped = mm.inputs[0] + "_per_kv_head", product = mm.output + "_per_kv_head";
+        before[m].push_back(reshapeOp(mm.name + "_group_rows", mm.inputs[0], grouped, {a[0], kv, rep * a[2], a[3]}));
+        after[m].push_back(reshapeOp(mm.name + "_heads", product, mm.output, o));
+        if (t != SIZE_MAX) graph_.ops[t].inputs[0] = heads;  // the transpose reads the KV heads themselves
+        mm.inputs = {grouped, t != SIZE_MAX ? graph_.ops[t].output : heads};
+        mm.output = product;
+      }
+      std::string zeros = expand->inputs[1];
+      std::set<std::string> dead = {repeat.output, expand->output, unsqueeze->output};
+      std::vector<Op> ops;
+      for (size_t i = 0; i < graph_.ops.size(); ++i) {
+        if (dead.count(graph_.ops[i].output)) continue;
+        for (auto& op : before[i]) ops.push_back(op);
+        ops.push_back(graph_.ops[i]);
+        for (auto& op : after[i]) ops.push_back(op);
+      }
+      graph_.ops = std::move(ops);
+      if (consumerOps(zeros).empty()) {
+        graph_.values.erase(zeros);
+        graph_.weights.erase(std::remove_if(graph_.weights.begin(), graph_.weights.end(),
+                                            [&](const TensorDecl& w) { return w.name == zeros; }),
+                             graph_.weights.end());
+      }
+      r = SIZE_MAX;  // the list changed: look again from its start (the increment wraps to 0)
+    }
   }
 
   std::string path_;

@@ -369,15 +369,23 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   auto counts = opCounts(importOnnx(model("pointwise.onnx")));
   for (const char* op : {"erf", "sigmoid", "pow", "abs", "max", "min"}) EXPECT_EQ(counts[op], 1) << op;
   EXPECT_EQ(counts["sqrt"], 2);
-  // repeat_kv's copies of the two KV heads: both K and V reach attention as 4 heads.
-  Graph gqa = importOnnx(model("gqa_attention.onnx"));
-  TypedGraph typed = inferShapes(gqa);
-  int fourHeads = 0;
-  for (const auto& op : gqa.ops)
-    if (op.op == "matmul" && typed.tensors.at(op.inputs[1]).shape.size() == 4 &&
-        typed.tensors.at(op.inputs[1]).shape[1] == Expr(4))
-      ++fourHeads;
-  EXPECT_EQ(fourHeads, 2);
+  // repeat_kv's copies become grouped-query attention: both products read the 2 KV heads themselves, with
+  // the 4 query heads of 8 rows grouped as 2 x 16 rows (scores [1, 2, 16, 8], mixed [1, 2, 16, 16]), and
+  // nothing adds the expand's zeros any more.
+  for (const char* name : {"gqa_attention.onnx", "llama_block.onnx"}) {
+    Graph gqa = importOnnx(model(name));
+    TypedGraph typed = inferShapes(gqa);
+    std::vector<std::vector<Expr>> products;
+    for (const auto& op : gqa.ops) {
+      if (op.op == "add") {
+        EXPECT_FALSE(gqa.values.count(op.inputs[1]) && gqa.values.at(op.inputs[1]).size() == 2 * 2 * 8 * 16) << name;
+      }
+      if (op.op == "matmul" && typed.tensors.at(op.inputs[0]).shape.size() == 4) products.push_back(typed.tensors.at(op.output).shape);
+    }
+    std::vector<std::vector<Expr>> want = {{Expr(1), Expr(2), Expr(16), Expr(8)}, {Expr(1), Expr(2), Expr(16), Expr(16)}};
+    EXPECT_EQ(products, want) << name;
+  }
+  EXPECT_EQ(opCounts(importOnnx(model("gqa_attention.onnx")))["add"], 1);  // the causal mask alone
 }
 
 // Exports with a symbolic sequence length compute their views and masks from Shape of it; until those
