@@ -229,6 +229,7 @@ class Importer {
       for (const auto& u : unsupported_) msg += "\n  " + u;
       throw UserError(msg);
     }
+    foldInterleavedKvHeads();
     shareRepeatedKvHeads();
     for (const auto& out : model_.graph().output()) graph_.outputs.push_back(resolve(out.name()));
     graph_.name = model_.graph().name().empty() ? "onnx_model" : symbolName(model_.graph().name());
@@ -1031,6 +1032,7 @@ class Importer {
   // itself (through the same transpose, for K), and the product read back as [b, kv * rep, M, N]: one K and
   // one V stream per group, and no copies.
   std::vector<int64_t> constantDims(const std::string& value) const {
+    if (auto it = madeShapes_.find(value); it != madeShapes_.end()) return it->second;
     std::vector<int64_t> dims;
     try {
       for (const auto& d : shapeOf(value)) {
@@ -1072,6 +1074,81 @@ class Importer {
     op.loc = loc();
     return op;
   }
+  // repeat_interleave(rep, dim=1) of [b, kv, s, d], as torch exports it: a Split of the heads, each one
+  // unsqueezed, expanded rep times and reshaped, then a Concat. It is repeat_kv's order (each head rep times
+  // in turn), so it is written as repeat_kv's one unsqueeze, expand and reshape, which
+  // shareRepeatedKvHeads then takes away.
+  void foldInterleavedKvHeads() {
+    for (size_t c = 0; c < graph_.ops.size(); ++c) {
+      Op& cat = graph_.ops[c];
+      if (cat.op != "concat" || cat.inputs.size() < 2) continue;
+      std::vector<int64_t> out = constantDims(cat.output);
+      int64_t axis = static_cast<int64_t>(numberAttr(cat, "axis", 0));
+      if (out.size() != 4 || (axis != 1 && axis != -3)) continue;
+      std::string heads, zeros;
+      std::vector<std::string> chain;  // every tensor of the per-head copies
+      int64_t kv = static_cast<int64_t>(cat.inputs.size()), rep = out[1] / kv;
+      bool ok = out[1] % kv == 0;
+      for (int64_t i = 0; ok && i < kv; ++i) {
+        Op* reshape = producerOp(cat.inputs[static_cast<size_t>(i)]);
+        Op* expand = reshape && reshape->op == "reshape" ? producerOp(reshape->inputs[0]) : nullptr;
+        Op* unsqueeze = expand && expand->op == "add" && allZeros(expand->inputs[1]) ? producerOp(expand->inputs[0]) : nullptr;
+        Op* slice = unsqueeze && unsqueeze->op == "reshape" ? producerOp(unsqueeze->inputs[0]) : nullptr;
+        if (!slice || slice->op != "slice" || numberAttr(*slice, "start", -1) != i || numberAttr(*slice, "end", -1) != i + 1 ||
+            (numberAttr(*slice, "axis", 0) != 1 && numberAttr(*slice, "axis", 0) != -3) || (i > 0 && slice->inputs[0] != heads)) {
+          ok = false;
+          break;
+        }
+        heads = slice->inputs[0];
+        std::vector<int64_t> x = constantDims(heads);
+        ok = x.size() == 4 && x[1] == kv && constantDims(unsqueeze->output) == std::vector<int64_t>{x[0], 1, 1, x[2], x[3]} &&
+             constantDims(expand->output) == std::vector<int64_t>{x[0], 1, rep, x[2], x[3]} &&
+             constantDims(reshape->output) == std::vector<int64_t>{x[0], rep, x[2], x[3]} &&
+             constantDims(expand->inputs[1]) == std::vector<int64_t>{1, 1, rep, 1, 1};
+        if (i == 0) zeros = expand->inputs[1];
+        for (const Op* op : {reshape, expand, unsqueeze, slice}) chain.push_back(op->output);
+      }
+      if (!ok) continue;
+      for (const auto& t : chain)  // the copies are read only along the chain
+        if (consumerOps(t).size() != 1) ok = false;
+      if (!ok) continue;
+      std::vector<int64_t> x = constantDims(heads);
+      std::string one = heads + "_unsqueezed", repeated = heads + "_repeated";
+      madeShapes_[one] = {x[0], kv, 1, x[2], x[3]};
+      madeShapes_[repeated] = {x[0], kv, rep, x[2], x[3]};
+      Op add;
+      add.name = cat.name + "_expand";
+      for (int k = 2; !opNames_.insert(add.name).second; ++k) add.name = cat.name + "_expand_" + std::to_string(k);
+      add.op = "add";
+      add.inputs = {one, zeros};
+      add.output = repeated;
+      add.loc = loc();
+      std::vector<Op> replacement = {reshapeOp(cat.name + "_unsqueeze", heads, one, madeShapes_[one]), add,
+                                     reshapeOp(cat.name + "_reshape", repeated, cat.output, out)};
+      std::set<std::string> dead(chain.begin(), chain.end());
+      dead.insert(cat.output);
+      std::vector<Op> ops;
+      for (size_t i = 0; i < graph_.ops.size(); ++i) {
+        if (i == c) ops.insert(ops.end(), replacement.begin(), replacement.end());
+        else if (!dead.count(graph_.ops[i].output)) ops.push_back(graph_.ops[i]);
+      }
+      graph_.ops = std::move(ops);
+      dropUnread();
+      c = SIZE_MAX;  // the list changed: look again from its start (the increment wraps to 0)
+    }
+  }
+
+  // Weights no op reads any more (the zeros of copies taken away).
+  void dropUnread() {
+    std::set<std::string> read;
+    for (const auto& op : graph_.ops) read.insert(op.inputs.begin(), op.inputs.end());
+    for (const auto& w : graph_.weights)
+      if (!read.count(w.name)) graph_.values.erase(w.name);
+    graph_.weights.erase(std::remove_if(graph_.weights.begin(), graph_.weights.end(),
+                                        [&](const TensorDecl& w) { return !read.count(w.name); }),
+                         graph_.weights.end());
+  }
+
   void shareRepeatedKvHeads() {
     for (size_t r = 0; r < graph_.ops.size(); ++r) {
       Op& repeat = graph_.ops[r];
@@ -1116,11 +1193,15 @@ class Importer {
         std::string grouped = mm.inputs[0] + "_per_kv_head", product = mm.output + "_per_kv_head";
         before[m].push_back(reshapeOp(mm.name + "_group_rows", mm.inputs[0], grouped, {a[0], kv, rep * a[2], a[3]}));
         after[m].push_back(reshapeOp(mm.name + "_heads", product, mm.output, o));
-        if (t != SIZE_MAX) graph_.ops[t].inputs[0] = heads;  // the transpose reads the KV heads themselves
+        madeShapes_[grouped] = {a[0], kv, rep * a[2], a[3]};
+        madeShapes_[product] = {o[0], kv, rep * o[2], o[3]};
+        if (t != SIZE_MAX) {  // the transpose reads the KV heads themselves
+          graph_.ops[t].inputs[0] = heads;
+          madeShapes_[graph_.ops[t].output] = {x[0], x[1], x[3], x[2]};
+        }
         mm.inputs = {grouped, t != SIZE_MAX ? graph_.ops[t].output : heads};
         mm.output = product;
       }
-      std::string zeros = expand->inputs[1];
       std::set<std::string> dead = {repeat.output, expand->output, unsqueeze->output};
       std::vector<Op> ops;
       for (size_t i = 0; i < graph_.ops.size(); ++i) {
@@ -1130,12 +1211,7 @@ class Importer {
         for (auto& op : after[i]) ops.push_back(op);
       }
       graph_.ops = std::move(ops);
-      if (consumerOps(zeros).empty()) {
-        graph_.values.erase(zeros);
-        graph_.weights.erase(std::remove_if(graph_.weights.begin(), graph_.weights.end(),
-                                            [&](const TensorDecl& w) { return w.name == zeros; }),
-                             graph_.weights.end());
-      }
+      dropUnread();
       r = SIZE_MAX;  // the list changed: look again from its start (the increment wraps to 0)
     }
   }
@@ -1144,7 +1220,8 @@ class Importer {
   onnx::ModelProto model_;
   std::map<std::string, const onnx::TypeProto*> types_;
   std::map<std::string, Const> consts_;
-  std::set<std::string> symbolicShapes_;  // values computed from a Shape that could not be folded
+  std::set<std::string> symbolicShapes_;
+  std::map<std::string, std::vector<int64_t>> madeShapes_;  // tensors the importer adds, which ONNX does not have  // values computed from a Shape that could not be folded
   std::vector<Dyn> dyn_;
   std::map<std::string, size_t> producer_;
   std::vector<std::string> unsupported_;

@@ -372,7 +372,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   // repeat_kv's copies become grouped-query attention: both products read the 2 KV heads themselves, with
   // the 4 query heads of 8 rows grouped as 2 x 16 rows (scores [1, 2, 16, 8], mixed [1, 2, 16, 16]), and
   // nothing adds the expand's zeros any more.
-  for (const char* name : {"gqa_attention.onnx", "llama_block.onnx"}) {
+  // repeat_interleave (a Split of the heads, copies, a Concat) the same.
+  for (const char* name : {"gqa_attention.onnx", "gqa_interleave.onnx", "llama_block.onnx"}) {
     Graph gqa = importOnnx(model(name));
     TypedGraph typed = inferShapes(gqa);
     std::vector<std::vector<Expr>> products;
@@ -386,6 +387,7 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
     EXPECT_EQ(products, want) << name;
   }
   EXPECT_EQ(opCounts(importOnnx(model("gqa_attention.onnx")))["add"], 1);  // the causal mask alone
+  EXPECT_EQ(opCounts(importOnnx(model("gqa_interleave.onnx"))), opCounts(importOnnx(model("gqa_attention.onnx"))));
 }
 
 // Exports with a symbolic sequence length compute their views and masks from Shape of it; until those
