@@ -20,7 +20,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      the same with k.repeat_interleave(rep, dim=1), opset 17
   pointwise.onnx     Erf, Sigmoid, Pow, Sqrt, Reciprocal (rsqrt), Abs, Max, Min outside any pattern, opset 13
 
-The files are committed, so the tests run without torch.
+The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
+output) of the blocks written with reference implementations' idioms.
 """
 import math
 import os
@@ -207,13 +208,20 @@ class Pointwise(nn.Module):
                 torch.rsqrt(h * h + 1) - torch.maximum(h, x) + torch.minimum(h, -x))
 
 
-def export(model, example, name, opset, dynamic=None):
+def export(model, example, name, opset, dynamic=None, io=False):
+    """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
+    which the tests compare stc's interpreter with."""
     torch.manual_seed(0)
     model.eval()
     path = os.path.join(OUT, name)
     torch.onnx.export(model, example, path, opset_version=opset, input_names=["x"], output_names=["y"],
                       dynamic_axes=dynamic, do_constant_folding=True)
     print("wrote", os.path.relpath(path), os.path.getsize(path), "bytes")
+    if io:
+        with torch.no_grad():
+            y = model(example)
+        with open(path + ".io.bin", "wb") as f:
+            f.write(example.numpy().astype("<f4").tobytes() + y.numpy().astype("<f4").tobytes())
 
 
 def main():
@@ -223,13 +231,13 @@ def main():
     export(Gpt2Block(), torch.randn(1, 8, 64), "gpt2_block.onnx", 14)
     export(LlamaBlock(), torch.randn(1, 8, 64), "llama_block.onnx", 17)
     seq = {"x": {1: "seq"}, "y": {1: "seq"}}
-    export(CausalSelfAttention(), torch.randn(1, 8, 64), "causal_attention.onnx", 14)
+    export(CausalSelfAttention(), torch.randn(1, 8, 64), "causal_attention.onnx", 14, io=True)
     export(CausalSelfAttention(), torch.randn(1, 8, 64), "causal_attention_seq.onnx", 14, seq)
     export(CausalSelfAttention(mask="tril"), torch.randn(1, 8, 64), "causal_tril_seq.onnx", 17, seq)
-    export(GqaAttention(), torch.randn(1, 8, 64), "gqa_attention.onnx", 17)
+    export(GqaAttention(), torch.randn(1, 8, 64), "gqa_attention.onnx", 17, io=True)
     export(GqaAttention(), torch.randn(1, 8, 64), "gqa_attention_seq.onnx", 17, seq)
-    export(GqaAttention(interleave=True), torch.randn(1, 8, 64), "gqa_interleave.onnx", 17)
-    export(Pointwise(), torch.randn(4, 32), "pointwise.onnx", 13)
+    export(GqaAttention(interleave=True), torch.randn(1, 8, 64), "gqa_interleave.onnx", 17, io=True)
+    export(Pointwise(), torch.randn(4, 32), "pointwise.onnx", 13, io=True)
     return 0
 
 

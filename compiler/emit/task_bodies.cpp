@@ -295,8 +295,19 @@ class KernelBody {
   }
 
   // Whether element `elem` of port p's token is inside its tensor (insideTensor): "" when the order pads none.
+  // A causal softmax's scores and probabilities add the mask: key <= row + K - R (graph.h: isCausal).
   std::string inside(size_t ph, size_t p, const std::string& elem) const {
-    return insideTensor(info(port(ph, p).tensor), port(ph, p).order, "i", elem);
+    const KernelPort& port = this->port(ph, p);
+    const TensorInfo& t = info(port.tensor);
+    std::string s = insideTensor(t, port.order, "i", elem);
+    if (!isCausal(op_) || (port.tensor != op_.inputs[0] && port.tensor != op_.output)) return s;
+    int r = static_cast<int>(t.shape.size());
+    const Expr &R = t.shape[static_cast<size_t>(r - 2)], &K = t.shape.back();
+    std::string past = R.isConstant() && K.isConstant() ? std::to_string(K.eval() - R.eval())
+                                                        : "(" + cxx(K) + " - " + cxx(R) + ")";
+    std::string causal = "(" + dataCoord(port.order, r - 1, "i", elem) + ") <= (" +
+                         dataCoord(port.order, r - 2, "i", elem) + ") + " + past;
+    return s.empty() ? causal : s + " && " + causal;
   }
 
   // Reads phase 0's input ports from `first` on (in<p>) and returns, for each, its value at output element

@@ -734,6 +734,7 @@ class Importer {
       else if (d.op == "Sqrt") norm(d);
       else if (d.op == "Sigmoid") silu(d);
       else if (d.op == "Concat") rope(d);
+      else if (d.op == "Softmax") causalMask(d);
       else if (d.op == "LayerNormalization") {
         d.op = "layernorm";
         d.inputs.resize(std::min<size_t>(d.inputs.size(), 3));
@@ -866,6 +867,46 @@ class Importer {
     replace(nodes, sum, "rope", {x});
   }
 
+  // A causal mask before a softmax over the last axis: masked_fill (Where(mask, c, scores) or
+  // Where(mask, scores, c)) or scores + mask, whose constant is -inf (or at most -1e4) exactly where a key is
+  // past its row (key > row + K - R of scores [.., R, K], the same for every head) and keeps the rest. It
+  // becomes the softmax's `causal` attribute: no mask read from HBM, no addition, and the masked keys weigh
+  // exactly 0.
+  void causalMask(Dyn& softmax) {
+    Dyn* m = producer(softmax.inputs[0]);
+    if (!m || m->dead || consumers(m->output).size() != 1 || !hasConcreteShape(softmax.inputs[0])) return;
+    std::vector<int64_t> scores;
+    for (const auto& d : shapeOf(softmax.inputs[0])) scores.push_back(d.eval());
+    int64_t rank = static_cast<int64_t>(scores.size()), axis = intAttr(*softmax.node, "axis", -1);
+    if (rank < 2 || (axis != -1 && axis != rank - 1)) return;
+    std::string stream;
+    Const bias;
+    if (m->op == "Where" && m->inputs.size() == 3 && consts_.count(m->inputs[0]) &&
+        consts_.count(m->inputs[1]) != consts_.count(m->inputs[2])) {
+      bool streamWhenTrue = !consts_.count(m->inputs[1]);
+      stream = m->inputs[streamWhenTrue ? 1 : 2];
+      bias = broadcast(consts_.at(m->inputs[0]), consts_.at(m->inputs[streamWhenTrue ? 2 : 1]),
+                       [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
+    } else if (m->op == "Add" && m->inputs.size() == 2 && consts_.count(m->inputs[0]) != consts_.count(m->inputs[1])) {
+      bool first = consts_.count(m->inputs[0]) > 0;
+      stream = m->inputs[first ? 1 : 0];
+      bias = consts_.at(m->inputs[first ? 0 : 1]);
+    } else {
+      return;
+    }
+    int64_t R = scores[static_cast<size_t>(rank - 2)], K = scores.back();
+    size_t b = bias.dims.size();
+    if (!bias.known || b < 2 || bias.dims[b - 2] != R || bias.dims[b - 1] != K || bias.count() != R * K) return;
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < K; ++j) {
+        double v = bias.v[static_cast<size_t>(i * K + j)];
+        if (j <= i + K - R ? v != 0 : !(v <= -1e4)) return;
+      }
+    m->dead = true;
+    softmax.inputs[0] = stream;
+    softmax.attrs["causal"] = int64_t{1};
+  }
+
   void silu(Dyn& sig) {
     Dyn* mul = soleConsumer(sig.output, "Mul");
     if (!mul || other(*mul, sig.output) != sig.inputs[0]) return;
@@ -987,6 +1028,7 @@ class Importer {
       op.attrs["axis"] = intAttr(n, "axis", -1);
       int64_t rank = static_cast<int64_t>(shapeOf(d.output).size());
       if (std::get<int64_t>(op.attrs["axis"]) == rank - 1) op.attrs["axis"] = int64_t{-1};
+      if (d.attrs.count("causal")) op.attrs["causal"] = d.attrs.at("causal");
     } else if (d.op == "Transpose") {
       op.op = "transpose";
       op.inputs = {operand(d.inputs[0], op.name)};

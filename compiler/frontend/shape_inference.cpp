@@ -118,6 +118,12 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     int64_t axis = intAttr(op, "axis", -1);
     int64_t rank = static_cast<int64_t>(in[0]->shape.size());
     if (axis != -1 && axis != rank - 1) bad("unsupported: only the last axis (got axis " + std::to_string(axis) + ")");
+    if (isCausal(op)) {
+      if (rank < 2) bad("a causal softmax needs scores of rank 2 or more, got " + shapeText(in[0]->shape));
+      const Expr &R = in[0]->shape[static_cast<size_t>(rank - 2)], &K = in[0]->shape.back();
+      if (R.isConstant() && K.isConstant() && R.eval() > K.eval())
+        bad("a causal softmax needs at least as many keys as rows, got " + shapeText(in[0]->shape));
+    }
     for (size_t i = 1; i < in.size(); ++i)
       if (in[i]->shape.size() != 1 || in[i]->shape[0] != in[0]->shape.back())
         bad("scale and bias must be [" + in[0]->shape.back().str() + "], got " + shapeText(in[i]->shape));

@@ -77,6 +77,12 @@ double numberAttr(const Op& op, const std::string& key, double fallback) {
   return fallback;
 }
 
+bool isCausal(const Op& op) { return op.op == "softmax" && numberAttr(op, "causal", 0) != 0; }
+
+int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K) {
+  return isCausal(op) ? std::max<int64_t>(0, std::min(K, r + K - R + 1)) : K;
+}
+
 int64_t ropeHeadDim(const Op& op, int64_t rowLength) {
   return static_cast<int64_t>(numberAttr(op, "head_dim", static_cast<double>(rowLength)));
 }

@@ -142,12 +142,15 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
       const Tensor* shift = in.size() > 2 ? in[2] : nullptr;
       double eps = numberAttr(op, "eps", k == "rmsnorm" ? 1e-6 : 1e-5);
       int64_t D = in[0]->shape.back();
-      out = rows(*in[0], D, [&](const float* x, float* y, int64_t) {
-        if (k == "softmax") {
-          float mx = *std::max_element(x, x + D);
+      int64_t R = in[0]->shape.size() >= 2 ? in[0]->shape[in[0]->shape.size() - 2] : 1;
+      out = rows(*in[0], D, [&](const float* x, float* y, int64_t r) {
+        if (k == "softmax") {  // over the keys the row keeps (all but under a causal mask)
+          int64_t L = keptKeys(op, r % R, R, D);
+          float mx = *std::max_element(x, x + L);
           double sum = 0;
-          for (int64_t i = 0; i < D; ++i) sum += std::exp(static_cast<double>(x[i] - mx));
-          for (int64_t i = 0; i < D; ++i) y[i] = static_cast<float>(std::exp(static_cast<double>(x[i] - mx)) / sum);
+          for (int64_t i = 0; i < L; ++i) sum += std::exp(static_cast<double>(x[i] - mx));
+          for (int64_t i = 0; i < D; ++i)
+            y[i] = i < L ? static_cast<float>(std::exp(static_cast<double>(x[i] - mx)) / sum) : 0.0f;
           return;
         }
         double mean = 0, var = 0;

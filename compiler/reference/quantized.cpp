@@ -136,11 +136,11 @@ SoftmaxTable softmaxTable(float scale) {
 }
 
 void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& table, float scale,
-                     float* max, float* sum) {
+                     float* max, float* sum, int64_t kept) {
   int laneE[2] = {st_exp_empty, st_exp_empty}, qmax = -128;
   st_u64 laneS[2] = {0, 0};
-  for (int64_t first = 0, j = 0; first < D; first += T, ++j) {
-    const int64_t end = std::min(D, first + T);
+  for (int64_t first = 0, j = 0; first < D; first += T, ++j) {  // tokens past the kept keys add nothing
+    const int64_t end = std::min(std::min(D, kept), first + T);
     int qt = -128;
     for (int64_t i = first; i < end; ++i) qt = std::max<int>(qt, q[i]);
     const int et = table.exponent[static_cast<size_t>(qt + 128)];
@@ -211,6 +211,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       const QValue* scale = op.inputs.size() > 1 ? &in(1) : nullptr;
       const QValue* shift = op.inputs.size() > 2 ? &in(2) : nullptr;
       const float eps = static_cast<float>(numberAttr(op, "eps", k == "rmsnorm" ? 1e-6 : 1e-5));
+      const int64_t rowsR = x.shape.size() >= 2 ? x.shape[x.shape.size() - 2] : 1;
       for (int64_t row = 0; row < rowsN; ++row) {
         const int64_t base = row * D;
         float st0 = 0, st1 = 0;
@@ -219,7 +220,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
           auto token = plan.softmaxTokens.find(op.name);
           softmaxRowStats(&x.q[static_cast<size_t>(base)], D,
                           token == plan.softmaxTokens.end() ? 1 : token->second, table, x.s.scale, &st0,
-                          &st1);
+                          &st1, keptKeys(op, row % rowsR, rowsR, D));
         } else {  // integer sums of the int8 values and their squares (st_numeric.h)
           int64_t s1 = 0, s2 = 0;
           for (int64_t i = 0; i < D; ++i) {
@@ -237,7 +238,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
         for (int64_t i = 0; i < D; ++i) {
           float xv = x.at(base + i), v;
           if (k == "softmax") {
-            v = std::exp(xv - st0) * inv;
+            v = i < keptKeys(op, row % rowsR, rowsR, D) ? std::exp(xv - st0) * inv : 0.0f;
           } else {
             v = k == "layernorm" ? (xv - st0) * inv : xv * inv;
             if (scale) v = v * scale->at(i);

@@ -90,9 +90,10 @@ struct SoftmaxTable {
 SoftmaxTable softmaxTable(float scale);
 
 /// A W4A8 softmax row's statistics (the maximum and the sum of exp(x - max)) as its .stats kernel takes
-/// them from D int8 scores q, T per token.
+/// them from D int8 scores q, T per token, of which the first `kept` count (a causal mask's row keeps a
+/// prefix of its keys; the kernel still steps through the other tokens, which add nothing).
 void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& table, float scale,
-                     float* max, float* sum);
+                     float* max, float* sum, int64_t kept = INT64_MAX);
 
 /// Evaluates the graph as the emitted W4A8 kernels do: int8 inputs (token ids as f32 in `ids`), the
 /// layer's quantised weights; returns every int8 tensor it computed by name.

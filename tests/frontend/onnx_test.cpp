@@ -351,20 +351,40 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
     CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
     EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock) << name;
   }
-  // masked_fill(bias[:, :, :T, :T] == 0, -inf) over the 8 x 8 scores: -inf strictly above the diagonal, 0
-  // on and below it, added to the scores.
-  Graph causal = importOnnx(model("causal_attention.onnx"));
-  const std::vector<float>* mask = nullptr;
-  for (const auto& op : causal.ops)
-    if (op.op == "add" && causal.values.count(op.inputs[1]) && causal.values.at(op.inputs[1]).size() == 64)
-      mask = &causal.values.at(op.inputs[1]);
-  ASSERT_NE(mask, nullptr);
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j) {
-      float m = (*mask)[static_cast<size_t>(i * 8 + j)];
-      if (j > i) EXPECT_TRUE(std::isinf(m) && m < 0) << i << "," << j;
-      else EXPECT_EQ(m, 0.0f) << i << "," << j;
+  // stc's interpreter against torch's own output for torch's input (NAME.io.bin, written by the exporter).
+  for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx"}) {
+    Graph g = importOnnx(model(name));
+    std::vector<int64_t> shape;
+    for (const auto& d : g.inputs.at(0).shape) shape.push_back(d.eval());
+    int64_t n = elementCount(shape);
+    std::string bytes;
+    {
+      std::ifstream f(model(name) + ".io.bin", std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(f), {});
     }
+    ASSERT_EQ(bytes.size(), static_cast<size_t>(8 * n)) << name;  // x, then y of the same size
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    std::memcpy(x.data(), bytes.data(), static_cast<size_t>(4 * n));
+    std::memcpy(y.data(), bytes.data() + 4 * n, static_cast<size_t>(4 * n));
+    std::map<std::string, Tensor> values = {{g.inputs.at(0).name, Tensor{shape, x}}};
+    for (const auto& [weight, v] : g.values) values[weight] = Tensor{{}, v};
+    std::vector<float> got = interpret(g, values).at(g.outputs.at(0)).data;
+    ASSERT_EQ(got.size(), y.size()) << name;
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(got[i], y[i], 1e-5 + 1e-4 * std::fabs(y[i])) << name << " element " << i;
+  }
+  // The masks (masked_fill of a tril buffer, torch.where of one, an added triu of -inf or -1e4) become
+  // a causal softmax: nothing adds a mask of 8 x 8 any more.
+  for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gpt2_block.onnx", "llama_block.onnx"}) {
+    Graph g = importOnnx(model(name));
+    int causal = 0;
+    for (const auto& op : g.ops) {
+      causal += isCausal(op);
+      if (op.op == "add") {
+        EXPECT_FALSE(g.values.count(op.inputs[1]) && g.values.at(op.inputs[1]).size() == 64) << name;
+      }
+    }
+    EXPECT_EQ(causal, 1) << name;
+  }
   // Each function is its own op (nothing fused into a pattern); torch writes rsqrt as 1 / sqrt.
   auto counts = opCounts(importOnnx(model("pointwise.onnx")));
   for (const char* op : {"erf", "sigmoid", "pow", "abs", "max", "min"}) EXPECT_EQ(counts[op], 1) << op;
@@ -386,7 +406,7 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
     std::vector<std::vector<Expr>> want = {{Expr(1), Expr(2), Expr(16), Expr(8)}, {Expr(1), Expr(2), Expr(16), Expr(16)}};
     EXPECT_EQ(products, want) << name;
   }
-  EXPECT_EQ(opCounts(importOnnx(model("gqa_attention.onnx")))["add"], 1);  // the causal mask alone
+  EXPECT_EQ(opCounts(importOnnx(model("gqa_attention.onnx")))["add"], 0);  // the mask is the softmax's now
   EXPECT_EQ(opCounts(importOnnx(model("gqa_interleave.onnx"))), opCounts(importOnnx(model("gqa_attention.onnx"))));
 }
 

@@ -74,6 +74,24 @@ TEST(Reference, FunctionsAndComparisons) {
   expectNear(op("pow", true), {0, 1, -0.5f, 16, 0.5f, -2});
 }
 
+// A causal softmax over scores [2 heads, 2 rows, 3 keys]: the 2 rows are the last 2 of 3 positions, so
+// row 0 keeps keys 0..1 and row 1 all three; the masked key weighs exactly 0.
+TEST(Reference, CausalSoftmaxKeepsTheKeysUpToItsRow) {
+  std::string decls = "inputs: [{name: x, shape: [2, 2, 3]}]\n";
+  float l2 = std::log(2.0f);
+  std::map<std::string, Tensor> v = {{"x", {{2, 2, 3}, {0, l2, 9, 0, 0, l2, l2, 0, 5, 0, 0, 0}}}};
+  auto p = run("  - {name: s, op: softmax, inputs: [x], output: y, causal: 1}\n", decls, v, "y");
+  expectNear(p, {1.0f / 3, 2.0f / 3, 0, 0.25f, 0.25f, 0.5f, 2.0f / 3, 1.0f / 3, 0, 1.0f / 3, 1.0f / 3, 1.0f / 3}, 1e-6f);
+  try {  // more rows than keys: a row would keep no key
+    run("  - {name: s, op: softmax, inputs: [x], output: y, causal: 1}\n", "inputs: [{name: x, shape: [3, 2]}]\n",
+        {{"x", {{3, 2}, {0, 0, 0, 0, 0, 0}}}}, "y");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("a causal softmax needs at least as many keys as rows, got [3, 2]"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Reference, RowOps) {
   std::string decls = "inputs: [{name: x, shape: [2, 2]}]\nweights: [{name: g, shape: [2]}, {name: b, shape: [2]}]\n";
   std::map<std::string, Tensor> v = {{"x", {{2, 2}, {0, std::log(2.0f), 3, 4}}}, {"g", {{2}, {1, 2}}}, {"b", {{2}, {0, 1}}}};
