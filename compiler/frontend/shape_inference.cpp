@@ -195,9 +195,8 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
   if (k == "kv_append") {
     arity(2, 2);
     const std::vector<Expr>& cache = in[0]->shape;
-    int64_t axis = intAttr(op, "axis", -1);
+    int64_t axis = kvAppendAxis(op);
     if (cache.size() != 3) bad("the cache must be [heads, A, B], got " + shapeText(cache));
-    if (axis < 0) axis += 3;
     if (axis != 1 && axis != 2) bad("axis " + std::to_string(axis) + " must be 1 or 2 (a cache position)");
     const Expr& other = cache[static_cast<size_t>(3 - axis)];
     if (!cache[0].isConstant() || !other.isConstant())

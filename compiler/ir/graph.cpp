@@ -77,6 +77,11 @@ double numberAttr(const Op& op, const std::string& key, double fallback) {
   return fallback;
 }
 
+int64_t kvAppendAxis(const Op& op) {
+  int64_t axis = static_cast<int64_t>(numberAttr(op, "axis", -1));
+  return axis < 0 ? axis + 3 : axis;
+}
+
 bool isCausal(const Op& op) { return op.op == "softmax" && numberAttr(op, "causal", 0) != 0; }
 
 int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K) {

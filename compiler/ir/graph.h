@@ -67,6 +67,9 @@ bool isCausal(const Op& op);
 /// The keys row r of R keeps, of K (all K without the attribute).
 int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K);
 
+/// kv_append's cache axis, 1 or 2 (`axis`, -1 meaning 2); other values are left for shape inference to refuse.
+int64_t kvAppendAxis(const Op& op);
+
 /// The op names the toolkit knows.
 const std::vector<std::string>& knownOps();
 

@@ -107,10 +107,9 @@ struct Kernel {
   int64_t dsp = 0, lut = 0;
 };
 
-/// The ports of a kernel's last phase that are not the kv_append row (a matmul's bias is told by their count).
-inline size_t operandPorts(const Kernel& k) {
-  return k.phases.back().ports.size() - (k.appendPort >= 0 && k.phases.size() == 1 ? 1 : 0);
-}
+/// The ports of a kernel's last phase that are not the kv_append row (a matmul's bias is told by their count;
+/// only an output-stationary matmul, of one phase, takes the row: lowerMatmul refuses it otherwise).
+inline size_t operandPorts(const Kernel& k) { return k.phases.back().ports.size() - (k.appendPort >= 0 ? 1 : 0); }
 
 struct KernelGraph {
   std::vector<Kernel> kernels;

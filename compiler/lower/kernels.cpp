@@ -472,8 +472,7 @@ class Lowering {
       // into the right side's tiles where they cross the cache's last position.
       const Op& ap = *append->second;
       if (batch != 1 || kOuter) unsupported(op, "a right side from kv_append needs one batch loop, over heads");
-      int axis = static_cast<int>(numberAttr(ap, "axis", -1));
-      if (axis < 0) axis += 3;
+      int axis = static_cast<int>(kvAppendAxis(ap));
       int64_t X = w.shape[static_cast<size_t>(3 - axis)].eval();
       StreamOrder row;
       row.dtype = info(ap.inputs[1]).dtype;

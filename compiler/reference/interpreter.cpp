@@ -101,7 +101,6 @@ Tensor matmul(const Op& op, const Tensor& a, const Tensor& w, const Tensor* bias
 
 void forEachAppendSlot(const std::vector<int64_t>& shape, int64_t axis,
                        const std::function<void(int64_t, int64_t)>& f) {
-  if (axis < 0) axis += 3;
   const int64_t H = shape[0], A = shape[1], B = shape[2], X = axis == 2 ? A : B;
   for (int64_t h = 0; h < H; ++h)
     for (int64_t p = 0; p < X; ++p)
@@ -223,7 +222,7 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
         }
     } else if (k == "kv_append") {
       out = *in[0];
-      forEachAppendSlot(outShape, static_cast<int64_t>(numberAttr(op, "axis", -1)), [&](int64_t c, int64_t n) {
+      forEachAppendSlot(outShape, kvAppendAxis(op), [&](int64_t c, int64_t n) {
         out.data[static_cast<size_t>(c)] = in[1]->data[static_cast<size_t>(n)];
       });
     } else if (k == "embedding") {

@@ -317,7 +317,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       const float mc = static_cast<float>(static_cast<double>(cache.s.scale) / out.s.scale),
                   mn = static_cast<float>(static_cast<double>(row.s.scale) / out.s.scale);
       for (size_t i = 0; i < out.q.size(); ++i) out.q[i] = st_q8(static_cast<float>(cache.q[i]) * mc);
-      forEachAppendSlot(shape, static_cast<int64_t>(numberAttr(op, "axis", -1)), [&](int64_t c, int64_t n) {
+      forEachAppendSlot(shape, kvAppendAxis(op), [&](int64_t c, int64_t n) {
         out.q[static_cast<size_t>(c)] = st_q8(static_cast<float>(row.q[static_cast<size_t>(n)]) * mn);
       });
     } else if (k == "embedding") {

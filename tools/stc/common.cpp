@@ -47,6 +47,7 @@ void writeFileAtomic(const std::string& path, const std::string& text) {
 
 void writeFileAtomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   checkOutputPaths({path});
+  auto cannot = [&](int err) { return UserError(path + ": error: cannot write the file: " + std::strerror(err)); };
   std::error_code ec;
   auto kind = std::filesystem::status(path, ec).type();
   if (!ec && kind != std::filesystem::file_type::regular && kind != std::filesystem::file_type::not_found &&
@@ -55,10 +56,10 @@ void writeFileAtomic(const std::string& path, const std::function<void(std::ostr
     // would replace the device itself with a file (as root, /dev/null).
     errno = 0;
     std::ofstream out(path, std::ios::binary);
-    if (!out) throw UserError(path + ": error: cannot write the file: " + std::strerror(errno != 0 ? errno : EIO));
+    if (!out) throw cannot(errno != 0 ? errno : EIO);
     write(out);
     out.flush();
-    if (!out) throw UserError(path + ": error: cannot write the file: " + std::strerror(errno != 0 ? errno : EIO));
+    if (!out) throw cannot(errno != 0 ? errno : EIO);
     return;
   }
   // The host in the temporary's name too: tasks on several machines may write one shared folder.
@@ -67,7 +68,7 @@ void writeFileAtomic(const std::string& path, const std::function<void(std::ostr
   std::string tmp = path + ".tmp." + host + "." + std::to_string(::getpid());
   auto fail = [&](int err) {
     std::remove(tmp.c_str());
-    return UserError(path + ": error: cannot write the file: " + std::strerror(err));
+    return cannot(err);
   };
   {
     errno = 0;  // what the stream leaves in errno is its failure's, not an earlier call's
