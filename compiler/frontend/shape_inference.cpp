@@ -118,6 +118,12 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     int64_t axis = intAttr(op, "axis", -1);
     int64_t rank = static_cast<int64_t>(in[0]->shape.size());
     if (axis != -1 && axis != rank - 1) bad("unsupported: only the last axis (got axis " + std::to_string(axis) + ")");
+    if (auto c = op.attrs.find("causal"); c != op.attrs.end()) {
+      const auto* text = std::get_if<std::string>(&c->second);
+      const auto* number = std::get_if<int64_t>(&c->second);
+      if (k != "softmax" || (text ? *text != "true" && *text != "false" : !number || (*number != 0 && *number != 1)))
+        bad("field 'causal': a softmax's causal mask is 1 or true, 0 or false");
+    }
     if (isCausal(op)) {
       if (rank < 2) bad("a causal softmax needs scores of rank 2 or more, got " + shapeText(in[0]->shape));
       const Expr &R = in[0]->shape[static_cast<size_t>(rank - 2)], &K = in[0]->shape.back();

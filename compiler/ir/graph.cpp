@@ -82,7 +82,13 @@ int64_t kvAppendAxis(const Op& op) {
   return axis < 0 ? axis + 3 : axis;
 }
 
-bool isCausal(const Op& op) { return op.op == "softmax" && numberAttr(op, "causal", 0) != 0; }
+bool isCausal(const Op& op) {
+  if (op.op != "softmax") return false;
+  auto it = op.attrs.find("causal");
+  if (it != op.attrs.end())
+    if (auto* text = std::get_if<std::string>(&it->second)) return *text == "true";
+  return numberAttr(op, "causal", 0) != 0;
+}
 
 int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K) {
   return isCausal(op) ? std::max<int64_t>(0, std::min(K, r + K - R + 1)) : K;

@@ -60,7 +60,7 @@ double numberAttr(const Op& op, const std::string& key, double fallback);
 int64_t ropeHeadDim(const Op& op, int64_t rowLength);
 std::string ropeOffset(const Op& op);
 
-/// softmax's `causal: 1` is attention's causal mask: row r of scores [.., R, K] (r counted along the
+/// softmax's `causal: 1` (or `true`) is attention's causal mask: row r of scores [.., R, K] (r counted along the
 /// second-to-last dimension) keeps keys 0 .. r + K - R, its own position and those before it when the R
 /// rows are the last R of the K positions (a prompt after K - R cached ones); the other keys weigh 0.
 bool isCausal(const Op& op);

@@ -82,6 +82,14 @@ TEST(Reference, CausalSoftmaxKeepsTheKeysUpToItsRow) {
   std::map<std::string, Tensor> v = {{"x", {{2, 2, 3}, {0, l2, 9, 0, 0, l2, l2, 0, 5, 0, 0, 0}}}};
   auto p = run("  - {name: s, op: softmax, inputs: [x], output: y, causal: 1}\n", decls, v, "y");
   expectNear(p, {1.0f / 3, 2.0f / 3, 0, 0.25f, 0.25f, 0.5f, 2.0f / 3, 1.0f / 3, 0, 1.0f / 3, 1.0f / 3, 1.0f / 3}, 1e-6f);
+  EXPECT_EQ(run("  - {name: s, op: softmax, inputs: [x], output: y, causal: true}\n", decls, v, "y"), p);
+  try {  // anything else is refused, not read as "not causal"
+    run("  - {name: s, op: softmax, inputs: [x], output: y, causal: yes}\n", decls, v, "y");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'causal': a softmax's causal mask is 1 or true, 0 or false"), std::string::npos)
+        << e.what();
+  }
   try {  // more rows than keys: a row would keep no key
     run("  - {name: s, op: softmax, inputs: [x], output: y, causal: 1}\n", "inputs: [{name: x, shape: [3, 2]}]\n",
         {{"x", {{3, 2}, {0, 0, 0, 0, 0, 0}}}}, "y");
