@@ -295,18 +295,21 @@ class KernelBody {
   }
 
   // Whether element `elem` of port p's token is inside its tensor (insideTensor): "" when the order pads none.
-  // A causal softmax's scores and probabilities add the mask: key <= row + K - R (graph.h: isCausal).
+  // A causal softmax's kernels add the mask (graph.h: isCausal): key <= row + K - R of the scores [.., R, K].
+  // The kernels loop over the scores' canonical order (lower/kernels.cpp: lowerRowOp), which gives the key
+  // and row even where the port streams another tensor (the base a reshape of the scores reads).
   std::string inside(size_t ph, size_t p, const std::string& elem) const {
     const KernelPort& port = this->port(ph, p);
-    const TensorInfo& t = info(port.tensor);
-    std::string s = insideTensor(t, port.order, "i", elem);
-    if (!isCausal(op_) || (port.tensor != op_.inputs[0] && port.tensor != op_.output)) return s;
-    int r = static_cast<int>(t.shape.size());
-    const Expr &R = t.shape[static_cast<size_t>(r - 2)], &K = t.shape.back();
+    std::string s = insideTensor(info(port.tensor), port.order, "i", elem);
+    if (!isCausal(op_)) return s;
+    const TensorInfo& scores = info(op_.inputs[0]);
+    int r = static_cast<int>(scores.shape.size());
+    const Expr &R = scores.shape[static_cast<size_t>(r - 2)], &K = scores.shape.back();
     std::string past = R.isConstant() && K.isConstant() ? std::to_string(K.eval() - R.eval())
                                                         : "(" + cxx(K) + " - " + cxx(R) + ")";
-    std::string causal = "(" + dataCoord(port.order, r - 1, "i", elem) + ") <= (" +
-                         dataCoord(port.order, r - 2, "i", elem) + ") + " + past;
+    StreamOrder loops = canonicalOrder(scores, ctx_.compiled->options.tile);
+    std::string causal = "(" + dataCoord(loops, r - 1, "i", elem) + ") <= (" + dataCoord(loops, r - 2, "i", elem) +
+                         ") + " + past;
     return s.empty() ? causal : s + " && " + causal;
   }
 

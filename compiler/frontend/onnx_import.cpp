@@ -495,7 +495,7 @@ class Importer {
       std::vector<int64_t> parts;
       if (const Const* c = constInput(1)) for (double x : c->v) parts.push_back(static_cast<int64_t>(x));
       else if (auto a = intsAttr(n, "split"); !a.empty()) parts = a;
-      else parts.assign(static_cast<size_t>(n.output_size()), size / n.output_size());
+      else parts.assign(static_cast<size_t>(n.output_size()), size / std::max(1, n.output_size()));
       for (int i = 0; i < n.output_size() && i < static_cast<int>(parts.size()); ++i) {
         add(n.output(i), axis, start, start + parts[static_cast<size_t>(i)]);
         start += parts[static_cast<size_t>(i)];
@@ -587,11 +587,12 @@ class Importer {
       std::vector<int64_t> parts;
       if (n.input_size() > 1 && !n.input(1).empty()) for (double p : in(1).v) parts.push_back(static_cast<int64_t>(p));
       else if (auto a = intsAttr(n, "split"); !a.empty()) parts = a;
-      else parts.assign(static_cast<size_t>(n.output_size()), x.dims[static_cast<size_t>(axis)] / n.output_size());
-      if (static_cast<int>(parts.size()) != n.output_size()) return false;
+      else if (n.output_size() > 0) parts.assign(static_cast<size_t>(n.output_size()), x.dims[static_cast<size_t>(axis)] / n.output_size());
+      if (n.output_size() == 0 || static_cast<int>(parts.size()) != n.output_size()) return false;
       int64_t outer = 1, inner = 1, start = 0, size = x.dims[static_cast<size_t>(axis)];
       for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
       for (int64_t a = axis + 1; a < rank; ++a) inner *= x.dims[static_cast<size_t>(a)];
+      std::vector<Const> folded;
       for (int i = 0; i < n.output_size(); ++i) {
         Const part;
         part.known = x.known;
@@ -600,10 +601,11 @@ class Importer {
         for (int64_t o = 0; o < outer; ++o)
           for (int64_t k = start; k < start + parts[static_cast<size_t>(i)] && k < size; ++k)
             for (int64_t e = 0; e < inner; ++e) part.v.push_back(x.v.at(static_cast<size_t>((o * size + k) * inner + e)));
-        if (static_cast<int64_t>(part.v.size()) != part.count()) return false;
+        if (static_cast<int64_t>(part.v.size()) != part.count()) return false;  // nothing folded
         start += parts[static_cast<size_t>(i)];
-        consts_[n.output(i)] = part;
+        folded.push_back(part);
       }
+      for (int i = 0; i < n.output_size(); ++i) consts_[n.output(i)] = folded[static_cast<size_t>(i)];
       return true;
     } else if (op == "Slice") {
       out = sliceConst(n);
@@ -867,6 +869,24 @@ class Importer {
     replace(nodes, sum, "rope", {x});
   }
 
+  // Where(mask, stream, c) or Where(mask, c, stream) with a constant mask and c: the stream, and the constant
+  // that adding to it selects c (0 where the stream is selected); false for any other Where.
+  bool whereAsBias(const Dyn& where, std::string& stream, Const& bias) const {
+    if (where.op != "Where" || where.inputs.size() != 3 || !consts_.count(where.inputs[0]) ||
+        consts_.count(where.inputs[1]) == consts_.count(where.inputs[2]))
+      return false;
+    bool streamWhenTrue = !consts_.count(where.inputs[1]);
+    stream = where.inputs[streamWhenTrue ? 1 : 2];
+    bias = broadcast(consts_.at(where.inputs[0]), consts_.at(where.inputs[streamWhenTrue ? 2 : 1]),
+                     [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
+    return true;
+  }
+  bool isModelOutput(const std::string& value) const {
+    for (const auto& out : model_.graph().output())
+      if (out.name() == value) return true;
+    return false;
+  }
+
   // A causal mask before a softmax over the last axis: masked_fill (Where(mask, c, scores) or
   // Where(mask, scores, c)) or scores + mask, whose constant is -inf (or at most -1e4) exactly where a key is
   // past its row (key > row + K - R of scores [.., R, K], the same for every head) and keeps the rest. It
@@ -874,19 +894,16 @@ class Importer {
   // exactly 0.
   void causalMask(Dyn& softmax) {
     Dyn* m = producer(softmax.inputs[0]);
-    if (!m || m->dead || consumers(m->output).size() != 1 || !hasConcreteShape(softmax.inputs[0])) return;
+    if (!m || m->dead || consumers(m->output).size() != 1 || isModelOutput(m->output) ||
+        !hasConcreteShape(softmax.inputs[0]))
+      return;
     std::vector<int64_t> scores;
     for (const auto& d : shapeOf(softmax.inputs[0])) scores.push_back(d.eval());
     int64_t rank = static_cast<int64_t>(scores.size()), axis = intAttr(*softmax.node, "axis", -1);
     if (rank < 2 || (axis != -1 && axis != rank - 1)) return;
     std::string stream;
     Const bias;
-    if (m->op == "Where" && m->inputs.size() == 3 && consts_.count(m->inputs[0]) &&
-        consts_.count(m->inputs[1]) != consts_.count(m->inputs[2])) {
-      bool streamWhenTrue = !consts_.count(m->inputs[1]);
-      stream = m->inputs[streamWhenTrue ? 1 : 2];
-      bias = broadcast(consts_.at(m->inputs[0]), consts_.at(m->inputs[streamWhenTrue ? 2 : 1]),
-                       [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
+    if (whereAsBias(*m, stream, bias)) {
     } else if (m->op == "Add" && m->inputs.size() == 2 && consts_.count(m->inputs[0]) != consts_.count(m->inputs[1])) {
       bool first = consts_.count(m->inputs[0]) > 0;
       stream = m->inputs[first ? 1 : 0];
@@ -894,6 +911,7 @@ class Importer {
     } else {
       return;
     }
+    if (!hasConcreteShape(stream) || shapeOf(stream) != shapeOf(softmax.inputs[0])) return;  // the mask broadcasts it
     int64_t R = scores[static_cast<size_t>(rank - 2)], K = scores.back();
     size_t b = bias.dims.size();
     if (!bias.known || b < 2 || bias.dims[b - 2] != R || bias.dims[b - 1] != K || bias.count() != R * K) return;
@@ -939,6 +957,13 @@ class Importer {
     if (consts_.count(v)) return weightFrom(v, user + "_const");
     return resolve(v);
   }
+  // A Where whose only reader is a softmax and whose selected constants are -inf or at most -1e4.
+  bool masksBeforeSoftmax(const Dyn& where, const Const& bias) {
+    auto readers = consumers(where.output);
+    if (readers.size() != 1 || readers[0]->op != "Softmax" || isModelOutput(where.output)) return false;
+    return std::all_of(bias.v.begin(), bias.v.end(), [](double v) { return v == 0 || v <= -1e4; });
+  }
+
   void emit(Dyn& d) {
     const onnx::NodeProto& n = *d.node;
     std::string name = nodeName(n);
@@ -947,6 +972,8 @@ class Importer {
     for (int k = 2; !opNames_.insert(op.name).second; ++k) op.name = symbolName(name) + "_" + std::to_string(k);
     op.output = d.output;
     op.loc = loc();
+    std::string whereStream;
+    Const whereBias;
     static const std::map<std::string, std::string> direct = {
         {"MatMul", "matmul"}, {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Tanh", "tanh"},
         {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"},
@@ -1048,17 +1075,17 @@ class Importer {
     } else if (d.op == "Gather" && consts_.count(d.inputs[0])) {
       op.op = "embedding";
       op.inputs = {operand(d.inputs[1], op.name), operand(d.inputs[0], op.name)};
-    } else if (d.op == "Where" && consts_.count(d.inputs[0]) && consts_.count(d.inputs[1]) != consts_.count(d.inputs[2])) {
-      // A select between a stream and a constant under a constant mask (masked_fill): modelled as adding the
-      // constant where the stream is not selected (its cost; the values differ only where softmax then
-      // gives ~0 weight, or none, the constant being -inf).
-      bool streamWhenTrue = !consts_.count(d.inputs[1]);
-      Const bias = broadcast(consts_.at(d.inputs[0]), consts_.at(d.inputs[streamWhenTrue ? 2 : 1]),
-                             [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
+    } else if (d.op == "Where" && whereAsBias(d, whereStream, whereBias) && masksBeforeSoftmax(d, whereBias)) {
+      // A mask before a softmax (masked_fill with -inf or a large negative number that is not causal, a
+      // padding mask): adding the constant where the stream is not selected gives those keys a weight of 0
+      // (-inf) or about 0, as the select does.
       std::string bname = d.output + "_mask";
-      consts_[bname] = bias;
+      consts_[bname] = whereBias;
       op.op = "add";
-      op.inputs = {operand(d.inputs[streamWhenTrue ? 1 : 2], op.name), weightFrom(bname, bname)};
+      op.inputs = {operand(whereStream, op.name), weightFrom(bname, bname)};
+    } else if (d.op == "Where") {
+      unsupported_.push_back(name + " (Where other than a mask of -inf or at most -1e4 before a softmax)");
+      return;
     } else {
       unsupported_.push_back(name + " (" + d.op + ")");
       return;
@@ -1152,7 +1179,7 @@ class Importer {
       }
       if (!ok) continue;
       for (const auto& t : chain)  // the copies are read only along the chain
-        if (consumerOps(t).size() != 1) ok = false;
+        if (consumerOps(t).size() != 1 || isModelOutput(t)) ok = false;
       if (!ok) continue;
       std::vector<int64_t> x = constantDims(heads);
       std::string one = heads + "_unsqueezed", repeated = heads + "_repeated";
@@ -1207,6 +1234,9 @@ class Importer {
           y != std::vector<int64_t>{x[0], x[1] * e[2], x[2], x[3]})
         continue;
       int64_t kv = x[1], rep = e[2];
+      bool onlyChain = consumerOps(expand->output).size() == 1 && consumerOps(unsqueeze->output).size() == 1;
+      for (const auto& t : {repeat.output, expand->output, unsqueeze->output}) onlyChain = onlyChain && !isModelOutput(t);
+      if (!onlyChain) continue;
       // Every reader must be an attention product taking the copies as its right side: directly (V) or
       // through a transpose of the last two dims (K).
       std::vector<std::pair<size_t, size_t>> uses;  // (matmul, transpose or SIZE_MAX)
@@ -1225,8 +1255,11 @@ class Importer {
           ok = false;
         }
       }
-      for (const auto& [m, t] : uses)
-        if (constantDims(graph_.ops[m].inputs[0]).size() != 4 || constantDims(graph_.ops[m].output).size() != 4) ok = false;
+      for (const auto& [m, t] : uses) {  // the other operand has the copies' heads, for the groups to be views
+        std::vector<int64_t> a = constantDims(graph_.ops[m].inputs[0]);
+        if (a.size() != 4 || a[1] != kv * rep || constantDims(graph_.ops[m].output).size() != 4) ok = false;
+        if (t != SIZE_MAX && isModelOutput(graph_.ops[t].output)) ok = false;
+      }
       if (!ok || uses.empty()) continue;
       std::map<size_t, std::vector<Op>> before, after;  // ops to insert around each product
       for (const auto& [m, t] : uses) {

@@ -370,12 +370,30 @@ TEST(EmitW4A8, GraphsOfEveryOpAreBitExact) {
   expectBitExact(model("graphs/gpt2_layer.yaml"), "q_layer", "--set quant=w4a8", 0.99);
 }
 
+// A causal softmax of 24 rows over 32 keys (the rows the last 24 positions: row r keeps keys 0 .. r + 8)
+// reading a reshape of the scores, so that its kernels stream the tensor the view reads: csim equals the
+// references, which mask by the softmax's own shape, in f32 and bit for bit in W4A8.
+TEST(Emit, CausalSoftmaxOverAViewMasksTheKeysPastEachRow) {
+  std::string path = ::testing::TempDir() + "causal_view.yaml";
+  std::ofstream(path) << "graph: causal_view\n"
+                         "inputs:\n"
+                         "  - {name: q, shape: [2, 24, 16], dtype: f32}\n"
+                         "  - {name: kt, shape: [2, 16, 32], dtype: f32}\n"
+                         "ops:\n"
+                         "  - {name: scores, op: matmul, inputs: [q, kt], output: s}\n"
+                         "  - {name: heads, op: reshape, inputs: [s], output: s4, shape: [1, 2, 24, 32]}\n"
+                         "  - {name: probs, op: softmax, inputs: [s4], output: p, axis: -1, causal: true}\n"
+                         "outputs: [p]\n";
+  emitAndSimulate(path, "causal_view");
+  expectBitExact(path, "q_causal_view", "--set quant=w4a8", 0.99);
+}
+
 // Blocks exported from torch with their own weights: the documented bound is a cosine of at least 0.98.
 TEST(EmitW4A8, TorchBlocksStayWithinTheDocumentedBound) {
   expectBitExact(model("onnx/mlp.onnx"), "q_onnx_mlp", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/gpt2_block.onnx"), "q_onnx_gpt2", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/llama_block.onnx"), "q_onnx_llama", "--set quant=w4a8", 0.98);
-  // masked_fill's -inf added to the int8 scores, and erf, pow, sqrt, abs, max, min on their own
+  // nanoGPT's masked_fill (a causal softmax now), and erf, pow, sqrt, abs, max, min on their own
   expectBitExact(model("onnx/causal_attention.onnx"), "q_onnx_causal", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/pointwise.onnx"), "q_onnx_pointwise", "--set quant=w4a8", 0.98);
 }
