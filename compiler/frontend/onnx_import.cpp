@@ -2,17 +2,21 @@
 //
 //   ModelProto --shape inference--> values with shapes (dims or named symbols)
 //     initializers and Constant nodes: constant tensors; a node whose inputs are all constant is folded
-//     (Shape of a known shape, Gather, Unsqueeze, Concat, Reshape, Cast, ConstantOfShape, Equal, Where,
-//     Expand, Range, arithmetic) and stays a constant
+//     (Shape of a known shape, Gather, Unsqueeze, Squeeze, Concat, Reshape, Cast, Not, ConstantOfShape,
+//     Equal, Where, Expand, Range, Slice, Split, Trilu, arithmetic) and stays a constant; shape arguments
+//     folded so are handed back to shape inference as initializers, and the import runs again
+//     (foldShapeArguments)
 //     the rest: dynamic nodes; decomposed patterns are recognised first:
 //       LayerNorm  ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias
 //       RMSNorm    Pow 2, ReduceMean, Add eps, Sqrt, (Div 1 /) , Mul x, Mul scale
 //       GELU       Div sqrt2, Erf, Add 1, Mul x, Mul 0.5 | x^3 (Pow 3 or Mul x Mul x x), Mul, Add x, Mul, Tanh,
 //                  Add 1, Mul (0.5)x
 //       SiLU       Sigmoid, Mul x
-//     then each maps to a graph op (MatMul, Gemm, Add, Sub, Mul, Div, Softmax, Transpose, Reshape, Tanh,
-//     Exp, Gather as an embedding, Identity); constants they read become weights, their values (as f32)
-//     kept in graph.values unless the file does not hold them (external data, an unread dtype).
+//       causal mask  Where or Add of a constant of -inf (<= -1e4) past each row, before a Softmax
+//     then each maps to a graph op (MatMul, Gemm, the elementwise ops, Softmax, Transpose, Reshape, Gather
+//     as an embedding, Identity, ...); constants they read become weights, their values (as f32) kept in
+//     graph.values unless the file does not hold them (external data, an unread dtype); last, copies of
+//     KV heads (repeat_kv, repeat_interleave) become grouped-query attention.
 #include "compiler/frontend/onnx_import.h"
 
 #include <onnx/onnx_pb.h>

@@ -332,7 +332,7 @@ class Lowering {
       add(std::move(kern));
       return;
     }
-    // Elementwise: add sub mul div gelu silu exp tanh rope.
+    // Elementwise (graph.h: elementwiseArity) and rope.
     Kernel kern = kernel(op);
     StreamOrder o = canonicalOrder(outT, opt_.tile);
     KernelPhase ph{o.trips, {}};
