@@ -972,8 +972,7 @@ class Importer {
     const onnx::NodeProto& n = *d.node;
     std::string name = nodeName(n);
     Op op;
-    op.name = symbolName(name);
-    for (int k = 2; !opNames_.insert(op.name).second; ++k) op.name = symbolName(name) + "_" + std::to_string(k);
+    op.name = uniqueOpName(symbolName(name));
     op.output = d.output;
     op.loc = loc();
     std::string whereStream;
@@ -1136,10 +1135,15 @@ class Importer {
     auto it = graph_.values.find(weight);
     return it != graph_.values.end() && std::all_of(it->second.begin(), it->second.end(), [](float v) { return v == 0.0f; });
   }
+  // `base`, or base_2, base_3, ...: the first name no op of the graph has yet, taken.
+  std::string uniqueOpName(const std::string& base) {
+    std::string name = base;
+    for (int k = 2; !opNames_.insert(name).second; ++k) name = base + "_" + std::to_string(k);
+    return name;
+  }
   Op reshapeOp(const std::string& name, const std::string& input, const std::string& output, std::vector<int64_t> shape) {
     Op op;
-    op.name = name;
-    for (int k = 2; !opNames_.insert(op.name).second; ++k) op.name = name + "_" + std::to_string(k);
+    op.name = uniqueOpName(name);
     op.op = "reshape";
     op.inputs = {input};
     op.output = output;
@@ -1190,8 +1194,7 @@ class Importer {
       madeShapes_[one] = {x[0], kv, 1, x[2], x[3]};
       madeShapes_[repeated] = {x[0], kv, rep, x[2], x[3]};
       Op add;
-      add.name = cat.name + "_expand";
-      for (int k = 2; !opNames_.insert(add.name).second; ++k) add.name = cat.name + "_expand_" + std::to_string(k);
+      add.name = uniqueOpName(cat.name + "_expand");
       add.op = "add";
       add.inputs = {one, zeros};
       add.output = repeated;
