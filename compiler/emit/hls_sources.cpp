@@ -49,12 +49,7 @@ const char* kStreamtensorHeader =
 #define ST_ITER(lag, split)
 #endif
 
-/// One stream token: N elements of T (f32, int8, int32, or bytes of two int4 weights), row-major over
-/// the token's element shape.
-template <int N, typename T = float>
-struct Tok {
-  T v[N];
-};
+// Tok<N, T>, the stream token and the 512-bit port word, is in st_numeric.h, which the host shares.
 )";
 
 // Whether C++ text holds identifier `name` as a whole word.
@@ -342,22 +337,23 @@ class SourceEmitter {
            " num_write_outstanding=" + std::to_string(hbm_.outstandingWrites);
   }
 
-  // Elements of a DMA's HBM buffer at the symbols' maxima (its pointer's type): the m_axi depth C/RTL
+  // Elements of a DMA's HBM buffer at the symbols' maxima (its pointer's type, beats or elements): the m_axi depth C/RTL
   // co-simulation needs. A packed buffer holds the stream (one stripe of each token); a row-major one, and
   // an embedding table, the whole tensor.
   int64_t bufferDepth(const Task& t) const {
     const TaskRole& r = role(t);
     const Bindings& maxima = compiled_.options.maxima;
     std::string dtype = ctx_.dtype(r.order.dtype);
+    int64_t units = 1;
     if (r.packed) {
-      int64_t units = emit::storageUnits(ctx_, r.order) / r.stripes;
+      units = emit::storageUnits(ctx_, r.order) / r.stripes;
       for (const Expr& trip : r.order.trips) units *= trip.eval(maxima);
-      return units;
+    } else {
+      for (const Expr& d : compiled_.kernels.tensors.at(r.tensor).shape) units *= d.eval(maxima);
+      units = units * dtypeBits(dtype) / emit::storageOf(dtype).bits;
     }
-    const TensorInfo& info = compiled_.kernels.tensors.at(r.tensor);
-    int64_t elements = 1;
-    for (const Expr& d : info.shape) elements *= d.eval(maxima);
-    return elements * dtypeBits(dtype) / emit::storageOf(dtype).bits;
+    emit::DmaPort p = port(t);
+    return p.beats() ? (units + p.per - 1) / p.per : units;
   }
   // The token ids a gather reads: one per row of its stream.
   int64_t idsDepth(const Task& t) const {
@@ -367,10 +363,15 @@ class SourceEmitter {
     return rows;
   }
 
-  // The pointer type of a DMA's memory argument.
+  // The pointer type of a DMA's memory argument: 512-bit beats or elements (emit::DmaPort).
   std::string memoryType(const Task& t) const {
-    std::string type = emit::storageOf(ctx_.dtype(role(t).order.dtype)).type;
+    std::string type = port(t).type();
     return t.kind == TaskKind::kDmaRead ? "const " + type + "* " : type + "* ";
+  }
+  emit::DmaPort port(const Task& t) const { return emit::dmaPort(compiled_, ctx_.quant != nullptr, role(t)); }
+  std::string portNote(const TaskRole& r) const {
+    emit::DmaPort p = emit::dmaPort(compiled_, ctx_.quant != nullptr, r);
+    return p.beats() ? ", a 512-bit beat an access" : "; element port: " + p.reason;
   }
 
   std::string describe(const Task& t, const TaskRole& r) const {
@@ -381,8 +382,9 @@ class SourceEmitter {
       }
       case TaskRole::kLoad:
         return ": DMA read of '" + r.tensor + "' from HBM[" + std::to_string(t.channel) + "]" +
-               (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of " + std::to_string(r.stripes) : "");
-      case TaskRole::kStore: return ": DMA write of '" + r.tensor + "' to HBM[" + std::to_string(t.channel) + "]";
+               (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of " + std::to_string(r.stripes) : "") +
+               portNote(r);
+      case TaskRole::kStore: return ": DMA write of '" + r.tensor + "' to HBM[" + std::to_string(t.channel) + "]" + portNote(r);
       case TaskRole::kSplit: return ": 512-bit tokens into " + std::to_string(r.ratio) + " narrow ones";
       case TaskRole::kPack: return ": " + std::to_string(r.ratio) + " narrow tokens into one of 512 bits";
       case TaskRole::kConverterWrite: return ": converter of '" + r.tensor + "', fills its regions";

@@ -97,6 +97,7 @@ struct Buffer {
   bool fromRaw = false;   ///< holds a graph input or weight as it is (a gather's table and ids)
   int channel = 0;
   std::string type = "float";  ///< C++ element type: float, st_i8, st_u8 (two int4 weights)
+  std::string port = "float";  ///< what the top function's argument points to: `type`, or 512-bit beats of it
 };
 
 class ProjectWriter {
@@ -205,17 +206,18 @@ class ProjectWriter {
                             "', which is neither an input nor a weight");
         b.fromRaw = true;
         b.var = "m_" + tid(b.tensor);
-        b.type = typeOf(r.order.dtype);
+        b.type = b.port = typeOf(r.order.dtype);
         bufferOf_[t.name] = b;
         Buffer ids = b;
         ids.tensor = op.inputs[0];
         ids.var = "m_" + tid(ids.tensor);
         ids.arg = b.arg + "_ids";
-        ids.type = "float";
+        ids.type = ids.port = "float";
         idsOf_[t.name] = ids;
         continue;
       }
       b.type = typeOf(r.order.dtype);
+      b.port = emit::dmaPort(compiled_, quant_, r).type();
       if (r.kind == TaskRole::kLoad && r.packed) {
         if (!isGraphTensor(r.tensor, graph_.inputs) && !isGraphTensor(r.tensor, graph_.weights) && !isEpilogue(r.tensor))
           throw UserError("unsupported: HLS emission of '" + t.name + "', a DMA of '" + r.tensor + "', which is neither an input nor a weight");
@@ -308,7 +310,7 @@ class ProjectWriter {
       std::string head = "extern \"C\" void " + topFunctionName(graph_, g) + "(";
       bool first = true;
       for (const auto& [t, b] : topArgs(g)) {
-        head += (first ? "" : ", ") + std::string(b->readOnly ? "const " : "") + b->type + "* " + b->arg;
+        head += (first ? "" : ", ") + std::string(b->readOnly ? "const " : "") + b->port + "* " + b->arg;
         first = false;
       }
       c.line(head + symbolParams(!first) + ");");
@@ -584,7 +586,9 @@ class ProjectWriter {
       std::string call = topFunctionName(graph_, g) + "(";
       bool first = true;
       for (const auto& [t, b] : topArgs(g)) {
-        call += (first ? "" : ", ") + b->var + ".data()";
+        call += (first ? "" : ", ") + (b->port == b->type ? b->var + ".data()"
+                                                          : "reinterpret_cast<" + std::string(b->readOnly ? "const " : "") +
+                                                                b->port + "*>(" + b->var + ".data())");
         first = false;
       }
       c.line(call + (first ? symbolArgs().substr(symbols_.empty() ? 0 : 2) : symbolArgs()) + ");");

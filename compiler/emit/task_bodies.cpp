@@ -14,6 +14,7 @@
 #include "compiler/emit/task_bodies.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "compiler/dse/cost_model.h"
 #include "compiler/ir/diagnostics.h"
@@ -703,7 +704,166 @@ std::string firstPort(const Task& task, PortDir dir) {
   throw UserError("internal: task '" + task.name + "' has no port of that direction");
 }
 
-// Element j of the narrow token at running count t, placed in or taken from the 512-bit token `wide`.
+// The trips of `trips` with `by` (a power of two dividing the product of the constant ones) taken out of
+// the innermost constant ones: the iterations of a loop that moves `by` tokens at a time.
+std::vector<Expr> groupedTrips(std::vector<Expr> trips, int64_t by) {
+  for (size_t k = trips.size(); k-- > 0 && by > 1;)
+    if (trips[k].isConstant()) {
+      int64_t g = std::gcd(trips[k].eval(), by);
+      trips[k] = Expr(trips[k].eval() / g);
+      by /= g;
+    }
+  if (by != 1) throw UserError("internal: a DMA's token count is not a whole number of 512-bit beats");
+  return trips;
+}
+
+// The beats of a row-major tensor that a DMA's tokens (or, `group` > 1, the `group` consecutive tokens one
+// 512-bit DMA token collects) cover: contiguous, unpadded, beat-aligned, so that each access is one whole
+// beat. Then the beat address of loop variables i_k is sum_k coeff[k] * i_k + first (+ the beat within
+// the token), the last loop counting groups when group > 1.
+struct RowMajorBeats {
+  std::string reason;  ///< empty: whole beats
+  std::vector<int64_t> coeff;
+  int64_t first = 0;
+  int64_t beatsPerToken = 1;
+};
+
+RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t group, int64_t per, int stripes) {
+  auto none = [](std::string why) {
+    RowMajorBeats r;
+    r.reason = std::move(why);
+    return r;
+  };
+  RowMajorBeats r;
+  const size_t D = t.shape.size(), n = o.trips.size();
+  const int64_t E = tokenElements(o);
+  if (stripes > 1) return none("each of its stripes moves part of a token");
+  if (static_cast<size_t>(o.map.numResults()) != D || o.element.size() != D) return none("its order is not over the tensor's dims");
+  if (!insideTensor(t, o, "i", "j").empty()) return none("its tokens run past a symbolic dimension (padding)");
+  // A token is a run of memory when it is one position of the dims outside its first extent > 1 and all of
+  // the dims inside it.
+  size_t k0 = 0;
+  while (k0 + 1 < D && o.element[k0] == 1) ++k0;
+  for (size_t d = k0 + 1; d < D; ++d)
+    if (!t.shape[d].isConstant() || o.element[d] != t.shape[d].eval()) return none("a token's elements are not contiguous in memory");
+  // Row-major strides; a stride outside a symbolic dim is not a constant.
+  std::vector<int64_t> stride(D, 0);
+  std::vector<bool> known(D, true);
+  stride[D - 1] = 1;
+  for (size_t d = D - 1; d-- > 0;) {
+    known[d] = known[d + 1] && t.shape[d + 1].isConstant();
+    stride[d] = known[d] ? stride[d + 1] * t.shape[d + 1].eval() : 0;
+  }
+  std::vector<int64_t> a(n, 0);
+  int64_t c0 = 0;
+  for (size_t d = 0; d < D; ++d) {
+    const AffineExpr& e = o.map.results()[d];
+    bool moves = e.constant != 0;
+    for (size_t k = 0; k < n; ++k) moves = moves || e.coeffs[k] != 0;
+    if (moves && !known[d]) return none("its addresses step by a symbolic row length");
+    for (size_t k = 0; k < n; ++k) a[k] += stride[d] * e.coeffs[k] * o.steps[k];
+    c0 += stride[d] * e.constant;
+  }
+  const std::string offBeat = "a token starts off a 512-bit boundary";
+  if (group > 1) {  // E * group == per: the last loop moves one token, `group` of them a beat
+    if (n == 0 || !o.trips[n - 1].isConstant() || o.trips[n - 1].eval() % group != 0 || a[n - 1] != E)
+      return none("the tokens one 512-bit DMA token collects are not consecutive in memory");
+  } else if (E % per != 0) {
+    return none("its tokens of " + std::to_string(E) + " elements are not whole 512-bit beats");
+  }
+  r.coeff.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (group > 1 && k == n - 1) {
+      r.coeff[k] = 1;
+      continue;
+    }
+    if (o.trips[k].isConstant() && o.trips[k].eval() == 1) continue;
+    if (a[k] % per != 0) return none(offBeat);
+    r.coeff[k] = a[k] / per;
+  }
+  if (c0 % per != 0) return none(offBeat);
+  r.first = c0 / per;
+  r.beatsPerToken = group > 1 ? 1 : E / per;
+  return r;
+}
+
+// The beat address sum_k coeff[k] * i_k + first.
+std::string beatAddress(const RowMajorBeats& r) {
+  std::string s;
+  for (size_t k = 0; k < r.coeff.size(); ++k)
+    if (r.coeff[k] != 0) s += (s.empty() ? "" : " + ") + (r.coeff[k] == 1 ? "" : std::to_string(r.coeff[k]) + " * ") + "i" + std::to_string(k);
+  if (r.first != 0 || s.empty()) s += (s.empty() ? "" : " + ") + std::to_string(r.first);
+  return s;
+}
+
+// A token of `beats` beats assembled from, or taken apart into, beats: a loop of one beat an iteration
+// (variable q the beat within the token). Loads write the token at its last beat; stores read it at its
+// first.
+void beatsOfToken(Code& c, const std::string& tokType, int64_t per, int64_t beats, const std::string& q,
+                  const std::string& beatRef, bool load, const std::string& fifo) {
+  if (load) {
+    c.line("const auto beat = " + beatRef + ";");
+    openElements(c, "j", per);
+    c.line("tok.v[" + q + " * " + std::to_string(per) + " + j] = beat.v[j];");
+    c.close();
+    c.open("if (" + q + " == " + std::to_string(beats - 1) + ")");
+    c.line(fifo + ".write(tok);");
+    c.line("++t;");
+    c.close();
+    return;
+  }
+  c.line("if (" + q + " == 0) tok = " + fifo + ".read();");
+  c.line(tokType + " beat;");
+  openElements(c, "j", per);
+  c.line("beat.v[j] = tok.v[" + q + " * " + std::to_string(per) + " + j];");
+  c.close();
+  c.line(beatRef + " = beat;");
+}
+
+// A DMA over a port of whole beats (DmaPort): one beat an iteration, a token (or a 512-bit token of
+// `ratio` narrow ones) a beat or several.
+void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, const DmaPort& port,
+              const std::string& mem, Code& c) {
+  const StreamOrder& o = role.order;
+  const bool load = task.kind == TaskKind::kDmaRead;
+  const std::string fifo = ctx.fifoVar(firstPort(task, load ? PortDir::kOut : PortDir::kIn));
+  const int n = static_cast<int>(o.trips.size());
+  const int64_t per = port.per;
+  std::vector<Expr> trips = o.trips;
+  int64_t beats = 1;
+  std::string address;
+  if (role.packed) {  // the buffer is the stream: beat after beat
+    if (role.ratio > 1) trips = groupedTrips(o.trips, role.ratio);
+    beats = role.ratio > 1 ? 1 : storageUnits(ctx, o) / role.stripes / per;
+    c.line("long t = 0;");
+    address = beats == 1 ? "t" : "t * " + std::to_string(beats);
+  } else {
+    RowMajorBeats r = rowMajorBeats(ctx.compiled->kernels.tensors.at(role.tensor), o, role.ratio, per, role.stripes);
+    beats = r.beatsPerToken;
+    if (role.ratio > 1) trips[static_cast<size_t>(n - 1)] = Expr(o.trips.back().eval() / role.ratio);
+    if (beats > 1) c.line("long t = 0;");
+    address = beatAddress(r);
+  }
+  if (beats > 1) {
+    c.line(tokenOf(per * beats, ctx.dtype(o.dtype)) + " tok;");
+    trips.push_back(Expr(beats));
+  }
+  FlatLoop f(c, trips, "i", static_cast<int>(trips.size()));
+  f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
+  if (beats > 1) {
+    std::string q = "i" + std::to_string(n);
+    beatsOfToken(c, port.type(), per, beats, q, mem + "[" + address + " + " + q + "]", load, fifo);
+  } else if (load) {
+    c.line(fifo + ".write(" + mem + "[" + address + "]);");
+    if (role.packed) c.line("++t;");
+  } else {
+    c.line(mem + "[" + address + "] = " + fifo + ".read();");
+  }
+  f.close();
+}
+
+// A DMA read over an element port: element j of the narrow token at running count t, placed in or taken
+// from the 512-bit token `wide`.
 void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
   const std::string dtype = ctx.dtype(o.dtype);
@@ -712,6 +872,8 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
   if (!role.packed && E != tokenElements(o))
     throw UserError("unsupported: HLS emission of '" + task.name + "': a row-major " + dtype + " tensor read from HBM");
+  DmaPort port = dmaPort(*ctx.compiled, ctx.quant != nullptr, role);
+  if (port.beats()) return dmaBeats(ctx, task, role, port, mem, c);
   // A packed token wider than an AXI beat (512 bits) is read a beat per iteration, so that the loop's one
   // m_axi access a cycle holds at II=1: the token is written at its last beat.
   int64_t bits = part * storageOf(dtype).bits,
@@ -770,6 +932,8 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   const std::string dtype = ctx.dtype(o.dtype);
   int64_t E = storageUnits(ctx, o);
   if (E != tokenElements(o)) throw UserError("unsupported: HLS emission of '" + task.name + "': an int4 tensor written to HBM");
+  DmaPort port = dmaPort(*ctx.compiled, ctx.quant != nullptr, role);
+  if (port.beats()) return dmaBeats(ctx, task, role, port, mem, c);
   std::string in = ctx.fifoVar(firstPort(task, PortDir::kIn));
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
   c.line("long t = 0;");
@@ -972,6 +1136,29 @@ std::string tokenOf(int64_t units, const std::string& dtype) {
 int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order) {
   std::string d = ctx.dtype(order.dtype);
   return tokenElements(order) * dtypeBits(d) / storageOf(d).bits;
+}
+
+DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role) {
+  const std::string dtype = quant ? role.order.dtype : "f32";
+  const Storage st = storageOf(dtype);
+  DmaPort p;
+  p.element = st.type;
+  const int64_t per = kDmaTokenBits / st.bits, units = tokenElements(role.order) * dtypeBits(dtype) / st.bits;
+  if (role.kind == TaskRole::kGather) {
+    p.reason = "an embedding lookup reads table rows at token ids";
+  } else if (role.kind == TaskRole::kLoad && role.packed) {
+    int64_t part = units / role.stripes;
+    if (role.ratio > 1 || part % per == 0)
+      p.per = per;
+    else
+      p.reason = "its tokens of " + std::to_string(part * st.bits) + " bits are not whole 512-bit beats";
+  } else if (units != tokenElements(role.order)) {
+    p.reason = "int4 elements";
+  } else {
+    p.reason = rowMajorBeats(compiled.kernels.tensors.at(role.tensor), role.order, role.ratio, per, role.stripes).reason;
+    if (p.reason.empty()) p.per = per;
+  }
+  return p;
 }
 
 std::string floatLiteral(float v) {

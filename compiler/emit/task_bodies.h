@@ -49,6 +49,21 @@ std::string tokenOf(int64_t units, const std::string& dtype);
 /// Storage units of one token of order (the ctx's dtype).
 int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order);
 
+/// How a DMA's m_axi port is accessed. A port whose every access is one whole 512-bit beat at a beat's
+/// address is typed as the beat, `Tok<per, T>` (UG1399: an aggregate on an m_axi interface is one wide
+/// word), so the width does not hang on HLS inferring a burst: a packed stream whose tokens are whole
+/// beats or are widened to 512 bits, and a row-major tensor whose tokens (or the tokens one 512-bit DMA
+/// token collects) are contiguous, unpadded and beat-aligned. Any other port is typed as its elements.
+struct DmaPort {
+  int64_t per = 0;     ///< storage units of a beat; 0: an element port
+  std::string reason;  ///< an element port: why not beats
+  std::string element; ///< the C++ element type
+  bool beats() const { return per > 0; }
+  /// The pointee type of the top function's argument.
+  std::string type() const { return beats() ? "Tok<" + std::to_string(per) + (element == "float" ? "" : ", " + element) + ">" : element; }
+};
+DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role);
+
 /// An f32 literal that reads back as exactly v.
 std::string floatLiteral(float v);
 

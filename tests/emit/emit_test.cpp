@@ -432,26 +432,95 @@ TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
     }
   EXPECT_EQ(floatStreams, 2);  // up's and down's
   EXPECT_NE(src.find("hls::stream<Tok<64, st_u8>>"), std::string::npos);  // 512-bit DMA words: 128 int4 weights
-  EXPECT_NE(src.find("const st_u8* "), std::string::npos);
-  EXPECT_NE(src.find("const st_i8* "), std::string::npos);
-  // No DMA read takes more than one 512-bit AXI beat an iteration: the epilogues' 1,024-bit tokens (32
-  // floats) are read in two.
-  std::istringstream text(src);
-  std::vector<std::string> all;
-  for (std::string line; std::getline(text, line);) all.push_back(line);
-  int bits = 0, reads = 0;
-  for (size_t i = 0; i + 2 < all.size(); ++i) {
-    const std::string& l = all[i];
-    if (l.find("static void load_") == 0) bits = l.find("const float* mem") != std::string::npos ? 32 : 8;
-    int n = 0;
-    if (std::sscanf(l.c_str(), " for (int j = 0; j < %d; ++j)", &n) == 1 &&
-        all[i + 2].find("= mem[") != std::string::npos) {
-      ++reads;
-      EXPECT_LE(n * bits, 512) << all[i + 2];
+  // The DMAs read 512-bit words (Emit.DmaPortsMoveWhole512BitBeats): int4 weights, int8 activations, and
+  // the epilogues' 1,024-bit tokens (32 floats) in two.
+  EXPECT_NE(src.find("const Tok<64, st_u8>* "), std::string::npos);
+  EXPECT_NE(src.find("const Tok<64, st_i8>* "), std::string::npos);
+  EXPECT_EQ(src.find("const st_u8* "), std::string::npos);
+  EXPECT_NE(src.find("const auto beat = mem[t * 2 + i2];"), std::string::npos);
+}
+
+// Every DMA port whose accesses are whole aligned beats is typed as the 512-bit beat (Tok<512 / bits, T>)
+// and its loop moves one beat an iteration: as many iterations as the network's DMA moves bytes / 64, so
+// a DMA token of 512 bits takes one cycle as the simulator says (a widened read used to take 4 or 16), and
+// the m_axi depth counts beats. Other ports keep their elements and say why.
+void expectBeatPorts(const std::string& dir, int minBeatPorts, int minElementPorts, const stc::Bindings& maxima = {}) {
+  std::string src = sources(dir), cfgPath = dir + "/network.yaml";
+  stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
+  int beatPorts = 0, elementPorts = 0;
+  for (const stc::Task& t : n.tasks) {
+    if (!t.isDma()) continue;
+    size_t at = src.find("// " + t.name + ": DMA ");
+    ASSERT_NE(at, std::string::npos) << t.name;
+    std::string fn = src.substr(at, src.find("\n}\n", at) - at);
+    std::string signature = fn.substr(0, fn.find(") {"));
+    std::string port;
+    for (char c : t.name) port += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    size_t pragma = src.find("#pragma HLS INTERFACE m_axi port=" + port + " ");
+    ASSERT_NE(pragma, std::string::npos) << port;
+    int64_t depth = std::stoll(src.substr(src.find("depth=", pragma) + 6));
+    int64_t bytes = t.bytes.eval(maxima);
+    size_t mem = signature.find("* mem"), tok = signature.rfind(" Tok<", mem);
+    if (tok != std::string::npos && signature.find('&', tok) > mem) {  // the memory argument, not a stream
+      ++beatPorts;
+      int lanes = std::stoi(signature.substr(tok + 5));
+      int bits = signature.find("Tok<" + std::to_string(lanes) + ">* mem") != std::string::npos ? 32 : 8;
+      EXPECT_EQ(lanes * bits, 512) << signature;
+      EXPECT_NE(fn.find(", a 512-bit beat an access"), std::string::npos) << fn;
+      size_t first = fn.find("mem["), loop = fn.find("for (long it = 0; it < ");
+      ASSERT_NE(first, std::string::npos) << fn;
+      ASSERT_NE(loop, std::string::npos) << fn;
+      EXPECT_EQ(fn.find("mem[", first + 1), std::string::npos) << fn;  // one access an iteration,
+      EXPECT_EQ(fn.find("for (int j", loop), fn.find("for (int j", first)) << fn;  // not in an element loop
+      std::string count = fn.substr(loop + 23, fn.find(';', loop + 23) - loop - 23);
+      if (count.find_first_not_of("0123456789") == std::string::npos) {  // a constant count: a beat an iteration
+        EXPECT_EQ(std::stoll(count), bytes / 64) << fn;
+      }
+      EXPECT_EQ(bytes % 64, 0) << t.name;
+      if (signature.find("const ") != std::string::npos) {  // a write's depth covers the whole tensor
+        EXPECT_EQ(depth, bytes / 64) << t.name;
+      }
+    } else {
+      ++elementPorts;
+      EXPECT_NE(fn.find("; element port: "), std::string::npos) << fn.substr(0, 200);
     }
   }
-  EXPECT_GT(reads, 4);
-  EXPECT_NE(src.find("tok.v[i2 * 16 + j] = mem[t * 32 + i2 * 16 + j];"), std::string::npos);
+  EXPECT_GE(beatPorts, minBeatPorts) << dir;
+  EXPECT_GE(elementPorts, minElementPorts) << dir;
+}
+
+TEST(Emit, DmaPortsMoveWhole512BitBeats) {
+  // W4A8: int8 x and the f32 epilogues in two beats a token, int4 weight stripes, int8 y packed four tokens a
+  // beat into its row-major tensor.
+  std::string q = fresh("beats_q");
+  ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --set quant=w4a8 -o " + q).code, 0);
+  expectBeatPorts(q, 10, 0);
+  std::string src = sources(q);
+  EXPECT_NE(src.find("static void load_x_task(hls::stream<Tok<128, st_i8>>& s_x_hbm, const Tok<64, st_i8>* mem)"),
+            std::string::npos);
+  EXPECT_NE(src.find("const auto beat = mem[t * 2 + i2];"), std::string::npos);
+  EXPECT_NE(src.find("mem[i1] = s_y_hbm_wide.read();"), std::string::npos);
+  // f32, 64 rows, two fused groups: the tensor one stores row-major and the next reads (32 floats a token,
+  // two beats) goes through beat ports too; biases widened to 512-bit tokens, one a beat.
+  std::string path = ::testing::TempDir() + "mlp_beats.yaml";
+  std::string mlp = readAll(model("graphs/mlp.yaml"));
+  mlp.replace(mlp.find("shape: [1, 256]"), 15, "shape: [64, 256]");
+  std::ofstream(path) << mlp;
+  emitAndSimulate(path, "beats_f32", "--set onchip_budget_bytes=20000");
+  std::string f = ::testing::TempDir() + "emit_beats_f32";
+  expectBeatPorts(f, 10, 0);
+  std::string fsrc = sources(f);
+  EXPECT_NE(fsrc.find("mem[64 * i0 + i1] = s_g_hbm.read();"), std::string::npos);
+  EXPECT_NE(fsrc.find("const auto beat = mem[64 * i0 + 2 * i2 + i3];"), std::string::npos);
+  EXPECT_NE(fsrc.find("_wide.write(mem[t]);"), std::string::npos);
+  // A one-value int8 scale is narrower than a beat and not widened: an element port, which says so.
+  std::string tiny = fresh("beats_tiny");
+  ASSERT_EQ(stc("emit " + model("gpt2-tiny.yaml") + " -o " + tiny).code, 0);
+  expectBeatPorts(tiny, 40, 1, {{"ctx", 64}});
+  EXPECT_NE(sources(tiny).find("DMA read of 'scale' from HBM[31]; element port: its tokens of 8 bits are not whole "
+                               "512-bit beats\nstatic void load_scale_task(hls::stream<Tok<1, st_i8>>& s_scale_hbm, "
+                               "const st_i8* mem)"),
+            std::string::npos);
 }
 
 // The kernels have the structure the network times (UG1399): each phase one flattened loop pipelined at its
@@ -624,13 +693,15 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
     // The bursts and outstanding requests the HBM model simulates: 1024 / 64 = 16 beats, 4 in flight; the
     // depth co-simulation needs: the f32 elements the DMA moves at ctx's maximum (4096; a packed input's
     // stripe has a buffer of its own), times its stripes where it writes a row-major tensor (a stripe
-    // writes its part of each token into the whole tensor).
+    // writes its part of each token into the whole tensor), in beats of 16 where the port moves beats.
     int64_t stripes = 0;
     size_t dot = t.name.find(".s");
     for (const stc::Task& u : n.tasks)
       stripes +=
           dot == std::string::npos ? u.name == t.name : u.name.compare(0, dot + 2, t.name, 0, dot + 2) == 0;
     int64_t depth = t.bytes.eval({{"ctx", 4096}}) / 4 * (t.kind == stc::TaskKind::kDmaWrite ? stripes : 1);
+    if (src.find("Tok<16>* " + port + ",") != std::string::npos || src.find("Tok<16>* " + port + ")") != std::string::npos)
+      depth = (depth + 15) / 16;  // a port of 512-bit beats (Emit.DmaPortsMoveWhole512BitBeats)
     EXPECT_NE(src.find("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
                        " offset=slave depth=" + std::to_string(depth) +
                        " max_widen_bitwidth=512 max_read_burst_length=16 max_write_burst_length=16 "
@@ -644,9 +715,9 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   EXPECT_NE(src.find("#pragma HLS INTERFACE s_axilite port=ctx"), std::string::npos);
   // ctx goes only to the tasks that use it: the cache loads (ctx rows) do, the loads of q do not.
   EXPECT_EQ(src.find("(void)ctx"), std::string::npos);
-  EXPECT_NE(src.find("static void load_q_task(hls::stream<Tok<16>>& s_q_hbm, const float* mem) {"),
+  EXPECT_NE(src.find("static void load_q_task(hls::stream<Tok<16>>& s_q_hbm, const Tok<16>* mem) {"),
             std::string::npos);
-  EXPECT_NE(src.find("const float* mem, int ctx) {"), std::string::npos);
+  EXPECT_NE(src.find("const Tok<16>* mem, int ctx) {"), std::string::npos);
   std::string mk = readAll(dir + "/Makefile");
   for (const char* target : {"\ncsim:", "\nhls:", "\nxclbin:", "\nhost:", "\nrun:", "\nemconfig:",
                              "PLATFORM ?= xilinx_u55c_gen3x16_xdma_3_202210_1", "TARGET ?= hw\n",

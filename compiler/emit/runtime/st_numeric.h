@@ -21,6 +21,13 @@ typedef int64_t st_i64;
 typedef uint64_t st_u64;
 #endif
 
+/// One stream token: N elements (f32, int8, int32, or bytes of two int4 weights), row-major over
+/// the token's element shape. Tok<512 / bits, Element> is also a DMA port's 512-bit word.
+template <int N, typename Element = float>
+struct Tok {
+  Element v[N];
+};
+
 /// Requantisation to int8: round half away from zero, then saturate to [-128, 127]; NaN gives 0.
 inline st_i8 st_q8(float v) {
   const float r = std::round(v);
