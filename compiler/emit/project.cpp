@@ -100,6 +100,37 @@ struct Buffer {
   std::string port = "float";  ///< what the top function's argument points to: `type`, or 512-bit beats of it
 };
 
+// Whether `name` may be a graph symbol in an emitted project, where each symbol is a variable of that
+// name in the kernels, the test bench and the host: not a name that code declares itself (a loop counter,
+// a local, a helper, a prefix of generated names) nor a C++ keyword or a name of the standard library it
+// uses. Checked against the names of emitted projects; renaming symbols in the output would lift it.
+bool collidesInEmittedCode(const std::string& name) {
+  static const std::set<std::string> kNames = {
+      "a", "acc", "alignas", "alignof", "and", "angle", "argc", "argv", "auto", "bad", "bank", "beat", "bias", "bo",
+      "bool", "break", "byte", "bytes", "capacity", "case", "catch", "chained", "char", "class", "const", "constexpr",
+      "continue", "cosine", "default", "delete", "dequantised", "device", "do", "double", "else", "enum", "epi",
+      "expected", "extern", "false", "float", "for", "fresh", "got", "goto", "if", "inline", "inputs", "int", "inv",
+      "inverse", "is", "it", "layer", "layers", "layout", "long", "main", "max", "min", "mmax", "mx", "namespace",
+      "new", "not", "nullptr", "operator", "or", "out", "outer", "outputs", "packed", "part", "pos", "prod", "qmax",
+      "quantize", "return", "row", "run", "scale", "short", "signed", "sizeof", "static", "stats", "std", "struct",
+      "sum", "switch", "take", "template", "this", "throw", "tm", "tok", "token", "tokens", "true", "try",
+      "typedef", "typename", "union", "unsigned", "upload", "using", "uuid", "void", "volatile", "weights", "while",
+      "wide", "within", "worst", "xclbin", "xrt"};
+  static const char* kPrefixes[] = {"s_", "b_", "m_", "t_", "st_", "blk_", "elems_", "words_", "pack_", "load_",
+                                    "store_", "append_", "kScale_", "kInverse_", "lane_", "e_", "f32", "in_", "w_",
+                                    "f_", "expected_", "run_", "__", "ST_", "XCL", "HLS"};
+  if (kNames.count(name) || (name.size() == 1 && std::islower(static_cast<unsigned char>(name[0]))) || name == "D" ||
+      name == "N" || name == "S" || name == "bo" || name == "in")
+    return true;  // i, j, t, q, and the template's D, N, S
+  if (name.size() > 4 && (name.compare(name.size() - 4, 4, "_max") == 0 || name.compare(name.size() - 4, 4, "_min") == 0))
+    return true;  // the host's bounds of a symbol, ctx_max
+  for (const char* p : kPrefixes)
+    if (name.compare(0, std::strlen(p), p) == 0) return true;
+  // i0, i12, in3, t1, s2: counters and partial names with a number.
+  size_t letters = name.find_first_of("0123456789");
+  return letters != std::string::npos && letters <= 3 && name.find_first_not_of("0123456789", letters) == std::string::npos;
+}
+
 class ProjectWriter {
  public:
   ProjectWriter(const Graph& g, const CompileResult& c, const Platform& p, const EmitOptions& o)
@@ -107,6 +138,11 @@ class ProjectWriter {
         quant_(c.options.quant == "w4a8") {
     for (const Task& t : net_.tasks) groups_.insert(t.group);
     symbols_ = projectSymbols(c);
+    for (const std::string& sym : symbols_)
+      if (collidesInEmittedCode(sym))
+        throw UserError("stc emit: error: graph '" + g.name + "': the symbol '" + sym +
+                        "' is also a name the emitted C++ declares (a loop counter, a local or a generated name); "
+                        "rename it in the graph, for example to 'sym_" + sym + "'");
     bindings_ = completeBindings(c, options_.bindings);
     planBuffers();
     std::vector<Resources> all = groupResources(c, p);

@@ -853,6 +853,27 @@ TEST(Emit, RefusesAndExplains) {
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, small + ": error: the inputs file holds 3 f32 values; the graph's inputs need 256\n");
   EXPECT_FALSE(fs::exists(gone));
+
+  // A symbol named like a variable the emitted code declares (t is every DMA's token count) would not
+  // compile: refused with the name, nothing written. T, which no emitted name uses, is emitted.
+  std::string attention = readAll(model("graphs/attention_decode.yaml"));
+  for (const char* sym : {"t", "i1", "w", "ctx_max", "T"}) {
+    std::string renamed = attention;
+    for (size_t at = renamed.find("ctx"); at != std::string::npos; at = renamed.find("ctx", at + 1))
+      renamed.replace(at, 3, sym);
+    std::string file = ::testing::TempDir() + "symbol_" + sym + ".yaml";
+    std::ofstream(file) << renamed;
+    o = stc("emit " + file + " --bind " + sym + "=24 -o " + gone);
+    if (std::string(sym) == "T") {
+      EXPECT_EQ(o.code, 0) << o.out;
+      continue;
+    }
+    EXPECT_EQ(o.code, 1) << sym;
+    EXPECT_EQ(o.out, std::string("stc emit: error: graph 'attention_decode': the symbol '") + sym +
+                         "' is also a name the emitted C++ declares (a loop counter, a local or a generated name); "
+                         "rename it in the graph, for example to 'sym_" + sym + "'\n");
+    EXPECT_FALSE(fs::exists(gone));
+  }
 }
 
 // A depth lowered by hand in the emitted source deadlocks the concurrent run, which names the same wait-for
