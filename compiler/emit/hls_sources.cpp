@@ -389,7 +389,7 @@ class SourceEmitter {
       case TaskRole::kPack: return ": " + std::to_string(r.ratio) + " narrow tokens into one of 512 bits";
       case TaskRole::kConverterWrite: return ": converter of '" + r.tensor + "', fills its regions";
       case TaskRole::kConverterRead: return ": converter of '" + r.tensor + "', streams its regions in the consumer's order";
-      case TaskRole::kGather: return ": embedding rows";
+      case TaskRole::kGather: return ": DMA read of embedding rows at token ids" + portNote(r);
     }
     return "";
   }

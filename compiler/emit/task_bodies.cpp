@@ -720,12 +720,13 @@ std::vector<Expr> groupedTrips(std::vector<Expr> trips, int64_t by) {
 // The beats of a row-major tensor that a DMA's tokens (or, `group` > 1, the `group` consecutive tokens one
 // 512-bit DMA token collects) cover: contiguous, unpadded, beat-aligned, so that each access is one whole
 // beat. Then the beat address of loop variables i_k is sum_k coeff[k] * i_k + first (+ the beat within
-// the token), the last loop counting groups when group > 1.
+// the token), the innermost loop of more than one iteration counting groups when group > 1.
 struct RowMajorBeats {
   std::string reason;  ///< empty: whole beats
   std::vector<int64_t> coeff;
   int64_t first = 0;
   int64_t beatsPerToken = 1;
+  int groupLoop = -1;  ///< the loop whose iterations `group` tokens a beat take
 };
 
 RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t group, int64_t per, int stripes) {
@@ -765,15 +766,20 @@ RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t g
     c0 += stride[d] * e.constant;
   }
   const std::string offBeat = "a token starts off a 512-bit boundary";
-  if (group > 1) {  // E * group == per: the last loop moves one token, `group` of them a beat
-    if (n == 0 || !o.trips[n - 1].isConstant() || o.trips[n - 1].eval() % group != 0 || a[n - 1] != E)
+  // With group > 1 (E * group == per), the innermost loop of more than one iteration moves one token,
+  // `group` of them a beat.
+  size_t L = n;
+  while (L > 0 && o.trips[L - 1].isConstant() && o.trips[L - 1].eval() == 1) --L;
+  r.groupLoop = static_cast<int>(L) - 1;
+  if (group > 1) {
+    if (L == 0 || !o.trips[L - 1].isConstant() || o.trips[L - 1].eval() % group != 0 || a[L - 1] != E)
       return none("the tokens one 512-bit DMA token collects are not consecutive in memory");
   } else if (E % per != 0) {
     return none("its tokens of " + std::to_string(E) + " elements are not whole 512-bit beats");
   }
   r.coeff.assign(n, 0);
   for (size_t k = 0; k < n; ++k) {
-    if (group > 1 && k == n - 1) {
+    if (group > 1 && k + 1 == L) {
       r.coeff[k] = 1;
       continue;
     }
@@ -840,7 +846,10 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   } else {
     RowMajorBeats r = rowMajorBeats(ctx.compiled->kernels.tensors.at(role.tensor), o, role.ratio, per, role.stripes);
     beats = r.beatsPerToken;
-    if (role.ratio > 1) trips[static_cast<size_t>(n - 1)] = Expr(o.trips.back().eval() / role.ratio);
+    if (role.ratio > 1) {
+      const size_t L = static_cast<size_t>(r.groupLoop);
+      trips[L] = Expr(o.trips[L].eval() / role.ratio);
+    }
     if (beats > 1) c.line("long t = 0;");
     address = beatAddress(r);
   }
@@ -1145,7 +1154,7 @@ DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role)
   p.element = st.type;
   const int64_t per = kDmaTokenBits / st.bits, units = tokenElements(role.order) * dtypeBits(dtype) / st.bits;
   if (role.kind == TaskRole::kGather) {
-    p.reason = "an embedding lookup reads table rows at token ids";
+    p.reason = "an embedding lookup reads rows at token ids";
   } else if (role.kind == TaskRole::kLoad && role.packed) {
     int64_t part = units / role.stripes;
     if (role.ratio > 1 || part % per == 0)

@@ -513,6 +513,13 @@ TEST(Emit, DmaPortsMoveWhole512BitBeats) {
   EXPECT_NE(fsrc.find("mem[64 * i0 + i1] = s_g_hbm.read();"), std::string::npos);
   EXPECT_NE(fsrc.find("const auto beat = mem[64 * i0 + 2 * i2 + i3];"), std::string::npos);
   EXPECT_NE(fsrc.find("_wide.write(mem[t]);"), std::string::npos);
+  // A column [16, 1] written a value a token, 16 tokens a 512-bit word (its loop of one iteration inside),
+  // and an embedding lookup, which reads rows at token ids through element ports.
+  std::string misc = fresh("beats_misc");
+  ASSERT_EQ(stc("emit " + model("graphs/misc_ops.yaml") + " -o " + misc).code, 0);
+  expectBeatPorts(misc, 4, 1);
+  EXPECT_NE(sources(misc).find("mem[i0] = s_z_hbm_wide.read();"), std::string::npos);
+  EXPECT_NE(sources(misc).find("; element port: an embedding lookup reads rows at token ids"), std::string::npos);
   // A one-value int8 scale is narrower than a beat and not widened: an element port, which says so.
   std::string tiny = fresh("beats_tiny");
   ASSERT_EQ(stc("emit " + model("gpt2-tiny.yaml") + " -o " + tiny).code, 0);
