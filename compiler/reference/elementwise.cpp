@@ -23,8 +23,8 @@ float elementwiseValue(const Op& op, float a, float b) {
   if (k == "sub") return a - b;
   if (k == "mul") return a * b;
   if (k == "div") return a / b;
-  if (k == "max") return std::fmax(a, b);
-  if (k == "min") return std::fmin(a, b);
+  if (k == "max") return st_max(a, b);
+  if (k == "min") return st_min(a, b);
   if (k == "pow") return std::pow(a, b);
   if (k == "exp") return std::exp(a);
   if (k == "tanh") return std::tanh(a);
@@ -33,7 +33,7 @@ float elementwiseValue(const Op& op, float a, float b) {
   if (k == "reciprocal") return 1.0f / a;
   if (k == "abs") return std::fabs(a);
   if (k == "silu") return st_silu(a);
-  if (k == "relu") return a > 0.0f ? a : 0.0f;
+  if (k == "relu") return a < 0.0f ? 0.0f : a;  // NaN stays NaN, as in torch
   if (k == "sigmoid") return st_sigmoid(a);
   if (k == "gelu") return tanhGelu(op) ? st_gelu_tanh(a) : st_gelu(a);
   throw UserError(formatError(op.loc, "internal: '" + op.name + "' (" + k + ") is not elementwise"));
@@ -45,14 +45,14 @@ std::string elementwiseCode(const Op& op, const std::string& a, const std::strin
   if (k == "sub") return a + " - " + b;
   if (k == "mul") return a + " * " + b;
   if (k == "div") return a + " / " + b;
-  if (k == "max") return "std::fmax(" + a + ", " + b + ")";
-  if (k == "min") return "std::fmin(" + a + ", " + b + ")";
+  if (k == "max") return "st_max(" + a + ", " + b + ")";
+  if (k == "min") return "st_min(" + a + ", " + b + ")";
   if (k == "pow") return "std::pow(" + a + ", " + b + ")";
   if (k == "exp" || k == "tanh" || k == "erf" || k == "sqrt") return "std::" + k + "(" + a + ")";
   if (k == "reciprocal") return "1.0f / " + a;
   if (k == "abs") return "std::fabs(" + a + ")";
   if (k == "silu") return "st_silu(" + a + ")";
-  if (k == "relu") return a + " > 0.0f ? " + a + " : 0.0f";
+  if (k == "relu") return a + " < 0.0f ? 0.0f : " + a;
   if (k == "sigmoid") return "st_sigmoid(" + a + ")";
   if (k == "gelu") return (tanhGelu(op) ? "st_gelu_tanh(" : "st_gelu(") + a + ")";
   throw UserError(formatError(op.loc, "internal: '" + op.name + "' (" + k + ") is not elementwise"));

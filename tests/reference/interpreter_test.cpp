@@ -71,7 +71,17 @@ TEST(Reference, FunctionsAndComparisons) {
   expectNear(op("max", true), {2, 1, -1, 4, 0.5f, -0.5f});
   expectNear(op("min", true), {0, 0.5f, -2, 2, 0.25f, -1});
   // 0^2, 1^0.5, (-2)^-1, 4^2, 0.25^0.5, (-0.5)^-1
-  expectNear(op("pow", true), {0, 1, -0.5f, 16, 0.5f, -2});
+  expectNear(op("pow", true), {0, 1, -0.5f, 16, 0.5f, -2});  // NaN in either operand of max or min, or into relu, comes out NaN (torch.maximum, ONNX Max); std::fmax
+  // would return the other operand.
+  std::map<std::string, Tensor> nan = {{"x", {{2, 3}, {NAN, 1, -2, 4, NAN, -0.5f}}}, {"r", {{3}, {2, NAN, -1}}}};
+  for (const char* kind : {"max", "min"}) {
+    auto m = run(std::string("  - {name: f, op: ") + kind + ", inputs: [x, r], output: y}\n", decls, nan, "y");
+    for (size_t i : {0, 1, 4}) EXPECT_TRUE(std::isnan(m[i])) << kind << " " << i;
+    EXPECT_EQ(m[2], std::string(kind) == "max" ? -1.0f : -2.0f);
+  }
+  auto relu = run("  - {name: f, op: relu, inputs: [x], output: y}\n", decls, nan, "y");
+  EXPECT_TRUE(std::isnan(relu[0]));
+  expectNear({relu[1], relu[2], relu[3], relu[5]}, {1, 0, 4, 0});
 }
 
 // A causal softmax over scores [2 heads, 2 rows, 3 keys]: the 2 rows are the last 2 of 3 positions, so

@@ -78,6 +78,10 @@ struct st_tree<1> {
   static float max(const float* v) { return v[0]; }
 };
 
+/// max and min that give NaN when either operand is NaN, as torch.maximum/minimum and ONNX Max/Min do
+/// (std::fmax drops it).
+inline float st_max(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+inline float st_min(float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 inline float st_silu(float x) { return x / (1.0f + std::exp(-x)); }
 inline float st_gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678f)); }
 inline float st_gelu_tanh(float x) {
