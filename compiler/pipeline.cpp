@@ -28,7 +28,7 @@ namespace {
 
 // On-chip bytes of the platform: BRAM_18K (18 Kib each) and URAM (288 Kib each).
 int64_t platformOnchipBytes(const Platform& p) {
-  return p.resources.memoryBits() / 8;
+  return p.kernelResources().memoryBits() / 8;
 }
 
 // W4A8 (reference/quantized.h): 2-D weights a matmul multiplies by become 4-bit, every other tensor
@@ -174,7 +174,7 @@ Placement placeUnits(const std::vector<Resources>& units, const std::vector<Reso
 void updateResources(CompileResult& c, const Platform& platform) {
   CompileReport& r = c.report;
   r.resources = sum(groupResources(c, platform));
-  r.fits = r.resources.within(platform.resources);
+  r.fits = r.resources.within(platform.kernelResources());
 }
 
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform) {

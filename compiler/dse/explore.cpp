@@ -110,7 +110,7 @@ std::vector<std::string> Space::settingsAt(size_t i) const {
 }
 
 Space defaultSpace(const Platform& platform) {
-  int64_t memoryBytes = platform.resources.memoryBits() / 8;
+  int64_t memoryBytes = platform.kernelResources().memoryBits() / 8;
   auto knob = [](const std::string& key, std::vector<std::string> values) {
     SpaceKnob k;
     k.key = key;

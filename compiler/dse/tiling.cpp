@@ -359,7 +359,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   Schedules atStreamTile;
   for (const auto& [name, t] : tk) atStreamTile[name].tk = t;
   OtherKernels other = otherKernels(graph, options, atStreamTile);
-  double budget = options.unrollBudget * static_cast<double>(platform.resources.dsp) - other.dsp;
+  double budget = options.unrollBudget * static_cast<double>(platform.kernelResources().dsp) - other.dsp;
   auto dspsOf = [&](const std::map<std::string, int64_t>& tiles) {
     double dsp = 0;
     for (const auto& [name, t] : tiles) dsp += dspOf(name, t);

@@ -55,7 +55,17 @@ struct Platform {
   /// What each SLR leaves to kernels once the shell has its share, SLR0 first (`resources.per_slr`;
   /// without it, the device's totals split evenly).
   std::vector<Resources> slrBudgets;
+  bool slrShares = false;  ///< slrBudgets came from `resources.per_slr`
   double invocationOverheadUs = 0;
+  /// What the kernels may use in all: the per-SLR shares summed when the platform file gives them (the
+  /// shell keeps the rest), else the device's totals. Budgets and `fits` count against it.
+  Resources kernelResources() const {
+    if (!slrShares) return resources;
+    Resources sum;
+    for (const Resources& r : slrBudgets) sum += r;
+    sum.slrs = resources.slrs;
+    return sum;
+  }
   SourceLoc loc;
 };
 

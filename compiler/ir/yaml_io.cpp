@@ -645,6 +645,7 @@ Platform parsePlatform(const std::string& text, const std::string& file) {
       total += c;
       p.slrBudgets.push_back(c);
     }
+    p.slrShares = true;
     if (!total.within(p.resources)) r.error(per, "per_slr", "adds up to more than the device's totals");
   } else {
     const Resources& d = p.resources;

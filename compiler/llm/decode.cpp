@@ -64,11 +64,12 @@ bool preferred(const SizedDesign& a, const SizedDesign& b) {
   return a.withinMemory != b.withinMemory ? a.withinMemory : a.cycles < b.cycles;
 }
 
-// A share of the device's block memories.
+// A share of the block memories the kernels may use (Platform::kernelResources).
 Resources memoryShare(const Platform& platform, double share) {
   Resources r;
-  r.bram18k = static_cast<int64_t>(share * static_cast<double>(platform.resources.bram18k));
-  r.uram = static_cast<int64_t>(share * static_cast<double>(platform.resources.uram));
+  const Resources kernels = platform.kernelResources();
+  r.bram18k = static_cast<int64_t>(share * static_cast<double>(kernels.bram18k));
+  r.uram = static_cast<int64_t>(share * static_cast<double>(kernels.uram));
   return r;
 }
 
@@ -328,7 +329,7 @@ double Estimator::ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, 
 
 bool Estimator::holds(int64_t rows) const {
   return add(add(decodeLayer_.report.resources, head_.report.resources), prefillResources_.at(rows))
-      .within(platform_.resources);
+      .within(platform_.kernelResources());
 }
 
 DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
@@ -400,7 +401,7 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   r.prefillResources.bram18k = std::max(r.prefillResources.bram18k, other.bram18k);
   r.prefillResources.uram = std::max(r.prefillResources.uram, other.uram);
   r.resources = add(add(r.decodeLayerResources, r.headResources), r.prefillResources);
-  r.fits = r.resources.within(platform_.resources);
+  r.fits = r.resources.within(platform_.kernelResources());
   r.hbmBytes = modelHbmBytes(model_);
   r.fitsHbm = r.hbmBytes <= platform_.hbm.channels * platform_.hbm.channelBytes;
   return r;

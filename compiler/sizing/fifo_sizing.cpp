@@ -400,7 +400,7 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
     if (!paced.trueDeadlock && !paced.pinnedDeadlock) return paced;
   }
   SizingResult free = sizeWith(net, progs, options, false, sized);
-  int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.resources.memoryBits();
+  int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.kernelResources().memoryBits();
   if (free.trueDeadlock || free.pinnedDeadlock || free.totalBits <= budget) return free;
   // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
   // column panel long before the matmul reads it, weights prefetched while their reader waits) set

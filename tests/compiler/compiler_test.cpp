@@ -366,7 +366,7 @@ TEST(Compiler, UnrollingGoesWhereTheLayerWaits) {
       "  - {name: m, op: mul, inputs: [u, v], output: y}\noutputs: [y]\n";
   const std::vector<std::string> base = {"quant=w4a8", "unroll_budget=0.12"};
   CompileResult chosen = compileText(graph, base);
-  const double budget = 0.12 * defaultPlatform().resources.dsp;
+  const double budget = 0.12 * defaultPlatform().kernelResources().dsp;
   EXPECT_LE(chosen.report.resources.dsp, budget);
   EXPECT_EQ(chosen.schedules.at("b").tk, chosen.schedules.at("c").tk);
   int64_t chosenCycles = simulate(chosen.network).cycles, fastest = 0;

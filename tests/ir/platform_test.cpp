@@ -68,7 +68,8 @@ TEST(Platform, BadFieldsAreNamed) {
 }
 
 // Each SLR's share for kernels: the U55C's from its file (SLR0 less the shell's static region and HBM
-// interconnect); a platform without per_slr splits the device's totals evenly.
+// interconnect); a platform without per_slr splits the device's totals evenly, and its kernels may use them
+// all.
 TEST(Platform, SlrBudgets) {
   const Platform& p = defaultPlatform();
   ASSERT_EQ(p.slrBudgets.size(), 3u);
@@ -85,6 +86,15 @@ TEST(Platform, SlrBudgets) {
     EXPECT_EQ(r.bram18k, 1344);
     EXPECT_EQ(r.uram, 320);
   }
+  // What kernels may use in all, which budgets and `fits` count against: the shares summed (2736 + 3008 +
+  // 3008 DSPs; 1000 + 1320 + 1344 BRAM_18K; 288 + 320 + 320 URAM), or the totals without per_slr.
+  Resources kernels = p.kernelResources();
+  EXPECT_EQ(kernels.dsp, 8752);
+  EXPECT_EQ(kernels.bram18k, 3664);
+  EXPECT_EQ(kernels.uram, 928);
+  EXPECT_EQ(kernels.lut, 289000 + 420000 + 434560);
+  EXPECT_EQ(even.kernelResources().dsp, 9024);
+  EXPECT_EQ(even.kernelResources().bram18k, 4032);
 }
 
 }  // namespace

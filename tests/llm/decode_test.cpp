@@ -231,7 +231,7 @@ TEST(Decode, LongPromptsCompile) {
   o.phaseChannels = false;
   try {
     CompileResult r = compileGraph(g, defaultPlatform(), o);
-    EXPECT_LE(r.report.resources.dsp, defaultPlatform().resources.dsp);
+    EXPECT_LE(r.report.resources.dsp, defaultPlatform().kernelResources().dsp);
   } catch (const UserError& e) {
     ADD_FAILURE() << e.what();
   }

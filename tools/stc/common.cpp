@@ -261,13 +261,14 @@ void warnOutsideSizedRange(const Network& net, const std::string& path, const Bi
 }
 
 std::string resourcesText(const Resources& used, const Platform& platform) {
+  const Resources cap = platform.kernelResources();  // the shell's share aside
   char line[256];
   std::snprintf(line, sizeof line, "DSP %lld/%lld, BRAM_18K %lld/%lld, URAM %lld/%lld, LUT %lld/%lld: %s",
-                static_cast<long long>(used.dsp), static_cast<long long>(platform.resources.dsp),
-                static_cast<long long>(used.bram18k), static_cast<long long>(platform.resources.bram18k),
-                static_cast<long long>(used.uram), static_cast<long long>(platform.resources.uram),
-                static_cast<long long>(used.lut), static_cast<long long>(platform.resources.lut),
-                used.within(platform.resources) ? "fits" : "DOES NOT FIT");
+                static_cast<long long>(used.dsp), static_cast<long long>(cap.dsp),
+                static_cast<long long>(used.bram18k), static_cast<long long>(cap.bram18k),
+                static_cast<long long>(used.uram), static_cast<long long>(cap.uram),
+                static_cast<long long>(used.lut), static_cast<long long>(cap.lut),
+                used.within(cap) ? "fits" : "DOES NOT FIT");
   return line;
 }
 

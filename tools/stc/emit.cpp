@@ -215,7 +215,7 @@ int writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const Comp
     st.say("next: make -C " + a.emit.dir + (st.verbose && !a.noConform ? " xclbin TARGET=hw_emu" : " csim") +
            "\n");
   st.out["resources"] = resourcesJson(compiled.report.resources);
-  st.out["fits"] = compiled.report.resources.within(platform.resources);
+  st.out["fits"] = compiled.report.resources.within(platform.kernelResources());
   st.out["project"] = {{"folder", eo.dir},  {"files", e.files},    {"bytes", e.bytes},
                        {"kernels", e.tops}, {"layers", eo.layers}, {"notes", e.notes}};
   st.out["platform"] = platformJson(platform);
