@@ -1,8 +1,10 @@
-// The kernel sources of a project: src/streamtensor.h (the token type and the math the kernels use),
-// and per fused group src/<top>.cpp: one static function per task, then the top function
+// The kernel sources of a project: src/streamtensor.h (stream macros; the token type and the math the
+// kernels use are in src/st_numeric.h), and per fused group src/<top>.cpp: one static function per task,
+// then the top function
 //
-//   extern "C" void top(const float* load_x, ..., float* store_y, ..., int ctx) {
-//     m_axi, one bundle per DMA; s_axilite control; DATAFLOW
+//   extern "C" void top(const Tok<16>* load_x, ..., Tok<16>* store_y, ..., int ctx) {
+//     m_axi, one bundle per DMA, 512-bit words where every access is one (emit::DmaPort);
+//     s_axilite control; DATAFLOW
 //     hls::stream<Tok<N>> s_fifo;  #pragma HLS STREAM depth=<sized depth>     one per FIFO
 //     hls::stream_of_blocks<blk_region, <depth>> s_region;                   one per converter
 //     task_a(...); task_b(...); ...                                          one call per task
