@@ -289,8 +289,17 @@ class Importer {
     static const std::map<std::string, std::vector<int>> shapeArguments = {
         {"Reshape", {1}}, {"Expand", {1}}, {"ConstantOfShape", {0}}, {"Tile", {1}}, {"Unsqueeze", {1}},
         {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}}, {"Split", {1}}, {"Trilu", {1}}};
-    std::set<std::string> initializers;
+    std::set<std::string> initializers, taken;  // taken: every value name in the graph
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
+    for (const auto& v : model_.graph().input()) taken.insert(v.name());
+    for (const auto& v : model_.graph().output()) taken.insert(v.name());
+    for (const auto& v : model_.graph().value_info()) taken.insert(v.name());
+    for (const auto& n : model_.graph().node()) {
+      taken.insert(n.input().begin(), n.input().end());
+      taken.insert(n.output().begin(), n.output().end());
+    }
+    taken.insert(initializers.begin(), initializers.end());
+    std::map<std::string, std::string> folded;  // a computed shape argument -> its int64 initializer
     bool rewritten = false;
     for (auto& node : *model_.mutable_graph()->mutable_node()) {
       auto args = shapeArguments.find(node.op_type());
@@ -299,8 +308,11 @@ class Importer {
         if (node.input_size() <= i || node.input(i).empty() || initializers.count(node.input(i))) continue;
         auto c = consts_.find(node.input(i));
         if (c == consts_.end() || !c->second.known) continue;
-        std::string name = node.input(i) + "__folded";
-        if (initializers.insert(name).second) {
+        auto [at, fresh] = folded.emplace(node.input(i), node.input(i) + "__folded");
+        std::string& name = at->second;
+        if (fresh) {  // a name no value of the model has (it may hold one called so already)
+          for (int n = 2; taken.count(name); ++n) name = node.input(i) + "__folded" + std::to_string(n);
+          taken.insert(name);
           onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
           t->set_name(name);
           t->set_data_type(onnx::TensorProto::INT64);

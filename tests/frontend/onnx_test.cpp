@@ -298,6 +298,67 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
   EXPECT_EQ(errorOf(bare), bare + ": error: unsupported: 1 node(s):\n  masked_node (Where other than a mask of -inf or at most -1e4 before a softmax)");
 }
 
+// A shape argument computed from constants is handed back to shape inference as an int64 initializer
+// named after it; a model that already has a value of that name keeps it, and the Reshape gets the folded
+// shape, not the model's tensor.
+TEST(Onnx, FoldedShapeArgumentsTakeNamesNoValueHas) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(14);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("clash");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* t = in->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int d : {2, 8}) t->mutable_shape()->add_dim()->set_dim_value(d);
+  auto ints = [&](const std::string& name, int64_t v) {
+    auto* c = g->add_initializer();
+    c->set_name(name);
+    c->add_dims(1);
+    c->set_data_type(onnx::TensorProto::INT64);
+    c->add_int64_data(v);
+  };
+  ints("rows", 4);
+  ints("cols", 4);
+  auto* w = g->add_initializer();  // the name the folded shape would take: four floats, 1 2 3 4
+  w->set_name("shape__folded");
+  w->add_dims(4);
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) w->add_float_data(v);
+  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out + "_node");
+    for (auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  auto* concat = node("Concat", {"rows", "cols"}, "shape");
+  auto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  node("Reshape", {"x", "shape"}, "square");
+  node("Add", {"square", "shape__folded"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "clash.onnx"));
+  ASSERT_EQ(graph.outputs.size(), 1u);
+  const std::string& y = graph.outputs[0];
+  const Op* add = nullptr;
+  for (const Op& op : graph.ops)
+    if (op.output == y) add = &op;
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->op, "add");
+  // y is [4, 4]: x reshaped to the folded [4, 4], plus the model's four floats along its rows.
+  std::vector<Expr> shape = inferShapes(graph).tensors.at(y).shape;
+  EXPECT_EQ(shape, (std::vector<Expr>{Expr(4), Expr(4)}));
+  bool kept = false;
+  for (const auto& [name, values] : graph.values)
+    kept = kept || values == std::vector<float>{1, 2, 3, 4};
+  EXPECT_TRUE(kept);
+}
+
 // f16 (raw_data) and f64 initializers, folded through Cast, become f32 values; an initializer whose data
 // is in an external file becomes a weight without values rather than one of made-up zeros.
 TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
