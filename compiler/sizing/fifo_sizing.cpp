@@ -63,6 +63,9 @@ namespace {
 
 std::vector<int64_t> expand(const std::vector<sim::TimeRun>& runs, int64_t base) {
   std::vector<int64_t> v;
+  size_t n = 0;
+  for (const sim::TimeRun& r : runs) n += static_cast<size_t>(r.count);
+  v.reserve(n);
   for (const sim::TimeRun& r : runs)
     for (int64_t k = 0; k < r.count; ++k) v.push_back(r.start + k * r.stride - base);
   return v;
@@ -162,29 +165,32 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
   const auto& tasks = out.unbounded.tasks;
   size_t nf = prog.fifos.size();
 
-  // Step 1: the token model of each FIFO.
-  std::vector<std::vector<int64_t>> w(nf), r(nf);
+  // Step 1: the token model of each FIFO. A FIFO's write and read times are expanded one FIFO at a time,
+  // here and in step 3, not all at once: a long prefill's FIFOs carry billions of tokens between them.
   std::vector<double> bound(nf), iiSource(nf), iiTarget(nf);
   for (size_t f = 0; f < nf; ++f) {
     const sim::FifoStats& fs = out.unbounded.fifos[f];
-    w[f] = expand(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start);
-    r[f] = expand(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
+    std::vector<int64_t> w = expand(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start),
+                         r = expand(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
     int64_t raw = sim::readAfterWrite(fs.width, measure.depths[f]);  // as measured
     int64_t d = INT64_MIN;
-    for (size_t k = 0; k < w[f].size(); ++k) d = std::max(d, w[f][k] + raw - r[f][k]);
+    for (size_t k = 0; k < w.size(); ++k) d = std::max(d, w[k] + raw - r[k]);
     bound[f] = static_cast<double>(d);
-    iiSource[f] = std::max(1.0, meanSpacing(w[f]));
-    iiTarget[f] = std::max(1.0, meanSpacing(r[f]));
+    iiSource[f] = std::max(1.0, meanSpacing(w));
+    iiTarget[f] = std::max(1.0, meanSpacing(r));
   }
-  if (options.strategy == Strategy::kConservative) {
-    double slowest = 1.0;
-    for (size_t f = 0; f < nf; ++f) slowest = std::max({slowest, iiSource[f], iiTarget[f]});
-    for (size_t f = 0; f < nf; ++f) {  // stretch every read schedule to the slowest pace
+  double slowest = 1.0;  // kConservative: every read schedule stretched to the slowest pace
+  for (size_t f = 0; f < nf; ++f) slowest = std::max({slowest, iiSource[f], iiTarget[f]});
+  auto readTimes = [&](size_t f) {
+    const sim::FifoStats& fs = out.unbounded.fifos[f];
+    std::vector<int64_t> r = expand(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
+    if (options.strategy == Strategy::kConservative && !r.empty()) {
       double scale = slowest / iiTarget[f];
-      int64_t first = r[f].front();
-      for (auto& t : r[f]) t = first + static_cast<int64_t>(std::ceil(static_cast<double>(t - first) * scale));
+      int64_t first = r.front();
+      for (auto& t : r) t = first + static_cast<int64_t>(std::ceil(static_cast<double>(t - first) * scale));
     }
-  }
+    return r;
+  };
 
   // Step 2: the LP over task start offsets, and one more variable z, the schedule's origin.
   DifferenceProblem lp;
@@ -235,11 +241,13 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
                                    : INT64_MAX / 4;
     int64_t depth = cap[f];
     if (out.lpFeasible) {
+      const std::vector<int64_t> w = expand(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start),
+                                 r = readTimes(f);
       // A shift register (raw 1) lets the reader go a cycle earlier.
       bool stalls = mayStall[static_cast<size_t>(fs.writer)];
-      depth = stalls ? consumerPacedDepth(w[f], r[f], delay, fs.width, cap[f]) : noStallDepth(w[f], r[f], delay);
+      depth = stalls ? consumerPacedDepth(w, r, delay, fs.width, cap[f]) : noStallDepth(w, r, delay);
       if (!stalls) {
-        int64_t shiftRegister = noStallDepth(w[f], r[f], delay - 1);
+        int64_t shiftRegister = noStallDepth(w, r, delay - 1);
         if (shiftRegister * fs.width <= 1024) depth = shiftRegister;
       }
     }
