@@ -200,17 +200,35 @@ std::string writeModel(const onnx::ModelProto& m, const std::string& name) {
   return path;
 }
 
-onnx::ModelProto tinyModel(int opset, const std::vector<std::string>& ops) {
+// A model of `opset` whose graph `name` has one f32 input x of shape `dims`.
+onnx::ModelProto modelWithInput(int opset, const std::string& name, const std::vector<int64_t>& dims) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(opset);
   onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("tiny");
+  g->set_name(name);
   auto* in = g->add_input();
   in->set_name("x");
   auto* t = in->mutable_type()->mutable_tensor_type();
   t->set_elem_type(onnx::TensorProto::FLOAT);
-  t->mutable_shape()->add_dim()->set_dim_value(4);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  return m;
+}
+
+// Node `op` reading `ins` and making `out`, named out_node.
+onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& ins,
+                         const std::string& out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(out + "_node");
+  for (const auto& i : ins) n->add_input(i);
+  n->add_output(out);
+  return n;
+}
+
+onnx::ModelProto tinyModel(int opset, const std::vector<std::string>& ops) {
+  onnx::ModelProto m = modelWithInput(opset, "tiny", {4});
+  onnx::GraphProto* g = m.mutable_graph();
   std::string prev = "x";
   for (size_t i = 0; i < ops.size(); ++i) {
     auto* n = g->add_node();
@@ -228,16 +246,8 @@ onnx::ModelProto tinyModel(int opset, const std::vector<std::string>& ops) {
 // A causal mask made the way exporters make it (a constant triangle, sliced) selects between a stream
 // and a constant; a reduction over the last axis follows. Folding leaves one add and one reduce_sum.
 TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(14);
+  onnx::ModelProto m = modelWithInput(14, "masked", {4, 8});
   onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("masked");
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* t = in->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int d : {4, 8}) t->mutable_shape()->add_dim()->set_dim_value(d);
   auto constant = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> values, bool ints = false) {
     auto* c = g->add_initializer();
     c->set_name(name);
@@ -256,23 +266,15 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
   constant("axes", {1}, {0}, true);
   constant("low", {}, {-1e4f});
   constant("reduce_axes", {1}, {-1}, true);
-  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out + "_node");
-    for (auto& i : ins) n->add_input(i);
-    n->add_output(out);
-    return n;
-  };
-  auto* tril = node("Trilu", {"ones"}, "tri");
+  auto* tril = addNode(g, "Trilu", {"ones"}, "tri");
   auto* upper = tril->add_attribute();
   upper->set_name("upper");
   upper->set_type(onnx::AttributeProto::INT);
   upper->set_i(0);
-  node("Slice", {"tri", "starts", "ends", "axes"}, "mask");
-  node("Where", {"mask", "x", "low"}, "masked");
-  node("Softmax", {"masked"}, "probs");
-  node("ReduceSum", {"probs", "reduce_axes"}, "total");
+  addNode(g, "Slice", {"tri", "starts", "ends", "axes"}, "mask");
+  addNode(g, "Where", {"mask", "x", "low"}, "masked");
+  addNode(g, "Softmax", {"masked"}, "probs");
+  addNode(g, "ReduceSum", {"probs", "reduce_axes"}, "total");
   auto* out = g->add_output();
   out->set_name("total");
   std::string path = writeModel(m, "masked.onnx");
@@ -302,16 +304,8 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
 // named after it; a model that already has a value of that name keeps it, and the Reshape gets the folded
 // shape, not the model's tensor.
 TEST(Onnx, FoldedShapeArgumentsTakeNamesNoValueHas) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(14);
+  onnx::ModelProto m = modelWithInput(14, "clash", {2, 8});
   onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("clash");
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* t = in->mutable_type()->mutable_tensor_type();
-  t->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int d : {2, 8}) t->mutable_shape()->add_dim()->set_dim_value(d);
   auto ints = [&](const std::string& name, int64_t v) {
     auto* c = g->add_initializer();
     c->set_name(name);
@@ -326,21 +320,13 @@ TEST(Onnx, FoldedShapeArgumentsTakeNamesNoValueHas) {
   w->add_dims(4);
   w->set_data_type(onnx::TensorProto::FLOAT);
   for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) w->add_float_data(v);
-  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out + "_node");
-    for (auto& i : ins) n->add_input(i);
-    n->add_output(out);
-    return n;
-  };
-  auto* concat = node("Concat", {"rows", "cols"}, "shape");
+  auto* concat = addNode(g, "Concat", {"rows", "cols"}, "shape");
   auto* axis = concat->add_attribute();
   axis->set_name("axis");
   axis->set_type(onnx::AttributeProto::INT);
   axis->set_i(0);
-  node("Reshape", {"x", "shape"}, "square");
-  node("Add", {"square", "shape__folded"}, "y");
+  addNode(g, "Reshape", {"x", "shape"}, "square");
+  addNode(g, "Add", {"square", "shape__folded"}, "y");
   g->add_output()->set_name("y");
   Graph graph = importOnnx(writeModel(m, "clash.onnx"));
   ASSERT_EQ(graph.outputs.size(), 1u);
@@ -384,11 +370,7 @@ TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
   location->set_key("location");
   location->set_value("outside.bin");
   auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out + "_node");
-    for (auto& i : ins) n->add_input(i);
-    n->add_output(out);
+    auto* n = addNode(g, op, ins, out);
     if (op == "Cast") {
       auto* to = n->add_attribute();
       to->set_name("to");
