@@ -1147,11 +1147,13 @@ int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order) {
   return tokenElements(order) * dtypeBits(d) / storageOf(d).bits;
 }
 
+std::string DmaPort::type() const { return beats() ? tokenOf(per, dtype) : storageOf(dtype).type; }
+
 DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role) {
   const std::string dtype = quant ? role.order.dtype : "f32";
   const Storage st = storageOf(dtype);
   DmaPort p;
-  p.element = st.type;
+  p.dtype = dtype;
   const int64_t per = kDmaTokenBits / st.bits, units = tokenElements(role.order) * dtypeBits(dtype) / st.bits;
   if (role.kind == TaskRole::kGather) {
     p.reason = "an embedding lookup reads rows at token ids";

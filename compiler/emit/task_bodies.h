@@ -57,10 +57,10 @@ int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order);
 struct DmaPort {
   int64_t per = 0;     ///< storage units of a beat; 0: an element port
   std::string reason;  ///< an element port: why not beats
-  std::string element; ///< the C++ element type
+  std::string dtype;    ///< the dtype of its elements in the emitted code
   bool beats() const { return per > 0; }
-  /// The pointee type of the top function's argument.
-  std::string type() const { return beats() ? "Tok<" + std::to_string(per) + (element == "float" ? "" : ", " + element) + ">" : element; }
+  /// The pointee type of the top function's argument: tokenOf(per, dtype), or the element's storage type.
+  std::string type() const;
 };
 DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role);
 
