@@ -108,20 +108,19 @@ bool collidesInEmittedCode(const std::string& name) {
   static const std::set<std::string> kNames = {
       "a", "acc", "alignas", "alignof", "and", "angle", "argc", "argv", "auto", "bad", "bank", "beat", "bias", "bo",
       "bool", "break", "byte", "bytes", "capacity", "case", "catch", "chained", "char", "class", "const", "constexpr",
-      "continue", "cosine", "default", "delete", "dequantised", "device", "do", "double", "else", "enum", "epi",
-      "expected", "extern", "false", "float", "for", "fresh", "got", "goto", "if", "inline", "inputs", "int", "inv",
-      "inverse", "is", "it", "layer", "layers", "layout", "long", "main", "max", "min", "mmax", "mx", "namespace",
+      "continue", "cosine", "D", "default", "delete", "dequantised", "device", "do", "double", "else", "enum", "epi",
+      "expected", "extern", "false", "float", "for", "fresh", "got", "goto", "if", "in", "inline", "inputs", "int", "inv",
+      "inverse", "is", "it", "layer", "layers", "layout", "long", "main", "max", "min", "mmax", "mx", "N", "namespace",
       "new", "not", "nullptr", "operator", "or", "out", "outer", "outputs", "packed", "part", "pos", "prod", "qmax",
-      "quantize", "return", "row", "run", "scale", "short", "signed", "sizeof", "static", "stats", "std", "struct",
+      "quantize", "return", "row", "run", "S", "scale", "short", "signed", "sizeof", "static", "stats", "std", "struct",
       "sum", "switch", "take", "template", "this", "throw", "tm", "tok", "token", "tokens", "true", "try",
       "typedef", "typename", "union", "unsigned", "upload", "using", "uuid", "void", "volatile", "weights", "while",
       "wide", "within", "worst", "xclbin", "xrt"};
   static const char* kPrefixes[] = {"s_", "b_", "m_", "t_", "st_", "blk_", "elems_", "words_", "pack_", "load_",
                                     "store_", "append_", "kScale_", "kInverse_", "lane_", "e_", "f32", "in_", "w_",
                                     "f_", "expected_", "run_", "__", "ST_", "XCL", "HLS"};
-  if (kNames.count(name) || (name.size() == 1 && std::islower(static_cast<unsigned char>(name[0]))) || name == "D" ||
-      name == "N" || name == "S" || name == "bo" || name == "in")
-    return true;  // i, j, t, q, and the template's D, N, S
+  if (kNames.count(name) || (name.size() == 1 && std::islower(static_cast<unsigned char>(name[0]))))
+    return true;  // and every one-letter lower-case name: i, j, t, q
   if (name.size() > 4 && (name.compare(name.size() - 4, 4, "_max") == 0 || name.compare(name.size() - 4, 4, "_min") == 0))
     return true;  // the host's bounds of a symbol, ctx_max
   for (const char* p : kPrefixes)
@@ -234,6 +233,8 @@ class ProjectWriter {
       b.channel = t.channel;
       b.arg = dmaArgs_.at(t.name);
       b.readOnly = t.kind == TaskKind::kDmaRead;
+      b.type = typeOf(r.order.dtype);
+      b.port = emit::dmaPort(compiled_, quant_, r).type();
       if (r.kind == TaskRole::kGather) {  // the table and the ids, row-major, as the graph has them
         const Op& op = graph_.ops[static_cast<size_t>(kg_.kernels[static_cast<size_t>(r.kernel)].opIndex)];
         for (const std::string& name : {op.inputs[1], op.inputs[0]})
@@ -242,7 +243,6 @@ class ProjectWriter {
                             "', which is neither an input nor a weight");
         b.fromRaw = true;
         b.var = "m_" + tid(b.tensor);
-        b.type = b.port = typeOf(r.order.dtype);
         bufferOf_[t.name] = b;
         Buffer ids = b;
         ids.tensor = op.inputs[0];
@@ -252,8 +252,6 @@ class ProjectWriter {
         idsOf_[t.name] = ids;
         continue;
       }
-      b.type = typeOf(r.order.dtype);
-      b.port = emit::dmaPort(compiled_, quant_, r).type();
       if (r.kind == TaskRole::kLoad && r.packed) {
         if (!isGraphTensor(r.tensor, graph_.inputs) && !isGraphTensor(r.tensor, graph_.weights) && !isEpilogue(r.tensor))
           throw UserError("unsupported: HLS emission of '" + t.name + "', a DMA of '" + r.tensor + "', which is neither an input nor a weight");
