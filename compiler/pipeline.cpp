@@ -200,6 +200,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       if (!(o.unrollBudget > 0 && o.unrollBudget <= 1))
         throw UserError("stc compile: error: --set unroll_budget expects a share of the DSPs in (0, 1], got '" + value + "'");
     } else if (key == "onchip_budget_bytes") o.onchipBudgetBytes = atMost(positiveInt(), kMaxNumber);
+    else if (key == "lane_ii") o.laneIi = value == "0" ? 0 : atMost(positiveInt(), 16);
     else if (key == "max_stripe")
       o.maxStripe = value == "0" ? 0 : static_cast<int>(atMost(positiveInt(), 32));
     else if (key == "quant") {
@@ -221,7 +222,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
     else
       throw UserError(
           "stc compile: error: unknown setting '" + key +
-          "' (known: tile, unroll_budget, onchip_budget_bytes, quant, max_stripe, max_SYMBOL, row_block, "
+          "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, "
           "tk.OP, row_block.OP)");
   }
   return o;
@@ -274,7 +275,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   Schedules schedules = chooseSchedules(typed, platform, options);
   KernelGraph kernels = lowerToKernels(typed, options, schedules);
   out.schedules = schedules;
-  costKernels(kernels, options.quant);
+  costKernels(kernels, options);
   FusionResult fusion = fuseKernels(kernels, options.onchipBudgetBytes, options);
   StreamCounts counts;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);

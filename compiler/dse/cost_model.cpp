@@ -12,9 +12,9 @@
 //                    22 / 45                1 / 12                    500 / 1200
 //   relu, abs         1 / 1                 0 / 0                      10 / 40
 //   max, min          1 / 2                 0 / 0                      30 / 80
-//   rope              6 / 10                1 / 6                      80 / 300
+//   rope              6 / 10                (tallied, below)           80 / 300
 //   row statistics    8 / 20 (*)            0.5 / 5                    60 / 300
-//   row apply        12 / 30                1 / 8                     150 / 600
+//   row apply        12 / 30                (tallied, below)          150 / 600
 //
 // (*) f32 row statistics and reductions take their latency and II from their recurrence instead
 // (floatRowLatency, floatRowIi).
@@ -34,11 +34,15 @@
 // a division and multiplies: 50 cycles), a reduction's scale and rounding (16, a mean's division 30 more).
 // W4A8 softmax statistics look each score's exponential up in two tables (a mantissa in [2^30, 2^31] and
 // an exponent) and sum them in 64-bit block floating point (no DSP, kSoftmaxLaneLut LUTs a lane); their
-// finish is two conversions and a division (50). Copies move
-// data only. DSPs and LUTs of those
-// f32 steps are not counted yet: the W4A8 kernels keep the integer column, the matmul its MACs alone.
+// finish is two conversions and a division (50). Copies move data only.
+//
+// DSPs count those f32 steps too, as the emitted code has them (f32Dsp): every multiplier and adder the
+// unrolled lanes instantiate, at the DSP48E2 slices of the f32 cores Vitis HLS binds by default on
+// UltraScale+ (kFaddDsp, kFmulDsp); a W4A8 lane's dequantisations and requantisation are multiplies.
+// The matmul's epilogue counts per output lane (Tn), a row's finish once per kernel.
 #include "compiler/dse/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -133,15 +137,102 @@ int64_t floatRowLatency(const std::string& op, int64_t levels) {
 
 bool isFloat(const std::string& dtype) { return dtype == "f32" || dtype == "f16" || dtype == "bf16" || dtype == "f64"; }
 
+// DSP48E2 slices of the f32 operator cores Vitis HLS binds by default on UltraScale+ (PG060, Floating-Point
+// Operator v7.1, resource tables: a single-precision add or subtract in full DSP usage takes 2, a multiply in
+// max usage 3); conversions, comparisons, divisions and square roots take none. A 64-bit integer product
+// that keeps its low 64 bits: the 26 x 17 (unsigned) tiles of a DSP48E2's multiplier that reach them, 8.
+// sin and cos: estimated as an exponential (a range reduction and a polynomial).
+constexpr double kFaddDsp = 2, kFmulDsp = 3, kInt64MulDsp = 8, kTrigDsp = 7;
+
+int64_t elements(const KernelPort& p) {
+  int64_t n = 1;
+  for (int64_t e : p.order.element) n *= e;
+  return n;
+}
+
+const KernelPort& outputOf(const KernelPhase& phase) {
+  for (const KernelPort& p : phase.ports)
+    if (p.out) return p;
+  return phase.ports.back();
+}
+
+double inputsOf(const KernelPhase& phase) {
+  double n = 0;
+  for (const KernelPort& p : phase.ports) n += p.out ? 0 : 1;
+  return n;
+}
+
+// The DSPs of a kernel's f32 steps, as emit/task_bodies.cpp writes them: every operator its unrolled lanes
+// instantiate, besides a matmul's MACs and a W4A8 row's integer sums. Under W4A8 (`quant`) a lane
+// requantises what it writes, a multiply (`convert`); it looks its inputs' dequantised values up in
+// tables (dequantTables), no DSP.
+double f32Dsp(const Kernel& k, const std::string& lane, const LaneCost& c, bool quant) {
+  const double convert = quant ? kFmulDsp : 0;
+  const KernelPhase& last = k.phases.back();
+  if (k.op == "matmul" || k.op == "linear") {  // per output lane: the epilogue (acc * scale + offset), a
+                                               // rescale, or an f32 bias
+    double tn = static_cast<double>(elements(outputOf(last)));
+    bool bias = operandPorts(k) == (k.phases.size() == 2 ? 2u : 4u);
+    if (quant) return tn * (bias ? kFmulDsp + kFaddDsp : kFmulDsp);
+    return bias ? tn * kFaddDsp : 0;
+  }
+  if (lane == "move") {  // a W4A8 concat requantises each input into the output's scale
+    double d = 0;
+    if (quant && k.op == "concat")
+      for (size_t i = 0; i + 1 < k.phases.size(); ++i) d += static_cast<double>(elements(k.phases[i].ports[0])) * kFmulDsp;
+    return d;
+  }
+  double lanes = static_cast<double>(elements(outputOf(k.phases[0])));
+  if (lane == "stats" || lane == "reduce") {
+    double inLanes = static_cast<double>(elements(k.phases[0].ports[0]));
+    if (!quant) return inLanes * c.dspFloat;
+    // Integer sums (squares for a norm), then the row's finish (st_numeric.h): layernorm two multiplies and
+    // two 64-bit products, rmsnorm and softmax a multiply; a reduction its scale and the requantisation.
+    bool softmax = k.op.rfind("softmax", 0) == 0;
+    double sums = softmax || lane == "reduce" ? 0 : inLanes * c.dspInt;
+    if (lane == "reduce") return sums + 2 * kFmulDsp;
+    if (k.op.rfind("layernorm", 0) == 0) return sums + 2 * kFmulDsp + 2 * kInt64MulDsp;
+    return sums + kFmulDsp;
+  }
+  if (lane == "apply") {
+    // Per lane (rowApply): softmax exp(x - max) * inv; layernorm (x - mean) * inv; rmsnorm x * inv; a norm's
+    // gain multiplies and its bias adds, each an input of its own. A norm's row adds its eps once.
+    std::string base = k.op.substr(0, k.op.find('.'));
+    double extra = inputsOf(k.phases[0]) - 2, perLane = 0, row = 0;
+    if (base == "softmax") perLane = kFaddDsp + laneCost("exp").dspFloat + kFmulDsp;
+    else perLane = (base == "layernorm" ? kFaddDsp : 0) + kFmulDsp, row = kFaddDsp;
+    if (extra > 0) perLane += kFmulDsp;
+    if (extra > 1) perLane += kFaddDsp;
+    return lanes * (perLane + convert) + row;
+  }
+  if (lane == "rope") {
+    // Per lane (rope): the angle pos * pow(10000, -2 i / hd), a multiply, the power and a multiply; its cos
+    // and sin; both rotations of the select (x * c -/+ y * s: two multiplies and an addition each); the
+    // requantisation.
+    double angle = 2 * kFmulDsp + laneCost("pow").dspFloat, rotations = 2 * (2 * kFmulDsp + kFaddDsp);
+    return lanes * (angle + 2 * kTrigDsp + rotations + convert);
+  }
+  // An elementwise op: the f32 op and the requantisation.
+  return lanes * (c.dspFloat + convert);
+}
+
 }  // namespace
 
-void costKernels(KernelGraph& graph, const std::string& quant) {
+bool lanesLookUp(const Kernel& k, const std::string& quant) {
+  if (quant != "w4a8" || elementwiseArity(k.op) != 1 || k.phases.size() != 1) return false;
+  if (k.op == "move" || k.op == "transpose" || k.op == "slice") return false;
+  return inputsOf(k.phases[0]) == 1;
+}
+
+void costKernels(KernelGraph& graph, const CompileOptions& options) {
+  const std::string& quant = options.quant;
+  const int64_t laneIi = std::max<int64_t>(options.laneIi, 1);
   for (Kernel& k : graph.kernels) {
     k.ii = 1;
     // Without quantisation every stream and operation of the emitted project is f32, whatever the
     // graph's dtypes (emit/task_bodies.h: EmitContext::dtype).
     const std::string arithmetic = quant == "w4a8" ? k.arithmetic : "f32";
-    bool fp = isFloat(arithmetic);
+    bool fp = isFloat(arithmetic), w4a8 = quant == "w4a8";
     if (k.op == "matmul" || k.op == "linear") {
       int64_t levels = static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(k.lanes, 1)))));
       // The output stage: the W4A8 epilogue or requantisation; an f32 bias add where there is a bias (the
@@ -150,7 +241,8 @@ void costKernels(KernelGraph& graph, const std::string& quant) {
       bool bias = operandPorts(k) == (streaming ? 2u : 4u);
       k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? (bias ? 7 : 0) : 19);
       if (fp) k.ii = floatAccumulationIi(k);
-      k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(arithmetic)));
+      k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(arithmetic) +
+                                             f32Dsp(k, "matmul", laneCost("move"), w4a8)));
       k.lut = 600 + 25 * k.lanes;
       continue;
     }
@@ -158,8 +250,14 @@ void costKernels(KernelGraph& graph, const std::string& quant) {
     LaneCost c = laneCost(lane);
     if (lane == "move") {  // copies, concat, gathers: data only
       k.latency = c.latencyInt;
-      k.dsp = 0;
+      k.dsp = static_cast<int64_t>(std::ceil(f32Dsp(k, lane, c, w4a8)));
       k.lut = 600 + k.lanes * c.lutInt;
+      continue;
+    }
+    if (lanesLookUp(k, quant)) {  // a table a lane: a 256 x 8-bit function of 8 bits, about 5 LUTs an output bit
+      k.latency = 2;
+      k.dsp = 0;
+      k.lut = 600 + k.lanes * 40;
       continue;
     }
     bool integerSums = !fp && (lane == "reduce" || lane == "stats");
@@ -167,7 +265,8 @@ void costKernels(KernelGraph& graph, const std::string& quant) {
                         // rounding
       bool softmax = lane == "stats" && k.op.rfind("softmax", 0) == 0;
       k.latency = c.latencyInt + (lane == "stats" ? 50 : k.op == "reduce_mean" ? 46 : 16);
-      k.dsp = softmax ? 0 : static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * c.dspInt));
+      k.ii = laneIi;
+      k.dsp = static_cast<int64_t>(std::ceil(f32Dsp(k, lane, c, true) / static_cast<double>(k.ii)));
       k.lut = 600 + k.lanes * (softmax ? kSoftmaxLaneLut : c.lutInt);
       continue;
     }
@@ -185,8 +284,12 @@ void costKernels(KernelGraph& graph, const std::string& quant) {
       k.ii = floatRowIi(k.op);
       k.latency = floatRowLatency(k.op, levels);
     }
-    k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * (fp ? c.dspFloat : c.dspInt)));
+    k.ii = std::max(k.ii, laneIi);
+    k.dsp = static_cast<int64_t>(std::ceil(f32Dsp(k, lane, c, w4a8) / static_cast<double>(k.ii)));
     k.lut = 600 + k.lanes * (fp ? c.lutFloat : c.lutInt);
+    if (w4a8)  // a dequantisation table a lane and int8 input: 32 output bits of 8 inputs, about 5 LUTs a bit
+      for (const KernelPort& p : k.phases[0].ports)
+        if (!p.out && p.order.dtype == "i8") k.lut += 160 * std::min(elements(p), k.lanes);
   }
 }
 

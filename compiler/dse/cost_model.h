@@ -1,8 +1,12 @@
 #pragma once
 // The cost model: each kernel's initiation interval, latency and resources from its op, tile and dtype.
 // The figures are estimates of the order Vitis HLS reports for these operators at 250 MHz on UltraScale+
-// (UG1399, operator latency and resource tables; AMD WP486 for packing two 8-bit, or a 4x8-bit pair of,
+// (UG1399, operator latency and resource tables; PG060, Floating-Point Operator, for the DSP48E2 slices of
+// the f32 cores HLS binds by default; AMD WP486 for packing two 8-bit, or a 4x8-bit pair of,
 // multiplications into one DSP48E2); they rank designs and predict resources, they are not synthesis.
+// HLS shares an operator among the operations of a loop pipelined at II = N that fall in different cycles
+// (UG1399, "Pipelining Loops" and resource sharing), so a kernel of f32 lanes at lane_ii N takes ceil(its
+// DSPs / N).
 
 #include <cstdint>
 #include <string>
@@ -28,8 +32,12 @@ double dspPerMac(const std::string& arithmetic);
 /// accumulations (cost_model.cpp) and which emitted loops declare to HLS.
 constexpr int64_t kFloatAddLatency = 7;
 
-/// Sets ii, latency, dsp and lut of every kernel of a design quantised as `quant` ("w4a8", or "none":
-/// every operation f32, as stc emits it).
-void costKernels(KernelGraph& graph, const std::string& quant);
+/// Whether a W4A8 kernel's lanes look their results up instead of computing them: a unary elementwise op
+/// on int8 values (256 results, emit/task_bodies.cpp: unaryTable). No DSP.
+bool lanesLookUp(const Kernel& k, const std::string& quant);
+
+/// Sets ii, latency, dsp and lut of every kernel of a design quantised as options.quant ("w4a8", or
+/// "none": every operation f32, as stc emits it), the kernels of f32 lanes at options.laneIi (0: 1).
+void costKernels(KernelGraph& graph, const CompileOptions& options);
 
 }  // namespace stc

@@ -183,10 +183,13 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
                           const Schedules& schedules) {
   OtherKernels o;
   o.graph = lowerToKernels(graph, options, schedules);
-  costKernels(o.graph, options.quant);
+  costKernels(o.graph, options);
   for (size_t i = 0; i < o.graph.kernels.size(); ++i) {
     const Kernel& k = o.graph.kernels[i];
-    if (k.op == "matmul" || k.op == "linear") continue;
+    if (k.op == "matmul" || k.op == "linear") {  // its epilogue, which the reduction tile leaves as it is
+      o.dsp += static_cast<double>(k.dsp) - std::ceil(static_cast<double>(k.lanes) * dspPerMac(options.quant == "w4a8" ? k.arithmetic : "f32"));
+      continue;
+    }
     o.dsp += static_cast<double>(k.dsp);
     o.kernels.push_back(i);
   }
@@ -320,7 +323,7 @@ int64_t rowBlockOf(const TypedGraph& graph, const Op& op, int64_t tk, const Plat
 }
 
 std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,
-                                            const CompileOptions& options) {
+                                            const CompileOptions& options, double* estimate, double* over) {
   std::map<std::string, int64_t> tk;
   std::map<std::string, const Op*> ops;
   std::map<std::string, MatmulDims> dims;
@@ -465,7 +468,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     }
     // No doubling that fits helps: try one that does not fit, paid for by halving other matmuls' tiles
     // (each time the one that lengthens the layer least per DSP freed), kept when the layer is shorter.
-    if (exchanges++ == 16) return tk;
+    if (exchanges++ == 16) return *estimate = layerCycles(tk), *over = std::max(0.0, dspsOf(tk) - budget), tk;
     std::map<std::string, int64_t> best;
     double bestCycles = now * (1 - 1e-6);
     // (Groups of one beyond 16 matmuls: each trial repairs by as many estimates as there are matmuls.)
@@ -495,14 +498,14 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       double c = layerCycles(trial);
       if (c < bestCycles) best = trial, bestCycles = c;
     }
-    if (best.empty()) return tk;
+    if (best.empty()) return *estimate = layerCycles(tk), *over = std::max(0.0, dspsOf(tk) - budget), tk;
     tk = best;
   }
 }
 
 }  // namespace
 
-Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, const CompileOptions& options) {
+Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
   for (const auto* pins : {&options.pinnedTk, &options.pinnedRowBlock})
     for (const auto& [name, value] : *pins) {
       bool found = false;
@@ -516,8 +519,24 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, con
         throw UserError("stc compile: error: --set " + key + ": the graph has no matmul named '" + name +
                         "'");
     }
+  // The lane II (lane_ii) when the options leave it to the search: of 1, 2, 4 and 8, the one whose unrolling
+  // gives the shortest layer estimate (the first of equals) within the DSP budget (or, where pinned tiles
+  // leave none within it, the least over). A longer II frees the DSPs of the f32 lanes
+  // for the matmuls and lengthens the kernels that compute in them.
+  std::map<std::string, int64_t> tiles;
+  double best = 0, bestOver = 0;
+  bool chosen = false;
+  for (int64_t ii : options.laneIi > 0 ? std::vector<int64_t>{options.laneIi} : std::vector<int64_t>{1, 2, 4, 8}) {
+    CompileOptions trial = options;
+    trial.laneIi = ii;
+    double estimate = 0, over = 0;
+    std::map<std::string, int64_t> tk = chooseUnroll(graph, platform, trial, &estimate, &over);
+    if (chosen && (over > bestOver || (over == bestOver && !(estimate < best * (1 - 1e-9))))) continue;
+    tiles = tk, best = estimate, bestOver = over, chosen = true;
+    options.laneIi = ii;
+  }
   Schedules schedules;
-  for (const auto& [name, tk] : chooseUnroll(graph, platform, options)) {
+  for (const auto& [name, tk] : tiles) {
     for (const Op& op : graph.graph->ops)
       if (op.name == name) schedules[name] = {tk, rowBlockOf(graph, op, tk, platform, options)};
   }

@@ -11,8 +11,9 @@
 
 namespace stc {
 
-/// The schedule of every matmul op, by name: its reduction tile Tk and its row block.
-Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, const CompileOptions& options);
+/// The schedule of every matmul op, by name: its reduction tile Tk and its row block; and, where
+/// options.laneIi is 0, the lane II it was chosen with (set in options).
+Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options);
 
 /// Kernel cycles of a matmul with reduction tile tk and row block rowBlock (0: every row): its
 /// iterations, or, when its right side streams from HBM, the cycles the channels need to deliver it

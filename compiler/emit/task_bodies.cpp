@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "compiler/dse/cost_model.h"
+#include "compiler/emit/runtime/st_numeric.h"
 #include "compiler/ir/diagnostics.h"
 #include "compiler/lower/kernels.h"
 #include "compiler/reference/elementwise.h"
@@ -79,6 +81,10 @@ class KernelBody {
     auto dot = k.find('.');
     std::string base = k.substr(0, dot), pass = dot == std::string::npos ? "" : k.substr(dot + 1);
     if (k == "matmul" || k == "linear") return matmul();
+    bool copy = k == "move" || k == "transpose" || k == "slice";
+    if (quant() && (pass == "apply" || k == "rope" || (elementwiseArity(k) > 0 && !copy &&
+                                                        !lanesLookUp(kernel_, ctx_.compiled->options.quant))))
+      dequantTables();
     if (pass == "stats") return rowStats(base);
     if (pass == "apply") return rowApply(base);
     if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") return reduce();
@@ -120,9 +126,35 @@ class KernelBody {
     return f;
   }
   bool quant() const { return ctx_.quant != nullptr; }
-  // An f32 view of element `v` of port p: dequantised under W4A8.
+  // An f32 view of element `v` of port p: dequantised under W4A8, looked up in the port's table where it
+  // has one (dequantTables).
   std::string value(size_t ph, size_t p, const std::string& v) const {
-    return quant() ? deq(v, ctx_.scale(port(ph, p).tensor)) : v;
+    if (!quant()) return v;
+    if (ph == 0 && tables_.count(p)) return "dq" + std::to_string(p) + "[" + v + " + 128]";
+    return deq(v, ctx_.scale(port(ph, p).tensor));
+  }
+
+  // A table of the 256 dequantised values of each int8 input port of phase 0 (dq<p>): each entry the f32
+  // product the dequantisation computes (q * scale, rounded once), so a lane looks its value up instead of
+  // converting and multiplying (a multiplier of 3 DSPs a lane and input, dse/cost_model.cpp); read by
+  // every lane at once, the constant table is folded into logic.
+  void dequantTables() {
+    const auto& ports = kernel_.phases[0].ports;
+    for (size_t p = 0; p < ports.size(); ++p) {
+      if (ports[p].out || ports[p].order.dtype != "i8") continue;
+      float scale = ctx_.scale(ports[p].tensor).scale;
+      std::string name = "dq" + std::to_string(p);
+      c_.line("static const float " + name + "[256] = {");
+      for (int row = 0; row < 256; row += 8) {
+        std::string line = "    ";
+        for (int q = row - 128; q < row - 128 + 8; ++q)
+          line += floatLiteral(static_cast<float>(q) * scale) + (q == 127 ? "" : ", ");
+        c_.line(line);
+      }
+      c_.line("};");
+      c_.line("#pragma HLS ARRAY_PARTITION variable=" + name + " complete");
+      tables_.insert(p);
+    }
   }
   // The statement storing f32 expression `v` as element `target` of port p's token.
   std::string store(size_t ph, size_t p, const std::string& target, const std::string& v) const {
@@ -144,17 +176,38 @@ class KernelBody {
   // own orders); copies read the permuted or offset order and keep the element order.
   void elementwise() {
     size_t out = outPort(0);
-    FlatLoop f = flat(0);
     const std::string& k = kernel_.op;
     bool copy = k == "move" || k == "transpose" || k == "slice";  // the same values: no requantisation
-    std::vector<std::string> args = readInputs(0, out, copy);
+    bool table = quant() && lanesLookUp(kernel_, ctx_.compiled->options.quant);
+    if (table) unaryTable();
+    FlatLoop f = flat(0);
+    std::vector<std::string> args = readInputs(0, out, copy || table);
     int64_t elems = tokenElements(port(0, out).order);
     c_.line(outTok(0, out, elems) + " out;");
     openElements(c_, "e", elems);
-    c_.line(copy ? "out.v[e] = " + args[0] + ";" : store(0, out, "out.v[e]", apply(args)));
+    if (table) c_.line("out.v[e] = lut[" + args[0] + " + 128];");
+    else c_.line(copy ? "out.v[e] = " + args[0] + ";" : store(0, out, "out.v[e]", apply(args)));
     c_.close();
     write(0, out, "out");
     f.close();
+  }
+
+  // A unary op on int8 values under W4A8: its 256 results, each computed here as the W4A8 reference computes
+  // it (dequantised, the f32 op, requantised), looked up per lane; a constant table read by every lane
+  // at once, which synthesis folds into logic.
+  void unaryTable() {
+    const QuantScale &in = ctx_.scale(port(0, 0).tensor), &res = ctx_.scale(port(0, outPort(0)).tensor);
+    c_.line("static const st_i8 lut[256] = {");
+    for (int row = 0; row < 256; row += 16) {
+      std::string line = "    ";
+      for (int q = row - 128; q < row - 128 + 16; ++q)
+        line += std::to_string(static_cast<int>(st_q8(elementwiseValue(op_, static_cast<float>(q) * in.scale, 0.0f) *
+                                                      res.inverse))) +
+                (q == 127 ? "" : ", ");
+      c_.line(line);
+    }
+    c_.line("};");
+    c_.line("#pragma HLS ARRAY_PARTITION variable=lut complete");
   }
 
   std::string apply(const std::vector<std::string>& a) const {
@@ -695,6 +748,7 @@ class KernelBody {
   Code& c_;
   const Kernel& kernel_;
   const Op& op_;
+  std::set<size_t> tables_;  // phase 0's ports with a dequantisation table
 };
 
 std::string firstPort(const Task& task, PortDir dir) {

@@ -19,6 +19,9 @@ struct CompileOptions {
   double unrollBudget = 0.7;         ///< share of the platform's DSPs the unrolling may use
   int64_t onchipBudgetBytes = 0;     ///< on-chip memory a fused group may use; 0 = a quarter of the platform's
   std::string quant = "none";        ///< "w4a8": 4-bit weights, 8-bit activations; "none": dtypes as given
+  /// lane_ii=N: the II of the kernels that compute in f32 lanes (norms, softmax, activations, elementwise
+  /// ops), whose operators HLS then shares over N cycles; 0: chosen (dse/cost_model.cpp: laneIi)
+  int64_t laneIi = 0;
   int maxStripe = 0;                 ///< most HBM channels one weight stream is striped across; 0: its
                                      ///< share of the channels among the weight streams of its stage
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap

@@ -310,19 +310,56 @@ TEST(Compiler, RepeatsBeyondTheBudgetAreReadFromHbmAgain) {
 
 // The cost model's packing rule (dse/cost_model.h): a W4A8 matmul packs two MACs per DSP48E2 (WP486), an
 // f32 one takes five DSPs per MAC; the other kernels add their own per-lane cost on top.
+// A matmul's DSPs: its MACs by the packing rule, and its output lanes' f32 steps at the default cores'
+// DSP48E2 slices (an add 2, a multiply 3): under W4A8 the epilogue acc * scale + offset (5 a lane), an f32
+// matmul its bias (2 a lane). mlp.yaml: up has a bias, down none; 16 output lanes each.
 TEST(Compiler, MatmulDspsFollowThePackingRule) {
   EXPECT_DOUBLE_EQ(dspPerMac("w4a8"), 0.5);
   for (const char* quant : {"quant=w4a8", "quant=none"}) {
     CompileResult r = compileGraph(loadGraph(graphFile("mlp.yaml")), defaultPlatform(),
                                    parseCompileOptions({quant, "unroll_budget=0.05"}, defaultPlatform()));
     int matmuls = 0;
+    bool w4a8 = std::string(quant) == "quant=w4a8";
     for (const Kernel& k : r.kernels.kernels) {
       if (k.op != "matmul") continue;
       ++matmuls;
-      int64_t expected = std::string(quant) == "quant=w4a8" ? (k.lanes + 1) / 2 : 5 * k.lanes;
+      bool up = k.name == "up";  // W4A8: both have an epilogue (the int4 weights' scales)
+      int64_t expected = w4a8 ? (k.lanes + 1) / 2 + 16 * 5 : 5 * k.lanes + (up ? 16 * 2 : 0);
       EXPECT_EQ(k.dsp, expected) << quant << " " << k.name << " lanes " << k.lanes;
     }
-    EXPECT_GT(matmuls, 0) << quant;
+    EXPECT_EQ(matmuls, 2) << quant;
+  }
+}
+
+// The f32 steps of W4A8 kernels, counted by hand from the emitted code (emit/task_bodies.cpp) at 2 DSPs an
+// f32 add and 3 a multiply, inputs dequantised by table lookups (no DSP): an add of two int8 streams adds
+// and requantises (2 + 3 = 5 a lane); a layernorm's apply subtracts the mean, multiplies by the reciprocal
+// and the gain, adds the bias, requantises (2 + 3 + 3 + 2 + 3 = 13 a lane) and adds eps once a row (2);
+// its statistics square int8 values (two a DSP) and finish a row with two multiplies and two 64-bit
+// products (3 * 2 + 8 * 2 = 22); a GELU looks its 256 results up (no DSP). At lane_ii=N the operators are
+// shared over N cycles: ceil(DSPs / N), the kernel's II N.
+TEST(Compiler, F32StepsOfW4A8KernelsCountTheirDsps) {
+  const std::string graph =
+      "graph: steps\ninputs: [{name: x, shape: [1, 256]}, {name: y, shape: [1, 256]}]\n"
+      "weights: [{name: g, shape: [256]}, {name: b, shape: [256]}]\n"
+      "ops:\n  - {name: s, op: add, inputs: [x, y], output: h}\n"
+      "  - {name: n, op: layernorm, inputs: [h, g, b], output: hn}\n"
+      "  - {name: a, op: gelu, inputs: [hn], output: o}\noutputs: [o]\n";
+  for (int64_t ii : {1, 2, 4}) {
+    CompileResult r = compileText(graph, {"quant=w4a8", "lane_ii=" + std::to_string(ii)});
+    std::map<std::string, const Kernel*> by;
+    for (const Kernel& k : r.kernels.kernels) by[k.op] = &k;
+    auto shared = [&](int64_t dsp) { return (dsp + ii - 1) / ii; };
+    ASSERT_TRUE(by.count("add") && by.count("layernorm.apply") && by.count("layernorm.stats") && by.count("gelu"));
+    EXPECT_EQ(by["add"]->dsp, shared(16 * 5)) << ii;
+    EXPECT_EQ(by["layernorm.apply"]->dsp, shared(16 * 13 + 2)) << ii;
+    EXPECT_EQ(by["layernorm.stats"]->dsp, shared(16 / 2 + 22)) << ii;
+    EXPECT_EQ(by["gelu"]->dsp, 0) << ii;
+    EXPECT_EQ(by["add"]->ii, ii);
+    EXPECT_EQ(by["layernorm.apply"]->ii, ii);
+    int64_t sum = 0;
+    for (const Kernel& k : r.kernels.kernels) sum += k.dsp;
+    EXPECT_EQ(r.report.resources.dsp, sum) << ii;
   }
 }
 
@@ -418,7 +455,7 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "max_stripe, max_SYMBOL, row_block, tk.OP, row_block.OP)");
+      "lane_ii, max_stripe, max_SYMBOL, row_block, tk.OP, row_block.OP)");
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");

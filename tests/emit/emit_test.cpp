@@ -564,13 +564,17 @@ TEST(EmitW4A8, EveryPhaseIsOneFlattenedLoopAndRowSumsAreIntegers) {
 }
 
 // No W4A8 kernel keeps a float recurrence: the matmuls accumulate int32, the row statistics and reductions
-// integer sums, softmax a block floating point sum in integers (st_numeric.h); every pipelined loop holds
-// II=1.
+// integer sums, softmax a block floating point sum in integers (st_numeric.h). At lane_ii=1 every pipelined
+// loop holds II=1 (otherwise the kernels of f32 lanes share their operators over the II the search chose).
 TEST(EmitW4A8, NoPipelinedLoopCarriesAFloatRecurrence) {
   for (const char* graph : {"graphs/rows.yaml", "graphs/gpt2_layer.yaml", "graphs/attention_decode.yaml",
                             "graphs/misc_ops.yaml"}) {
+    std::string chosen = fresh("q_recurrence_chosen");
+    ASSERT_EQ(stc("emit " + model(graph) + " --set quant=w4a8 -o " + chosen).code, 0) << graph;
+    for (const FloatRecurrence& r : floatRecurrences(sources(chosen)))
+      ADD_FAILURE() << graph << " (lane II chosen): II=" << r.ii << ": " << r.line;
     std::string dir = fresh("q_recurrence");
-    ASSERT_EQ(stc("emit " + model(graph) + " --set quant=w4a8 -o " + dir).code, 0) << graph;
+    ASSERT_EQ(stc("emit " + model(graph) + " --set quant=w4a8 --set lane_ii=1 -o " + dir).code, 0) << graph;
     std::string src = sources(dir);
     for (const FloatRecurrence& r : floatRecurrences(src))
       ADD_FAILURE() << graph << ": II=" << r.ii << ": " << r.line;
