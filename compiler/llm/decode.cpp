@@ -167,11 +167,11 @@ int64_t Estimator::prefillRows(int64_t prompt) const {
   return std::min(rows, std::max(prompt, model_.maxCtx));
 }
 
-int64_t Estimator::prefillRowsBelow(int64_t prompt) const {
-  int64_t rows = 1;
-  while (rows * 2 <= prompt && rows < 16) rows *= 2;
-  if (prompt >= 16) rows = std::min<int64_t>(prompt / 16 * 16, 256);
-  return std::min(rows, prefillRows(prompt));
+std::vector<int64_t> Estimator::prefillRowsBelow(int64_t prompt) const {
+  if (prompt > 16) return {std::min<int64_t>(prompt / 16 * 16, 256)};
+  std::vector<int64_t> rows{1};
+  while (rows.back() * 2 < prompt) rows.push_back(rows.back() * 2);
+  return rows;
 }
 
 std::vector<int64_t> Estimator::tailContexts(int64_t prompt, int64_t rows) {
@@ -272,8 +272,9 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
                       std::to_string(model_.maxCtx) + ")");
     for (int64_t c = prompt; c < prompt + gen; ++c)
       if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
-    for (int64_t c : tailContexts(prompt, prefillRowsBelow(prompt)))
-      if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
+    for (int64_t below : prefillRowsBelow(prompt))
+      for (int64_t c : tailContexts(prompt, below))
+        if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
   }
   // Decode steps and the head first: the prefill choices below weigh them.
   size_t jobs = ctxs.size() + (headCycles_ == 0 ? 1 : 0);
@@ -292,19 +293,22 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   auto add = [&](std::vector<int64_t>& to, int64_t rows) {
     if (!prefillCycles_.count(rows) && std::find(to.begin(), to.end(), rows) == to.end()) to.push_back(rows);
   };
-  for (auto [prompt, gen] : requests) add(first, prefillRowsBelow(prompt));
+  for (auto [prompt, gen] : requests)
+    for (int64_t below : prefillRowsBelow(prompt)) add(first, below);
   for (auto [prompt, gen] : requests)
     if (std::find(first.begin(), first.end(), prefillRows(prompt)) == first.end()) add(then, prefillRows(prompt));
   sizePrefills(first, nullptr);
   sizePrefills(then, [&](int64_t rows, int64_t bound) {
     for (auto [prompt, gen] : requests) {
-      int64_t below = prefillRowsBelow(prompt);
       if (prefillRows(prompt) != rows) continue;
-      if (!holds(below)) return false;
-      for (bool host : {true, false})
-        if (!(ttft(prompt, below, static_cast<double>(prefillCycles_.at(below)), host) <
-              ttft(prompt, rows, static_cast<double>(bound), host)))
-          return false;
+      for (bool host : {true, false}) {  // some design below that the device holds beats its bound
+        bool beaten = false;
+        for (int64_t below : prefillRowsBelow(prompt))
+          beaten = beaten || (below < rows && holds(below) &&
+                              ttft(prompt, below, static_cast<double>(prefillCycles_.at(below)), host) <
+                                  ttft(prompt, rows, static_cast<double>(bound), host));
+        if (!beaten) return false;
+      }
     }
     return true;
   });
@@ -345,11 +349,16 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   // design the device holds (with the decode layer and the head) before one it does not. Padded rows
   // that simulateMissing dropped unsized lose to the rows below in both.
   auto choose = [&](bool host) {
-    int64_t rows = prefillRows(prompt), below = prefillRowsBelow(prompt);
-    if (!prefillCycles_.count(rows)) return below;
     auto ttftWith = [&](int64_t r) { return ttft(prompt, r, static_cast<double>(prefillCycles_.at(r)), host); };
-    if (below < rows && (holds(below) != holds(rows) ? holds(below) : ttftWith(below) < ttftWith(rows)))
-      rows = below;
+    auto better = [&](int64_t a, int64_t b) { return holds(a) != holds(b) ? holds(a) : ttftWith(a) < ttftWith(b); };
+    int64_t padded = prefillRows(prompt);
+    std::vector<int64_t> options;
+    if (prefillCycles_.count(padded)) options.push_back(padded);
+    for (int64_t below : prefillRowsBelow(prompt))
+      if (below != padded) options.push_back(below);
+    int64_t rows = options.front();
+    for (int64_t r : options)
+      if (better(r, rows)) rows = r;
     return rows;
   };
   int64_t hostRows = choose(true), deviceRows = choose(false);

@@ -113,12 +113,14 @@ class Estimator {
   /// of 127 runs as 128, in row blocks, instead of weight-stationary (127 rows have no block but 1), and
   /// TTFT never falls as the prompt grows.
   int64_t prefillRows(int64_t prompt) const;
-  /// The rows of the largest prefill design at most the prompt: a power of two below 16 rows, a multiple
-  /// of 16 up to 256, 256 beyond (longer designs are weight-stationary only). The prompt's other tokens
-  /// run as decode steps: each schedule's TTFT is the faster of this and prefillRows, so it rises by at
-  /// most a step's time from one prompt length to the next where padding or a design change would make
-  /// it jump.
-  int64_t prefillRowsBelow(int64_t prompt) const;
+  /// The rows of the smaller prefill designs a prompt may run, its other tokens as decode steps: up to 16
+  /// tokens every power of two below the prompt (1 for one token), so that a prompt of 3 may run 1 row and
+  /// two steps where the 2-row design is slower than a step; beyond, the largest multiple of 16 at most
+  /// the prompt, up to 256 (longer designs are weight-stationary only). Each schedule's TTFT is the
+  /// fastest of these and prefillRows, so it rises by at most a step's time from one prompt length to the
+  /// next where padding or a design change would make it jump (up to 16 tokens, every design below being
+  /// a choice, by construction).
+  std::vector<int64_t> prefillRowsBelow(int64_t prompt) const;
   /// The ctx at which the decode layer is simulated for the prompt's tokens past `rows`: each of a tail
   /// of at most 16, else the first of each run of 16 (a run charged at the mean of its first ctx's
   /// cycles and the next run's).

@@ -48,14 +48,16 @@ TEST(Decode, TheHeadUsesEveryChannel) {
   EXPECT_LT(static_cast<double>(r.headCycles), 1.6 * roofline);
 }
 
-// From ctx 128 on, the KV cache's bytes make the layer grow. Below it the layer is flat (within 5%, not
-// tested): a head's attention then has fewer iterations than its pipeline is deep, so each head's scores
-// stay in flight until the next head's query arrives (a stall pipeline), whatever the ctx.
+// From ctx 512 on, the KV cache's bytes make the layer grow. Below it the layer is not monotonic (not
+// tested): a head's attention then has fewer iterations than its pipelines are deep (softmax statistics'
+// f32 finish, 58 cycles, against 8 tokens a head at ctx 128), so each head's statistics stay in flight
+// until later heads' scores push them out (a stall pipeline), and the heads' queries come one after another
+// over the q projection's run: GPT-2's layer takes 8,733 cycles at ctx 16, 8,009 at 128, 7,166 at 511.
 TEST(Decode, LatencyGrowsWithContextAndTtftWithPrompt) {
   Estimator e(model("gpt2"), defaultPlatform());
-  std::vector<DecodeResult> r = e.runAll({{128, 4}, {384, 4}, {128, 260}});
-  EXPECT_LT(r[0].layerCyclesFirst, r[1].layerCyclesFirst);  // ctx 128 against ctx 384
-  EXPECT_LT(r[2].layerCyclesFirst, r[2].layerCyclesLast);   // ctx 128 against ctx 387
+  std::vector<DecodeResult> r = e.runAll({{512, 4}, {1000, 4}, {512, 480}});
+  EXPECT_LT(r[0].layerCyclesFirst, r[1].layerCyclesFirst);  // ctx 512 against ctx 1000
+  EXPECT_LT(r[2].layerCyclesFirst, r[2].layerCyclesLast);   // ctx 512 against ctx 991
   EXPECT_LT(r[0].hostLoop.ttftMs, r[1].hostLoop.ttftMs);
   EXPECT_GT(r[0].hostLoop.decodeTokensPerS, r[2].hostLoop.decodeTokensPerS);
   // latency = TTFT + the decode steps, decode speed = G / (latency - TTFT).
@@ -119,22 +121,24 @@ TEST(Decode, TtftRisesByAtMostAStepAsThePromptGrows) {
       if (steps(r[i]) > 0) {
         ++hybrids;
         EXPECT_EQ(rows(r[i]) + steps(r[i]), p);
-        // TTFT = the first rows' prefill (that prompt's TTFT, padded nowhere) and a step per other token.
+        // TTFT = the first rows' prefill (that prompt's TTFT, where it ran them alone) and a step per other
+        // token.
         const DecodeResult& first = r[static_cast<size_t>(rows(r[i]) - 1)];
-        ASSERT_EQ(steps(first), 0) << p;
-        double expected = ttft(first);
-        for (int64_t c = rows(r[i]); c < p; ++c) expected += stepMs(r[static_cast<size_t>(c - 1)], host);
-        EXPECT_NEAR(ttft(r[i]), expected, 1e-9 * expected) << p << (host ? " host" : " device");
+        if (steps(first) == 0) {  // (that prompt may itself have run a smaller design and steps)
+          double expected = ttft(first);
+          for (int64_t c = rows(r[i]); c < p; ++c) expected += stepMs(r[static_cast<size_t>(c - 1)], host);
+          EXPECT_NEAR(ttft(r[i]), expected, 1e-9 * expected) << p << (host ? " host" : " device");
+        }
       } else {
         EXPECT_GE(rows(r[i]), p);
       }
       if (i == 0) continue;
       EXPECT_LE(ttft(r[i - 1]), ttft(r[i])) << p;
-      // The host loop's step (24 calls) outweighs a prefill row; the device loop's (one call) does not,
-      // and where a prompt reaches a design's rows exactly (2, 4, 8 rows) the steps from the design
-      // below are no longer a choice: it rises more there (GPT-2 1 -> 2 rows: 1.5 -> 3.1 ms).
-      if (host) {
-        EXPECT_LE(ttft(r[i]) - ttft(r[i - 1]), stepMs(r[i - 1], host) * (1 + 1e-9)) << p;
+      // Up to 16 tokens every smaller design is a choice, so TTFT rises by at most a step in both loops.
+      // Beyond, the host loop's step (24 calls) outweighs a prefill row; the device loop's (one call) does
+      // not, and a prompt of 16 rows that ran 8 rows and steps has at 17 only 16 rows and a step, or 32.
+      if (host || p <= 16) {
+        EXPECT_LE(ttft(r[i]) - ttft(r[i - 1]), stepMs(r[i - 1], host) * (1 + 1e-9)) << p << (host ? " host" : " device");
       }
     }
   }
