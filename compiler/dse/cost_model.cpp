@@ -36,7 +36,7 @@
 // an exponent) and sum them in 64-bit block floating point (no DSP, kSoftmaxLaneLut LUTs a lane); their
 // finish is two conversions and a division (50). Copies move data only.
 //
-// DSPs count those f32 steps too, as the emitted code has them (f32Dsp): every multiplier and adder the
+// DSPs count those f32 steps too, as the emitted code has them (f32Operators): every multiplier and adder the
 // unrolled lanes instantiate, at the DSP48E2 slices of the f32 cores Vitis HLS binds by default on
 // UltraScale+ (kFaddDsp, kFmulDsp); a W4A8 lane's dequantisations and requantisation are multiplies.
 // The matmul's epilogue counts per output lane (Tn), a row's finish once per kernel.
@@ -162,58 +162,84 @@ double inputsOf(const KernelPhase& phase) {
   return n;
 }
 
-// The DSPs of a kernel's f32 steps, as emit/task_bodies.cpp writes them: every operator its unrolled lanes
-// instantiate, besides a matmul's MACs and a W4A8 row's integer sums. Under W4A8 (`quant`) a lane
-// requantises what it writes, a multiply (`convert`); it looks its inputs' dequantised values up in
-// tables (dequantTables), no DSP.
-double f32Dsp(const Kernel& k, const std::string& lane, const LaneCost& c, bool quant) {
-  const double convert = quant ? kFmulDsp : 0;
+// The operators of a kernel's f32 steps, by kind: how many its unrolled lanes instantiate and the DSPs of
+// each. HLS shares operators of one kind among the operations of a loop at II = N, so a kind takes
+// ceil(count / N) of them (at least one: a row's single multiply is not divided).
+struct Operators {
+  std::vector<std::pair<double, double>> kinds;  // (count, DSPs each)
+  void add(double count, double dsp) {
+    if (count > 0 && dsp > 0) kinds.emplace_back(count, dsp);
+  }
+  double dsp(int64_t ii) const {
+    double d = 0;
+    for (const auto& [count, each] : kinds) d += std::ceil(count / static_cast<double>(ii)) * each;
+    return d;
+  }
+};
+
+// The f32 operators emit/task_bodies.cpp writes for a kernel, besides a matmul's MACs: its unrolled lanes'
+// and a row's finish. Under W4A8 (`quant`) a lane requantises what it writes, a multiply, and looks its
+// inputs' dequantised values up in tables (dequantTables), no DSP; its row sums square int8 values (two
+// a DSP).
+Operators f32Operators(const Kernel& k, const std::string& lane, const LaneCost& c, bool quant) {
+  Operators o;
+  const double requant = quant ? 1 : 0;
   const KernelPhase& last = k.phases.back();
   if (k.op == "matmul" || k.op == "linear") {  // per output lane: the epilogue (acc * scale + offset), a
                                                // rescale, or an f32 bias
     double tn = static_cast<double>(elements(outputOf(last)));
     bool bias = operandPorts(k) == (k.phases.size() == 2 ? 2u : 4u);
-    if (quant) return tn * (bias ? kFmulDsp + kFaddDsp : kFmulDsp);
-    return bias ? tn * kFaddDsp : 0;
+    o.add(quant ? tn : 0, kFmulDsp);
+    o.add(bias ? tn : 0, kFaddDsp);
+    return o;
   }
   if (lane == "move") {  // a W4A8 concat requantises each input into the output's scale
-    double d = 0;
     if (quant && k.op == "concat")
-      for (size_t i = 0; i + 1 < k.phases.size(); ++i) d += static_cast<double>(elements(k.phases[i].ports[0])) * kFmulDsp;
-    return d;
+      for (size_t i = 0; i + 1 < k.phases.size(); ++i) o.add(static_cast<double>(elements(k.phases[i].ports[0])), kFmulDsp);
+    return o;
   }
   double lanes = static_cast<double>(elements(outputOf(k.phases[0])));
   if (lane == "stats" || lane == "reduce") {
     double inLanes = static_cast<double>(elements(k.phases[0].ports[0]));
-    if (!quant) return inLanes * c.dspFloat;
+    if (!quant) {
+      o.add(inLanes, c.dspFloat);
+      return o;
+    }
     // Integer sums (squares for a norm), then the row's finish (st_numeric.h): layernorm two multiplies and
     // two 64-bit products, rmsnorm and softmax a multiply; a reduction its scale and the requantisation.
-    bool softmax = k.op.rfind("softmax", 0) == 0;
-    double sums = softmax || lane == "reduce" ? 0 : inLanes * c.dspInt;
-    if (lane == "reduce") return sums + 2 * kFmulDsp;
-    if (k.op.rfind("layernorm", 0) == 0) return sums + 2 * kFmulDsp + 2 * kInt64MulDsp;
-    return sums + kFmulDsp;
+    bool norm = lane == "stats" && k.op.rfind("softmax", 0) != 0;
+    o.add(norm ? inLanes * c.dspInt : 0, 1);
+    bool layernorm = k.op.rfind("layernorm", 0) == 0;
+    o.add(lane == "reduce" || layernorm ? 2 : 1, kFmulDsp);
+    o.add(layernorm ? 2 : 0, kInt64MulDsp);
+    return o;
   }
   if (lane == "apply") {
     // Per lane (rowApply): softmax exp(x - max) * inv; layernorm (x - mean) * inv; rmsnorm x * inv; a norm's
     // gain multiplies and its bias adds, each an input of its own. A norm's row adds its eps once.
     std::string base = k.op.substr(0, k.op.find('.'));
-    double extra = inputsOf(k.phases[0]) - 2, perLane = 0, row = 0;
-    if (base == "softmax") perLane = kFaddDsp + laneCost("exp").dspFloat + kFmulDsp;
-    else perLane = (base == "layernorm" ? kFaddDsp : 0) + kFmulDsp, row = kFaddDsp;
-    if (extra > 0) perLane += kFmulDsp;
-    if (extra > 1) perLane += kFaddDsp;
-    return lanes * (perLane + convert) + row;
+    double extra = inputsOf(k.phases[0]) - 2;
+    bool softmax = base == "softmax";
+    double adds = (softmax || base == "layernorm" ? 1 : 0) + (extra > 1 ? 1 : 0);
+    o.add(lanes * adds + (softmax ? 0 : 1), kFaddDsp);
+    o.add(lanes * (1 + (extra > 0 ? 1 : 0) + requant), kFmulDsp);
+    o.add(softmax ? lanes : 0, laneCost("exp").dspFloat);
+    return o;
   }
   if (lane == "rope") {
     // Per lane (rope): the angle pos * pow(10000, -2 i / hd), a multiply, the power and a multiply; its cos
     // and sin; both rotations of the select (x * c -/+ y * s: two multiplies and an addition each); the
     // requantisation.
-    double angle = 2 * kFmulDsp + laneCost("pow").dspFloat, rotations = 2 * (2 * kFmulDsp + kFaddDsp);
-    return lanes * (angle + 2 * kTrigDsp + rotations + convert);
+    o.add(lanes * (2 + 4 + requant), kFmulDsp);
+    o.add(lanes * 2, kFaddDsp);
+    o.add(lanes, laneCost("pow").dspFloat);
+    o.add(lanes * 2, kTrigDsp);
+    return o;
   }
   // An elementwise op: the f32 op and the requantisation.
-  return lanes * (c.dspFloat + convert);
+  o.add(lanes, c.dspFloat);
+  o.add(lanes * requant, kFmulDsp);
+  return o;
 }
 
 }  // namespace
@@ -242,7 +268,7 @@ void costKernels(KernelGraph& graph, const CompileOptions& options) {
       k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? (bias ? 7 : 0) : 19);
       if (fp) k.ii = floatAccumulationIi(k);
       k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(arithmetic) +
-                                             f32Dsp(k, "matmul", laneCost("move"), w4a8)));
+                                             f32Operators(k, "matmul", laneCost("move"), w4a8).dsp(1)));
       k.lut = 600 + 25 * k.lanes;
       continue;
     }
@@ -250,7 +276,7 @@ void costKernels(KernelGraph& graph, const CompileOptions& options) {
     LaneCost c = laneCost(lane);
     if (lane == "move") {  // copies, concat, gathers: data only
       k.latency = c.latencyInt;
-      k.dsp = static_cast<int64_t>(std::ceil(f32Dsp(k, lane, c, w4a8)));
+      k.dsp = static_cast<int64_t>(f32Operators(k, lane, c, w4a8).dsp(1));
       k.lut = 600 + k.lanes * c.lutInt;
       continue;
     }
@@ -265,27 +291,29 @@ void costKernels(KernelGraph& graph, const CompileOptions& options) {
                         // rounding
       bool softmax = lane == "stats" && k.op.rfind("softmax", 0) == 0;
       k.latency = c.latencyInt + (lane == "stats" ? 50 : k.op == "reduce_mean" ? 46 : 16);
-      k.ii = laneIi;
-      k.dsp = static_cast<int64_t>(std::ceil(f32Dsp(k, lane, c, true) / static_cast<double>(k.ii)));
+      Operators ops = f32Operators(k, lane, c, true);
+      if (!ops.kinds.empty()) k.ii = laneIi;
+      k.dsp = static_cast<int64_t>(std::ceil(ops.dsp(k.ii)));
       k.lut = 600 + k.lanes * (softmax ? kSoftmaxLaneLut : c.lutInt);
       continue;
     }
     k.latency = c.latencyFloat + (fp ? 0 : 16);
+    Operators ops = f32Operators(k, lane, c, w4a8);
+    if (!ops.kinds.empty()) k.ii = laneIi;  // kernels with no f32 operator to share keep II 1
     if (lane == "rope") {
       // A row is whole before its first output (an element's partner is half a row away): the emitted
-      // kernel writes each token a row's tokens after reading it (emit/task_bodies.cpp: rope).
+      // kernel writes each token a row of iterations after reading it (emit/task_bodies.cpp: rope).
       const Expr& tiles = k.phases[0].trip.back();
-      if (tiles.isConstant()) k.latency += tiles.eval();
+      if (tiles.isConstant()) k.latency += tiles.eval() * k.ii;
     }
     if (fp && (lane == "stats" || lane == "reduce")) {
       // f32 row sums: a token's values summed by a tree, then one recurrence (above); the finish divides.
       int64_t levels =
           static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(std::max<int64_t>(k.lanes, 1)))));
-      k.ii = floatRowIi(k.op);
+      k.ii = std::max(floatRowIi(k.op), k.ii);
       k.latency = floatRowLatency(k.op, levels);
     }
-    k.ii = std::max(k.ii, laneIi);
-    k.dsp = static_cast<int64_t>(std::ceil(f32Dsp(k, lane, c, w4a8) / static_cast<double>(k.ii)));
+    k.dsp = static_cast<int64_t>(std::ceil(ops.dsp(k.ii)));
     k.lut = 600 + k.lanes * (fp ? c.lutFloat : c.lutInt);
     if (w4a8)  // a dequantisation table a lane and int8 input: 32 output bits of 8 inputs, about 5 LUTs a bit
       for (const KernelPort& p : k.phases[0].ports)

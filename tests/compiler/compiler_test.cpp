@@ -336,8 +336,8 @@ TEST(Compiler, MatmulDspsFollowThePackingRule) {
 // and requantises (2 + 3 = 5 a lane); a layernorm's apply subtracts the mean, multiplies by the reciprocal
 // and the gain, adds the bias, requantises (2 + 3 + 3 + 2 + 3 = 13 a lane) and adds eps once a row (2);
 // its statistics square int8 values (two a DSP) and finish a row with two multiplies and two 64-bit
-// products (3 * 2 + 8 * 2 = 22); a GELU looks its 256 results up (no DSP). At lane_ii=N the operators are
-// shared over N cycles: ceil(DSPs / N), the kernel's II N.
+// products (3 * 2 + 8 * 2 = 22); a GELU looks its 256 results up (no DSP). At lane_ii=N each kind of
+// operator is shared over N cycles, ceil(its count / N) of them, the kernel's II N.
 TEST(Compiler, F32StepsOfW4A8KernelsCountTheirDsps) {
   const std::string graph =
       "graph: steps\ninputs: [{name: x, shape: [1, 256]}, {name: y, shape: [1, 256]}]\n"
@@ -349,11 +349,11 @@ TEST(Compiler, F32StepsOfW4A8KernelsCountTheirDsps) {
     CompileResult r = compileText(graph, {"quant=w4a8", "lane_ii=" + std::to_string(ii)});
     std::map<std::string, const Kernel*> by;
     for (const Kernel& k : r.kernels.kernels) by[k.op] = &k;
-    auto shared = [&](int64_t dsp) { return (dsp + ii - 1) / ii; };
+    auto shared = [&](int64_t count) { return (count + ii - 1) / ii; };
     ASSERT_TRUE(by.count("add") && by.count("layernorm.apply") && by.count("layernorm.stats") && by.count("gelu"));
-    EXPECT_EQ(by["add"]->dsp, shared(16 * 5)) << ii;
-    EXPECT_EQ(by["layernorm.apply"]->dsp, shared(16 * 13 + 2)) << ii;
-    EXPECT_EQ(by["layernorm.stats"]->dsp, shared(16 / 2 + 22)) << ii;
+    EXPECT_EQ(by["add"]->dsp, shared(16) * 2 + shared(16) * 3) << ii;
+    EXPECT_EQ(by["layernorm.apply"]->dsp, shared(16 * 2 + 1) * 2 + shared(16 * 3) * 3) << ii;
+    EXPECT_EQ(by["layernorm.stats"]->dsp, shared(16 / 2) + shared(2) * 3 + shared(2) * 8) << ii;
     EXPECT_EQ(by["gelu"]->dsp, 0) << ii;
     EXPECT_EQ(by["add"]->ii, ii);
     EXPECT_EQ(by["layernorm.apply"]->ii, ii);
