@@ -38,8 +38,9 @@
 //
 // DSPs count those f32 steps too, as the emitted code has them (f32Operators): every multiplier and adder the
 // unrolled lanes instantiate, at the DSP48E2 slices of the f32 cores Vitis HLS binds by default on
-// UltraScale+ (kFaddDsp, kFmulDsp); a W4A8 lane's dequantisations and requantisation are multiplies.
-// The matmul's epilogue counts per output lane (Tn), a row's finish once per kernel.
+// UltraScale+ (kFaddDsp, kFmulDsp); a W4A8 lane's requantisation is a multiply, its dequantisations table
+// lookups. The matmul's epilogue counts per output lane (Tn), a row's finish once per kernel; at a lane II
+// above 1 each kind of operator is shared (Operators).
 #include "compiler/dse/cost_model.h"
 
 #include <algorithm>
@@ -144,12 +145,6 @@ bool isFloat(const std::string& dtype) { return dtype == "f32" || dtype == "f16"
 // sin and cos: estimated as an exponential (a range reduction and a polynomial).
 constexpr double kFaddDsp = 2, kFmulDsp = 3, kInt64MulDsp = 8, kTrigDsp = 7;
 
-int64_t elements(const KernelPort& p) {
-  int64_t n = 1;
-  for (int64_t e : p.order.element) n *= e;
-  return n;
-}
-
 const KernelPort& outputOf(const KernelPhase& phase) {
   for (const KernelPort& p : phase.ports)
     if (p.out) return p;
@@ -187,7 +182,7 @@ Operators f32Operators(const Kernel& k, const std::string& lane, const LaneCost&
   const KernelPhase& last = k.phases.back();
   if (k.op == "matmul" || k.op == "linear") {  // per output lane: the epilogue (acc * scale + offset), a
                                                // rescale, or an f32 bias
-    double tn = static_cast<double>(elements(outputOf(last)));
+    double tn = static_cast<double>(tokenElements(outputOf(last).order));
     bool bias = operandPorts(k) == (k.phases.size() == 2 ? 2u : 4u);
     o.add(quant ? tn : 0, kFmulDsp);
     o.add(bias ? tn : 0, kFaddDsp);
@@ -195,12 +190,12 @@ Operators f32Operators(const Kernel& k, const std::string& lane, const LaneCost&
   }
   if (lane == "move") {  // a W4A8 concat requantises each input into the output's scale
     if (quant && k.op == "concat")
-      for (size_t i = 0; i + 1 < k.phases.size(); ++i) o.add(static_cast<double>(elements(k.phases[i].ports[0])), kFmulDsp);
+      for (size_t i = 0; i + 1 < k.phases.size(); ++i) o.add(static_cast<double>(tokenElements(k.phases[i].ports[0].order)), kFmulDsp);
     return o;
   }
-  double lanes = static_cast<double>(elements(outputOf(k.phases[0])));
+  double lanes = static_cast<double>(tokenElements(outputOf(k.phases[0]).order));
   if (lane == "stats" || lane == "reduce") {
-    double inLanes = static_cast<double>(elements(k.phases[0].ports[0]));
+    double inLanes = static_cast<double>(tokenElements(k.phases[0].ports[0].order));
     if (!quant) {
       o.add(inLanes, c.dspFloat);
       return o;
@@ -317,7 +312,7 @@ void costKernels(KernelGraph& graph, const CompileOptions& options) {
     k.lut = 600 + k.lanes * (fp ? c.lutFloat : c.lutInt);
     if (w4a8)  // a dequantisation table a lane and int8 input: 32 output bits of 8 inputs, about 5 LUTs a bit
       for (const KernelPort& p : k.phases[0].ports)
-        if (!p.out && p.order.dtype == "i8") k.lut += 160 * std::min(elements(p), k.lanes);
+        if (!p.out && p.order.dtype == "i8") k.lut += 160 * std::min(tokenElements(p.order), k.lanes);
   }
 }
 

@@ -5,8 +5,8 @@
 // the f32 cores HLS binds by default; AMD WP486 for packing two 8-bit, or a 4x8-bit pair of,
 // multiplications into one DSP48E2); they rank designs and predict resources, they are not synthesis.
 // HLS shares an operator among the operations of a loop pipelined at II = N that fall in different cycles
-// (UG1399, "Pipelining Loops" and resource sharing), so a kernel of f32 lanes at lane_ii N takes ceil(its
-// DSPs / N).
+// (UG1399, "Pipelining Loops" and resource sharing), so a kernel of f32 lanes at lane_ii N takes, of each
+// kind of f32 operator, ceil(its count / N).
 
 #include <cstdint>
 #include <string>

@@ -84,12 +84,6 @@ std::string cxxProduct(const std::vector<Expr>& exprs) {
   return constant == 1 ? symbolic : std::to_string(constant) + " * " + symbolic;
 }
 
-int64_t tokenElements(const StreamOrder& order) {
-  int64_t n = 1;
-  for (int64_t e : order.element) n *= e;
-  return n;
-}
-
 void openLoops(Code& code, const StreamOrder& order, const std::string& prefix, int from, int to,
                const std::string& label, const Bindings* maxima) {
   openLoops(code, order.trips, prefix, from, to, label, maxima);

@@ -50,9 +50,6 @@ std::string cxx(const Expr& e);
 /// The product of exprs as C++, constants folded.
 std::string cxxProduct(const std::vector<Expr>& exprs);
 
-/// Elements of one token.
-int64_t tokenElements(const StreamOrder& order);
-
 /// Opens the loops of `order` from loop `from` to loop `to` (exclusive) with variables prefix+k, labelled
 /// label_<variable> unless label is empty; with
 /// maxima, a loop over a symbolic count gets its LOOP_TRIPCOUNT for synthesis reports.

@@ -382,7 +382,7 @@ class ProjectWriter {
       if (!b.packed) continue;
       const TaskRole& r = compiled_.roles.tasks.at(task);
       bool int4 = b.type == "st_u8";
-      int64_t part = emit::tokenElements(r.order) / r.stripes;  // elements of the tensor per token
+      int64_t part = tokenElements(r.order) / r.stripes;  // elements of the tensor per token
       int64_t units = int4 ? part / 2 : part;
       c.line("/// Elements (" + b.type + ") in the buffer of '" + task + "': its stream of '" + r.tensor + "'" +
              (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of each token" : "") +
@@ -1258,7 +1258,7 @@ class ProjectWriter {
     for (const Kernel& k : kg_.kernels)  // a softmax's sum aligns each token to its largest exponential
       if (k.op == "softmax.stats")
         plan_.softmaxTokens[graph_.ops.at(static_cast<size_t>(k.opIndex)).name] =
-            emit::tokenElements(k.phases.at(0).ports.at(0).order);
+            tokenElements(k.phases.at(0).ports.at(0).order);
     std::string weightBytes, expectedBytes;
     std::vector<int8_t> chainedQ;
     for (int layer = 0; layer < options_.layers; ++layer) {

@@ -345,7 +345,7 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   double overhead = platform_.invocationOverheadUs * mhz;  // cycles
   double layers = model_.layers;
   double hd = static_cast<double>(headCycles_);
-  // For each schedule the faster of the padded prompt and the rows below with the rest as decode steps, a
+  // For each schedule the fastest of the padded prompt and the designs below with the rest as decode steps, a
   // design the device holds (with the decode layer and the head) before one it does not. Padded rows
   // that simulateMissing dropped unsized lose to the rows below in both.
   auto choose = [&](bool host) {

@@ -71,6 +71,9 @@ struct StreamOrder {
   bool operator!=(const StreamOrder& o) const { return !(*this == o); }
 };
 
+/// Elements of one of the order's tokens.
+int64_t tokenElements(const StreamOrder& order);
+
 struct KernelPort {
   std::string tensor;
   StreamOrder order;

@@ -43,6 +43,12 @@ Expr tilesOf(const Expr& size, int64_t tile) {
   return Expr::parse("(" + size.str() + " + " + std::to_string(tile - 1) + ")/" + std::to_string(tile));
 }
 
+int64_t tokenElements(const StreamOrder& order) {
+  int64_t n = 1;
+  for (int64_t e : order.element) n *= e;
+  return n;
+}
+
 int64_t StreamOrder::tokenBits() const {
   int64_t n = dtypeBits(dtype);
   for (int64_t d : element) n *= d;
