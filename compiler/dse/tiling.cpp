@@ -74,6 +74,17 @@ int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOption
   return std::max(1, std::min(s, limit));
 }
 
+int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight) {
+  int s = stripesFor(tokenBytes, platform, options, weight);
+  double need = static_cast<double>(tokenBytes) / channelBytesPerCycle(platform);
+  auto cap = options.stripeCap.find(weight);
+  int limit = cap != options.stripeCap.end() ? cap->second : options.maxStripe > 0 ? options.maxStripe : 8;
+  for (int n = s; n <= limit && n <= 1.25 * need; ++n)
+    if (tokenBytes % n == 0) return n;
+  while (s > 1 && tokenBytes % s != 0) --s;
+  return s;
+}
+
 std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& platform, const CompileOptions& options) {
   std::map<std::string, int> stage;  // tensors: the stage in which they are made (0: from HBM)
   std::map<int, int> matmulsIn;
@@ -374,7 +385,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     std::string best;
     double bestCycles = 0;
     for (const auto& [name, t] : tk) {
-      if (!dims.at(name).kConstant || t == 1 || options.pinnedTk.count(name)) continue;
+      if (!dims.at(name).kConstant || t % 2 != 0 || options.pinnedTk.count(name)) continue;
       double c = cycles(name, t / 2);
       if (best.empty() || c < bestCycles) best = name, bestCycles = c;
     }
@@ -416,11 +427,19 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   };
   std::vector<std::string> names;
   for (const auto& [name, t] : tk) names.push_back(name);
-  auto canDouble = [&](const std::string& name) {
+  // The next reduction tile of a matmul: the smallest multiple of its stream tile that divides K, above t
+  // and at most 2t (K = 896 grows 128 -> 224 -> 448, not only by doubling); 0 where none is.
+  auto grown = [&](const std::string& name, int64_t t) -> int64_t {
     const MatmulDims& d = dims.at(name);
-    int64_t t = tk.at(name);
-    return d.kConstant && d.K % (2 * t) == 0 && 2 * t <= kMaxTk && !options.pinnedTk.count(name) &&
-           cycles(name, 2 * t) < cycles(name, t);
+    if (!d.kConstant) return 0;
+    int64_t step = tileFor(Expr(d.K), options.tile);
+    for (int64_t g = (t / step + 1) * step; g <= 2 * t && g <= kMaxTk; g += step)
+      if (d.K % g == 0) return g;
+    return 0;
+  };
+  auto canDouble = [&](const std::string& name) {
+    int64_t t = tk.at(name), g = grown(name, t);
+    return g > 0 && !options.pinnedTk.count(name) && cycles(name, g) < cycles(name, t);
   };
   // Four at once in a decode layer (kv_append, <= 10 matmuls): its q, k and v run side by side, and
   // attention needs all three (the token's own key and value), while o streams beside them. The exchanges
@@ -445,7 +464,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     return out;
   };
   auto doubled = [&](std::map<std::string, int64_t> tiles, const std::vector<std::string>& group) {
-    for (const auto& name : group) tiles[name] *= 2;
+    for (const auto& name : group) tiles[name] = grown(name, tiles[name]);
     return tiles;
   };
   for (int exchanges = 0;;) {
@@ -483,7 +502,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
         std::string cut;
         double cutRate = 0, trialCycles = layerCycles(trial);
         for (const auto& [name, t] : trial) {
-          if (t == 1 || !dims.at(name).kConstant || options.pinnedTk.count(name) ||
+          if (t % 2 != 0 || !dims.at(name).kConstant || options.pinnedTk.count(name) ||
               std::find(group.begin(), group.end(), name) != group.end())
             continue;
           auto halved = trial;

@@ -32,6 +32,13 @@ int64_t chooseRowBlock(const TypedGraph& graph, const Op& op, int64_t tk, const 
 /// HBM channels one weight stream of tokenBytes per cycle is striped over (at most the weight's cap in
 /// options.stripeCap, else options.maxStripe, else 8).
 int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight);
+/// The stripes the lowering gives such a stream: each a whole number of the token's bytes. The fewest of
+/// at least stripesFor's, when within the cap and at most a quarter above the channels the token needs
+/// (a 1,536-byte tile needing 26.7 channels gets 32 of 48 bytes, not 24 of 64); else the most below it
+/// (every DMA costs an AXI master, and a stripe more than the stream needs only costs). The unroll
+/// search's estimate keeps stripesFor's count: estimating with these steers it away from the larger
+/// tiles that are faster all the same.
+int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight);
 
 /// Each weight's stripe cap: options.maxStripe when set; otherwise the platform's channels shared among
 /// the weight matmuls of its stage. Stages: a one-row norm (its second pass waits for the whole row) or a

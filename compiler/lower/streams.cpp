@@ -195,8 +195,7 @@ class Builder {
     int64_t bits = order.tokenBits();
     int stripes = 1;
     if (stripe) {
-      stripes = stripesFor(bits / 8, p_, o_, tensor);
-      while (stripes > 1 && (bits % (8 * stripes) != 0 || (bits / stripes) % 8 != 0)) --stripes;
+      if (bits % 8 == 0) stripes = wholeStripes(bits / 8, p_, o_, tensor);
     }
     requireWholeBytes(tensor, bits);
     std::vector<std::string> fifos;

@@ -430,10 +430,10 @@ TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
       ++floatStreams;
       EXPECT_NE(line.find("epilogue"), std::string::npos) << line;
     }
-  EXPECT_EQ(floatStreams, 2);  // up's and down's
+  EXPECT_EQ(floatStreams, 4);  // up's and down's, each striped in two like their weights
   EXPECT_NE(src.find("hls::stream<Tok<64, st_u8>>"), std::string::npos);  // 512-bit DMA words: 128 int4 weights
   // The DMAs read 512-bit words (Emit.DmaPortsMoveWhole512BitBeats): int4 weights, int8 activations, and
-  // the epilogues' 1,024-bit tokens (32 floats) in two.
+  // the epilogues' 1,024-bit tokens (32 floats) in two stripes of a beat each; int8 activations in two beats.
   EXPECT_NE(src.find("const Tok<64, st_u8>* "), std::string::npos);
   EXPECT_NE(src.find("const Tok<64, st_i8>* "), std::string::npos);
   EXPECT_EQ(src.find("const st_u8* "), std::string::npos);
@@ -524,7 +524,7 @@ TEST(Emit, DmaPortsMoveWhole512BitBeats) {
   std::string tiny = fresh("beats_tiny");
   ASSERT_EQ(stc("emit " + model("gpt2-tiny.yaml") + " -o " + tiny).code, 0);
   expectBeatPorts(tiny, 40, 1, {{"ctx", 64}});
-  EXPECT_NE(sources(tiny).find("DMA read of 'scale' from HBM[31]; element port: its tokens of 8 bits are not whole "
+  EXPECT_NE(sources(tiny).find("DMA read of 'scale' from HBM[30]; element port: its tokens of 8 bits are not whole "
                                "512-bit beats\nstatic void load_scale_task(hls::stream<Tok<1, st_i8>>& s_scale_hbm, "
                                "const st_i8* mem)"),
             std::string::npos);
