@@ -181,7 +181,9 @@ Operators f32Operators(const Kernel& k, const std::string& lane, const LaneCost&
   const double requant = quant ? 1 : 0;
   const KernelPhase& last = k.phases.back();
   if (k.op == "matmul" || k.op == "linear") {  // per output lane: the epilogue (acc * scale + offset), a
-                                               // rescale, or an f32 bias
+                                               // rescale, or an f32 bias; none where it writes its
+                                               // int32 sums to an epilogue kernel
+    if (outputOf(last).order.dtype == "i32") return o;
     double tn = static_cast<double>(tokenElements(outputOf(last).order));
     bool bias = operandPorts(k) == (k.phases.size() == 2 ? 2u : 4u);
     o.add(quant ? tn : 0, kFmulDsp);
@@ -222,13 +224,14 @@ Operators f32Operators(const Kernel& k, const std::string& lane, const LaneCost&
     return o;
   }
   if (lane == "rope") {
-    // Per lane (rope): the angle pos * pow(10000, -2 i / hd), a multiply, the power and a multiply; its cos
-    // and sin; both rotations of the select (x * c -/+ y * s: two multiplies and an addition each); the
-    // requantisation.
-    o.add(lanes * (2 + 4 + requant), kFmulDsp);
+    // Per lane (rope): both rotations of the select (x * c -/+ y * s: two multiplies and an addition each)
+    // and the requantisation. The row's table of cos and sin: tableUnits angles an iteration, each
+    // pos * inv_freq[i] (a multiply; inv_freq a constant table) and its cos and sin.
+    o.add(lanes * (4 + requant), kFmulDsp);
     o.add(lanes * 2, kFaddDsp);
-    o.add(lanes, laneCost("pow").dspFloat);
-    o.add(lanes * 2, kTrigDsp);
+    double units = static_cast<double>(std::max<int64_t>(k.tableUnits, 1));
+    o.add(units, kFmulDsp);
+    o.add(units * 2, kTrigDsp);
     return o;
   }
   // An elementwise op: the f32 op and the requantisation.
@@ -260,11 +263,22 @@ void costKernels(KernelGraph& graph, const CompileOptions& options) {
       // output phase's fourth port, or the second of an input-streaming matmul's).
       bool streaming = k.phases.size() == 2;
       bool bias = operandPorts(k) == (streaming ? 2u : 4u);
-      k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? (bias ? 7 : 0) : 19);
+      bool sums = outputOf(k.phases.back()).order.dtype == "i32";  // the epilogue in a kernel of its own
+      k.latency = levels * (fp ? 7 : 1) + 6 + (fp ? (bias ? 7 : 0) : sums ? 0 : 19);
       if (fp) k.ii = floatAccumulationIi(k);
       k.dsp = static_cast<int64_t>(std::ceil(static_cast<double>(k.lanes) * dspPerMac(arithmetic) +
                                              f32Operators(k, "matmul", laneCost("move"), w4a8).dsp(1)));
       k.lut = 600 + 25 * k.lanes;
+      continue;
+    }
+    if (k.op == kEpilogueOp) {  // a W4A8 matmul's epilogue apart (int to float, multiply, add, rounding)
+      k.ii = std::max<int64_t>(k.shareIi, 1);
+      k.latency = 19;
+      Operators ops;
+      ops.add(static_cast<double>(k.lanes), kFmulDsp);
+      ops.add(static_cast<double>(k.lanes), kFaddDsp);
+      k.dsp = static_cast<int64_t>(std::ceil(ops.dsp(k.ii)));
+      k.lut = 600 + (k.lanes + k.ii - 1) / k.ii * (laneCost("mul").lutFloat + laneCost("add").lutFloat);
       continue;
     }
     std::string lane = laneOp(k.op);

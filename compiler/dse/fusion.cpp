@@ -4,6 +4,8 @@
 // tensor comes from HBM). Otherwise it opens the next group.
 #include "compiler/dse/fusion.h"
 
+#include <set>
+
 #include "compiler/lower/edges.h"
 
 namespace stc {
@@ -58,11 +60,14 @@ FusionResult fuseKernels(const KernelGraph& graph, int64_t budgetBytes, const Co
 
 int64_t unfusedBytes(const KernelGraph& graph, const CompileOptions& options) {
   int64_t bytes = 0;
+  std::set<std::string> sums;  // a matmul's int32 sums on their way to its epilogue kernel: inside the op
+  for (const Kernel& k : graph.kernels)
+    if (k.op == kEpilogueOp) sums.insert(k.phases[0].ports[0].tensor);
   for (const auto& [name, t] : graph.tensors) {
     const std::string panels = ".panels";  // the same values as the rows copied from them
     bool isPanels =
         name.size() > panels.size() && name.compare(name.size() - panels.size(), panels.size(), panels) == 0;
-    if (t.role != TensorRole::kIntermediate || graph.viewOf.count(name) || isPanels) continue;
+    if (t.role != TensorRole::kIntermediate || graph.viewOf.count(name) || isPanels || sums.count(name)) continue;
     int64_t elements = 1;
     for (const auto& d : t.shape) elements *= d.eval(options.maxima);
     bytes += (elements * dtypeBits(t.dtype) + 7) / 8;

@@ -14,6 +14,7 @@
 #include "compiler/emit/task_bodies.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -81,6 +82,7 @@ class KernelBody {
     auto dot = k.find('.');
     std::string base = k.substr(0, dot), pass = dot == std::string::npos ? "" : k.substr(dot + 1);
     if (k == "matmul" || k == "linear") return matmul();
+    if (k == kEpilogueOp) return epilogue();
     bool copy = k == "move" || k == "transpose" || k == "slice";
     if (quant() && (pass == "apply" || k == "rope" || (elementwiseArity(k) > 0 && !copy &&
                                                         !lanesLookUp(kernel_, ctx_.compiled->options.quant))))
@@ -273,6 +275,18 @@ class KernelBody {
     f.close();
   }
 
+  // A W4A8 matmul's epilogue apart from it (lower/kernels.cpp): a token of int32 sums and the [Tn, 2] tile
+  // of multipliers and offsets in, the int8 output token out, at the II of its matmul's output tokens, over
+  // which HLS shares the lanes' multipliers and adders.
+  void epilogue() {
+    FlatLoop f = flat(0);
+    read(0, 0, "acc");
+    read(0, 1, "epi");
+    size_t out = outPort(0);
+    writeTile(0, out, tokenElements(port(0, out).order), true, true, "acc.v[n]");
+    f.close();
+  }
+
   // kv_append: the token's own row, a head's slice read at the head's first iteration, takes the cache's
   // last position in each right-side tile that holds it (the cache in HBM has room there).
   void appendRow(const FlatLoop& f) {
@@ -320,11 +334,14 @@ class KernelBody {
     c_.close();
   }
 
-  // The output token from the accumulators (indexed by n), with the bias or the W4A8 epilogue.
+  // The output token from the accumulators (indexed by n), with the bias or the W4A8 epilogue; the sums
+  // themselves where an epilogue kernel applies it.
   void writeTile(size_t ph, size_t out, int64_t Tn, bool bias, bool epilogue, const std::string& acc) {
     c_.line(outTok(ph, out, Tn) + " out;");
     openElements(c_, "n", Tn);
-    if (!quant()) {
+    if (quant() && port(ph, out).order.dtype == "i32") {
+      c_.line("out.v[n] = " + acc + ";");
+    } else if (!quant()) {
       c_.line("out.v[n] = " + acc + (bias ? " + bias.v[n]" : "") + ";");
     } else if (epilogue) {
       c_.line("out.v[n] = st_q8(static_cast<float>(" + acc + ") * epi.v[2 * n] + epi.v[2 * n + 1]);");
@@ -686,7 +703,10 @@ class KernelBody {
   // one more (a drain): iteration (r, t) stores input token t of row r in one half of a ping-pong row buffer
   // and writes output token t of row r - 1 from the other half (an element's partner is half a row away, so a
   // row is whole before its first output). Each output token leaves a row's tokens after its input, as the
-  // network's latency says (dse/cost_model.cpp).
+  // network's latency says (dse/cost_model.cpp). The cos and sin of a row's head_dim / 2 angles are computed
+  // once, not per lane: while the row comes in, ropeTableUnits of them an iteration go into the ping-pong
+  // table cs, each angle pos * inv_freq[i] with inv_freq[i] = 10000^(-2i/hd) a constant computed here as the
+  // W4A8 reference rounds it, so the lanes look up the very values the reference computes.
   void rope() {
     const TensorInfo& inT = info(op_.inputs[0]);
     const std::vector<Expr>& trips = kernel_.phases[0].trip;
@@ -695,13 +715,27 @@ class KernelBody {
     int64_t D = inT.shape.back().eval();
     std::string positions = inT.shape.size() >= 2 ? cxx(inT.shape[inT.shape.size() - 2]) : "1";
     int64_t T = tokenElements(port(0, 0).order);
-    int64_t tiles = trips.back().eval(), hd = ropeHeadDim(op_, D);
+    int64_t tiles = trips.back().eval(), hd = ropeHeadDim(op_, D), h = hd / 2;
+    int64_t units = ropeTableUnits(hd, tiles);
     std::string rows = cxxProduct(std::vector<Expr>(trips.begin(), trips.end() - 1));
     std::string offset = ropeOffset(op_);
     offset = offset == "0" ? "" : cxx(Expr::parse(offset)) + " + ";
+    c_.line("static const float inv_freq[" + std::to_string(h) + "] = {");
+    for (int64_t i = 0; i < h; i += 8) {
+      std::string line = "    ";
+      for (int64_t j = i; j < std::min(h, i + 8); ++j)
+        line += floatLiteral(std::pow(10000.0f, -2.0f * static_cast<float>(j) / static_cast<float>(hd))) +
+                (j + 1 == h ? "" : ", ");
+      c_.line(line);
+    }
+    c_.line("};");
     c_.line("float row[2][" + std::to_string(D) + "];");
     c_.line("#pragma HLS ARRAY_PARTITION variable=row dim=1 complete");
     c_.line("#pragma HLS ARRAY_PARTITION variable=row dim=2 cyclic factor=" + std::to_string(T));
+    c_.line("float cs[2][" + std::to_string(h) + "][2];");
+    c_.line("#pragma HLS ARRAY_PARTITION variable=cs dim=1 complete");
+    c_.line("#pragma HLS ARRAY_PARTITION variable=cs dim=2 cyclic factor=" + std::to_string(std::min(T, h)));
+    c_.line("#pragma HLS ARRAY_PARTITION variable=cs dim=3 complete");
     c_.open("");
     c_.line("long r = 0;");
     c_.line("int t = 0;");
@@ -709,9 +743,11 @@ class KernelBody {
             std::to_string(tiles) + "; ++it)");
     pipeline(c_, ii(0));
     // A partner read at (r, t) was written during row r - 1 at most half a head's tokens after token t:
-    // at least tiles - head_dim / (2 T) iterations before.
+    // at least tiles - head_dim / (2 T) iterations before; a table entry by iteration tiles / 2 of row r - 1.
     c_.line("#pragma HLS DEPENDENCE variable=row type=inter direction=RAW dependent=true distance=" +
             std::to_string(std::max<int64_t>(1, tiles - hd / (2 * T))));
+    c_.line("#pragma HLS DEPENDENCE variable=cs type=inter direction=RAW dependent=true distance=" +
+            std::to_string(std::max<int64_t>(1, tiles - (h + units - 1) / units + 1)));
     // make dfsim: the pipeline's lag, less the row this code's writes already trail its reads by (the
     // network's latency counts both).
     c_.line(iterationMark(std::max<int64_t>(0, task_.phases[0].latency - tiles * ii(0)), ii(0)));
@@ -719,16 +755,22 @@ class KernelBody {
     read(0, 0, "x");
     openElements(c_, "e", T);
     c_.line("row[r % 2][t * " + std::to_string(T) + " + e] = " + value(0, 0, "x.v[e]") + ";");
-    c_.close().close();
+    c_.close();
+    c_.line("const int pos = static_cast<int>(" + offset + "r % (" + positions + "));");
+    openElements(c_, "u", units);
+    c_.line("const int i = t * " + std::to_string(units) + " + u;");
+    c_.open("if (i < " + std::to_string(h) + ")");
+    c_.line("const float angle = pos * inv_freq[i];");
+    c_.line("cs[r % 2][i][0] = std::cos(angle);");
+    c_.line("cs[r % 2][i][1] = std::sin(angle);");
+    c_.close().close().close();
     c_.open("if (r > 0)");
-    c_.line("const int pos = static_cast<int>(" + offset + "(r - 1) % (" + positions + "));");
     c_.line("const int b = static_cast<int>((r - 1) % 2);");
     c_.line(outTok(0, outPort(0), T) + " out;");
     openElements(c_, "e", T);
     c_.line("const int j = t * " + std::to_string(T) + " + e, jj = j % " + std::to_string(hd) +
-            ", h = " + std::to_string(hd / 2) + ", i = jj % h;");
-    c_.line("const float angle = pos * std::pow(10000.0f, -2.0f * i / " + std::to_string(hd) + ".0f);");
-    c_.line("const float c = std::cos(angle), s = std::sin(angle);");
+            ", h = " + std::to_string(h) + ", i = jj % h;");
+    c_.line("const float c = cs[b][i][0], s = cs[b][i][1];");
     c_.line(store(0, outPort(0), "out.v[e]",
                   "jj < h ? row[b][j] * c - row[b][j + h] * s : row[b][j] * c + row[b][j - h] * s"));
     c_.close();

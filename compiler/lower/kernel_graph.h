@@ -3,6 +3,7 @@
 // explicit stream orders (itensor types whose tripcounts may be symbolic). lower/streams.cpp turns it
 // into a Network, adding FIFOs, converters and DMAs.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -99,6 +100,11 @@ struct Kernel {
   int64_t ii = 1;
   int64_t latency = 1;
   int64_t lanes = 1;         ///< operations per iteration (MACs for a matmul)
+  /// A kernel of kEpilogueOp: the II its lanes share their operators over, its matmul's iterations per
+  /// output token (at most its lanes).
+  int64_t shareIi = 0;
+  /// A rope kernel: the cos/sin pairs of its row's table it computes an iteration (ropeTableUnits).
+  int64_t tableUnits = 0;
   std::string arithmetic;    ///< dtype its arithmetic runs in
   int64_t bufferBytes = 0;   ///< internal buffer (a concat's collected output)
   /// A matmul whose right side is a KV cache with the token's own row (kv_append): phase 0's port
@@ -112,6 +118,18 @@ struct Kernel {
   // Estimates (dse/cost_model.cpp).
   int64_t dsp = 0, lut = 0;
 };
+
+/// The op of a kernel that applies a W4A8 matmul's epilogue apart from it (lower/kernels.cpp: lowerMatmul):
+/// phase 0 reads a token of int32 sums and the epilogue's [Tn, 2] tile and writes the int8 output token.
+inline constexpr const char* kEpilogueOp = "epilogue";
+
+/// A rope kernel computes the cos and sin of each of its row's head_dim / 2 angles once, into a table its
+/// lanes read, this many an iteration: the table is whole by half the row's `tiles` iterations, so the
+/// next row's first output (tiles iterations after the row's first input) never waits on it.
+inline int64_t ropeTableUnits(int64_t headDim, int64_t tiles) {
+  int64_t half = headDim / 2, within = std::max<int64_t>(1, tiles / 2);
+  return std::max<int64_t>(1, std::min(half, (half + within - 1) / within));
+}
 
 /// The ports of a kernel's last phase that are not the kv_append row (a matmul's bias is told by their count;
 /// only an output-stationary matmul, of one phase, takes the row: lowerMatmul refuses it otherwise).

@@ -346,6 +346,8 @@ class Lowering {
     ph.ports.push_back(out(op.output, o));
     kern.phases.push_back(ph);
     kern.lanes = o.element.back();
+    if (op.op == "rope" && o.trips.back().isConstant() && info(op.inputs[0]).shape.back().isConstant())
+      kern.tableUnits = ropeTableUnits(ropeHeadDim(op, info(op.inputs[0]).shape.back().eval()), o.trips.back().eval());
     add(std::move(kern));
   }
 
@@ -445,6 +447,8 @@ class Lowering {
       for (size_t i = 0; i < batch + 2; ++i) trip[i] = canonical.trips[i];
       pn = batch + 1;
     }
+    KernelPort epiPort;      // the W4A8 epilogue's port, when a kernel of its own applies it
+    int64_t shareIi = 0;
     if (opt_.quant == "w4a8" && w.dtype == "i4") {  // an int4 weight (pipeline.cpp, quantize)
       // W4A8 epilogue [N, 2] f32 (reference/quantized.h): each output channel's requantisation
       // multiplier and offset, the bias folded in; a [Tn, 2] tile per output token.
@@ -452,18 +456,25 @@ class Lowering {
       kg_.tensors[epi] = TensorInfo{epi, {outT.shape.back(), Expr(2)}, "f32", TensorRole::kWeight, -1, op.loc};
       kg_.weights.push_back(epi);
       AffineExpr whole{std::vector<int64_t>(outLoops, 0), 0};
-      ph.ports.push_back(in(epi, order("f32", {Tn, 2}, {unit(outLoops, pn), whole}, outLoops), outLevel));
+      KernelPort p = in(epi, order("f32", {Tn, 2}, {unit(outLoops, pn), whole}, outLoops), outLevel);
       // 8 bytes per output channel, read beside the weight all along: striped like it (an LM head's
       // [50304, 2] is 1.6% of its bytes, all on one channel unstriped: half as much again as a weight stripe).
-      ph.ports.back().weight = true;
-      ph.ports.back().restream = block > 0;
+      p.weight = true;
+      p.restream = block > 0;
+      // An output-stationary matmul finishes an output token every K / Tk iterations: a kernel of its own
+      // applies the epilogue at that II (at most Tn), sharing its f32 multipliers and adders over it
+      // (kEpilogueOp). Input streaming finishes every token at once, at the end: its epilogue stays inline.
+      if (!kOuter && trip[pk].isConstant()) shareIi = std::min(Tn, trip[pk].eval());
+      if (shareIi > 1) epiPort = p;
+      else ph.ports.push_back(p);
     } else if (op.inputs.size() == 3) {  // bias [N]: a tile per output token
       ph.ports.push_back(
           in(op.inputs[2], order(info(op.inputs[2]).dtype, {Tn}, {unit(outLoops, pn)}, outLoops), outLevel));
       ph.ports.back().restream = block > 0;
     }
+    KernelPort outP;
     if (!nOuter) {
-      ph.ports.push_back(out(op.output, canonical, outLevel));
+      outP = out(op.output, canonical, outLevel);
     } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
       std::vector<AffineExpr> orr;
       for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
@@ -473,8 +484,18 @@ class Lowering {
       TensorInfo pt = outT;
       pt.name = panels;
       kg_.tensors[panels] = pt;
-      ph.ports.push_back(out(panels, order(outT.dtype, canonical.element, orr, outLoops), outLevel));
+      outP = out(panels, order(outT.dtype, canonical.element, orr, outLoops), outLevel);
     }
+    KernelPort accP = outP;  // with the epilogue apart: the int32 sums, in the order of the output
+    if (shareIi > 1) {
+      accP.tensor = outP.tensor + ".acc";
+      accP.order.dtype = "i32";
+      TensorInfo at = kg_.tensors.at(outP.tensor);
+      at.name = accP.tensor;
+      at.dtype = "i32";
+      kg_.tensors[accP.tensor] = at;
+    }
+    ph.ports.push_back(accP);
     if (append != appends_.end()) {
       // The token's own row [1, H * X], a head's X values per iteration of the head loop (loop 0), put
       // into the right side's tiles where they cross the cache's last position.
@@ -496,6 +517,18 @@ class Lowering {
     kern.lanes = Tk * Tn;
     kern.arithmetic = w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
     add(std::move(kern));
+    if (shareIi > 1) {  // the epilogue: a token of sums and a [Tn, 2] tile in, the output token out
+      Kernel e = kernel(op, ".epi");
+      e.op = kEpilogueOp;
+      KernelPort sums = accP;
+      sums.out = false;
+      e.phases.push_back({std::vector<Expr>(trip.begin(), trip.begin() + static_cast<std::ptrdiff_t>(outLoops)),
+                          {sums, epiPort, outP}});
+      e.lanes = Tn;
+      e.arithmetic = "f32";
+      e.shareIi = shareIi;
+      add(std::move(e));
+    }
     if (nOuter) {
       Kernel copy = kernel(op, ".rows");
       copy.op = "move";

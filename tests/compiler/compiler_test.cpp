@@ -311,23 +311,39 @@ TEST(Compiler, RepeatsBeyondTheBudgetAreReadFromHbmAgain) {
 // The cost model's packing rule (dse/cost_model.h): a W4A8 matmul packs two MACs per DSP48E2 (WP486), an
 // f32 one takes five DSPs per MAC; the other kernels add their own per-lane cost on top.
 // A matmul's DSPs: its MACs by the packing rule, and its output lanes' f32 steps at the default cores'
-// DSP48E2 slices (an add 2, a multiply 3): under W4A8 the epilogue acc * scale + offset (5 a lane), an f32
-// matmul its bias (2 a lane). mlp.yaml: up has a bias, down none; 16 output lanes each.
+// DSP48E2 slices (an add 2, a multiply 3): an f32 matmul its bias (2 a lane); under W4A8 the epilogue
+// acc * scale + offset (5 a lane), which a kernel of its own applies at the II of the matmul's output
+// tokens, E = min(16, K / Tk), sharing them: ceil(16 / E) multipliers and adders, unless the matmul
+// streams its input (finishing every token at once): down, a GEMV after a GEMV
+// (Compiler.GemvAfterAGemvStreamsItsInput). mlp.yaml: up (K 256) has a bias, down (K 1024) none; 16
+// output lanes each.
 TEST(Compiler, MatmulDspsFollowThePackingRule) {
   EXPECT_DOUBLE_EQ(dspPerMac("w4a8"), 0.5);
   for (const char* quant : {"quant=w4a8", "quant=none"}) {
     CompileResult r = compileGraph(loadGraph(graphFile("mlp.yaml")), defaultPlatform(),
                                    parseCompileOptions({quant, "unroll_budget=0.05"}, defaultPlatform()));
-    int matmuls = 0;
+    int matmuls = 0, epilogues = 0;
     bool w4a8 = std::string(quant) == "quant=w4a8";
+    std::map<std::string, int64_t> lanesOf;
     for (const Kernel& k : r.kernels.kernels) {
       if (k.op != "matmul") continue;
       ++matmuls;
       bool up = k.name == "up";  // W4A8: both have an epilogue (the int4 weights' scales)
-      int64_t expected = w4a8 ? (k.lanes + 1) / 2 + 16 * 5 : 5 * k.lanes + (up ? 16 * 2 : 0);
+      int64_t iterations = (up ? 256 : 1024) / (k.lanes / 16), share = up ? std::min<int64_t>(16, iterations) : 1;
+      int64_t expected = w4a8 ? (k.lanes + 1) / 2 + (share > 1 ? 0 : 16 * 5) : 5 * k.lanes + (up ? 16 * 2 : 0);
       EXPECT_EQ(k.dsp, expected) << quant << " " << k.name << " lanes " << k.lanes;
+      if (!w4a8 || share == 1) continue;
+      const Kernel* epi = nullptr;
+      for (const Kernel& e : r.kernels.kernels)
+        if (e.name == k.name + ".epi") epi = &e;
+      ASSERT_NE(epi, nullptr) << k.name;
+      ++epilogues;
+      EXPECT_EQ(epi->op, kEpilogueOp);
+      EXPECT_EQ(epi->ii, share) << k.name;
+      EXPECT_EQ(epi->dsp, (16 + share - 1) / share * 5) << k.name << " at II " << share;
     }
     EXPECT_EQ(matmuls, 2) << quant;
+    EXPECT_EQ(epilogues, w4a8 ? 1 : 0) << quant;
   }
 }
 
