@@ -201,6 +201,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
         throw UserError("stc compile: error: --set unroll_budget expects a share of the DSPs in (0, 1], got '" + value + "'");
     } else if (key == "onchip_budget_bytes") o.onchipBudgetBytes = atMost(positiveInt(), kMaxNumber);
     else if (key == "lane_ii") o.laneIi = value == "0" ? 0 : atMost(positiveInt(), 16);
+    else if (key.rfind("lane_ii.", 0) == 0 && key.size() > 8) o.laneIiOf[key.substr(8)] = atMost(positiveInt(), 16);
     else if (key == "max_stripe")
       o.maxStripe = value == "0" ? 0 : static_cast<int>(atMost(positiveInt(), 32));
     else if (key == "quant") {
@@ -223,7 +224,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       throw UserError(
           "stc compile: error: unknown setting '" + key +
           "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, "
-          "tk.OP, row_block.OP)");
+          "tk.OP, row_block.OP, lane_ii.OP)");
   }
   return o;
 }

@@ -39,8 +39,10 @@
 // DSPs count those f32 steps too, as the emitted code has them (f32Operators): every multiplier and adder the
 // unrolled lanes instantiate, at the DSP48E2 slices of the f32 cores Vitis HLS binds by default on
 // UltraScale+ (kFaddDsp, kFmulDsp); a W4A8 lane's requantisation is a multiply, its dequantisations table
-// lookups. The matmul's epilogue counts per output lane (Tn), a row's finish once per kernel; at a lane II
-// above 1 each kind of operator is shared (Operators).
+// lookups. The matmul's epilogue counts per output lane (Tn), or, in an epilogue kernel of its own, per
+// output lane over the II of the matmul's output tokens; a row's finish once per kernel; at a lane II
+// above 1 each kind of operator is shared (Operators). Rope's cos and sin count per table unit
+// (ropeTableUnits), its rotations per lane.
 #include "compiler/dse/cost_model.h"
 
 #include <algorithm>
@@ -250,9 +252,10 @@ bool lanesLookUp(const Kernel& k, const std::string& quant) {
 
 void costKernels(KernelGraph& graph, const CompileOptions& options) {
   const std::string& quant = options.quant;
-  const int64_t laneIi = std::max<int64_t>(options.laneIi, 1);
   for (Kernel& k : graph.kernels) {
     k.ii = 1;
+    auto own = options.laneIiOf.find(k.opName);
+    const int64_t laneIi = std::max<int64_t>(own != options.laneIiOf.end() ? own->second : options.laneIi, 1);
     // Without quantisation every stream and operation of the emitted project is f32, whatever the
     // graph's dtypes (emit/task_bodies.h: EmitContext::dtype).
     const std::string arithmetic = quant == "w4a8" ? k.arithmetic : "f32";

@@ -1,9 +1,11 @@
 // Intensity-aware unrolling. Every matmul starts at Tk = gcd(tile, K) MACs deep (Tn = gcd(tile, N)
-// wide); then the budget goes where the layer waits: of every doubling of one to four matmuls' Tk
-// that fits the DSP budget and shortens the layer estimate (LayerEstimate: which matmuls run one after
-// another and which side by side, averaged over the symbols' samples), the one that saves the most
-// cycles per DSP; when no doubling that fits shortens the layer, one paid for by halving others where
-// that does.
+// wide); then the budget goes where the layer waits: of every growth of one to four matmuls' Tk (to the
+// next multiple of the start tile that divides K, at most twice it: 128 -> 224 for K = 896) that fits
+// the DSP budget and shortens the layer estimate (LayerEstimate: which matmuls run one after another and
+// which side by side, and how long a stall pipeline holds its results, averaged over the symbols'
+// samples), the one that saves the most cycles per DSP; when none that fits shortens the layer, one paid
+// for by halving others where that does. chooseSchedules runs this at each lane II, keeps the best, then
+// gives the ops the layer waits on a lane II of their own where the budget holds.
 // The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of the others come
 // off first, and when the matmuls at the stream tile are already over it, the tile whose halving slows
 // its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile itself, padded
@@ -188,6 +190,13 @@ struct OtherKernels {
     }
     return out;
   }
+  /// Each op's pipeline latency: its kernels' in series (a row op's statistics, then its apply).
+  std::map<std::string, double> latencies(const TypedGraph& g) const {
+    std::map<std::string, double> out;
+    for (size_t i : kernels)
+      out[g.graph->ops[static_cast<size_t>(graph.kernels[i].opIndex)].name] += static_cast<double>(graph.kernels[i].latency);
+    return out;
+  }
 };
 
 OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options,
@@ -224,8 +233,8 @@ class LayerEstimate {
  public:
   using Cost = std::function<MatmulCost(const std::string& op, int64_t tk)>;
   LayerEstimate(const TypedGraph& graph, const CompileOptions& options, const Platform& platform,
-                std::map<std::string, double> otherCycles, Cost cost)
-      : other_(std::move(otherCycles)), cost_(std::move(cost)) {
+                std::map<std::string, double> otherCycles, std::map<std::string, double> otherLatency, Cost cost)
+      : other_(std::move(otherCycles)), latency_(std::move(otherLatency)), cost_(std::move(cost)) {
     bandwidth_ = platform.hbm.channels * channelBytesPerCycle(platform);
     prefetchBytes_ = static_cast<double>(options.onchipBudgetBytes);
     for (const Op& op : graph.graph->ops) {
@@ -259,7 +268,7 @@ class LayerEstimate {
         totalBytes += (costs[step.op->name] = cost_(step.op->name, tk.at(step.op->name))).bytes;
     for (const Step& step : steps_) {
       const Op& op = *step.op;
-      double own = 0, weight = 0, ahead = 0;
+      double own = 0, weight = 0, ahead = 0, held = 0;
       if (step.matmul) {
         const MatmulCost& c = costs[op.name];
         own = c.iterations;
@@ -269,6 +278,10 @@ class LayerEstimate {
         if (c.bytes > 0) ahead = c.hbm * std::min(1.0, prefetchBytes_ / totalBytes);
       } else if (auto it = other_.find(op.name); it != other_.end()) {
         own = it->second;
+        // A stall pipeline holds its last `latency` cycles of results until later inputs push them out:
+        // an op of fewer iterations than its latency (a decode step's softmax over 16 heads of 3 tokens)
+        // gives its first output only when that part of its input has come.
+        if (own > 0) held = std::min(1.0, latency_.at(op.name) / own);
       }
       Span s;
       double streamedLast = 0;
@@ -276,7 +289,8 @@ class LayerEstimate {
         auto it = spans.find(op.inputs[i]);
         if (it == spans.end()) continue;  // from HBM
         bool whole = step.whole[i] || (step.panels && i == 0 && rowBlock.at(op.name) == 0);
-        s.first = std::max(s.first, whole ? it->second.last : it->second.first);
+        const Span& in = it->second;
+        s.first = std::max(s.first, whole ? in.last : in.first + held * (in.last - in.first));
         if (!whole) streamedLast = std::max(streamedLast, it->second.last);
       }
       s.last = std::max({s.first + own, s.first + weight - ahead, streamedLast, weight});
@@ -293,7 +307,7 @@ class LayerEstimate {
     std::vector<bool> whole;
   };
   static bool isMatmul(const Op& op) { return op.op == "matmul" || op.op == "linear"; }
-  std::map<std::string, double> other_;
+  std::map<std::string, double> other_, latency_;
   Cost cost_;
   double bandwidth_ = 1, prefetchBytes_ = 0;
   std::vector<Step> steps_;
@@ -410,7 +424,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   std::vector<LayerEstimate> estimates;
   std::vector<std::map<std::pair<std::string, int64_t>, MatmulCost>> sampleMemo(at.size());
   for (size_t j = 0; j < at.size(); ++j)
-    estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima),
+    estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima), other.latencies(graph),
                            [&, j](const std::string& name, int64_t t) {
                              auto it = sampleMemo[j].find({name, t});
                              if (it != sampleMemo[j].end()) return it->second;
@@ -542,9 +556,14 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   // gives the shortest layer estimate (the first of equals) within the DSP budget (or, where pinned tiles
   // leave none within it, the least over). A longer II frees the DSPs of the f32 lanes
   // for the matmuls and lengthens the kernels that compute in them.
+  for (const auto& [name, ii] : options.laneIiOf) {
+    bool found = false;
+    for (const Op& op : graph.graph->ops) found = found || op.name == name;
+    if (!found) throw UserError("stc compile: error: --set lane_ii." + name + ": the graph has no op named '" + name + "'");
+  }
   std::map<std::string, int64_t> tiles;
   double best = 0, bestOver = 0;
-  bool chosen = false;
+  bool chosen = false, search = options.laneIi == 0;
   for (int64_t ii : options.laneIi > 0 ? std::vector<int64_t>{options.laneIi} : std::vector<int64_t>{1, 2, 4, 8}) {
     CompileOptions trial = options;
     trial.laneIi = ii;
@@ -553,6 +572,38 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
     if (chosen && (over > bestOver || (over == bestOver && !(estimate < best * (1 - 1e-9))))) continue;
     tiles = tk, best = estimate, bestOver = over, chosen = true;
     options.laneIi = ii;
+  }
+  // Then, at those tiles, the ops whose f32 lanes the layer waits on get an II of their own: of halving one
+  // op's lane II, the one that shortens the layer estimate most, while the budget holds (a decode layer's
+  // norms, one row each on the critical path, at 1 while its softmax shares at 2). `lane_ii.OP=N` pins one.
+  if (search && bestOver == 0 && options.laneIi > 1) {
+    CompileOptions at = options;
+    for (const auto& [name, t] : tiles) at.pinnedTk[name] = t;
+    KernelGraph lowered = lowerToKernels(graph, at, {});
+    std::vector<std::string> ops;  // ops of f32 lanes, in graph order
+    for (const Kernel& k : lowered.kernels)
+      if (k.op != kEpilogueOp && k.op != "matmul" && k.op != "linear" && !options.laneIiOf.count(k.opName) &&
+          std::find(ops.begin(), ops.end(), k.opName) == ops.end())
+        ops.push_back(k.opName);
+    for (;;) {
+      std::string pick;
+      double pickEstimate = best * (1 - 1e-6);
+      for (const std::string& op : ops) {
+        auto own = at.laneIiOf.find(op);
+        int64_t ii = own != at.laneIiOf.end() ? own->second : at.laneIi;
+        if (ii == 1) continue;
+        CompileOptions trial = at;
+        trial.laneIiOf[op] = ii / 2;
+        double estimate = 0, over = 0;
+        chooseUnroll(graph, platform, trial, &estimate, &over);
+        if (over == 0 && estimate < pickEstimate) pick = op, pickEstimate = estimate;
+      }
+      if (pick.empty()) break;
+      auto own = at.laneIiOf.find(pick);
+      at.laneIiOf[pick] = (own != at.laneIiOf.end() ? own->second : at.laneIi) / 2;
+      best = pickEstimate;
+    }
+    options.laneIiOf = at.laneIiOf;
   }
   Schedules schedules;
   for (const auto& [name, tk] : tiles) {

@@ -23,6 +23,8 @@ struct CompileOptions {
   /// lane_ii=N: the II of the kernels that compute in f32 lanes (norms, softmax, activations, elementwise
   /// ops), whose operators HLS then shares over N cycles; 0: chosen (dse/cost_model.cpp: laneIi)
   int64_t laneIi = 0;
+  /// lane_ii.OP=N: an op whose f32 lanes run at an II of their own (the search's refinement, or pinned)
+  std::map<std::string, int64_t> laneIiOf;
   int maxStripe = 0;                 ///< most HBM channels one weight stream is striped across; 0: its
                                      ///< share of the channels among the weight streams of its stage
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap
@@ -94,6 +96,7 @@ struct KernelPhase {
 struct Kernel {
   std::string name;
   std::string op;           ///< the graph op it implements ("matmul", "softmax.stats", ...)
+  std::string opName;       ///< that op's name in the graph
   int opIndex = -1;         ///< that op's index in the graph
   SourceLoc loc;
   std::vector<KernelPhase> phases;

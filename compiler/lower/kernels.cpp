@@ -272,6 +272,7 @@ class Lowering {
     Kernel k;
     k.name = op.name + suffix;
     k.op = op.op + suffix;
+    k.opName = op.name;
     k.opIndex = static_cast<int>(&op - g_.graph->ops.data());
     k.loc = op.loc;
     k.arithmetic = info(op.output).dtype;

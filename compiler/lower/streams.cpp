@@ -15,6 +15,7 @@
 #include "compiler/dse/tiling.h"
 #include "compiler/lower/edges.h"
 #include "compiler/lower/kernels.h"
+#include "compiler/reference/quantized.h"
 
 namespace stc {
 
@@ -189,14 +190,38 @@ class Builder {
     return addTask(std::move(r));
   }
 
+  // A W4A8 epilogue streams beside its weight all along, on channels the weight's stripes fill: striped
+  // so that each channel carrying a part of it moves at most a sixteenth more than a weight stripe
+  // (an LM head's [50304, 2] over 32 weight channels: 8 stripes, not 2). The fewest stripes of whole
+  // bytes that do, at most a quarter of the weight's (each stripe is a DMA, an AXI master of its own);
+  // 0 for any other tensor.
+  int epilogueStripes(const std::string& tensor, const StreamOrder& order) const {
+    for (const Kernel& k : g_.kernels) {
+      if ((k.op != "matmul" && k.op != "linear") || epilogueTensor(k.opName) != tensor) continue;
+      const StreamOrder& w = k.phases[0].ports[1].order;
+      int64_t wordBytes = w.tokenBits() / 8, bytes = order.tokenBits() / 8;
+      if (wordBytes <= 0 || bytes <= 0) return 0;
+      double weightBytes = static_cast<double>(wordBytes) * static_cast<double>(w.tokens().eval(o_.maxima));
+      double epiBytes = static_cast<double>(bytes) * static_cast<double>(order.tokens().eval(o_.maxima));
+      int weightStripes = wholeStripes(wordBytes, p_, o_, k.phases[0].ports[1].tensor);
+      double need = 16.0 * weightStripes * epiBytes / weightBytes;
+      int most = 0;
+      for (int n = 1; n <= weightStripes / 4; ++n)
+        if (bytes % n == 0) {
+          most = n;
+          if (n >= need) return n;
+        }
+      return most;
+    }
+    return 0;
+  }
+
   // DMA read(s) of `tensor` in `order` into FIFO(s) feeding `consumer` phase `phase`; returns the FIFOs
   // the consumer reads (several when the weight is striped over channels).
   std::vector<std::string> loadFromHbm(const std::string& tensor, const StreamOrder& order, bool stripe, int group) {
     int64_t bits = order.tokenBits();
     int stripes = 1;
-    if (stripe) {
-      if (bits % 8 == 0) stripes = wholeStripes(bits / 8, p_, o_, tensor);
-    }
+    if (stripe && bits % 8 == 0) stripes = std::max(wholeStripes(bits / 8, p_, o_, tensor), epilogueStripes(tensor, order));
     requireWholeBytes(tensor, bits);
     std::vector<std::string> fifos;
     for (int s = 0; s < stripes; ++s) {

@@ -97,9 +97,9 @@ TEST(Compiler, ConverterBufferFollowsTheItensorRule) {
 // streams it: phase 0 walks (m, k, n), one input tile per k, phase 1 writes the output tiles; the input
 // arrives through a FIFO or a tile adapter, never a whole-row converter, so `down` runs beside `up`.
 TEST(Compiler, GemvAfterAGemvStreamsItsInput) {
-  // At the DSPs the design had before f32 matmuls ran at II=7 (the default now unrolls twice as wide, and
-  // its weight stripes take more FIFO bytes than the 8 KiB kept whole).
-  CompileResult r = compileFile("mlp.yaml", {"unroll_budget=0.5"});
+  // At the DSPs of a design whose matmuls stay at the stream tile (wider ones, as the default unrolls, stripe
+  // their weights over FIFOs of more bytes than the 8 KiB kept whole).
+  CompileResult r = compileFile("mlp.yaml", {"unroll_budget=0.4"});
   const Task* up = nullptr;
   const Task* down = nullptr;
   for (const Task& t : r.network.tasks) {
@@ -156,7 +156,7 @@ TEST(Compiler, SymbolicDimensionsArePaddedToTheTile) {
     for (const Expr& e : t.phases[0].trip) n *= e.eval({{"ctx", ctx}});
     return n;
   };
-  EXPECT_EQ(trips("scores", 100), 8 * 7 * 4);
+  EXPECT_EQ(trips("scores", 100), 8 * 7 * (64 / r.schedules.at("scores").tk));  // k steps of its tile
   EXPECT_EQ(trips("probs.stats", 100), 8 * 7);
   EXPECT_EQ(trips("probs.apply", 97), 8 * 7);
   EXPECT_EQ(trips("mix", 111), 8 * 4 * 7);
@@ -379,6 +379,46 @@ TEST(Compiler, F32StepsOfW4A8KernelsCountTheirDsps) {
   }
 }
 
+// Rope's DSPs by hand: per lane both rotations (4 multiplies, 2 additions) and the requantisation (a
+// multiply); its row's table of cos and sin computed once, ropeTableUnits pairs an iteration, each a
+// multiply (pos * inv_freq[i]) and a cos and a sin (7 DSPs each). 4 heads of 64: 16 tokens a row, so 32
+// angles by iteration 8: 4 an iteration. `lane_ii.OP` gives one op its own II.
+TEST(Compiler, RopeComputesItsRowsCosAndSinOnce) {
+  const std::string graph =
+      "graph: rot\ninputs: [{name: x, shape: [1, 256]}, {name: y, shape: [1, 256]}]\n"
+      "ops:\n  - {name: r, op: rope, inputs: [x], output: h, head_dim: 64}\n"
+      "  - {name: s, op: add, inputs: [h, y], output: o}\noutputs: [o]\n";
+  EXPECT_EQ(ropeTableUnits(64, 16), 4);
+  EXPECT_EQ(ropeTableUnits(64, 128), 1);
+  for (int64_t ii : {1, 2, 4}) {
+    CompileResult r = compileText(graph, {"quant=w4a8", "lane_ii=4", "lane_ii.r=" + std::to_string(ii)});
+    std::map<std::string, const Kernel*> by;
+    for (const Kernel& k : r.kernels.kernels) by[k.op] = &k;
+    ASSERT_TRUE(by.count("rope") && by.count("add"));
+    auto shared = [&](int64_t count) { return (count + ii - 1) / ii; };
+    EXPECT_EQ(by["rope"]->tableUnits, 4);
+    EXPECT_EQ(by["rope"]->dsp, shared(16 * 5) * 3 + shared(16 * 2) * 2 + shared(4) * 3 + shared(4 * 2) * 7) << ii;
+    EXPECT_EQ(by["rope"]->ii, ii);
+    EXPECT_EQ(by["add"]->ii, 4);  // the layer's lane II
+  }
+}
+
+// A reduction tile grows to any multiple of the stream tile that divides K, not only by doubling: K = 896
+// (7 x 128) stops at 128 when doubling, and reaches 224 or 448 so. With the weight striped over every
+// channel (max_stripe=32) the HBM delivers 1,840 bytes a cycle, so 896 x 896 int4 weights take 218
+// cycles; at tk 224 the matmul takes 56 column tiles x 4 = 224 iterations, more than that, so growing on
+// past 128 shortens it.
+TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {
+  const std::string graph =
+      "graph: wide\ninputs: [{name: x, shape: [1, 896]}]\nweights: [{name: w, shape: [896, 896]}]\n"
+      "ops:\n  - {name: m, op: matmul, inputs: [x, w], output: o}\noutputs: [o]\n";
+  CompileResult r = compileText(graph, {"quant=w4a8", "max_stripe=32", "unroll_budget=1"});
+  int64_t tk = r.schedules.at("m").tk;
+  EXPECT_EQ(896 % tk, 0) << tk;
+  EXPECT_EQ(tk % 16, 0) << tk;
+  EXPECT_GT(tk, 128) << tk;
+}
+
 // f32 weights are bound by HBM bandwidth (a 16 x 16 tile is 1 KiB, more than 8 channels deliver per
 // cycle), so unrolling them buys nothing and the search leaves them; W4A8 tiles (128 bytes) are not, and
 // a larger DSP budget unrolls them further and runs faster.
@@ -471,7 +511,7 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "lane_ii, max_stripe, max_SYMBOL, row_block, tk.OP, row_block.OP)");
+      "lane_ii, max_stripe, max_SYMBOL, row_block, tk.OP, row_block.OP, lane_ii.OP)");
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");

@@ -73,6 +73,7 @@ int compile(const CompileArgs& a) {
   for (const auto& [op, sched] : result.schedules)
     report["schedules"][op] = {{"tk", sched.tk}, {"row_block", sched.rowBlock}};
   report["lane_ii"] = result.options.laneIi;
+  for (const auto& [op, ii] : result.options.laneIiOf) report["lane_ii_of"][op] = ii;
   writeFileAtomic(a.output, emitNetwork(result.network));
   if (!a.report.empty()) writeFileAtomic(a.report, report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (a.json) {
@@ -97,7 +98,9 @@ int compile(const CompileArgs& a) {
     std::cout << "schedules:";
     for (const auto& [op, sched] : result.schedules)
       std::cout << " tk." << op << "=" << sched.tk << " row_block." << op << "=" << sched.rowBlock;
-    std::cout << " lane_ii=" << result.options.laneIi << "\n";
+    std::cout << " lane_ii=" << result.options.laneIi;
+    for (const auto& [op, ii] : result.options.laneIiOf) std::cout << " lane_ii." << op << "=" << ii;
+    std::cout << "\n";
   }
   std::cout << "wrote " << a.output << " in " << r.compileSeconds << " s\n";
   return 0;
@@ -115,6 +118,7 @@ Runner addCompile(CLI::App& app) {
       "--set", a->settings,
       "KEY=VALUE: tile, unroll_budget (share of DSPs), onchip_budget_bytes, quant (w4a8|none), "
       "lane_ii (II of the kernels of f32 lanes, which share their operators over it; 0: chosen), "
+      "lane_ii.OP (an op's own lane II), "
       "max_stripe (0: each weight its stage's share of the channels), max_SYMBOL (largest value of a symbol, "
       "for buffer sizes), row_block (every matmul's "
       "loop order: auto, 0 weight-stationary, N rows per block), tk.OP and row_block.OP (pin a matmul's "
