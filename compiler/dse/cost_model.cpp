@@ -254,8 +254,7 @@ void costKernels(KernelGraph& graph, const CompileOptions& options) {
   const std::string& quant = options.quant;
   for (Kernel& k : graph.kernels) {
     k.ii = 1;
-    auto own = options.laneIiOf.find(k.opName);
-    const int64_t laneIi = std::max<int64_t>(own != options.laneIiOf.end() ? own->second : options.laneIi, 1);
+    const int64_t laneIi = std::max<int64_t>(laneIiOf(options, k.opName), 1);
     // Without quantisation every stream and operation of the emitted project is f32, whatever the
     // graph's dtypes (emit/task_bodies.h: EmitContext::dtype).
     const std::string arithmetic = quant == "w4a8" ? k.arithmetic : "f32";

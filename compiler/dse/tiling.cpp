@@ -69,19 +69,25 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// The most channels one stream of `weight` may take: its cap, else max_stripe, else 8.
+int stripeLimit(const CompileOptions& options, const std::string& weight) {
+  auto cap = options.stripeCap.find(weight);
+  return cap != options.stripeCap.end() ? cap->second : options.maxStripe > 0 ? options.maxStripe : 8;
+}
+
+}  // namespace
+
 int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight) {
   int s = static_cast<int>(std::ceil(static_cast<double>(tokenBytes) / channelBytesPerCycle(platform) - 1e-9));
-  auto cap = options.stripeCap.find(weight);
-  int limit = cap != options.stripeCap.end() ? cap->second : options.maxStripe > 0 ? options.maxStripe : 8;
-  return std::max(1, std::min(s, limit));
+  return std::max(1, std::min(s, stripeLimit(options, weight)));
 }
 
 int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight) {
   int s = stripesFor(tokenBytes, platform, options, weight);
   double need = static_cast<double>(tokenBytes) / channelBytesPerCycle(platform);
-  auto cap = options.stripeCap.find(weight);
-  int limit = cap != options.stripeCap.end() ? cap->second : options.maxStripe > 0 ? options.maxStripe : 8;
-  for (int n = s; n <= limit && n <= 1.25 * need; ++n)
+  for (int n = s; n <= stripeLimit(options, weight) && n <= 1.25 * need; ++n)
     if (tokenBytes % n == 0) return n;
   while (s > 1 && tokenBytes % s != 0) --s;
   return s;
@@ -422,9 +428,10 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   }
   if (at.empty()) at.push_back(options);
   std::vector<LayerEstimate> estimates;
+  const std::map<std::string, double> latencies = other.latencies(graph);
   std::vector<std::map<std::pair<std::string, int64_t>, MatmulCost>> sampleMemo(at.size());
   for (size_t j = 0; j < at.size(); ++j)
-    estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima), other.latencies(graph),
+    estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima), latencies,
                            [&, j](const std::string& name, int64_t t) {
                              auto it = sampleMemo[j].find({name, t});
                              if (it != sampleMemo[j].end()) return it->second;
@@ -589,8 +596,7 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
       std::string pick;
       double pickEstimate = best * (1 - 1e-6);
       for (const std::string& op : ops) {
-        auto own = at.laneIiOf.find(op);
-        int64_t ii = own != at.laneIiOf.end() ? own->second : at.laneIi;
+        int64_t ii = laneIiOf(at, op);
         if (ii == 1) continue;
         CompileOptions trial = at;
         trial.laneIiOf[op] = ii / 2;
@@ -599,8 +605,7 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
         if (over == 0 && estimate < pickEstimate) pick = op, pickEstimate = estimate;
       }
       if (pick.empty()) break;
-      auto own = at.laneIiOf.find(pick);
-      at.laneIiOf[pick] = (own != at.laneIiOf.end() ? own->second : at.laneIi) / 2;
+      at.laneIiOf[pick] = laneIiOf(at, pick) / 2;
       best = pickEstimate;
     }
     options.laneIiOf = at.laneIiOf;

@@ -122,6 +122,12 @@ struct Kernel {
   int64_t dsp = 0, lut = 0;
 };
 
+/// The lane II of an op's f32 lanes: its own (lane_ii.OP) or the layer's (lane_ii).
+inline int64_t laneIiOf(const CompileOptions& options, const std::string& op) {
+  auto own = options.laneIiOf.find(op);
+  return own != options.laneIiOf.end() ? own->second : options.laneIi;
+}
+
 /// The op of a kernel that applies a W4A8 matmul's epilogue apart from it (lower/kernels.cpp: lowerMatmul):
 /// phase 0 reads a token of int32 sums and the epilogue's [Tn, 2] tile and writes the int8 output token.
 inline constexpr const char* kEpilogueOp = "epilogue";
