@@ -30,6 +30,17 @@ std::set<std::string> Network::symbols() const {
   return out;
 }
 
+std::vector<int64_t> Network::boundValues(const Bindings& bindings) const {
+  std::vector<int64_t> out;
+  for (const auto& t : tasks) {
+    for (const auto& p : t.phases)
+      for (const auto& e : p.trip)
+        if (!e.isConstant()) out.push_back(e.eval(bindings));
+    if (!t.bytes.isConstant()) out.push_back(t.bytes.eval(bindings));
+  }
+  return out;
+}
+
 int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings) {
   int64_t n = 1;
   int level = phase.levelOf(port);

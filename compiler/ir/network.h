@@ -105,6 +105,10 @@ struct Network {
   int findFifo(const std::string& name) const;
   /// Symbols its tripcounts use.
   std::set<std::string> symbols() const;
+  /// Its symbolic tripcounts and DMA byte counts evaluated under `bindings`, in file order. Nothing else
+  /// of a network depends on its symbols, so two bindings with equal values bind it to the same timing
+  /// (sim::compileProgram): a KV cache padded to tiles of 16 gives the same values for ctx 512 to 527.
+  std::vector<int64_t> boundValues(const Bindings& bindings) const;
   bool operator==(const Network& o) const { return name == o.name && fifos == o.fifos && tasks == o.tasks; }
 };
 

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <set>
 
 #include "compiler/frontend/model_builder.h"
 #include "compiler/sizing/fifo_sizing.h"
@@ -176,8 +177,7 @@ std::vector<int64_t> Estimator::prefillRowsBelow(int64_t prompt) const {
 
 std::vector<int64_t> Estimator::tailContexts(int64_t prompt, int64_t rows) {
   std::vector<int64_t> at;
-  int64_t stride = prompt - rows <= 16 ? 1 : 16;
-  for (int64_t c = rows; c < prompt; c += stride) at.push_back(c);
+  for (int64_t c = rows; c < prompt; ++c) at.push_back(c);
   return at;
 }
 
@@ -276,14 +276,24 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
       for (int64_t c : tailContexts(prompt, below))
         if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
   }
-  // Decode steps and the head first: the prefill choices below weigh them.
-  size_t jobs = ctxs.size() + (headCycles_ == 0 ? 1 : 0);
+  // Decode steps and the head first: the prefill choices below weigh them. A ctx whose bound values
+  // (Network::boundValues) equal another's binds the layer to the same program: one simulation for both.
+  std::vector<std::vector<int64_t>> values(ctxs.size());
+  tbb::parallel_for(size_t{0}, ctxs.size(),
+                    [&](size_t j) { values[j] = decodeLayer_.network.boundValues({{"ctx", ctxs[j]}}); });
+  std::vector<size_t> fresh;  // the first ctx of each values not simulated yet
+  std::set<std::vector<int64_t>> seen;
+  for (size_t j = 0; j < ctxs.size(); ++j)
+    if (!decodeRunsByValues_.count(values[j]) && seen.insert(values[j]).second) fresh.push_back(j);
+  size_t jobs = fresh.size() + (headCycles_ == 0 ? 1 : 0);
   std::vector<DesignRun> runs(jobs);
   tbb::parallel_for(size_t{0}, jobs, [&](size_t j) {
-    runs[j] = j < ctxs.size() ? simulate(decodeLayer_.network, {{"ctx", ctxs[j]}}, platform_)
-                              : simulate(head_.network, {}, platform_);
+    runs[j] = j < fresh.size() ? simulate(decodeLayer_.network, {{"ctx", ctxs[fresh[j]]}}, platform_)
+                               : simulate(head_.network, {}, platform_);
   });
-  for (size_t j = 0; j < ctxs.size(); ++j) decodeRuns_[ctxs[j]] = runs[j];
+  for (size_t j = 0; j < fresh.size(); ++j) decodeRunsByValues_[values[fresh[j]]] = runs[j];
+  decodeSimulations_ += static_cast<int>(fresh.size());
+  for (size_t j = 0; j < ctxs.size(); ++j) decodeRuns_[ctxs[j]] = decodeRunsByValues_.at(values[j]);
   if (headCycles_ == 0) headCycles_ = runs.back().cycles;
   // Prefill designs: first every prompt's rows below (and the padded rows where they are the same), then
   // the padded rows a prompt may still prefer. Padded rows are dropped unsized where, for every prompt
@@ -320,13 +330,9 @@ double Estimator::ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, 
   double overhead = platform_.invocationOverheadUs * platform_.kernelClockMhz;  // cycles
   double layers = model_.layers;
   double t = layers * (prefillLayerCycles + (host ? overhead : 0.0)) + static_cast<double>(headCycles_) + overhead;
-  std::vector<int64_t> at = tailContexts(prompt, rows);
-  for (size_t i = 0; i < at.size(); ++i) {  // a run of steps at the mean of its first ctx's and the next's
-    int64_t steps = (i + 1 < at.size() ? at[i + 1] : prompt) - at[i];
-    double cycles = static_cast<double>(decodeRuns_.at(at[i]).cycles);
-    if (steps > 1 && i + 1 < at.size())
-      cycles = (cycles + static_cast<double>(decodeRuns_.at(at[i + 1]).cycles)) / 2;
-    t += static_cast<double>(steps) * (host ? layers * (cycles + overhead) : layers * cycles + overhead);
+  for (int64_t c : tailContexts(prompt, rows)) {
+    double cycles = static_cast<double>(decodeRuns_.at(c).cycles);
+    t += host ? layers * (cycles + overhead) : layers * cycles + overhead;
   }
   return t;
 }

@@ -89,9 +89,9 @@ struct DecodeResult {
   double wallSeconds = 0;
 };
 
-/// Compiles and simulates a model's networks; results of identical invocations (same network, same ctx)
-/// are computed once and reused. Simulations run in parallel (oneTBB); results do not depend on the
-/// number of threads.
+/// Compiles and simulates a model's networks; results of identical invocations (the same network bound to
+/// the same values, Network::boundValues) are computed once and reused. Simulations run in parallel
+/// (oneTBB); results do not depend on the number of threads.
 class Estimator {
  public:
   Estimator(const ModelSpec& model, const Platform& platform);
@@ -104,6 +104,9 @@ class Estimator {
   void setDropByBound(bool on) { dropByBound_ = on; }
   /// Prefill designs sized so far (candidates of every row count).
   int prefillDesignsSized() const { return prefillDesignsSized_; }
+  /// Decode-layer simulations so far: one per distinct program, not per ctx (a KV cache padded to tiles
+  /// of 16 binds 16 consecutive ctx to the same one).
+  int decodeSimulations() const { return decodeSimulations_; }
   /// The decode layer it simulates at every ctx (its FIFOs sized), as `stc run MODEL` emits it.
   const Network& decodeLayer() const { return decodeLayer_.network; }
 
@@ -121,9 +124,7 @@ class Estimator {
   /// next where padding or a design change would make it jump (up to 16 tokens, every design below being
   /// a choice, by construction).
   std::vector<int64_t> prefillRowsBelow(int64_t prompt) const;
-  /// The ctx at which the decode layer is simulated for the prompt's tokens past `rows`: each of a tail
-  /// of at most 16, else the first of each run of 16 (a run charged at the mean of its first ctx's
-  /// cycles and the next run's).
+  /// The ctx of each of the prompt's tokens past `rows`, run as decode steps: rows .. prompt - 1.
   static std::vector<int64_t> tailContexts(int64_t prompt, int64_t rows);
   void simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests);
   /// A prefill design of some rows, compiled without its channel simulations, and the cycles no depths
@@ -154,6 +155,8 @@ class Estimator {
   CompileOptions options_;
   CompileResult decodeLayer_, head_;
   std::map<int64_t, DesignRun> decodeRuns_;   // by ctx
+  std::map<std::vector<int64_t>, DesignRun> decodeRunsByValues_;  // by the layer's bound values at a ctx
+  int decodeSimulations_ = 0;
   std::map<int64_t, int64_t> prefillCycles_;  // by prefill rows (prefillRows)
   int64_t headCycles_ = 0;
   std::map<int64_t, Resources> prefillResources_;  // by prefill rows

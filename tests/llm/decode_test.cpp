@@ -193,6 +193,26 @@ TEST(Decode, PredictionsRunOnTheSizedDesignAtEveryCtx) {
             sim::runDirect(sim::compileProgram(d.head.network, {}, defaultPlatform()), {}).cycles);
 }
 
+// Decode steps are simulated once per program, not per ctx: the layer pads its KV cache (ctx and the
+// token's own row) to tiles of 16, so the 46 ctx from 256 to 301 (a prompt of 300 whose 44 tokens past a
+// 256-row prefill may run as steps, then 2 generated) bind it to three programs (17, 18 and 19 tiles).
+// Each step's figure is still the simulation of the sized layer at its own ctx. GPT-2 tiny with max_ctx 512.
+TEST(Decode, OneSimulationPerProgramOfTheLayer) {
+  std::string text = readTextFile(STC_SOURCE_DIR "/models/gpt2-tiny.yaml");
+  text.replace(text.find("max_ctx: 64"), 11, "max_ctx: 512");
+  ModelSpec m = parseModel(text, "tiny512.yaml");
+  const Platform& platform = defaultPlatform();
+  Estimator e(m, platform);
+  DecodeResult r = e.run(300, 2);
+  EXPECT_EQ(e.decodeSimulations(), 3);
+  auto layer = [&](int64_t ctx) {
+    return sim::runDirect(sim::compileProgram(e.decodeLayer(), {{"ctx", ctx}}, platform), {}).cycles;
+  };
+  EXPECT_EQ(r.layerCyclesFirst, layer(300));
+  EXPECT_EQ(r.layerCyclesLast, layer(301));
+  EXPECT_NE(layer(271), layer(272));  // the programs differ
+}
+
 // Rope turns each head (head_dim) at the token's position: a decode step's token comes after the ctx
 // cached ones (offset ctx), a prompt's rows at 0, 1, ... (no offset).
 TEST(Decode, RopeTurnsEachHeadAtTheTokensPosition) {
