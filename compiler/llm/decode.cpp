@@ -196,13 +196,39 @@ std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t ro
   blocked.phaseChannels = stationary.phaseChannels = false;
   for (const Op& op : g.ops)
     if (op.op == "matmul" || op.op == "linear") stationary.pinnedRowBlock[op.name] = 0;
+  // The DSPs and LUTs the decode layer and the head leave. The DSP share holds them by construction; the
+  // LUTs (AXI masters, converters and lanes, which the unroll search does not count) may not. A design
+  // over them at compile time comes with a second candidate compiled at nine tenths of its unroll budget
+  // as often as it takes to fit (down to a tenth of the share); sizing decides, since it moves LUTs
+  // (FIFOs deepened from LUTRAM into BRAM), and a design the device holds wins (sizePrefills).
+  Resources left = platform_.kernelResources();
+  left.dsp -= decodeLayer_.report.resources.dsp + head_.report.resources.dsp;
+  left.lut -= decodeLayer_.report.resources.lut + head_.report.resources.lut;
+  auto over = [&](const CompileResult& r) {
+    return r.report.resources.dsp > left.dsp || r.report.resources.lut > left.lut;
+  };
   std::vector<PrefillCandidate> out;
-  for (const CompileOptions* o : {&blocked, &stationary}) {
-    if (o == &blocked && rows > 256) continue;
+  auto add = [&](CompileResult design) {
     PrefillCandidate c;
-    c.design = compileGraph(g, platform_, *o);
+    c.design = std::move(design);
     c.bound = sim::lowerBoundCycles(sim::compileProgram(c.design.network, {}, platform_));
     out.push_back(std::move(c));
+  };
+  for (const CompileOptions* o : {&blocked, &stationary}) {
+    if (o == &blocked && rows > 256) continue;
+    CompileResult design = compileGraph(g, platform_, *o);
+    if (!over(design)) {
+      add(std::move(design));
+      continue;
+    }
+    CompileOptions smaller = *o;
+    CompileResult fewer;
+    do {
+      smaller.unrollBudget *= 0.9;
+      fewer = compileGraph(g, platform_, smaller);
+    } while (over(fewer) && smaller.unrollBudget * 0.9 >= kPrefillShare / 10);
+    add(std::move(design));
+    add(std::move(fewer));
   }
   return out;
 }
@@ -223,9 +249,17 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
     rows.push_back(r);
     candidates.push_back(std::move(c));
   }
-  // The winner is the first candidate within memory before one that is not, then of the fewest cycles.
-  // Sized first the one of the lowest bound; then another only if it can still win: a candidate whose
-  // bound is above the cycles of one sized within memory (or equal, coming after it) cannot.
+  // The winner is the first candidate the device holds (with the decode layer and the head) before one it
+  // does not, then within memory before not, then of the fewest cycles. Sized first the one of the lowest
+  // bound; then another only if it can still win: a candidate whose bound is above the cycles of one sized
+  // that the device holds within memory (or equal, coming after it) cannot.
+  Resources others = add(decodeLayer_.report.resources, head_.report.resources);
+  auto holdsWith = [&](const PrefillCandidate& c) {
+    return add(others, c.design.report.resources).within(platform_.kernelResources());
+  };
+  auto better = [&](const PrefillCandidate& a, const PrefillCandidate& b) {
+    return holdsWith(a) != holdsWith(b) ? holdsWith(a) : preferred(*a.sized, *b.sized);
+  };
   auto size = [&](PrefillCandidate& c) {
     assignPhaseChannels(c.design, platform_);
     c.sized = sizeDesign(c.design, platform_, memory);
@@ -243,9 +277,10 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
   for (size_t j = 0; j < rows.size(); ++j) {
     size_t first = firsts[j];
     const SizedDesign& k = *candidates[j][first].sized;
+    bool held = holdsWith(candidates[j][first]);
     for (size_t i = 0; i < candidates[j].size(); ++i) {
       int64_t b = candidates[j][i].bound;
-      bool beaten = dropByBound_ && k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
+      bool beaten = dropByBound_ && held && k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
       if (i != first && !beaten) contenders.emplace_back(j, i);
     }
   }
@@ -255,7 +290,7 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
   for (size_t j = 0; j < rows.size(); ++j) {
     const PrefillCandidate* best = nullptr;
     for (const PrefillCandidate& c : candidates[j]) {
-      if (c.sized && (!best || preferred(*c.sized, *best->sized))) best = &c;
+      if (c.sized && (!best || better(c, *best))) best = &c;
     }
     // The sizer's last verifying run is this network at its depths: its cycles are the prefill's.
     prefillCycles_[rows[j]] = best->sized->cycles;

@@ -213,6 +213,36 @@ TEST(Decode, OneSimulationPerProgramOfTheLayer) {
   EXPECT_NE(layer(271), layer(272));  // the programs differ
 }
 
+// The unroll search budgets DSPs; a prefill design may still take more LUTs (AXI masters, converters) than
+// the decode layer and the head leave. GPT-2 small (768 hidden, 12 heads, FFN 3,072), its 32-row prefill
+// at the prefill's DSP share: 14k LUTs over the device with the other two. The estimator compiles it
+// again at a smaller budget, and the device holds all three.
+TEST(Decode, ThePrefillShrinksToTheLutsLeft) {
+  std::string text = readTextFile(STC_SOURCE_DIR "/models/gpt2.yaml");
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"layers: 24", "layers: 12"}, {"hidden: 1024", "hidden: 768"}, {"heads: 16", "heads: 12"},
+           {"ffn: 4096", "ffn: 3072"}}) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  }
+  ModelSpec m = parseModel(text, "gpt2-small.yaml");
+  const Platform& platform = defaultPlatform();
+  CompileOptions o = parseCompileOptions({"quant=" + m.quant}, platform);
+  DeviceDesigns d = compileDevice(m, platform, o);
+  o.maxima["ctx"] = m.maxCtx;
+  o.unrollBudget = kPrefillShare;
+  CompileResult atShare = compileGraph(buildPrefillLayer(m, 32), platform, o);
+  int64_t luts = d.decodeLayer.report.resources.lut + d.head.report.resources.lut + atShare.report.resources.lut;
+  EXPECT_GT(luts, platform.kernelResources().lut);
+
+  Estimator e(m, platform);
+  DecodeResult r = e.run(32, 1);
+  EXPECT_EQ(r.prefillRows, 32);
+  EXPECT_TRUE(r.fits);
+  EXPECT_LE(r.resources.lut, platform.kernelResources().lut);
+  EXPECT_LT(r.prefillResources.dsp, atShare.report.resources.dsp);
+}
+
 // Rope turns each head (head_dim) at the token's position: a decode step's token comes after the ctx
 // cached ones (offset ctx), a prompt's rows at 0, 1, ... (no offset).
 TEST(Decode, RopeTurnsEachHeadAtTheTokensPosition) {
