@@ -239,19 +239,34 @@ std::vector<std::string> applySchedule(const std::vector<SchedulePin>& pins, Com
     applied.push_back(knob + "." + op + "=" + std::to_string(*value));
   };
   for (const SchedulePin& p : pins) {
+    if (p.op.empty()) {  // the layer's lane II, unless --set lane_ii gave it
+      if (p.laneIi && options.laneIi == 0) {
+        options.laneIi = *p.laneIi;
+        applied.push_back("lane_ii=" + std::to_string(*p.laneIi));
+      }
+      continue;
+    }
     pin("tk", p.op, p.tk, p.tkLoc, options.pinnedTk);
     pin("row_block", p.op, p.rowBlock, p.rowBlockLoc, options.pinnedRowBlock);
+    pin("lane_ii", p.op, p.laneIi, p.laneIiLoc, options.laneIiOf);
   }
   return applied;
 }
 
-std::vector<SchedulePin> schedulePins(const Schedules& schedules) {
-  std::vector<SchedulePin> pins;
+std::vector<SchedulePin> schedulePins(const Schedules& schedules, const CompileOptions& chosen) {
+  std::map<std::string, SchedulePin> byOp;
   for (const auto& [op, s] : schedules) {
-    SchedulePin p;
+    byOp[op].tk = s.tk;
+    byOp[op].rowBlock = s.rowBlock;
+  }
+  for (const auto& [op, ii] : chosen.laneIiOf) byOp[op].laneIi = ii;
+  std::vector<SchedulePin> pins;
+  if (chosen.laneIi > 0) {
+    pins.emplace_back();
+    pins.back().laneIi = chosen.laneIi;
+  }
+  for (auto& [op, p] : byOp) {
     p.op = op;
-    p.tk = s.tk;
-    p.rowBlock = s.rowBlock;
     pins.push_back(p);
   }
   return pins;

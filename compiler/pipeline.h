@@ -44,8 +44,9 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
 /// Pins each op of a schedule file (stc compile --schedule), remembering where for error messages; a
 /// knob already pinned (--set) keeps its value. Returns the pins it applied as KEY=VALUE settings.
 std::vector<std::string> applySchedule(const std::vector<SchedulePin>& pins, CompileOptions& options);
-/// The schedules as a schedule file's pins (stc compile --write-schedule).
-std::vector<SchedulePin> schedulePins(const Schedules& schedules);
+/// The schedules and the lane IIs chosen (the layer's and each op's own) as a schedule file's pins (stc
+/// compile --write-schedule), so that compiling with them gives the same design.
+std::vector<SchedulePin> schedulePins(const Schedules& schedules, const CompileOptions& chosen);
 
 /// The resource estimate of each fused group (a compute unit), from the network's FIFO depths; the
 /// report's resources are their sum.

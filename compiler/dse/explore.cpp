@@ -240,6 +240,8 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     CompileResult& c = *compiled[i];
     Point& p = points[i];
     p.schedules = c.schedules;
+    p.laneIi = c.options.laneIi;
+    p.laneIiOf = c.options.laneIiOf;
     p.intermediateBytes = c.report.onchipBytesIntermediate;
     p.unfusedBytes = c.report.onchipBytesUnfused;
     for (const auto& [symbol, value] : bindings) {
@@ -327,6 +329,8 @@ nlohmann::json pointToJson(const Point& p) {
   nlohmann::json settings = nlohmann::json::array(), schedules = nlohmann::json::array();
   for (const std::string& s : p.settings) settings.push_back(jsonString(s));
   for (const auto& [op, s] : p.schedules) schedules.push_back({jsonString(op), s.tk, s.rowBlock});
+  nlohmann::json laneIiOf = nlohmann::json::array();
+  for (const auto& [op, ii] : p.laneIiOf) laneIiOf.push_back({jsonString(op), ii});
   const Resources& r = p.resources;
   return {{"settings", settings},
           {"status", statusName(p.status)},
@@ -340,7 +344,9 @@ nlohmann::json pointToJson(const Point& p) {
           {"resources", {r.lut, r.ff, r.dsp, r.bram18k, r.uram, r.slrs}},
           {"fits", p.fits},
           {"paced", p.paced},
-          {"schedules", schedules}};
+          {"schedules", schedules},
+          {"lane_ii", p.laneIi},
+          {"lane_ii_of", laneIiOf}};
 }
 
 Point pointFromJson(const nlohmann::json& j, const std::string& where) {
@@ -372,6 +378,12 @@ Point pointFromJson(const nlohmann::json& j, const std::string& where) {
       if (!s.is_array() || s.size() != 3)
         throw UserError(where + ": error: field 'schedules': expected [op, tk, row_block]");
       p.schedules[stringFromJson(s[0])] = {s[1].get<int64_t>(), s[2].get<int64_t>()};
+    }
+    p.laneIi = j.at("lane_ii").get<int64_t>();
+    for (const nlohmann::json& s : j.at("lane_ii_of")) {
+      if (!s.is_array() || s.size() != 2)
+        throw UserError(where + ": error: field 'lane_ii_of': expected [op, lane II]");
+      p.laneIiOf[stringFromJson(s[0])] = s[1].get<int64_t>();
     }
   } catch (const nlohmann::json::exception& err) {
     throw UserError(where + ": error: a malformed point: " + err.what());

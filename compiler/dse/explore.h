@@ -51,6 +51,8 @@ struct Point {
   bool fits = false;
   bool paced = false;  ///< sized from the paced run (sizing::SizingResult::paced)
   Schedules schedules;
+  int64_t laneIi = 0;                          ///< the lane II chosen (CompileOptions::laneIi)
+  std::map<std::string, int64_t> laneIiOf;     ///< and each op's own
   bool pareto = false;
   std::string network;  ///< the fingerprint of the network it compiled to (empty: rejected by the compiler)
 };

@@ -566,6 +566,9 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   for (const auto& [name, ii] : options.laneIiOf) {
     bool found = false;
     for (const Op& op : graph.graph->ops) found = found || op.name == name;
+    auto origin = options.pinOrigin.find("lane_ii." + name);
+    if (!found && origin != options.pinOrigin.end())
+      throw UserError(formatError(origin->second, "the graph has no op named '" + name + "'"));
     if (!found) throw UserError("stc compile: error: --set lane_ii." + name + ": the graph has no op named '" + name + "'");
   }
   std::map<std::string, int64_t> tiles;

@@ -459,19 +459,40 @@ YAML::Node onlySection(Reader& r, const std::string& text, const char* key, cons
 
 }  // namespace
 
+namespace {
+
+// A lane II of a schedule file: 1 to 16, as --set lane_ii takes it.
+void laneIiPin(const Reader& r, const YAML::Node& n, SchedulePin& pin) {
+  pin.laneIi = r.integer(n, "lane_ii");
+  pin.laneIiLoc = r.loc(n);
+  if (*pin.laneIi < 1 || *pin.laneIi > 16)
+    r.error(n, "lane_ii", "expected an initiation interval from 1 to 16, got '" + n.Scalar() + "'");
+}
+
+}  // namespace
+
 std::vector<SchedulePin> parseSchedule(const std::string& text, const std::string& file) {
   Reader r(file);
-  YAML::Node ops = onlySection(r, text, "schedule", "a schedule file");
-  if (ops.IsNull()) return {};
-  r.expectMap(ops, "schedule");
+  YAML::Node root = r.load(text);
+  if (!root.IsMap()) fail(r.loc(root), "expected a schedule file (its first key 'schedule')");
+  r.onlyKeys(root, {"schedule", "lane_ii"}, "a schedule file");
+  YAML::Node ops = r.required(root, "schedule", "a schedule file");
   std::vector<SchedulePin> pins;
+  if (YAML::Node n = root["lane_ii"]) {
+    pins.emplace_back();
+    laneIiPin(r, n, pins.back());
+  }
+  if (ops.IsNull()) return pins;
+  r.expectMap(ops, "schedule");
   std::set<std::string> seen;
   for (const auto& kv : ops) {
     SchedulePin pin;
     pin.op = r.str(kv.first, "schedule");
+    if (pin.op.empty()) fail(r.loc(kv.first), "field 'schedule': an op's name is empty");
     if (!seen.insert(pin.op).second) fail(r.loc(kv.first), "field '" + pin.op + "': given twice");
     r.expectMap(kv.second, pin.op);
-    r.onlyKeys(kv.second, {"tk", "row_block"}, "an op's schedule");
+    r.onlyKeys(kv.second, {"tk", "row_block", "lane_ii"}, "an op's schedule");
+    if (YAML::Node n = kv.second["lane_ii"]) laneIiPin(r, n, pin);
     if (YAML::Node n = kv.second["tk"]) {
       pin.tk = r.integer(n, "tk");
       pin.tkLoc = r.loc(n);
@@ -523,14 +544,20 @@ std::string emitSchedule(const std::vector<SchedulePin>& pins) {
   YAML::Emitter out;  // quotes an op name that would not read back plain
   out << YAML::BeginMap << YAML::Key << "schedule" << YAML::Value << YAML::BeginMap;
   for (const SchedulePin& p : pins) {
+    if (p.op.empty()) continue;
     out << YAML::Key << p.op << YAML::Value << YAML::Flow << YAML::BeginMap;
     if (p.tk) out << YAML::Key << "tk" << YAML::Value << *p.tk;
     if (p.rowBlock) out << YAML::Key << "row_block" << YAML::Value << *p.rowBlock;
+    if (p.laneIi) out << YAML::Key << "lane_ii" << YAML::Value << *p.laneIi;
     out << YAML::EndMap;
   }
-  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::EndMap;
+  for (const SchedulePin& p : pins)
+    if (p.op.empty() && p.laneIi) out << YAML::Key << "lane_ii" << YAML::Value << *p.laneIi;
+  out << YAML::EndMap;
   return "# Each matmul's schedule: tk, its reduction tile; row_block, rows per block (0: every row,\n"
-         "# weight-stationary). stc compile --schedule FILE pins them.\n" +
+         "# weight-stationary). lane_ii: the II of an op's f32 lanes, and below, the layer's.\n"
+         "# stc compile --schedule FILE pins them.\n" +
          std::string(out.c_str()) + "\n";
 }
 

@@ -26,10 +26,12 @@ std::string emitGraph(const Graph& graph);
 /// One op's line of a schedule file (stc compile --schedule FILE.yaml):
 ///   schedule:
 ///     fc1: {tk: 256, row_block: 2}     # row_block 0: every row (weight-stationary)
+///     ln1: {lane_ii: 1}                # the II of the op's f32 lanes (lane_ii.OP)
+///   lane_ii: 2                         # the layer's (lane_ii): the pin of op ""
 struct SchedulePin {
   std::string op;
-  std::optional<int64_t> tk, rowBlock;
-  SourceLoc tkLoc, rowBlockLoc;
+  std::optional<int64_t> tk, rowBlock, laneIi;
+  SourceLoc tkLoc, rowBlockLoc, laneIiLoc;
 };
 /// The largest reduction tile a pin may ask for or the search may choose.
 inline constexpr int64_t kMaxTk = 4096;

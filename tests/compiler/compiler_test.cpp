@@ -621,13 +621,25 @@ TEST(Compiler, PinnedSchedulesAreHonoured) {
 // file; a pin the graph cannot take is refused at the file's line, naming the op's.
 TEST(Compiler, ScheduleFilesRoundTrip) {
   CompileResult chosen = compileText(kMlp128, {"quant=w4a8"});
-  std::string file = emitSchedule(schedulePins(chosen.schedules));
+  std::string file = emitSchedule(schedulePins(chosen.schedules, chosen.options));
   std::vector<SchedulePin> pins = parseSchedule(file, "s.yaml");
-  ASSERT_EQ(pins.size(), 2u);
+  ASSERT_EQ(pins.size(), 3 + chosen.options.laneIiOf.size());  // the layer's lane II, up, down, ...
   CompileOptions options = parseCompileOptions({"quant=w4a8"}, defaultPlatform());
   applySchedule(pins, options);
   CompileResult pinned = compileGraph(parseGraph(kMlp128, "g.yaml"), defaultPlatform(), options);
   EXPECT_EQ(emitNetwork(pinned.network), emitNetwork(chosen.network));
+
+  // The lane IIs the search chose go in the file too: GPT-2 medium's f32 decode layer, whose norms get a
+  // lane II of their own (2, the others' 8). Pinned from the file, the same network.
+  CompileResult layer = compileFile("gpt2_layer.yaml", {});
+  ASSERT_FALSE(layer.options.laneIiOf.empty());
+  std::vector<SchedulePin> layerPins = parseSchedule(emitSchedule(schedulePins(layer.schedules, layer.options)), "s.yaml");
+  CompileOptions again = parseCompileOptions({}, defaultPlatform());
+  applySchedule(layerPins, again);
+  EXPECT_EQ(again.laneIi, layer.options.laneIi);
+  EXPECT_EQ(again.laneIiOf, layer.options.laneIiOf);
+  Graph layerGraph = loadGraph(graphFile("gpt2_layer.yaml"));
+  EXPECT_EQ(emitNetwork(compileGraph(layerGraph, defaultPlatform(), again).network), emitNetwork(layer.network));
 
   // The file asks for 2 rows per block and tk 64 for up; --set row_block.up=0 keeps every row.
   pins = parseSchedule("schedule:\n  up: {tk: 64, row_block: 2}\n  down: {row_block: 0}\n", "s.yaml");
@@ -667,12 +679,17 @@ TEST(Compiler, ScheduleFilesRoundTrip) {
       "the 128 rows");
   EXPECT_EQ(error("schedule:\n  upp: {tk: 4}\n"), "s.yaml:2:13: error: the graph has no matmul named 'upp'");
   EXPECT_EQ(error("schedule:\n  up: {tk: 4, rows: 2}\n"),
-            "s.yaml:2:15: error: field 'rows': unknown field of an op's schedule (known: tk, row_block)");
+            "s.yaml:2:15: error: field 'rows': unknown field of an op's schedule (known: tk, row_block, lane_ii)");
+  EXPECT_EQ(error("schedule:\n  up: {lane_ii: 32}\n"),
+            "s.yaml:2:17: error: field 'lane_ii': expected an initiation interval from 1 to 16, got '32'");
+  EXPECT_EQ(error("schedule: {}\nlane_ii: 0\n"),
+            "s.yaml:2:10: error: field 'lane_ii': expected an initiation interval from 1 to 16, got '0'");
+  EXPECT_EQ(error("schedule:\n  upp: {lane_ii: 2}\n"), "s.yaml:2:18: error: the graph has no op named 'upp'");
   EXPECT_EQ(error("schedule:\n  up: {tk: -4}\n"),
             "s.yaml:2:12: error: field 'tk': expected a reduction tile from 1 to 4096, got '-4'");
   EXPECT_EQ(error("schedule:\n  up: {tk: 4}\n  up: {tk: 8}\n"), "s.yaml:3:3: error: field 'up': given twice");
   EXPECT_EQ(error("schedules: {}\n"),
-            "s.yaml:1:1: error: field 'schedules': unknown field of a schedule file (known: schedule)");
+            "s.yaml:1:1: error: field 'schedules': unknown field of a schedule file (known: schedule, lane_ii)");
 }
 
 // Compute units onto SLRs, first fit in SLR order, worked out by hand: 80 DSPs into SLR0 (budget 100);

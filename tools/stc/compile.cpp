@@ -68,7 +68,7 @@ int compile(const CompileArgs& a) {
   result.network.sourceFile = a.input;
   result.network.sourceSettings = settings;
   if (!a.writeSchedule.empty())
-    writeFileAtomic(a.writeSchedule, emitSchedule(schedulePins(result.schedules)));
+    writeFileAtomic(a.writeSchedule, emitSchedule(schedulePins(result.schedules, result.options)));
   nlohmann::json report = reportJson(result.report);
   for (const auto& [op, sched] : result.schedules)
     report["schedules"][op] = {{"tk", sched.tk}, {"row_block", sched.rowBlock}};

@@ -125,7 +125,10 @@ int writeResults(const dse::Exploration& e, const Sweep& s, const DseArgs& a,
     namespace fs = std::filesystem;  // as the network's folder sees it (stc emit looks there too)
     net.sourceFile = fs::relative(fs::weakly_canonical(a.input), fs::weakly_canonical(a.outDir)).string();
   }
-  writeFileAtomic(path("picked.schedule.yaml"), emitSchedule(schedulePins(p.schedules)));
+  CompileOptions chosen;  // the lane IIs the point's search chose
+  chosen.laneIi = p.laneIi;
+  chosen.laneIiOf = p.laneIiOf;
+  writeFileAtomic(path("picked.schedule.yaml"), emitSchedule(schedulePins(p.schedules, chosen)));
   writeFileAtomic(path("picked.net.yaml"), emitNetwork(net));
   size_t asked = dse::checkPick(a.pick, e.points.size());  // a number, or the space's size for a name
   std::string same = asked < e.points.size() && static_cast<size_t>(picked) != asked
