@@ -449,12 +449,26 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   std::vector<std::string> names;
   for (const auto& [name, t] : tk) names.push_back(name);
   // The next reduction tile of a matmul: the smallest multiple of its stream tile that divides K, above t
-  // and at most 2t (K = 896 grows 128 -> 224 -> 448, not only by doubling); 0 where none is.
+  // (K = 896 grows 128 -> 224 -> 448, not only by doubling; K = 1,720 = 8 * 5 * 43, whose stream tile is 8,
+  // grows 8 -> 40 -> 344 where no tile between divides it); 0 where none is.
   auto grown = [&](const std::string& name, int64_t t) -> int64_t {
     const MatmulDims& d = dims.at(name);
     if (!d.kConstant) return 0;
     int64_t step = tileFor(Expr(d.K), options.tile);
-    for (int64_t g = (t / step + 1) * step; g <= 2 * t && g <= kMaxTk; g += step)
+    for (int64_t g = (t / step + 1) * step; g <= d.K && g <= kMaxTk; g += step)
+      if (d.K % g == 0) return g;
+    return 0;
+  };
+  // The reduction tile below t that an exchange pays with: half of t where that divides K and is a multiple
+  // of the stream tile (or t is the stream tile or below), else the largest multiple of the stream tile
+  // below t that divides K (304 = 16 * 19 of K = 4,864 goes to 256, not 152; 40 of K = 1,720 to 8); 0
+  // where none is.
+  auto shrunk = [&](const std::string& name, int64_t t) -> int64_t {
+    const MatmulDims& d = dims.at(name);
+    if (!d.kConstant) return 0;
+    int64_t step = tileFor(Expr(d.K), options.tile);
+    if (t % 2 == 0 && d.K % (t / 2) == 0 && (t <= step || (t / 2) % step == 0)) return t / 2;
+    for (int64_t g = (t - 1) / step * step; g >= step; g -= step)
       if (d.K % g == 0) return g;
     return 0;
   };
@@ -522,17 +536,18 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       while (dspsOf(trial) > budget) {
         std::string cut;
         double cutRate = 0, trialCycles = layerCycles(trial);
+        int64_t cutTo = 0;
         for (const auto& [name, t] : trial) {
-          if (t % 2 != 0 || !dims.at(name).kConstant || options.pinnedTk.count(name) ||
-              std::find(group.begin(), group.end(), name) != group.end())
+          int64_t to = shrunk(name, t);
+          if (to == 0 || options.pinnedTk.count(name) || std::find(group.begin(), group.end(), name) != group.end())
             continue;
           auto halved = trial;
-          halved[name] /= 2;
-          double rate = (layerCycles(halved) - trialCycles) / (dspOf(name, t) - dspOf(name, t / 2));
-          if (cut.empty() || rate < cutRate) cut = name, cutRate = rate;
+          halved[name] = to;
+          double rate = (layerCycles(halved) - trialCycles) / (dspOf(name, t) - dspOf(name, to));
+          if (cut.empty() || rate < cutRate) cut = name, cutRate = rate, cutTo = to;
         }
         if (cut.empty()) break;
-        trial[cut] /= 2;
+        trial[cut] = cutTo;
       }
       if (dspsOf(trial) > budget) continue;
       double c = layerCycles(trial);

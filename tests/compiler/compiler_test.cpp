@@ -417,6 +417,17 @@ TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {
   EXPECT_EQ(896 % tk, 0) << tk;
   EXPECT_EQ(tk % 16, 0) << tk;
   EXPECT_GT(tk, 128) << tk;
+
+  // K = 1,720 = 8 * 5 * 43: its stream tile is 8, and no multiple of 8 up to 16 divides it; the tile grows
+  // to the next one that does (40, 344, ...) instead of staying at 8 (128 MACs a cycle).
+  const std::string odd =
+      "graph: odd\ninputs: [{name: x, shape: [1, 1720]}]\nweights: [{name: w, shape: [1720, 640]}]\n"
+      "ops:\n  - {name: m, op: matmul, inputs: [x, w], output: o}\noutputs: [o]\n";
+  CompileResult o = compileText(odd, {"quant=w4a8", "max_stripe=32", "unroll_budget=0.2"});
+  int64_t oddTk = o.schedules.at("m").tk;
+  EXPECT_EQ(1720 % oddTk, 0) << oddTk;
+  EXPECT_EQ(oddTk % 8, 0) << oddTk;
+  EXPECT_GE(oddTk, 40) << oddTk;
 }
 
 // f32 weights are bound by HBM bandwidth (a 16 x 16 tile is 1 KiB, more than 8 channels deliver per
