@@ -451,10 +451,12 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // The next reduction tile of a matmul: the smallest multiple of its stream tile that divides K, above t
   // (K = 896 grows 128 -> 224 -> 448, not only by doubling; K = 1,720 = 8 * 5 * 43, whose stream tile is 8,
   // grows 8 -> 40 -> 344 where no tile between divides it); 0 where none is.
+  // (A reduction tile is a multiple of `step`, K's stream tile, or below it; a symbolic K keeps its tile.)
+  auto stepOf = [&](const MatmulDims& d) { return d.kConstant ? tileFor(Expr(d.K), options.tile) : 0; };
   auto grown = [&](const std::string& name, int64_t t) -> int64_t {
     const MatmulDims& d = dims.at(name);
-    if (!d.kConstant) return 0;
-    int64_t step = tileFor(Expr(d.K), options.tile);
+    int64_t step = stepOf(d);
+    if (step == 0) return 0;
     for (int64_t g = (t / step + 1) * step; g <= d.K && g <= kMaxTk; g += step)
       if (d.K % g == 0) return g;
     return 0;
@@ -465,8 +467,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // where none is.
   auto shrunk = [&](const std::string& name, int64_t t) -> int64_t {
     const MatmulDims& d = dims.at(name);
-    if (!d.kConstant) return 0;
-    int64_t step = tileFor(Expr(d.K), options.tile);
+    int64_t step = stepOf(d);
+    if (step == 0) return 0;
     if (t % 2 == 0 && d.K % (t / 2) == 0 && (t <= step || (t / 2) % step == 0)) return t / 2;
     for (int64_t g = (t - 1) / step * step; g >= step; g -= step)
       if (d.K % g == 0) return g;

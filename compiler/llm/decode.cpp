@@ -208,7 +208,7 @@ std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t ro
     return r.report.resources.dsp > left.dsp || r.report.resources.lut > left.lut;
   };
   std::vector<PrefillCandidate> out;
-  auto add = [&](CompileResult design) {
+  auto keep = [&](CompileResult design) {
     PrefillCandidate c;
     c.design = std::move(design);
     c.bound = sim::lowerBoundCycles(sim::compileProgram(c.design.network, {}, platform_));
@@ -218,7 +218,7 @@ std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t ro
     if (o == &blocked && rows > 256) continue;
     CompileResult design = compileGraph(g, platform_, *o);
     if (!over(design)) {
-      add(std::move(design));
+      keep(std::move(design));
       continue;
     }
     CompileOptions smaller = *o;
@@ -227,8 +227,8 @@ std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t ro
       smaller.unrollBudget *= 0.9;
       fewer = compileGraph(g, platform_, smaller);
     } while (over(fewer) && smaller.unrollBudget * 0.9 >= kPrefillShare / 10);
-    add(std::move(design));
-    add(std::move(fewer));
+    keep(std::move(design));
+    keep(std::move(fewer));
   }
   return out;
 }
@@ -253,12 +253,9 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
   // does not, then within memory before not, then of the fewest cycles. Sized first the one of the lowest
   // bound; then another only if it can still win: a candidate whose bound is above the cycles of one sized
   // that the device holds within memory (or equal, coming after it) cannot.
-  Resources others = add(decodeLayer_.report.resources, head_.report.resources);
-  auto holdsWith = [&](const PrefillCandidate& c) {
-    return add(others, c.design.report.resources).within(platform_.kernelResources());
-  };
+  auto held = [&](const PrefillCandidate& c) { return holdsWith(c.design.report.resources); };
   auto better = [&](const PrefillCandidate& a, const PrefillCandidate& b) {
-    return holdsWith(a) != holdsWith(b) ? holdsWith(a) : preferred(*a.sized, *b.sized);
+    return held(a) != held(b) ? held(a) : preferred(*a.sized, *b.sized);
   };
   auto size = [&](PrefillCandidate& c) {
     assignPhaseChannels(c.design, platform_);
@@ -277,10 +274,10 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
   for (size_t j = 0; j < rows.size(); ++j) {
     size_t first = firsts[j];
     const SizedDesign& k = *candidates[j][first].sized;
-    bool held = holdsWith(candidates[j][first]);
+    bool firstHeld = held(candidates[j][first]);
     for (size_t i = 0; i < candidates[j].size(); ++i) {
       int64_t b = candidates[j][i].bound;
-      bool beaten = dropByBound_ && held && k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
+      bool beaten = dropByBound_ && firstHeld && k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
       if (i != first && !beaten) contenders.emplace_back(j, i);
     }
   }
@@ -299,17 +296,19 @@ void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
 }
 
 void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests) {
-  std::vector<int64_t> ctxs;
+  std::vector<int64_t> ctxs;  // not simulated yet, each once, in the order met
+  std::set<int64_t> listed;
+  auto need = [&](int64_t c) {
+    if (!decodeRuns_.count(c) && listed.insert(c).second) ctxs.push_back(c);
+  };
   for (auto [prompt, gen] : requests) {
     if (prompt < 1 || gen < 1 || prompt > model_.maxCtx || gen > model_.maxCtx || prompt + gen > model_.maxCtx)
       throw UserError("stc simulate: error: --decode " + std::to_string(prompt) + ":" + std::to_string(gen) +
                       " needs a prompt and a generation of at least 1 token, together at most max_ctx (" +
                       std::to_string(model_.maxCtx) + ")");
-    for (int64_t c = prompt; c < prompt + gen; ++c)
-      if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
+    for (int64_t c = prompt; c < prompt + gen; ++c) need(c);
     for (int64_t below : prefillRowsBelow(prompt))
-      for (int64_t c : tailContexts(prompt, below))
-        if (!decodeRuns_.count(c) && std::find(ctxs.begin(), ctxs.end(), c) == ctxs.end()) ctxs.push_back(c);
+      for (int64_t c : tailContexts(prompt, below)) need(c);
   }
   // Decode steps and the head first: the prefill choices below weigh them. A ctx whose bound values
   // (Network::boundValues) equal another's binds the layer to the same program: one simulation for both.
@@ -372,9 +371,10 @@ double Estimator::ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, 
   return t;
 }
 
-bool Estimator::holds(int64_t rows) const {
-  return add(add(decodeLayer_.report.resources, head_.report.resources), prefillResources_.at(rows))
-      .within(platform_.kernelResources());
+bool Estimator::holds(int64_t rows) const { return holdsWith(prefillResources_.at(rows)); }
+
+bool Estimator::holdsWith(const Resources& prefill) const {
+  return add(add(decodeLayer_.report.resources, head_.report.resources), prefill).within(platform_.kernelResources());
 }
 
 DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {

@@ -148,6 +148,8 @@ class Estimator {
   double ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, bool host) const;
   /// Whether the device holds the decode layer, the head and the prefill design of `rows` together.
   bool holds(int64_t rows) const;
+  /// The same for a prefill design of these resources.
+  bool holdsWith(const Resources& prefill) const;
   DecodeResult assemble(int64_t prompt, int64_t gen) const;
 
   ModelSpec model_;

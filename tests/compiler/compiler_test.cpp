@@ -409,22 +409,22 @@ TEST(Compiler, RopeComputesItsRowsCosAndSinOnce) {
 // cycles; at tk 224 the matmul takes 56 column tiles x 4 = 224 iterations, more than that, so growing on
 // past 128 shortens it.
 TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {
-  const std::string graph =
-      "graph: wide\ninputs: [{name: x, shape: [1, 896]}]\nweights: [{name: w, shape: [896, 896]}]\n"
-      "ops:\n  - {name: m, op: matmul, inputs: [x, w], output: o}\noutputs: [o]\n";
-  CompileResult r = compileText(graph, {"quant=w4a8", "max_stripe=32", "unroll_budget=1"});
-  int64_t tk = r.schedules.at("m").tk;
+  // The reduction tile the search gives a one-row W4A8 matmul [1, K] x [K, N] over 32 channels.
+  auto tkOf = [](int64_t K, int64_t N, const std::string& budget) {
+    std::string k = std::to_string(K), n = std::to_string(N);
+    const std::string graph = "graph: one\ninputs: [{name: x, shape: [1, " + k + "]}]\nweights: [{name: w, shape: [" +
+                              k + ", " + n + "]}]\nops:\n  - {name: m, op: matmul, inputs: [x, w], output: o}\n"
+                              "outputs: [o]\n";
+    return compileText(graph, {"quant=w4a8", "max_stripe=32", "unroll_budget=" + budget}).schedules.at("m").tk;
+  };
+  int64_t tk = tkOf(896, 896, "1");
   EXPECT_EQ(896 % tk, 0) << tk;
   EXPECT_EQ(tk % 16, 0) << tk;
   EXPECT_GT(tk, 128) << tk;
 
   // K = 1,720 = 8 * 5 * 43: its stream tile is 8, and no multiple of 8 up to 16 divides it; the tile grows
   // to the next one that does (40, 344, ...) instead of staying at 8 (128 MACs a cycle).
-  const std::string odd =
-      "graph: odd\ninputs: [{name: x, shape: [1, 1720]}]\nweights: [{name: w, shape: [1720, 640]}]\n"
-      "ops:\n  - {name: m, op: matmul, inputs: [x, w], output: o}\noutputs: [o]\n";
-  CompileResult o = compileText(odd, {"quant=w4a8", "max_stripe=32", "unroll_budget=0.2"});
-  int64_t oddTk = o.schedules.at("m").tk;
+  int64_t oddTk = tkOf(1720, 640, "0.2");
   EXPECT_EQ(1720 % oddTk, 0) << oddTk;
   EXPECT_EQ(oddTk % 8, 0) << oddTk;
   EXPECT_GE(oddTk, 40) << oddTk;
