@@ -211,6 +211,8 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
     } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else if (key.rfind("tk.", 0) == 0 && key.size() > 3)
       o.pinnedTk[key.substr(3)] = atMost(positiveInt(), kMaxTk);
+    else if (key.rfind("tn.", 0) == 0 && key.size() > 3)
+      o.pinnedTn[key.substr(3)] = atMost(positiveInt(), kMaxTk);
     else if (key == "row_block") {
       bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
       if (value != "auto" && !digits)
@@ -224,7 +226,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       throw UserError(
           "stc compile: error: unknown setting '" + key +
           "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, "
-          "tk.OP, row_block.OP, lane_ii.OP)");
+          "tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
   }
   return o;
 }
@@ -247,6 +249,7 @@ std::vector<std::string> applySchedule(const std::vector<SchedulePin>& pins, Com
       continue;
     }
     pin("tk", p.op, p.tk, p.tkLoc, options.pinnedTk);
+    pin("tn", p.op, p.tn, p.tnLoc, options.pinnedTn);
     pin("row_block", p.op, p.rowBlock, p.rowBlockLoc, options.pinnedRowBlock);
     pin("lane_ii", p.op, p.laneIi, p.laneIiLoc, options.laneIiOf);
   }
@@ -258,6 +261,7 @@ std::vector<SchedulePin> schedulePins(const Schedules& schedules, const CompileO
   for (const auto& [op, s] : schedules) {
     byOp[op].tk = s.tk;
     byOp[op].rowBlock = s.rowBlock;
+    if (s.tn > 0) byOp[op].tn = s.tn;
   }
   for (const auto& [op, ii] : chosen.laneIiOf) byOp[op].laneIi = ii;
   std::vector<SchedulePin> pins;

@@ -38,7 +38,7 @@ struct CompileResult {
 
 /// Parses `--set KEY=VALUE` settings (tile, unroll_budget, onchip_budget_bytes, quant, max_stripe,
 /// max_SYMBOL, row_block (every matmul's loop order: auto, 0 weight-stationary, N rows per block), and a
-/// matmul's schedule pinned: tk.OP, row_block.OP) into options; UserError naming an
+/// matmul's schedule pinned: tk.OP, tn.OP, row_block.OP) into options; UserError naming an
 /// unknown key or a bad value.
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform);
 /// Pins each op of a schedule file (stc compile --schedule), remembering where for error messages; a

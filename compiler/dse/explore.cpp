@@ -328,7 +328,7 @@ std::string stringFromJson(const nlohmann::json& j) {
 nlohmann::json pointToJson(const Point& p) {
   nlohmann::json settings = nlohmann::json::array(), schedules = nlohmann::json::array();
   for (const std::string& s : p.settings) settings.push_back(jsonString(s));
-  for (const auto& [op, s] : p.schedules) schedules.push_back({jsonString(op), s.tk, s.rowBlock});
+  for (const auto& [op, s] : p.schedules) schedules.push_back({jsonString(op), s.tk, s.rowBlock, s.tn});
   nlohmann::json laneIiOf = nlohmann::json::array();
   for (const auto& [op, ii] : p.laneIiOf) laneIiOf.push_back({jsonString(op), ii});
   const Resources& r = p.resources;
@@ -375,9 +375,9 @@ Point pointFromJson(const nlohmann::json& j, const std::string& where) {
     p.fits = j.at("fits").get<bool>();
     p.paced = j.at("paced").get<bool>();
     for (const nlohmann::json& s : j.at("schedules")) {
-      if (!s.is_array() || s.size() != 3)
-        throw UserError(where + ": error: field 'schedules': expected [op, tk, row_block]");
-      p.schedules[stringFromJson(s[0])] = {s[1].get<int64_t>(), s[2].get<int64_t>()};
+      if (!s.is_array() || s.size() != 4)
+        throw UserError(where + ": error: field 'schedules': expected [op, tk, row_block, tn]");
+      p.schedules[stringFromJson(s[0])] = {s[1].get<int64_t>(), s[2].get<int64_t>(), s[3].get<int64_t>()};
     }
     p.laneIi = j.at("lane_ii").get<int64_t>();
     for (const nlohmann::json& s : j.at("lane_ii_of")) {
@@ -515,7 +515,10 @@ std::string pointsJson(const Exploration& e) {
                         {"lut", p.resources.lut}};
       j["fits"] = p.fits;
       j["paced"] = p.paced;
-      for (const auto& [op, s] : p.schedules) j["schedules"][op] = {{"tk", s.tk}, {"row_block", s.rowBlock}};
+      for (const auto& [op, s] : p.schedules) {
+        j["schedules"][op] = {{"tk", s.tk}, {"row_block", s.rowBlock}};
+        if (s.tn > 0) j["schedules"][op]["tn"] = s.tn;
+      }
     }
     points.push_back(std::move(j));
   }

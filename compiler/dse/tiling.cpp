@@ -36,10 +36,17 @@ struct MatmulDims {
   double rows = 1;  // batch * M
   int64_t M = 0, K = 0, N = 0;
   bool kConstant = false;
-  int64_t tn = 1;
+  /// K symbolic and N constant (P.V over ctx): K keeps the stream tile it is padded to, and the search's
+  /// tile of the matmul is its output tile, Tn, grown over N.
+  bool unrollsN = false;
+  int64_t tn = 1;  // the stream's output tile, or the pinned one
+  int64_t tile = 1;  // the stream tile
   int weightBits = 0;
   bool fromHbm = false;
   std::string arithmetic;
+  /// The reduction and output tiles at the search's tile t of this matmul (Tk, or Tn where unrollsN).
+  int64_t tkAt(int64_t t) const { return unrollsN ? tile : t; }
+  int64_t tnAt(int64_t t) const { return unrollsN ? t : tn; }
 };
 
 // The rows of a tensor: the product of every dimension but the last, symbols at their maxima.
@@ -47,6 +54,13 @@ double rowsOf(const TensorInfo& t, const Bindings& maxima) {
   double r = 1;
   for (size_t i = 0; i + 1 < t.shape.size(); ++i) r *= static_cast<double>(t.shape[i].eval(maxima));
   return r;
+}
+
+// Whether a reshape reads `tensor`: its producer then writes the stream tile (lower/kernels.cpp: a view
+// read in another order has its base's producer write the view's canonical order).
+bool reshaped(const TypedGraph& g, const std::string& tensor) {
+  return std::any_of(g.graph->ops.begin(), g.graph->ops.end(),
+                     [&](const Op& op) { return op.op == "reshape" && op.inputs[0] == tensor; });
 }
 
 MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
@@ -60,6 +74,9 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   d.K = a.shape.back().eval(o.maxima);
   d.N = out.shape.back().eval(o.maxima);
   d.tn = tileFor(out.shape.back(), o.tile);
+  d.unrollsN = !d.kConstant && out.shape.back().isConstant() && !reshaped(g, op.output);
+  d.tile = o.tile;
+  if (auto pin = o.pinnedTn.find(op.name); pin != o.pinnedTn.end() && !d.unrollsN) d.tn = pin->second;
   d.weightBits = dtypeBits(w.dtype);
   d.fromHbm = w.role == TensorRole::kWeight || w.role == TensorRole::kInput;
   // Without quantisation the emitted kernels compute in f32 whatever the dtypes (dse/cost_model.cpp).
@@ -134,19 +151,20 @@ struct MatmulCost {
   double iterations = 0, hbm = 0, bytes = 0;
 };
 
-MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t tk, int64_t rowBlock,
+MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t t, int64_t rowBlock,
                   const Platform& platform, const CompileOptions& options) {
   MatmulDims d = dimsOf(graph, op, options);
   MatmulCost c;
+  const int64_t tk = d.tkAt(t), tn = d.tnAt(t);
   const double steps =
-      d.rows * static_cast<double>((d.N + d.tn - 1) / d.tn) * static_cast<double>((d.K + tk - 1) / tk);
+      d.rows * static_cast<double>((d.N + tn - 1) / tn) * static_cast<double>((d.K + tk - 1) / tk);
   // An f32 accumulation adds once per kFloatAddLatency cycles (cost_model.cpp: output stationary; an
   // input-streaming matmul with enough tiles does better, which this estimate does not credit).
   c.iterations = d.arithmetic == "f32" ? steps * static_cast<double>(kFloatAddLatency) : steps;
   if (!d.fromHbm) return c;
   bool panels = writesPanels(graph, op), stationary = panels && rowBlock == 0;
   int64_t reuse = !panels ? 1 : stationary ? d.M : rowBlock;
-  int64_t tileBytes = (tk * d.tn * d.weightBits + 7) / 8;
+  int64_t tileBytes = (tk * tn * d.weightBits + 7) / 8;
   c.bytes = steps * static_cast<double>(tileBytes) / static_cast<double>(reuse);
   int stripes = stationary ? 1 : stripesFor(tileBytes, platform, options, op.inputs[1]);
   c.hbm = c.bytes / (stripes * channelBytesPerCycle(platform));
@@ -361,7 +379,22 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   for (const Op& op : graph.graph->ops) {
     if (op.op != "matmul" && op.op != "linear") continue;
     MatmulDims d = dimsOf(graph, op, options);
-    tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;  // a symbolic K: padded tiles
+    // A symbolic K: padded tiles of the stream tile, the search's tile then Tn (unrollsN).
+    tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : d.unrollsN ? d.tn : options.tile;
+    if (auto pin = options.pinnedTn.find(op.name); pin != options.pinnedTn.end()) {
+      int64_t step = tileFor(graph.tensors.at(op.output).shape.back(), options.tile);
+      if (!graph.tensors.at(op.output).shape.back().isConstant())
+        throw pinError(options, op, "tn", pin->second, "N is symbolic: its tile is the stream tile");
+      if (reshaped(graph, op.output) && pin->second != step)
+        throw pinError(options, op, "tn", pin->second,
+                       "a reshape reads its output '" + op.output + "', which takes the stream tile (" +
+                           std::to_string(step) + ")");
+      if (pin->second % step != 0 || d.N % pin->second != 0)
+        throw pinError(options, op, "tn", pin->second,
+                       "the output tile must be a multiple of " + std::to_string(step) + " that divides N (" +
+                           std::to_string(d.N) + ")");
+      if (d.unrollsN) tk[op.name] = pin->second;
+    }
     if (auto pin = options.pinnedTk.find(op.name); pin != options.pinnedTk.end()) {
       if (d.kConstant ? d.K % pin->second != 0 : pin->second != options.tile)
         throw pinError(options, op, "tk", pin->second,
@@ -369,12 +402,19 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
                            (d.kConstant ? std::to_string(d.K)
                                         : "symbolic: the stream tile " + std::to_string(options.tile)) +
                            ")");
-      tk[op.name] = pin->second;
+      if (!d.unrollsN) tk[op.name] = pin->second;  // (where the search's tile is Tn, tk.OP only checks)
     }
     ops[op.name] = &op;
     dims[op.name] = d;
   }
-  auto dspOf = [&](const std::string& name, int64_t t) { return static_cast<double>(t * dims.at(name).tn) * dspPerMac(dims.at(name).arithmetic); };
+  auto dspOf = [&](const std::string& name, int64_t t) {
+    const MatmulDims& d = dims.at(name);
+    return static_cast<double>(d.tkAt(t) * d.tnAt(t)) * dspPerMac(d.arithmetic);
+  };
+  // A tile the options fix: tk.OP, or tn.OP where the search's tile is Tn.
+  auto pinned = [&](const std::string& name) {
+    return (dims.at(name).unrollsN ? options.pinnedTn : options.pinnedTk).count(name) > 0;
+  };
   std::map<std::pair<std::string, int64_t>, std::pair<MatmulCost, int64_t>> memo;  // cost, row block
   auto costAt = [&](const std::string& name, int64_t t) -> const std::pair<MatmulCost, int64_t>& {
     auto it = memo.find({name, t});
@@ -405,7 +445,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     std::string best;
     double bestCycles = 0;
     for (const auto& [name, t] : tk) {
-      if (!dims.at(name).kConstant || t % 2 != 0 || options.pinnedTk.count(name)) continue;
+      if (!dims.at(name).kConstant || t % 2 != 0 || pinned(name)) continue;
       double c = cycles(name, t / 2);
       if (best.empty() || c < bestCycles) best = name, bestCycles = c;
     }
@@ -451,14 +491,18 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // The next reduction tile of a matmul: the smallest multiple of its stream tile that divides K, above t
   // (K = 896 grows 128 -> 224 -> 448, not only by doubling; K = 1,720 = 8 * 5 * 43, whose stream tile is 8,
   // grows 8 -> 40 -> 344 where no tile between divides it); 0 where none is.
-  // (A reduction tile is a multiple of `step`, K's stream tile, or below it; a symbolic K keeps its tile.)
-  auto stepOf = [&](const MatmulDims& d) { return d.kConstant ? tileFor(Expr(d.K), options.tile) : 0; };
+  // (A reduction tile is a multiple of `step`, K's stream tile, or below it; a symbolic K keeps its tile,
+  // and a matmul that unrollsN grows its output tile the same way over N: P.V's 16 -> 32 -> 64.)
+  auto stepOf = [&](const MatmulDims& d) {
+    return d.kConstant ? tileFor(Expr(d.K), options.tile) : d.unrollsN ? d.tn : 0;
+  };
+  auto extentOf = [](const MatmulDims& d) { return d.unrollsN ? d.N : d.K; };
   auto grown = [&](const std::string& name, int64_t t) -> int64_t {
     const MatmulDims& d = dims.at(name);
-    int64_t step = stepOf(d);
+    int64_t step = stepOf(d), extent = extentOf(d);
     if (step == 0) return 0;
-    for (int64_t g = (t / step + 1) * step; g <= d.K && g <= kMaxTk; g += step)
-      if (d.K % g == 0) return g;
+    for (int64_t g = (t / step + 1) * step; g <= extent && g <= kMaxTk; g += step)
+      if (extent % g == 0) return g;
     return 0;
   };
   // The reduction tile below t that an exchange pays with: half of t where that divides K and is a multiple
@@ -467,16 +511,16 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // where none is.
   auto shrunk = [&](const std::string& name, int64_t t) -> int64_t {
     const MatmulDims& d = dims.at(name);
-    int64_t step = stepOf(d);
-    if (step == 0) return 0;
-    if (t % 2 == 0 && d.K % (t / 2) == 0 && (t <= step || (t / 2) % step == 0)) return t / 2;
+    int64_t step = stepOf(d), extent = extentOf(d);
+    if (step == 0 || (d.unrollsN && t <= step)) return 0;
+    if (t % 2 == 0 && extent % (t / 2) == 0 && (t <= step || (t / 2) % step == 0)) return t / 2;
     for (int64_t g = (t - 1) / step * step; g >= step; g -= step)
-      if (d.K % g == 0) return g;
+      if (extent % g == 0) return g;
     return 0;
   };
   auto canDouble = [&](const std::string& name) {
     int64_t t = tk.at(name), g = grown(name, t);
-    return g > 0 && !options.pinnedTk.count(name) && cycles(name, g) < cycles(name, t);
+    return g > 0 && !pinned(name) && cycles(name, g) < cycles(name, t);
   };
   // Four at once in a decode layer (kv_append, <= 10 matmuls): its q, k and v run side by side, and
   // attention needs all three (the token's own key and value), while o streams beside them. The exchanges
@@ -541,7 +585,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
         int64_t cutTo = 0;
         for (const auto& [name, t] : trial) {
           int64_t to = shrunk(name, t);
-          if (to == 0 || options.pinnedTk.count(name) || std::find(group.begin(), group.end(), name) != group.end())
+          if (to == 0 || pinned(name) || std::find(group.begin(), group.end(), name) != group.end())
             continue;
           auto halved = trial;
           halved[name] = to;
@@ -563,12 +607,15 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
 }  // namespace
 
 Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
-  for (const auto* pins : {&options.pinnedTk, &options.pinnedRowBlock})
+  for (const auto* pins : {&options.pinnedTk, &options.pinnedTn, &options.pinnedRowBlock})
     for (const auto& [name, value] : *pins) {
       bool found = false;
       for (const Op& op : graph.graph->ops)
         found = found || (op.name == name && (op.op == "matmul" || op.op == "linear"));
-      std::string key = std::string(pins == &options.pinnedTk ? "tk." : "row_block.") + name;
+      std::string key = std::string(pins == &options.pinnedTk   ? "tk."
+                                    : pins == &options.pinnedTn ? "tn."
+                                                                : "row_block.") +
+                        name;
       auto origin = options.pinOrigin.find(key);
       if (!found && origin != options.pinOrigin.end())
         throw UserError(formatError(origin->second, "the graph has no matmul named '" + name + "'"));
@@ -588,7 +635,12 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
       throw UserError(formatError(origin->second, "the graph has no op named '" + name + "'"));
     if (!found) throw UserError("stc compile: error: --set lane_ii." + name + ": the graph has no op named '" + name + "'");
   }
-  std::map<std::string, int64_t> tiles;
+  auto unrollsN = [&](const std::string& name) {
+    for (const Op& op : graph.graph->ops)
+      if (op.name == name) return dimsOf(graph, op, options).unrollsN;
+    return false;
+  };
+  std::map<std::string, int64_t> tiles;  // the search's tile of each matmul (MatmulDims::tkAt, tnAt)
   double best = 0, bestOver = 0;
   bool chosen = false, search = options.laneIi == 0;
   for (int64_t ii : options.laneIi > 0 ? std::vector<int64_t>{options.laneIi} : std::vector<int64_t>{1, 2, 4, 8}) {
@@ -605,7 +657,7 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   // norms, one row each on the critical path, at 1 while its softmax shares at 2). `lane_ii.OP=N` pins one.
   if (search && bestOver == 0 && options.laneIi > 1) {
     CompileOptions at = options;
-    for (const auto& [name, t] : tiles) at.pinnedTk[name] = t;
+    for (const auto& [name, t] : tiles) (unrollsN(name) ? at.pinnedTn : at.pinnedTk)[name] = t;
     KernelGraph lowered = lowerToKernels(graph, at, {});
     std::vector<std::string> ops;  // ops of f32 lanes, in graph order
     for (const Kernel& k : lowered.kernels)
@@ -631,9 +683,15 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
     options.laneIiOf = at.laneIiOf;
   }
   Schedules schedules;
-  for (const auto& [name, tk] : tiles) {
-    for (const Op& op : graph.graph->ops)
-      if (op.name == name) schedules[name] = {tk, rowBlockOf(graph, op, tk, platform, options)};
+  for (const auto& [name, t] : tiles) {
+    for (const Op& op : graph.graph->ops) {
+      if (op.name != name) continue;
+      MatmulDims d = dimsOf(graph, op, options);
+      MatmulSchedule& s = schedules[name];
+      s.tk = d.tkAt(t);
+      s.rowBlock = rowBlockOf(graph, op, t, platform, options);
+      if (d.tnAt(t) != tileFor(graph.tensors.at(op.output).shape.back(), options.tile)) s.tn = d.tnAt(t);
+    }
   }
   return schedules;
 }

@@ -491,13 +491,19 @@ std::vector<SchedulePin> parseSchedule(const std::string& text, const std::strin
     if (pin.op.empty()) fail(r.loc(kv.first), "field 'schedule': an op's name is empty");
     if (!seen.insert(pin.op).second) fail(r.loc(kv.first), "field '" + pin.op + "': given twice");
     r.expectMap(kv.second, pin.op);
-    r.onlyKeys(kv.second, {"tk", "row_block", "lane_ii"}, "an op's schedule");
+    r.onlyKeys(kv.second, {"tk", "tn", "row_block", "lane_ii"}, "an op's schedule");
     if (YAML::Node n = kv.second["lane_ii"]) laneIiPin(r, n, pin);
     if (YAML::Node n = kv.second["tk"]) {
       pin.tk = r.integer(n, "tk");
       pin.tkLoc = r.loc(n);
       if (*pin.tk < 1 || *pin.tk > 4096)
         r.error(n, "tk", "expected a reduction tile from 1 to 4096, got '" + n.Scalar() + "'");
+    }
+    if (YAML::Node n = kv.second["tn"]) {
+      pin.tn = r.integer(n, "tn");
+      pin.tnLoc = r.loc(n);
+      if (*pin.tn < 1 || *pin.tn > 4096)
+        r.error(n, "tn", "expected an output tile from 1 to 4096, got '" + n.Scalar() + "'");
     }
     if (YAML::Node n = kv.second["row_block"]) {
       pin.rowBlock = r.integer(n, "row_block");
@@ -547,6 +553,7 @@ std::string emitSchedule(const std::vector<SchedulePin>& pins) {
     if (p.op.empty()) continue;
     out << YAML::Key << p.op << YAML::Value << YAML::Flow << YAML::BeginMap;
     if (p.tk) out << YAML::Key << "tk" << YAML::Value << *p.tk;
+    if (p.tn) out << YAML::Key << "tn" << YAML::Value << *p.tn;
     if (p.rowBlock) out << YAML::Key << "row_block" << YAML::Value << *p.rowBlock;
     if (p.laneIi) out << YAML::Key << "lane_ii" << YAML::Value << *p.laneIi;
     out << YAML::EndMap;
@@ -555,8 +562,9 @@ std::string emitSchedule(const std::vector<SchedulePin>& pins) {
   for (const SchedulePin& p : pins)
     if (p.op.empty() && p.laneIi) out << YAML::Key << "lane_ii" << YAML::Value << *p.laneIi;
   out << YAML::EndMap;
-  return "# Each matmul's schedule: tk, its reduction tile; row_block, rows per block (0: every row,\n"
-         "# weight-stationary). lane_ii: the II of an op's f32 lanes, and below, the layer's.\n"
+  return "# Each matmul's schedule: tk, its reduction tile; tn, its output tile where wider than the stream's;\n"
+         "# row_block, rows per block (0: every row, weight-stationary). lane_ii: the II of an op's f32\n"
+         "# lanes, and below, the layer's.\n"
          "# stc compile --schedule FILE pins them.\n" +
          std::string(out.c_str()) + "\n";
 }

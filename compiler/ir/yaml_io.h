@@ -30,8 +30,8 @@ std::string emitGraph(const Graph& graph);
 ///   lane_ii: 2                         # the layer's (lane_ii): the pin of op ""
 struct SchedulePin {
   std::string op;
-  std::optional<int64_t> tk, rowBlock, laneIi;
-  SourceLoc tkLoc, rowBlockLoc, laneIiLoc;
+  std::optional<int64_t> tk, rowBlock, laneIi, tn;
+  SourceLoc tkLoc, rowBlockLoc, laneIiLoc, tnLoc;
 };
 /// The largest reduction tile a pin may ask for or the search may choose.
 inline constexpr int64_t kMaxTk = 4096;

@@ -22,6 +22,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_invoke.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <optional>
@@ -148,9 +149,22 @@ DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, Co
   CompileOptions decode = options, head = options;
   decode.unrollBudget = decodeBudget;
   head.unrollBudget = kHeadShare;
+  // A pin of one op (tk.OP, tn.OP, row_block.OP, lane_ii.OP) goes to the design that has the op; one that
+  // neither has stays with the decode layer, whose compile refuses it.
+  Graph decodeGraph = buildDecodeLayer(model), headGraph = buildHead(model);
+  auto has = [](const Graph& g, const std::string& name) {
+    return std::any_of(g.ops.begin(), g.ops.end(), [&](const Op& op) { return op.name == name; });
+  };
+  for (auto pins : {&CompileOptions::pinnedTk, &CompileOptions::pinnedTn, &CompileOptions::pinnedRowBlock,
+                    &CompileOptions::laneIiOf}) {
+    for (auto it = (decode.*pins).begin(); it != (decode.*pins).end();)
+      it = has(headGraph, it->first) && !has(decodeGraph, it->first) ? (decode.*pins).erase(it) : std::next(it);
+    for (auto it = (head.*pins).begin(); it != (head.*pins).end();)
+      it = has(headGraph, it->first) ? std::next(it) : (head.*pins).erase(it);
+  }
   DeviceDesigns d;
-  d.decodeLayer = compileGraph(buildDecodeLayer(model), platform, decode);
-  d.head = compileGraph(buildHead(model), platform, head);
+  d.decodeLayer = compileGraph(decodeGraph, platform, decode);
+  d.head = compileGraph(headGraph, platform, head);
   // Memory: the head within its share, the decode layer within what the head and the prefill's share
   // leave.
   sizeDesign(d.head, platform, memoryShare(platform, kHeadShare));

@@ -29,6 +29,7 @@ struct CompileOptions {
                                      ///< share of the channels among the weight streams of its stage
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap
   std::map<std::string, int64_t> pinnedTk;        ///< tk.OP=N: a matmul's reduction tile, as given
+  std::map<std::string, int64_t> pinnedTn;        ///< tn.OP=N: a matmul's output tile, as given
   std::map<std::string, int64_t> pinnedRowBlock;  ///< row_block.OP=N: a matmul's row block (0: every row)
   /// row_block=N, the loop order of every matmul that writes panels and is not pinned: -1 (auto) the
   /// search's row block; 0 every row (weight-stationary: column panels outer); N blocks of gcd(N, M) rows
@@ -49,6 +50,10 @@ struct MatmulSchedule {
           ///< block, a column panel held while the block's rows use it; the block's rows are
           ///< held while its column panels pass, and its output is reordered a block at a
           ///< time. 0 or every row: one block, loops (batch.., n, m, k), the right side read once
+  /// output tile: lanes wide along N (0: the stream tile). Wider, the output tokens are split to the
+  /// stream tile for their readers; the search widens it where K is symbolic (P.V over ctx), whose
+  /// reduction tile stays the stream tile the dimension is padded to.
+  int64_t tn = 0;
 };
 using Schedules = std::map<std::string, MatmulSchedule>;
 

@@ -366,11 +366,22 @@ class Lowering {
     size_t batch = rank - 2;
     Expr K = a.shape.back(), M = outT.shape[rank - 2];
     StreamOrder canonical = canonicalOrder(outT, opt_.tile);
-    int64_t Tn = canonical.element.back();
     int64_t Tk = tileFor(K, opt_.tile);
     MatmulSchedule schedule;
     if (auto it = schedules_.find(op.name); it != schedules_.end()) schedule = it->second;
     if (schedule.tk > 0) Tk = schedule.tk;
+    // The output tile: the stream's, or a wider one (a multiple of it that divides N) whose tokens a split
+    // adapter or the panels' converter gives their readers at the stream tile.
+    StreamOrder wide = canonical;
+    if (schedule.tn > 0 && schedule.tn != canonical.element.back()) {
+      const Expr& N = outT.shape.back();
+      if (!N.isConstant() || schedule.tn % canonical.element.back() != 0 || N.eval() % schedule.tn != 0)
+        unsupported(op, "an output tile of " + std::to_string(schedule.tn) + " must be a multiple of " +
+                            std::to_string(canonical.element.back()) + " that divides N (" + N.str() + ")");
+      wide.element.back() = wide.steps.back() = schedule.tn;
+      wide.trips.back() = Expr(N.eval() / schedule.tn);
+    }
+    int64_t Tn = wide.element.back();
     bool nOuter = writesPanels(g_, op);
     bool kOuter = streamsInput(g_, op);
     int64_t block = nOuter && schedule.rowBlock > 0 && schedule.rowBlock < M.eval() ? schedule.rowBlock : 0;
@@ -385,7 +396,7 @@ class Lowering {
     trip.resize(batch + (block > 0 ? 4 : 3), Expr(1));
     std::vector<int64_t> steps(trip.size(), 1);
     trip[pm] = block > 0 ? Expr(block) : M;
-    trip[pn] = canonical.trips.back();
+    trip[pn] = wide.trips.back();
     trip[pk] = tilesOf(K, Tk);
     steps[pn] = Tn;
     steps[pk] = Tk;
@@ -442,10 +453,10 @@ class Lowering {
       // Input streaming: phase 0 accumulates every output tile as A arrives, phase 1 writes them (with the
       // epilogue or bias) in canonical order, one per iteration.
       kern.phases.push_back(ph);
-      ph = KernelPhase{canonical.trips, {}};
+      ph = KernelPhase{wide.trips, {}};
       outLevel = -2;
       for (size_t i = 0; i < batch + 2; ++i) steps[i] = i == batch + 1 ? Tn : 1;
-      for (size_t i = 0; i < batch + 2; ++i) trip[i] = canonical.trips[i];
+      for (size_t i = 0; i < batch + 2; ++i) trip[i] = wide.trips[i];
       pn = batch + 1;
     }
     KernelPort epiPort;      // the W4A8 epilogue's port, when a kernel of its own applies it
@@ -475,7 +486,7 @@ class Lowering {
     }
     KernelPort outP;
     if (!nOuter) {
-      outP = out(op.output, canonical, outLevel);
+      outP = out(op.output, wide, outLevel);
     } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
       std::vector<AffineExpr> orr;
       for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
@@ -485,7 +496,7 @@ class Lowering {
       TensorInfo pt = outT;
       pt.name = panels;
       kg_.tensors[panels] = pt;
-      outP = out(panels, order(outT.dtype, canonical.element, orr, outLoops), outLevel);
+      outP = out(panels, order(outT.dtype, wide.element, orr, outLoops), outLevel);
     }
     KernelPort accP = outP;  // with the epilogue apart: the int32 sums, in the order of the output
     if (shareIi > 1) {

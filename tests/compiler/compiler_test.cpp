@@ -159,8 +159,9 @@ TEST(Compiler, SymbolicDimensionsArePaddedToTheTile) {
   EXPECT_EQ(trips("scores", 100), 8 * 7 * (64 / r.schedules.at("scores").tk));  // k steps of its tile
   EXPECT_EQ(trips("probs.stats", 100), 8 * 7);
   EXPECT_EQ(trips("probs.apply", 97), 8 * 7);
-  EXPECT_EQ(trips("mix", 111), 8 * 4 * 7);
-  EXPECT_EQ(trips("mix", 112), 8 * 4 * 8);
+  int64_t outTiles = 64 / (r.schedules.at("mix").tn > 0 ? r.schedules.at("mix").tn : 16);  // its output tiles
+  EXPECT_EQ(trips("mix", 111), 8 * outTiles * 7);
+  EXPECT_EQ(trips("mix", 112), 8 * outTiles * 8);
   EXPECT_EQ(simulate(r.network, {{"ctx", 96}}).cycles, simulate(r.network, {{"ctx", 111}}).cycles);
   EXPECT_LT(simulate(r.network, {{"ctx", 111}}).cycles, simulate(r.network, {{"ctx", 112}}).cycles);
 }
@@ -430,6 +431,54 @@ TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {
   EXPECT_GE(oddTk, 40) << oddTk;
 }
 
+std::string errorOf(const std::string& text, const std::vector<std::string>& settings = {}) {
+  try {
+    compileText(text, settings);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// P.V reduces over ctx, a symbolic K whose tile stays the 16 it is padded to: the search widens its output
+// tile instead (16 -> 32 -> 64 over head_dim), and the attention at ctx 1,000 gets shorter. By hand, mix
+// runs 8 heads x 64 / tn output tiles x ceil(1,001 / 16) = 63 reduction steps. A pinned tn must be a
+// multiple of the stream tile that divides N, and a symbolic N (the scores over ctx) takes none.
+TEST(Compiler, SymbolicReductionsWidenTheirOutputTile) {
+  const std::string graph = readTextFile(graphFile("attention_decode.yaml"));
+  auto mixIterations = [](const Network& n, const Bindings& at) {
+    int64_t product = 1;
+    for (const Expr& t : n.tasks[static_cast<size_t>(taskNamed(n, "mix"))].phases.at(0).trip) product *= t.eval(at);
+    return product;
+  };
+  const Bindings at{{"ctx", 1000}};
+  CompileResult chosen = compileText(graph, {"quant=w4a8", "max_ctx=1024"});
+  int64_t tn = chosen.schedules.at("mix").tn;
+  EXPECT_EQ(chosen.schedules.at("mix").tk, 16);
+  ASSERT_TRUE(tn == 32 || tn == 64) << tn;
+  EXPECT_EQ(mixIterations(chosen.network, at), 8 * (64 / tn) * 63);
+  CompileResult narrow = compileText(graph, {"quant=w4a8", "max_ctx=1024", "tn.mix=16"});
+  EXPECT_EQ(narrow.schedules.at("mix").tn, 0);  // the stream tile
+  EXPECT_EQ(mixIterations(narrow.network, at), 8 * 4 * 63);
+  CompileResult wide = compileText(graph, {"quant=w4a8", "max_ctx=1024", "tn.mix=64"});
+  EXPECT_EQ(mixIterations(wide.network, at), 8 * 63);
+  int64_t narrowCycles = simulate(narrow.network, at).cycles;
+  EXPECT_LT(simulate(chosen.network, at).cycles, narrowCycles * 3 / 4);
+  EXPECT_LT(simulate(wide.network, at).cycles, narrowCycles * 3 / 4);
+  EXPECT_GE(simulate(wide.network, at).cycles, 8 * 63);
+  // The widened tokens reach the readers at the stream tile, and a schedule file keeps the choice.
+  std::vector<SchedulePin> pins = parseSchedule(emitSchedule(schedulePins(wide.schedules, wide.options)), "s.yaml");
+  CompileOptions again = parseCompileOptions({"quant=w4a8", "max_ctx=1024"}, defaultPlatform());
+  applySchedule(pins, again);
+  EXPECT_EQ(emitNetwork(compileGraph(parseGraph(graph, "g.yaml"), defaultPlatform(), again).network),
+            emitNetwork(wide.network));
+  EXPECT_NE(errorOf(graph, {"tn.mix=48"}).find("the output tile must be a multiple of 16 that divides N (64)"),
+            std::string::npos)
+      << errorOf(graph, {"tn.mix=48"});
+  EXPECT_NE(errorOf(graph, {"tn.scores=32"}).find("N is symbolic: its tile is the stream tile"), std::string::npos)
+      << errorOf(graph, {"tn.scores=32"});
+}
+
 // f32 weights are bound by HBM bandwidth (a 16 x 16 tile is 1 KiB, more than 8 channels deliver per
 // cycle), so unrolling them buys nothing and the search leaves them; W4A8 tiles (128 bytes) are not, and
 // a larger DSP budget unrolls them further and runs faster.
@@ -493,15 +542,6 @@ TEST(Compiler, UnrollingGoesWhereTheLayerWaits) {
       << " c=" << chosen.schedules.at("c").tk << "; fastest " << fastestPins;
 }
 
-std::string errorOf(const std::string& text, const std::vector<std::string>& settings = {}) {
-  try {
-    compileText(text, settings);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Compiler, Errors) {
   EXPECT_EQ(errorOf("graph: g\ninputs: [{name: x, shape: [4, 8]}]\nops:\n  - {name: f, op: fft, inputs: [x], output: y}\n"
                     "outputs: [y]\n"),
@@ -522,7 +562,7 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "lane_ii, max_stripe, max_SYMBOL, row_block, tk.OP, row_block.OP, lane_ii.OP)");
+      "lane_ii, max_stripe, max_SYMBOL, row_block, tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");
@@ -690,7 +730,7 @@ TEST(Compiler, ScheduleFilesRoundTrip) {
       "the 128 rows");
   EXPECT_EQ(error("schedule:\n  upp: {tk: 4}\n"), "s.yaml:2:13: error: the graph has no matmul named 'upp'");
   EXPECT_EQ(error("schedule:\n  up: {tk: 4, rows: 2}\n"),
-            "s.yaml:2:15: error: field 'rows': unknown field of an op's schedule (known: tk, row_block, lane_ii)");
+            "s.yaml:2:15: error: field 'rows': unknown field of an op's schedule (known: tk, tn, row_block, lane_ii)");
   EXPECT_EQ(error("schedule:\n  up: {lane_ii: 32}\n"),
             "s.yaml:2:17: error: field 'lane_ii': expected an initiation interval from 1 to 16, got '32'");
   EXPECT_EQ(error("schedule: {}\nlane_ii: 0\n"),

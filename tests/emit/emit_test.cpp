@@ -367,6 +367,8 @@ TEST(EmitW4A8, GraphsOfEveryOpAreBitExact) {
   expectBitExact(model("graphs/misc_ops.yaml"), "q_misc", "--set quant=w4a8", 0.99);
   expectBitExact(model("graphs/matmul_chain.yaml"), "q_chain", "--set quant=w4a8", 0.99);  // int4 through converters
   expectBitExact(model("graphs/attention_decode.yaml"), "q_attention", "--set quant=w4a8 --ctx 24", 0.99);
+  // P.V's output tile widened to the whole head (tn 64: [16, 64] tiles of V, a split to 16 for the store).
+  expectBitExact(model("graphs/attention_decode.yaml"), "q_attention_tn", "--set quant=w4a8 --set tn.mix=64 --ctx 24", 0.99);
   expectBitExact(model("graphs/gpt2_layer.yaml"), "q_layer", "--set quant=w4a8", 0.99);
 }
 

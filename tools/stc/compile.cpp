@@ -70,8 +70,10 @@ int compile(const CompileArgs& a) {
   if (!a.writeSchedule.empty())
     writeFileAtomic(a.writeSchedule, emitSchedule(schedulePins(result.schedules, result.options)));
   nlohmann::json report = reportJson(result.report);
-  for (const auto& [op, sched] : result.schedules)
+  for (const auto& [op, sched] : result.schedules) {
     report["schedules"][op] = {{"tk", sched.tk}, {"row_block", sched.rowBlock}};
+    if (sched.tn > 0) report["schedules"][op]["tn"] = sched.tn;
+  }
   report["lane_ii"] = result.options.laneIi;
   for (const auto& [op, ii] : result.options.laneIiOf) report["lane_ii_of"][op] = ii;
   writeFileAtomic(a.output, emitNetwork(result.network));
@@ -97,7 +99,8 @@ int compile(const CompileArgs& a) {
   if (!result.schedules.empty()) {  // what the search picked, in the form --set pins it
     std::cout << "schedules:";
     for (const auto& [op, sched] : result.schedules)
-      std::cout << " tk." << op << "=" << sched.tk << " row_block." << op << "=" << sched.rowBlock;
+      std::cout << " tk." << op << "=" << sched.tk << (sched.tn > 0 ? " tn." + op + "=" + std::to_string(sched.tn) : "")
+                << " row_block." << op << "=" << sched.rowBlock;
     std::cout << " lane_ii=" << result.options.laneIi;
     for (const auto& [op, ii] : result.options.laneIiOf) std::cout << " lane_ii." << op << "=" << ii;
     std::cout << "\n";
