@@ -5,6 +5,8 @@
 // and the next phase starts at o + (N - 1)*ii + latency + 1.
 #include "sim/program.h"
 
+#include <array>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -113,15 +115,101 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
   return prog;
 }
 
+namespace {
+
+// The k-th token's local cycle on a FIFO whose side (writes or reads) is these port sequences in order.
+struct Segment {
+  int64_t first, stride, count;
+};
+int64_t offsetOf(const std::vector<Segment>& side, int64_t k) {
+  for (const Segment& s : side) {
+    if (k < s.count) return s.first + s.stride * k;
+    k -= s.count;
+  }
+  return -1;
+}
+
+}  // namespace
+
 int64_t lowerBoundCycles(const Program& program) {
-  size_t groups = static_cast<size_t>(program.groups);
-  std::vector<int64_t> span(groups, 0), hbmTicks(groups, 0);
-  for (const TaskProgram& t : program.tasks) {
-    size_t g = static_cast<size_t>(t.group);
-    for (const PhaseEvents& ph : t.phases)
-      for (const PortEvents& p : ph.ports)
-        if (p.count > 0) span[g] = std::max(span[g], p.first + p.stride * (p.count - 1) + 1);
-    if (t.dma) hbmTicks[g] += t.dma->bytes * program.hbm.ticksPerByte;
+  size_t groups = static_cast<size_t>(program.groups), nt = program.tasks.size(), nf = program.fifos.size();
+  std::vector<int64_t> span(nt, 0), hbmTicks(groups, 0);
+  std::vector<std::vector<Segment>> writes(nf), reads(nf);
+  for (size_t t = 0; t < nt; ++t) {
+    const TaskProgram& task = program.tasks[t];
+    for (const PhaseEvents& ph : task.phases)
+      for (const PortEvents& p : ph.ports) {
+        if (p.count <= 0) continue;
+        span[t] = std::max(span[t], p.first + p.stride * (p.count - 1) + 1);
+        (p.write ? writes : reads)[static_cast<size_t>(p.fifo)].push_back({p.first, p.stride, p.count});
+      }
+    if (task.dma) hbmTicks[static_cast<size_t>(task.group)] += task.dma->bytes * program.hbm.ticksPerByte;
+  }
+  // Chains: a task's events keep their order and spacing and only slip later (a stall holds the whole
+  // pipeline), so its delay (an event's cycle past its group's start and its local cycle) never falls
+  // from one event to the next; and a token is read at least a cycle after it is written. So the reader of
+  // token k is at least (writer's delay at its write of k) + write's local cycle + 1 - read's local cycle
+  // late from that read on. Held at each FIFO's first and last token and relaxed to a fixed point (every
+  // step a valid bound, so any number of rounds is one); a converter's region written whole at its
+  // writer's end makes its reader wait for that end, and the chain of stages adds up.
+  struct Point {
+    int64_t offset = 0, delay = 0;
+  };
+  std::vector<std::vector<std::pair<size_t, int>>> inputs(nt);  // (fifo, 0 first token | 1 last) per reader
+  std::vector<std::array<Point, 2>> points(nf);
+  for (size_t f = 0; f < nf; ++f) {
+    const FifoProgram& fifo = program.fifos[f];
+    if (fifo.writer < 0 || fifo.reader < 0 || fifo.tokens <= 0) continue;
+    if (program.tasks[static_cast<size_t>(fifo.writer)].group != program.tasks[static_cast<size_t>(fifo.reader)].group)
+      continue;
+    for (int end : {0, 1}) {
+      int64_t r = offsetOf(reads[f], end == 0 ? 0 : fifo.tokens - 1);
+      if (r < 0 || offsetOf(writes[f], end == 0 ? 0 : fifo.tokens - 1) < 0) continue;
+      points[f][static_cast<size_t>(end)].offset = r;
+      inputs[static_cast<size_t>(fifo.reader)].emplace_back(f, end);
+    }
+  }
+  // A DMA read's token k (its local cycle k) comes no sooner than the read latency and k + 1 tokens' bytes
+  // through its channel after the group starts (Engine::dmaReady: a DMA's bursts cross the channel in
+  // order, each at least at the channel's rate), a cycle early at most as its reader sees it.
+  std::vector<std::vector<Point>> own(nt);
+  for (size_t t = 0; t < nt; ++t) {
+    const std::optional<DmaProgram>& dma = program.tasks[t].dma;
+    if (!dma || dma->write || dma->tokenBytes <= 0) continue;
+    int64_t tokens = dma->bytes / dma->tokenBytes;
+    for (int64_t k : {int64_t{0}, tokens - 1})
+      if (k >= 0)
+        own[t].push_back({k, program.hbm.cycleAtOrAfter(program.hbm.readLatencyTicks +
+                                                         (k + 1) * dma->tokenBytes * program.hbm.ticksPerByte) -
+                                 k - 1});
+  }
+  auto delayAt = [&](size_t t, int64_t offset) {  // the task's delay at its event of this local cycle
+    int64_t d = 0;
+    for (const Point& p : own[t])
+      if (p.offset <= offset) d = std::max(d, p.delay);
+    for (auto [f, end] : inputs[t]) {
+      const Point& p = points[f][static_cast<size_t>(end)];
+      if (p.offset <= offset) d = std::max(d, p.delay);
+    }
+    return d;
+  };
+  for (size_t round = 0; round < 4 * nt + 4; ++round) {
+    bool changed = false;
+    for (size_t t = 0; t < nt; ++t)
+      for (auto [f, end] : inputs[t]) {
+        const FifoProgram& fifo = program.fifos[f];
+        int64_t k = end == 0 ? 0 : fifo.tokens - 1;
+        int64_t w = offsetOf(writes[f], k);
+        Point& p = points[f][static_cast<size_t>(end)];
+        int64_t need = delayAt(static_cast<size_t>(fifo.writer), w) + w + 1 - p.offset;
+        if (need > p.delay) p.delay = need, changed = true;
+      }
+    if (!changed) break;
+  }
+  std::vector<int64_t> longest(groups, 0);
+  for (size_t t = 0; t < nt; ++t) {
+    size_t g = static_cast<size_t>(program.tasks[t].group);
+    if (span[t] > 0) longest[g] = std::max(longest[g], span[t] + delayAt(t, span[t]));
   }
   // As the engine runs them: group g opens at the end of group g - 1 and the gap; a group without events
   // ends at 0 (Engine::finishTask); the run lasts to the latest end.
@@ -130,7 +218,7 @@ int64_t lowerBoundCycles(const Program& program) {
     int64_t start = g == 0 ? 0 : end + program.groupGapCycles;
     // The busiest channel moves at least the mean of the group's bytes.
     int64_t hbm = program.hbm.cycleAtOrAfter((hbmTicks[g] + channels - 1) / channels);
-    end = span[g] > 0 ? start + std::max(span[g], hbm) : 0;
+    end = longest[g] > 0 ? start + std::max(longest[g], hbm) : 0;
     cycles = std::max(cycles, end);
   }
   return cycles;

@@ -183,7 +183,12 @@ int64_t Estimator::prefillRows(int64_t prompt) const {
 }
 
 std::vector<int64_t> Estimator::prefillRowsBelow(int64_t prompt) const {
-  if (prompt > 16) return {std::min<int64_t>(prompt / 16 * 16, 256)};
+  if (prompt > 16) {
+    std::vector<int64_t> rows;
+    for (int64_t r = 16; r < std::min<int64_t>(prompt / 16 * 16, 256); r *= 2) rows.push_back(r);
+    rows.push_back(std::min<int64_t>(prompt / 16 * 16, 256));
+    return rows;
+  }
   std::vector<int64_t> rows{1};
   while (rows.back() * 2 < prompt) rows.push_back(rows.back() * 2);
   return rows;
@@ -247,19 +252,14 @@ std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t ro
   return out;
 }
 
-void Estimator::sizePrefills(const std::vector<int64_t>& rowCounts,
-                             const std::function<bool(int64_t rows, int64_t bound)>& needless) {
+void Estimator::sizePrefills(std::map<int64_t, std::vector<PrefillCandidate>> batch) {
   // The prefill's memory: what the decode layer and the head leave of the device's.
   Resources memory = memoryShare(platform_, 1.0);
   memory.bram18k -= decodeLayer_.report.resources.bram18k + head_.report.resources.bram18k;
   memory.uram -= decodeLayer_.report.resources.uram + head_.report.resources.uram;
   std::vector<int64_t> rows;
   std::vector<std::vector<PrefillCandidate>> candidates;
-  for (int64_t r : rowCounts) {  // serially: compiling without the channel simulations is fast
-    std::vector<PrefillCandidate> c = prefillCandidates(r);
-    int64_t bound = c.front().bound;
-    for (const PrefillCandidate& x : c) bound = std::min(bound, x.bound);
-    if (dropByBound_ && needless && needless(r, bound)) continue;
+  for (auto& [r, c] : batch) {
     rows.push_back(r);
     candidates.push_back(std::move(c));
   }
@@ -343,33 +343,70 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   decodeSimulations_ += static_cast<int>(fresh.size());
   for (size_t j = 0; j < ctxs.size(); ++j) decodeRuns_[ctxs[j]] = decodeRunsByValues_.at(values[j]);
   if (headCycles_ == 0) headCycles_ = runs.back().cycles;
-  // Prefill designs: first every prompt's rows below (and the padded rows where they are the same), then
-  // the padded rows a prompt may still prefer. Padded rows are dropped unsized where, for every prompt
-  // they pad, the rows below fit the device and win both schedules' TTFT against the padded design at
-  // its lower bound; assemble then never chooses them.
-  std::vector<int64_t> first, then;
-  auto add = [&](std::vector<int64_t>& to, int64_t rows) {
-    if (!prefillCycles_.count(rows) && std::find(to.begin(), to.end(), rows) == to.end()) to.push_back(rows);
+  // Prefill designs: every row count a prompt may run (its rows below and its padded rows), compiled with
+  // the cycles no depths beat (their bounds), then sized in waves: each prompt's most promising row count
+  // in each schedule (the least TTFT, sized designs at their cycles and the others at their bounds),
+  // together; or, when every prompt's are sized, all that are left. Before each wave, a row count is
+  // dropped unsized where, for every prompt that may run it, some sized design the device holds beats its
+  // TTFT at its bound in both schedules: assemble could never choose it.
+  std::vector<int64_t> all;
+  auto optionsOf = [&](int64_t prompt) {
+    std::vector<int64_t> rows{prefillRows(prompt)};
+    for (int64_t below : prefillRowsBelow(prompt))
+      if (below != rows.front()) rows.push_back(below);
+    return rows;
   };
   for (auto [prompt, gen] : requests)
-    for (int64_t below : prefillRowsBelow(prompt)) add(first, below);
-  for (auto [prompt, gen] : requests)
-    if (std::find(first.begin(), first.end(), prefillRows(prompt)) == first.end()) add(then, prefillRows(prompt));
-  sizePrefills(first, nullptr);
-  sizePrefills(then, [&](int64_t rows, int64_t bound) {
+    for (int64_t rows : optionsOf(prompt))
+      if (!prefillCycles_.count(rows) && std::find(all.begin(), all.end(), rows) == all.end()) all.push_back(rows);
+  std::map<int64_t, std::vector<PrefillCandidate>> pending;
+  std::map<int64_t, int64_t> bounds;  // the lowest of each row count's candidates
+  for (int64_t rows : all) {  // serially: compiling without the channel simulations is fast
+    std::vector<PrefillCandidate> c = prefillCandidates(rows);
+    bounds[rows] = c.front().bound;
+    for (const PrefillCandidate& x : c) bounds[rows] = std::min(bounds[rows], x.bound);
+    pending[rows] = std::move(c);
+  }
+  auto needless = [&](int64_t rows) {
     for (auto [prompt, gen] : requests) {
-      if (prefillRows(prompt) != rows) continue;
-      for (bool host : {true, false}) {  // some design below that the device holds beats its bound
+      std::vector<int64_t> options = optionsOf(prompt);
+      if (std::find(options.begin(), options.end(), rows) == options.end()) continue;
+      for (bool host : {true, false}) {
+        double at = ttft(prompt, rows, static_cast<double>(bounds.at(rows)), host);
         bool beaten = false;
-        for (int64_t below : prefillRowsBelow(prompt))
-          beaten = beaten || (below < rows && holds(below) &&
-                              ttft(prompt, below, static_cast<double>(prefillCycles_.at(below)), host) <
-                                  ttft(prompt, rows, static_cast<double>(bound), host));
+        for (int64_t other : options)
+          beaten = beaten || (other != rows && prefillCycles_.count(other) && holds(other) &&
+                              ttft(prompt, other, static_cast<double>(prefillCycles_.at(other)), host) < at);
         if (!beaten) return false;
       }
     }
     return true;
-  });
+  };
+  while (!pending.empty()) {
+    if (dropByBound_)
+      for (auto it = pending.begin(); it != pending.end();) it = needless(it->first) ? pending.erase(it) : std::next(it);
+    if (pending.empty()) break;
+    std::set<int64_t> wave;
+    for (auto [prompt, gen] : requests)
+      for (bool host : {true, false}) {
+        int64_t best = 0;
+        double bestTtft = 0;
+        for (int64_t rows : optionsOf(prompt)) {
+          double cycles = static_cast<double>(prefillCycles_.count(rows) ? prefillCycles_.at(rows) : bounds.at(rows));
+          double t = prefillCycles_.count(rows) || pending.count(rows) ? ttft(prompt, rows, cycles, host) : -1;
+          if (t >= 0 && (best == 0 || t < bestTtft || (t == bestTtft && rows > best))) best = rows, bestTtft = t;
+        }
+        if (pending.count(best)) wave.insert(best);
+      }
+    if (wave.empty())
+      for (const auto& [rows, c] : pending) wave.insert(rows);
+    std::map<int64_t, std::vector<PrefillCandidate>> batch;
+    for (int64_t rows : wave) {
+      batch[rows] = std::move(pending.at(rows));
+      pending.erase(rows);
+    }
+    sizePrefills(std::move(batch));
+  }
 }
 
 double Estimator::ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, bool host) const {
@@ -410,7 +447,7 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
     std::vector<int64_t> options;
     if (prefillCycles_.count(padded)) options.push_back(padded);
     for (int64_t below : prefillRowsBelow(prompt))
-      if (below != padded) options.push_back(below);
+      if (below != padded && prefillCycles_.count(below)) options.push_back(below);
     int64_t rows = options.front();
     for (int64_t r : options)
       if (better(r, rows)) rows = r;

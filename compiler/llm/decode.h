@@ -118,8 +118,9 @@ class Estimator {
   int64_t prefillRows(int64_t prompt) const;
   /// The rows of the smaller prefill designs a prompt may run, its other tokens as decode steps: up to 16
   /// tokens every power of two below the prompt (1 for one token), so that a prompt of 3 may run 1 row and
-  /// two steps where the 2-row design is slower than a step; beyond, the largest multiple of 16 at most
-  /// the prompt, up to 256 (longer designs are weight-stationary only). Each schedule's TTFT is the
+  /// two steps where the 2-row design is slower than a step; beyond, 16, 32, 64 and 128 below it and the
+  /// largest multiple of 16 at most the prompt, up to 256 (longer designs are weight-stationary only):
+  /// where a prefill row costs more than a decode step (Mistral-7B's 256-row design), fewer rows win. Each schedule's TTFT is the
   /// fastest of these and prefillRows, so it rises by at most a step's time from one prompt length to the
   /// next where padding or a design change would make it jump (up to 16 tokens, every design below being
   /// a choice, by construction).
@@ -138,11 +139,9 @@ class Estimator {
   /// stationary (one block of every row, each weight read once). Row blocks are usually faster, but
   /// blocks whose stages run at different paces can need FIFOs deeper than the memory left.
   std::vector<PrefillCandidate> prefillCandidates(int64_t rows) const;
-  /// For each row count, unless `needless` (given the lowest bound of its candidates) says it is not
-  /// worth sizing: its candidates sized where they can still win, the winner into prefillCycles_ and
-  /// prefillResources_.
-  void sizePrefills(const std::vector<int64_t>& rowCounts,
-                    const std::function<bool(int64_t rows, int64_t bound)>& needless);
+  /// For each row count of the batch (in parallel): its candidates sized where they can still win, the
+  /// winner into prefillCycles_ and prefillResources_.
+  void sizePrefills(std::map<int64_t, std::vector<PrefillCandidate>> batch);
   /// The time to the first token in cycles, with the prompt's first `rows` in a prefill layer of
   /// `prefillLayerCycles` and the rest as decode steps, in the host loop or the device loop.
   double ttft(int64_t prompt, int64_t rows, double prefillLayerCycles, bool host) const;

@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "compiler/sizing/lp_solver.h"
@@ -358,22 +359,28 @@ SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network
 
 namespace {
 
-// Steps 1 to 4 at every binding, measured unbounded or paced.
-SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs,
-                      const SizingOptions& options, bool paced, Network& sized) {
+// Steps 1 to 3 at every binding, measured unbounded or paced: the last binding's measurements, every FIFO at
+// the largest depth and cap any binding asks for (out.trueDeadlock or pinnedDeadlock: nothing else).
+struct Measured {
+  Proposal merged;
+  std::vector<Check> checks;
+  /// The bits of the proposed depths: verifying only deepens them, so the sized total is at least this.
+  int64_t proposedBits = 0;
+  int maxRounds = 1;
+};
+Measured measureAll(const std::vector<sim::Program>& progs, const SizingOptions& options, bool paced) {
   std::vector<Proposal> proposals(progs.size());
   tbb::parallel_for(size_t{0}, progs.size(), [&](size_t i) { proposals[i] = propose(progs[i], options, paced); });
+  Measured m;
   for (Proposal& p : proposals) {
     if (p.out.trueDeadlock || p.out.pinnedDeadlock) {
-      sized = net;
-      return p.out;
+      m.merged = std::move(p);
+      return m;
     }
   }
-  // The last binding's measurements, every FIFO at the largest depth and cap any binding asks for.
   Proposal& last = proposals.back();
-  std::vector<Check> checks;
   for (size_t i = 0; i < progs.size(); ++i) {
-    checks.push_back({&progs[i], withinOnePercent(proposals[i].out.cyclesUnbounded)});
+    m.checks.push_back({&progs[i], withinOnePercent(proposals[i].out.cyclesUnbounded)});
     for (size_t f = 0; f < last.depths.size(); ++f) {
       last.depths[f] = std::max(last.depths[f], proposals[i].depths[f]);
       last.cap[f] = std::max(last.cap[f], proposals[i].cap[f]);
@@ -381,14 +388,30 @@ SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs
           std::max(last.out.fifos[f].maxOccupancy, proposals[i].out.fifos[f].maxOccupancy);
     }
   }
-  std::vector<int64_t> cycles = verify(checks, last.cap, options.maxRounds, last.depths, last.out.rounds);
+  for (size_t f = 0; f < last.depths.size(); ++f) m.proposedBits += last.depths[f] * last.out.fifos[f].width;
+  m.merged = std::move(last);
+  return m;
+}
+
+// Step 4 on what measureAll proposed, and the depths into `sized`.
+SizingResult finish(const Network& net, Measured& m, bool paced, Network& sized) {
+  sized = net;
+  if (m.merged.out.trueDeadlock || m.merged.out.pinnedDeadlock) return m.merged.out;
+  Proposal& last = m.merged;
+  std::vector<int64_t> cycles = verify(m.checks, last.cap, m.maxRounds, last.depths, last.out.rounds);
   last.out.cyclesSized = cycles.back();
   last.out.cyclesSizedAt = cycles;
-  sized = net;
   settle(last.depths, last.out, sized);
   last.out.paced = paced;
   if (paced) last.out.cyclesPaced = last.out.cyclesUnbounded;
   return last.out;
+}
+
+SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs,
+                      const SizingOptions& options, bool paced, Network& sized) {
+  Measured m = measureAll(progs, options, paced);
+  m.maxRounds = options.maxRounds;
+  return finish(net, m, paced, sized);
 }
 
 }  // namespace
@@ -407,20 +430,40 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
     // Else the network's depths (or a pin among them) deadlock: measured unbounded below.
     if (!paced.trueDeadlock && !paced.pinnedDeadlock) return paced;
   }
-  SizingResult free = sizeWith(net, progs, options, false, sized);
   int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.kernelResources().memoryBits();
-  if (free.trueDeadlock || free.pinnedDeadlock || free.totalBits <= budget) return free;
+  Measured unbounded = measureAll(progs, options, false);
+  unbounded.maxRounds = options.maxRounds;
+  bool over = !unbounded.merged.out.trueDeadlock && !unbounded.merged.out.pinnedDeadlock &&
+              unbounded.proposedBits > budget;
+  std::optional<SizingResult> free;
+  if (!over) {
+    free = finish(net, unbounded, false, sized);
+    if (free->trueDeadlock || free->pinnedDeadlock || free->totalBits <= budget) return *free;
+  }
   // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
   // column panel long before the matmul reads it, weights prefetched while their reader waits) set
   // depths no device holds; measured again with every FIFO as deep as the network's and at least
-  // kDmaReadDepth, writers are paced by their readers, and the same steps size that run instead.
+  // kDmaReadDepth, writers are paced by their readers, and the same steps size that run instead. Where
+  // the unbounded measurement's proposal is over the budget already, its verification waits: paced
+  // sizing below the proposal's bits wins whatever verifying would add to it.
   Network pacedNet;
   SizingResult paced = sizeWith(net, progs, options, true, pacedNet);
-  if (paced.trueDeadlock || paced.pinnedDeadlock || paced.totalBits >= free.totalBits) return free;
-  paced.cyclesUnbounded = free.cyclesUnbounded;
-  paced.baselineMaxOccupancyBits = free.baselineMaxOccupancyBits;
-  paced.rounds += free.rounds;
-  for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free.fifos[f].maxOccupancy;
+  bool pacedFailed = paced.trueDeadlock || paced.pinnedDeadlock;
+  if (!free && (pacedFailed || paced.totalBits >= unbounded.proposedBits)) {
+    free = finish(net, unbounded, false, sized);
+    if (free->totalBits <= budget) return *free;
+  }
+  if (free && (pacedFailed || paced.totalBits >= free->totalBits)) return *free;
+  if (!free) {  // the unbounded measurement's figures, as its verified result would give them
+    free = unbounded.merged.out;
+    free->rounds = 0;
+    for (size_t f = 0; f < free->fifos.size(); ++f)
+      free->baselineMaxOccupancyBits += free->fifos[f].maxOccupancy * free->fifos[f].width;
+  }
+  paced.cyclesUnbounded = free->cyclesUnbounded;
+  paced.baselineMaxOccupancyBits = free->baselineMaxOccupancyBits;
+  paced.rounds += free->rounds;
+  for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free->fifos[f].maxOccupancy;
   sized = std::move(pacedNet);
   return paced;
 }

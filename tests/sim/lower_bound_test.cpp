@@ -15,9 +15,11 @@ int64_t boundOf(const std::string& text) {
 }
 
 // Group 0: a writes 50 tokens at ii 2, latency 3 (last write at local 49*2 + 3 = 101, so 102 cycles) and b
-// reads them at ii 1 (50). Group 1: c, trip [10, 4] at ii 3, latency 7: 39*3 + 7 + 1 = 125, then a
-// second phase of 5 at ii 1 and the default latency 1 (local 125 + 4 + 1 = 130: 131); d reads them. The gap
-// between the groups is the platform's invocation overhead in cycles.
+// reads them at ii 1 (local 0 to 49): b reads the last token a cycle after it is written, at 102 at the
+// earliest, 102 + 1 - 49 = 53 cycles late, so b ends at 50 + 53 = 103. Group 1: c, trip [10, 4] at ii 3,
+// latency 7: 39*3 + 7 + 1 = 125, then a second phase of 5 at ii 1 and the default latency 1 (its last
+// write at local 125 + 4 + 1 = 130: 131); d reads h's last token at local 14, so 130 + 1 - 14 = 117 late:
+// 15 + 117 = 132. The gap between the groups is the platform's invocation overhead in cycles.
 TEST(LowerBound, TaskSchedulesAndGroupsByHand) {
   std::string text =
       "network: n\nfifos: [{name: f, width: 32}, {name: g, width: 32}, {name: h, width: 32}]\ntasks:\n"
@@ -28,12 +30,13 @@ TEST(LowerBound, TaskSchedulesAndGroupsByHand) {
       "  - {name: d, group: 1, phases: [{trip: [10], ports: [{fifo: g, dir: in}]}, {trip: [5], ports: [{fifo: h, dir: in}]}]}\n";
   const Platform& p = defaultPlatform();
   int64_t gap = std::llround(p.invocationOverheadUs * p.kernelClockMhz);
-  EXPECT_EQ(boundOf(text), 102 + gap + 131);
+  EXPECT_EQ(boundOf(text), 103 + gap + 132);
   for (bool systemc : {false, true}) EXPECT_GE(simulateText(text, systemc).cycles, boundOf(text));
 }
 
 // A group without events ends at 0 in the engine: after it, group 2 opens one gap after cycle 0, and the
-// run lasts to the latest end (group 0's 102 cycles, or group 2's gap + 50).
+// run lasts to the latest end (group 0's 103 cycles, as above, or group 2's gap + 51: d reads each token
+// of c's, written at the local cycle d reads it, a cycle late).
 TEST(LowerBound, AGroupWithoutEventsEndsAtZero) {
   std::string groups01 =
       "network: n\nfifos: [{name: f, width: 32}, {name: g, width: 32}]\ntasks:\n"
@@ -47,9 +50,9 @@ TEST(LowerBound, AGroupWithoutEventsEndsAtZero) {
   int64_t gap = std::llround(p.invocationOverheadUs * p.kernelClockMhz);
   std::string trailing = groups01;
   trailing.replace(trailing.find(", {name: g, width: 32}"), std::string(", {name: g, width: 32}").size(), "");
-  EXPECT_EQ(boundOf(trailing), 102);
+  EXPECT_EQ(boundOf(trailing), 103);
   EXPECT_EQ(simulateText(trailing).cycles, 103);
-  EXPECT_EQ(boundOf(text), std::max<int64_t>(102, gap + 50));
+  EXPECT_EQ(boundOf(text), std::max<int64_t>(103, gap + 51));
   EXPECT_GE(simulateText(text).cycles, boundOf(text));
 }
 
