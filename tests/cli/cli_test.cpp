@@ -177,6 +177,25 @@ TEST(Cli, CommandLineMistakesAreSaidBeforeAnythingRuns) {
   o = stc("simulate " + kNets + "attention_row.yaml --ctx 8 --bind ctx=4");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "stc simulate: error: ctx is bound twice: --ctx 8 and --bind ctx=4\n");
+  // A sweep: several prompts in one --decode share one estimator, each row what it gives alone.
+  o = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4,20:2 --json");
+  ASSERT_EQ(o.code, 0) << o.out;
+  nlohmann::json sweep = nlohmann::json::parse(o.out);
+  ASSERT_EQ(sweep.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    Outcome alone = stc(std::string("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --json --decode ") +
+                        (i == 0 ? "4:4" : "20:2"));
+    nlohmann::json one = nlohmann::json::parse(alone.out);
+    EXPECT_EQ(sweep[i]["prompt"], one["prompt"]);
+    EXPECT_EQ(sweep[i]["ttft_ms"], one["ttft_ms"]);
+    EXPECT_EQ(sweep[i]["latency_ms"], one["latency_ms"]);
+    EXPECT_EQ(sweep[i]["device_loop"], one["device_loop"]);
+  }
+  o = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4,4");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out,
+            "stc simulate: error: --decode expects PROMPT:GEN, two positive integers (several separated by "
+            "commas), got '4' in '4:4,4'\n");
   o = stc("simulate " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --decode 4:4 --vcd " + dir + "x.vcd");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out,

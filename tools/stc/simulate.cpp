@@ -54,11 +54,21 @@ void setDepths(const Network& net, const sim::Program& prog, const std::vector<s
     depths[static_cast<size_t>(net.findFifo(name))] = depth;
 }
 
-// "P:G" -> (P, G).
-std::pair<int64_t, int64_t> parseDecode(const std::string& text) {
-  auto pg = parseIntegerPair(text);
-  if (pg && pg->first > 0 && pg->second > 0) return *pg;
-  throw UserError("stc simulate: error: --decode expects PROMPT:GEN, two positive integers, got '" + text + "'");
+// "P:G[,P:G...]" -> (P, G) each, in order: one estimator shares their simulations.
+std::vector<std::pair<int64_t, int64_t>> parseDecode(const std::string& text) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  size_t from = 0;
+  for (;;) {
+    size_t comma = text.find(',', from);
+    std::string one = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    auto pg = parseIntegerPair(one);
+    if (!pg || pg->first <= 0 || pg->second <= 0)
+      throw UserError("stc simulate: error: --decode expects PROMPT:GEN, two positive integers (several "
+                      "separated by commas), got '" + one + "'" + (one == text ? "" : " in '" + text + "'"));
+    out.push_back(*pg);
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
 }
 
 nlohmann::json decodeJson(const llm::DecodeResult& r, const ModelSpec& model, const Platform& platform) {
@@ -116,7 +126,8 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
   llm::Estimator estimator(model, platform);
   std::vector<std::pair<int64_t, int64_t>> requests;
   if (a.table) requests = {{32, 32}, {64, 64}, {128, 128}, {256, 256}};
-  else requests.push_back(parseDecode(a.decode));
+  else requests = parseDecode(a.decode);
+  bool several = requests.size() > 1;  // --json prints an array, as for --table
   std::vector<llm::DecodeResult> results = estimator.runAll(requests);
   for (const llm::DecodeResult& r : results) {
     requireFit(
@@ -134,10 +145,10 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
   if (!a.html.empty() || a.timeline)  // the page draws the last request's first decode step
     out.back()["decode_layer"] =
         simulationJson(estimator.decodeLayer(), {{"ctx", results.back().prompt}}, platform);
-  if (!a.html.empty()) writeHtmlReport(a.html, a.table ? out : out[0]);
+  if (!a.html.empty()) writeHtmlReport(a.html, several ? out : out[0]);
   if (!a.timeline) out.back().erase("decode_layer");
   if (a.json) {
-    std::cout << (a.table ? out : out[0]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << (several ? out : out[0]).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   const auto& first = results.front();
@@ -240,7 +251,9 @@ Runner addSimulate(CLI::App& app) {
   app.add_option("--curves", a->curves, "write token curves as CSV (fifo,cycle,writes,reads)");
   app.add_option("--engine", a->engine, "systemc (default) or direct (the same engine without the SystemC kernel)")
       ->check(CLI::IsMember({"systemc", "direct"}));
-  app.add_option("--decode", a->decode, "for a model: PROMPT:GEN, the latency, TTFT and decode speed");
+  app.add_option("--decode", a->decode,
+                 "for a model: PROMPT:GEN, the latency, TTFT and decode speed (several, comma-separated, share "
+                 "their simulations: a prompt-length sweep)");
   app.add_flag("--table", a->table, "for a model: the rows 32:32, 64:64, 128:128, 256:256");
   app.add_flag("--json", a->json, "print one JSON object");
   app.add_flag(
