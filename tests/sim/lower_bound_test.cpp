@@ -73,6 +73,24 @@ TEST(LowerBound, TheBusiestChannelMovesAtLeastTheMean) {
   EXPECT_GE(simulateText(text).cycles, 1148);
 }
 
+// One DMA read of 1,000 512-bit tokens into a consumer of ii 1: token k reaches the FIFO no sooner than the
+// read latency and k + 1 tokens' bytes through the channel (2 ticks a byte, 115 a cycle), so the last
+// comes at ready = ceil((latency + 64,000 * 2) / 115) at the earliest, is read a cycle later, and the run
+// lasts a cycle more: ready + 1, where the channel's mean alone gave 1,114 and the schedule 1,000.
+TEST(LowerBound, ADmaReadIsNoFasterThanItsChannel) {
+  std::string text =
+      "network: n\nfifos: [{name: s, width: 512}]\ntasks:\n"
+      "  - {name: d, kind: dma_read, channel: 0, bytes: 64000, ports: [{fifo: s, dir: out}]}\n"
+      "  - {name: c, phases: [{trip: [1000], ports: [{fifo: s, dir: in}]}]}\n";
+  sim::HbmTiming hbm = sim::HbmTiming::fromPlatform(defaultPlatform());
+  ASSERT_EQ(hbm.ticksPerByte, 2);
+  ASSERT_EQ(hbm.ticksPerCycle, 115);
+  int64_t ready = (hbm.readLatencyTicks + 64000 * 2 + 114) / 115;
+  EXPECT_GT(ready, 1114);
+  EXPECT_EQ(boundOf(text), ready + 1);
+  EXPECT_GE(simulateText(text).cycles, ready + 1);
+}
+
 // Random networks (deadlocking ones aside) at their own depths and at random ones: the bound holds.
 TEST(LowerBound, NeverAboveARunsCycles) {
   std::mt19937 rng(20261128);
