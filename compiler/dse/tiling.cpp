@@ -56,13 +56,6 @@ double rowsOf(const TensorInfo& t, const Bindings& maxima) {
   return r;
 }
 
-// Whether a reshape reads `tensor`: its producer then writes the stream tile (lower/kernels.cpp: a view
-// read in another order has its base's producer write the view's canonical order).
-bool reshaped(const TypedGraph& g, const std::string& tensor) {
-  return std::any_of(g.graph->ops.begin(), g.graph->ops.end(),
-                     [&](const Op& op) { return op.op == "reshape" && op.inputs[0] == tensor; });
-}
-
 MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   const TensorInfo& a = g.tensors.at(op.inputs[0]);
   const TensorInfo& w = g.tensors.at(op.inputs[1]);
@@ -74,7 +67,7 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   d.K = a.shape.back().eval(o.maxima);
   d.N = out.shape.back().eval(o.maxima);
   d.tn = tileFor(out.shape.back(), o.tile);
-  d.unrollsN = !d.kConstant && out.shape.back().isConstant() && !reshaped(g, op.output);
+  d.unrollsN = !d.kConstant && out.shape.back().isConstant();
   d.tile = o.tile;
   if (auto pin = o.pinnedTn.find(op.name); pin != o.pinnedTn.end() && !d.unrollsN) d.tn = pin->second;
   d.weightBits = dtypeBits(w.dtype);
@@ -385,10 +378,6 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       int64_t step = tileFor(graph.tensors.at(op.output).shape.back(), options.tile);
       if (!graph.tensors.at(op.output).shape.back().isConstant())
         throw pinError(options, op, "tn", pin->second, "N is symbolic: its tile is the stream tile");
-      if (reshaped(graph, op.output) && pin->second != step)
-        throw pinError(options, op, "tn", pin->second,
-                       "a reshape reads its output '" + op.output + "', which takes the stream tile (" +
-                           std::to_string(step) + ")");
       if (pin->second % step != 0 || d.N % pin->second != 0)
         throw pinError(options, op, "tn", pin->second,
                        "the output tile must be a multiple of " + std::to_string(step) + " that divides N (" +

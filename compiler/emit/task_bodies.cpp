@@ -1287,9 +1287,10 @@ int64_t EmitContext::elements(const std::string& fifo) const { return fifos.at(f
 std::string EmitContext::tokenType(const std::string& fifo) const { return tokenOf(elements(fifo), fifoDtype(fifo)); }
 
 const QuantScale& EmitContext::scale(const std::string& tensor) const {
-  const std::string panels = ".panels";
-  if (tensor.size() > panels.size() && tensor.compare(tensor.size() - panels.size(), panels.size(), panels) == 0)
-    return quant->of(tensor.substr(0, tensor.size() - panels.size()));
+  // A matmul's panels and its wide tokens (lower/kernels.cpp) are its output, in another order.
+  for (const std::string suffix : {".panels", ".wide"})
+    if (tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return quant->of(tensor.substr(0, tensor.size() - suffix.size()));
   return quant->of(tensor);
 }
 

@@ -485,7 +485,20 @@ class Lowering {
       ph.ports.back().restream = block > 0;
     }
     KernelPort outP;
-    if (!nOuter) {
+    // Wide output tokens that a reshape reads: the reshape needs its base in row-major tokens of the stream
+    // tile, so the matmul writes `.wide` and a move kernel gives the output at the stream tile (the split
+    // between them an adapter).
+    bool splitAfter = !nOuter && wide.element.back() != canonical.element.back() &&
+                      std::any_of(g_.graph->ops.begin(), g_.graph->ops.end(), [&](const Op& o) {
+                        return o.op == "reshape" && o.inputs[0] == op.output;
+                      });
+    if (splitAfter) {
+      std::string wideName = op.output + ".wide";
+      TensorInfo wt = outT;
+      wt.name = wideName;
+      kg_.tensors[wideName] = wt;
+      outP = out(wideName, wide, outLevel);
+    } else if (!nOuter) {
       outP = out(op.output, wide, outLevel);
     } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
       std::vector<AffineExpr> orr;
@@ -540,6 +553,13 @@ class Lowering {
       e.arithmetic = "f32";
       e.shareIi = shareIi;
       add(std::move(e));
+    }
+    if (splitAfter) {
+      Kernel copy = kernel(op, ".split");
+      copy.op = "move";
+      copy.phases.push_back({canonical.trips, {in(op.output + ".wide", canonical), out(op.output, canonical)}});
+      copy.lanes = canonical.element.back();
+      add(std::move(copy));
     }
     if (nOuter) {
       Kernel copy = kernel(op, ".rows");

@@ -202,13 +202,18 @@ TEST(Compiler, TheTokensOwnKeyAndValueReachAttentionAHeadAtATime) {
   EXPECT_LT(with, 1.02 * without) << with << " against " << without;
 }
 
-// A KV cache streams over several channels like a weight: a [16, 16] int8 tile of V is 256 bytes a
-// cycle, 4.45 channels of 57.5 bytes, so 4 stripes of 64 bytes (5 does not divide the tile); K's tile is
-// at least as large.
+// A KV cache streams over several channels like a weight: a [16, 16] int8 tile of V (P.V's output tile
+// pinned at the stream's) is 256 bytes a cycle, 4.45 channels of 57.5 bytes, so 4 stripes of 64 bytes (5
+// does not divide the tile); K's tile is at least as large. At the searched tile ([16, 32]: 512 bytes,
+// 8.9 channels) V takes the cap of 8.
 TEST(Compiler, KvCachesAreStriped) {
-  CompileResult r = compileFile("gpt2_layer.yaml", {"quant=w4a8"});
+  CompileResult r = compileFile("gpt2_layer.yaml", {"quant=w4a8", "tn.mix=16"});
   for (const char* cache : {"load_k_cache.s3", "load_v_cache.s3"}) EXPECT_GE(taskNamed(r.network, cache), 0) << cache;
   EXPECT_LT(taskNamed(r.network, "load_v_cache.s4"), 0);
+  CompileResult searched = compileFile("gpt2_layer.yaml", {"quant=w4a8"});
+  ASSERT_EQ(searched.schedules.at("mix").tn, 32);
+  EXPECT_GE(taskNamed(searched.network, "load_v_cache.s7"), 0);
+  EXPECT_LT(taskNamed(searched.network, "load_v_cache.s8"), 0);
 }
 
 TEST(Compiler, FusionRespectsTheBudgetAndMovesTheBoundary) {
