@@ -1287,10 +1287,12 @@ int64_t EmitContext::elements(const std::string& fifo) const { return fifos.at(f
 std::string EmitContext::tokenType(const std::string& fifo) const { return tokenOf(elements(fifo), fifoDtype(fifo)); }
 
 const QuantScale& EmitContext::scale(const std::string& tensor) const {
-  // A matmul's panels and its wide tokens (lower/kernels.cpp) are its output, in another order.
-  for (const std::string suffix : {".panels", ".wide"})
-    if (tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0)
-      return quant->of(tensor.substr(0, tensor.size() - suffix.size()));
+  // A matmul's panels and its wide tokens (lower/kernels.cpp) are its output, in another order (a graph's
+  // own tensor of such a name keeps its scale).
+  if (!quant->scales.count(tensor))
+    for (const std::string suffix : {".panels", ".wide"})
+      if (tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return quant->of(tensor.substr(0, tensor.size() - suffix.size()));
   return quant->of(tensor);
 }
 
