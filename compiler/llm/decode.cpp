@@ -361,11 +361,13 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
       if (!prefillCycles_.count(rows) && std::find(all.begin(), all.end(), rows) == all.end()) all.push_back(rows);
   std::map<int64_t, std::vector<PrefillCandidate>> pending;
   std::map<int64_t, int64_t> bounds;  // the lowest of each row count's candidates
-  for (int64_t rows : all) {  // serially: compiling without the channel simulations is fast
-    std::vector<PrefillCandidate> c = prefillCandidates(rows);
-    bounds[rows] = c.front().bound;
-    for (const PrefillCandidate& x : c) bounds[rows] = std::min(bounds[rows], x.bound);
-    pending[rows] = std::move(c);
+  std::vector<std::vector<PrefillCandidate>> compiled(all.size());
+  tbb::parallel_for(size_t{0}, all.size(), [&](size_t j) { compiled[j] = prefillCandidates(all[j]); });
+  for (size_t j = 0; j < all.size(); ++j) {
+    int64_t rows = all[j];
+    bounds[rows] = compiled[j].front().bound;
+    for (const PrefillCandidate& x : compiled[j]) bounds[rows] = std::min(bounds[rows], x.bound);
+    pending[rows] = std::move(compiled[j]);
   }
   auto needless = [&](int64_t rows) {
     for (auto [prompt, gen] : requests) {
