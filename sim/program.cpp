@@ -5,9 +5,8 @@
 // and the next phase starts at o + (N - 1)*ii + latency + 1.
 #include "sim/program.h"
 
-#include <array>
-
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 

@@ -182,6 +182,13 @@ int64_t Estimator::prefillRows(int64_t prompt) const {
   return std::min(rows, std::max(prompt, model_.maxCtx));
 }
 
+std::vector<int64_t> Estimator::rowOptions(int64_t prompt) const {
+  std::vector<int64_t> rows{prefillRows(prompt)};
+  for (int64_t below : prefillRowsBelow(prompt))
+    if (below != rows.front()) rows.push_back(below);
+  return rows;
+}
+
 std::vector<int64_t> Estimator::prefillRowsBelow(int64_t prompt) const {
   if (prompt > 16) {
     std::vector<int64_t> rows;
@@ -350,14 +357,8 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   // dropped unsized where, for every prompt that may run it, some sized design the device holds beats its
   // TTFT at its bound in both schedules: assemble could never choose it.
   std::vector<int64_t> all;
-  auto optionsOf = [&](int64_t prompt) {
-    std::vector<int64_t> rows{prefillRows(prompt)};
-    for (int64_t below : prefillRowsBelow(prompt))
-      if (below != rows.front()) rows.push_back(below);
-    return rows;
-  };
   for (auto [prompt, gen] : requests)
-    for (int64_t rows : optionsOf(prompt))
+    for (int64_t rows : rowOptions(prompt))
       if (!prefillCycles_.count(rows) && std::find(all.begin(), all.end(), rows) == all.end()) all.push_back(rows);
   std::map<int64_t, std::vector<PrefillCandidate>> pending;
   std::map<int64_t, int64_t> bounds;  // the lowest of each row count's candidates
@@ -371,7 +372,7 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   }
   auto needless = [&](int64_t rows) {
     for (auto [prompt, gen] : requests) {
-      std::vector<int64_t> options = optionsOf(prompt);
+      std::vector<int64_t> options = rowOptions(prompt);
       if (std::find(options.begin(), options.end(), rows) == options.end()) continue;
       for (bool host : {true, false}) {
         double at = ttft(prompt, rows, static_cast<double>(bounds.at(rows)), host);
@@ -393,7 +394,7 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
       for (bool host : {true, false}) {
         int64_t best = 0;
         double bestTtft = 0;
-        for (int64_t rows : optionsOf(prompt)) {
+        for (int64_t rows : rowOptions(prompt)) {
           double cycles = static_cast<double>(prefillCycles_.count(rows) ? prefillCycles_.at(rows) : bounds.at(rows));
           double t = prefillCycles_.count(rows) || pending.count(rows) ? ttft(prompt, rows, cycles, host) : -1;
           if (t >= 0 && (best == 0 || t < bestTtft || (t == bestTtft && rows > best))) best = rows, bestTtft = t;
@@ -445,11 +446,9 @@ DecodeResult Estimator::assemble(int64_t prompt, int64_t gen) const {
   auto choose = [&](bool host) {
     auto ttftWith = [&](int64_t r) { return ttft(prompt, r, static_cast<double>(prefillCycles_.at(r)), host); };
     auto better = [&](int64_t a, int64_t b) { return holds(a) != holds(b) ? holds(a) : ttftWith(a) < ttftWith(b); };
-    int64_t padded = prefillRows(prompt);
     std::vector<int64_t> options;
-    if (prefillCycles_.count(padded)) options.push_back(padded);
-    for (int64_t below : prefillRowsBelow(prompt))
-      if (below != padded && prefillCycles_.count(below)) options.push_back(below);
+    for (int64_t r : rowOptions(prompt))
+      if (prefillCycles_.count(r)) options.push_back(r);
     int64_t rows = options.front();
     for (int64_t r : options)
       if (better(r, rows)) rows = r;

@@ -125,6 +125,8 @@ class Estimator {
   /// next where padding or a design change would make it jump (up to 16 tokens, every design below being
   /// a choice, by construction).
   std::vector<int64_t> prefillRowsBelow(int64_t prompt) const;
+  /// Every row count a prompt may run: prefillRows, then prefillRowsBelow (without it again).
+  std::vector<int64_t> rowOptions(int64_t prompt) const;
   /// The ctx of each of the prompt's tokens past `rows`, run as decode steps: rows .. prompt - 1.
   static std::vector<int64_t> tailContexts(int64_t prompt, int64_t rows);
   void simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& requests);

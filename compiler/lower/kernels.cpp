@@ -484,6 +484,22 @@ class Lowering {
           in(op.inputs[2], order(info(op.inputs[2]).dtype, {Tn}, {unit(outLoops, pn)}, outLoops), outLevel));
       ph.ports.back().restream = block > 0;
     }
+    // A tensor of the output's shape under another name (its panels, its wide tokens, its int32 sums).
+    auto likeOutput = [&](const std::string& name, const std::string& dtype) {
+      TensorInfo t = outT;
+      t.name = name;
+      t.dtype = dtype;
+      kg_.tensors[name] = t;
+      return name;
+    };
+    // A move kernel giving the output in canonical order from `from` (the panels, or the split wide tokens).
+    auto moveInto = [&](const std::string& suffix, const std::string& from, int64_t lanes) {
+      Kernel copy = kernel(op, suffix);
+      copy.op = "move";
+      copy.phases.push_back({canonical.trips, {in(from, canonical), out(op.output, canonical)}});
+      copy.lanes = lanes;
+      add(std::move(copy));
+    };
     KernelPort outP;
     // Wide output tokens that a reshape reads: the reshape needs its base in row-major tokens of the stream
     // tile, so the matmul writes `.wide` and a move kernel gives the output at the stream tile (the split
@@ -493,11 +509,7 @@ class Lowering {
                         return o.op == "reshape" && o.inputs[0] == op.output;
                       });
     if (splitAfter) {
-      std::string wideName = op.output + ".wide";
-      TensorInfo wt = outT;
-      wt.name = wideName;
-      kg_.tensors[wideName] = wt;
-      outP = out(wideName, wide, outLevel);
+      outP = out(likeOutput(op.output + ".wide", outT.dtype), wide, outLevel);
     } else if (!nOuter) {
       outP = out(op.output, wide, outLevel);
     } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
@@ -505,20 +517,13 @@ class Lowering {
       for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
       orr.push_back(row(outLoops));
       orr.push_back(unit(outLoops, pn));
-      std::string panels = op.output + ".panels";
-      TensorInfo pt = outT;
-      pt.name = panels;
-      kg_.tensors[panels] = pt;
-      outP = out(panels, order(outT.dtype, wide.element, orr, outLoops), outLevel);
+      outP = out(likeOutput(op.output + ".panels", outT.dtype), order(outT.dtype, wide.element, orr, outLoops),
+                 outLevel);
     }
     KernelPort accP = outP;  // with the epilogue apart: the int32 sums, in the order of the output
     if (shareIi > 1) {
-      accP.tensor = outP.tensor + ".acc";
+      accP.tensor = likeOutput(outP.tensor + ".acc", "i32");
       accP.order.dtype = "i32";
-      TensorInfo at = kg_.tensors.at(outP.tensor);
-      at.name = accP.tensor;
-      at.dtype = "i32";
-      kg_.tensors[accP.tensor] = at;
     }
     ph.ports.push_back(accP);
     if (append != appends_.end()) {
@@ -554,20 +559,8 @@ class Lowering {
       e.shareIi = shareIi;
       add(std::move(e));
     }
-    if (splitAfter) {
-      Kernel copy = kernel(op, ".split");
-      copy.op = "move";
-      copy.phases.push_back({canonical.trips, {in(op.output + ".wide", canonical), out(op.output, canonical)}});
-      copy.lanes = canonical.element.back();
-      add(std::move(copy));
-    }
-    if (nOuter) {
-      Kernel copy = kernel(op, ".rows");
-      copy.op = "move";
-      copy.phases.push_back({canonical.trips, {in(op.output + ".panels", canonical), out(op.output, canonical)}});
-      copy.lanes = Tn;
-      add(std::move(copy));
-    }
+    if (splitAfter) moveInto(".split", op.output + ".wide", canonical.element.back());
+    if (nOuter) moveInto(".rows", op.output + ".panels", Tn);
   }
 
   // Stats stream of a row op: one token per row, two f32 values (softmax: max and sum of exponentials;

@@ -316,6 +316,13 @@ std::vector<int64_t> verify(const std::vector<Check>& checks, const std::vector<
   return cycles;
 }
 
+// The bits every FIFO's largest occupancy takes (the maximum-occupancy baseline).
+int64_t maxOccupancyBits(const std::vector<SizedFifo>& fifos) {
+  int64_t bits = 0;
+  for (const SizedFifo& s : fifos) bits += s.maxOccupancy * s.width;
+  return bits;
+}
+
 // The depths into out's FIFOs, its totals and `sized`.
 void settle(const std::vector<int64_t>& depths, SizingResult& out, Network& sized) {
   size_t nf = depths.size();
@@ -326,10 +333,10 @@ void settle(const std::vector<int64_t>& depths, SizingResult& out, Network& size
     s.memory = bindMemory(s.depth, s.width);
     out.memoryCounts[s.memory.kind] += 1;
     out.totalBits += s.bits;
-    out.baselineMaxOccupancyBits += s.maxOccupancy * s.width;
     out.baselineFullBits += s.tokens * s.width;
     sized.fifos[f].depth = depths[f];
   }
+  out.baselineMaxOccupancyBits += maxOccupancyBits(out.fifos);
 }
 
 int64_t withinOnePercent(int64_t cycles) {
@@ -366,7 +373,6 @@ struct Measured {
   std::vector<Check> checks;
   /// The bits of the proposed depths: verifying only deepens them, so the sized total is at least this.
   int64_t proposedBits = 0;
-  int maxRounds = 1;
 };
 Measured measureAll(const std::vector<sim::Program>& progs, const SizingOptions& options, bool paced) {
   std::vector<Proposal> proposals(progs.size());
@@ -394,11 +400,11 @@ Measured measureAll(const std::vector<sim::Program>& progs, const SizingOptions&
 }
 
 // Step 4 on what measureAll proposed, and the depths into `sized`.
-SizingResult finish(const Network& net, Measured& m, bool paced, Network& sized) {
+SizingResult finish(const Network& net, Measured& m, int maxRounds, bool paced, Network& sized) {
   sized = net;
   if (m.merged.out.trueDeadlock || m.merged.out.pinnedDeadlock) return m.merged.out;
   Proposal& last = m.merged;
-  std::vector<int64_t> cycles = verify(m.checks, last.cap, m.maxRounds, last.depths, last.out.rounds);
+  std::vector<int64_t> cycles = verify(m.checks, last.cap, maxRounds, last.depths, last.out.rounds);
   last.out.cyclesSized = cycles.back();
   last.out.cyclesSizedAt = cycles;
   settle(last.depths, last.out, sized);
@@ -410,8 +416,7 @@ SizingResult finish(const Network& net, Measured& m, bool paced, Network& sized)
 SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs,
                       const SizingOptions& options, bool paced, Network& sized) {
   Measured m = measureAll(progs, options, paced);
-  m.maxRounds = options.maxRounds;
-  return finish(net, m, paced, sized);
+  return finish(net, m, options.maxRounds, paced, sized);
 }
 
 }  // namespace
@@ -432,12 +437,11 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   }
   int64_t budget = options.budgetBits > 0 ? options.budgetBits : options.platform.kernelResources().memoryBits();
   Measured unbounded = measureAll(progs, options, false);
-  unbounded.maxRounds = options.maxRounds;
   bool over = !unbounded.merged.out.trueDeadlock && !unbounded.merged.out.pinnedDeadlock &&
               unbounded.proposedBits > budget;
   std::optional<SizingResult> free;
   if (!over) {
-    free = finish(net, unbounded, false, sized);
+    free = finish(net, unbounded, options.maxRounds, false, sized);
     if (free->trueDeadlock || free->pinnedDeadlock || free->totalBits <= budget) return *free;
   }
   // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
@@ -449,16 +453,13 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   Network pacedNet;
   SizingResult paced = sizeWith(net, progs, options, true, pacedNet);
   bool pacedFailed = paced.trueDeadlock || paced.pinnedDeadlock;
-  if (!free && (pacedFailed || paced.totalBits >= unbounded.proposedBits)) {
-    free = finish(net, unbounded, false, sized);
-    if (free->totalBits <= budget) return *free;
-  }
+  if (!free && (pacedFailed || paced.totalBits >= unbounded.proposedBits))
+    free = finish(net, unbounded, options.maxRounds, false, sized);  // still over: verifying only deepens
   if (free && (pacedFailed || paced.totalBits >= free->totalBits)) return *free;
   if (!free) {  // the unbounded measurement's figures, as its verified result would give them
     free = unbounded.merged.out;
     free->rounds = 0;
-    for (size_t f = 0; f < free->fifos.size(); ++f)
-      free->baselineMaxOccupancyBits += free->fifos[f].maxOccupancy * free->fifos[f].width;
+    free->baselineMaxOccupancyBits = maxOccupancyBits(free->fifos);
   }
   paced.cyclesUnbounded = free->cyclesUnbounded;
   paced.baselineMaxOccupancyBits = free->baselineMaxOccupancyBits;
