@@ -98,7 +98,8 @@ std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net,
     }
     auto role = roles.tasks.find(t.name);
     if (role == roles.tasks.end()) continue;
-    if (role->second.kind == TaskRole::kSplit || role->second.kind == TaskRole::kPack)
+    if (role->second.kind == TaskRole::kSplit || role->second.kind == TaskRole::kPack ||
+        role->second.kind == TaskRole::kJoin)
       r.lut += 200;  // shift logic
     if (role->second.kernel >= 0 &&
         counted.insert(role->second.kernel).second) {  // a gather of two readers once

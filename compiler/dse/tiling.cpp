@@ -24,6 +24,7 @@
 #include "compiler/dse/cost_model.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/lower/kernels.h"
+#include "compiler/lower/streams.h"
 #include "compiler/sizing/fifo_sizing.h"
 
 namespace stc {
@@ -94,13 +95,22 @@ int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOption
   return std::max(1, std::min(s, stripeLimit(options, weight)));
 }
 
+bool beatAligned(int64_t stripeBytes) {
+  const int64_t beat = kDmaTokenBits / 8;
+  return stripeBytes > 0 && (stripeBytes % beat == 0 || beat % stripeBytes == 0);
+}
+
 int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight) {
-  int s = stripesFor(tokenBytes, platform, options, weight);
-  double need = static_cast<double>(tokenBytes) / channelBytesPerCycle(platform);
-  for (int n = s; n <= stripeLimit(options, weight) && n <= 1.25 * need; ++n)
-    if (tokenBytes % n == 0) return n;
-  while (s > 1 && tokenBytes % s != 0) --s;
-  return s;
+  const int s = stripesFor(tokenBytes, platform, options, weight), limit = stripeLimit(options, weight);
+  const double need = static_cast<double>(tokenBytes) / channelBytesPerCycle(platform);
+  auto fits = [&](int n) { return tokenBytes % n == 0 && beatAligned(tokenBytes / n); };
+  for (int n = s; n <= limit && n <= 1.25 * need; ++n)
+    if (fits(n)) return n;
+  for (int n = s; n >= 1; --n)
+    if (fits(n)) return n;
+  int n = s;  // no split of the token is beat-aligned: whole bytes at least
+  while (n > 1 && tokenBytes % n != 0) --n;
+  return n;
 }
 
 std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& platform, const CompileOptions& options) {

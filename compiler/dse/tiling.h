@@ -32,12 +32,18 @@ int64_t chooseRowBlock(const TypedGraph& graph, const Op& op, int64_t tk, const 
 /// HBM channels one weight stream of tokenBytes per cycle is striped over (at most the weight's cap in
 /// options.stripeCap, else options.maxStripe, else 8).
 int stripesFor(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight);
-/// The stripes the lowering gives such a stream: each a whole number of the token's bytes. The fewest of
-/// at least stripesFor's, when within the cap and at most a quarter above the channels the token needs
-/// (a 1,536-byte tile needing 26.7 channels gets 32 of 48 bytes, not 24 of 64); else the most below it
-/// (every DMA costs an AXI master, and a stripe more than the stream needs only costs). The unroll
-/// search's estimate keeps stripesFor's count: estimating with these steers it away from the larger
-/// tiles that are faster all the same.
+/// Whether a DMA stripe of `stripeBytes` per token moves in whole 512-bit beats (a multiple of 64 bytes,
+/// joined into tokens after the DMA) or in parts of one (a divisor of 64, widened into beats): a stripe of
+/// 96 or 48 bytes could only be read element by element, or a beat and a half at a time.
+bool beatAligned(int64_t stripeBytes);
+/// The stripes the lowering gives such a stream, each a beat-aligned whole number of the token's bytes:
+/// the fewest of at least stripesFor's, when within the cap and at most a quarter above the channels the
+/// token needs; else the most below it (a 1,024-byte tile needing 17.8 channels of a cap of 32 gets 16 of
+/// 64 bytes, a 768-byte tile capped at 10 gets 6 of 128, not 8 of 96; every DMA costs an AXI master, and a
+/// stripe more than the stream needs only costs); whole bytes where nothing is beat-aligned. The unroll
+/// search's estimate keeps stripesFor's count: estimating with these steered it away from larger tiles
+/// that the simulation finds faster all the same (GPT-2's P.V, Qwen's MLP: 32:32 at 48.9% and 50.7% of
+/// the roofline instead of 50.3% and 58.3%).
 int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight);
 
 /// Each weight's stripe cap: options.maxStripe when set; otherwise the platform's channels shared among

@@ -389,6 +389,7 @@ class SourceEmitter {
       case TaskRole::kStore: return ": DMA write of '" + r.tensor + "' to HBM[" + std::to_string(t.channel) + "]" + portNote(r);
       case TaskRole::kSplit: return ": 512-bit tokens into " + std::to_string(r.ratio) + " narrow ones";
       case TaskRole::kPack: return ": " + std::to_string(r.ratio) + " narrow tokens into one of 512 bits";
+      case TaskRole::kJoin: return ": " + std::to_string(r.ratio) + " 512-bit beats into one token";
       case TaskRole::kConverterWrite: return ": converter of '" + r.tensor + "', fills its regions";
       case TaskRole::kConverterRead: return ": converter of '" + r.tensor + "', streams its regions in the consumer's order";
       case TaskRole::kGather: return ": DMA read of embedding rows at token ids" + portNote(r);

@@ -949,13 +949,19 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
     if (beats > 1) c.line("long t = 0;");
     address = beatAddress(r);
   }
+  // A packed read whose FIFO carries beats (a join after it makes the tokens, lower/streams.cpp) writes
+  // each beat as it comes.
+  const bool beatFifo = load && role.packed && beats > 1 && ctx.elements(firstPort(task, PortDir::kOut)) == per;
   if (beats > 1) {
-    c.line(tokenOf(per * beats, ctx.dtype(o.dtype)) + " tok;");
+    if (!beatFifo) c.line(tokenOf(per * beats, ctx.dtype(o.dtype)) + " tok;");
     trips.push_back(Expr(beats));
   }
   FlatLoop f(c, trips, "i", static_cast<int>(trips.size()));
   f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
-  if (beats > 1) {
+  if (beatFifo) {
+    c.line(fifo + ".write(" + mem + "[" + address + " + i" + std::to_string(n) + "]);");
+    c.line("if (i" + std::to_string(n) + " == " + std::to_string(beats - 1) + ") ++t;");
+  } else if (beats > 1) {
     std::string q = "i" + std::to_string(n);
     beatsOfToken(c, port.type(), per, beats, q, mem + "[" + address + " + " + q + "]", load, fifo);
   } else if (load) {
@@ -1063,7 +1069,7 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
 }
 
 // Split: one wide token (512 bits from a DMA, or a kernel's tile) into `ratio` narrow ones; pack: the
-// reverse.
+// reverse; join: `ratio` 512-bit beats from a DMA into one token of a packed stream.
 void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Code& c) {
   const Phase& ph = task.phases.at(0);
   std::string in = firstPort(task, PortDir::kIn), out = firstPort(task, PortDir::kOut);
@@ -1362,6 +1368,7 @@ void emitTaskBody(const EmitContext& ctx, const Task& task, const TaskRole& role
       return;
     case TaskRole::kSplit:
     case TaskRole::kPack:
+    case TaskRole::kJoin:
       adapter(ctx, task, role, code);
       return;
     case TaskRole::kConverterWrite:

@@ -193,8 +193,8 @@ class Builder {
   // A W4A8 epilogue streams beside its weight all along, on channels the weight's stripes fill: striped
   // so that each channel carrying a part of it moves at most a sixteenth more than a weight stripe
   // (an LM head's [50304, 2] over 32 weight channels: 8 stripes, not 2). The fewest stripes of whole
-  // bytes that do, at most a quarter of the weight's (each stripe is a DMA, an AXI master of its own);
-  // 0 for any other tensor.
+  // bytes that do, beat-aligned, at most a quarter of the weight's (each stripe is a DMA, an AXI master of
+  // its own); 0 for any other tensor.
   int epilogueStripes(const std::string& tensor, const StreamOrder& order) const {
     for (const Kernel& k : g_.kernels) {
       if ((k.op != "matmul" && k.op != "linear") || epilogueTensor(k.opName) != tensor) continue;
@@ -207,7 +207,7 @@ class Builder {
       double need = 16.0 * weightStripes * epiBytes / weightBytes;
       int most = 0;
       for (int n = 1; n <= weightStripes / 4; ++n)
-        if (bytes % n == 0) {
+        if (bytes % n == 0 && beatAligned(bytes / n)) {
           most = n;
           if (n >= need) return n;
         }
@@ -233,22 +233,28 @@ class Builder {
       d.name = uniqueTask("load_" + tensor + suffix);
       d.kind = TaskKind::kDmaRead;
       d.group = group;
-      int64_t ratio = kDmaTokenBits / sbits;
+      int64_t ratio = kDmaTokenBits / sbits, beats = sbits / kDmaTokenBits;
       bool widen = sbits < kDmaTokenBits && kDmaTokenBits % sbits == 0 && constantFactor(order.trips) % ratio == 0;
+      // A packed stream's tokens of several whole beats: the DMA moves beats, one a cycle as an m_axi port
+      // can, and a join makes the tokens (a DMA token is at most one beat).
       TaskRole role;
       role.kind = TaskRole::kLoad;
       role.tensor = tensor;
       role.order = order;
       role.stripe = s;
       role.stripes = stripes;
-      role.ratio = widen ? ratio : 1;
       role.packed = !g_.producer.count(tensor);
+      bool join = role.packed && sbits > kDmaTokenBits && sbits % kDmaTokenBits == 0;
+      role.ratio = widen ? ratio : 1;
       roles_.tasks[d.name] = role;
-      if (widen) {  // 512-bit DMA tokens, split into the consumer's narrower ones
-        std::string wide = addFifo(tensor + suffix + ".wide", kDmaTokenBits, 2);
-        role.kind = TaskRole::kSplit;
-        roles_.tasks[addAdapter("widen_" + tensor + suffix, group, tokens, ratio, wide, into, true)] = role;
-        d.dmaPorts.push_back(port(wide, PortDir::kOut, -2, nullptr));
+      if (widen || join) {  // 512-bit DMA tokens, split into the consumer's narrower ones or joined into its wider
+        std::string beat = addFifo(tensor + suffix + (widen ? ".wide" : ".beats"), kDmaTokenBits, 2);
+        role.kind = widen ? TaskRole::kSplit : TaskRole::kJoin;
+        role.ratio = widen ? ratio : beats;
+        std::string name = (widen ? "widen_" : "join_") + tensor + suffix;
+        roles_.tasks[widen ? addAdapter(name, group, tokens, ratio, beat, into, true)
+                           : addAdapter(name, group, times(tokens, beats), beats, beat, into, false)] = role;
+        d.dmaPorts.push_back(port(beat, PortDir::kOut, -2, nullptr));
       } else {
         d.dmaPorts.push_back(port(into, PortDir::kOut, -2, stripes == 1 ? &order : nullptr));
       }

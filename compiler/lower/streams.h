@@ -44,6 +44,7 @@ struct TaskRole {
     kStore,           ///< DMA write of `tensor` in `order`
     kSplit,           ///< 512-bit tokens into `ratio` narrow ones
     kPack,            ///< `ratio` narrow tokens into one 512-bit token
+    kJoin,            ///< `ratio` 512-bit beats of a DMA into one token of a packed stream
     kGather,          ///< an embedding lookup's DMA read of table rows
   } kind = kKernel;
   int kernel = -1;              ///< kKernel, kGather: index in KernelGraph::kernels
@@ -56,7 +57,7 @@ struct TaskRole {
   int sharedLoops = 0;          ///< a converter's shared outer loops
   std::vector<int64_t> region;  ///< a converter's region shape (at the symbols' maxima)
   int stripe = 0, stripes = 1;  ///< kLoad: the slice of each token it moves
-  int64_t ratio = 1;            ///< narrow tokens per 512-bit token; 1 = not widened
+  int64_t ratio = 1;            ///< narrow tokens per 512-bit token (kJoin: beats per token); 1 = not widened
   bool packed = false;          ///< kLoad: HBM holds exactly this stream (inputs, weights), not a row-major tensor
 };
 

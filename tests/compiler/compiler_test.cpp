@@ -414,6 +414,33 @@ TEST(Compiler, RopeComputesItsRowsCosAndSinOnce) {
 // channel (max_stripe=32) the HBM delivers 1,840 bytes a cycle, so 896 x 896 int4 weights take 218
 // cycles; at tk 224 the matmul takes 56 column tiles x 4 = 224 iterations, more than that, so growing on
 // past 128 shortens it.
+// A weight tile's stripes each move whole 512-bit beats or a divisor of one (UG1399: an m_axi access of a
+// wider or misaligned token takes several), about the channels the tile needs per cycle (14.375 GB/s at
+// 250 MHz: 57.5 bytes a channel-cycle), within the cap.
+TEST(Compiler, WeightStripesAreBeatAligned) {
+  for (int64_t ok : {16, 32, 64, 128, 192}) EXPECT_TRUE(stc::beatAligned(ok)) << ok;
+  for (int64_t bad : {0, 48, 96, 80}) EXPECT_FALSE(stc::beatAligned(bad)) << bad;
+  const stc::Platform u55c = stc::defaultPlatform();
+  auto stripes = [&](int64_t bytes, int cap) {
+    stc::CompileOptions o = stc::parseCompileOptions({"max_stripe=" + std::to_string(cap)}, u55c);
+    return stc::wholeStripes(bytes, u55c, o, "w");
+  };
+  // 768 bytes need 13.4 channels; capped at 10, 10 to 7 do not divide into aligned stripes (76.8, 85.3,
+  // 96, 109.7 bytes): 6 of 128 bytes (two beats), where 8 of 96 bytes were given before.
+  EXPECT_EQ(stripes(768, 10), 6);
+  // 512 bytes need 8.9: 9 and 10 do not divide it, 8 of one beat each.
+  EXPECT_EQ(stripes(512, 10), 8);
+  // 1,536 bytes need 26.7: 27 to 32 (at most a quarter above) give no aligned stripe (32 of 48 bytes), so
+  // the most below: 24 of 64.
+  EXPECT_EQ(stripes(1536, 32), 24);
+  // 256 bytes need 4.45: 5 does not divide it, 4 of 64.
+  EXPECT_EQ(stripes(256, 8), 4);
+  // 1,024 bytes need 17.8 of a cap of 32: 18 to 22 do not divide it, 16 of 64.
+  EXPECT_EQ(stripes(1024, 32), 16);
+  // 96 bytes: no split is aligned (48, 96), whole bytes as before: 2.
+  EXPECT_EQ(stripes(96, 8), 2);
+}
+
 TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {
   // The reduction tile the search gives a one-row W4A8 matmul [1, K] x [K, N] over 32 channels.
   auto tkOf = [](int64_t K, int64_t N, const std::string& budget) {

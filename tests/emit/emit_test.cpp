@@ -448,6 +448,22 @@ TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
 // and its loop moves one beat an iteration: as many iterations as the network's DMA moves bytes / 64, so
 // a DMA token of 512 bits takes one cycle as the simulator says (a widened read used to take 4 or 16), and
 // the m_axi depth counts beats. Other ports keep their elements and say why.
+// No DMA token of the project's network is wider than a 512-bit beat (#22: a DMA token of several beats
+// cannot move at one an iteration through one m_axi port).
+void expectDmaTokensOfOneBeat(const std::string& dir) {
+  std::string cfgPath = dir + "/network.yaml";
+  stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
+  std::map<std::string, int64_t> width;
+  for (const stc::Fifo& f : n.fifos) width[f.name] = f.width;
+  int dmas = 0;
+  for (const stc::Task& t : n.tasks)
+    for (const stc::Port& p : t.dmaPorts) {
+      ++dmas;
+      EXPECT_LE(width.at(p.fifo), 512) << t.name;
+    }
+  EXPECT_GT(dmas, 0);
+}
+
 void expectBeatPorts(const std::string& dir, int minBeatPorts, int minElementPorts, const stc::Bindings& maxima = {}) {
   std::string src = sources(dir), cfgPath = dir + "/network.yaml";
   stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
@@ -500,9 +516,14 @@ TEST(Emit, DmaPortsMoveWhole512BitBeats) {
   ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --set quant=w4a8 -o " + q).code, 0);
   expectBeatPorts(q, 10, 0);
   std::string src = sources(q);
-  EXPECT_NE(src.find("static void load_x_task(hls::stream<Tok<128, st_i8>>& s_x_hbm, const Tok<64, st_i8>* mem)"),
+  // x's 1,024-bit tokens: the DMA writes beats, one an iteration, and a join makes the tokens.
+  EXPECT_NE(src.find("static void load_x_task(hls::stream<Tok<64, st_i8>>& s_x_beats, const Tok<64, st_i8>* mem)"),
             std::string::npos);
-  EXPECT_NE(src.find("const auto beat = mem[t * 2 + i2];"), std::string::npos);
+  EXPECT_NE(src.find("s_x_beats.write(mem[t * 2 + i2]);"), std::string::npos);
+  EXPECT_NE(src.find("// join_x: 2 512-bit beats into one token\nstatic void join_x_task(hls::stream<Tok<64, st_i8>>& "
+                     "s_x_beats, hls::stream<Tok<128, st_i8>>& s_x_hbm)"),
+            std::string::npos);
+  expectDmaTokensOfOneBeat(q);
   EXPECT_NE(src.find("mem[i1] = s_y_hbm_wide.read();"), std::string::npos);
   // f32, 64 rows, two fused groups: the tensor one stores row-major and the next reads (32 floats a token,
   // two beats) goes through beat ports too; biases widened to 512-bit tokens, one a beat.
@@ -532,6 +553,22 @@ TEST(Emit, DmaPortsMoveWhole512BitBeats) {
                                "512-bit beats\nstatic void load_scale_task(hls::stream<Tok<1, st_i8>>& s_scale_hbm, "
                                "const st_i8* mem)"),
             std::string::npos);
+}
+
+// Qwen's MLP weight tiles take more bytes a cycle than a 512-bit beat per stripe: each stripe's DMA moves
+// beats, one an iteration, into a 512-bit FIFO, and a join makes the 1,024-bit tiles the matmul reads
+// (before, the DMA tokens were 896 and 1,024 bits wide, which one m_axi access a cycle cannot move). The
+// layer still equals the W4A8 reference bit for bit, its trace conforms to the network, and it runs at the
+// emitted depths.
+TEST(EmitW4A8, WideWeightTilesReachTheirKernelsInWholeBeats) {
+  expectBitExact(model("qwen.yaml"), "qwen_beats", "--layers 1 --ctx 16", 0.99);
+  std::string dir = ::testing::TempDir() + "emit_qwen_beats";
+  expectDmaTokensOfOneBeat(dir);
+  std::string src = sources(dir);
+  EXPECT_NE(src.find("static void join_w_down_s0_task(hls::stream<Tok<64, st_u8>>& s_w_down_s0_beats, "
+                     "hls::stream<Tok<128, st_u8>>& s_w_down_s0_hbm)"),
+            std::string::npos);
+  EXPECT_NE(src.find("s_w_down_s0_beats.write(mem[t * 2 + i"), std::string::npos);
 }
 
 // The kernels have the structure the network times (UG1399): each phase one flattened loop pipelined at its

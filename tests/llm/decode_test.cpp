@@ -216,8 +216,9 @@ TEST(Decode, OneSimulationPerProgramOfTheLayer) {
 
 // The unroll search budgets DSPs; a prefill design may still take more LUTs (AXI masters, converters) than
 // the decode layer and the head leave. GPT-2 small (768 hidden, 12 heads, FFN 3,072), its 32-row prefill
-// at the prefill's DSP share: 14k LUTs over the device with the other two. The estimator compiles it
-// again at a smaller budget, and the device holds all three.
+// at the prefill's DSP share, on a U55C whose shell keeps 2% more of each SLR's LUTs: over the LUTs left
+// with the other two (on the U55C itself 5k under since the beat-aligned weight stripes, 14k over before).
+// The estimator compiles it again at a smaller budget, and the device holds all three.
 TEST(Decode, ThePrefillShrinksToTheLutsLeft) {
   std::string text = readTextFile(STC_SOURCE_DIR "/models/gpt2.yaml");
   for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
@@ -227,7 +228,8 @@ TEST(Decode, ThePrefillShrinksToTheLutsLeft) {
     text.replace(text.find(from), from.size(), to);
   }
   ModelSpec m = parseModel(text, "gpt2-small.yaml");
-  const Platform& platform = defaultPlatform();
+  Platform platform = defaultPlatform();
+  for (Resources& slr : platform.slrBudgets) slr.lut = slr.lut * 98 / 100;
   CompileOptions o = parseCompileOptions({"quant=" + m.quant}, platform);
   DeviceDesigns d = compileDevice(m, platform, o);
   o.maxima["ctx"] = m.maxCtx;
