@@ -416,6 +416,22 @@ TEST(EmitW4A8, ATiedEmbeddingTableStaysInt8) {
   EXPECT_EQ(sources(::testing::TempDir() + "emit_q_tied").find("st_w4("), std::string::npos);
 }
 
+// No DMA token of the project's network is wider than a 512-bit beat (#22: a DMA token of several beats
+// cannot move at one an iteration through one m_axi port).
+void expectDmaTokensOfOneBeat(const std::string& dir) {
+  std::string cfgPath = dir + "/network.yaml";
+  stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
+  std::map<std::string, int64_t> width;
+  for (const stc::Fifo& f : n.fifos) width[f.name] = f.width;
+  int dmas = 0;
+  for (const stc::Task& t : n.tasks)
+    for (const stc::Port& p : t.dmaPorts) {
+      ++dmas;
+      EXPECT_LE(width.at(p.fifo), 512) << t.name;
+    }
+  EXPECT_GT(dmas, 0);
+}
+
 TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
   std::string dir = fresh("q_text");
   ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --set quant=w4a8 -o " + dir).code, 0);
@@ -437,33 +453,19 @@ TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
   EXPECT_EQ(floatStreams, 16);
   EXPECT_NE(src.find("hls::stream<Tok<64, st_u8>>"), std::string::npos);  // 512-bit DMA words: 128 int4 weights
   // The DMAs read 512-bit words (Emit.DmaPortsMoveWhole512BitBeats): int4 weights, int8 activations, and
-  // the epilogues' 1,024-bit tokens (32 floats) in four stripes; int8 activations in two beats.
+  // the epilogues' 1,024-bit tokens (32 floats) in four stripes; int8 activations in two beats, which the
+  // DMA writes a beat an iteration for a join to make the tokens.
   EXPECT_NE(src.find("const Tok<64, st_u8>* "), std::string::npos);
   EXPECT_NE(src.find("const Tok<64, st_i8>* "), std::string::npos);
   EXPECT_EQ(src.find("const st_u8* "), std::string::npos);
-  EXPECT_NE(src.find("const auto beat = mem[t * 2 + i2];"), std::string::npos);
+  EXPECT_NE(src.find("_beats.write(mem[t * 2 + i2]);"), std::string::npos);
+  expectDmaTokensOfOneBeat(dir);
 }
 
 // Every DMA port whose accesses are whole aligned beats is typed as the 512-bit beat (Tok<512 / bits, T>)
 // and its loop moves one beat an iteration: as many iterations as the network's DMA moves bytes / 64, so
 // a DMA token of 512 bits takes one cycle as the simulator says (a widened read used to take 4 or 16), and
 // the m_axi depth counts beats. Other ports keep their elements and say why.
-// No DMA token of the project's network is wider than a 512-bit beat (#22: a DMA token of several beats
-// cannot move at one an iteration through one m_axi port).
-void expectDmaTokensOfOneBeat(const std::string& dir) {
-  std::string cfgPath = dir + "/network.yaml";
-  stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
-  std::map<std::string, int64_t> width;
-  for (const stc::Fifo& f : n.fifos) width[f.name] = f.width;
-  int dmas = 0;
-  for (const stc::Task& t : n.tasks)
-    for (const stc::Port& p : t.dmaPorts) {
-      ++dmas;
-      EXPECT_LE(width.at(p.fifo), 512) << t.name;
-    }
-  EXPECT_GT(dmas, 0);
-}
-
 void expectBeatPorts(const std::string& dir, int minBeatPorts, int minElementPorts, const stc::Bindings& maxima = {}) {
   std::string src = sources(dir), cfgPath = dir + "/network.yaml";
   stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
