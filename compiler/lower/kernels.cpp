@@ -560,7 +560,7 @@ class Lowering {
       add(std::move(e));
     }
     if (splitAfter) moveInto(".split", op.output + ".wide", canonical.element.back());
-    if (nOuter) moveInto(".rows", op.output + ".panels", Tn);
+    if (nOuter) moveInto(".rows", op.output + ".panels", canonical.element.back());
   }
 
   // Stats stream of a row op: one token per row, two f32 values (softmax: max and sum of exponentials;

@@ -4,7 +4,9 @@
 
 #include "compiler/dse/cost_model.h"
 #include "compiler/dse/tiling.h"
+#include "compiler/frontend/model_builder.h"
 #include "compiler/frontend/shape_inference.h"
+#include "compiler/ir/model_spec.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
 #include "compiler/sizing/fifo_sizing.h"
@@ -509,6 +511,28 @@ TEST(Compiler, SymbolicReductionsWidenTheirOutputTile) {
       << errorOf(graph, {"tn.mix=48"});
   EXPECT_NE(errorOf(graph, {"tn.scores=32"}).find("N is symbolic: its tile is the stream tile"), std::string::npos)
       << errorOf(graph, {"tn.scores=32"});
+}
+
+// Gemma's grouped-query P.V at a 32-wide output tile writes panels, and a move kernel gives its output
+// row-major through the panels' converter in tokens of the stream tile: the move has 16 lanes (its LUTs
+// counted for the tokens it moves), not the matmul's 32.
+TEST(Compiler, AMoveAfterWidenedPanelsHasTheStreamTilesLanes) {
+  ModelSpec m = loadModel(STC_SOURCE_DIR "/models/gemma.yaml");
+  CompileOptions o = parseCompileOptions({"quant=w4a8", "tn.mixed_op=32"}, defaultPlatform());
+  o.maxima["ctx"] = m.maxCtx;
+  CompileResult r = compileGraph(buildDecodeLayer(m), defaultPlatform(), o);
+  int moves = 0;
+  for (const Kernel& k : r.kernels.kernels) {
+    if (k.name == "mixed_op") {
+      EXPECT_EQ(k.lanes, 16 * 32);
+    }
+    if (k.name == "mixed_op.rows") {
+      ++moves;
+      EXPECT_EQ(k.op, "move");
+      EXPECT_EQ(k.lanes, 16);
+    }
+  }
+  EXPECT_EQ(moves, 1);
 }
 
 // f32 weights are bound by HBM bandwidth (a 16 x 16 tile is 1 KiB, more than 8 channels deliver per
