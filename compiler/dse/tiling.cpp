@@ -169,7 +169,9 @@ MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t t, int64_t rowB
   int64_t reuse = !panels ? 1 : stationary ? d.M : rowBlock;
   int64_t tileBytes = (tk * tn * d.weightBits + 7) / 8;
   c.bytes = steps * static_cast<double>(tileBytes) / static_cast<double>(reuse);
-  int stripes = stationary ? 1 : stripesFor(tileBytes, platform, options, op.inputs[1]);
+  int stripes = stationary                                          ? 1
+                : options.alignedStripeEstimate && !d.unrollsN ? wholeStripes(tileBytes, platform, options, op.inputs[1])
+                                                               : stripesFor(tileBytes, platform, options, op.inputs[1]);
   c.hbm = c.bytes / (stripes * channelBytesPerCycle(platform));
   return c;
 }

@@ -28,6 +28,10 @@ struct CompileOptions {
   int maxStripe = 0;                 ///< most HBM channels one weight stream is striped across; 0: its
                                      ///< share of the channels among the weight streams of its stage
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap
+  /// The unroll search's estimate of a weight's HBM cycles: off, over the channels its tile needs
+  /// (stripesFor); on, over the beat-aligned stripes the lowering gives it (wholeStripes). The LLM
+  /// decode layer is compiled both ways and the faster sized design kept (llm/decode.cpp).
+  bool alignedStripeEstimate = false;
   std::map<std::string, int64_t> pinnedTk;        ///< tk.OP=N: a matmul's reduction tile, as given
   std::map<std::string, int64_t> pinnedTn;        ///< tn.OP=N: a matmul's output tile, as given
   std::map<std::string, int64_t> pinnedRowBlock;  ///< row_block.OP=N: a matmul's row block (0: every row)

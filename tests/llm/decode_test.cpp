@@ -246,6 +246,47 @@ TEST(Decode, ThePrefillShrinksToTheLutsLeft) {
   EXPECT_LT(r.prefillResources.dsp, atShare.report.resources.dsp);
 }
 
+// The decode layer's unroll search estimates a weight stream over the channels its tile needs, or over the
+// beat-aligned stripes the lowering gives it (CompileOptions::alignedStripeEstimate); the device holds the
+// faster of the two sized designs. Gemma-2-2B (its published configuration): the first estimate takes
+// 768-byte MLP tiles, which the lowering stripes over 6 channels in tokens of two beats (768 bytes need 13.4
+// channels, the cap is 32 / 3 = 10, and 10 to 7 stripes are not beat-aligned); the second keeps 512-byte
+// tiles, 8 stripes of one beat.
+TEST(Decode, TheDecodeLayerIsTheFasterOfBothStripeEstimates) {
+  const std::string text =
+      "model: gemma2-2b\nfamily: gemma\nlayers: 26\nhidden: 2304\nheads: 8\nkv_heads: 4\nhead_dim: 256\n"
+      "ffn: 9216\nvocab: 256000\nmax_ctx: 4096\nnorm: rmsnorm\nactivation: gelu\ngated: true\n"
+      "positions: rope\ntied_embeddings: true\nquant: w4a8\n";
+  ModelSpec m = parseModel(text, "gemma2-2b.yaml");
+  const Platform& platform = defaultPlatform();
+  CompileOptions o = parseCompileOptions({"quant=w4a8"}, platform);
+  DeviceDesigns device = compileDevice(m, platform, o);
+  o.maxima["ctx"] = m.maxCtx;
+  o.unrollBudget = kDecodeShare;
+  CompileOptions aligned = o;
+  aligned.alignedStripeEstimate = true;
+  Graph layer = buildDecodeLayer(m);
+  CompileResult needed = compileGraph(layer, platform, o), beats = compileGraph(layer, platform, aligned);
+  auto stripes = [](const CompileResult& r, const std::string& weight) {
+    return std::count_if(r.network.tasks.begin(), r.network.tasks.end(),
+                         [&](const Task& t) { return t.name.rfind("load_" + weight + ".s", 0) == 0; });
+  };
+  EXPECT_EQ(needed.schedules.at("gate_op").tk, 96);
+  EXPECT_EQ(stripes(needed, "w_gate"), 6);
+  EXPECT_EQ(beats.schedules.at("gate_op").tk, 64);
+  EXPECT_EQ(stripes(beats, "w_gate"), 8);
+  // Sized within the memory the head and the prefill leave, as compileDevice sizes them.
+  Resources left;
+  left.bram18k = static_cast<int64_t>((1 - kPrefillShare) * static_cast<double>(platform.kernelResources().bram18k)) -
+                 device.head.report.resources.bram18k;
+  left.uram = static_cast<int64_t>((1 - kPrefillShare) * static_cast<double>(platform.kernelResources().uram)) -
+              device.head.report.resources.uram;
+  SizedDesign a = sizeDesign(needed, platform, left), b = sizeDesign(beats, platform, left);
+  ASSERT_TRUE(a.withinMemory && b.withinMemory);
+  EXPECT_NE(a.cycles, b.cycles);
+  EXPECT_EQ(emitNetwork(device.decodeLayer.network), emitNetwork((b.cycles < a.cycles ? beats : needed).network));
+}
+
 // Rope turns each head (head_dim) at the token's position: a decode step's token comes after the ctx
 // cached ones (offset ctx), a prompt's rows at 0, 1, ... (no offset).
 TEST(Decode, RopeTurnsEachHeadAtTheTokensPosition) {
