@@ -813,82 +813,6 @@ std::vector<Expr> groupedTrips(std::vector<Expr> trips, int64_t by) {
   return trips;
 }
 
-// The beats of a row-major tensor that a DMA's tokens (or, `group` > 1, the `group` consecutive tokens one
-// 512-bit DMA token collects) cover: contiguous, unpadded, beat-aligned, so that each access is one whole
-// beat. Then the beat address of loop variables i_k is sum_k coeff[k] * i_k + first (+ the beat within
-// the token), the innermost loop of more than one iteration counting groups when group > 1.
-struct RowMajorBeats {
-  std::string reason;  ///< empty: whole beats
-  std::vector<int64_t> coeff;
-  int64_t first = 0;
-  int64_t beatsPerToken = 1;
-  int groupLoop = -1;  ///< the loop whose iterations `group` tokens a beat take
-};
-
-RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t group, int64_t per, int stripes) {
-  auto none = [](std::string why) {
-    RowMajorBeats r;
-    r.reason = std::move(why);
-    return r;
-  };
-  RowMajorBeats r;
-  const size_t D = t.shape.size(), n = o.trips.size();
-  const int64_t E = tokenElements(o);
-  if (stripes > 1) return none("each of its stripes moves part of a token");
-  if (static_cast<size_t>(o.map.numResults()) != D || o.element.size() != D) return none("its order is not over the tensor's dims");
-  if (!insideTensor(t, o, "i", "j").empty()) return none("its tokens run past a symbolic dimension (padding)");
-  // A token is a run of memory when it is one position of the dims outside its first extent > 1 and all of
-  // the dims inside it.
-  size_t k0 = 0;
-  while (k0 + 1 < D && o.element[k0] == 1) ++k0;
-  for (size_t d = k0 + 1; d < D; ++d)
-    if (!t.shape[d].isConstant() || o.element[d] != t.shape[d].eval()) return none("a token's elements are not contiguous in memory");
-  // Row-major strides; a stride outside a symbolic dim is not a constant.
-  std::vector<int64_t> stride(D, 0);
-  std::vector<bool> known(D, true);
-  stride[D - 1] = 1;
-  for (size_t d = D - 1; d-- > 0;) {
-    known[d] = known[d + 1] && t.shape[d + 1].isConstant();
-    stride[d] = known[d] ? stride[d + 1] * t.shape[d + 1].eval() : 0;
-  }
-  std::vector<int64_t> a(n, 0);
-  int64_t c0 = 0;
-  for (size_t d = 0; d < D; ++d) {
-    const AffineExpr& e = o.map.results()[d];
-    bool moves = e.constant != 0;
-    for (size_t k = 0; k < n; ++k) moves = moves || e.coeffs[k] != 0;
-    if (moves && !known[d]) return none("its addresses step by a symbolic row length");
-    for (size_t k = 0; k < n; ++k) a[k] += stride[d] * e.coeffs[k] * o.steps[k];
-    c0 += stride[d] * e.constant;
-  }
-  const std::string offBeat = "a token starts off a 512-bit boundary";
-  // With group > 1 (E * group == per), the innermost loop of more than one iteration moves one token,
-  // `group` of them a beat.
-  size_t L = n;
-  while (L > 0 && o.trips[L - 1].isConstant() && o.trips[L - 1].eval() == 1) --L;
-  r.groupLoop = static_cast<int>(L) - 1;
-  if (group > 1) {
-    if (L == 0 || !o.trips[L - 1].isConstant() || o.trips[L - 1].eval() % group != 0 || a[L - 1] != E)
-      return none("the tokens one 512-bit DMA token collects are not consecutive in memory");
-  } else if (E % per != 0) {
-    return none("its tokens of " + std::to_string(E) + " elements are not whole 512-bit beats");
-  }
-  r.coeff.assign(n, 0);
-  for (size_t k = 0; k < n; ++k) {
-    if (group > 1 && k + 1 == L) {
-      r.coeff[k] = 1;
-      continue;
-    }
-    if (o.trips[k].isConstant() && o.trips[k].eval() == 1) continue;
-    if (a[k] % per != 0) return none(offBeat);
-    r.coeff[k] = a[k] / per;
-  }
-  if (c0 % per != 0) return none(offBeat);
-  r.first = c0 / per;
-  r.beatsPerToken = group > 1 ? 1 : E / per;
-  return r;
-}
-
 // The beat address sum_k coeff[k] * i_k + first.
 std::string beatAddress(const RowMajorBeats& r) {
   std::string s;
@@ -930,7 +854,7 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   const bool load = task.kind == TaskKind::kDmaRead;
   const std::string fifo = ctx.fifoVar(firstPort(task, load ? PortDir::kOut : PortDir::kIn));
   const int n = static_cast<int>(o.trips.size());
-  const int64_t per = port.per;
+  const int64_t per = port.per, fifoUnits = ctx.elements(firstPort(task, load ? PortDir::kOut : PortDir::kIn));
   std::vector<Expr> trips = o.trips;
   int64_t beats = 1;
   std::string address;
@@ -946,12 +870,12 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
       const size_t L = static_cast<size_t>(r.groupLoop);
       trips[L] = Expr(o.trips[L].eval() / role.ratio);
     }
-    if (beats > 1) c.line("long t = 0;");
+    if (beats > 1 && fifoUnits != per) c.line("long t = 0;");
     address = beatAddress(r);
   }
-  // A packed read whose FIFO carries beats (a join after it makes the tokens, lower/streams.cpp) writes
-  // each beat as it comes.
-  const bool beatFifo = load && role.packed && beats > 1 && ctx.elements(firstPort(task, PortDir::kOut)) == per;
+  // A DMA whose FIFO carries beats (a join after a read makes the tokens, a split before a write takes them
+  // apart; lower/streams.cpp) moves each beat straight through.
+  const bool beatFifo = beats > 1 && fifoUnits == per;
   if (beats > 1) {
     if (!beatFifo) c.line(tokenOf(per * beats, ctx.dtype(o.dtype)) + " tok;");
     trips.push_back(Expr(beats));
@@ -959,8 +883,9 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   FlatLoop f(c, trips, "i", static_cast<int>(trips.size()));
   f.open(identifier(task.name), 1, &ctx.compiled->options.maxima);
   if (beatFifo) {
-    c.line(fifo + ".write(" + mem + "[" + address + " + i" + std::to_string(n) + "]);");
-    c.line("if (i" + std::to_string(n) + " == " + std::to_string(beats - 1) + ") ++t;");
+    const std::string q = "i" + std::to_string(n), at = mem + "[" + address + " + " + q + "]";
+    c.line(load ? fifo + ".write(" + at + ");" : at + " = " + fifo + ".read();");
+    if (role.packed) c.line("if (" + q + " == " + std::to_string(beats - 1) + ") ++t;");
   } else if (beats > 1) {
     std::string q = "i" + std::to_string(n);
     beatsOfToken(c, port.type(), per, beats, q, mem + "[" + address + " + " + q + "]", load, fifo);

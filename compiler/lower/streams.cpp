@@ -235,8 +235,9 @@ class Builder {
       d.group = group;
       int64_t ratio = kDmaTokenBits / sbits, beats = sbits / kDmaTokenBits;
       bool widen = sbits < kDmaTokenBits && kDmaTokenBits % sbits == 0 && constantFactor(order.trips) % ratio == 0;
-      // A packed stream's tokens of several whole beats: the DMA moves beats, one a cycle as an m_axi port
-      // can, and a join makes the tokens (a DMA token is at most one beat).
+      // Tokens of several whole beats (a packed stream's, or a row-major tensor's whose tokens the emitted
+      // port reads as aligned beats): the DMA moves beats, one a cycle as an m_axi port can, and a join
+      // makes the tokens (a DMA token is at most one beat).
       TaskRole role;
       role.kind = TaskRole::kLoad;
       role.tensor = tensor;
@@ -244,7 +245,7 @@ class Builder {
       role.stripe = s;
       role.stripes = stripes;
       role.packed = !g_.producer.count(tensor);
-      bool join = role.packed && sbits > kDmaTokenBits && sbits % kDmaTokenBits == 0;
+      bool join = sbits > kDmaTokenBits && sbits % kDmaTokenBits == 0 && (role.packed || wholeBeats(tensor, order));
       role.ratio = widen ? ratio : 1;
       roles_.tasks[d.name] = role;
       if (widen || join) {  // 512-bit DMA tokens, split into the consumer's narrower ones or joined into its wider
@@ -353,8 +354,11 @@ class Builder {
     d.name = uniqueTask("store_" + tensor);
     d.kind = TaskKind::kDmaWrite;
     d.group = group;
-    int64_t ratio = kDmaTokenBits / std::max<int64_t>(bits, 1);
+    int64_t ratio = kDmaTokenBits / std::max<int64_t>(bits, 1), beats = bits / kDmaTokenBits;
     bool pack = bits < kDmaTokenBits && kDmaTokenBits % bits == 0 && constantFactor(order.trips) % ratio == 0;
+    // Tokens of several whole beats that the emitted port writes as aligned beats: a split gives the DMA
+    // one beat a cycle, as an m_axi port moves them.
+    bool split = bits > kDmaTokenBits && bits % kDmaTokenBits == 0 && wholeBeats(tensor, order);
     TaskRole role;
     role.kind = TaskRole::kStore;
     role.tensor = tensor;
@@ -366,6 +370,12 @@ class Builder {
       role.kind = TaskRole::kPack;
       roles_.tasks[addAdapter("pack_" + tensor, group, order.tokens(), ratio, fifo, wide, false)] = role;
       d.dmaPorts.push_back(port(wide, PortDir::kIn, -2, nullptr));
+    } else if (split) {
+      std::string beat = addFifo(tensor + ">hbm.beats", kDmaTokenBits, 2);
+      role.kind = TaskRole::kSplit;
+      role.ratio = beats;
+      roles_.tasks[addAdapter("beats_" + tensor, group, times(order.tokens(), beats), beats, fifo, beat, true)] = role;
+      d.dmaPorts.push_back(port(beat, PortDir::kIn, -2, nullptr));
     } else {
       d.dmaPorts.push_back(port(fifo, PortDir::kIn, -2, &order));
     }
@@ -391,6 +401,15 @@ class Builder {
     addTask(std::move(a));
     ++counts_.adapters;
     return taskName;
+  }
+
+  // Whether the emitted DMA of a row-major `tensor` in `order` moves its tokens as aligned 512-bit beats
+  // (rowMajorBeats; compiler/emit stores f32 unless W4A8, int8 a byte, int4 not as whole elements).
+  bool wholeBeats(const std::string& tensor, const StreamOrder& order) const {
+    const std::string dtype = o_.quant == "w4a8" ? order.dtype : "f32";
+    if (dtype == "i4" || order.tokenBits() != tokenElements(order) * dtypeBits(dtype)) return false;
+    int64_t per = kDmaTokenBits / dtypeBits(dtype);
+    return rowMajorBeats(g_.tensors.at(tensor), order, 1, per, 1).reason.empty();
   }
 
   // DMAs move whole bytes: a token of 4-bit elements needs an even number of them.
@@ -440,5 +459,71 @@ Network buildNetwork(const KernelGraph& graph, const FusionResult& fusion, const
                      const CompileOptions& options, StreamCounts& counts, NetworkRoles* roles) {
   return Builder(graph, fusion, platform, options, counts, roles).run();
 }
+
+RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t group, int64_t per, int stripes) {
+  auto none = [](std::string why) {
+    RowMajorBeats r;
+    r.reason = std::move(why);
+    return r;
+  };
+  RowMajorBeats r;
+  const size_t D = t.shape.size(), n = o.trips.size();
+  const int64_t E = tokenElements(o);
+  if (stripes > 1) return none("each of its stripes moves part of a token");
+  if (static_cast<size_t>(o.map.numResults()) != D || o.element.size() != D) return none("its order is not over the tensor's dims");
+  for (size_t d = 0; d < D; ++d)
+    if (!t.shape[d].isConstant() && o.element[d] != 1) return none("its tokens run past a symbolic dimension (padding)");
+  // A token is a run of memory when it is one position of the dims outside its first extent > 1 and all of
+  // the dims inside it.
+  size_t k0 = 0;
+  while (k0 + 1 < D && o.element[k0] == 1) ++k0;
+  for (size_t d = k0 + 1; d < D; ++d)
+    if (!t.shape[d].isConstant() || o.element[d] != t.shape[d].eval()) return none("a token's elements are not contiguous in memory");
+  // Row-major strides; a stride outside a symbolic dim is not a constant.
+  std::vector<int64_t> stride(D, 0);
+  std::vector<bool> known(D, true);
+  stride[D - 1] = 1;
+  for (size_t d = D - 1; d-- > 0;) {
+    known[d] = known[d + 1] && t.shape[d + 1].isConstant();
+    stride[d] = known[d] ? stride[d + 1] * t.shape[d + 1].eval() : 0;
+  }
+  std::vector<int64_t> a(n, 0);
+  int64_t c0 = 0;
+  for (size_t d = 0; d < D; ++d) {
+    const AffineExpr& e = o.map.results()[d];
+    bool moves = e.constant != 0;
+    for (size_t k = 0; k < n; ++k) moves = moves || e.coeffs[k] != 0;
+    if (moves && !known[d]) return none("its addresses step by a symbolic row length");
+    for (size_t k = 0; k < n; ++k) a[k] += stride[d] * e.coeffs[k] * o.steps[k];
+    c0 += stride[d] * e.constant;
+  }
+  const std::string offBeat = "a token starts off a 512-bit boundary";
+  // With group > 1 (E * group == per), the innermost loop of more than one iteration moves one token,
+  // `group` of them a beat.
+  size_t L = n;
+  while (L > 0 && o.trips[L - 1].isConstant() && o.trips[L - 1].eval() == 1) --L;
+  r.groupLoop = static_cast<int>(L) - 1;
+  if (group > 1) {
+    if (L == 0 || !o.trips[L - 1].isConstant() || o.trips[L - 1].eval() % group != 0 || a[L - 1] != E)
+      return none("the tokens one 512-bit DMA token collects are not consecutive in memory");
+  } else if (E % per != 0) {
+    return none("its tokens of " + std::to_string(E) + " elements are not whole 512-bit beats");
+  }
+  r.coeff.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    if (group > 1 && k + 1 == L) {
+      r.coeff[k] = 1;
+      continue;
+    }
+    if (o.trips[k].isConstant() && o.trips[k].eval() == 1) continue;
+    if (a[k] % per != 0) return none(offBeat);
+    r.coeff[k] = a[k] / per;
+  }
+  if (c0 % per != 0) return none(offBeat);
+  r.first = c0 / per;
+  r.beatsPerToken = group > 1 ? 1 : E / per;
+  return r;
+}
+
 
 }  // namespace stc

@@ -68,4 +68,17 @@ struct NetworkRoles {
 Network buildNetwork(const KernelGraph& graph, const FusionResult& fusion, const Platform& platform,
                      const CompileOptions& options, StreamCounts& counts, NetworkRoles* roles = nullptr);
 
+// The beats of a row-major tensor that a DMA's tokens (or, `group` > 1, the `group` consecutive tokens one
+// 512-bit DMA token collects) cover: contiguous, unpadded, beat-aligned, so that each access is one whole
+// beat. Then the beat address of loop variables i_k is sum_k coeff[k] * i_k + first (+ the beat within
+// the token), the innermost loop of more than one iteration counting groups when group > 1.
+struct RowMajorBeats {
+  std::string reason;  ///< empty: whole beats
+  std::vector<int64_t> coeff;
+  int64_t first = 0;
+  int64_t beatsPerToken = 1;
+  int groupLoop = -1;  ///< the loop whose iterations `group` tokens a beat take
+};
+RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t group, int64_t per, int stripes);
+
 }  // namespace stc

@@ -50,6 +50,22 @@ std::string sources(const std::string& dir) {
   return all;
 }
 
+// No DMA token of the project's network is wider than a 512-bit beat (#22: a DMA token of several beats
+// cannot move at one an iteration through one m_axi port).
+void expectDmaTokensOfOneBeat(const std::string& dir) {
+  std::string cfgPath = dir + "/network.yaml";
+  stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
+  std::map<std::string, int64_t> width;
+  for (const stc::Fifo& f : n.fifos) width[f.name] = f.width;
+  int dmas = 0;
+  for (const stc::Task& t : n.tasks)
+    for (const stc::Port& p : t.dmaPorts) {
+      ++dmas;
+      EXPECT_LE(width.at(p.fifo), 512) << t.name;
+    }
+  EXPECT_GT(dmas, 0);
+}
+
 // Emits `input` and runs its C simulation; expects both to pass. Returns what the C simulation printed.
 std::string emitAndSimulate(const std::string& input, const std::string& name, const std::string& flags = "") {
   std::string dir = fresh(name);
@@ -256,6 +272,10 @@ TEST(Emit, LayernormOfRowsWithALargeMeanStaysAccurate) {
 
 TEST(Emit, AttentionOverASymbolicCacheCsimMatchesTheReference) {
   emitAndSimulate(model("graphs/attention_decode.yaml"), "attention", "--ctx 24");
+  // Its output o, 32 floats a token (P.V's widened tile), is written a beat an iteration after a split.
+  std::string dir = ::testing::TempDir() + "emit_attention";
+  expectDmaTokensOfOneBeat(dir);
+  EXPECT_NE(sources(dir).find("mem[4 * i0 + 2 * i2 + i3] = s_o_hbm_beats.read();"), std::string::npos);
 }
 
 TEST(Emit, TwoLayerTinyGpt2CsimMatchesTheReference) {
@@ -416,21 +436,6 @@ TEST(EmitW4A8, ATiedEmbeddingTableStaysInt8) {
   EXPECT_EQ(sources(::testing::TempDir() + "emit_q_tied").find("st_w4("), std::string::npos);
 }
 
-// No DMA token of the project's network is wider than a 512-bit beat (#22: a DMA token of several beats
-// cannot move at one an iteration through one m_axi port).
-void expectDmaTokensOfOneBeat(const std::string& dir) {
-  std::string cfgPath = dir + "/network.yaml";
-  stc::Network n = stc::parseNetwork(readAll(cfgPath), cfgPath);
-  std::map<std::string, int64_t> width;
-  for (const stc::Fifo& f : n.fifos) width[f.name] = f.width;
-  int dmas = 0;
-  for (const stc::Task& t : n.tasks)
-    for (const stc::Port& p : t.dmaPorts) {
-      ++dmas;
-      EXPECT_LE(width.at(p.fifo), 512) << t.name;
-    }
-  EXPECT_GT(dmas, 0);
-}
 
 TEST(EmitW4A8, KernelsMultiplyIntegersAndStreamPackedWeights) {
   std::string dir = fresh("q_text");
@@ -538,7 +543,8 @@ TEST(Emit, DmaPortsMoveWhole512BitBeats) {
   expectBeatPorts(f, 10, 0);
   std::string fsrc = sources(f);
   EXPECT_NE(fsrc.find("mem[64 * i0 + i1] = s_g_hbm.read();"), std::string::npos);
-  EXPECT_NE(fsrc.find("const auto beat = mem[64 * i0 + 2 * i2 + i3];"), std::string::npos);
+  EXPECT_NE(fsrc.find("s_g_beats.write(mem[64 * i0 + 2 * i2 + i3]);"), std::string::npos);  // a join makes its tokens
+  expectDmaTokensOfOneBeat(f);
   EXPECT_NE(fsrc.find("_wide.write(mem[t]);"), std::string::npos);
   // A column [16, 1] written a value a token, 16 tokens a 512-bit word (its loop of one iteration inside),
   // and an embedding lookup, which reads rows at token ids through element ports.
