@@ -387,7 +387,13 @@ class SourceEmitter {
                (r.stripes > 1 ? ", stripe " + std::to_string(r.stripe) + " of " + std::to_string(r.stripes) : "") +
                portNote(r);
       case TaskRole::kStore: return ": DMA write of '" + r.tensor + "' to HBM[" + std::to_string(t.channel) + "]" + portNote(r);
-      case TaskRole::kSplit: return ": 512-bit tokens into " + std::to_string(r.ratio) + " narrow ones";
+      case TaskRole::kSplit: {  // a DMA's beat, a kernel's wide tile, or a token of several beats before a DMA
+        const Port& in = t.phases.at(0).ports.at(0);  // an adapter's input (lower/streams.cpp, addAdapter)
+        int64_t bits = ctx_.fifos.at(in.fifo)->width;
+        return bits == kDmaTokenBits ? ": 512-bit tokens into " + std::to_string(r.ratio) + " narrow ones"
+                                     : ": " + std::to_string(bits) + "-bit tokens into " + std::to_string(r.ratio) +
+                                           " of " + std::to_string(bits / r.ratio) + " bits";
+      }
       case TaskRole::kPack: return ": " + std::to_string(r.ratio) + " narrow tokens into one of 512 bits";
       case TaskRole::kJoin: return ": " + std::to_string(r.ratio) + " 512-bit beats into one token";
       case TaskRole::kConverterWrite: return ": converter of '" + r.tensor + "', fills its regions";

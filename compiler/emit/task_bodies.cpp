@@ -852,9 +852,9 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
               const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
   const bool load = task.kind == TaskKind::kDmaRead;
-  const std::string fifo = ctx.fifoVar(firstPort(task, load ? PortDir::kOut : PortDir::kIn));
+  const std::string fifoName = firstPort(task, load ? PortDir::kOut : PortDir::kIn), fifo = ctx.fifoVar(fifoName);
   const int n = static_cast<int>(o.trips.size());
-  const int64_t per = port.per, fifoUnits = ctx.elements(firstPort(task, load ? PortDir::kOut : PortDir::kIn));
+  const int64_t per = port.per, fifoUnits = ctx.elements(fifoName);
   std::vector<Expr> trips = o.trips;
   int64_t beats = 1;
   std::string address;
@@ -993,8 +993,9 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   f.close();
 }
 
-// Split: one wide token (512 bits from a DMA, or a kernel's tile) into `ratio` narrow ones; pack: the
-// reverse; join: `ratio` 512-bit beats from a DMA into one token of a packed stream.
+// Split: one wide token (512 bits from a DMA, a kernel's tile, or a token of several beats before a DMA
+// write) into `ratio` narrow ones; pack: the reverse; join: `ratio` 512-bit beats from a DMA read into one
+// token.
 void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Code& c) {
   const Phase& ph = task.phases.at(0);
   std::string in = firstPort(task, PortDir::kIn), out = firstPort(task, PortDir::kOut);

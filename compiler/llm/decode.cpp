@@ -174,7 +174,7 @@ DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, Co
   // beat-aligned stripes the lowering will give it (CompileOptions::alignedStripeEstimate). Neither
   // estimate ranks designs as the simulation does every time (Gemma-2-2B's MLP: 185 tokens/s with the
   // first, 228 with the second; GPT-2's P.V and several prefills the other way), so both are compiled
-  // and sized, and the faster kept (the first on a tie, or when both give the same schedules).
+  // and sized, and the faster kept (the first on a tie; sized once when both give the same network).
   CompileOptions aligned = decode;
   aligned.alignedStripeEstimate = true;
   CompileResult designs[2];

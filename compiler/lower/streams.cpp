@@ -235,9 +235,6 @@ class Builder {
       d.group = group;
       int64_t ratio = kDmaTokenBits / sbits, beats = sbits / kDmaTokenBits;
       bool widen = sbits < kDmaTokenBits && kDmaTokenBits % sbits == 0 && constantFactor(order.trips) % ratio == 0;
-      // Tokens of several whole beats (a packed stream's, or a row-major tensor's whose tokens the emitted
-      // port reads as aligned beats): the DMA moves beats, one a cycle as an m_axi port can, and a join
-      // makes the tokens (a DMA token is at most one beat).
       TaskRole role;
       role.kind = TaskRole::kLoad;
       role.tensor = tensor;
@@ -245,6 +242,9 @@ class Builder {
       role.stripe = s;
       role.stripes = stripes;
       role.packed = !g_.producer.count(tensor);
+      // Tokens of several whole beats (a packed stream's, or a row-major tensor's whose tokens the emitted
+      // port reads as aligned beats): the DMA moves beats, one a cycle as an m_axi port can, and a join
+      // makes the tokens (a DMA token is at most one beat).
       bool join = sbits > kDmaTokenBits && sbits % kDmaTokenBits == 0 && (role.packed || wholeBeats(tensor, order));
       role.ratio = widen ? ratio : 1;
       roles_.tasks[d.name] = role;
@@ -524,6 +524,5 @@ RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t g
   r.beatsPerToken = group > 1 ? 1 : E / per;
   return r;
 }
-
 
 }  // namespace stc

@@ -42,9 +42,10 @@ struct TaskRole {
     kConverterRead,   ///< streams each region in `target` order
     kLoad,            ///< DMA read of `tensor` in `order`
     kStore,           ///< DMA write of `tensor` in `order`
-    kSplit,           ///< 512-bit tokens into `ratio` narrow ones
+    kSplit,           ///< a wide token into `ratio` narrow ones (a DMA's beat, a kernel's wide tile, or a
+                      ///< token of several beats into the beats a DMA writes)
     kPack,            ///< `ratio` narrow tokens into one 512-bit token
-    kJoin,            ///< `ratio` 512-bit beats of a DMA into one token of a packed stream
+    kJoin,            ///< `ratio` 512-bit beats of a DMA read into one token of several beats
     kGather,          ///< an embedding lookup's DMA read of table rows
   } kind = kKernel;
   int kernel = -1;              ///< kKernel, kGather: index in KernelGraph::kernels
@@ -57,7 +58,7 @@ struct TaskRole {
   int sharedLoops = 0;          ///< a converter's shared outer loops
   std::vector<int64_t> region;  ///< a converter's region shape (at the symbols' maxima)
   int stripe = 0, stripes = 1;  ///< kLoad: the slice of each token it moves
-  int64_t ratio = 1;            ///< narrow tokens per 512-bit token (kJoin: beats per token); 1 = not widened
+  int64_t ratio = 1;            ///< narrow tokens per wide one (beats per token where the wide side is a token of several beats); 1 = not widened
   bool packed = false;          ///< kLoad: HBM holds exactly this stream (inputs, weights), not a row-major tensor
 };
 
