@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -76,30 +77,30 @@ Resources fifoResources(const Fifo& f) {
 
 namespace {
 
-// One estimate per fused group (a compute unit): its kernels, adapters and DMAs (an AXI master and its
-// read or write buffer each), and the FIFOs and converter buffers its tasks write.
-std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net, const NetworkRoles& roles,
-                                      const HbmConfig& hbm) {
-  int groups = 1;
-  for (const Task& t : net.tasks) groups = std::max(groups, t.group + 1);
-  std::vector<Resources> out(static_cast<size_t>(groups));
-  std::map<std::string, int> writer;  // FIFO -> the group of the task writing it
-  std::set<int> counted;              // kernels already counted
-  for (const Task& t : net.tasks) {
-    Resources& r = out[static_cast<size_t>(t.group)];
+// One estimate per task: its kernel, or a DMA's AXI master and read or write buffer, or an adapter's shift
+// logic, and the FIFOs and converter buffers it writes (a FIFO nobody writes: the first
+// task's). A kernel two tasks run (a gather's) is counted with the first.
+std::vector<Resources> estimateTasks(const KernelGraph& kg, const Network& net, const NetworkRoles& roles,
+                                     const HbmConfig& hbm) {
+  std::vector<Resources> out(net.tasks.size());
+  std::map<std::string, size_t> writer;  // FIFO -> the task writing it
+  std::set<int> counted;                 // kernels already counted
+  for (size_t i = 0; i < net.tasks.size(); ++i) {
+    const Task& t = net.tasks[i];
+    Resources& r = out[i];
     for (const Phase& ph : t.phases)
       for (const Port& p : ph.ports)
-        if (p.dir == PortDir::kOut) writer[p.fifo] = t.group;
+        if (p.dir == PortDir::kOut) writer[p.fifo] = i;
     for (const Port& p : t.dmaPorts)
-      if (p.dir == PortDir::kOut) writer[p.fifo] = t.group;
+      if (p.dir == PortDir::kOut) writer[p.fifo] = i;
     if (t.isDma()) {  // an AXI master and the m_axi adapter's read or write buffer
       r.lut += 2000;
       addMemory(sizing::bindMemory(dmaBufferWords(hbm, t.kind == TaskKind::kDmaWrite), kDmaTokenBits), r);
     }
     auto role = roles.tasks.find(t.name);
     if (role == roles.tasks.end()) continue;
-    if (role->second.kind == TaskRole::kSplit || role->second.kind == TaskRole::kPack ||
-        role->second.kind == TaskRole::kJoin)
+    TaskRole::Kind kind = role->second.kind;
+    if (kind == TaskRole::kSplit || kind == TaskRole::kPack || kind == TaskRole::kJoin)
       r.lut += 200;  // shift logic
     if (role->second.kernel >= 0 &&
         counted.insert(role->second.kernel).second) {  // a gather of two readers once
@@ -111,8 +112,20 @@ std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net,
   }
   for (const Fifo& f : net.fifos) {
     auto w = writer.find(f.name);
-    out[static_cast<size_t>(w == writer.end() ? 0 : w->second)] += fifoResources(f);
+    if (!out.empty()) out[w == writer.end() ? 0 : w->second] += fifoResources(f);
   }
+  for (Resources& r : out) r.ff = 2 * r.lut;
+  return out;
+}
+
+// One estimate per fused group (a compute unit): the sum of its tasks'.
+std::vector<Resources> estimateGroups(const KernelGraph& kg, const Network& net, const NetworkRoles& roles,
+                                      const HbmConfig& hbm) {
+  int groups = 1;
+  for (const Task& t : net.tasks) groups = std::max(groups, t.group + 1);
+  std::vector<Resources> out(static_cast<size_t>(groups));
+  std::vector<Resources> tasks = estimateTasks(kg, net, roles, hbm);
+  for (size_t i = 0; i < tasks.size(); ++i) out[static_cast<size_t>(net.tasks[i].group)] += tasks[i];
   for (Resources& r : out) r.ff = 2 * r.lut;
   return out;
 }
@@ -159,17 +172,187 @@ std::vector<Resources> groupResources(const CompileResult& c, const Platform& pl
   return estimateGroups(c.kernels, c.network, c.roles, platform.hbm);
 }
 
-Placement placeUnits(const std::vector<Resources>& units, const std::vector<Resources>& budgets) {
+Placement placeUnits(const std::vector<Resources>& units, const std::vector<Resources>& budgets,
+                     const std::vector<int>& pinned) {
   Placement out;
   out.used.assign(budgets.size(), Resources{});
-  for (const Resources& u : units) {
-    int at = -1;
+  for (size_t i = 0; i < units.size(); ++i) {
+    const Resources& u = units[i];
+    int at = i < pinned.size() ? pinned[i] : -1;
     for (size_t s = 0; s < budgets.size() && at < 0; ++s)
       if (sum({out.used[s], u}).within(budgets[s])) at = static_cast<int>(s);
-    if (at >= 0) out.used[static_cast<size_t>(at)] += u;
+    if (at >= 0 && at < static_cast<int>(budgets.size())) out.used[static_cast<size_t>(at)] += u;
     out.slrOf.push_back(at);
   }
   return out;
+}
+
+std::vector<ComputeUnit> computeUnits(const CompileResult& c, const Platform& platform) {
+  std::vector<Resources> tasks = estimateTasks(c.kernels, c.network, c.roles, platform.hbm);
+  std::map<std::pair<int, int>, Resources> units;  // (group, slr) -> resources
+  for (size_t i = 0; i < tasks.size(); ++i) units[{c.network.tasks[i].group, c.network.tasks[i].slr}] += tasks[i];
+  std::vector<ComputeUnit> out;
+  for (auto& [key, r] : units) {
+    r.ff = 2 * r.lut;
+    out.push_back({key.first, key.second, r});
+  }
+  return out;
+}
+
+namespace {
+
+// Whether a task only moves data for a kernel: a DMA, or an adapter between a DMA's beats and a stream.
+bool plumbing(const Task& t, const NetworkRoles& roles) {
+  auto role = roles.tasks.find(t.name);
+  TaskRole::Kind kind = role == roles.tasks.end() ? TaskRole::kKernel : role->second.kind;
+  return t.isDma() || kind == TaskRole::kSplit || kind == TaskRole::kPack || kind == TaskRole::kJoin;
+}
+
+// The tasks of group g, every FIFO's writer before its reader, in network order where free; a DMA read
+// and its adapters just before the first task they feed, a DMA write and its adapters just after the task
+// feeding them, so that a cut in this order separates kernels, not a kernel from its DMAs.
+std::vector<size_t> groupInTopologicalOrder(const Network& net, const NetworkRoles& roles, int g) {
+  std::vector<size_t> tasks;
+  for (size_t i = 0; i < net.tasks.size(); ++i)
+    if (net.tasks[i].group == g) tasks.push_back(i);
+  std::map<std::string, size_t> writer, reader;
+  auto ports = [&](const Task& t, const std::function<void(const Port&)>& f) {
+    for (const Phase& ph : t.phases)
+      for (const Port& p : ph.ports) f(p);
+    for (const Port& p : t.dmaPorts) f(p);
+  };
+  for (size_t k = 0; k < tasks.size(); ++k)
+    ports(net.tasks[tasks[k]], [&](const Port& p) { (p.dir == PortDir::kOut ? writer : reader)[p.fifo] = k; });
+  std::vector<int> state(tasks.size(), 0);  // 0 new, 1 on the path, 2 placed
+  std::vector<size_t> order;
+  std::function<void(size_t)> visit = [&](size_t k) {
+    if (state[k]) return;  // a cycle (1) cannot be cut in order: the caller finds a FIFO going back
+    state[k] = 1;
+    const Task& t = net.tasks[tasks[k]];
+    ports(t, [&](const Port& p) {
+      auto w = writer.find(p.fifo);
+      if (p.dir == PortDir::kIn && w != writer.end()) visit(w->second);
+    });
+    state[k] = 2;
+    order.push_back(tasks[k]);
+    ports(t, [&](const Port& p) {
+      auto r = reader.find(p.fifo);
+      if (p.dir == PortDir::kOut && r != reader.end() && plumbing(net.tasks[tasks[r->second]], roles)) visit(r->second);
+    });
+  };
+  for (size_t k = 0; k < tasks.size(); ++k)
+    if (!plumbing(net.tasks[tasks[k]], roles)) visit(k);
+  for (size_t k = 0; k < tasks.size(); ++k) visit(k);
+  return order;
+}
+
+}  // namespace
+
+int splitAtSlrs(CompileResult& c, const Platform& platform) {
+  const std::vector<Resources>& budgets = platform.slrBudgets;
+  if (budgets.size() < 2) return 0;
+  Network& net = c.network;
+  std::vector<Resources> perTask = estimateTasks(c.kernels, net, c.roles, platform.hbm);
+  std::map<int, Resources> groupSum;
+  for (size_t i = 0; i < net.tasks.size(); ++i) groupSum[net.tasks[i].group] += perTask[i];
+  std::vector<Resources> used(budgets.size());
+  std::map<std::string, size_t> fifoIndex;
+  for (size_t i = 0; i < net.fifos.size(); ++i) fifoIndex[net.fifos[i].name] = i;
+  int split = 0;
+  for (const auto& [g, total] : groupSum) {
+    bool placed = false;
+    for (size_t s = 0; s < budgets.size() && !placed; ++s)
+      if (sum({used[s], total}).within(budgets[s])) {
+        used[s] += total;
+        placed = true;
+      }
+    if (placed) continue;
+    // Cut the group in topological order into one part per SLR, never across a converter's region
+    // (its ping-pong buffer is one block RAM), a stream wider than a crossing carries, or a FIFO going
+    // back in the order (a cycle).
+    std::vector<size_t> order = groupInTopologicalOrder(net, c.roles, g);
+    const size_t n = order.size();
+    std::map<size_t, size_t> position;
+    for (size_t k = 0; k < n; ++k) position[order[k]] = k;
+    std::map<std::string, std::pair<size_t, size_t>> span;  // FIFO -> (writer, reader) positions
+    for (size_t k = 0; k < n; ++k) {
+      const Task& t = net.tasks[order[k]];
+      auto note = [&](const Port& p) {
+        auto& e = span.try_emplace(p.fifo, n, n).first->second;
+        (p.dir == PortDir::kOut ? e.first : e.second) = k;
+      };
+      for (const Phase& ph : t.phases)
+        for (const Port& p : ph.ports) note(p);
+      for (const Port& p : t.dmaPorts) note(p);
+    }
+    // A DMA and its adapters stay with the kernel they serve: only streams between kernels cross.
+    auto moves = [&](size_t k) { return plumbing(net.tasks[order[k]], c.roles); };
+    std::vector<bool> cuttable(n + 1, true);  // cut before position k
+    for (const auto& [fifo, e] : span) {
+      const Fifo& f = net.fifos[fifoIndex.at(fifo)];
+      if (e.first >= n || e.second >= n) continue;
+      bool keep = f.isRegion() || f.width > kMaxCrossingBits || moves(e.first) || moves(e.second);
+      for (size_t k = std::min(e.first, e.second) + 1; k <= std::max(e.first, e.second); ++k)
+        if (keep || e.second < e.first) cuttable[k] = false;
+    }
+    // The cut whose fullest part is least full (each part's fill: its largest share of an SLR's remaining
+    // LUTs, DSPs, BRAM or URAM), by dynamic programming over the cut positions: parts come out balanced,
+    // with room for the FIFOs sizing deepens. A part may be empty (an SLR left out).
+    const size_t slrs = budgets.size();
+    std::vector<Resources> left(slrs);
+    for (size_t s = 0; s < slrs; ++s) {
+      const Resources &b = budgets[s], &u = used[s];
+      left[s] = Resources{b.lut - u.lut, b.ff - u.ff, b.dsp - u.dsp, b.bram18k - u.bram18k, b.uram - u.uram, 0};
+    }
+    std::vector<Resources> prefix(n + 1);
+    for (size_t k = 0; k < n; ++k) (prefix[k + 1] = prefix[k]) += perTask[order[k]];
+    constexpr double kNoFit = 1e30;
+    auto fill = [&](size_t s, size_t from, size_t to) {  // tasks [from, to) in SLR s
+      const Resources &a = prefix[to], &b = prefix[from], &cap = left[s];
+      double worst = 0;
+      auto share = [&](int64_t used, int64_t capacity) {
+        if (used <= 0) return;
+        worst = std::max(worst, capacity <= 0 ? kNoFit : static_cast<double>(used) / static_cast<double>(capacity));
+      };
+      share(a.lut - b.lut, cap.lut);
+      share(a.dsp - b.dsp, cap.dsp);
+      share(a.bram18k - b.bram18k, cap.bram18k);
+      share(a.uram - b.uram, cap.uram);
+      return worst;
+    };
+    auto cutAt = [&](size_t k) { return k == 0 || k == n || cuttable[k]; };
+    // best[s][k]: the least fullest part placing tasks [0, k) in SLRs 0..s, the last part from from[s][k].
+    std::vector<std::vector<double>> best(slrs, std::vector<double>(n + 1, kNoFit));
+    std::vector<std::vector<size_t>> from(slrs, std::vector<size_t>(n + 1, 0));
+    for (size_t k = 0; k <= n; ++k)
+      if (cutAt(k)) best[0][k] = fill(0, 0, k);
+    for (size_t s = 1; s < slrs; ++s)
+      for (size_t k = 0; k <= n; ++k) {
+        if (!cutAt(k)) continue;
+        for (size_t i = 0; i <= k; ++i) {
+          if (!cutAt(i) || best[s - 1][i] >= kNoFit) continue;
+          double v = std::max(best[s - 1][i], fill(s, i, k));
+          if (v < best[s][k]) best[s][k] = v, from[s][k] = i;
+        }
+      }
+    std::vector<int> partOf;
+    if (best[slrs - 1][n] <= 1.0) {
+      partOf.assign(n, 0);
+      size_t k = n;
+      for (size_t s = slrs; s-- > 1;) {
+        size_t i = from[s][k];
+        for (size_t j = i; j < k; ++j) partOf[j] = static_cast<int>(s);
+        k = i;
+      }
+    }
+    if (partOf.empty()) continue;  // no cut fits: the group stays one unit, left unpinned
+    ++split;
+    for (size_t k = 0; k < n; ++k) {
+      net.tasks[order[k]].slr = partOf[k];
+      used[static_cast<size_t>(partOf[k])] += perTask[order[k]];
+    }
+  }
+  return split;
 }
 
 void updateResources(CompileResult& c, const Platform& platform) {
@@ -205,7 +388,11 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
     else if (key.rfind("lane_ii.", 0) == 0 && key.size() > 8) o.laneIiOf[key.substr(8)] = atMost(positiveInt(), 16);
     else if (key == "max_stripe")
       o.maxStripe = value == "0" ? 0 : static_cast<int>(atMost(positiveInt(), 32));
-    else if (key == "quant") {
+    else if (key == "slr_split") {
+      if (value != "on" && value != "off")
+        throw UserError("stc compile: error: --set slr_split expects on or off, got '" + value + "'");
+      o.splitSlrs = value == "on";
+    } else if (key == "quant") {
       if (value != "w4a8" && value != "none")
         throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");
       o.quant = value;
@@ -227,7 +414,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       throw UserError(
           "stc compile: error: unknown setting '" + key +
           "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, "
-          "tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
+          "slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
   }
   return o;
 }
@@ -302,6 +489,9 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;
   out.options = options;
+  out.report.onchipBytesUnfused = unfusedBytes(kernels, options);
+  out.kernels = std::move(kernels);
+  if (options.splitSlrs) splitAtSlrs(out, platform);
   if (options.phaseChannels) assignPhaseChannels(out, platform);
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   CompileReport& r = out.report;
@@ -313,8 +503,6 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   r.groups = static_cast<int>(fusion.groupBytes.size());
   r.onchipBytesFused = fusion.fusedBytes;
   r.onchipBytesIntermediate = fusion.intermediateBytes;
-  r.onchipBytesUnfused = unfusedBytes(kernels, options);
-  out.kernels = std::move(kernels);
   updateResources(out, platform);
   r.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return out;

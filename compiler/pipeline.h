@@ -52,14 +52,38 @@ std::vector<SchedulePin> schedulePins(const Schedules& schedules, const CompileO
 /// report's resources are their sum.
 std::vector<Resources> groupResources(const CompileResult& c, const Platform& platform);
 
-/// Compute units onto SLRs: each unit, in order, into the first SLR (SLR0 first, beside the HBM) whose
-/// budget, less the units already there, holds it whole; -1 for a unit no SLR holds, which has to span
-/// SLRs.
+/// Compute units onto SLRs: each unit, in order, into its `pinned` SLR when it has one (>= 0), else into
+/// the first SLR (SLR0 first, beside the HBM) whose budget, less the units already there, holds it whole;
+/// -1 for a unit no SLR holds, which has to span SLRs.
 struct Placement {
   std::vector<int> slrOf;       ///< per unit
   std::vector<Resources> used;  ///< per SLR: the units placed there
 };
-Placement placeUnits(const std::vector<Resources>& units, const std::vector<Resources>& budgets);
+Placement placeUnits(const std::vector<Resources>& units, const std::vector<Resources>& budgets,
+                     const std::vector<int>& pinned = {});
+
+/// One compute unit (one kernel of the project): a fused group, or the part of a group split at SLR
+/// boundaries that one SLR holds.
+struct ComputeUnit {
+  int group = 0;
+  int slr = -1;  ///< the SLR of a split group's part; -1: the whole group
+  Resources resources;
+};
+/// The network's compute units, group after group (a split group's parts SLR after SLR), each with its
+/// resource estimate from the network's FIFO depths.
+std::vector<ComputeUnit> computeUnits(const CompileResult& c, const Platform& platform);
+
+/// The widest stream a cut between SLRs may carry (an AXI4-Stream link between two kernels).
+inline constexpr int64_t kMaxCrossingBits = 1024;
+
+/// Splits each fused group that no SLR's remaining share holds (groups placed first fit, as placeUnits)
+/// into one part per SLR: each task gets its part's SLR (Task::slr). The cut runs in topological order at
+/// the positions whose fullest part is least full, never through a converter's region, a stream wider
+/// than kMaxCrossingBits, a FIFO going back in that order, or a FIFO of a DMA or an adapter (they stay
+/// with their kernel). A FIFO between parts is an AXI4-Stream link between their kernels (stc emit); the
+/// network is otherwise unchanged. A group no cut fits stays whole. Returns the groups split. compileGraph
+/// runs it unless options.splitSlrs is off.
+int splitAtSlrs(CompileResult& c, const Platform& platform);
 
 /// One FIFO's memory (a converter's region: its ping-pong buffer and control), as every estimate counts it.
 Resources fifoResources(const Fifo& f);

@@ -64,8 +64,8 @@ std::set<std::string> projectSymbols(const CompileResult& compiled);
 /// C simulation and the sizing simulation run at.
 Bindings completeBindings(const CompileResult& compiled, Bindings given);
 
-/// The top function of fused group `group`.
-std::string topFunctionName(const Graph& graph, int group);
+/// The top function of fused group `group`, or of its part in SLR `slr` (a group split at SLR boundaries).
+std::string topFunctionName(const Graph& graph, int group, int slr = -1);
 
 /// Writes the whole project to options.dir atomically (a temporary folder renamed into place); refuses a
 /// non-empty folder without force. compiled.network carries the FIFO depths to emit.

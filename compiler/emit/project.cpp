@@ -144,9 +144,18 @@ class ProjectWriter {
                         "rename it in the graph, for example to 'sym_" + sym + "'");
     bindings_ = completeBindings(c, options_.bindings);
     planBuffers();
-    std::vector<Resources> all = groupResources(c, p);
-    for (int g : groups_) units_.push_back(all.at(static_cast<size_t>(g)));
-    placement_ = placeUnits(units_, platform_.slrBudgets);
+    units_ = computeUnits(c, p);
+    std::vector<Resources> resources;
+    std::vector<int> pinned;  // a split group's parts in their SLRs
+    for (const ComputeUnit& u : units_) {
+      resources.push_back(u.resources);
+      pinned.push_back(u.slr);
+      split_ = split_ || u.slr >= 0;
+    }
+    placement_ = placeUnits(resources, platform_.slrBudgets, pinned);
+    std::vector<std::string> fifoNames;
+    for (const Fifo& f : net_.fifos) fifoNames.push_back(f.name);
+    fifoIds_ = emit::uniqueIdentifiers(fifoNames);  // as the kernels name their streams
   }
 
   // Where each compute unit goes, one line each, and a line per SLR: what the README and stc emit print.
@@ -156,22 +165,27 @@ class ProjectWriter {
       return "DSP " + std::to_string(r.dsp) + ", LUT " + std::to_string(r.lut) + ", BRAM_18K " +
              std::to_string(r.bram18k) + ", URAM " + std::to_string(r.uram);
     };
-    size_t i = 0;
-    for (int g : groups_) {
+    for (size_t i = 0; i < units_.size(); ++i) {
       int slr = placement_.slrOf[i];
-      lines.push_back(topFunctionName(graph_, g) + "_1 (" + counts(units_[i]) + "): " +
+      lines.push_back(topOf(units_[i]) + "_1 (" + counts(units_[i].resources) + "): " +
                       (slr >= 0
-                           ? "SLR" + std::to_string(slr)
+                           ? "SLR" + std::to_string(slr) + (units_[i].slr >= 0 ? ", its part of a group split at SLR boundaries" : "")
                            : "fits no SLR's remaining share; not pinned, Vivado spreads it over the SLRs"));
-      ++i;
     }
     for (size_t s = 0; s < placement_.used.size(); ++s)
       lines.push_back("SLR" + std::to_string(s) + ": " + counts(placement_.used[s]) + " of " +
-                      counts(platform_.slrBudgets[s]));
+                      counts(platform_.slrBudgets[s]) +
+                      (placement_.used[s].within(platform_.slrBudgets[s]) ? "" : ": over its share"));
     return lines;
   }
   bool spansSlrs() const {
     return std::find(placement_.slrOf.begin(), placement_.slrOf.end(), -1) != placement_.slrOf.end();
+  }
+  // Some SLR holds more than its share: the parts of a split group, their FIFOs deepened by sizing.
+  bool overShare() const {
+    for (size_t s = 0; s < placement_.used.size(); ++s)
+      if (!placement_.used[s].within(platform_.slrBudgets[s])) return true;
+    return false;
   }
 
   std::vector<ProjectFile> files() {
@@ -187,7 +201,7 @@ class ProjectWriter {
     out.push_back({"host/host.cpp", host()});
     out.push_back({"connectivity.cfg", connectivity()});
     out.push_back({"hls_config.cfg", hlsConfig()});
-    for (int g : groups_) out.push_back({"hls_" + topFunctionName(graph_, g) + ".cfg", hlsTopConfig(g)});
+    for (const ComputeUnit& u : units_) out.push_back({"hls_" + topOf(u) + ".cfg", hlsTopConfig(u)});
     out.push_back({"Makefile", makefile()});
     out.push_back({"xrt.ini", xrtIni()});
     out.push_back({"network.yaml", emitNetwork(compiled_.network)});  // the sized network it was emitted from
@@ -198,15 +212,15 @@ class ProjectWriter {
 
   std::vector<std::string> notes() const {
     std::vector<std::string> n;
-    if (spansSlrs())
-      for (const std::string& line : placementLines())
-        if (line.find("fits no SLR") != std::string::npos) n.push_back("placement: " + line);
+    for (const std::string& line : placementLines())
+      if (line.find("fits no SLR") != std::string::npos || line.find("over its share") != std::string::npos)
+        n.push_back("placement: " + line);
     return n;
   }
 
   std::vector<std::string> tops() const {
     std::vector<std::string> t;
-    for (int g : groups_) t.push_back(topFunctionName(graph_, g));
+    for (const ComputeUnit& u : units_) t.push_back(topOf(u));
     return t;
   }
 
@@ -313,10 +327,15 @@ class ProjectWriter {
     return m;
   }
   // A top's arguments, in order: its DMAs' buffers.
-  std::vector<std::pair<const Task*, const Buffer*>> topArgs(int g) const {
+  std::string topOf(const ComputeUnit& u) const { return topFunctionName(graph_, u.group, u.slr); }
+  // The buffers group g's top takes, in network order (a split group's: the call of src/parts.h).
+  std::vector<std::pair<const Task*, const Buffer*>> topArgs(int g) const { return unitArgs(g, kAnySlr); }
+  // The buffers of one unit's kernel: group g's part in `slr` (-1, a whole group; kAnySlr, every part).
+  static constexpr int kAnySlr = -2;
+  std::vector<std::pair<const Task*, const Buffer*>> unitArgs(int g, int slr) const {
     std::vector<std::pair<const Task*, const Buffer*>> out;
     for (const Task& t : net_.tasks)
-      if (t.group == g && t.isDma()) {
+      if (t.group == g && (slr == kAnySlr || t.slr == slr) && t.isDma()) {
         out.push_back({&t, &bufferOf_.at(t.name)});
         if (idsOf_.count(t.name)) out.push_back({&t, &idsOf_.at(t.name)});
       }
@@ -341,6 +360,7 @@ class ProjectWriter {
     c.line("#include \"st_numeric.h\"");
     c.blank();
     for (int g : groups_) {
+      if (splitGroup(g)) continue;  // src/parts.h runs its parts
       std::string head = "extern \"C\" void " + topFunctionName(graph_, g) + "(";
       bool first = true;
       for (const auto& [t, b] : topArgs(g)) {
@@ -582,6 +602,7 @@ class ProjectWriter {
     c.line("#include <vector>");
     c.blank();
     c.line("#include \"layout.h\"");
+    if (split_) c.line("#include \"parts.h\"  // the groups split at SLR boundaries, each run as one call");
     c.line("#ifdef ST_DFSIM");
     c.line("#include \"st_dfsim.h\"  // make dfsim: the counts it reports");
     c.line("#endif");
@@ -729,8 +750,8 @@ class ProjectWriter {
     c.line("const int layers = " + std::to_string(options_.layers) + ";");
     c.line("xrt::device device(0);");
     c.line("const auto uuid = device.load_xclbin(xclbin);");
-    for (int g : groups_) {
-      std::string top = topFunctionName(graph_, g);
+    for (const ComputeUnit& u : units_) {
+      std::string top = topOf(u);
       c.line("xrt::kernel k_" + top + "(device, uuid, \"" + top + "\");");
     }
     c.line("const std::vector<char> inputs = readBytes(\"data/inputs.bin\");");
@@ -749,10 +770,10 @@ class ProjectWriter {
     for (const CacheAppend& a : options_.caches)
       c.line("cache_" + tid(a.cache) + "[layer] = t_" + tid(a.cache) + ";");
     std::map<std::string, int> slot;
-    for (int g : groups_) {
-      std::string top = topFunctionName(graph_, g);
+    for (const ComputeUnit& u : units_) {
+      std::string top = topOf(u);
       int arg = 0;
-      for (const auto& [t, b] : topArgs(g)) {
+      for (const auto& [t, b] : unitArgs(u.group, u.slr)) {
         if (!slot.count(b->var)) {
           int index = static_cast<int>(slot.size());
           slot[b->var] = index;
@@ -796,6 +817,22 @@ class ProjectWriter {
       }
     }
     for (int g : groups_) {
+      if (splitGroup(g)) {  // one kernel per SLR, joined by streams: all started, then all waited for
+        std::vector<std::string> runs;
+        for (const ComputeUnit& u : units_) {
+          if (u.group != g) continue;
+          std::string run = "run_" + topOf(u);
+          runs.push_back(run);
+          c.line("xrt::run " + run + "(k_" + topOf(u) + ");  // its stream ports are the links' (not set)");
+          int arg = 0;
+          for (const auto& [t, b] : unitArgs(u.group, u.slr))
+            c.line(run + ".set_arg(" + std::to_string(arg++) + ", b[" + std::to_string(slot.at(b->var)) + "]);");
+          for (const auto& sym : symbols_) c.line(run + ".set_arg(" + std::to_string(arg++) + ", " + sym + ");");
+        }
+        for (const std::string& run : runs) c.line(run + ".start();");
+        for (const std::string& run : runs) c.line(run + ".wait();");
+        continue;
+      }
       std::string top = topFunctionName(graph_, g);
       std::string call = "k_" + top + "(";
       bool first = true;
@@ -937,36 +974,65 @@ class ProjectWriter {
   }
 
   std::string connectivity() const {
-    std::string s = "# Generated by stc emit: one compute unit per fused group, each DMA port on the HBM pseudo-channel\n"
-                    "# the compiler balanced it to. A port that reads a tensor another group wrote reaches the\n"
-                    "# channel holding it through the HBM switch (a range covering both).\n[connectivity]\n";
-    for (int g : groups_) {
-      std::string top = topFunctionName(graph_, g);
-      s += "nk=" + top + ":1:" + top + "_1\n";
-    }
-    for (int g : groups_) {
-      std::string top = topFunctionName(graph_, g);
-      for (const auto& [t, b] : topArgs(g)) {
+    std::string s = "# Generated by stc emit: one compute unit per fused group (a group no SLR holds: one per SLR, its\n"
+                    "# parts joined by AXI4-Stream links), each DMA port on the HBM pseudo-channel the compiler\n"
+                    "# balanced it to. A port that reads a tensor another group wrote reaches the channel holding it\n"
+                    "# through the HBM switch (a range covering both).\n[connectivity]\n";
+    for (const ComputeUnit& u : units_) s += "nk=" + topOf(u) + ":1:" + topOf(u) + "_1\n";
+    for (const ComputeUnit& u : units_) {
+      std::string top = topOf(u);
+      for (const auto& [t, b] : unitArgs(u.group, u.slr)) {
         int lo = std::min(t->channel, b->channel), hi = std::max(t->channel, b->channel);
         std::string bank = lo == hi ? "HBM[" + std::to_string(lo) + "]" : "HBM[" + std::to_string(lo) + ":" + std::to_string(hi) + "]";
         s += "sp=" + top + "_1." + b->arg + ":" + bank + "\n";
       }
     }
-    // Each unit in the first SLR whose share (the platform's per_slr, less the units before it) holds it.
-    size_t i = 0;
-    for (int g : groups_) {
-      std::string top = topFunctionName(graph_, g);
+    // Each unit in the first SLR whose share (the platform's per_slr, less the units before it) holds it; a
+    // split group's parts in the SLRs the compiler cut them for.
+    for (size_t i = 0; i < units_.size(); ++i) {
+      std::string top = topOf(units_[i]);
       int slr = placement_.slrOf[i];
-      const Resources& u = units_[i++];
+      const Resources& u = units_[i].resources;
       if (slr >= 0) {
         s += "slr=" + top + "_1:SLR" + std::to_string(slr) + "\n";
         continue;
       }
       s += "# " + top + "_1 (DSP " + std::to_string(u.dsp) + ", LUT " + std::to_string(u.lut) +
-           ") fits no SLR's remaining share: not pinned, Vivado spreads it over the SLRs\n"
-           "# (its FIFOs that cross an SLR boundary are not registered; see the README).\n";
+           ") fits no SLR's remaining share and no cut of it fits the SLRs: not pinned, Vivado spreads it\n"
+           "# over the SLRs (its FIFOs that cross an SLR boundary are not registered; see the README).\n";
+    }
+    // The links between a split group's parts: writer's port to reader's, through the FIFO stream_connect
+    // inserts. An AXI4-Stream Data FIFO is 16 to 32,768 entries deep in powers of two (PG085), so the link
+    // holds the network's depth rounded up to one of those: more room than the network's FIFO never
+    // deadlocks where it does not, and never slows it.
+    for (const auto& [fifo, ends] : links()) {
+      std::string var = "s_" + fifoIds_.at(fifo);
+      int64_t depth = net_.fifos.at(static_cast<size_t>(net_.findFifo(fifo))).depth, entries = 16;
+      while (entries < depth && entries < 32768) entries *= 2;
+      s += "# '" + fifo + "': depth " + std::to_string(depth) + " in the network\n";
+      s += "stream_connect=" + ends.first + "_1." + var + ":" + ends.second + "_1." + var + ":" +
+           std::to_string(entries) + "\n";
     }
     return s;
+  }
+
+  // The FIFOs between the parts of split groups, each with the tops of its writer and reader.
+  std::map<std::string, std::pair<std::string, std::string>> links() const {
+    std::map<std::string, std::pair<const Task*, const Task*>> ends;
+    for (const Task& t : net_.tasks) {
+      for (const Phase& ph : t.phases)
+        for (const Port& p : ph.ports) (p.dir == PortDir::kOut ? ends[p.fifo].first : ends[p.fifo].second) = &t;
+      for (const Port& p : t.dmaPorts) (p.dir == PortDir::kOut ? ends[p.fifo].first : ends[p.fifo].second) = &t;
+    }
+    std::map<std::string, std::pair<std::string, std::string>> out;
+    for (const auto& [fifo, e] : ends)
+      if (e.first && e.second && e.first->slr != e.second->slr)
+        out[fifo] = {topFunctionName(graph_, e.first->group, e.first->slr),
+                     topFunctionName(graph_, e.second->group, e.second->slr)};
+    return out;
+  }
+  bool splitGroup(int g) const {
+    return std::any_of(units_.begin(), units_.end(), [g](const ComputeUnit& u) { return u.group == g && u.slr >= 0; });
   }
 
   std::string hlsConfig() const {
@@ -977,9 +1043,10 @@ class ProjectWriter {
            "\npackage.output.format=xo\nsyn.cflags=-std=c++14 -Isrc\ncsim.code_analyzer=0\n";
   }
 
-  std::string hlsTopConfig(int g) const {
-    std::string top = topFunctionName(graph_, g);
-    return "# Generated by stc emit: the kernel of fused group " + std::to_string(g) + ".\n[hls]\nsyn.file=src/" + top +
+  std::string hlsTopConfig(const ComputeUnit& u) const {
+    std::string top = topOf(u);
+    return "# Generated by stc emit: the kernel of fused group " + std::to_string(u.group) +
+           (u.slr >= 0 ? ", its part in SLR" + std::to_string(u.slr) : "") + ".\n[hls]\nsyn.file=src/" + top +
            ".cpp\nsyn.top=" + top + "\npackage.output.file=build/" + top + ".xo\n";
   }
 
@@ -1026,6 +1093,9 @@ class ProjectWriter {
            tops +
            "\n"
            "SRCS := $(TOPS:%=src/%.cpp)\n"
+           "HEADERS := src/streamtensor.h src/st_numeric.h src/layout.h" +
+           std::string(split_ ? " src/parts.h" : "") +
+           "\n"
            "XSA := $(strip $(patsubst %.xpfm,%,$(notdir $(PLATFORM))))\n"
            "TEMP_DIR := _x.$(TARGET).$(XSA)\n"
            "BUILD_DIR := build_dir.$(TARGET).$(XSA)\n"
@@ -1038,14 +1108,14 @@ class ProjectWriter {
            ".PHONY: csim trace conform dfsim hls xclbin host emconfig run clean\n\n"
            "csim: build/csim\n"
            "\t./build/csim\n\n"
-           "build/csim: $(SRCS) src/streamtensor.h src/st_numeric.h src/layout.h csim/tb.cpp "
+           "build/csim: $(SRCS) $(HEADERS) csim/tb.cpp "
            "csim/hls_stream.h csim/hls_streamofblocks.h\n"
            "\t@mkdir -p build\n"
            "\t$(CXX) -std=c++17 -O1 -ffp-contract=off -Wno-unknown-pragmas -Icsim -Isrc $(SRCS) csim/tb.cpp "
            "-o $@\n\n"
            "trace: build/csim_trace\n"
            "\tST_TRACE_FILE=build/trace.txt ./build/csim_trace\n\n"
-           "build/csim_trace: $(SRCS) src/streamtensor.h src/st_numeric.h src/layout.h csim/tb.cpp "
+           "build/csim_trace: $(SRCS) $(HEADERS) csim/tb.cpp "
            "csim/hls_stream.h csim/hls_streamofblocks.h csim/st_trace.h\n"
            "\t@mkdir -p build\n"
            "\t$(CXX) -std=c++17 -O1 -ffp-contract=off -DST_TRACE -Wno-unknown-pragmas -Icsim -Isrc $(SRCS) "
@@ -1055,7 +1125,7 @@ class ProjectWriter {
            "\t$(STC) conform network.yaml build/trace.txt\n\n"
            "dfsim: build/dfsim\n"
            "\t./build/dfsim\n\n"
-           "build/dfsim: $(SRCS) src/streamtensor.h src/st_numeric.h src/layout.h csim/tb.cpp "
+           "build/dfsim: $(SRCS) $(HEADERS) csim/tb.cpp "
            "csim/hls_stream.h csim/hls_streamofblocks.h csim/st_dfsim.h\n"
            "\t@mkdir -p build\n"
            "\t$(CXX) -std=c++17 -O1 -ffp-contract=off -DST_DFSIM '-DST_DFSIM_SRC=\"$(CURDIR)/src\"' -pthread "
@@ -1109,7 +1179,8 @@ class ProjectWriter {
 
   std::string readme() const {
     std::string s = "# " + graph_.name + ": a Vitis HLS project for " + platform_.name + " (generated by stc emit)\n\n";
-    s += "- `src/`: one kernel per fused group (" + std::to_string(groups_.size()) + "):";
+    s += "- `src/`: one kernel per fused group" + std::string(split_ ? ", or per SLR where a group is split" : "") +
+         " (" + std::to_string(units_.size()) + "):";
     for (const auto& t : tops()) s += " `" + t + "`";
     s += "; `src/layout.h`, the HBM buffers and how inputs and weights are packed in stream order.\n";
     s += "- `network.yaml`: the sized network the kernels were emitted from (`stc simulate network.yaml`): "
@@ -1160,12 +1231,20 @@ class ProjectWriter {
          "platform "
          "file's\n  `per_slr` budgets, less the units placed before it, holds its resource estimate:\n";
     for (const std::string& line : placementLines()) s += "  - " + line + "\n";
+    if (split_)
+      s += "  A fused group that no SLR holds is split (stc compile) into one kernel per SLR, cut in stream order\n"
+           "  where the parts fill their SLRs most evenly, never between a kernel and its DMAs. Each stream\n"
+           "  between parts is an AXI4-Stream link: the writer's kernel port, a `stream_connect` FIFO at least\n"
+           "  the network's depth, the reader's kernel port, both ports registered (`register_mode=both`). The\n"
+           "  network is the same tasks and FIFOs; the link's registers, a few cycles a crossing that tokens\n"
+           "  pass through, are not in it. The host starts every part of a group, then waits for them all;\n"
+           "  `src/parts.h` runs them in the C simulation (one after another; together in make dfsim).\n";
     if (spansSlrs())
-      s += "  A unit that no SLR holds is not pinned: Vivado places it across SLRs, and the streams that "
-           "cross an SLR\n"
-           "  boundary are not registered, so timing closure at the kernel clock is not assured (splitting "
-           "the unit\n"
-           "  at SLR boundaries is not done yet).\n";
+      s += "  A unit that no SLR holds, and that no cut between SLRs fits, is not pinned: Vivado places it across\n"
+           "  SLRs, and the streams that cross an SLR boundary are not registered, so timing closure at the\n"
+           "  kernel clock is not assured.\n";
+    if (overShare())
+      s += "  An SLR over its share holds parts whose FIFOs sizing deepened past the cut's estimate.\n";
     if (!symbols_.empty()) {
       s += "- Symbols of the C simulation:";
       for (const auto& sym : symbols_) s += " " + sym + " = " + std::to_string(bindings_.at(sym));
@@ -1315,7 +1394,9 @@ class ProjectWriter {
     return out;
   }();
   std::set<int> groups_;
-  std::vector<Resources> units_;  // each group's resource estimate, in groups_ order
+  std::vector<ComputeUnit> units_;  // the kernels: each group, or each part of a group split at SLR boundaries
+  bool split_ = false;              // some group is split (src/parts.h)
+  std::map<std::string, std::string> fifoIds_;  // each FIFO's identifier in the kernels
   Placement placement_;
   std::set<std::string> symbols_;
   Bindings bindings_;

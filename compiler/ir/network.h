@@ -79,12 +79,16 @@ struct Task {
   Expr bytes;                 ///< DMA: bytes moved (may use symbols, such as a KV cache of `ctx` rows)
   std::vector<Port> dmaPorts; ///< DMA: its one port
   int group = 0;              ///< kernel invocation it belongs to: group g starts after group g-1 ends
+  /// The SLR of its compute unit when its group is split into one kernel per SLR (stc compile, where no
+  /// SLR's share holds the group whole); -1: the group is one kernel. Timing ignores it: the parts of a
+  /// group run together, a FIFO between two parts being an AXI4-Stream link between their kernels.
+  int slr = -1;
   SourceLoc loc;
 
   bool isDma() const { return kind != TaskKind::kKernel; }
   bool operator==(const Task& o) const {
     return name == o.name && kind == o.kind && phases == o.phases && channel == o.channel && axiPort == o.axiPort &&
-           bytes == o.bytes && dmaPorts == o.dmaPorts && group == o.group;
+           bytes == o.bytes && dmaPorts == o.dmaPorts && group == o.group && slr == o.slr;
   }
 };
 

@@ -221,8 +221,13 @@ Network parseNetwork(const std::string& text, const std::string& file) {
       if (g < 0 || g > 1'000'000) r.error(t["group"], "group", "expected a group number from 0");
       task.group = static_cast<int>(g);
     }
+    if (t["slr"]) {
+      int64_t slr = r.integer(t["slr"], "slr");
+      if (slr < 0 || slr > 64) r.error(t["slr"], "slr", "expected an SLR number from 0");
+      task.slr = static_cast<int>(slr);
+    }
     if (task.isDma()) {
-      r.onlyKeys(t, {"name", "kind", "group", "channel", "port", "bytes", "ports"}, "a DMA task");
+      r.onlyKeys(t, {"name", "kind", "group", "slr", "channel", "port", "bytes", "ports"}, "a DMA task");
       task.channel = static_cast<int>(r.integer(r.required(t, "channel", "a DMA task"), "channel"));
       if (t["port"]) task.axiPort = static_cast<int>(r.integer(t["port"], "port"));
       task.bytes = r.expr(r.required(t, "bytes", "a DMA task"), "bytes");
@@ -230,7 +235,7 @@ Network parseNetwork(const std::string& text, const std::string& file) {
       r.expectSeq(ports, "ports");
       for (const auto& p : ports) task.dmaPorts.push_back(readPort(r, p, false));
     } else {
-      r.onlyKeys(t, {"name", "kind", "group", "phases"}, "a task");
+      r.onlyKeys(t, {"name", "kind", "group", "slr", "phases"}, "a task");
       YAML::Node phases = r.required(t, "phases", "a task");
       r.expectSeq(phases, "phases");
       for (const auto& ph : phases) {
@@ -300,6 +305,7 @@ std::string emitNetwork(const Network& net) {
   for (const auto& t : net.tasks) {
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name;
     if (t.group != 0) out << YAML::Key << "group" << YAML::Value << t.group;
+    if (t.slr >= 0) out << YAML::Key << "slr" << YAML::Value << t.slr;
     if (t.isDma()) {
       out << YAML::Key << "kind" << YAML::Value << taskKindName(t.kind) << YAML::Key << "channel" << YAML::Value
           << t.channel;

@@ -43,6 +43,9 @@ struct CompileOptions {
   /// Off: compileGraph leaves every DMA on the lowering's channel, for a caller that may drop the design
   /// before paying assignPhaseChannels' simulations (pipeline.h).
   bool phaseChannels = true;
+  /// slr_split=off: a fused group that no SLR holds stays one kernel (unpinned) instead of one per SLR
+  /// (pipeline.h, splitAtSlrs).
+  bool splitSlrs = true;
 };
 
 /// The schedule of one matmul: dse/tiling.cpp chooses it, lower/kernels.cpp applies it.

@@ -618,7 +618,8 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "lane_ii, max_stripe, max_SYMBOL, row_block, tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
+      "lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
+  EXPECT_EQ(errorOf(mlp, {"slr_split=maybe"}), "stc compile: error: --set slr_split expects on or off, got 'maybe'");
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");
@@ -821,6 +822,72 @@ TEST(Compiler, PlacementFillsSlrsInOrderAndNamesUnitsNoSlrHolds) {
   for (const Kernel& k : c.kernels.kernels) kernels += k.dsp;
   EXPECT_EQ(dsp, kernels);
   EXPECT_GT(dsp, 0);
+}
+
+// A fused group no SLR holds is cut into one part per SLR. The f32 mlp (up 256 x 1024, gelu, down 1024 x
+// 256; 5,172 DSPs) fits no SLR's 2,736 or 3,008 DSPs. The DMAs and adapters stay with their kernels, so the
+// only cuts run between up, act and down; up is about half the DSPs. In SLR0 it would fill up / 2,736 of
+// the DSPs, in SLR1 up / 3,008; the rest fills rest / 3,008 of SLR2. The cut with the least full part
+// leaves SLR0 out: up in SLR1, act and down in SLR2, joined by one stream, h>act. The network is otherwise
+// the whole group's, and simulates alike.
+TEST(Compiler, GroupsNoSlrHoldsAreSplitAtSlrBoundaries) {
+  const Platform& p = defaultPlatform();
+  CompileResult c = compileFile("mlp.yaml");
+  CompileResult whole = compileFile("mlp.yaml", {"slr_split=off"});
+  ASSERT_FALSE(groupResources(whole, p)[0].within(p.slrBudgets[1]));  // 5,172 DSPs: no SLR holds it
+  std::map<std::string, int> slrOf;
+  for (const Task& t : c.network.tasks) slrOf[t.name] = t.slr;
+  EXPECT_EQ(slrOf.at("up"), 1);
+  EXPECT_EQ(slrOf.at("act"), 2);
+  EXPECT_EQ(slrOf.at("down"), 2);
+  EXPECT_EQ(slrOf.at("load_w_up.s0"), 1);
+  EXPECT_EQ(slrOf.at("load_w_down.s0"), 2);
+  EXPECT_EQ(slrOf.at("store_y"), 2);
+  // The fills by hand from the parts' DSPs: the chosen cut's fullest part is less full than up in SLR0.
+  std::vector<ComputeUnit> units = computeUnits(c, p);
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_EQ(units[0].slr, 1);
+  EXPECT_EQ(units[1].slr, 2);
+  double up = static_cast<double>(units[0].resources.dsp), rest = static_cast<double>(units[1].resources.dsp);
+  EXPECT_EQ(units[0].resources.dsp + units[1].resources.dsp, groupResources(whole, p)[0].dsp);
+  EXPECT_LT(std::max(up / 3008, rest / 3008), std::max(up / 2736, rest / 3008));
+  for (const ComputeUnit& u : units) EXPECT_TRUE(u.resources.within(p.slrBudgets[static_cast<size_t>(u.slr)]));
+  // The same tasks and FIFOs as the group kept whole, each task with its SLR.
+  ASSERT_EQ(c.network.tasks.size(), whole.network.tasks.size());
+  for (size_t i = 0; i < c.network.tasks.size(); ++i) {
+    Task t = c.network.tasks[i];
+    t.slr = -1;
+    EXPECT_EQ(t, whole.network.tasks[i]) << t.name;
+  }
+  EXPECT_EQ(c.network.fifos, whole.network.fifos);
+  // Every FIFO between SLRs runs forward, kernel to kernel: h>act; no DMA or adapter has one.
+  std::map<std::string, std::pair<const Task*, const Task*>> ends;
+  for (const Task& t : c.network.tasks) {
+    for (const Phase& ph : t.phases)
+      for (const Port& port : ph.ports) (port.dir == PortDir::kOut ? ends[port.fifo].first : ends[port.fifo].second) = &t;
+    for (const Port& port : t.dmaPorts) (port.dir == PortDir::kOut ? ends[port.fifo].first : ends[port.fifo].second) = &t;
+  }
+  int crossings = 0;
+  for (const auto& [fifo, e] : ends) {
+    if (e.first->slr == e.second->slr) continue;
+    ++crossings;
+    EXPECT_EQ(fifo, "h>act");
+    EXPECT_LT(e.first->slr, e.second->slr) << fifo;
+    EXPECT_EQ(c.roles.tasks.at(e.second->name).kind, TaskRole::kKernel) << fifo;
+    EXPECT_EQ(c.roles.tasks.at(e.first->name).kind, TaskRole::kKernel) << fifo;
+  }
+  EXPECT_EQ(crossings, 1);
+  // The SLRs survive the network file, and the split network simulates as the whole one does.
+  EXPECT_EQ(parseNetwork(emitNetwork(c.network), "n.yaml"), c.network);
+  EXPECT_EQ(parseNetwork(emitNetwork(c.network), "n.yaml").tasks[static_cast<size_t>(taskNamed(c.network, "up"))].slr, 1);
+  EXPECT_EQ(simulate(c.network).cycles, simulate(whole.network).cycles);
+  // A group an SLR holds stays whole (the W4A8 mlp).
+  for (const Task& t : compileFile("mlp.yaml", {"quant=w4a8"}).network.tasks) EXPECT_EQ(t.slr, -1) << t.name;
+  // gpt2_layer's f32 layer (6,054 DSPs) in three parts, each within its SLR's share.
+  CompileResult layer = compileFile("gpt2_layer.yaml");
+  std::vector<ComputeUnit> parts = computeUnits(layer, p);
+  ASSERT_EQ(parts.size(), 3u);
+  for (const ComputeUnit& u : parts) EXPECT_TRUE(u.resources.within(p.slrBudgets.at(static_cast<size_t>(u.slr)))) << u.slr;
 }
 
 }  // namespace

@@ -353,7 +353,9 @@ int main() {
 }
 
 // Compute units go to the SLR whose share of the platform's per_slr budgets holds them (connectivity.cfg
-// and the README say which and why); one no SLR holds is left unpinned, and stc emit says so.
+// and the README say which and why); a group no SLR holds is split into one kernel per SLR (see
+// Compiler.GroupsNoSlrHoldsAreSplitAtSlrBoundaries), and one left whole (slr_split=off) is unpinned, and
+// stc emit says so.
 TEST(Emit, ComputeUnitsArePlacedInSlrsThatHoldThem) {
   std::string dir = fresh("slr_mlp");
   Outcome small = stc("emit " + model("graphs/mlp.yaml") + " --set quant=w4a8 -o " + dir);
@@ -361,13 +363,79 @@ TEST(Emit, ComputeUnitsArePlacedInSlrsThatHoldThem) {
   EXPECT_NE(readAll(dir + "/connectivity.cfg").find("slr=mlp_g0_1:SLR0\n"), std::string::npos);
   EXPECT_NE(readAll(dir + "/README.md").find("  - SLR0: DSP "), std::string::npos);
   EXPECT_EQ(small.out.find("placement:"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir + "/src/parts.h"));
   dir = fresh("slr_layer");
-  Outcome big = stc("emit " + model("graphs/gpt2_layer.yaml") + " -o " + dir);  // f32: 6,016 DSPs in one unit
+  Outcome big = stc("emit " + model("graphs/gpt2_layer.yaml") + " --set slr_split=off -o " + dir);  // f32: 6,054 DSPs
   ASSERT_EQ(big.code, 0) << big.out;
   std::string cfg = readAll(dir + "/connectivity.cfg");
   EXPECT_EQ(cfg.find("slr="), std::string::npos) << cfg;
-  EXPECT_NE(cfg.find("fits no SLR's remaining share: not pinned"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("fits no SLR's remaining share and no cut of it fits the SLRs: not pinned"), std::string::npos) << cfg;
   EXPECT_NE(big.out.find("placement: gpt2_layer_g0_1 (DSP "), std::string::npos) << big.out;
+}
+
+// The number in `text` after the first `key` ("SLR1: DSP 2592, LUT ...", "DSP " -> 2592), or -1.
+int64_t after(const std::string& text, const std::string& key) {
+  size_t at = text.find(key);
+  return at == std::string::npos ? -1 : std::atoll(text.c_str() + at + key.size());
+}
+
+// The f32 mlp (5,172 DSPs) fits no SLR whole: one kernel per SLR, `up` in SLR1 and `act` and `down` in
+// SLR2 (Compiler.GroupsNoSlrHoldsAreSplitAtSlrBoundaries says why), joined by one AXI4-Stream link, h>act:
+// the writer's port, a stream_connect FIFO of at least the network's depth (16 to 32,768 in powers of two),
+// the reader's port, both registered. Each part holds its DMAs' ports and is pinned to its SLR; the C
+// simulation runs the parts one after another and passes, make dfsim runs them together at the emitted
+// depths (the link at the network's), the trace conforms to the network, and the host starts both parts
+// and then waits for both.
+TEST(Emit, GroupsNoSlrHoldsAreOneKernelPerSlrJoinedByStreams) {
+  emitAndSimulate(model("graphs/mlp.yaml"), "slr_split");
+  std::string dir = fresh("slr_split_text");
+  ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " -o " + dir).code, 0);
+  std::string cfg = readAll(dir + "/connectivity.cfg");
+  EXPECT_NE(cfg.find("nk=mlp_g0_slr1:1:mlp_g0_slr1_1\nnk=mlp_g0_slr2:1:mlp_g0_slr2_1\n"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("slr=mlp_g0_slr1_1:SLR1\nslr=mlp_g0_slr2_1:SLR2\n"), std::string::npos) << cfg;
+  stc::Network net = stc::parseNetwork(readAll(dir + "/network.yaml"), dir + "/network.yaml");
+  int64_t depth = net.fifos.at(static_cast<size_t>(net.findFifo("h>act"))).depth;
+  int64_t entries = 16;
+  while (entries < depth) entries *= 2;
+  EXPECT_NE(cfg.find("stream_connect=mlp_g0_slr1_1.s_h_act:mlp_g0_slr2_1.s_h_act:" + std::to_string(entries) + "\n"),
+            std::string::npos)
+      << cfg;
+  EXPECT_EQ(cfg.find("stream_connect="), cfg.rfind("stream_connect="));  // one link
+  // Every DMA port in the part that has its task, each port once.
+  for (const stc::Task& t : net.tasks) {
+    if (!t.isDma()) continue;
+    std::string top = "mlp_g0_slr" + std::to_string(t.slr) + "_1.";
+    EXPECT_NE(cfg.find("sp=" + top), std::string::npos);
+  }
+  std::string up = readAll(dir + "/src/mlp_g0_slr1.cpp"), down = readAll(dir + "/src/mlp_g0_slr2.cpp");
+  for (const std::string* src : {&up, &down}) {
+    EXPECT_NE(src->find("#pragma HLS INTERFACE axis port=s_h_act register_mode=both register"), std::string::npos);
+    EXPECT_NE(src->find("hls::stream<Tok<16>>& s_h_act)"), std::string::npos);  // the last parameter
+  }
+  EXPECT_TRUE(mentions(up, "up_task"));
+  EXPECT_FALSE(mentions(up, "down_task"));
+  EXPECT_TRUE(mentions(down, "down_task"));
+  EXPECT_NE(down.find("act_task(s_h_act, "), std::string::npos);  // act reads the link itself
+  // The host: both runs started, then both waited for; the stream ports left to the link.
+  std::string host = readAll(dir + "/host/host.cpp");
+  size_t start1 = host.find("run_mlp_g0_slr1.start();"), start2 = host.find("run_mlp_g0_slr2.start();"),
+         wait1 = host.find("run_mlp_g0_slr1.wait();");
+  ASSERT_NE(start1, std::string::npos) << host;
+  EXPECT_LT(start1, start2);
+  EXPECT_LT(start2, wait1);
+  // Each SLR holds its part within its share (the README's per-SLR lines against the platform's).
+  std::string readme = readAll(dir + "/README.md");
+  for (int s = 1; s <= 2; ++s) {
+    std::string line = readme.substr(readme.find("  - SLR" + std::to_string(s) + ": DSP "));
+    line = line.substr(0, line.find('\n'));
+    std::string used = line.substr(0, line.find(" of DSP ")), share = line.substr(line.find(" of DSP "));
+    for (const char* key : {"DSP ", "LUT ", "BRAM_18K ", "URAM "}) {
+      EXPECT_GE(after(used, key), 0) << line;
+      EXPECT_LE(after(used, key), after(share, key)) << line;
+    }
+    EXPECT_EQ(line.find("over its share"), std::string::npos) << line;
+  }
+  EXPECT_NE(readme.find("split (stc compile) into one kernel per SLR"), std::string::npos);
 }
 
 // A matmul input read from HBM once per column panel (its buffer beyond the on-chip budget; see
@@ -867,7 +935,8 @@ TEST(Emit, InputsFromAFileAndTheSameBytesEveryTime) {
   std::string a = fresh("same_a"), b = fresh("same_b");
   ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --seed 7 -o " + a).code, 0);
   ASSERT_EQ(stc("emit " + model("graphs/mlp.yaml") + " --seed 7 -o " + b + " --inputs " + a + "/data/inputs.bin").code, 0);
-  for (const char* f : {"src/mlp_g0.cpp", "src/layout.h", "csim/tb.cpp", "host/host.cpp", "connectivity.cfg",
+  for (const char* f : {"src/mlp_g0_slr1.cpp", "src/mlp_g0_slr2.cpp", "src/parts.h", "src/layout.h", "csim/tb.cpp",
+                        "host/host.cpp", "connectivity.cfg",
                         "data/inputs.bin", "data/weights.bin", "data/expected.bin", "Makefile"})
     EXPECT_TRUE(readAll(a + "/" + f) == readAll(b + "/" + f)) << f;
   std::string c = fresh("same_c");

@@ -43,6 +43,9 @@ class Chan {
   virtual const char* unit() const { return "tokens"; }
   /// The FIFO's name and the tasks at its ends (the top function says them).
   void dfsim_ends(const char* name, const char* from, const char* to);
+  /// A link between two parts of a group split at SLR boundaries (src/parts.h): a top's port, whose depth
+  /// is the stream_connect FIFO's, not a pragma's.
+  void dfsim_link(const char* name, const char* from, const char* to, long depth);
   std::string chanName = "stream";
   std::string writer, reader;
   long capacity = -1;        ///< set by dfsim_ends (a stream's pragma) or the block stream's Depth
@@ -76,12 +79,13 @@ class Runtime {
  public:
   std::mutex m;
   std::vector<Waiter*> live;  ///< running task threads
+  long pending = 0;           ///< parts started (st_dfsim::parts) whose tasks are not registered yet
   long long accesses = 0, tasks = 0;
 
   /// The depth of `s` from the STREAM pragmas of src/*.cpp: `hls::stream<...> VAR("NAME");` and
   /// `#pragma HLS STREAM variable=VAR depth=N`.
   long depthOf(const std::string& name) {
-    if (!loaded_) load();
+    std::call_once(loaded_, [this] { load(); });  // the parts of a split group start together
     auto it = depths_.find(name);
     if (it == depths_.end()) {
       std::fprintf(stderr, "dfsim: no '#pragma HLS STREAM depth=' in src/ for stream '%s'\n", name.c_str());
@@ -120,6 +124,7 @@ class Runtime {
 
  private:
   bool allWaiting() const {
+    if (pending > 0) return false;  // a part still to start may feed them
     for (Waiter* w : live)
       if (!w->waiting || w->ready()) return false;
     return true;
@@ -167,7 +172,6 @@ class Runtime {
                  c.capacity, c.unit(), (w.write ? c.reader : c.writer).c_str());
   }
   void load() {
-    loaded_ = true;
 #ifdef ST_DFSIM_SRC
     const std::string dir = ST_DFSIM_SRC;  // the Makefile's: the project's src/, wherever the program runs
 #else
@@ -213,7 +217,7 @@ class Runtime {
       }
     }
   }
-  bool loaded_ = false;
+  std::once_flag loaded_;
   std::map<std::string, long> depths_;
 };
 
@@ -351,6 +355,13 @@ inline void Chan::dfsim_ends(const char* name, const char* from, const char* to)
   if (capacity < 0) capacity = rt().depthOf(name);  // before the tasks start: no lock needed
 }
 
+inline void Chan::dfsim_link(const char* name, const char* from, const char* to, long depth) {
+  chanName = name;
+  writer = from;
+  reader = to;
+  capacity = depth;
+}
+
 /// The calling task's next read of c, once its token is there: copy(k) takes token k of c, under the lock.
 template <typename Copy>
 inline void read(Chan& c, Copy copy) {
@@ -400,6 +411,7 @@ class Tasks {
       std::lock_guard<std::mutex> lk(rt().m);
       for (auto& w : waiters_) rt().live.push_back(w.get());
       rt().tasks += static_cast<long long>(waiters_.size());
+      if (rt().pending > 0) --rt().pending;  // a part of a split group: its tasks are in
     }
     std::vector<std::thread> threads;
     for (size_t i = 0; i < waiters_.size(); ++i)
@@ -417,5 +429,18 @@ class Tasks {
   std::vector<std::unique_ptr<Waiter>> waiters_;
   std::vector<std::function<void()>> bodies_;
 };
+
+/// Runs the parts of a group split at SLR boundaries together, each a top function in a thread of its own
+/// (src/parts.h), as the board runs its kernels: no state counts as a deadlock until every part's tasks
+/// have started.
+inline void parts(std::vector<std::function<void()>> calls) {
+  {
+    std::lock_guard<std::mutex> lk(rt().m);
+    rt().pending += static_cast<long>(calls.size());
+  }
+  std::vector<std::thread> threads;
+  for (auto& call : calls) threads.emplace_back(call);
+  for (std::thread& t : threads) t.join();
+}
 
 }  // namespace st_dfsim

@@ -6,8 +6,14 @@
 #include "xrt/xrt_device.h"
 
 namespace xrt {
+class kernel;
 class run {
  public:
+  run() = default;
+  explicit run(const kernel& krnl);
+  template <typename ArgType>
+  void set_arg(int index, ArgType&& arg);
+  void start();
   int wait();
 };
 class kernel {
