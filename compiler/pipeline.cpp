@@ -260,20 +260,25 @@ int splitAtSlrs(CompileResult& c, const Platform& platform) {
   for (size_t i = 0; i < net.fifos.size(); ++i) fifoIndex[net.fifos[i].name] = i;
   int split = 0;
   for (const auto& [g, total] : groupSum) {
+    auto tasksOf = [&, g = g](const std::function<void(size_t)>& f) {
+      for (size_t i = 0; i < net.tasks.size(); ++i)
+        if (net.tasks[i].group == g) f(i);
+    };
     bool placed = false;
     for (size_t s = 0; s < budgets.size() && !placed; ++s)
       if (sum({used[s], total}).within(budgets[s])) {
         used[s] += total;
         placed = true;
       }
-    if (placed) continue;
+    if (placed) {
+      tasksOf([&](size_t i) { net.tasks[i].slr = -1; });
+      continue;
+    }
     // Cut the group in topological order into one part per SLR, never across a converter's region
     // (its ping-pong buffer is one block RAM), a stream wider than a crossing carries, or a FIFO going
     // back in the order (a cycle).
     std::vector<size_t> order = groupInTopologicalOrder(net, c.roles, g);
     const size_t n = order.size();
-    std::map<size_t, size_t> position;
-    for (size_t k = 0; k < n; ++k) position[order[k]] = k;
     std::map<std::string, std::pair<size_t, size_t>> span;  // FIFO -> (writer, reader) positions
     for (size_t k = 0; k < n; ++k) {
       const Task& t = net.tasks[order[k]];
@@ -345,7 +350,12 @@ int splitAtSlrs(CompileResult& c, const Platform& platform) {
         k = i;
       }
     }
-    if (partOf.empty()) continue;  // no cut fits: the group stays one unit, left unpinned
+    if (partOf.empty()) {  // no cut fits: parts cut before (at shallower FIFOs) stay, over their shares
+      tasksOf([&](size_t i) {
+        if (net.tasks[i].slr >= 0) used[static_cast<size_t>(net.tasks[i].slr)] += perTask[i];
+      });
+      continue;  // a group never split stays one unit, left unpinned
+    }
     ++split;
     for (size_t k = 0; k < n; ++k) {
       net.tasks[order[k]].slr = partOf[k];
@@ -356,6 +366,7 @@ int splitAtSlrs(CompileResult& c, const Platform& platform) {
 }
 
 void updateResources(CompileResult& c, const Platform& platform) {
+  if (c.options.splitSlrs) splitAtSlrs(c, platform);  // the cut for the FIFOs' memory now
   CompileReport& r = c.report;
   r.resources = sum(groupResources(c, platform));
   r.fits = r.resources.within(platform.kernelResources());
@@ -488,10 +499,17 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   StreamCounts counts;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;
+  // Each converter's regions in one call, at the symbols' maxima: its buffer never holds more blocks.
+  std::map<std::string, int64_t> regions;
+  for (const Task& t : out.network.tasks)
+    for (const Phase& ph : t.phases)
+      for (const Port& p : ph.ports)
+        if (p.dir == PortDir::kOut) regions[p.fifo] = portTokens(ph, p, options.maxima);
+  for (Fifo& f : out.network.fifos)
+    if (f.isRegion() && regions.count(f.name)) f.regionsPerCall = regions.at(f.name);
   out.options = options;
   out.report.onchipBytesUnfused = unfusedBytes(kernels, options);
   out.kernels = std::move(kernels);
-  if (options.splitSlrs) splitAtSlrs(out, platform);
   if (options.phaseChannels) assignPhaseChannels(out, platform);
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   CompileReport& r = out.report;

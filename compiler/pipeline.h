@@ -81,13 +81,15 @@ inline constexpr int64_t kMaxCrossingBits = 1024;
 /// the positions whose fullest part is least full, never through a converter's region, a stream wider
 /// than kMaxCrossingBits, a FIFO going back in that order, or a FIFO of a DMA or an adapter (they stay
 /// with their kernel). A FIFO between parts is an AXI4-Stream link between their kernels (stc emit); the
-/// network is otherwise unchanged. A group no cut fits stays whole. Returns the groups split. compileGraph
-/// runs it unless options.splitSlrs is off.
+/// network is otherwise unchanged, so the cut may move when FIFO depths change (updateResources runs it
+/// again, unless options.splitSlrs is off). A group no cut fits keeps the parts it had (over their shares)
+/// or stays whole. Returns the groups split.
 int splitAtSlrs(CompileResult& c, const Platform& platform);
 
 /// One FIFO's memory (a converter's region: its ping-pong buffer and control), as every estimate counts it.
 Resources fifoResources(const Fifo& f);
-/// The report's resources and fit, again from the network's FIFO depths (after sizing changed them).
+/// The report's resources and fit, again from the network's FIFO depths (after sizing changed them), and
+/// the groups no SLR holds cut again for them (splitAtSlrs). compileGraph runs it last.
 void updateResources(CompileResult& c, const Platform& platform);
 
 /// Every DMA onto a channel by the phases in which it streams (dse/channels.h), from simulations with each

@@ -2,6 +2,7 @@
 // The Network: the dataflow IR every stage after the front end reads or writes. Tasks run phases of
 // pipelined loop nests whose ports read and write FIFOs (DESIGN.md, "Network files").
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -32,8 +33,15 @@ struct Fifo {
   /// is freed when its reader reads the token, at the start of the region, and taken when its writer
   /// writes it, at the end: the writer may be filling region k + 1 while the reader streams region k - depth.
   /// In hardware (hls::stream_of_blocks) a block is held from the write lock to the end of the read lock,
-  /// so the buffer needs depth + 2 blocks to let the tasks run as simulated.
-  int64_t storedTokens() const { return isRegion() ? depth + 2 : depth; }
+  /// so the buffer needs depth + 2 blocks to let the tasks run as simulated; never more than the regions
+  /// one call moves (`regionsPerCall`): a converter of one region per call (a whole tensor) keeps one.
+  int64_t storedTokens() const {
+    if (!isRegion()) return depth;
+    return regionsPerCall > 0 ? std::min(depth + 2, regionsPerCall) : depth + 2;
+  }
+  /// A region FIFO's tokens in one call at the symbols' maxima (compileGraph sets it; 0: not known, as in
+  /// a network read from a file). Not part of the network file: it follows from the tripcounts.
+  int64_t regionsPerCall = 0;
   bool operator==(const Fifo& o) const { return name == o.name && width == o.width && depth == o.depth; }
 };
 

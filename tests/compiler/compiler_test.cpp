@@ -890,5 +890,82 @@ TEST(Compiler, GroupsNoSlrHoldsAreSplitAtSlrBoundaries) {
   for (const ComputeUnit& u : parts) EXPECT_TRUE(u.resources.within(p.slrBudgets.at(static_cast<size_t>(u.slr)))) << u.slr;
 }
 
+// Sizing deepens FIFOs after the cut, and the cut is made again for the depths (updateResources): the
+// network's timing does not depend on it. On a U55C whose SLR1 leaves 50 URAM, the f32 mlp is cut as on
+// the real one (up in SLR1: 2,592 of 2,736 DSPs would fill SLR0 the more). Its stream h>act, written by up,
+// made 100 URAM deep, puts SLR1 over its share; made again, the cut puts up in SLR0 (288 URAM, 94.7% of
+// the DSPs), and the network is otherwise the same.
+TEST(Compiler, TheSlrCutIsMadeAgainForTheSizedDepths) {
+  std::string text = defaultPlatformText();
+  const std::string slr1 = "    - {lut: 420000, ff: 840000, dsp: 3008, bram18k: 1320, uram: 320}";
+  ASSERT_NE(text.find(slr1), std::string::npos);
+  text.replace(text.find(slr1), slr1.size(), "    - {lut: 420000, ff: 840000, dsp: 3008, bram18k: 1320, uram: 50}");
+  Platform p = parsePlatform(text, "p.yaml");
+  CompileResult c = compileGraph(parseGraph(readTextFile(graphFile("mlp.yaml")), "mlp.yaml"), p,
+                                 parseCompileOptions({}, p));
+  Network before = c.network;
+  auto slrOf = [&](const std::string& task) { return c.network.tasks[static_cast<size_t>(taskNamed(c.network, task))].slr; };
+  EXPECT_EQ(slrOf("up"), 1);
+  EXPECT_EQ(slrOf("down"), 2);
+  Fifo& h = c.network.fifos[static_cast<size_t>(c.network.findFifo("h>act"))];
+  while (fifoResources(h).uram < 100) h.depth += std::max<int64_t>(1, h.depth / 8);
+  std::vector<ComputeUnit> units = computeUnits(c, p);
+  EXPECT_FALSE(units[0].resources.within(p.slrBudgets[1])) << units[0].resources.uram;
+  updateResources(c, p);
+  EXPECT_EQ(slrOf("up"), 0);
+  EXPECT_EQ(slrOf("load_w_up.s0"), 0);
+  EXPECT_GT(slrOf("down"), 0);
+  for (const ComputeUnit& u : computeUnits(c, p))
+    EXPECT_TRUE(u.resources.within(p.slrBudgets.at(static_cast<size_t>(u.slr)))) << u.slr;
+  EXPECT_TRUE(c.report.fits);
+  for (size_t i = 0; i < before.tasks.size(); ++i) {
+    Task t = c.network.tasks[i], u = before.tasks[i];
+    t.slr = u.slr = -1;
+    EXPECT_EQ(t, u);
+  }
+}
+
+// A converter's buffer holds the network's written regions, the one read and the one filled (depth + 2),
+// but never more than one call moves. Self-attention over 128 rows of 16 heads of 64: q [128, 1024] to the
+// heads' order [16, 128, 64] shares no outer loop, so its region is the whole tensor (128 x 1024 f32,
+// 4,194,304 bits), one per call: one block, not four. K transposed per head ([64, 128] per head, 262,144
+// bits) is one region per head, 16 a call: depth 2 + 2 = 4 blocks. A network read from a file does not
+// know its calls' regions and keeps depth + 2.
+TEST(Compiler, AConverterHoldsNoMoreRegionsThanOneCallMoves) {
+  CompileResult c = compileText(
+      "graph: attn\n"
+      "inputs:\n  - {name: x, shape: [128, 1024], dtype: f32}\n"
+      "weights:\n  - {name: w_q, shape: [1024, 1024], dtype: f32}\n  - {name: w_k, shape: [1024, 1024], dtype: f32}\n"
+      "ops:\n"
+      "  - {name: q_proj, op: matmul, inputs: [x, w_q], output: q}\n"
+      "  - {name: k_proj, op: matmul, inputs: [x, w_k], output: k}\n"
+      "  - {name: q_heads, op: reshape, inputs: [q], output: q4, shape: [128, 16, 64]}\n"
+      "  - {name: q_t, op: transpose, inputs: [q4], output: qh, perm: [1, 0, 2]}\n"
+      "  - {name: k_heads, op: reshape, inputs: [k], output: k4, shape: [128, 16, 64]}\n"
+      "  - {name: k_t, op: transpose, inputs: [k4], output: kt, perm: [1, 2, 0]}\n"
+      "  - {name: scores, op: matmul, inputs: [qh, kt], output: s}\n"
+      "outputs: [s]\n");
+  auto region = [&](const std::string& prefix) -> const Fifo& {
+    for (const Fifo& f : c.network.fifos)
+      if (f.isRegion() && f.name.compare(0, prefix.size(), prefix) == 0) return f;
+    throw std::runtime_error("no region FIFO " + prefix);
+  };
+  const Fifo& q = region("q4.cvt");
+  EXPECT_EQ(q.width, 128 * 1024 * 32);
+  EXPECT_EQ(q.depth, 2);
+  EXPECT_EQ(q.regionsPerCall, 1);
+  EXPECT_EQ(q.storedTokens(), 1);
+  const Fifo& kt = region("kt.cvt");
+  EXPECT_EQ(kt.width, 64 * 128 * 32);
+  EXPECT_EQ(kt.regionsPerCall, 16);
+  EXPECT_EQ(kt.storedTokens(), 4);
+  // The resource estimate counts one block of q's: 524,288 bytes of URAM (36,864 bytes a block), and the
+  // converter's control.
+  Resources r = fifoResources(q);
+  EXPECT_EQ(r.uram, (524288 * 8 + kUramBits - 1) / kUramBits);
+  Network read = parseNetwork(emitNetwork(c.network), "n.yaml");
+  EXPECT_EQ(read.fifos[static_cast<size_t>(read.findFifo(q.name))].storedTokens(), 4);
+}
+
 }  // namespace
 }  // namespace stc

@@ -789,12 +789,38 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   stc::Network n = stc::parseNetwork(readAll(sized), sized);
   EXPECT_EQ(n.sizedFor.at("ctx"), std::make_pair(int64_t{1}, int64_t{4096}));
   std::string src = sources(dir), cfg = readAll(dir + "/connectivity.cfg");
-  int regions = 0, streams = 0, dmas = 0;
+  // Each FIFO's writer and reader, and the regions a converter moves in one call at ctx's maximum.
+  std::map<std::string, std::pair<const stc::Task*, const stc::Task*>> ends;
+  std::map<std::string, int64_t> regionsPerCall;
+  for (const stc::Task& t : n.tasks) {
+    for (const stc::Phase& ph : t.phases)
+      for (const stc::Port& p : ph.ports) {
+        (p.dir == stc::PortDir::kOut ? ends[p.fifo].first : ends[p.fifo].second) = &t;
+        if (p.dir == stc::PortDir::kOut) regionsPerCall[p.fifo] = stc::portTokens(ph, p, {{"ctx", 4096}});
+      }
+    for (const stc::Port& p : t.dmaPorts) (p.dir == stc::PortDir::kOut ? ends[p.fifo].first : ends[p.fifo].second) = &t;
+  }
+  auto top = [](const stc::Task& t) {
+    return "attention_decode_g0" + (t.slr >= 0 ? "_slr" + std::to_string(t.slr) : std::string()) + "_1";
+  };
+  int regions = 0, streams = 0, dmas = 0, links = 0;
   for (const stc::Fifo& f : n.fifos) {
     std::string var = "s_";
     for (char c : f.name) var += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    // A converter's buffer: the network's written regions, the one read and the one filled, partitioned.
-    if (src.find("hls::stream_of_blocks<blk_" + var.substr(2) + ", " + std::to_string(f.depth + 2) + "> " +
+    // A stream between two SLRs' kernels: the link's FIFO holds at least its depth.
+    const auto& [writer, reader] = ends.at(f.name);
+    if (writer->slr != reader->slr) {
+      size_t at = cfg.find("stream_connect=" + top(*writer) + "." + var + ":" + top(*reader) + "." + var + ":");
+      ASSERT_NE(at, std::string::npos) << f.name << "\n" << cfg;
+      std::string line = cfg.substr(at, cfg.find('\n', at) - at);
+      EXPECT_GE(std::atoll(line.c_str() + line.rfind(':') + 1), f.depth) << line;
+      ++links;
+      continue;
+    }
+    // A converter's buffer: the network's written regions, the one read and the one filled (no more than
+    // one call's regions), partitioned.
+    int64_t blocks = f.isRegion() ? std::min(f.depth + 2, regionsPerCall.at(f.name)) : 0;
+    if (src.find("hls::stream_of_blocks<blk_" + var.substr(2) + ", " + std::to_string(blocks) + "> " +
                  var + ";") != std::string::npos) {
       EXPECT_NE(src.find("#pragma HLS ARRAY_PARTITION variable=" + var + " type="), std::string::npos)
           << f.name;
@@ -814,7 +840,7 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
     ++dmas;
     std::string port;
     for (char c : t.name) port += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    std::string key = "sp=attention_decode_g0_1." + port + ":HBM[";
+    std::string key = "sp=" + top(t) + "." + port + ":HBM[";
     size_t at = cfg.find(key);
     ASSERT_NE(at, std::string::npos) << t.name;
     EXPECT_EQ(std::stoi(cfg.substr(at + key.size())), t.channel) << t.name;  // HBM[n] or a range from n
@@ -838,7 +864,17 @@ TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
         << port << " depth " << depth;
   }
   EXPECT_GT(dmas, 0);
-  EXPECT_NE(cfg.find("nk=attention_decode_g0:1:attention_decode_g0_1\n"), std::string::npos);
+  // One compute unit per part (f32 at max_ctx 4096, no SLR holds the group), pinned to its SLR.
+  std::set<int> slrs;
+  for (const stc::Task& t : n.tasks) slrs.insert(t.slr);
+  for (int slr : slrs) {
+    std::string name = "attention_decode_g0" + (slr >= 0 ? "_slr" + std::to_string(slr) : std::string());
+    EXPECT_NE(cfg.find("nk=" + name + ":1:" + name + "_1\n"), std::string::npos) << cfg;
+    if (slr >= 0) {
+      EXPECT_NE(cfg.find("slr=" + name + "_1:SLR" + std::to_string(slr) + "\n"), std::string::npos) << cfg;
+    }
+  }
+  EXPECT_EQ(links > 0, slrs.size() > 1);
   EXPECT_NE(src.find("#pragma HLS DATAFLOW"), std::string::npos);
   EXPECT_NE(src.find("#pragma HLS INTERFACE s_axilite port=ctx"), std::string::npos);
   // ctx goes only to the tasks that use it: the cache loads (ctx rows) do, the loads of q do not.
@@ -1020,12 +1056,13 @@ TEST(Emit, ADepthLoweredInTheSourceDeadlocksTheConcurrentRun) {
   ASSERT_GE(net.findFifo(fifo), 0);
   ASSERT_GT(net.fifos[static_cast<size_t>(net.findFifo(fifo))].depth, 2);
   // The pragma of that stream, lowered to 2.
-  std::string src;
+  std::string src, text;  // the kernel declaring it (the tiny GPT-2's layer is one kernel per SLR)
   for (const auto& f : fs::directory_iterator(dir + "/src"))
-    if (f.path().extension() == ".cpp") src = f.path().string();
-  std::string text = readAll(src);
+    if (f.path().extension() == ".cpp" && readAll(f.path().string()).find("(\"" + fifo + "\");") != std::string::npos)
+      src = f.path().string();
+  ASSERT_FALSE(src.empty());
+  text = readAll(src);
   size_t decl = text.find("(\"" + fifo + "\");");
-  ASSERT_NE(decl, std::string::npos);
   size_t depth = text.find(" depth=", decl), end = text.find('\n', depth);
   text.replace(depth, end - depth, " depth=2");
   std::ofstream(src, std::ios::binary) << text;
