@@ -176,13 +176,18 @@ Placement placeUnits(const std::vector<Resources>& units, const std::vector<Reso
                      const std::vector<int>& pinned) {
   Placement out;
   out.used.assign(budgets.size(), Resources{});
+  out.slrOf.assign(units.size(), -1);
+  auto pin = [&](size_t i) { return i < pinned.size() ? pinned[i] : -1; };
+  for (size_t i = 0; i < units.size(); ++i)  // the pinned first, then the others in order
+    if (pin(i) >= 0 && pin(i) < static_cast<int>(budgets.size())) {
+      out.slrOf[i] = pin(i);
+      out.used[static_cast<size_t>(pin(i))] += units[i];
+    }
   for (size_t i = 0; i < units.size(); ++i) {
-    const Resources& u = units[i];
-    int at = i < pinned.size() ? pinned[i] : -1;
-    for (size_t s = 0; s < budgets.size() && at < 0; ++s)
-      if (sum({out.used[s], u}).within(budgets[s])) at = static_cast<int>(s);
-    if (at >= 0 && at < static_cast<int>(budgets.size())) out.used[static_cast<size_t>(at)] += u;
-    out.slrOf.push_back(at);
+    if (pin(i) >= 0) continue;
+    for (size_t s = 0; s < budgets.size() && out.slrOf[i] < 0; ++s)
+      if (sum({out.used[s], units[i]}).within(budgets[s])) out.slrOf[i] = static_cast<int>(s);
+    if (out.slrOf[i] >= 0) out.used[static_cast<size_t>(out.slrOf[i])] += units[i];
   }
   return out;
 }
@@ -259,21 +264,25 @@ int splitAtSlrs(CompileResult& c, const Platform& platform) {
   std::map<std::string, size_t> fifoIndex;
   for (size_t i = 0; i < net.fifos.size(); ++i) fifoIndex[net.fifos[i].name] = i;
   int split = 0;
+  // The groups an SLR holds whole first, as placeUnits places them after the parts pinned; then each other
+  // group cut into what the SLRs have left.
+  std::vector<int> toSplit;
   for (const auto& [g, total] : groupSum) {
-    auto tasksOf = [&, g = g](const std::function<void(size_t)>& f) {
-      for (size_t i = 0; i < net.tasks.size(); ++i)
-        if (net.tasks[i].group == g) f(i);
-    };
     bool placed = false;
     for (size_t s = 0; s < budgets.size() && !placed; ++s)
       if (sum({used[s], total}).within(budgets[s])) {
         used[s] += total;
         placed = true;
       }
-    if (placed) {
-      tasksOf([&](size_t i) { net.tasks[i].slr = -1; });
-      continue;
-    }
+    if (!placed) toSplit.push_back(g);
+    for (Task& t : net.tasks)
+      if (t.group == g && placed) t.slr = -1;
+  }
+  for (int g : toSplit) {
+    auto tasksOf = [&](const std::function<void(size_t)>& f) {
+      for (size_t i = 0; i < net.tasks.size(); ++i)
+        if (net.tasks[i].group == g) f(i);
+    };
     // Cut the group in topological order into one part per SLR, never across a converter's region
     // (its ping-pong buffer is one block RAM), a stream wider than a crossing carries, or a FIFO going
     // back in the order (a cycle).
@@ -296,12 +305,13 @@ int splitAtSlrs(CompileResult& c, const Platform& platform) {
     for (const auto& [fifo, e] : span) {
       const Fifo& f = net.fifos[fifoIndex.at(fifo)];
       if (e.first >= n || e.second >= n) continue;
-      bool keep = f.isRegion() || f.width > kMaxCrossingBits || moves(e.first) || moves(e.second);
+      bool keep = f.isRegion() || f.width > kMaxCrossingBits || f.unbounded() || f.depth > kMaxCrossingDepth ||
+                  moves(e.first) || moves(e.second);
       for (size_t k = std::min(e.first, e.second) + 1; k <= std::max(e.first, e.second); ++k)
         if (keep || e.second < e.first) cuttable[k] = false;
     }
     // The cut whose fullest part is least full (each part's fill: its largest share of an SLR's remaining
-    // LUTs, DSPs, BRAM or URAM), by dynamic programming over the cut positions: parts come out balanced,
+    // LUTs, FFs, DSPs, BRAM or URAM), by dynamic programming over the cut positions: parts come out balanced,
     // with room for the FIFOs sizing deepens. A part may be empty (an SLR left out).
     const size_t slrs = budgets.size();
     std::vector<Resources> left(slrs);
@@ -320,6 +330,7 @@ int splitAtSlrs(CompileResult& c, const Platform& platform) {
         worst = std::max(worst, capacity <= 0 ? kNoFit : static_cast<double>(used) / static_cast<double>(capacity));
       };
       share(a.lut - b.lut, cap.lut);
+      share(a.ff - b.ff, cap.ff);
       share(a.dsp - b.dsp, cap.dsp);
       share(a.bram18k - b.bram18k, cap.bram18k);
       share(a.uram - b.uram, cap.uram);
@@ -350,11 +361,18 @@ int splitAtSlrs(CompileResult& c, const Platform& platform) {
         k = i;
       }
     }
-    if (partOf.empty()) {  // no cut fits: parts cut before (at shallower FIFOs) stay, over their shares
+    if (partOf.empty()) {
+      // No cut fits: parts cut before (at shallower FIFOs) stay, over their shares, while no stream between
+      // them is one a link cannot carry; else the group is one unit, left unpinned.
+      bool kept = true;
+      for (size_t k = 0; k < n; ++k)
+        kept = kept && net.tasks[order[k]].slr >= 0 &&
+               (k == 0 || net.tasks[order[k]].slr == net.tasks[order[k - 1]].slr || cuttable[k]);
       tasksOf([&](size_t i) {
+        if (!kept) net.tasks[i].slr = -1;
         if (net.tasks[i].slr >= 0) used[static_cast<size_t>(net.tasks[i].slr)] += perTask[i];
       });
-      continue;  // a group never split stays one unit, left unpinned
+      continue;
     }
     ++split;
     for (size_t k = 0; k < n; ++k) {
@@ -499,6 +517,11 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   StreamCounts counts;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;
+  out.options = options;
+  out.report.onchipBytesUnfused = unfusedBytes(kernels, options);
+  out.kernels = std::move(kernels);
+  if (options.phaseChannels) assignPhaseChannels(out, platform);
+  verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   // Each converter's regions in one call, at the symbols' maxima: its buffer never holds more blocks.
   std::map<std::string, int64_t> regions;
   for (const Task& t : out.network.tasks)
@@ -507,11 +530,6 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
         if (p.dir == PortDir::kOut) regions[p.fifo] = portTokens(ph, p, options.maxima);
   for (Fifo& f : out.network.fifos)
     if (f.isRegion() && regions.count(f.name)) f.regionsPerCall = regions.at(f.name);
-  out.options = options;
-  out.report.onchipBytesUnfused = unfusedBytes(kernels, options);
-  out.kernels = std::move(kernels);
-  if (options.phaseChannels) assignPhaseChannels(out, platform);
-  verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   CompileReport& r = out.report;
   r.kernels = counts.kernels;
   r.converters = counts.converters;

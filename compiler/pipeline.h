@@ -52,9 +52,9 @@ std::vector<SchedulePin> schedulePins(const Schedules& schedules, const CompileO
 /// report's resources are their sum.
 std::vector<Resources> groupResources(const CompileResult& c, const Platform& platform);
 
-/// Compute units onto SLRs: each unit, in order, into its `pinned` SLR when it has one (>= 0), else into
-/// the first SLR (SLR0 first, beside the HBM) whose budget, less the units already there, holds it whole;
-/// -1 for a unit no SLR holds, which has to span SLRs.
+/// Compute units onto SLRs: each unit with a `pinned` SLR (>= 0) there, then each other unit, in order,
+/// into the first SLR (SLR0 first, beside the HBM) whose budget, less the units already there, holds it
+/// whole; -1 for a unit no SLR holds, which has to span SLRs.
 struct Placement {
   std::vector<int> slrOf;       ///< per unit
   std::vector<Resources> used;  ///< per SLR: the units placed there
@@ -73,17 +73,18 @@ struct ComputeUnit {
 /// resource estimate from the network's FIFO depths.
 std::vector<ComputeUnit> computeUnits(const CompileResult& c, const Platform& platform);
 
-/// The widest stream a cut between SLRs may carry (an AXI4-Stream link between two kernels).
-inline constexpr int64_t kMaxCrossingBits = 1024;
+/// The widest stream a cut between SLRs may carry (an AXI4-Stream link between two kernels), and the
+/// deepest: the largest AXI4-Stream Data FIFO that stream_connect inserts holds 32,768 entries (PG085).
+inline constexpr int64_t kMaxCrossingBits = 1024, kMaxCrossingDepth = 32768;
 
-/// Splits each fused group that no SLR's remaining share holds (groups placed first fit, as placeUnits)
-/// into one part per SLR: each task gets its part's SLR (Task::slr). The cut runs in topological order at
-/// the positions whose fullest part is least full, never through a converter's region, a stream wider
-/// than kMaxCrossingBits, a FIFO going back in that order, or a FIFO of a DMA or an adapter (they stay
-/// with their kernel). A FIFO between parts is an AXI4-Stream link between their kernels (stc emit); the
+/// Splits each fused group that no SLR's remaining share holds (the groups an SLR holds placed first fit
+/// first, as placeUnits) into one part per SLR: each task gets its part's SLR (Task::slr). The cut runs in
+/// topological order at the positions whose fullest part is least full, never through a converter's
+/// region, a stream wider than kMaxCrossingBits or deeper than kMaxCrossingDepth, a FIFO going back in
+/// that order, or a FIFO of a DMA or an adapter (they stay with their kernel). A FIFO between parts is an AXI4-Stream link between their kernels (stc emit); the
 /// network is otherwise unchanged, so the cut may move when FIFO depths change (updateResources runs it
 /// again, unless options.splitSlrs is off). A group no cut fits keeps the parts it had (over their shares)
-/// or stays whole. Returns the groups split.
+/// where every stream between them may still cross, or becomes whole. Returns the groups split.
 int splitAtSlrs(CompileResult& c, const Platform& platform);
 
 /// One FIFO's memory (a converter's region: its ping-pong buffer and control), as every estimate counts it.

@@ -759,6 +759,8 @@ class ProjectWriter {
     c.line("// Per layer: its packed input and weight streams, and the tensors its DMAs write, each in the bank");
     c.line("// connectivity.cfg gives the port (group_id of the argument).");
     c.line("std::vector<std::vector<xrt::bo>> bos(layers);");
+    if (split_)
+      c.line("std::vector<std::vector<xrt::run>> runs(layers);  // per layer, the parts of split groups, in order");
     c.line(graph_.weights.empty() ? "size_t in_pos = 0;" : "size_t in_pos = 0, w_pos = 0;");
     c.line("std::vector<" + tensorType(graph_.inputs.at(0).name) + "> chained;");
     c.line("std::vector<" + outputType() + "> outputs;  // token 0's, layer after layer");
@@ -799,6 +801,18 @@ class ProjectWriter {
         ++arg;
       }
     }
+    // A split group's parts: one run each, made once with its buffers (stream ports are the links', not
+    // set); each token sets the symbols, starts every part of the group and then waits for them all.
+    std::map<std::string, int> runOf;
+    for (const ComputeUnit& u : units_) {
+      if (u.slr < 0) continue;
+      runOf[topOf(u)] = static_cast<int>(runOf.size());
+      c.line("runs[layer].emplace_back(k_" + topOf(u) + ");");
+      int arg = 0;
+      for (const auto& [t, b] : unitArgs(u.group, u.slr))
+        c.line("runs[layer].back().set_arg(" + std::to_string(arg++) + ", bos[layer][" + std::to_string(slot.at(b->var)) +
+               "]);");
+    }
     c.line("chained = t_" + tid(graph_.inputs.at(0).name) + ";");
     c.close();
     c.open("for (int token = 0; token < tokens; ++token)");
@@ -818,19 +832,16 @@ class ProjectWriter {
     }
     for (int g : groups_) {
       if (splitGroup(g)) {  // one kernel per SLR, joined by streams: all started, then all waited for
-        std::vector<std::string> runs;
+        std::vector<std::pair<std::string, std::string>> runs;  // (run, its top)
         for (const ComputeUnit& u : units_) {
           if (u.group != g) continue;
-          std::string run = "run_" + topOf(u);
-          runs.push_back(run);
-          c.line("xrt::run " + run + "(k_" + topOf(u) + ");  // its stream ports are the links' (not set)");
-          int arg = 0;
-          for (const auto& [t, b] : unitArgs(u.group, u.slr))
-            c.line(run + ".set_arg(" + std::to_string(arg++) + ", b[" + std::to_string(slot.at(b->var)) + "]);");
+          std::string run = "runs[layer][" + std::to_string(runOf.at(topOf(u))) + "]";
+          runs.push_back({run, topOf(u)});
+          int arg = static_cast<int>(unitArgs(u.group, u.slr).size());
           for (const auto& sym : symbols_) c.line(run + ".set_arg(" + std::to_string(arg++) + ", " + sym + ");");
         }
-        for (const std::string& run : runs) c.line(run + ".start();");
-        for (const std::string& run : runs) c.line(run + ".wait();");
+        for (const auto& [run, top] : runs) c.line(run + ".start();  // " + top);
+        for (const auto& [run, top] : runs) c.line(run + ".wait();  // " + top);
         continue;
       }
       std::string top = topFunctionName(graph_, g);
@@ -1008,7 +1019,7 @@ class ProjectWriter {
     for (const auto& [fifo, ends] : links()) {
       std::string var = "s_" + fifoIds_.at(fifo);
       int64_t depth = net_.fifos.at(static_cast<size_t>(net_.findFifo(fifo))).depth, entries = 16;
-      while (entries < depth && entries < 32768) entries *= 2;
+      while (entries < depth) entries *= 2;  // at most kMaxCrossingDepth: splitAtSlrs cuts no deeper stream
       s += "# '" + fifo + "': depth " + std::to_string(depth) + " in the network\n";
       s += "stream_connect=" + ends.first + "_1." + var + ":" + ends.second + "_1." + var + ":" +
            std::to_string(entries) + "\n";

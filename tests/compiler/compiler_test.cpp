@@ -813,6 +813,10 @@ TEST(Compiler, PlacementFillsSlrsInOrderAndNamesUnitsNoSlrHolds) {
   EXPECT_EQ(p.used[0].lut, 410);
   EXPECT_EQ(p.used[1].dsp, 200);
   EXPECT_EQ(p.used[1].lut, 20);
+  // A unit pinned to its SLR (a split group's part) goes there first: 90 DSPs in SLR0 leave 80 no room.
+  Placement pinned = placeUnits({r(80, 10), r(90, 10)}, {r(100, 1000), r(200, 500)}, {-1, 0});
+  EXPECT_EQ(pinned.slrOf, (std::vector<int>{1, 0}));
+  EXPECT_EQ(pinned.used[0].dsp, 90);
   // One estimate per fused group; their DSPs are the kernels' (every kernel in exactly one group).
   CompileResult c = compileFile("gpt2_layer.yaml", {"onchip_budget_bytes=200000"});
   std::vector<Resources> groups = groupResources(c, defaultPlatform());
@@ -892,9 +896,11 @@ TEST(Compiler, GroupsNoSlrHoldsAreSplitAtSlrBoundaries) {
 
 // Sizing deepens FIFOs after the cut, and the cut is made again for the depths (updateResources): the
 // network's timing does not depend on it. On a U55C whose SLR1 leaves 50 URAM, the f32 mlp is cut as on
-// the real one (up in SLR1: 2,592 of 2,736 DSPs would fill SLR0 the more). Its stream h>act, written by up,
-// made 100 URAM deep, puts SLR1 over its share; made again, the cut puts up in SLR0 (288 URAM, 94.7% of
-// the DSPs), and the network is otherwise the same.
+// the real one (up in SLR1: 2,592 of 2,736 DSPs would fill SLR0 the more). Up's input stream x>up, written
+// by x's converter, made 100 URAM deep puts SLR1 over its share. Made again, the cut runs between the
+// converter and up: the converter and x's DMA in SLR0 (105 of 288 URAM), up in SLR1, act and down in SLR2,
+// each within its share, and the network is otherwise the same. A stream between the parts made deeper
+// than a link's largest FIFO (32,768 entries) leaves no cut: the group becomes one unit again.
 TEST(Compiler, TheSlrCutIsMadeAgainForTheSizedDepths) {
   std::string text = defaultPlatformText();
   const std::string slr1 = "    - {lut: 420000, ff: 840000, dsp: 3008, bram18k: 1320, uram: 320}";
@@ -907,14 +913,17 @@ TEST(Compiler, TheSlrCutIsMadeAgainForTheSizedDepths) {
   auto slrOf = [&](const std::string& task) { return c.network.tasks[static_cast<size_t>(taskNamed(c.network, task))].slr; };
   EXPECT_EQ(slrOf("up"), 1);
   EXPECT_EQ(slrOf("down"), 2);
-  Fifo& h = c.network.fifos[static_cast<size_t>(c.network.findFifo("h>act"))];
-  while (fifoResources(h).uram < 100) h.depth += std::max<int64_t>(1, h.depth / 8);
+  Fifo& x = c.network.fifos[static_cast<size_t>(c.network.findFifo("x>up"))];
+  while (fifoResources(x).uram < 100) x.depth += std::max<int64_t>(1, x.depth / 8);
   std::vector<ComputeUnit> units = computeUnits(c, p);
   EXPECT_FALSE(units[0].resources.within(p.slrBudgets[1])) << units[0].resources.uram;
   updateResources(c, p);
-  EXPECT_EQ(slrOf("up"), 0);
-  EXPECT_EQ(slrOf("load_w_up.s0"), 0);
-  EXPECT_GT(slrOf("down"), 0);
+  EXPECT_EQ(slrOf("x.cvt1.r"), 0);
+  EXPECT_EQ(slrOf("load_x"), 0);
+  EXPECT_EQ(slrOf("up"), 1);
+  EXPECT_EQ(slrOf("load_w_up.s0"), 1);
+  EXPECT_EQ(slrOf("down"), 2);
+  EXPECT_EQ(computeUnits(c, p).size(), 3u);
   for (const ComputeUnit& u : computeUnits(c, p))
     EXPECT_TRUE(u.resources.within(p.slrBudgets.at(static_cast<size_t>(u.slr)))) << u.slr;
   EXPECT_TRUE(c.report.fits);
@@ -923,6 +932,9 @@ TEST(Compiler, TheSlrCutIsMadeAgainForTheSizedDepths) {
     t.slr = u.slr = -1;
     EXPECT_EQ(t, u);
   }
+  c.network.fifos[static_cast<size_t>(c.network.findFifo("h>act"))].depth = kMaxCrossingDepth + 1;
+  updateResources(c, p);
+  for (const Task& t : c.network.tasks) EXPECT_EQ(t.slr, -1) << t.name;
 }
 
 // A converter's buffer holds the network's written regions, the one read and the one filled (depth + 2),

@@ -416,10 +416,12 @@ TEST(Emit, GroupsNoSlrHoldsAreOneKernelPerSlrJoinedByStreams) {
   EXPECT_FALSE(mentions(up, "down_task"));
   EXPECT_TRUE(mentions(down, "down_task"));
   EXPECT_NE(down.find("act_task(s_h_act, "), std::string::npos);  // act reads the link itself
-  // The host: both runs started, then both waited for; the stream ports left to the link.
+  // The host: a run per part made once a layer with its buffers; each call sets the symbols, starts both
+  // and then waits for both; the stream ports are left to the link.
   std::string host = readAll(dir + "/host/host.cpp");
-  size_t start1 = host.find("run_mlp_g0_slr1.start();"), start2 = host.find("run_mlp_g0_slr2.start();"),
-         wait1 = host.find("run_mlp_g0_slr1.wait();");
+  size_t start1 = host.find(".start();  // mlp_g0_slr1\n"), start2 = host.find(".start();  // mlp_g0_slr2\n"),
+         wait1 = host.find(".wait();  // mlp_g0_slr1\n");
+  EXPECT_NE(host.find("runs[layer].emplace_back(k_mlp_g0_slr1);"), std::string::npos) << host;  // made once a layer
   ASSERT_NE(start1, std::string::npos) << host;
   EXPECT_LT(start1, start2);
   EXPECT_LT(start2, wait1);
