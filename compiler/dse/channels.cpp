@@ -6,7 +6,8 @@
 //   cost(c) = sum over d' on c of rate(d') * |[s_d, e_d) and [s_d', e_d')|,
 //
 // ties going to the channel with the fewest bytes in all, then the lowest index. The simulation is
-// repeated on the new assignment (a DMA that waited on a busy channel runs shorter once it has its own).
+// repeated on the new assignment (a DMA that waited on a busy channel runs shorter once it has its own),
+// unless it moved no DMA: the same network would simulate and assign the same again.
 #include "compiler/dse/channels.h"
 
 #include <algorithm>
@@ -28,6 +29,7 @@ void assignChannelsByPhase(Network& net, const Platform& platform, const Binding
       double rate;
     };
     std::map<int, std::vector<Dma>> byGroup;
+    bool moved = false;
     for (Task& t : net.tasks) {
       if (!t.isDma()) continue;
       const sim::TaskStats* s = stats.at(t.name);
@@ -53,11 +55,13 @@ void assignChannelsByPhase(Network& net, const Platform& platform, const Binding
             bestCost = cost;
           }
         }
+        moved = moved || d.task->channel != static_cast<int>(best);
         d.task->channel = static_cast<int>(best);
         on[best].push_back(&d);
         total[best] += d.bytes;
       }
     }
+    if (!moved) return;
   }
 }
 
