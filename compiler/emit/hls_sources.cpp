@@ -3,7 +3,8 @@
 // then the top function
 //
 //   extern "C" void top(const Tok<16>* load_x, ..., Tok<16>* store_y, ..., int ctx) {
-//     m_axi, one bundle per DMA, 512-bit words where every access is one (emit::DmaPort);
+//     m_axi, one bundle per HBM pseudo-channel for the ports that can share one (one channel each;
+//     bundlesOf), else one per DMA; 512-bit words where every access is one (emit::DmaPort);
 //     s_axilite control; DATAFLOW
 //     hls::stream<Tok<N>> s_fifo;  #pragma HLS STREAM depth=<sized depth>     one per FIFO
 //     hls::stream_of_blocks<blk_region, <depth>> s_region;                   one per converter
@@ -13,6 +14,7 @@
 #include <cctype>
 #include <functional>
 #include <set>
+#include <tuple>
 
 #include "compiler/emit/emit.h"
 #include "compiler/emit/task_bodies.h"
@@ -212,10 +214,14 @@ class SourceEmitter {
     }
     prototypes_[{g, slr}] = {"extern \"C\" void " + top + "(" + joined(params) + ")", top + "(" + joined(args) + ")"};
     c.open("extern \"C\" void " + top + "(" + joined(params) + ")");
+    std::map<std::string, std::pair<std::string, int>> bundles = bundlesOf(g, slr);
     for (const Task* t : tasks) {
       if (!t->isDma()) continue;
       const std::string& port = dmaArgs_.at(t->name);
-      c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + port +
+      auto shared = bundles.find(t->name);
+      std::string bundle = shared == bundles.end() ? port : shared->second.first + " channel=" +
+                                                                std::to_string(shared->second.second);
+      c.line("#pragma HLS INTERFACE m_axi port=" + port + " bundle=" + bundle +
              " offset=slave depth=" + std::to_string(bufferDepth(*t)) + " " + axiOptions() + "  // HBM[" +
              std::to_string(t->channel) + "]");
       if (role(*t).kind == TaskRole::kGather)
@@ -328,6 +334,37 @@ class SourceEmitter {
     std::vector<const Task*> out;
     for (const Task& t : compiled_.network.tasks)
       if (t.group == g && (slr == kAnySlr || t.slr == slr) && t.isDma()) out.push_back(&t);
+    return out;
+  }
+
+  // The m_axi bundles one kernel's DMAs share: the ports of a unit that move a packed stream (an input's,
+  // a weight's or a KV cache's) or store a tensor, on one HBM pseudo-channel (so one sp= bank), that move
+  // 512-bit beats (or elements of one type), share a bundle `gmem<channel>`, each on a channel of its own (UG1399, "M_AXI Channels"):
+  // one AXI master to the HBM switch instead of one per port, while each port keeps its own load or
+  // store unit, AXI ID, read-ahead buffer and outstanding requests, as the HBM model gives every DMA. The
+  // pseudo-channel (14.375 GB/s) is slower than the bundle's 512-bit data bus at 250 MHz (16 GB/s), so
+  // ports that share it lose nothing the model does not already charge. A read of a tensor another task
+  // stored (an sp= range over two banks) and an embedding lookup keep a bundle of their own. By DMA task:
+  // its bundle and channel; a port missing keeps the bundle named after it.
+  std::map<std::string, std::pair<std::string, int>> bundlesOf(int g, int slr) const {
+    std::map<std::tuple<int, int, std::string>, std::vector<const Task*>> byBank;  // channel, switch port, word
+    std::set<std::string> names;
+    for (const Task* t : dmasOf(g, slr)) {
+      names.insert(dmaArgs_.at(t->name));
+      const TaskRole& r = role(*t);
+      if ((r.kind == TaskRole::kLoad && r.packed) || r.kind == TaskRole::kStore)
+        byBank[{t->channel, t->axiPort, port(*t).beats() ? "512-bit beats" : port(*t).type()}].push_back(t);
+    }
+    std::map<std::string, std::pair<std::string, int>> out;
+    std::map<int, int> perChannel;  // bundles on each pseudo-channel so far
+    for (const auto& [key, members] : byBank) {
+      if (members.size() < 2) continue;
+      int n = perChannel[std::get<0>(key)]++;
+      std::string name = "gmem" + std::to_string(std::get<0>(key)) + (n ? "_" + std::to_string(n) : "");
+      while (names.count(name)) name += "_b";
+      names.insert(name);
+      for (size_t i = 0; i < members.size(); ++i) out[members[i]->name] = {name, static_cast<int>(i)};
+    }
     return out;
   }
 

@@ -1221,7 +1221,10 @@ class ProjectWriter {
          std::string(mhz) +
          " MHz) and writes its reports under `build/hls_<top>/`: check the II and latency of every\n"
          "     task against `network.yaml`'s phases. The `m_axi` ports carry `depth=` for C/RTL "
-         "co-simulation.\n"
+         "co-simulation;\n"
+         "     a kernel's ports on one HBM pseudo-channel share a bundle `gmem<n>`, a `channel=` each (an AXI\n"
+         "     master per pseudo-channel; UG1399, \"M_AXI Channels\": Vitis 2023.1 or later, as the `[hls]`\n"
+         "     config files need too).\n"
          "  3. `make run TARGET=sw_emu`, then `make run TARGET=hw_emu`: compile (`v++ -c -t`), link with\n"
          "     `connectivity.cfg` (`v++ -l`, `--kernel_frequency " +
          std::string(mhz) +

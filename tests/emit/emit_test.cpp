@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -631,6 +633,79 @@ TEST(Emit, DmaPortsMoveWhole512BitBeats) {
                                "512-bit beats\nstatic void load_scale_task(hls::stream<Tok<1, st_i8>>& s_scale_hbm, "
                                "const st_i8* mem)"),
             std::string::npos);
+}
+
+// The ports of one kernel on one HBM pseudo-channel that move 512-bit beats share an m_axi bundle, each
+// on a channel of its own (UG1399, "M_AXI Channels": its own load or store unit and AXI ID), so the kernel
+// has one AXI master per pseudo-channel it uses instead of one per port. gpt2-tiny's layer reads no tensor
+// it stores (every read is a packed input, weight or cache), so every such pair shares; a port alone on
+// its channel, and an element port, keep a bundle named after themselves.
+TEST(EmitW4A8, PortsOnOneChannelShareAnAxiMaster) {
+  std::string dir = fresh("bundles");
+  ASSERT_EQ(stc("emit " + model("gpt2-tiny.yaml") + " -o " + dir).code, 0);
+  std::string cfg = readAll(dir + "/connectivity.cfg");
+  const std::regex param(R"((?:const )?(Tok<[^>]*>|\w+)\* (\w+))");
+  const std::regex pragma(R"(#pragma HLS INTERFACE m_axi port=(\w+) bundle=(\w+)(?: channel=(\d+))? .*// HBM\[(\d+)\])");
+  int ports = 0, masters = 0, shared = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/src")) {
+    if (e.path().extension() != ".cpp") continue;
+    std::string top = e.path().stem().string(), src = readAll(e.path().string());
+    size_t sig = src.find("extern \"C\" void " + top + "(");
+    ASSERT_NE(sig, std::string::npos) << top;
+    std::string signature = src.substr(sig, src.find('\n', sig) - sig);
+    std::map<std::string, std::string> type;  // argument -> pointee
+    for (std::sregex_iterator m(signature.begin(), signature.end(), param), end; m != end; ++m)
+      type[(*m)[2]] = (*m)[1];
+    struct Port {
+      std::string name, bundle;
+      int channel, hbm;
+    };
+    std::map<std::string, std::vector<Port>> bundles;
+    std::vector<Port> all;
+    for (std::sregex_iterator m(src.begin(), src.end(), pragma), end; m != end; ++m) {
+      Port p{(*m)[1], (*m)[2], (*m)[3].matched ? std::stoi((*m)[3]) : -1, std::stoi((*m)[4])};
+      bundles[p.bundle].push_back(p);
+      all.push_back(p);
+    }
+    ASSERT_FALSE(all.empty()) << top;
+    ports += static_cast<int>(all.size());
+    masters += static_cast<int>(bundles.size());
+    auto bank = [&](const std::string& arg) {
+      std::string key = "sp=" + top + "_1." + arg + ":";
+      size_t at = cfg.find(key);
+      EXPECT_NE(at, std::string::npos) << key;
+      return at == std::string::npos ? std::string() : cfg.substr(at + key.size(), cfg.find('\n', at) - at - key.size());
+    };
+    for (const auto& [name, members] : bundles) {
+      if (members.size() == 1) {  // a bundle of its own, named after it, no channel option
+        EXPECT_EQ(name, members[0].name);
+        EXPECT_EQ(members[0].channel, -1) << name;
+        continue;
+      }
+      ++shared;
+      // One pseudo-channel, each member's sp= that one bank, channels 0..k-1 once each, 512-bit words.
+      EXPECT_EQ(name.rfind("gmem" + std::to_string(members[0].hbm), 0), 0u) << name;
+      std::set<int> channels;
+      for (const Port& p : members) {
+        EXPECT_EQ(p.hbm, members[0].hbm) << p.name;
+        EXPECT_EQ(bank(p.name), "HBM[" + std::to_string(p.hbm) + "]") << p.name;
+        EXPECT_EQ(type.at(p.name).rfind("Tok<", 0), 0u) << p.name << " " << type.at(p.name);
+        channels.insert(p.channel);
+      }
+      EXPECT_EQ(channels.size(), members.size()) << name;
+      EXPECT_EQ(*channels.begin(), 0) << name;
+      EXPECT_EQ(*channels.rbegin(), static_cast<int>(members.size()) - 1) << name;
+    }
+    // Every two beat ports of this kernel on one pseudo-channel and one bank share a bundle.
+    for (const Port& a : all)
+      for (const Port& b : all)
+        if (a.hbm == b.hbm && type.at(a.name).rfind("Tok<", 0) == 0 && type.at(b.name).rfind("Tok<", 0) == 0 &&
+            bank(a.name) == "HBM[" + std::to_string(a.hbm) + "]" && bank(b.name) == bank(a.name)) {
+          EXPECT_EQ(a.bundle, b.bundle) << top << ": " << a.name << " and " << b.name;
+        }
+  }
+  EXPECT_GT(shared, 0);
+  EXPECT_LT(masters, ports);
 }
 
 // Qwen's MLP weight tiles take more bytes a cycle than a 512-bit beat per stripe: each stripe's DMA moves
