@@ -439,11 +439,13 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       o.rowBlockPolicy = value == "auto" ? -1 : value == "0" ? 0 : atMost(positiveInt(), kMaxNumber);
     } else if (key.rfind("row_block.", 0) == 0 && key.size() > 10)
       o.pinnedRowBlock[key.substr(10)] = value == "0" ? 0 : atMost(positiveInt(), kMaxNumber);
+    else if (key.rfind("dim.", 0) == 0 && key.size() > 4)
+      o.importDims[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else
       throw UserError(
           "stc compile: error: unknown setting '" + key +
           "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, "
-          "slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
+          "slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP, dim.AXIS)");
   }
   return o;
 }

@@ -68,11 +68,12 @@ def cases(m):
         ("relu_sigmoid_mlp", lambda: ReluMlp(), (5, 40), 15, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
         ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
-        # With a symbolic sequence: refused at import, node by node (README, ONNX models: limits).
-        ("causal_attention_seq", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, REFUSED),
-        ("causal_tril_seq", lambda: m.CausalSelfAttention(mask="tril"), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, REFUSED),
+        # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.
+        ("causal_attention_seq", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
+        ("causal_attention_seq_s12", lambda: m.CausalSelfAttention(), (1, 12, 64), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
+        ("causal_tril_seq", lambda: m.CausalSelfAttention(mask="tril"), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
         ("gqa_attention", lambda: m.GqaAttention(), (1, 8, 64), 17, None, []),
-        ("gqa_attention_seq", lambda: m.GqaAttention(), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, REFUSED),
+        ("gqa_attention_seq", lambda: m.GqaAttention(), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
         ("gqa_interleave", lambda: m.GqaAttention(interleave=True), (1, 8, 64), 17, None, []),
     ]
 

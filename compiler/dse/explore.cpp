@@ -130,6 +130,9 @@ Space loadSpace(const std::string& path, const Platform& platform) {
   s.knobs = parseSpace(readTextFile(path), path);
   for (const SpaceKnob& k : s.knobs)
     for (size_t v = 0; v < k.values.size(); ++v) {
+      if (k.key.rfind("dim.", 0) == 0)  // the graph is imported once, before the sweep
+        throw UserError(formatError(k.valueLocs[v], "field '" + k.key + "': a dynamic axis is fixed at import, "
+                                                    "not swept: give it with --set " + k.key + "=N"));
       try {
         parseCompileOptions({k.key + "=" + k.values[v]}, platform);
       } catch (const UserError& e) {

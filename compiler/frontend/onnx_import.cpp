@@ -208,31 +208,27 @@ std::string symbolName(const std::string& param) {
 
 class Importer {
  public:
-  explicit Importer(std::string path) : path_(std::move(path)) {}
+  Importer(std::string path, std::map<std::string, int64_t> dims) : path_(std::move(path)), dims_(std::move(dims)) {}
 
   Graph run() {
     load();
-    for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
-    foldShapeArguments();
+    // A shape folded in one round can make another computable (an export with dynamic axes computes a
+    // reshape's target from the shape of another computed reshape): rounds until none folds more.
+    for (int round = 0; round < 16; ++round) {
+      for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
+      if (!foldShapeArguments()) break;
+    }
     for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
     for (const auto& in : model_.graph().input())
       if (!consts_.count(in.name())) {
         graph_.inputs.push_back({in.name(), shapeOf(in.name()), dtypeOf(in.type().tensor_type().elem_type()), loc()});
       }
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
-    if (!unsupported_.empty()) {
-      std::string msg = path_ + ": error: unsupported: " + std::to_string(unsupported_.size()) + " node(s):";
-      for (const auto& u : unsupported_) msg += "\n  " + u;
-      throw UserError(msg);
-    }
+    if (!unsupported_.empty()) throw unsupportedError();
     recognisePatterns();
     for (size_t i = 0; i < dyn_.size(); ++i)
       if (!dyn_[i].dead) emit(dyn_[i]);
-    if (!unsupported_.empty()) {
-      std::string msg = path_ + ": error: unsupported: " + std::to_string(unsupported_.size()) + " node(s):";
-      for (const auto& u : unsupported_) msg += "\n  " + u;
-      throw UserError(msg);
-    }
+    if (!unsupported_.empty()) throw unsupportedError();
     foldInterleavedKvHeads();
     shareRepeatedKvHeads();
     for (const auto& out : model_.graph().output()) graph_.outputs.push_back(resolve(out.name()));
@@ -253,6 +249,23 @@ class Importer {
 
   SourceLoc loc() const { return SourceLoc{path_, 0, 0}; }
 
+  // Every unsupported node by name and op type; where shape arithmetic over a dynamic axis is among them,
+  // how to fix the axis at import.
+  UserError unsupportedError() const {
+    std::string msg = path_ + ": error: unsupported: " + std::to_string(unsupported_.size()) + " node(s):";
+    bool symbolic = false;
+    for (const auto& u : unsupported_) {
+      msg += "\n  " + u;
+      symbolic = symbolic || u.find("symbolic") != std::string::npos;
+    }
+    if (symbolic && !freeAxes_.empty()) {
+      std::string fix;
+      for (const std::string& a : freeAxes_) fix += (fix.empty() ? "" : " ") + std::string("--set dim.") + a + "=N";
+      msg += "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: " + fix + ")";
+    }
+    return UserError(msg);
+  }
+
   void load() {
     std::string bytes = readTextFile(path_);  // a regular file of at most 1 GiB
     if (!model_.ParseFromString(bytes) || !model_.has_graph())
@@ -264,7 +277,41 @@ class Importer {
       throw UserError(path_ + ": error: opset " + std::to_string(opset) + " is outside the supported range " +
                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " (export with opset_version=" +
                       std::to_string(kMaxOpset) + ")");
+    fixDynamicAxes();
     inferShapes();
+  }
+
+  // The dynamic axes (dim_params) the caller binds become fixed sizes before shape inference, so that the
+  // shape arithmetic an export computes from them (Shape, Gather, Concat, a mask sliced to the sequence)
+  // folds to constants as in a static export.
+  void fixDynamicAxes() {
+    std::set<std::string> axes, used;
+    auto fix = [&](onnx::ValueInfoProto& v) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+        if (!d.has_dim_param()) continue;
+        std::string name = symbolName(d.dim_param());
+        axes.insert(name);
+        auto it = dims_.find(name);
+        if (it == dims_.end()) {
+          freeAxes_.insert(name);
+          continue;
+        }
+        used.insert(name);
+        d.set_dim_value(it->second);
+      }
+    };
+    for (auto& v : *model_.mutable_graph()->mutable_input()) fix(v);
+    for (auto& v : *model_.mutable_graph()->mutable_output()) fix(v);
+    if (dims_.empty()) return;
+    model_.mutable_graph()->clear_value_info();  // inferred again from the fixed inputs
+    for (const auto& [name, value] : dims_) {
+      if (used.count(name)) continue;
+      std::string list;
+      for (const std::string& a : axes) list += (list.empty() ? "" : ", ") + a;
+      throw UserError(path_ + ": error: field 'dim." + name + "': the model has no dynamic axis '" + name + "' (" +
+                      (list.empty() ? std::string("it has none") : "its dynamic axes: " + list) + ")");
+    }
   }
 
   void inferShapes() {
@@ -282,9 +329,9 @@ class Importer {
 
   // Shape arguments computed by other nodes (a torch export computes a view's or an expand's target from
   // shapes and constants): folded in a first pass, then handed to ONNX's shape inference as initializers,
-  // which it reads where it cannot evaluate the nodes, so that the shapes after them are known. The second
-  // pass starts afresh on the rewritten model.
-  void foldShapeArguments() {
+  // which it reads where it cannot evaluate the nodes, so that the shapes after them are known. The next
+  // pass starts afresh on the rewritten model. False when nothing was rewritten.
+  bool foldShapeArguments() {
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
     static const std::map<std::string, std::vector<int>> shapeArguments = {
         {"Reshape", {1}}, {"Expand", {1}}, {"ConstantOfShape", {0}}, {"Tile", {1}}, {"Unsqueeze", {1}},
@@ -329,9 +376,10 @@ class Importer {
     dyn_.clear();
     producer_.clear();
     unsupported_.clear();
-    if (!rewritten) return;
+    if (!rewritten) return false;
     model_.mutable_graph()->clear_value_info();
     inferShapes();
+    return true;
   }
 
   // Shape of a value: inferred dims, a named symbol for a dim_param; UserError when unknown.
@@ -1311,6 +1359,8 @@ class Importer {
   }
 
   std::string path_;
+  std::map<std::string, int64_t> dims_;  // dynamic axes fixed at import
+  std::set<std::string> freeAxes_;       // dynamic axes left symbolic
   onnx::ModelProto model_;
   std::map<std::string, const onnx::TypeProto*> types_;
   std::map<std::string, Const> consts_;
@@ -1325,6 +1375,8 @@ class Importer {
 
 }  // namespace
 
-Graph importOnnx(const std::string& path) { return Importer(path).run(); }
+Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& dims) {
+  return Importer(path, dims).run();
+}
 
 }  // namespace stc

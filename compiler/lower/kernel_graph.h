@@ -40,6 +40,9 @@ struct CompileOptions {
   int64_t rowBlockPolicy = -1;
   std::map<std::string, SourceLoc> pinOrigin;     ///< "tk.OP", "row_block.OP": where a schedule file set it
   Bindings maxima;                   ///< the largest value of each symbol, for buffer sizes (default 4096)
+  /// dim.NAME=N: an ONNX model's dynamic axis NAME fixed to N at import (frontend/onnx_import.h), so that
+  /// the shape arithmetic an export computes from it folds; a graph file writes its sizes itself.
+  std::map<std::string, int64_t> importDims;
   /// Off: compileGraph leaves every DMA on the lowering's channel, for a caller that may drop the design
   /// before paying assignPhaseChannels' simulations (pipeline.h).
   bool phaseChannels = true;

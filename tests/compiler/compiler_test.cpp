@@ -618,7 +618,7 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP)");
+      "lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP, dim.AXIS)");
   EXPECT_EQ(errorOf(mlp, {"slr_split=maybe"}), "stc compile: error: --set slr_split expects on or off, got 'maybe'");
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");

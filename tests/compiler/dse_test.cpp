@@ -228,7 +228,11 @@ TEST(Dse, SpaceFileErrors) {
   EXPECT_EQ(spaceError("space:\n  tiles: [8]\n"),
             "space.yaml:2:11: error: field 'tiles': unknown setting 'tiles' (known: tile, unroll_budget, "
             "onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, tk.OP, tn.OP, row_block.OP, "
-            "lane_ii.OP)");
+            "lane_ii.OP, dim.AXIS)");
+  // An ONNX model's dynamic axis is fixed once, at import, before the sweep.
+  EXPECT_EQ(spaceError("space:\n  dim.seq: [8]\n"),
+            "space.yaml:2:13: error: field 'dim.seq': a dynamic axis is fixed at import, not swept: give it with "
+            "--set dim.seq=N");
   EXPECT_EQ(
       spaceError("space:\n  unroll_budget: [0.5, 2]\n"),
       "space.yaml:2:24: error: field 'unroll_budget': --set unroll_budget expects a share of the DSPs in "

@@ -855,6 +855,31 @@ TEST(Emit, OnnxBlocksWithTheirOwnWeightsCsimMatchesTheReference) {
   EXPECT_EQ(first, 1.0f);
 }
 
+// An export with a dynamic sequence axis, fixed at import (--set dim.seq=8): its shape arithmetic folds,
+// repeat_kv becomes grouped-query attention, and the project's kernels compute what the reference does. The
+// network records the setting, so `stc emit` of the compiled network imports the model the same way.
+TEST(Emit, AnExportWithADynamicAxisFixedAtImport) {
+  std::string out = emitAndSimulate(model("onnx/gqa_attention_seq.onnx"), "onnx_gqa_seq", "--set dim.seq=8");
+  std::string net = ::testing::TempDir() + "gqa_seq_net.yaml";
+  ASSERT_EQ(stc("compile " + model("onnx/gqa_attention_seq.onnx") + " --set dim.seq=8 -o " + net).code, 0);
+  EXPECT_NE(readAll(net).find("dim.seq=8"), std::string::npos);
+  std::string again = fresh("onnx_gqa_seq_net");
+  Outcome e = stc("emit " + net + " -o " + again);
+  EXPECT_EQ(e.code, 0) << e.out;
+  Outcome m = shell("make -s -C " + again + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
+  // Without the setting the import lists what does not fold and says how to fix the axis.
+  Outcome refused = stc("compile " + model("onnx/gqa_attention_seq.onnx") + " -o " + net);
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.out.find("--set dim.seq=N)"), std::string::npos) << refused.out;
+  // A graph file writes its sizes: the setting is refused there.
+  Outcome graph = stc("compile " + model("graphs/mlp.yaml") + " --set dim.seq=8 -o " + net);
+  EXPECT_EQ(graph.code, 1);
+  EXPECT_NE(graph.out.find("mlp.yaml: error: --set dim.seq: only an ONNX model's dynamic axes are fixed at import"),
+            std::string::npos)
+      << graph.out;
+}
+
 // Every FIFO of the sized network is one stream with its depth, every DMA one sp= line on its channel.
 TEST(Emit, ProjectTextCarriesTheSizedDepthsAndHbmBindings) {
   std::string dir = fresh("text");

@@ -475,6 +475,60 @@ TEST(Onnx, ShapesComputedFromASymbolicDimensionAreListedNodeByNode) {
   // Nodes after the first that cannot be shaped stay off the list: the softmax and the projections do.
   EXPECT_EQ(msg.find("Softmax"), std::string::npos);
   EXPECT_EQ(msg.find("c_proj"), std::string::npos);
+  // The list ends with the way out: fixing the axis at import.
+  const std::string hint =
+      "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: --set dim.seq=N)";
+  EXPECT_EQ(msg.substr(msg.size() - hint.size()), hint) << msg;
+}
+
+// With the sequence fixed at import (--set dim.seq=N), the shape arithmetic of those exports folds as a
+// static export's does: the masks become causal softmaxes, repeat_kv grouped-query attention, and each
+// computes what torch does. The exporter builds each *_seq module right after a reset of torch's seed, as
+// it does its static twin, so the two hold the same weights: the twin's torch input and output
+// (NAME.io.bin) check the *_seq import at 8 rows.
+TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
+  const std::map<std::string, int64_t> eight = {{"seq", 8}};
+  for (const auto& [seq, twin] : std::vector<std::pair<std::string, std::string>>{
+           {"causal_attention_seq.onnx", "causal_attention.onnx"},
+           {"causal_tril_seq.onnx", "causal_attention.onnx"},
+           {"gqa_attention_seq.onnx", "gqa_attention.onnx"}}) {
+    Graph g = importOnnx(model(seq.c_str()), eight);
+    EXPECT_TRUE(verifyGraph(g).empty()) << seq;
+    EXPECT_EQ(g.inputs.at(0).shape, (std::vector<Expr>{Expr(1), Expr(8), Expr(64)})) << seq;
+    EXPECT_EQ(opCounts(g), opCounts(importOnnx(model(twin.c_str())))) << seq;
+    int causal = 0;
+    for (const auto& op : g.ops) causal += isCausal(op);
+    EXPECT_EQ(causal, 1) << seq;
+    std::string bytes;
+    {
+      std::ifstream f(model(twin.c_str()) + ".io.bin", std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    const int64_t n = 8 * 64;
+    ASSERT_EQ(bytes.size(), static_cast<size_t>(8 * n)) << twin;
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    std::memcpy(x.data(), bytes.data(), static_cast<size_t>(4 * n));
+    std::memcpy(y.data(), bytes.data() + 4 * n, static_cast<size_t>(4 * n));
+    std::map<std::string, Tensor> values = {{g.inputs.at(0).name, Tensor{{1, 8, 64}, x}}};
+    for (const auto& [weight, v] : g.values) values[weight] = Tensor{{}, v};
+    std::vector<float> got = interpret(g, values).at(g.outputs.at(0)).data;
+    ASSERT_EQ(got.size(), y.size()) << seq;
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(got[i], y[i], 1e-5 + 1e-4 * std::fabs(y[i])) << seq << " element " << i;
+    CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
+    EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock) << seq;
+  }
+  // Another length folds too (the mask buffer holds 16 positions: 12 of them are sliced).
+  Graph twelve = importOnnx(model("causal_attention_seq.onnx"), {{"seq", 12}});
+  EXPECT_EQ(twelve.inputs.at(0).shape, (std::vector<Expr>{Expr(1), Expr(12), Expr(64)}));
+  // An axis the model does not have is refused by name.
+  std::string path = model("causal_attention_seq.onnx");
+  try {
+    importOnnx(path, {{"len", 8}});
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": error: field 'dim.len': the model has no dynamic axis 'len' (its dynamic axes: seq)");
+  }
 }
 
 TEST(Onnx, Errors) {

@@ -73,7 +73,11 @@ void warnOutsideSizedRange(const Network& net, const std::string& path, const Bi
 /// Whether path names an ONNX file (by its extension).
 bool isOnnxPath(const std::string& path);
 /// A graph file, or an ONNX model named after its file; UserError for any other file.
-Graph loadGraphFile(const std::string& path);
+/// A graph file, or an ONNX model imported with the dynamic axes `settings` fix (`dim.AXIS=N`), which a
+/// graph file refuses.
+Graph loadGraphFile(const std::string& path, const std::vector<std::string>& settings = {});
+/// The dynamic axes `settings` fix at import (`dim.AXIS=N`); refused for a path that is not an ONNX model.
+std::map<std::string, int64_t> importDims(const std::vector<std::string>& settings, const std::string& path);
 /// UserError at path unless every symbol is bound: "the WHAT uses symbol 's': bind it with --ctx N" (or
 /// --bind s=N).
 void requireBindings(const std::set<std::string>& symbols, const Bindings& bindings, const std::string& path,

@@ -145,9 +145,18 @@ bool isOnnxPath(const std::string& path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
 }
 
-Graph loadGraphFile(const std::string& path) {
+std::map<std::string, int64_t> importDims(const std::vector<std::string>& settings, const std::string& path) {
+  std::map<std::string, int64_t> dims = parseCompileOptions(settings, defaultPlatform()).importDims;
+  if (!dims.empty() && !isOnnxPath(path))
+    throw UserError(path + ": error: --set dim." + dims.begin()->first +
+                    ": only an ONNX model's dynamic axes are fixed at import (a graph file writes its sizes)");
+  return dims;
+}
+
+Graph loadGraphFile(const std::string& path, const std::vector<std::string>& settings) {
+  std::map<std::string, int64_t> dims = importDims(settings, path);
   if (isOnnxPath(path)) {
-    Graph g = importOnnx(path);
+    Graph g = importOnnx(path, dims);
     std::string stem = path.substr(path.find_last_of('/') + 1);  // exporters name every graph alike
     g.name = stem.substr(0, stem.size() - 5);
     return g;
@@ -170,7 +179,8 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
                            const std::set<std::string>& ranged) const {
   if (isOnnxPath(path)) {
     bindings = parseSymbolBindings(command, ctx, binds);
-    Network net = compileGraph(importOnnx(path), platformArg, parseCompileOptions(settings, platformArg)).network;
+    Network net = compileGraph(importOnnx(path, importDims(settings, path)), platformArg,
+                               parseCompileOptions(settings, platformArg)).network;
     net.sourceFile = path;
     net.sourceSettings = settings;
     for (const std::string& s : net.symbols())
@@ -182,6 +192,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
   FileKind kind = detectFileKind(text, path);
   if (kind != FileKind::kNetwork && kind != FileKind::kGraph)
     throw UserError(path + ": error: expected a network or a graph file (its first key 'network' or 'graph')");
+  if (kind == FileKind::kGraph) importDims(settings, path);  // refuses dim.AXIS
   Network net = kind == FileKind::kNetwork
                     ? parseNetwork(text, path)
                     : compileGraph(parseGraph(text, path), platformArg, parseCompileOptions(settings, platformArg)).network;
@@ -397,7 +408,7 @@ Graph loadNetworkSourceGraph(const Network& net, const std::string& path, const 
   if (resolved.empty())
     throw UserError(path + ": error: field 'source': the network was compiled from '" + net.sourceFile +
                     "', which cannot be read");
-  return loadGraphFile(resolved);
+  return loadGraphFile(resolved, net.sourceSettings);
 }
 
 void takeDepths(const Network& file, const std::string& path, Network& compiled) {

@@ -50,8 +50,9 @@ int compile(const CompileArgs& a) {
   Platform platform = platformFromArg(a.platform);
   Graph graph;
   if (isOnnxPath(a.input)) {
-    graph = importOnnx(a.input);
+    graph = importOnnx(a.input, importDims(a.settings, a.input));
   } else {
+    importDims(a.settings, a.input);  // refuses dim.AXIS
     std::string text = readTextFile(a.input);
     if (detectFileKind(text, a.input) != FileKind::kGraph)
       throw UserError(a.input + ":1:1: error: expected a graph file (its first key 'graph') or an ONNX model");
@@ -125,7 +126,8 @@ Runner addCompile(CLI::App& app) {
       "max_stripe (0: each weight its stage's share of the channels), max_SYMBOL (largest value of a symbol, "
       "for buffer sizes), row_block (every matmul's "
       "loop order: auto, 0 weight-stationary, N rows per block), tk.OP and row_block.OP (pin a matmul's "
-      "reduction tile and rows per block; row_block 0: every row)");
+      "reduction tile and rows per block; row_block 0: every row), dim.AXIS (an ONNX model's dynamic axis "
+      "fixed at import, so that the shape arithmetic over it folds)");
   app.add_option(
       "--schedule", a->schedule,
       "schedule file pinning matmuls' tk and row_block (as --write-schedule writes it; --set wins)");

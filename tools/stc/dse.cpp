@@ -28,7 +28,7 @@ namespace {
 Subject loadSubject(const DseArgs& a) {
   Subject s;
   if (isOnnxPath(a.input)) {
-    s.graph = loadGraphFile(a.input);
+    s.graph = loadGraphFile(a.input, a.settings);
   } else {
     std::string text = readTextFile(a.input);
     switch (detectFileKind(text, a.input)) {

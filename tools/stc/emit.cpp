@@ -66,10 +66,12 @@ Loaded loadGraph(const EmitArgs& a, const std::string& command) {
   Loaded l;
   const std::string& path = a.input.path;
   if (isOnnxPath(path)) {
-    l.graph = loadGraphFile(path);
+    l.graph = loadGraphFile(path, a.input.settings);
   } else {
     std::string text = readTextFile(path);
-    switch (detectFileKind(text, path)) {
+    FileKind kind = detectFileKind(text, path);
+    if (kind == FileKind::kGraph || kind == FileKind::kModel) importDims(a.input.settings, path);  // no dim.AXIS
+    switch (kind) {
       case FileKind::kGraph:
         l.graph = parseGraph(text, path);
         break;
