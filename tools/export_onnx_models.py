@@ -19,6 +19,12 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   gqa_interleave.onnx
                      the same with k.repeat_interleave(rep, dim=1), opset 17
   pointwise.onnx     Erf, Sigmoid, Pow, Sqrt, Reciprocal (rsqrt), Abs, Max, Min outside any pattern, opset 13
+  select_mlp.onnx    selects and bounds on data: torch.where over comparisons (>, <, >=), a leaky ReLU
+                     written as a where, clamp and hardtanh (Clip), an einsum projection; opset 17
+  einsum_attention.onnx, einsum_attention_seq.onnx
+                     attention written with einsum (q.k over permuted heads, p.v), qkv.chunk(3) (a ceil
+                     division of the width), learned positions (arange + an embedding), a bool triu mask
+                     built in forward filled with finfo.min; static and symbolic `seq`, opset 17
 
 The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
 output) of the blocks written with reference implementations' idioms.
@@ -208,6 +214,45 @@ class Pointwise(nn.Module):
                 torch.rsqrt(h * h + 1) - torch.maximum(h, x) + torch.minimum(h, -x))
 
 
+class SelectMlp(nn.Module):
+    """Selects and bounds on data, as model code writes them beside the usual activations."""
+
+    def __init__(self, d=32, f=64):
+        super().__init__()
+        self.up = nn.Linear(d, f)
+        self.w = nn.Parameter(0.2 * torch.randn(f, d))
+
+    def forward(self, x):
+        h = self.up(x)
+        h = torch.where(h > 0, h, 0.01 * h)  # a leaky ReLU written as a select
+        g = torch.where(h < -0.05, torch.zeros_like(h), torch.clamp(h, min=-1.0, max=1.0))
+        y = torch.einsum("bf,fd->bd", g, self.w)
+        return y + torch.where(x >= 0.2, 1.0, -1.0) * nn.functional.hardtanh(y)
+
+
+class EinsumAttention(nn.Module):
+    """Causal attention written with einsum, chunk, learned positions and a bool mask built in forward."""
+
+    def __init__(self, d=64, heads=4, max_pos=32):
+        super().__init__()
+        self.heads = heads
+        self.wpe = nn.Embedding(max_pos, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        x = x + self.wpe(torch.arange(0, T, dtype=torch.long))
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        hs = C // self.heads
+        q, k, v = (t.view(B, T, self.heads, hs) for t in (q, k, v))
+        att = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(hs)
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        att = att.masked_fill(mask, torch.finfo(att.dtype).min).softmax(dim=-1)
+        y = torch.einsum("bhqk,bkhd->bqhd", att, v)
+        return self.proj(y.reshape(B, T, C))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -238,6 +283,9 @@ def main():
     export(GqaAttention(), torch.randn(1, 8, 64), "gqa_attention_seq.onnx", 17, seq)
     export(GqaAttention(interleave=True), torch.randn(1, 8, 64), "gqa_interleave.onnx", 17, io=True)
     export(Pointwise(), torch.randn(4, 32), "pointwise.onnx", 13, io=True)
+    export(SelectMlp(), torch.randn(4, 32), "select_mlp.onnx", 17, io=True)
+    export(EinsumAttention(), torch.randn(1, 8, 64), "einsum_attention.onnx", 17, io=True)
+    export(EinsumAttention(), torch.randn(1, 8, 64), "einsum_attention_seq.onnx", 17, seq)
     return 0
 
 

@@ -1201,6 +1201,8 @@ DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role)
 }
 
 std::string floatLiteral(float v) {
+  if (std::isnan(v)) return "std::numeric_limits<float>::quiet_NaN()";
+  if (std::isinf(v)) return v < 0 ? "-std::numeric_limits<float>::infinity()" : "std::numeric_limits<float>::infinity()";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9gf", static_cast<double>(v));
   std::string s = buf;

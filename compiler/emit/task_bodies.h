@@ -64,7 +64,7 @@ struct DmaPort {
 };
 DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role);
 
-/// An f32 literal that reads back as exactly v.
+/// An f32 literal that reads back as exactly v (infinities and NaN through std::numeric_limits).
 std::string floatLiteral(float v);
 
 /// Appends the statements of `task` (its role `role`) to code; memory is the DMA's pointer argument.

@@ -315,16 +315,70 @@ class Importer {
   }
 
   void inferShapes() {
-    try {
-      onnx::shape_inference::InferShapes(model_);
-    } catch (const std::exception& e) {
-      throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what());
+    for (int round = 0;; ++round) {
+      try {
+        onnx::shape_inference::InferShapes(model_);
+      } catch (const std::exception& e) {
+        throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what());
+      }
+      types_.clear();
+      auto record = [&](const onnx::ValueInfoProto& v) { types_[v.name()] = &v.type(); };
+      for (const auto& v : model_.graph().input()) record(v);
+      for (const auto& v : model_.graph().value_info()) record(v);
+      for (const auto& v : model_.graph().output()) record(v);
+      if (round == 4 || !completeEinsumShapes()) return;
     }
-    types_.clear();
-    auto record = [&](const onnx::ValueInfoProto& v) { types_[v.name()] = &v.type(); };
-    for (const auto& v : model_.graph().input()) record(v);
-    for (const auto& v : model_.graph().value_info()) record(v);
-    for (const auto& v : model_.graph().output()) record(v);
+  }
+
+  // The two operands and the result of an Einsum's equation, spaces removed; false for another form (one
+  // operand, an implicit result, an ellipsis).
+  static bool einsumTerms(const onnx::NodeProto& n, std::string& a, std::string& b, std::string& c) {
+    std::string eq;
+    for (const auto& at : n.attribute())
+      if (at.name() == "equation")
+        for (char ch : at.s())
+          if (ch != ' ') eq += ch;
+    size_t arrow = eq.find("->"), comma = eq.find(',');
+    if (n.input_size() != 2 || arrow == std::string::npos || comma == std::string::npos || comma > arrow ||
+        eq.find("...") != std::string::npos)
+      return false;
+    a = eq.substr(0, comma), b = eq.substr(comma + 1, arrow - comma - 1), c = eq.substr(arrow + 2);
+    return true;
+  }
+
+  // ONNX's shape inference gives an Einsum's result its rank alone: its sizes from the operands' (each
+  // index's extent), as value_info for the next round of inference. False when it added none.
+  bool completeEinsumShapes() {
+    bool added = false;
+    for (const auto& n : model_.graph().node()) {
+      std::string a, b, c;
+      if (n.op_type() != "Einsum" || hasConcreteShape(n.output(0)) || !einsumTerms(n, a, b, c) ||
+          !hasConcreteShape(n.input(0)) || !hasConcreteShape(n.input(1)))
+        continue;
+      std::map<char, int64_t> extent;
+      bool ok = true;
+      for (const auto& [term, value] : {std::make_pair(a, n.input(0)), std::make_pair(b, n.input(1))}) {
+        std::vector<Expr> shape = shapeOf(value);
+        if (shape.size() != term.size()) ok = false;
+        for (size_t i = 0; ok && i < term.size(); ++i) extent[term[i]] = shape[i].eval();
+      }
+      for (char ch : c) ok = ok && extent.count(ch);
+      if (!ok) continue;
+      auto it = types_.find(n.input(0));
+      onnx::ValueInfoProto* v = nullptr;
+      for (auto& info : *model_.mutable_graph()->mutable_value_info())
+        if (info.name() == n.output(0)) v = &info;
+      if (!v) {
+        v = model_.mutable_graph()->add_value_info();
+        v->set_name(n.output(0));
+      }
+      auto* t = v->mutable_type()->mutable_tensor_type();
+      t->set_elem_type(it->second->tensor_type().elem_type());
+      t->mutable_shape()->clear_dim();
+      for (char ch : c) t->mutable_shape()->add_dim()->set_dim_value(extent.at(ch));
+      added = true;
+    }
+    return added;
   }
 
   // Shape arguments computed by other nodes (a torch export computes a view's or an expand's target from
@@ -400,6 +454,19 @@ class Importer {
     }
     return shape;
   }
+  // Whether shape inference typed the value as an integer tensor (shape arithmetic: int64).
+  bool integerValue(const std::string& name) const {
+    auto it = types_.find(name);
+    if (it == types_.end() || !it->second->has_tensor_type()) return false;
+    switch (it->second->tensor_type().elem_type()) {
+      case onnx::TensorProto::INT64: case onnx::TensorProto::INT32: case onnx::TensorProto::INT16:
+      case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: case onnx::TensorProto::UINT16:
+      case onnx::TensorProto::UINT32: case onnx::TensorProto::UINT64:
+        return true;
+      default:
+        return false;
+    }
+  }
   bool hasConcreteShape(const std::string& name) const {
     try {
       for (const auto& d : shapeOf(name))
@@ -465,7 +532,9 @@ class Importer {
                                                  "Reciprocal", "ReduceMean", "ReduceSum", "ReduceMax", "Softmax", "Transpose", "Reshape",
                                                  "Tanh", "Exp", "Erf", "Sigmoid", "Relu", "Gather", "Identity",
                                                  "LayerNormalization", "Where", "Cast", "Neg", "Unsqueeze",
-                                                 "Squeeze", "Expand", "Concat", "Abs", "Max", "Min"};
+                                                 "Squeeze", "Expand", "Concat", "Abs", "Max", "Min",
+                                                 "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
+                                                 "Not", "Clip", "Einsum"};
     // Shape arithmetic that could not be folded: a Shape of a value with a symbolic dimension, and what is
     // computed from it, named as such (the dynamic reshapes and masks it feeds need constant shapes).
     bool fromShape = op == "Shape", data = false;  // data: reads a stream (not a constant, not a shape)
@@ -597,7 +666,9 @@ class Importer {
         {"Add", [](double a, double b) { return a + b; }},     {"Sub", [](double a, double b) { return a - b; }},
         {"Mul", [](double a, double b) { return a * b; }},     {"Div", [](double a, double b) { return b == 0 ? 0 : a / b; }},
         {"Pow", [](double a, double b) { return std::pow(a, b); }}, {"Equal", [](double a, double b) { return a == b ? 1.0 : 0.0; }}};
-    if (auto it = binary.find(op); it != binary.end()) out = broadcast(in(0), in(1), it->second);
+    if (op == "Div" && integerValue(n.output(0)))  // integer division truncates (chunk's ceil division)
+      out = broadcast(in(0), in(1), [](double a, double b) { return b == 0 ? 0 : std::trunc(a / b); });
+    else if (auto it = binary.find(op); it != binary.end()) out = broadcast(in(0), in(1), it->second);
     else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity" || op == "Not") {
       out = in(0);
       int64_t to = op == "Cast" ? intAttr(n, "to", onnx::TensorProto::FLOAT) : int64_t{onnx::TensorProto::FLOAT};
@@ -1147,8 +1218,45 @@ class Importer {
       op.op = "add";
       op.inputs = {operand(whereStream, op.name), weightFrom(bname, bname)};
     } else if (d.op == "Where") {
-      unsupported_.push_back(name + " (Where other than a mask of -inf or at most -1e4 before a softmax)");
-      return;
+      // A select on data, as a + (b - a) would round: a * c + b * (c == 0), with c 1 where the condition
+      // holds and 0 elsewhere (a comparison's output). Exact while a and b are finite.
+      std::string c = operand(d.inputs[0], op.name), a = operand(d.inputs[1], op.name),
+                  b = operand(d.inputs[2], op.name);
+      std::string taken = auxOp("mul", op.name + "_taken", {a, c}, d.output + "_taken");
+      std::string otherwise = auxOp("equal", op.name + "_otherwise", {c, scalarWeight(op.name + "_zero", 0.0)},
+                                    d.output + "_otherwise");
+      std::string left = auxOp("mul", op.name + "_left", {b, otherwise}, d.output + "_left");
+      op.op = "add";
+      op.inputs = {taken, left};
+    } else if (auto cmp = comparisons().find(d.op); cmp != comparisons().end()) {
+      op.op = cmp->second;  // 1 where it holds, 0 elsewhere (false for NaN, as torch's)
+      op.inputs = {operand(d.inputs[0], op.name), operand(d.inputs[1], op.name)};
+    } else if (d.op == "Not") {  // of a comparison's 0 and 1
+      op.op = "equal";
+      op.inputs = {operand(d.inputs[0], op.name), scalarWeight(op.name + "_zero", 0.0)};
+    } else if (d.op == "Clip") {  // max(x, min), then min(.., max), each bound a constant when given
+      std::string x = operand(d.inputs[0], op.name);
+      std::vector<std::pair<std::string, std::string>> bounds;  // graph op, bound
+      for (int i : {1, 2}) {
+        if (static_cast<int>(d.inputs.size()) <= i || d.inputs[static_cast<size_t>(i)].empty()) continue;
+        if (!consts_.count(d.inputs[static_cast<size_t>(i)])) {
+          unsupported_.push_back(name + " (Clip to a bound computed at run time)");
+          return;
+        }
+        bounds.push_back({i == 1 ? "max" : "min", operand(d.inputs[static_cast<size_t>(i)], op.name)});
+      }
+      if (bounds.empty()) {
+        alias_[d.output] = d.inputs[0];
+        return;
+      }
+      if (bounds.size() == 2) x = auxOp("max", op.name + "_low", {x, bounds[0].second}, d.output + "_low");
+      op.op = bounds.back().first;
+      op.inputs = {x, bounds.back().second};
+    } else if (d.op == "Einsum") {
+      if (!einsum(d, op)) {
+        unsupported_.push_back(name + " (Einsum other than a product over one index, as a matmul computes)");
+        return;
+      }
     } else {
       unsupported_.push_back(name + " (" + d.op + ")");
       return;
@@ -1196,6 +1304,82 @@ class Importer {
     return it != graph_.values.end() && std::all_of(it->second.begin(), it->second.end(), [](float v) { return v == 0.0f; });
   }
   // `base`, or base_2, base_3, ...: the first name no op of the graph has yet, taken.
+  static const std::map<std::string, std::string>& comparisons() {
+    static const std::map<std::string, std::string> m = {{"Greater", "greater"}, {"Less", "less"}, {"Equal", "equal"},
+                                                         {"GreaterOrEqual", "greater_equal"}, {"LessOrEqual", "less_equal"}};
+    return m;
+  }
+  // An op of the graph that one ONNX node becomes beside its last (a select's products, a bound, an
+  // einsum's transposes): its output.
+  std::string auxOp(const std::string& kind, const std::string& name, std::vector<std::string> inputs,
+                    const std::string& output, std::map<std::string, AttrValue> attrs = {}) {
+    Op op;
+    op.name = uniqueOpName(name);
+    op.op = kind;
+    op.inputs = std::move(inputs);
+    op.output = output;
+    op.attrs = std::move(attrs);
+    op.loc = loc();
+    graph_.ops.push_back(op);
+    return output;
+  }
+  std::string scalarWeight(const std::string& name, double value) {
+    consts_[name] = Const{{}, {value}};
+    return weightFrom(name, name);
+  }
+  // An Einsum of two operands that is one batched product: one index summed (in both operands, not in the
+  // result), the result's other indices each in one or both operands. The operands and the result are
+  // transposed where their index order is not the product's: [batch.., M, K] x [batch.., K, N] ->
+  // [batch.., M, N], or, with a right side of [K, N] alone, [M.., K] x [K, N] -> [M.., N] (what torch
+  // exports for the same product written with @ and transpose).
+  bool einsum(Dyn& d, Op& op) {
+    std::string A, B, C;
+    if (!einsumTerms(*d.node, A, B, C)) return false;
+    auto has = [](const std::string& s, char ch) { return s.find(ch) != std::string::npos; };
+    for (const std::string* t : {&A, &B, &C})
+      for (char ch : *t)
+        if (std::count(t->begin(), t->end(), ch) != 1 || !std::isalpha(static_cast<unsigned char>(ch))) return false;
+    std::string batch, ms, k, n;  // in C's order (k: A's)
+    for (char ch : C) {
+      if (has(A, ch) && has(B, ch)) batch += ch;
+      else if (has(A, ch)) ms += ch;
+      else if (has(B, ch)) n += ch;
+      else return false;
+    }
+    for (char ch : A)
+      if (!has(C, ch)) {
+        if (!has(B, ch)) return false;  // summed over one operand alone
+        k += ch;
+      }
+    for (char ch : B)
+      if (!has(C, ch) && !has(A, ch)) return false;
+    if (k.size() != 1 || n.size() != 1 || ms.empty() || (!batch.empty() && ms.size() != 1)) return false;
+    std::string wantA = batch + ms + k, wantB = batch + k + n, result = batch + ms + n;
+    if (A.size() != wantA.size() || B.size() != wantB.size()) return false;
+    auto permTo = [](const std::string& from, const std::string& to) {  // transpose perm: to[i] = from[perm[i]]
+      std::vector<int64_t> perm;
+      for (char ch : to) perm.push_back(static_cast<int64_t>(from.find(ch)));
+      return perm;
+    };
+    auto arrange = [&](const std::string& input, const std::string& from, const std::string& to,
+                       const std::string& suffix) {
+      std::string v = operand(input, op.name);
+      if (from == to) return v;
+      return auxOp("transpose", op.name + suffix, {v}, d.output + suffix, {{"perm", permTo(from, to)}});
+    };
+    std::string a = arrange(d.inputs[0], A, wantA, "_a"), b = arrange(d.inputs[1], B, wantB, "_b");
+    if (result == C) {
+      op.op = "matmul";
+      op.inputs = {a, b};
+    } else {  // the product, then the result's order
+      std::string product = auxOp("matmul", op.name + "_product", {a, b}, d.output + "_product");
+      op.op = "transpose";
+      op.inputs = {product};
+      op.attrs["perm"] = permTo(result, C);
+    }
+    return true;
+  }
+
   std::string uniqueOpName(const std::string& base) {
     std::string name = base;
     for (int k = 2; !opNames_.insert(name).second; ++k) name = base + "_" + std::to_string(k);

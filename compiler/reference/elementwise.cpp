@@ -1,6 +1,7 @@
 #include "compiler/reference/elementwise.h"
 
 #include <cmath>
+#include <map>
 
 #include "compiler/emit/runtime/st_numeric.h"
 #include "compiler/ir/diagnostics.h"
@@ -26,6 +27,11 @@ float elementwiseValue(const Op& op, float a, float b) {
   if (k == "max") return st_max(a, b);
   if (k == "min") return st_min(a, b);
   if (k == "pow") return std::pow(a, b);
+  if (k == "greater") return a > b ? 1.0f : 0.0f;  // a comparison: 1 where it holds (never for NaN), else 0
+  if (k == "less") return a < b ? 1.0f : 0.0f;
+  if (k == "equal") return a == b ? 1.0f : 0.0f;
+  if (k == "greater_equal") return a >= b ? 1.0f : 0.0f;
+  if (k == "less_equal") return a <= b ? 1.0f : 0.0f;
   if (k == "exp") return std::exp(a);
   if (k == "tanh") return std::tanh(a);
   if (k == "erf") return std::erf(a);
@@ -48,6 +54,9 @@ std::string elementwiseCode(const Op& op, const std::string& a, const std::strin
   if (k == "max") return "st_max(" + a + ", " + b + ")";
   if (k == "min") return "st_min(" + a + ", " + b + ")";
   if (k == "pow") return "std::pow(" + a + ", " + b + ")";
+  static const std::map<std::string, std::string> compare = {
+      {"greater", " > "}, {"less", " < "}, {"equal", " == "}, {"greater_equal", " >= "}, {"less_equal", " <= "}};
+  if (auto c = compare.find(k); c != compare.end()) return "(" + a + c->second + b + " ? 1.0f : 0.0f)";
   if (k == "exp" || k == "tanh" || k == "erf" || k == "sqrt") return "std::" + k + "(" + a + ")";
   if (k == "reciprocal") return "1.0f / " + a;
   if (k == "abs") return "std::fabs(" + a + ")";

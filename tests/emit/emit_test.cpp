@@ -490,6 +490,11 @@ TEST(EmitW4A8, TorchBlocksStayWithinTheDocumentedBound) {
   // nanoGPT's masked_fill (a causal softmax now), and erf, pow, sqrt, abs, max, min on their own
   expectBitExact(model("onnx/causal_attention.onnx"), "q_onnx_causal", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/pointwise.onnx"), "q_onnx_pointwise", "--set quant=w4a8", 0.98);
+  // Selects over comparisons and bounds (the comparisons see int8 values, so a value near a threshold
+  // can fall on the other side: cosine 0.988), and einsum attention with a finfo.min mask (a causal
+  // softmax).
+  expectBitExact(model("onnx/select_mlp.onnx"), "q_onnx_select", "--set quant=w4a8", 0.98);
+  expectBitExact(model("onnx/einsum_attention.onnx"), "q_onnx_einsum", "--set quant=w4a8", 0.98);
 }
 
 // An embedding table that an LM head also reads (tied embeddings) stays int8: the lookup copies its rows
@@ -846,6 +851,8 @@ TEST(Emit, OnnxBlocksWithTheirOwnWeightsCsimMatchesTheReference) {
   emitAndSimulate(model("onnx/llama_block.onnx"), "onnx_llama");
   emitAndSimulate(model("onnx/causal_attention.onnx"), "onnx_causal");
   emitAndSimulate(model("onnx/pointwise.onnx"), "onnx_pointwise");
+  emitAndSimulate(model("onnx/select_mlp.onnx"), "onnx_select");
+  emitAndSimulate(model("onnx/einsum_attention.onnx"), "onnx_einsum");
   // The weights file holds the ONNX initializers, not random values: the first weight of the GPT-2 block
   // is its first LayerNorm's scale, which torch initialises to ones.
   std::string w = readAll(::testing::TempDir() + "emit_onnx_gpt2/data/weights.bin");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 
 #if defined(__SYNTHESIS__) || defined(__VITIS_HLS__)
