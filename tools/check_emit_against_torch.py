@@ -77,6 +77,7 @@ def cases(m):
         ("gqa_interleave", lambda: m.GqaAttention(interleave=True), (1, 8, 64), 17, None, []),
         ("select_mlp", lambda: m.SelectMlp(), (4, 32), 17, None, []),
         ("einsum_attention", lambda: m.EinsumAttention(), (1, 8, 64), 17, None, []),
+        ("sliding_window_attention", lambda: m.SlidingWindowAttention(), (1, 8, 64), 17, None, []),
         ("einsum_attention_seq_s12", lambda: m.EinsumAttention(), (1, 12, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
     ]
 

@@ -25,6 +25,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      attention written with einsum (q.k over permuted heads, p.v), qkv.chunk(3) (a ceil
                      division of the width), learned positions (arange + an embedding), a bool triu mask
                      built in forward filled with finfo.min; static and symbolic `seq`, opset 17
+  sliding_window_attention.onnx
+                     Mistral's sliding-window mask as Hugging Face built it (arange, a comparison, a bool tril,
+                     masked_fill of finfo.min in place), added before the softmax; opset 17
 
 The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
 output) of the blocks written with reference implementations' idioms.
@@ -253,6 +256,27 @@ class EinsumAttention(nn.Module):
         return self.proj(y.reshape(B, T, C))
 
 
+class SlidingWindowAttention(nn.Module):
+    """Mistral's attention mask as Hugging Face built it: finfo.min above the diagonal (arange and a
+    comparison), and again for keys more than `window` positions back (a bool tril), masked_fill in place."""
+
+    def __init__(self, d=64, heads=4, window=3):
+        super().__init__()
+        self.heads, self.window = heads, window
+        self.qkv = nn.Linear(d, 3 * d)
+        self.o = nn.Linear(d, d, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in self.qkv(x).split(C, dim=-1))
+        mask = torch.full((T, T), torch.finfo(x.dtype).min)
+        cond = torch.arange(T)
+        mask.masked_fill_(cond < (cond + 1).view(T, 1), 0)
+        mask.masked_fill_(torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-self.window), torch.finfo(x.dtype).min)
+        att = nn.functional.softmax(q @ k.transpose(-2, -1) / math.sqrt(C // self.heads) + mask, dim=-1)
+        return self.o((att @ v).transpose(1, 2).reshape(B, T, C))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -286,6 +310,7 @@ def main():
     export(SelectMlp(), torch.randn(4, 32), "select_mlp.onnx", 17, io=True)
     export(EinsumAttention(), torch.randn(1, 8, 64), "einsum_attention.onnx", 17, io=True)
     export(EinsumAttention(), torch.randn(1, 8, 64), "einsum_attention_seq.onnx", 17, seq)
+    export(SlidingWindowAttention(), torch.randn(1, 8, 64), "sliding_window_attention.onnx", 17, io=True)
     return 0
 
 

@@ -665,11 +665,25 @@ class Importer {
     static const std::map<std::string, F> binary = {
         {"Add", [](double a, double b) { return a + b; }},     {"Sub", [](double a, double b) { return a - b; }},
         {"Mul", [](double a, double b) { return a * b; }},     {"Div", [](double a, double b) { return b == 0 ? 0 : a / b; }},
-        {"Pow", [](double a, double b) { return std::pow(a, b); }}, {"Equal", [](double a, double b) { return a == b ? 1.0 : 0.0; }}};
+        {"Pow", [](double a, double b) { return std::pow(a, b); }}, {"Equal", [](double a, double b) { return a == b ? 1.0 : 0.0; }},
+        {"Less", [](double a, double b) { return a < b ? 1.0 : 0.0; }}, {"Greater", [](double a, double b) { return a > b ? 1.0 : 0.0; }},
+        {"LessOrEqual", [](double a, double b) { return a <= b ? 1.0 : 0.0; }},
+        {"GreaterOrEqual", [](double a, double b) { return a >= b ? 1.0 : 0.0; }},
+        {"And", [](double a, double b) { return a != 0 && b != 0 ? 1.0 : 0.0; }},
+        {"Or", [](double a, double b) { return a != 0 || b != 0 ? 1.0 : 0.0; }},
+        {"Xor", [](double a, double b) { return (a != 0) != (b != 0) ? 1.0 : 0.0; }},
+        {"Max", [](double a, double b) { return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b); }},
+        {"Min", [](double a, double b) { return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b); }}};
     if (op == "Div" && integerValue(n.output(0)))  // integer division truncates (chunk's ceil division)
       out = broadcast(in(0), in(1), [](double a, double b) { return b == 0 ? 0 : std::trunc(a / b); });
-    else if (auto it = binary.find(op); it != binary.end()) out = broadcast(in(0), in(1), it->second);
-    else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity" || op == "Not") {
+    else if (auto it = binary.find(op); it != binary.end() && n.input_size() == 2)
+      out = broadcast(in(0), in(1), it->second);
+    else if (op == "IsNaN" || op == "IsInf") {  // a mask cleaned with nan_to_num
+      out = in(0);
+      bool negative = intAttr(n, "detect_negative", 1) != 0, positive = intAttr(n, "detect_positive", 1) != 0;
+      for (double& x : out.v)
+        x = op == "IsNaN" ? (std::isnan(x) ? 1 : 0) : (std::isinf(x) && (x < 0 ? negative : positive)) ? 1 : 0;
+    } else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity" || op == "Not") {
       out = in(0);
       int64_t to = op == "Cast" ? intAttr(n, "to", onnx::TensorProto::FLOAT) : int64_t{onnx::TensorProto::FLOAT};
       bool toBool = to == onnx::TensorProto::BOOL;

@@ -853,6 +853,7 @@ TEST(Emit, OnnxBlocksWithTheirOwnWeightsCsimMatchesTheReference) {
   emitAndSimulate(model("onnx/pointwise.onnx"), "onnx_pointwise");
   emitAndSimulate(model("onnx/select_mlp.onnx"), "onnx_select");
   emitAndSimulate(model("onnx/einsum_attention.onnx"), "onnx_einsum");
+  emitAndSimulate(model("onnx/sliding_window_attention.onnx"), "onnx_sliding");
   // The weights file holds the ONNX initializers, not random values: the first weight of the GPT-2 block
   // is its first LayerNorm's scale, which torch initialises to ones.
   std::string w = readAll(::testing::TempDir() + "emit_onnx_gpt2/data/weights.bin");

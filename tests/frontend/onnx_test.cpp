@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "compiler/frontend/onnx_import.h"
@@ -412,7 +413,8 @@ TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
 // elementwise functions outside any pattern. They import, compile and simulate.
 TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
-                           "select_mlp.onnx", "einsum_attention.onnx"}) {
+                           "select_mlp.onnx", "einsum_attention.onnx",
+                           "sliding_window_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
     CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
@@ -420,7 +422,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   }
   // stc's interpreter against torch's own output for torch's input (NAME.io.bin, written by the exporter).
   for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
-                           "select_mlp.onnx", "einsum_attention.onnx"}) {
+                           "select_mlp.onnx", "einsum_attention.onnx",
+                           "sliding_window_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     std::vector<int64_t> shape;
     for (const auto& d : g.inputs.at(0).shape) shape.push_back(d.eval());
@@ -453,6 +456,23 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
       }
     }
     EXPECT_EQ(causal, 1) << name;
+  }
+  // Mistral's sliding window (finfo.min above the diagonal and more than 3 keys back, built with arange, a
+  // comparison, a bool tril and masked_fill in place) folds to one constant added before the softmax: not
+  // causal, so it stays an addition.
+  {
+    Graph g = importOnnx(model("sliding_window_attention.onnx"));
+    int masks = 0;
+    for (const auto& op : g.ops) {
+      if (op.op != "add" || !g.values.count(op.inputs[1]) || g.values.at(op.inputs[1]).size() != 64) continue;
+      ++masks;
+      const std::vector<float>& m = g.values.at(op.inputs[1]);
+      for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j)
+          EXPECT_EQ(m[static_cast<size_t>(i * 8 + j)], j > i || j <= i - 3 ? std::numeric_limits<float>::lowest() : 0.0f)
+              << i << "," << j;
+    }
+    EXPECT_EQ(masks, 1);
   }
   // Each function is its own op (nothing fused into a pattern); torch writes rsqrt as 1 / sqrt.
   auto counts = opCounts(importOnnx(model("pointwise.onnx")));
