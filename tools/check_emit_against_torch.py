@@ -78,6 +78,8 @@ def cases(m):
         ("select_mlp", lambda: m.SelectMlp(), (4, 32), 17, None, []),
         ("einsum_attention", lambda: m.EinsumAttention(), (1, 8, 64), 17, None, []),
         ("sliding_window_attention", lambda: m.SlidingWindowAttention(), (1, 8, 64), 17, None, []),
+        ("tiled_mlp", lambda: m.TiledMlp(), (4, 32), 17, None, []),
+        ("rope_in_forward_seq", lambda: m.RopeInForward(), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
         ("einsum_attention_seq_s12", lambda: m.EinsumAttention(), (1, 12, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
     ]
 

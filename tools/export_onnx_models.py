@@ -28,6 +28,10 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   sliding_window_attention.onnx
                      Mistral's sliding-window mask as Hugging Face built it (arange, a comparison, a bool tril,
                      masked_fill of finfo.min in place), added before the softmax; opset 17
+  tiled_mlp.onnx     x.repeat (Tile), an expanded parameter, softplus and log; opset 17
+  rope_in_forward.onnx, rope_in_forward_seq.onnx
+                     rotary embedding whose table forward computes (outer, cat, cos, sin of constants);
+                     static and symbolic `seq`, opset 17
 
 The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
 output) of the blocks written with reference implementations' idioms.
@@ -277,6 +281,41 @@ class SlidingWindowAttention(nn.Module):
         return self.o((att @ v).transpose(1, 2).reshape(B, T, C))
 
 
+class TiledMlp(nn.Module):
+    """x.repeat (Tile), a parameter expanded to the rows, softplus and log outside any pattern."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.wide = nn.Linear(2 * d, d)
+        self.gain = nn.Parameter(torch.randn(1, d))
+
+    def forward(self, x):
+        h = self.wide(x.repeat(1, 2)) + self.gain.expand(x.shape[0], -1) * x
+        return nn.functional.softplus(h) + torch.log(1 + h * h)
+
+
+class RopeInForward(nn.Module):
+    """Hugging Face's rotary embedding with its table computed in forward: outer(arange(T), inv_freq) (an
+    Einsum of constants), cat, cos and sin, then rotate_half."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads, self.hs = heads, d // heads
+        self.q = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs)), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        freqs = torch.outer(torch.arange(T, dtype=torch.float32), self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        q = self.q(x).view(B, T, self.heads, self.hs).transpose(1, 2)
+        x1, x2 = q[..., : self.hs // 2], q[..., self.hs // 2:]
+        q = q * cos + torch.cat((-x2, x1), dim=-1) * sin
+        return self.o(q.transpose(1, 2).reshape(B, T, C))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -311,6 +350,9 @@ def main():
     export(EinsumAttention(), torch.randn(1, 8, 64), "einsum_attention.onnx", 17, io=True)
     export(EinsumAttention(), torch.randn(1, 8, 64), "einsum_attention_seq.onnx", 17, seq)
     export(SlidingWindowAttention(), torch.randn(1, 8, 64), "sliding_window_attention.onnx", 17, io=True)
+    export(TiledMlp(), torch.randn(4, 32), "tiled_mlp.onnx", 17, io=True)
+    export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward.onnx", 17, io=True)
+    export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward_seq.onnx", 17, seq)
     return 0
 
 

@@ -534,7 +534,7 @@ class Importer {
                                                  "LayerNormalization", "Where", "Cast", "Neg", "Unsqueeze",
                                                  "Squeeze", "Expand", "Concat", "Abs", "Max", "Min",
                                                  "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
-                                                 "Not", "Clip", "Einsum"};
+                                                 "Not", "Clip", "Einsum", "Tile", "Log", "Softplus"};
     // Shape arithmetic that could not be folded: a Shape of a value with a symbolic dimension, and what is
     // computed from it, named as such (the dynamic reshapes and masks it feeds need constant shapes).
     bool fromShape = op == "Shape", data = false;  // data: reads a stream (not a constant, not a shape)
@@ -683,6 +683,20 @@ class Importer {
       bool negative = intAttr(n, "detect_negative", 1) != 0, positive = intAttr(n, "detect_positive", 1) != 0;
       for (double& x : out.v)
         x = op == "IsNaN" ? (std::isnan(x) ? 1 : 0) : (std::isinf(x) && (x < 0 ? negative : positive)) ? 1 : 0;
+    } else if (op == "Sin" || op == "Cos" || op == "Exp" || op == "Log" || op == "Tanh" || op == "Erf" ||
+               op == "Sigmoid" || op == "Abs" || op == "Floor" || op == "Ceil") {  // a rope table built in forward
+      out = in(0);
+      for (double& x : out.v)
+        x = op == "Sin"    ? std::sin(x)
+            : op == "Cos"  ? std::cos(x)
+            : op == "Exp"  ? std::exp(x)
+            : op == "Log"  ? std::log(x)
+            : op == "Tanh" ? std::tanh(x)
+            : op == "Erf"  ? std::erf(x)
+            : op == "Abs"  ? std::fabs(x)
+            : op == "Floor" ? std::floor(x)
+            : op == "Ceil" ? std::ceil(x)
+                           : 1 / (1 + std::exp(-x));
     } else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity" || op == "Not") {
       out = in(0);
       int64_t to = op == "Cast" ? intAttr(n, "to", onnx::TensorProto::FLOAT) : int64_t{onnx::TensorProto::FLOAT};
@@ -725,6 +739,58 @@ class Importer {
     } else if (op == "Concat" && in(0).dims.size() <= 1) {
       for (int i = 0; i < n.input_size(); ++i) out.v.insert(out.v.end(), in(i).v.begin(), in(i).v.end());
       out.dims = {static_cast<int64_t>(out.v.size())};
+    } else if (op == "Concat") {  // of tables along any axis (a rope table's two halves)
+      int64_t rank = static_cast<int64_t>(in(0).dims.size()), axis = intAttr(n, "axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return false;
+      out.dims = in(0).dims;
+      out.dims[static_cast<size_t>(axis)] = 0;
+      int64_t outer = 1;
+      for (int64_t a = 0; a < axis; ++a) outer *= in(0).dims[static_cast<size_t>(a)];
+      for (int i = 0; i < n.input_size(); ++i) {
+        if (static_cast<int64_t>(in(i).dims.size()) != rank) return false;
+        out.dims[static_cast<size_t>(axis)] += in(i).dims[static_cast<size_t>(axis)];
+      }
+      for (int64_t o = 0; o < outer; ++o)
+        for (int i = 0; i < n.input_size(); ++i) {
+          int64_t block = in(i).count() / std::max<int64_t>(1, outer);
+          out.v.insert(out.v.end(), in(i).v.begin() + o * block, in(i).v.begin() + (o + 1) * block);
+        }
+    } else if (op == "Einsum") {  // of tables (torch.outer of positions and frequencies)
+      std::string a, b, c;
+      if (!einsumTerms(n, a, b, c) || a.size() != in(0).dims.size() || b.size() != in(1).dims.size()) return false;
+      std::string letters;
+      std::map<char, int64_t> extent;
+      for (const auto& [term, k] : {std::make_pair(a, 0), std::make_pair(b, 1)})
+        for (size_t i = 0; i < term.size(); ++i) {
+          int64_t e = in(k).dims[i];
+          if (extent.count(term[i]) && extent[term[i]] != e) return false;
+          if (!extent.count(term[i])) letters += term[i];
+          extent[term[i]] = e;
+        }
+      for (char ch : c) {
+        if (!extent.count(ch)) return false;
+        out.dims.push_back(extent[ch]);
+      }
+      out.v.assign(static_cast<size_t>(out.count()), 0.0);
+      auto offset = [&](const std::string& term, const std::vector<int64_t>& dims, const std::map<char, int64_t>& at) {
+        int64_t o = 0;
+        for (size_t i = 0; i < term.size(); ++i) o = o * dims[i] + at.at(term[i]);
+        return static_cast<size_t>(o);
+      };
+      std::map<char, int64_t> at;
+      for (char ch : letters) at[ch] = 0;
+      for (bool more = true; more;) {  // every assignment of the indices
+        out.v[offset(c, out.dims, at)] += in(0).v[offset(a, in(0).dims, at)] * in(1).v[offset(b, in(1).dims, at)];
+        more = false;
+        for (size_t i = letters.size(); i-- > 0;) {
+          if (++at[letters[i]] < extent[letters[i]]) {
+            more = true;
+            break;
+          }
+          at[letters[i]] = 0;
+        }
+      }
     } else if (op == "Where") {
       Const t = broadcast(in(0), in(1), [](double c, double a) { return c != 0 ? a : NAN; });
       out = broadcast(t, in(2), [](double a, double b) { return std::isnan(a) ? b : a; });
@@ -1126,7 +1192,7 @@ class Importer {
         {"MatMul", "matmul"}, {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Tanh", "tanh"},
         {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"},
         {"rmsnorm", "rmsnorm"}, {"Erf", "erf"}, {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"}, {"Abs", "abs"}, {"Max", "max"},
-        {"Min", "min"}, {"Pow", "pow"}};
+        {"Min", "min"}, {"Pow", "pow"}, {"Log", "log"}, {"Softplus", "softplus"}};
     if (d.op == "Identity" || d.op == "Cast") {
       alias_[d.output] = d.inputs[0];
       return;
@@ -1266,6 +1332,27 @@ class Importer {
       if (bounds.size() == 2) x = auxOp("max", op.name + "_low", {x, bounds[0].second}, d.output + "_low");
       op.op = bounds.back().first;
       op.inputs = {x, bounds.back().second};
+    } else if (d.op == "Tile") {  // copies side by side: a concat of the input with itself per repeated axis
+      if (!consts_.count(d.inputs[1])) {
+        unsupported_.push_back(name + " (Tile by repeats computed at run time)");
+        return;
+      }
+      std::vector<double> repeats = consts_.at(d.inputs[1]).v;
+      std::string x = operand(d.inputs[0], op.name);
+      std::vector<std::pair<int64_t, int64_t>> axes;  // axis, copies
+      for (size_t a = 0; a < repeats.size(); ++a)
+        if (repeats[a] > 1) axes.push_back({static_cast<int64_t>(a), static_cast<int64_t>(repeats[a])});
+      if (axes.empty()) {
+        alias_[d.output] = d.inputs[0];
+        return;
+      }
+      for (size_t i = 0; i + 1 < axes.size(); ++i)
+        x = auxOp("concat", op.name + "_axis" + std::to_string(axes[i].first),
+                  std::vector<std::string>(static_cast<size_t>(axes[i].second), x),
+                  d.output + "_axis" + std::to_string(axes[i].first), {{"axis", axes[i].first}});
+      op.op = "concat";
+      op.inputs.assign(static_cast<size_t>(axes.back().second), x);
+      op.attrs["axis"] = axes.back().first;
     } else if (d.op == "Einsum") {
       if (!einsum(d, op)) {
         unsupported_.push_back(name + " (Einsum other than a product over one index, as a matmul computes)");

@@ -495,6 +495,10 @@ TEST(EmitW4A8, TorchBlocksStayWithinTheDocumentedBound) {
   // softmax).
   expectBitExact(model("onnx/select_mlp.onnx"), "q_onnx_select", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/einsum_attention.onnx"), "q_onnx_einsum", "--set quant=w4a8", 0.98);
+  // softplus and log (tables of their 256 int8 results), a rope table forward computes, a sliding window.
+  expectBitExact(model("onnx/tiled_mlp.onnx"), "q_onnx_tiled", "--set quant=w4a8", 0.99);
+  expectBitExact(model("onnx/rope_in_forward.onnx"), "q_onnx_rope_forward", "--set quant=w4a8", 0.98);
+  expectBitExact(model("onnx/sliding_window_attention.onnx"), "q_onnx_sliding", "--set quant=w4a8", 0.98);
 }
 
 // An embedding table that an LM head also reads (tied embeddings) stays int8: the lookup copies its rows
@@ -854,6 +858,8 @@ TEST(Emit, OnnxBlocksWithTheirOwnWeightsCsimMatchesTheReference) {
   emitAndSimulate(model("onnx/select_mlp.onnx"), "onnx_select");
   emitAndSimulate(model("onnx/einsum_attention.onnx"), "onnx_einsum");
   emitAndSimulate(model("onnx/sliding_window_attention.onnx"), "onnx_sliding");
+  emitAndSimulate(model("onnx/tiled_mlp.onnx"), "onnx_tiled");
+  emitAndSimulate(model("onnx/rope_in_forward.onnx"), "onnx_rope_forward");
   // The weights file holds the ONNX initializers, not random values: the first weight of the GPT-2 block
   // is its first LayerNorm's scale, which torch initialises to ones.
   std::string w = readAll(::testing::TempDir() + "emit_onnx_gpt2/data/weights.bin");

@@ -84,6 +84,8 @@ struct st_tree<1> {
 inline float st_max(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 inline float st_min(float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 inline float st_silu(float x) { return x / (1.0f + std::exp(-x)); }
+// torch's softplus (beta 1, threshold 20): x itself above 20, where log(1 + e^x) rounds to it.
+inline float st_softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 inline float st_gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678f)); }
 inline float st_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
