@@ -14,7 +14,6 @@
 #include <cctype>
 #include <functional>
 #include <set>
-#include <tuple>
 
 #include "compiler/emit/emit.h"
 #include "compiler/emit/task_bodies.h"
@@ -339,28 +338,28 @@ class SourceEmitter {
 
   // The m_axi bundles one kernel's DMAs share: the ports of a unit that move a packed stream (an input's,
   // a weight's or a KV cache's) or store a tensor, on one HBM pseudo-channel (so one sp= bank), that move
-  // 512-bit beats (or elements of one type), share a bundle `gmem<channel>`, each on a channel of its own (UG1399, "M_AXI Channels"):
+  // 512-bit beats, share a bundle `gmem<channel>`, each on a channel of its own (UG1399, "M_AXI Channels"):
   // one AXI master to the HBM switch instead of one per port, while each port keeps its own load or
   // store unit, AXI ID, read-ahead buffer and outstanding requests, as the HBM model gives every DMA. The
   // pseudo-channel (14.375 GB/s) is slower than the bundle's 512-bit data bus at 250 MHz (16 GB/s), so
   // ports that share it lose nothing the model does not already charge. A read of a tensor another task
-  // stored (an sp= range over two banks) and an embedding lookup keep a bundle of their own. By DMA task:
-  // its bundle and channel; a port missing keeps the bundle named after it.
+  // stored (an sp= range over two banks), an element port and an embedding lookup keep a bundle of their
+  // own. By DMA task: its bundle and channel; a port missing keeps the bundle named after it.
   std::map<std::string, std::pair<std::string, int>> bundlesOf(int g, int slr) const {
-    std::map<std::tuple<int, int, std::string>, std::vector<const Task*>> byBank;  // channel, switch port, word
+    std::map<std::pair<int, int>, std::vector<const Task*>> byBank;  // channel, switch port
     std::set<std::string> names;
     for (const Task* t : dmasOf(g, slr)) {
       names.insert(dmaArgs_.at(t->name));
       const TaskRole& r = role(*t);
-      if ((r.kind == TaskRole::kLoad && r.packed) || r.kind == TaskRole::kStore)
-        byBank[{t->channel, t->axiPort, port(*t).beats() ? "512-bit beats" : port(*t).type()}].push_back(t);
+      if (((r.kind == TaskRole::kLoad && r.packed) || r.kind == TaskRole::kStore) && port(*t).beats())
+        byBank[{t->channel, t->axiPort}].push_back(t);
     }
     std::map<std::string, std::pair<std::string, int>> out;
     std::map<int, int> perChannel;  // bundles on each pseudo-channel so far
     for (const auto& [key, members] : byBank) {
       if (members.size() < 2) continue;
-      int n = perChannel[std::get<0>(key)]++;
-      std::string name = "gmem" + std::to_string(std::get<0>(key)) + (n ? "_" + std::to_string(n) : "");
+      int n = perChannel[key.first]++;
+      std::string name = "gmem" + std::to_string(key.first) + (n ? "_" + std::to_string(n) : "");
       while (names.count(name)) name += "_b";
       names.insert(name);
       for (size_t i = 0; i < members.size(); ++i) out[members[i]->name] = {name, static_cast<int>(i)};

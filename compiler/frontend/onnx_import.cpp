@@ -22,11 +22,12 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -285,24 +286,24 @@ class Importer {
   // shape arithmetic an export computes from them (Shape, Gather, Concat, a mask sliced to the sequence)
   // folds to constants as in a static export.
   void fixDynamicAxes() {
-    std::set<std::string> axes, used;
-    auto fix = [&](onnx::ValueInfoProto& v) {
+    std::set<std::string> axes, used;  // the inputs' axes (an output's follow from them)
+    auto fix = [&](onnx::ValueInfoProto& v, bool input) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
       for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
         if (!d.has_dim_param()) continue;
         std::string name = symbolName(d.dim_param());
-        axes.insert(name);
+        if (input) axes.insert(name);
         auto it = dims_.find(name);
         if (it == dims_.end()) {
-          freeAxes_.insert(name);
+          if (input) freeAxes_.insert(name);
           continue;
         }
         used.insert(name);
         d.set_dim_value(it->second);
       }
     };
-    for (auto& v : *model_.mutable_graph()->mutable_input()) fix(v);
-    for (auto& v : *model_.mutable_graph()->mutable_output()) fix(v);
+    for (auto& v : *model_.mutable_graph()->mutable_input()) fix(v, true);
+    for (auto& v : *model_.mutable_graph()->mutable_output()) fix(v, false);
     if (dims_.empty()) return;
     model_.mutable_graph()->clear_value_info();  // inferred again from the fixed inputs
     for (const auto& [name, value] : dims_) {
@@ -352,19 +353,20 @@ class Importer {
     bool added = false;
     for (const auto& n : model_.graph().node()) {
       std::string a, b, c;
-      if (n.op_type() != "Einsum" || hasConcreteShape(n.output(0)) || !einsumTerms(n, a, b, c) ||
-          !hasConcreteShape(n.input(0)) || !hasConcreteShape(n.input(1)))
-        continue;
+      if (n.op_type() != "Einsum" || hasConcreteShape(n.output(0)) || !einsumTerms(n, a, b, c)) continue;
       std::map<char, int64_t> extent;
       bool ok = true;
+      int elemType = onnx::TensorProto::FLOAT;
       for (const auto& [term, value] : {std::make_pair(a, n.input(0)), std::make_pair(b, n.input(1))}) {
-        std::vector<Expr> shape = shapeOf(value);
-        if (shape.size() != term.size()) ok = false;
-        for (size_t i = 0; ok && i < term.size(); ++i) extent[term[i]] = shape[i].eval();
+        std::vector<int64_t> dims;
+        ok = ok && knownDims(value, dims, elemType) && dims.size() == term.size();
+        for (size_t i = 0; ok && i < term.size(); ++i) {
+          ok = !extent.count(term[i]) || extent[term[i]] == dims[i];
+          extent[term[i]] = dims[i];
+        }
       }
       for (char ch : c) ok = ok && extent.count(ch);
       if (!ok) continue;
-      auto it = types_.find(n.input(0));
       onnx::ValueInfoProto* v = nullptr;
       for (auto& info : *model_.mutable_graph()->mutable_value_info())
         if (info.name() == n.output(0)) v = &info;
@@ -373,12 +375,32 @@ class Importer {
         v->set_name(n.output(0));
       }
       auto* t = v->mutable_type()->mutable_tensor_type();
-      t->set_elem_type(it->second->tensor_type().elem_type());
+      t->set_elem_type(elemType);
       t->mutable_shape()->clear_dim();
       for (char ch : c) t->mutable_shape()->add_dim()->set_dim_value(extent.at(ch));
       added = true;
     }
     return added;
+  }
+  // The sizes of a value shape inference typed, an initializer or a Constant node's tensor; false when
+  // unknown. elemType: its element type, where known.
+  bool knownDims(const std::string& name, std::vector<int64_t>& dims, int& elemType) const {
+    auto fromTensor = [&](const onnx::TensorProto& t) {
+      dims.assign(t.dims().begin(), t.dims().end());
+      elemType = t.data_type();
+      return true;
+    };
+    for (const auto& t : model_.graph().initializer())
+      if (t.name() == name) return fromTensor(t);
+    for (const auto& node : model_.graph().node())
+      if (node.op_type() == "Constant" && node.output_size() == 1 && node.output(0) == name)
+        for (const auto& at : node.attribute())
+          if (at.name() == "value") return fromTensor(at.t());
+    if (!hasConcreteShape(name)) return false;
+    for (const auto& d : shapeOf(name)) dims.push_back(d.eval());
+    auto it = types_.find(name);
+    if (it != types_.end() && it->second->has_tensor_type()) elemType = it->second->tensor_type().elem_type();
+    return true;
   }
 
   // Shape arguments computed by other nodes (a torch export computes a view's or an expand's target from
@@ -659,6 +681,7 @@ class Importer {
   // Folds a node of constant inputs; false when this front end cannot evaluate it.
   bool fold(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
+    if (n.input_size() == 0 || n.output_size() == 0) return false;
     auto in = [&](int i) -> const Const& { return consts_.at(n.input(i)); };
     Const out;
     using F = std::function<double(double, double)>;
@@ -748,7 +771,10 @@ class Importer {
       int64_t outer = 1;
       for (int64_t a = 0; a < axis; ++a) outer *= in(0).dims[static_cast<size_t>(a)];
       for (int i = 0; i < n.input_size(); ++i) {
-        if (static_cast<int64_t>(in(i).dims.size()) != rank) return false;
+        if (static_cast<int64_t>(in(i).dims.size()) != rank || in(i).count() != static_cast<int64_t>(in(i).v.size()))
+          return false;
+        for (int64_t a = 0; a < rank; ++a)
+          if (a != axis && in(i).dims[static_cast<size_t>(a)] != in(0).dims[static_cast<size_t>(a)]) return false;
         out.dims[static_cast<size_t>(axis)] += in(i).dims[static_cast<size_t>(axis)];
       }
       for (int64_t o = 0; o < outer; ++o)
@@ -1193,8 +1219,32 @@ class Importer {
         {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"},
         {"rmsnorm", "rmsnorm"}, {"Erf", "erf"}, {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"}, {"Abs", "abs"}, {"Max", "max"},
         {"Min", "min"}, {"Pow", "pow"}, {"Log", "log"}, {"Softplus", "softplus"}};
+    if (d.op == "Cast" && !consts_.count(d.inputs[0])) {
+      int64_t to = intAttr(n, "to", onnx::TensorProto::FLOAT);
+      if (to == onnx::TensorProto::BOOL) {  // 1 where x is not 0 (NaN too), as torch's bool(): (x == 0) == 0
+        std::string zero = scalarWeight(op.name + "_zero", 0.0);
+        std::string isZero = auxOp("equal", op.name + "_is_zero", {operand(d.inputs[0], op.name), zero}, d.output + "_is_zero");
+        op.op = "equal";
+        op.inputs = {isZero, zero};
+        graph_.ops.push_back(op);
+        return;
+      }
+      if (to != onnx::TensorProto::FLOAT && to != onnx::TensorProto::DOUBLE && to != onnx::TensorProto::FLOAT16 &&
+          to != onnx::TensorProto::BFLOAT16) {
+        unsupported_.push_back(name + " (Cast of a stream to an integer type)");
+        return;
+      }
+    }
     if (d.op == "Identity" || d.op == "Cast") {
       alias_[d.output] = d.inputs[0];
+      return;
+    }
+    static const std::map<std::string, size_t> arity = {{"Where", 3}, {"Greater", 2}, {"Less", 2}, {"Equal", 2},
+                                                        {"GreaterOrEqual", 2}, {"LessOrEqual", 2}, {"Tile", 2},
+                                                        {"Not", 1}, {"Einsum", 2}};
+    if (auto a = arity.find(d.op); a != arity.end() && (d.inputs.size() != a->second ||
+        std::any_of(d.inputs.begin(), d.inputs.end(), [](const std::string& in) { return in.empty(); }))) {
+      unsupported_.push_back(name + " (" + d.op + " of " + std::to_string(d.inputs.size()) + " inputs)");
       return;
     }
     if (auto it = direct.find(d.op); it != direct.end()) {
@@ -1300,8 +1350,12 @@ class Importer {
     } else if (d.op == "Where") {
       // A select on data, as a + (b - a) would round: a * c + b * (c == 0), with c 1 where the condition
       // holds and 0 elsewhere (a comparison's output). Exact while a and b are finite.
-      std::string c = operand(d.inputs[0], op.name), a = operand(d.inputs[1], op.name),
-                  b = operand(d.inputs[2], op.name);
+      std::string c = operand(d.inputs[0], op.name), a = finiteOperand(d.inputs[1], op.name),
+                  b = finiteOperand(d.inputs[2], op.name);
+      if (a.empty() || b.empty()) {
+        unsupported_.push_back(name + " (Where selecting a constant NaN)");
+        return;
+      }
       std::string taken = auxOp("mul", op.name + "_taken", {a, c}, d.output + "_taken");
       std::string otherwise = auxOp("equal", op.name + "_otherwise", {c, scalarWeight(op.name + "_zero", 0.0)},
                                     d.output + "_otherwise");
@@ -1338,6 +1392,12 @@ class Importer {
         return;
       }
       std::vector<double> repeats = consts_.at(d.inputs[1]).v;
+      for (double r : repeats)
+        if (!(r >= 1 && r <= 1024) || r != std::floor(r)) {
+          unsupported_.push_back(name + " (Tile by " + std::to_string(static_cast<long long>(r)) +
+                                 " copies; 1 to 1024 are taken)");
+          return;
+        }
       std::string x = operand(d.inputs[0], op.name);
       std::vector<std::pair<int64_t, int64_t>> axes;  // axis, copies
       for (size_t a = 0; a < repeats.size(); ++a)
@@ -1423,6 +1483,25 @@ class Importer {
     op.loc = loc();
     graph_.ops.push_back(op);
     return output;
+  }
+  // A select's operand: an infinite constant as the largest float of its sign (a * 0 must stay 0 where it
+  // is not selected; a softmax weighs -FLT_MAX as it does -inf); empty for a constant holding NaN.
+  std::string finiteOperand(const std::string& v, const std::string& user) {
+    auto c = consts_.find(v);
+    if (c == consts_.end()) return operand(v, user);
+    Const finite = c->second;
+    bool changed = false;
+    for (double& x : finite.v) {
+      if (std::isnan(x)) return "";
+      if (std::isinf(x)) {
+        x = x < 0 ? -std::numeric_limits<float>::max() : std::numeric_limits<float>::max();
+        changed = true;
+      }
+    }
+    if (!changed) return operand(v, user);
+    std::string name = (v.empty() ? user : v) + "_finite";
+    consts_[name] = finite;
+    return weightFrom(name, name);
   }
   std::string scalarWeight(const std::string& name, double value) {
     consts_[name] = Const{{}, {value}};

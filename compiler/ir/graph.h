@@ -74,7 +74,8 @@ int64_t kvAppendAxis(const Op& op);
 const std::vector<std::string>& knownOps();
 
 /// Elementwise ops, with numpy broadcasting of their inputs: 1 for unary (gelu, silu, relu, sigmoid, exp,
-/// tanh, erf, sqrt, reciprocal, abs), 2 for binary (add, sub, mul, div, max, min, pow); 0 for any other op.
+/// tanh, erf, sqrt, reciprocal, abs, log, softplus), 2 for binary (add, sub, mul, div, max, min, pow, and the
+/// comparisons greater, less, equal, greater_equal, less_equal: 1 where it holds, else 0); 0 for any other op.
 /// Every stage (shape rules, lowering, cost, references, emission) takes the list from here.
 int elementwiseArity(const std::string& op);
 

@@ -316,6 +316,80 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
   }
 }
 
+// Selects on data: an infinite constant operand is the largest float of its sign (its product with 0 stays
+// 0 where it is not selected, as -inf's would not; a NaN in the stream still shows through, unlike torch's), bool() of a stream is 1 for every value not 0 (NaN
+// too), an einsum by an initializer is sized (ONNX 1.12 gives its rank alone) so that a softmax can
+// follow, and malformed Tile and Where nodes are listed, not crashed on.
+TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
+  onnx::ModelProto m = modelWithInput(17, "selects", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto scalar = [&](const std::string& name, float v) {
+    auto* c = g->add_initializer();
+    c->set_name(name);
+    c->set_data_type(onnx::TensorProto::FLOAT);
+    c->add_float_data(v);
+  };
+  scalar("zero", 0.0f);
+  scalar("low", -std::numeric_limits<float>::infinity());
+  scalar("two", 2.0f);
+  scalar("three", 3.0f);
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  w->add_dims(3);
+  for (int i = 0; i < 12; ++i) w->add_float_data(0.25f * static_cast<float>(i % 5) - 0.5f);
+  addNode(g, "Greater", {"x", "zero"}, "positive");
+  addNode(g, "Where", {"positive", "x", "low"}, "kept");
+  auto* cast = addNode(g, "Cast", {"x"}, "nonzero");
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::BOOL);
+  addNode(g, "Where", {"nonzero", "two", "three"}, "picked");
+  auto* e = addNode(g, "Einsum", {"x", "w"}, "projected");
+  auto* eq = e->add_attribute();
+  eq->set_name("equation");
+  eq->set_type(onnx::AttributeProto::STRING);
+  eq->set_s("ld,dk->lk");
+  addNode(g, "Softmax", {"projected"}, "probs");
+  for (const char* out : {"kept", "picked", "probs"}) g->add_output()->set_name(out);
+  std::string path = writeModel(m, "selects.onnx");
+  Graph graph = importOnnx(path);
+  TypedGraph typed = inferShapes(graph);
+  EXPECT_EQ(typed.tensors.at(graph.outputs.at(2)).shape, (std::vector<Expr>{Expr(2), Expr(3)}));
+  std::vector<float> x = {1.5f, -2.0f, 0.0f, 3.0f, std::nanf(""), -0.5f, 0.25f, 0.0f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto got = interpret(graph, values);
+  const std::vector<float>& kept = got.at(graph.outputs.at(0)).data;
+  const std::vector<float>& picked = got.at(graph.outputs.at(1)).data;
+  ASSERT_EQ(kept.size(), 8u);
+  ASSERT_EQ(picked.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    if (std::isnan(x[i])) {  // NaN * 0 is NaN: a NaN stream operand shows through where it is not selected
+      EXPECT_TRUE(std::isnan(kept[i]));
+    } else {
+      EXPECT_EQ(kept[i], x[i] > 0 ? x[i] : -std::numeric_limits<float>::max()) << i;
+    }
+    EXPECT_EQ(picked[i], x[i] != 0 ? 2.0f : 3.0f) << i;                             // bool(NaN) is true
+  }
+  // Malformed: a Tile of no copies and a Where of two inputs are listed by name.
+  onnx::ModelProto bad = modelWithInput(17, "bad", {2, 4});
+  auto* r = bad.mutable_graph()->add_initializer();
+  r->set_name("repeats");
+  r->set_data_type(onnx::TensorProto::INT64);
+  r->add_dims(2);
+  r->add_int64_data(1);
+  r->add_int64_data(0);
+  addNode(bad.mutable_graph(), "Tile", {"x", "repeats"}, "tiled");
+  addNode(bad.mutable_graph(), "Where", {"x", "tiled"}, "chosen");
+  bad.mutable_graph()->add_output()->set_name("chosen");
+  std::string badPath = writeModel(bad, "bad_selects.onnx");
+  EXPECT_EQ(errorOf(badPath), badPath + ": error: unsupported: 2 node(s):\n  tiled_node (Tile by 0 copies; 1 to 1024 are "
+                              "taken)\n  chosen_node (Where of 2 inputs)");
+}
+
 // A shape argument computed from constants is handed back to shape inference as an int64 initializer
 // named after it; a model that already has a value of that name keeps it, and the Reshape gets the folded
 // shape, not the model's tensor.

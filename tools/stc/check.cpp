@@ -26,11 +26,15 @@ nlohmann::json opCounts(const Graph& g) {
   return kinds;
 }
 
-Checked checkFile(const std::string& path) {
+Checked checkFile(const std::string& path, const std::vector<std::string>& settings) {
   Checked c;
   std::ostringstream s;
+  for (const std::string& kv : settings)
+    if (kv.rfind("dim.", 0) != 0)
+      throw UserError("stc check: error: --set takes dim.AXIS=N (an ONNX model's dynamic axis), got '" + kv + "'");
+  std::map<std::string, int64_t> dims = importDims(settings, path);
   if (isOnnxPath(path)) {
-    Graph g = importOnnx(path);
+    Graph g = importOnnx(path, dims);
     verifyGraph(g).throwIfAny();
     s << "ONNX model '" << g.name << "': " << g.inputs.size() << " inputs, " << g.weights.size()
       << " weights, " << g.ops.size() << " ops:";
@@ -120,16 +124,16 @@ nlohmann::json errorJson(const std::string& path, const std::string& message) {
   return e;
 }
 
-int check(const std::string& path, bool json) {
+int check(const std::string& path, bool json, const std::vector<std::string>& settings) {
   if (!json) {
-    std::string summary = checkFile(path).summary;  // before anything is printed: it may throw
+    std::string summary = checkFile(path, settings).summary;  // before anything is printed: it may throw
     std::cout << path << ": " << summary << ": ok\n";
     return 0;
   }
   nlohmann::json out{{"file", path}};
   int code = 0;
   try {
-    Checked c = checkFile(path);
+    Checked c = checkFile(path, settings);
     out.update(c.facts);
     out["ok"] = true;
   } catch (const UserError& e) {  // every message the file got, one per line
@@ -149,9 +153,11 @@ int check(const std::string& path, bool json) {
 Runner addCheck(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto settings = std::make_shared<std::vector<std::string>>();
   app.add_option("file", *path, "network, graph, model, platform or ONNX file")->required();
   app.add_flag("--json", *json, "print one JSON object: the file's facts, or its errors (exit 1)");
-  return [path, json]() { return check(*path, *json); };
+  app.add_option("--set", *settings, "dim.AXIS=N: an ONNX model's dynamic axis fixed at import");
+  return [path, json, settings]() { return check(*path, *json, *settings); };
 }
 
 }  // namespace stc::cli

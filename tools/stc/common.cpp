@@ -149,7 +149,8 @@ std::map<std::string, int64_t> importDims(const std::vector<std::string>& settin
   std::map<std::string, int64_t> dims = parseCompileOptions(settings, defaultPlatform()).importDims;
   if (!dims.empty() && !isOnnxPath(path))
     throw UserError(path + ": error: --set dim." + dims.begin()->first +
-                    ": only an ONNX model's dynamic axes are fixed at import (a graph file writes its sizes)");
+                    ": only an ONNX model's dynamic axes are fixed at import, and this is not an ONNX model (a "
+                    "graph or model file writes its sizes; a network keeps those it was compiled with)");
   return dims;
 }
 
@@ -192,7 +193,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
   FileKind kind = detectFileKind(text, path);
   if (kind != FileKind::kNetwork && kind != FileKind::kGraph)
     throw UserError(path + ": error: expected a network or a graph file (its first key 'network' or 'graph')");
-  if (kind == FileKind::kGraph) importDims(settings, path);  // refuses dim.AXIS
+  importDims(settings, path);  // refuses dim.AXIS: not an ONNX model
   Network net = kind == FileKind::kNetwork
                     ? parseNetwork(text, path)
                     : compileGraph(parseGraph(text, path), platformArg, parseCompileOptions(settings, platformArg)).network;

@@ -30,6 +30,7 @@ Subject loadSubject(const DseArgs& a) {
   if (isOnnxPath(a.input)) {
     s.graph = loadGraphFile(a.input, a.settings);
   } else {
+    importDims(a.settings, a.input);  // refuses dim.AXIS: not an ONNX model
     std::string text = readTextFile(a.input);
     switch (detectFileKind(text, a.input)) {
       case FileKind::kGraph:

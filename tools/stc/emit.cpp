@@ -70,7 +70,7 @@ Loaded loadGraph(const EmitArgs& a, const std::string& command) {
   } else {
     std::string text = readTextFile(path);
     FileKind kind = detectFileKind(text, path);
-    if (kind == FileKind::kGraph || kind == FileKind::kModel) importDims(a.input.settings, path);  // no dim.AXIS
+    importDims(a.input.settings, path);  // refuses dim.AXIS: not an ONNX model (a network keeps its own)
     switch (kind) {
       case FileKind::kGraph:
         l.graph = parseGraph(text, path);

@@ -191,8 +191,10 @@ int simulate(const SimulateArgs& a, const CLI::App& app) {
   if (a.timeline && !a.json)
     throw UserError("stc simulate: error: --timeline adds to --json's object: pass --json too");
   Platform platform = a.network.loadPlatformArg();
-  if (!isOnnxPath(a.network.path) && detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel)
+  if (!isOnnxPath(a.network.path) && detectFileKind(readTextFile(a.network.path), a.network.path) == FileKind::kModel) {
+    importDims(a.network.settings, a.network.path);  // refuses dim.AXIS
     return simulateModel(a, platform, app);
+  }
   if (!a.decode.empty() || a.table)
     throw UserError("stc simulate: error: --decode and --table take a model file (models/*.yaml, first key 'model')");
   Bindings bindings;
