@@ -13,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -656,8 +655,13 @@ TEST(EmitW4A8, PortsOnOneChannelShareAnAxiMaster) {
   std::string dir = fresh("bundles");
   ASSERT_EQ(stc("emit " + model("gpt2-tiny.yaml") + " -o " + dir).code, 0);
   std::string cfg = readAll(dir + "/connectivity.cfg");
-  const std::regex param(R"((?:const )?(Tok<[^>]*>|\w+)\* (\w+))");
-  const std::regex pragma(R"(#pragma HLS INTERFACE m_axi port=(\w+) bundle=(\w+)(?: channel=(\d+))? .*// HBM\[(\d+)\])");
+  // The text after `key` up to the first of `stops` (or the end).
+  auto field = [](const std::string& line, const std::string& key, const std::string& stops) {
+    size_t at = line.find(key);
+    if (at == std::string::npos) return std::string();
+    at += key.size();
+    return line.substr(at, line.find_first_of(stops, at) - at);
+  };
   int ports = 0, masters = 0, shared = 0;
   for (const auto& e : fs::directory_iterator(dir + "/src")) {
     if (e.path().extension() != ".cpp") continue;
@@ -665,17 +669,24 @@ TEST(EmitW4A8, PortsOnOneChannelShareAnAxiMaster) {
     size_t sig = src.find("extern \"C\" void " + top + "(");
     ASSERT_NE(sig, std::string::npos) << top;
     std::string signature = src.substr(sig, src.find('\n', sig) - sig);
-    std::map<std::string, std::string> type;  // argument -> pointee
-    for (std::sregex_iterator m(signature.begin(), signature.end(), param), end; m != end; ++m)
-      type[(*m)[2]] = (*m)[1];
+    std::map<std::string, std::string> type;  // argument -> pointee: Tok<...> (512-bit beats) or an element
+    for (size_t star = signature.find("* "); star != std::string::npos; star = signature.find("* ", star + 1)) {
+      std::string name = signature.substr(star + 2, signature.find_first_of(",)", star) - star - 2);
+      size_t open = signature[star - 1] == '>' ? signature.rfind("Tok<", star) : signature.rfind(' ', star) + 1;
+      type[name] = signature.substr(open, star - open);
+    }
     struct Port {
       std::string name, bundle;
       int channel, hbm;
     };
     std::map<std::string, std::vector<Port>> bundles;
     std::vector<Port> all;
-    for (std::sregex_iterator m(src.begin(), src.end(), pragma), end; m != end; ++m) {
-      Port p{(*m)[1], (*m)[2], (*m)[3].matched ? std::stoi((*m)[3]) : -1, std::stoi((*m)[4])};
+    std::istringstream lines(src);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("#pragma HLS INTERFACE m_axi port=") == std::string::npos) continue;
+      std::string channel = field(line, " channel=", " ");
+      Port p{field(line, "port=", " "), field(line, "bundle=", " "), channel.empty() ? -1 : std::stoi(channel),
+             std::stoi(field(line, "// HBM[", "]"))};
       bundles[p.bundle].push_back(p);
       all.push_back(p);
     }
