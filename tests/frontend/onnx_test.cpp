@@ -228,6 +228,28 @@ onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, const std::
   return n;
 }
 
+// stc's interpreter on g against torch's output for torch's input: `io` holds the input, then the output
+// of the same size (raw little-endian f32, NAME.io.bin as the exporter writes it), within 1e-5 + 1e-4 |y|.
+void expectTorchOutput(const Graph& g, const std::string& io) {
+  std::vector<int64_t> shape;
+  for (const auto& d : g.inputs.at(0).shape) shape.push_back(d.eval());
+  int64_t n = elementCount(shape);
+  std::string bytes;
+  {
+    std::ifstream f(io, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  ASSERT_EQ(bytes.size(), static_cast<size_t>(8 * n)) << io;  // x, then y of the same size
+  std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+  std::memcpy(x.data(), bytes.data(), static_cast<size_t>(4 * n));
+  std::memcpy(y.data(), bytes.data() + 4 * n, static_cast<size_t>(4 * n));
+  std::map<std::string, Tensor> values = {{g.inputs.at(0).name, Tensor{shape, x}}};
+  for (const auto& [weight, v] : g.values) values[weight] = Tensor{{}, v};
+  std::vector<float> got = interpret(g, values).at(g.outputs.at(0)).data;
+  ASSERT_EQ(got.size(), y.size()) << io;
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(got[i], y[i], 1e-5 + 1e-4 * std::fabs(y[i])) << io << " element " << i;
+}
+
 onnx::ModelProto tinyModel(int opset, const std::vector<std::string>& ops) {
   onnx::ModelProto m = modelWithInput(opset, "tiny", {4});
   onnx::GraphProto* g = m.mutable_graph();
@@ -317,9 +339,10 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
 }
 
 // Selects on data: an infinite constant operand is the largest float of its sign (its product with 0 stays
-// 0 where it is not selected, as -inf's would not; a NaN in the stream still shows through, unlike torch's), bool() of a stream is 1 for every value not 0 (NaN
-// too), an einsum by an initializer is sized (ONNX 1.12 gives its rank alone) so that a softmax can
-// follow, and malformed Tile and Where nodes are listed, not crashed on.
+// 0 where it is not selected, as -inf's would not; a NaN in the stream still shows through, unlike
+// torch's), bool() of a stream is 1 for every value not 0 (NaN too), an einsum by an initializer is sized
+// (ONNX 1.12 gives its rank alone) so that a softmax can follow, and malformed Tile and Where nodes are
+// listed, not crashed on.
 TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
   onnx::ModelProto m = modelWithInput(17, "selects", {2, 4});
   onnx::GraphProto* g = m.mutable_graph();
@@ -498,24 +521,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
                            "select_mlp.onnx", "einsum_attention.onnx",
                            "sliding_window_attention.onnx", "tiled_mlp.onnx", "rope_in_forward.onnx"}) {
-    Graph g = importOnnx(model(name));
-    std::vector<int64_t> shape;
-    for (const auto& d : g.inputs.at(0).shape) shape.push_back(d.eval());
-    int64_t n = elementCount(shape);
-    std::string bytes;
-    {
-      std::ifstream f(model(name) + ".io.bin", std::ios::binary);
-      bytes.assign(std::istreambuf_iterator<char>(f), {});
-    }
-    ASSERT_EQ(bytes.size(), static_cast<size_t>(8 * n)) << name;  // x, then y of the same size
-    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
-    std::memcpy(x.data(), bytes.data(), static_cast<size_t>(4 * n));
-    std::memcpy(y.data(), bytes.data() + 4 * n, static_cast<size_t>(4 * n));
-    std::map<std::string, Tensor> values = {{g.inputs.at(0).name, Tensor{shape, x}}};
-    for (const auto& [weight, v] : g.values) values[weight] = Tensor{{}, v};
-    std::vector<float> got = interpret(g, values).at(g.outputs.at(0)).data;
-    ASSERT_EQ(got.size(), y.size()) << name;
-    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(got[i], y[i], 1e-5 + 1e-4 * std::fabs(y[i])) << name << " element " << i;
+    SCOPED_TRACE(name);
+    expectTorchOutput(importOnnx(model(name)), model(name) + ".io.bin");
   }
   // The masks (masked_fill of a tril buffer, torch.where of one, an added triu of -inf or -1e4) become
   // a causal softmax: nothing adds a mask of 8 x 8 any more.
@@ -640,21 +647,10 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
     int causal = 0;
     for (const auto& op : g.ops) causal += isCausal(op);
     EXPECT_EQ(causal, seq == "rope_in_forward_seq.onnx" ? 0 : 1) << seq;
-    std::string bytes;
     {
-      std::ifstream f(model(twin.c_str()) + ".io.bin", std::ios::binary);
-      bytes.assign(std::istreambuf_iterator<char>(f), {});
+      SCOPED_TRACE(seq);
+      expectTorchOutput(g, model(twin.c_str()) + ".io.bin");
     }
-    const int64_t n = 8 * 64;
-    ASSERT_EQ(bytes.size(), static_cast<size_t>(8 * n)) << twin;
-    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
-    std::memcpy(x.data(), bytes.data(), static_cast<size_t>(4 * n));
-    std::memcpy(y.data(), bytes.data() + 4 * n, static_cast<size_t>(4 * n));
-    std::map<std::string, Tensor> values = {{g.inputs.at(0).name, Tensor{{1, 8, 64}, x}}};
-    for (const auto& [weight, v] : g.values) values[weight] = Tensor{{}, v};
-    std::vector<float> got = interpret(g, values).at(g.outputs.at(0)).data;
-    ASSERT_EQ(got.size(), y.size()) << seq;
-    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(got[i], y[i], 1e-5 + 1e-4 * std::fabs(y[i])) << seq << " element " << i;
     CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
     EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock) << seq;
   }
