@@ -367,8 +367,9 @@ class KernelBody {
 
   // Whether element `elem` of port p's token is inside its tensor (insideTensor): "" when the order pads none.
   // A causal softmax's kernels add the mask (graph.h: isCausal): key <= row + K - R of the scores [.., R, K].
-  // The kernels loop over the scores' canonical order (lower/kernels.cpp: lowerRowOp), which gives the key
-  // and row even where the port streams another tensor (the base a reshape of the scores reads).
+  // The kernels loop over the order of their port reading the scores (lower/kernels.cpp: lowerRowOp), which
+  // gives the key and row even where the port streams another tensor: the scores' canonical order then
+  // (the base a reshape of the scores reads).
   std::string inside(size_t ph, size_t p, const std::string& elem) const {
     const KernelPort& port = this->port(ph, p);
     std::string s = insideTensor(info(port.tensor), port.order, "i", elem);
@@ -379,6 +380,8 @@ class KernelBody {
     std::string past = R.isConstant() && K.isConstant() ? std::to_string(K.eval() - R.eval())
                                                         : "(" + cxx(K) + " - " + cxx(R) + ")";
     StreamOrder loops = canonicalOrder(scores, ctx_.compiled->options.tile);
+    for (const KernelPort& q : kernel_.phases[ph].ports)
+      if (!q.out && q.tensor == op_.inputs[0]) loops = q.order;
     std::string causal = "(" + dataCoord(loops, r - 1, "i", elem) + ") <= (" + dataCoord(loops, r - 2, "i", elem) +
                          ") + " + past;
     return s.empty() ? causal : s + " && " + causal;

@@ -307,6 +307,8 @@ ConverterPlan inferConverter(const ITensorType& producer, const ITensorType& con
     if (pd >= 0) bound[pd] = true;
     plan.sharedLoops = static_cast<int>(k + 1);
   }
+  for (int k = 0; k < plan.sharedLoops; ++k)
+    plan.regions = checkedMul(plan.regions, p.tripcounts[static_cast<size_t>(k)], "the converter's regions");
   // A bound dimension spans its element plus what the unshared loops inside move it by, on either side.
   auto innerExtent = [&](const ITensorType& t, size_t r) {
     int64_t extent = 0;

@@ -65,6 +65,10 @@ struct ConverterPlan {
   std::vector<LoopSplit> producerSplits, consumerSplits;  ///< loops split so that the prefixes match
   std::vector<int64_t> bufferShape;    ///< one region of the ping-pong buffer
   int64_t bufferBytes = 0;             ///< both halves
+  int64_t regions = 1;                 ///< regions a stream fills: the shared loops' iterations
+  /// Bytes a stream's regions take: both halves, or one where the stream is a single region (a whole
+  /// tensor), which hls::stream_of_blocks then holds once (Fifo::storedTokens).
+  int64_t storedBytes() const { return regions > 1 ? bufferBytes : bufferBytes / 2; }
 };
 
 /// Converter inference of DESIGN.md: the buffer is the smallest region both sides traverse in the same

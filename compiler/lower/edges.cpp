@@ -104,7 +104,7 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
   // Repeats whose buffer would take more than half the on-chip budget (a long prompt's activations
   // re-read for every column panel) are read from HBM again each time instead: more HBM traffic, which
   // the HBM model times, for a buffer no design could hold.
-  if (plan.kind == EdgePlan::kDmaConverter && 2 * plan.converter.bufferBytes > options.onchipBudgetBytes) {
+  if (plan.kind == EdgePlan::kDmaConverter && 2 * plan.converter.storedBytes() > options.onchipBudgetBytes) {
     plan.kind = EdgePlan::kDma;
     plan.source = port.order;
     plan.converter = ConverterPlan();
@@ -116,7 +116,7 @@ int64_t edgeBytes(const EdgePlan& plan, const KernelPort& port) {
   int64_t bytes = plan.fifoDepth * ((port.order.tokenBits() + 7) / 8);
   if (plan.kind == EdgePlan::kAdapter) bytes += 2 * ((plan.source.tokenBits() + 7) / 8);
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
-    bytes += plan.converter.bufferBytes + 2 * ((plan.source.tokenBits() + 7) / 8);
+    bytes += plan.converter.storedBytes() + 2 * ((plan.source.tokenBits() + 7) / 8);
   return bytes;
 }
 

@@ -14,7 +14,9 @@
 //   embedding        a gather: a DMA read of the looked-up table rows
 #include "compiler/lower/kernels.h"
 
+#include <algorithm>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "compiler/reference/quantized.h"
@@ -105,6 +107,44 @@ StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile) {
   return o;
 }
 
+std::vector<int> loopDims(const StreamOrder& o, const TensorInfo& t) {
+  size_t r = t.shape.size();
+  if (o.map.numDims() != static_cast<int>(r) || o.map.numResults() != static_cast<int>(r) || o.trips.size() != r ||
+      o.element.size() != r)
+    return {};
+  std::vector<int> dims(r, -1);
+  for (size_t d = 0; d < r; ++d) {
+    const AffineExpr& e = o.map.results()[d];
+    if (e.constant != 0) return {};
+    int loop = -1;
+    for (size_t k = 0; k < r; ++k) {
+      if (e.coeffs[k] == 0) continue;
+      if (loop >= 0 || e.coeffs[k] != 1) return {};
+      loop = static_cast<int>(k);
+    }
+    if (loop < 0 || dims[static_cast<size_t>(loop)] >= 0) return {};
+    dims[static_cast<size_t>(loop)] = static_cast<int>(d);
+    size_t l = static_cast<size_t>(loop);
+    if (o.steps[l] != o.element[d] || o.trips[l] != tilesOf(t.shape[d], o.element[d])) return {};
+    if (o.element[d] != 1 && l + 1 != r) return {};
+  }
+  return dims;
+}
+
+StreamOrder layoutOrder(const TensorInfo& t, const std::vector<int>& dims, int64_t tile) {
+  StreamOrder canonical = canonicalOrder(t, tile), o = canonical;
+  size_t r = t.shape.size();
+  std::vector<AffineExpr> results(r, AffineExpr{std::vector<int64_t>(r, 0), 0});
+  for (size_t l = 0; l < r; ++l) {
+    size_t d = static_cast<size_t>(dims[l]);
+    o.trips[l] = canonical.trips[d];
+    o.steps[l] = canonical.steps[d];
+    results[d].coeffs[l] = 1;
+  }
+  o.map = AffineMap(static_cast<int>(r), results);
+  return o;
+}
+
 namespace {
 
 // How a tensor made on chip arrives at its readers: spread over a long-running producer (an
@@ -183,6 +223,37 @@ class Lowering {
     const KernelGraph::PortRef& ref = kg_.producer.at(tensor);
     return kg_.kernels[static_cast<size_t>(ref.kernel)].phases[static_cast<size_t>(ref.phase)].ports[static_cast<size_t>(ref.port)].order;
   }
+  // The order `tensor` streams in as made: its producer's port's, or a reshape view's canonical order when
+  // its base streams row-major. None for a tensor from HBM (a DMA reads it in any order).
+  std::optional<StreamOrder> producedOrder(const std::string& tensor) const {
+    if (auto v = views_.find(tensor); v != views_.end()) {
+      auto base = producedOrder(v->second.base);
+      if (!base || *base != canonicalOrder(info(v->second.base), opt_.tile)) return std::nullopt;
+      return canonicalOrder(info(tensor), opt_.tile);
+    }
+    if (!kg_.producer.count(tensor)) return std::nullopt;
+    return producedOrderOf(tensor);
+  }
+  // The dims (loopDims) of the order `tensor` is made in, when that order is row-major over another
+  // permutation of its dims with the last one innermost and canonically tiled (a transpose's that kept
+  // its producer's order): an op that may walk the rows in any order (a row op, an elementwise op, a
+  // batched matmul's (batch.., m) loops) adopts it, and no converter reorders the tensor. Empty otherwise.
+  std::vector<int> rowLayoutOf(const std::string& tensor) const {
+    auto o = producedOrder(tensor);
+    if (!o) return {};
+    std::vector<int> dims = loopDims(*o, info(tensor));
+    if (dims.empty() || dims.back() != static_cast<int>(dims.size()) - 1 || std::is_sorted(dims.begin(), dims.end()) ||
+        *o != layoutOrder(info(tensor), dims, opt_.tile))
+      return {};
+    return dims;
+  }
+  // Whether `tensor` may stream in an order other than its canonical one: an intermediate result that no
+  // reshape reads (a view streams its base row-major).
+  bool mayReorder(const std::string& tensor) const {
+    if (info(tensor).role != TensorRole::kIntermediate) return false;
+    return std::none_of(g_.graph->ops.begin(), g_.graph->ops.end(),
+                        [&](const Op& o) { return o.op == "reshape" && o.inputs[0] == tensor; });
+  }
 
   // A port reading `tensor` in `order` (over the tensor's own dims); views resolve to their base.
   KernelPort in(const std::string& tensor, StreamOrder order, int level = -2) {
@@ -237,10 +308,27 @@ class Lowering {
     p.level = level;
     return p;
   }
+  // The kernels whose results reach `tensor` through kernels alone: its producer and theirs, transitively.
+  std::set<int> onChipSourcesOf(const std::string& tensor) const {
+    std::set<int> seen;
+    std::vector<std::string> todo{tensor};
+    while (!todo.empty()) {
+      auto p = kg_.producer.find(todo.back());
+      todo.pop_back();
+      if (p == kg_.producer.end() || !seen.insert(p->second.kernel).second) continue;
+      for (const auto& ph : kg_.kernels[static_cast<size_t>(p->second.kernel)].phases)
+        for (const auto& port : ph.ports)
+          if (!port.out) todo.push_back(port.tensor);
+    }
+    return seen;
+  }
+
   // A join (a kernel reading two streams made on chip, like a residual add) waits on its slower input
   // while the faster one piles up; the paths between a fork and a join may hold whole rows (converters),
-  // so each joined stream may keep all its tokens until FIFO sizing trims it. Row ops' apply kernels
-  // keep exactly a row instead (lowerRowOp).
+  // so each joined stream that shares a kernel upstream with another may keep all its tokens until FIFO
+  // sizing trims it. Streams whose kernels share none (each from its own DMA reads, as the projections
+  // of an attention read x) fill only as the join reads them: no fork can block on one while the join
+  // waits on the other. Row ops' apply kernels keep exactly a row instead (lowerRowOp).
   // The token's own row (kv_append) is kept whole instead: a head's slice a token, so its producer never
   // waits on the attention, and the attention's other input is no join for it.
   void markJoin(Kernel& k) {
@@ -256,7 +344,14 @@ class Lowering {
           joined.push_back(&p);
       }
     if (joined.size() < 2) return;
-    for (KernelPort* p : joined) p->keepTokens = std::max(p->keepTokens, p->order.tokens().eval(opt_.maxima));
+    std::vector<std::set<int>> sources;
+    for (const KernelPort* p : joined) sources.push_back(onChipSourcesOf(p->tensor));
+    for (size_t i = 0; i < joined.size(); ++i) {
+      bool forked = false;
+      for (size_t j = 0; j < joined.size() && !forked; ++j)
+        forked = j != i && std::any_of(sources[i].begin(), sources[i].end(), [&](int s) { return sources[j].count(s) > 0; });
+      if (forked) joined[i]->keepTokens = std::max(joined[i]->keepTokens, joined[i]->order.tokens().eval(opt_.maxima));
+    }
   }
 
   void add(Kernel k) {
@@ -279,7 +374,8 @@ class Lowering {
     return k;
   }
 
-  // The order in which an elementwise kernel over `outOrder` reads input `t` (numpy broadcasting).
+  // The order in which an elementwise kernel over `outOrder` (walking the output's dims in any order) reads
+  // input `t` (numpy broadcasting).
   StreamOrder broadcastOrder(const TensorInfo& t, const TensorInfo& outT, const StreamOrder& outOrder) {
     StreamOrder o;
     size_t rank = t.shape.size(), outRank = outT.shape.size(), shift = outRank - rank;
@@ -293,7 +389,7 @@ class Lowering {
       bool broadcast = t.shape[i].isConstant() && t.shape[i].eval() == 1 &&
                        !(outT.shape[i + shift].isConstant() && outT.shape[i + shift].eval() == 1);
       if (!broadcast) {
-        e.coeffs[i + shift] = 1;
+        e = outOrder.map.results()[i + shift];
         o.element[i] = outOrder.element[i + shift];
       }
       results.push_back(e);
@@ -342,6 +438,13 @@ class Lowering {
     // Elementwise (graph.h: elementwiseArity) and rope.
     Kernel kern = kernel(op);
     StreamOrder o = canonicalOrder(outT, opt_.tile);
+    // The rows in the order of the first input of the output's shape, when that is another row order.
+    if (op.op != "rope" && mayReorder(op.output))
+      for (const auto& name : op.inputs)
+        if (info(name).shape == outT.shape) {
+          if (std::vector<int> dims = rowLayoutOf(name); !dims.empty()) o = layoutOrder(outT, dims, opt_.tile);
+          break;
+        }
     KernelPhase ph{o.trips, {}};
     for (const auto& name : op.inputs) ph.ports.push_back(in(name, broadcastOrder(info(name), outT, o)));
     ph.ports.push_back(out(op.output, o));
@@ -388,12 +491,27 @@ class Lowering {
     if (block > 0 && M.eval() % block != 0)
       unsupported(op,
                   "a row block of " + std::to_string(block) + " does not divide its " + M.str() + " rows");
+    auto append = appends_.find(op.inputs[1]);
     size_t pb = batch;  // the block loop, when blocked
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
     if (kOuter) pn = batch + 2, pk = batch + 1;
     if (block > 0) pn = batch + 1, pm = batch + 2, pk = batch + 3;
-    std::vector<Expr> trip(outT.shape.begin(), outT.shape.end() - 2);
-    trip.resize(batch + (block > 0 ? 4 : 3), Expr(1));
+    // The loop of each batch dim. A batched product over a right side made on chip whose A comes in
+    // another order of (batch.., m) (rowLayoutOf: a transposed view of heads, rows outer) walks them in
+    // that order, and its output streams in it.
+    std::vector<size_t> batchLoop(batch);
+    std::iota(batchLoop.begin(), batchLoop.end(), size_t{0});
+    if (batch > 0 && !nOuter && !kOuter && append == appends_.end() && wide == canonical && a.shape.size() == rank &&
+        mayReorder(op.output))
+      if (std::vector<int> dims = rowLayoutOf(op.inputs[0]); !dims.empty()) {
+        for (size_t l = 0; l + 1 < rank; ++l) {
+          if (static_cast<size_t>(dims[l]) == rank - 2) pm = l;
+          else batchLoop[static_cast<size_t>(dims[l])] = l;
+        }
+        wide = layoutOrder(outT, dims, opt_.tile);
+      }
+    std::vector<Expr> trip(batch + (block > 0 ? 4 : 3), Expr(1));
+    for (size_t i = 0; i < batch; ++i) trip[batchLoop[i]] = outT.shape[i];
     std::vector<int64_t> steps(trip.size(), 1);
     trip[pm] = block > 0 ? Expr(block) : M;
     trip[pn] = wide.trips.back();
@@ -427,7 +545,7 @@ class Lowering {
     // A [batch.., M, K]: [1, Tk] tiles.
     std::vector<AffineExpr> ar;
     size_t aDims = kOuter ? batch + 2 : nd;  // k-outer: one A tile per k iteration
-    for (size_t i = 0; i < batch; ++i) ar.push_back(unit(aDims, i));
+    for (size_t i = 0; i < batch; ++i) ar.push_back(unit(aDims, batchLoop[i]));
     ar.push_back(row(aDims));
     ar.push_back(unit(aDims, pk));
     std::vector<int64_t> ae(a.shape.size(), 1);
@@ -435,14 +553,13 @@ class Lowering {
     // W [batch.., K, N], a shared [K, N], or [N, K] with transpose_b: [Tk, Tn] tiles.
     std::vector<AffineExpr> wr;
     if (w.shape.size() > 2)
-      for (size_t i = 0; i < batch; ++i) wr.push_back(unit(nd, i));
+      for (size_t i = 0; i < batch; ++i) wr.push_back(unit(nd, batchLoop[i]));
     wr.push_back(unit(nd, transposeB ? pn : pk));
     wr.push_back(unit(nd, transposeB ? pk : pn));
     std::vector<int64_t> we(w.shape.size(), 1);
     we[w.shape.size() - 2] = transposeB ? Tn : Tk;
     we[w.shape.size() - 1] = transposeB ? Tk : Tn;
     Kernel kern = kernel(op);
-    auto append = appends_.find(op.inputs[1]);
     const std::string& right = append == appends_.end() ? op.inputs[1] : append->second->inputs[0];
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),
                           in(right, order(w.dtype, we, wr, nd))}};
@@ -563,33 +680,32 @@ class Lowering {
     if (nOuter) moveInto(".rows", op.output + ".panels", canonical.element.back());
   }
 
-  // Stats stream of a row op: one token per row, two f32 values (softmax: max and sum of exponentials;
-  // layernorm: mean and variance; rmsnorm: mean square).
-  StreamOrder rowStatsOrder(const TensorInfo& t) {
-    StreamOrder o;
-    size_t rank = t.shape.size();
+  // Stats stream of a row op reading its rows in `xo`: one token per row, two f32 values (softmax: max and
+  // sum of exponentials; layernorm: mean and variance; rmsnorm: mean square).
+  StreamOrder rowStatsOrder(const StreamOrder& xo) {
+    StreamOrder o = xo;
     o.dtype = "f32";
-    o.element.assign(rank, 1);
+    o.element.assign(o.element.size(), 1);
     o.element.back() = 2;
-    o.trips = t.shape;
     o.trips.back() = Expr(1);
-    o.steps.assign(rank, 1);
     o.steps.back() = 2;
-    std::vector<int> dims(rank);
-    std::iota(dims.begin(), dims.end(), 0);
-    o.map = AffineMap::permutation(static_cast<int>(rank), dims);
     return o;
   }
 
+  // Rows in canonical order, or in the order their producer makes them (rowLayoutOf), the output in it too.
   void lowerRowOp(const Op& op) {
     const TensorInfo& x = info(op.inputs[0]);
-    StreamOrder xo = canonicalOrder(x, opt_.tile);
+    StreamOrder xo = canonicalOrder(x, opt_.tile), oo = canonicalOrder(info(op.output), opt_.tile);
+    if (std::vector<int> dims = rowLayoutOf(op.inputs[0]); !dims.empty() && mayReorder(op.output)) {
+      xo = layoutOrder(x, dims, opt_.tile);
+      oo = layoutOrder(info(op.output), dims, opt_.tile);
+    }
     int rowLevel = static_cast<int>(x.shape.size()) - 2;  // -1 for a single row
     std::string stats = op.output + ".stats";
     TensorInfo st{stats, x.shape, "f32", TensorRole::kIntermediate, -1, op.loc};
     st.shape.back() = Expr(2);
     kg_.tensors[stats] = st;
-    StreamOrder so = rowStatsOrder(x);
+    StreamOrder so = rowStatsOrder(xo);
     Kernel s = kernel(op, ".stats");
     s.phases.push_back({xo.trips, {in(op.inputs[0], xo), out(stats, so, rowLevel)}});
     s.lanes = xo.element.back();
@@ -605,7 +721,7 @@ class Lowering {
     ph.ports.push_back(row);
     for (size_t i = 1; i < op.inputs.size(); ++i)
       ph.ports.push_back(in(op.inputs[i], broadcastOrder(info(op.inputs[i]), x, xo)));
-    ph.ports.push_back(out(op.output, canonicalOrder(info(op.output), opt_.tile)));
+    ph.ports.push_back(out(op.output, oo));
     a.phases.push_back(ph);
     a.lanes = xo.element.back();
     add(std::move(a));
@@ -622,13 +738,36 @@ class Lowering {
   }
 
   // Transpose and slice: a copy kernel writing the output row-major, reading the input in the order that
-  // gives (for a slice, the part it keeps; a converter in front holds what the order needs).
+  // gives (for a slice, the part it keeps; a converter in front holds what the order needs). A transpose of
+  // a tensor made row-major over some order of its dims copies it in that order instead, its output in the
+  // same loops (the dims permuted; the token on whichever dim it was), unless that order is not the
+  // output's canonical one and the output must stream canonically (mayReorder): its readers, a batched
+  // matmul or a row op, adopt the order or reorder it as they would have the input.
   void lowerRelayout(const Op& op) {
     const TensorInfo& outT = info(op.output);
     const TensorInfo& inT = info(op.inputs[0]);
     StreamOrder o = canonicalOrder(outT, opt_.tile);
     StreamOrder src = o;
     src.dtype = inT.dtype;
+    auto produced = op.op == "transpose" ? producedOrder(op.inputs[0]) : std::nullopt;
+    if (produced && !loopDims(*produced, inT).empty()) {
+      auto perm = std::get<std::vector<int64_t>>(op.attrs.at("perm"));
+      StreamOrder kept = *produced;
+      std::vector<AffineExpr> results;
+      for (size_t i = 0; i < perm.size(); ++i) {
+        results.push_back(produced->map.results()[static_cast<size_t>(perm[i])]);
+        kept.element[i] = produced->element[static_cast<size_t>(perm[i])];
+      }
+      kept.map = AffineMap(produced->map.numDims(), results);
+      kept.dtype = outT.dtype;
+      if (kept == o || mayReorder(op.output)) {
+        Kernel k = kernel(op);
+        k.phases.push_back({produced->trips, {in(op.inputs[0], *produced), out(op.output, kept)}});
+        k.lanes = tokenElements(kept);
+        add(std::move(k));
+        return;
+      }
+    }
     if (op.op == "transpose") {  // output dim i is input dim perm[i]
       auto perm = std::get<std::vector<int64_t>>(op.attrs.at("perm"));
       std::vector<AffineExpr> results(perm.size());

@@ -20,6 +20,15 @@ Expr tilesOf(const Expr& size, int64_t tile);
 /// dimension.
 StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile);
 
+/// The dims of `t` that the loops of `o` walk, outermost first, when `o` walks each dim once in its own loop
+/// (whole, or in tiles of the token's elements, which only the innermost loop's dim may have) and repeats
+/// nothing: a row-major order over a permutation of the dims. Empty for any other order.
+std::vector<int> loopDims(const StreamOrder& o, const TensorInfo& t);
+
+/// The order walking `t`'s dims as `dims` (loopDims) lists them, the innermost `t`'s last, tiled as the
+/// canonical order tiles it.
+StreamOrder layoutOrder(const TensorInfo& t, const std::vector<int>& dims, int64_t tile);
+
 /// Whether matmul `op` runs column panel by column panel (n outer: several rows and a right side from
 /// HBM), writing its output only once each row's panels are in (a copy kernel then reads them row-major).
 bool writesPanels(const TypedGraph& graph, const Op& op);

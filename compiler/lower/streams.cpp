@@ -186,7 +186,7 @@ class Builder {
     role.kind = TaskRole::kConverterRead;
     roles_.tasks[r.name] = role;
     ++counts_.converters;
-    counts_.converterBytes += plan.bufferBytes;
+    counts_.converterBytes += plan.storedBytes();
     return addTask(std::move(r));
   }
 
