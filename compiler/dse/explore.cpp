@@ -275,8 +275,30 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
       p.message = r.trueDeadlock ? "the network deadlocks even with unbounded FIFOs"
                                  : "the sized network deadlocks at some of its symbols' values";
     } else if (ran) {
+      Network unsized = c.network;
       c.network = sized;
       updateResources(c, platform);
+      // Sized from the unbounded run, the FIFOs may not fit (each rounded up to whole BRAM and URAM
+      // blocks, beside the kernels' buffers): sized again from a run where writers keep their readers'
+      // pace, that design is the point's when it fits (stc size-fifos does the same).
+      if (!c.report.fits && !r.paced) {
+        options.paced = true;
+        Network pacedNet;
+        sizing::SizingResult q = sizing::sizeFifosAcross(unsized, options, sizingBindings(unsized, c.options, bindings), pacedNet);
+        bool pacedHeld = !q.trueDeadlock && !q.pinnedDeadlock && q.paced &&
+                         std::all_of(q.cyclesSizedAt.begin(), q.cyclesSizedAt.end(), [](int64_t x) { return x > 0; });
+        if (pacedHeld) {
+          CompileResult tried = c;
+          tried.network = pacedNet;
+          updateResources(tried, platform);
+          if (tried.report.fits) {
+            q.cyclesUnbounded = r.cyclesUnbounded;
+            r = std::move(q);
+            c = std::move(tried);
+            sized = std::move(pacedNet);
+          }
+        }
+      }
       p.cycles = r.cyclesSizedAt.back();
       p.cyclesUnbounded = r.cyclesUnbounded;
       p.paced = r.paced;

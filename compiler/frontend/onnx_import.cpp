@@ -458,6 +458,44 @@ class Importer {
     return true;
   }
 
+  bool hasShape(const std::string& name) const {
+    auto it = types_.find(name);
+    return consts_.count(name) || (it != types_.end() && it->second->tensor_type().has_shape());
+  }
+  // Where ONNX shape inference stopped on the way to `name`: the first node back along values without a
+  // shape whose inputs all have one (a slice of a mask buffer shorter than a fixed axis gives operands that
+  // do not broadcast), with its inputs' shapes; empty when no node makes `name`.
+  std::string whereShapesStop(std::string name) const {
+    for (int step = 0; step < model_.graph().node_size(); ++step) {
+      const onnx::NodeProto* node = nullptr;
+      for (const auto& n : model_.graph().node())
+        if (std::find(n.output().begin(), n.output().end(), name) != n.output().end()) node = &n;
+      if (!node) return "";
+      std::string shapeless, shapes;
+      for (const auto& in : node->input()) {
+        if (in.empty()) continue;
+        std::string text = "?";
+        if (hasShape(in)) {
+          try {
+            std::string dims;
+            for (const Expr& d : shapeOf(in)) dims += (dims.empty() ? "" : ", ") + d.str();
+            text = "[" + dims + "]";
+          } catch (const UserError&) {  // a dimension of unknown size
+            text = "[?]";
+          }
+        } else if (shapeless.empty()) {
+          shapeless = in;
+        }
+        shapes += (shapes.empty() ? "" : ", ") + text;
+      }
+      if (shapeless.empty())
+        return ": shape inference gives none to node '" + node->name() + "' (" + node->op_type() +
+               "), whose inputs are " + shapes + " (shapes that do not broadcast, or a fixed axis beyond what the model's own tensors hold)";
+      name = shapeless;
+    }
+    return "";
+  }
+
   // Shape of a value: inferred dims, a named symbol for a dim_param; UserError when unknown.
   std::vector<Expr> shapeOf(const std::string& name) const {
     if (auto c = consts_.find(name); c != consts_.end()) {  // a constant's own dims, known where inference's are not
@@ -467,7 +505,7 @@ class Importer {
     }
     auto it = types_.find(name);
     if (it == types_.end() || !it->second->tensor_type().has_shape())
-      throw UserError(path_ + ": error: value '" + name + "' has no inferred shape");
+      throw UserError(path_ + ": error: value '" + name + "' has no inferred shape" + whereShapesStop(name));
     std::vector<Expr> shape;
     for (const auto& d : it->second->tensor_type().shape().dim()) {
       if (d.has_dim_value()) shape.push_back(Expr(d.dim_value()));

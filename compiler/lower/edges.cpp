@@ -6,6 +6,8 @@
 // first data loop: the DMA reads it again for each block, and the converter holds a panel.
 #include "compiler/lower/edges.h"
 
+#include <algorithm>
+
 #include "compiler/lower/kernels.h"
 
 namespace stc {
@@ -101,6 +103,16 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
   }
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
     plan.converter = inferConverter(plan.source.bind(options.maxima), port.order.bind(options.maxima), true);
+  // A converter of one region (the whole tensor) takes every token its producer makes before its reader
+  // starts: nothing more waits in front of it.
+  if (plan.kind == EdgePlan::kConverter && plan.fifoDepth > 2 && plan.converter.regions == 1) plan.fifoDepth = 2;
+  if (plan.kind == EdgePlan::kConverter && plan.fifoDepth > 2) {
+    int64_t bits = port.order.tokenBits(), sourceBits = std::max<int64_t>(1, plan.source.tokenBits());
+    int64_t kept = std::min(plan.source.tokens().eval(options.maxima),
+                            (port.keepTokens * bits + sourceBits - 1) / sourceBits);
+    plan.feedDepth = kept + 2;
+    plan.fifoDepth = 2;
+  }
   // Repeats whose buffer would take more than half the on-chip budget (a long prompt's activations
   // re-read for every column panel) are read from HBM again each time instead: more HBM traffic, which
   // the HBM model times, for a buffer no design could hold.
@@ -116,7 +128,7 @@ int64_t edgeBytes(const EdgePlan& plan, const KernelPort& port) {
   int64_t bytes = plan.fifoDepth * ((port.order.tokenBits() + 7) / 8);
   if (plan.kind == EdgePlan::kAdapter) bytes += 2 * ((plan.source.tokenBits() + 7) / 8);
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
-    bytes += plan.converter.storedBytes() + 2 * ((plan.source.tokenBits() + 7) / 8);
+    bytes += plan.converter.storedBytes() + plan.feedDepth * ((plan.source.tokenBits() + 7) / 8);
   return bytes;
 }
 

@@ -22,6 +22,10 @@ struct EdgePlan {
   StreamOrder source;      ///< the order the FIFO or converter receives
   ConverterPlan converter; ///< when there is a converter (buffer sizes at the symbols' maxima)
   int64_t fifoDepth = 2;   ///< depth of the FIFO into the consumer
+  /// kConverter: depth of the FIFO into the converter. A joined stream's kept tokens (KernelPort::keepTokens)
+  /// wait there, as the producer makes them, at most the tensor once: behind the converter a consumer
+  /// re-reading its input (a row for every column tile, every key for every query) would count each repeat.
+  int64_t feedDepth = 2;
 };
 
 /// The plan for `port`; onChip says whether the tensor's producer is a kernel of the same group.

@@ -297,12 +297,17 @@ class Builder {
       }
       case EdgePlan::kConverter:
       case EdgePlan::kDmaConverter: {
-        std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order);
+        // Readers of one order share a converter of a stream made on chip; each reader of a tensor from HBM
+        // has its own DMA reads and converter, so that no fork couples readers that join later (the
+        // projections of x, whose results meet in the scores): a join then keeps only what forks on chip
+        // (lower/kernels.cpp: markJoin).
+        std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order) +
+                          (plan.kind == EdgePlan::kDmaConverter ? ">" + consumerName : "");
         auto it = converters_.find(key);
         if (it == converters_.end()) {
           std::vector<std::string> feed;
           if (plan.kind == EdgePlan::kConverter) {
-            feed.push_back(addFifo(kp.tensor + ">cvt", plan.source.tokenBits(), 2));
+            feed.push_back(addFifo(kp.tensor + ">cvt", plan.source.tokenBits(), plan.feedDepth));
             attachProducer(kp.tensor, feed.back(), group);
           } else {  // a weight re-streamed per row block is striped like one read straight
             feed = loadFromHbm(kp.tensor, plan.source, kp.weight && kp.restream, group);

@@ -1023,6 +1023,16 @@ TEST(Compiler, TransposedHeadsStreamInTheOrderTheirProducerMakes) {
     EXPECT_NE(f.name.rfind("o.cvt", 0), 0u) << f.name;
     EXPECT_NE(f.name.rfind("ot.cvt", 0), 0u) << f.name;
   }
+  // Under W4A8 the three projections read x in one order. Each has its own DMA reads and converter: one
+  // shared would be a fork whose branches meet again in the scores, where q would have to wait whole
+  // (K is whole first) while no join keeps it; the network runs at its compiled depths.
+  CompileResult q = compileFile("attention_prefill.yaml", {"quant=w4a8"});
+  int xConverters = 0;
+  for (const Fifo& f : q.network.fifos) xConverters += f.isRegion() && f.name.rfind("x.cvt", 0) == 0;
+  EXPECT_EQ(xConverters, 3);
+  EXPECT_EQ(q.report.groups, 1);
+  EXPECT_LE(q.report.onchipBytesIntermediate * 5, q.report.onchipBytesUnfused);
+  EXPECT_FALSE(simulate(q.network).deadlock);
 }
 
 }  // namespace

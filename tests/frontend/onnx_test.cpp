@@ -666,6 +666,17 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
     EXPECT_EQ(std::string(e.what()),
               path + ": error: field 'dim.len': the model has no dynamic axis 'len' (its dynamic axes: seq)");
   }
+  // A length beyond the mask buffer's 16 positions: torch fails the same way (the sliced mask stays 16 x 16
+  // against 32 x 32 scores). The message names the node where shape inference stopped and its inputs.
+  try {
+    importOnnx(path, {{"seq", 32}});
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": error: value '/Softmax_output_0' has no inferred shape: shape inference gives none to node "
+                     "'/Where' (Where), whose inputs are [1, 1, 16, 16], [], [1, 4, 32, 32] (shapes that do not "
+                     "broadcast, or a fixed axis beyond what the model's own tensors hold)");
+  }
 }
 
 TEST(Onnx, Errors) {

@@ -1,5 +1,6 @@
 // stc size-fifos NETWORK -o SIZED: LP-based FIFO sizing, verified by re-simulation. The output network is
 // the input with new depths and nothing else changed.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -60,6 +61,7 @@ int sizeCommand(const SizeArgs& a) {
   sizing::SizingResult r;
   std::vector<sizing::RangeCheck> checks;
   std::pair<int64_t, int64_t> ctxRange;
+  int64_t tileOverCtx = 0;
   if (overCtx) {  // the range given, or 1 .. the maximum the kernels' buffers hold
     bool compiled = false;
     CompileOptions settings = parseCompileOptions(a.network.compileSettings(net, compiled), platform);
@@ -79,11 +81,13 @@ int sizeCommand(const SizeArgs& a) {
           ": error: the network uses symbol 'ctx' and says no maximum: give --ctx N, or --ctx-range "
           "LOW:HIGH to size it for every ctx in a range");
     }
-    r = sizing::sizeFifosOverRange(net, options, "ctx", ctxRange.first, ctxRange.second, settings.tile, sized,
-                                   checks);
-  } else {
-    r = sizing::sizeFifos(net, options, sized);
+    tileOverCtx = settings.tile;
   }
+  auto size = [&](const sizing::SizingOptions& o, Network& out, std::vector<sizing::RangeCheck>& done) {
+    return overCtx ? sizing::sizeFifosOverRange(net, o, "ctx", ctxRange.first, ctxRange.second, tileOverCtx, out, done)
+                   : sizing::sizeFifos(net, o, out);
+  };
+  r = size(options, sized, checks);
   if (r.pinnedDeadlock)
     throw UserError(
         "stc size-fifos: error: the network deadlocks with the --set-depth depths even with every other "
@@ -104,6 +108,32 @@ int sizeCommand(const SizeArgs& a) {
   if (overCtx) sized.sizedFor["ctx"] = ctxRange;
   std::string what;
   Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", true, what);
+  // Sized from the unbounded run within the memory's bits, the FIFOs may still not fit the device (each
+  // rounded up to whole BRAM and URAM blocks, beside the kernels' own buffers): sized again from a run
+  // where writers keep their readers' pace, that design is kept when it fits.
+  if (!used.within(platform.resources) && !r.paced && !r.pinnedDeadlock) {
+    sizing::SizingOptions paced = options;
+    paced.paced = true;
+    Network pacedNet;
+    std::vector<sizing::RangeCheck> pacedChecks;
+    sizing::SizingResult p = size(paced, pacedNet, pacedChecks);
+    bool held = p.paced && !p.trueDeadlock && !p.pinnedDeadlock &&
+                std::all_of(pacedChecks.begin(), pacedChecks.end(), [](const sizing::RangeCheck& c) { return c.cycles > 0; });
+    if (held) {
+      pacedNet.sizedFor = sized.sizedFor;
+      std::string pacedWhat;
+      Resources pacedUsed = networkResources(net, pacedNet, a.network.path, platform, "sized FIFOs", true, pacedWhat);
+      if (pacedUsed.within(platform.resources)) {
+        p.cyclesUnbounded = r.cyclesUnbounded;
+        r = std::move(p);
+        r.paced = true;
+        sized = std::move(pacedNet);
+        checks = std::move(pacedChecks);
+        used = pacedUsed;
+        what = pacedWhat;
+      }
+    }
+  }
   requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
   if (a.json || !a.html.empty()) {
