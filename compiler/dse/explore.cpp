@@ -284,7 +284,12 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
       if (!c.report.fits && !r.paced) {
         options.paced = true;
         Network pacedNet;
-        sizing::SizingResult q = sizing::sizeFifosAcross(unsized, options, sizingBindings(unsized, c.options, bindings), pacedNet);
+        sizing::SizingResult q;
+        try {
+          q = sizing::sizeFifosAcross(unsized, options, sizingBindings(unsized, c.options, bindings), pacedNet);
+        } catch (const UserError&) {  // measured as the first sizing was: not expected; the point keeps that one
+          q = sizing::SizingResult();
+        }
         bool pacedHeld = !q.trueDeadlock && !q.pinnedDeadlock && q.paced &&
                          std::all_of(q.cyclesSizedAt.begin(), q.cyclesSizedAt.end(), [](int64_t x) { return x > 0; });
         if (pacedHeld) {

@@ -103,10 +103,11 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
   }
   if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
     plan.converter = inferConverter(plan.source.bind(options.maxima), port.order.bind(options.maxima), true);
-  // A converter of one region (the whole tensor) takes every token its producer makes before its reader
-  // starts: nothing more waits in front of it.
-  if (plan.kind == EdgePlan::kConverter && plan.fifoDepth > 2 && plan.converter.regions == 1) plan.fifoDepth = 2;
-  if (plan.kind == EdgePlan::kConverter && plan.fifoDepth > 2) {
+  // A join's kept tokens wait in front of the stream's converter (the join's own: streams.cpp), where
+  // the stream forks; none where the converter holds the whole tensor (one region), which takes every
+  // token its producer makes before its reader starts. A row op's kept row stays behind it.
+  if (plan.kind == EdgePlan::kConverter && port.joinKeep && plan.converter.regions == 1) plan.fifoDepth = 2;
+  if (plan.kind == EdgePlan::kConverter && port.joinKeep && plan.fifoDepth > 2) {
     int64_t bits = port.order.tokenBits(), sourceBits = std::max<int64_t>(1, plan.source.tokenBits());
     int64_t kept = std::min(plan.source.tokens().eval(options.maxima),
                             (port.keepTokens * bits + sourceBits - 1) / sourceBits);

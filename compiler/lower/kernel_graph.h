@@ -98,6 +98,7 @@ struct KernelPort {
   bool out = false;
   int level = -2;         ///< loop it advances with; -2 = innermost
   int64_t keepTokens = 0; ///< tokens its FIFO must hold for the kernel not to deadlock (a row kept for a second pass)
+  bool joinKeep = false;  ///< keepTokens for a join whose streams are linked upstream (kept where the stream forks)
   bool weight = false;    ///< a weight or input (a KV cache) read straight from HBM, striped over channels
   bool restream = false;  ///< from HBM: read again at each iteration of the repeat loops outside its first
                           ///< data loop (a right side streamed once per row block), not held on chip

@@ -211,6 +211,7 @@ class Lowering {
 
   KernelGraph run() {
     for (const Op& op : g_.graph->ops) lower(op);
+    markJoins();
     return std::move(kg_);
   }
 
@@ -308,54 +309,73 @@ class Lowering {
     p.level = level;
     return p;
   }
-  // The kernels whose results reach `tensor` through kernels alone: its producer and theirs, transitively.
-  std::set<int> onChipSourcesOf(const std::string& tensor) const {
-    std::set<int> seen;
-    std::vector<std::string> todo{tensor};
-    while (!todo.empty()) {
-      auto p = kg_.producer.find(todo.back());
-      todo.pop_back();
-      if (p == kg_.producer.end() || !seen.insert(p->second.kernel).second) continue;
-      for (const auto& ph : kg_.kernels[static_cast<size_t>(p->second.kernel)].phases)
-        for (const auto& port : ph.ports)
-          if (!port.out) todo.push_back(port.tensor);
-    }
-    return seen;
-  }
-
   // A join (a kernel reading two streams made on chip, like a residual add) waits on its slower input
   // while the faster one piles up; the paths between a fork and a join may hold whole rows (converters),
-  // so each joined stream that shares a kernel upstream with another may keep all its tokens until FIFO
-  // sizing trims it. Streams whose kernels share none (each from its own DMA reads, as the projections
-  // of an attention read x) fill only as the join reads them: no fork can block on one while the join
-  // waits on the other. Row ops' apply kernels keep exactly a row instead (lowerRowOp).
+  // so a joined stream may keep all its tokens until FIFO sizing trims it (at most the tensor once, in
+  // front of its converter: edges.cpp). It must where its producer is linked to another joined stream's
+  // by kernels and streams other than the join, in any direction: a fork upstream of both (ln1 to the
+  // projections whose results meet in the scores) or another join reading both (an add and a concat of
+  // the same two streams). Streams linked through nothing else (each from its own DMA reads, as the
+  // projections of an attention read x) fill only as the join reads them. Row ops' apply kernels keep
+  // exactly a row instead (lowerRowOp).
   // The token's own row (kv_append) is kept whole instead: a head's slice a token, so its producer never
   // waits on the attention, and the attention's other input is no join for it.
-  void markJoin(Kernel& k) {
-    if (k.op.size() > 6 && k.op.compare(k.op.size() - 6, 6, ".apply") == 0) return;
-    std::vector<KernelPort*> joined;
-    for (size_t ph = 0; ph < k.phases.size(); ++ph)
-      for (size_t i = 0; i < k.phases[ph].ports.size(); ++i) {
-        KernelPort& p = k.phases[ph].ports[i];
-        if (p.out || !kg_.producer.count(p.tensor)) continue;
-        if (ph == 0 && static_cast<int>(i) == k.appendPort)
-          p.keepTokens = std::max(p.keepTokens, p.order.tokens().eval(opt_.maxima));
-        else
-          joined.push_back(&p);
+  void markJoins() {
+    size_t n = kg_.kernels.size();
+    std::vector<std::vector<size_t>> linked(n);  // kernels a stream made on chip joins, either way
+    for (size_t k = 0; k < n; ++k)
+      for (const auto& ph : kg_.kernels[k].phases)
+        for (const auto& p : ph.ports)
+          if (auto prod = kg_.producer.find(p.tensor); !p.out && prod != kg_.producer.end()) {
+            size_t from = static_cast<size_t>(prod->second.kernel);
+            linked[k].push_back(from);
+            linked[from].push_back(k);
+          }
+    for (size_t k = 0; k < n; ++k) {
+      Kernel& kern = kg_.kernels[k];
+      if (kern.op.size() > 6 && kern.op.compare(kern.op.size() - 6, 6, ".apply") == 0) continue;
+      std::vector<KernelPort*> joined;
+      for (size_t ph = 0; ph < kern.phases.size(); ++ph)
+        for (size_t i = 0; i < kern.phases[ph].ports.size(); ++i) {
+          KernelPort& p = kern.phases[ph].ports[i];
+          if (p.out || !kg_.producer.count(p.tensor)) continue;
+          if (ph == 0 && static_cast<int>(i) == kern.appendPort)
+            p.keepTokens = std::max(p.keepTokens, p.order.tokens().eval(opt_.maxima));
+          else
+            joined.push_back(&p);
+        }
+      if (joined.size() < 2) continue;
+      // The kernels each joined stream's producer reaches without passing through this join.
+      std::vector<int> part(n, -1);
+      for (size_t j = 0; j < joined.size(); ++j) {
+        size_t start = static_cast<size_t>(kg_.producer.at(joined[j]->tensor).kernel);
+        if (part[start] >= 0) continue;
+        std::vector<size_t> todo{start};
+        part[start] = static_cast<int>(j);
+        while (!todo.empty()) {
+          size_t at = todo.back();
+          todo.pop_back();
+          for (size_t next : linked[at])
+            if (next != k && part[next] < 0) {
+              part[next] = static_cast<int>(j);
+              todo.push_back(next);
+            }
+        }
       }
-    if (joined.size() < 2) return;
-    std::vector<std::set<int>> sources;
-    for (const KernelPort* p : joined) sources.push_back(onChipSourcesOf(p->tensor));
-    for (size_t i = 0; i < joined.size(); ++i) {
-      bool forked = false;
-      for (size_t j = 0; j < joined.size() && !forked; ++j)
-        forked = j != i && std::any_of(sources[i].begin(), sources[i].end(), [&](int s) { return sources[j].count(s) > 0; });
-      if (forked) joined[i]->keepTokens = std::max(joined[i]->keepTokens, joined[i]->order.tokens().eval(opt_.maxima));
+      for (size_t j = 0; j < joined.size(); ++j) {
+        int mine = part[static_cast<size_t>(kg_.producer.at(joined[j]->tensor).kernel)];
+        bool coupled = false;
+        for (size_t o = 0; o < joined.size() && !coupled; ++o)
+          coupled = o != j && part[static_cast<size_t>(kg_.producer.at(joined[o]->tensor).kernel)] == mine;
+        if (coupled) {
+          joined[j]->keepTokens = std::max(joined[j]->keepTokens, joined[j]->order.tokens().eval(opt_.maxima));
+          joined[j]->joinKeep = true;
+        }
+      }
     }
   }
 
   void add(Kernel k) {
-    markJoin(k);
     for (size_t ph = 0; ph < k.phases.size(); ++ph)
       for (size_t p = 0; p < k.phases[ph].ports.size(); ++p)
         if (k.phases[ph].ports[p].out)
@@ -502,7 +522,7 @@ class Lowering {
     std::vector<size_t> batchLoop(batch);
     std::iota(batchLoop.begin(), batchLoop.end(), size_t{0});
     if (batch > 0 && !nOuter && !kOuter && append == appends_.end() && wide == canonical && a.shape.size() == rank &&
-        mayReorder(op.output))
+        w.role == TensorRole::kIntermediate && mayReorder(op.output))
       if (std::vector<int> dims = rowLayoutOf(op.inputs[0]); !dims.empty()) {
         for (size_t l = 0; l + 1 < rank; ++l) {
           if (static_cast<size_t>(dims[l]) == rank - 2) pm = l;

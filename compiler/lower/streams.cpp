@@ -297,12 +297,13 @@ class Builder {
       }
       case EdgePlan::kConverter:
       case EdgePlan::kDmaConverter: {
-        // Readers of one order share a converter of a stream made on chip; each reader of a tensor from HBM
-        // has its own DMA reads and converter, so that no fork couples readers that join later (the
-        // projections of x, whose results meet in the scores): a join then keeps only what forks on chip
-        // (lower/kernels.cpp: markJoin).
-        std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order) +
-                          (plan.kind == EdgePlan::kDmaConverter ? ">" + consumerName : "");
+        // Readers of one order share a converter of a stream made on chip, but for a join keeping tokens in
+        // front of its own (edges.cpp: the fork is then before it); each reader of a tensor from HBM has its
+        // own DMA reads and converter, so that no fork couples readers that join later (the projections of
+        // x, whose results meet in the scores): a join keeps only what is linked on chip
+        // (lower/kernels.cpp: markJoins).
+        bool own = plan.kind == EdgePlan::kDmaConverter || (kp.joinKeep && kp.keepTokens > 0);
+        std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order) + (own ? ">" + consumerName : "");
         auto it = converters_.find(key);
         if (it == converters_.end()) {
           std::vector<std::string> feed;

@@ -1035,5 +1035,50 @@ TEST(Compiler, TransposedHeadsStreamInTheOrderTheirProducerMakes) {
   EXPECT_FALSE(simulate(q.network).deadlock);
 }
 
+// A whole decoder layer over 128 rows (models/graphs/decoder_prefill.yaml, W4A8): ln1 forks to the three
+// projections, whose results meet in the scores, so q waits whole in front of its converter while K is
+// made (every query row reads every key): 128 x 1024 int8 in 16-value tokens, 8,192 kept and the 2 of
+// any FIFO. K and V wait in their converters, which hold them whole: nothing more waits in front. It fuses
+// in one group and runs at its compiled depths.
+TEST(Compiler, APrefillDecoderLayerRunsFusedAtItsCompiledDepths) {
+  CompileResult c = compileFile("decoder_prefill.yaml", {"quant=w4a8"});
+  EXPECT_EQ(c.report.groups, 1);
+  EXPECT_EQ(fifoNamed(c.network, "qh>cvt").depth, 128 * 1024 / 16 + 2);
+  EXPECT_EQ(fifoNamed(c.network, "qh>scores").depth, 2);  // not the re-read stream's tokens
+  EXPECT_EQ(fifoNamed(c.network, "kt>cvt").depth, 2);
+  EXPECT_EQ(fifoNamed(c.network, "vh>cvt").depth, 2);
+  EXPECT_FALSE(simulate(c.network).deadlock);
+}
+
+// Joins linked through another join: an add and a concat of the same two streams, made by kernels of
+// their own. The concat reads all of h1 before any of h2; were h2's FIFOs shallow, its producer, blocked
+// on the concat, would starve the add, which would stop reading h1. Each join's streams keep their
+// tokens (8 x 64 in 16-value tokens: 32, and the 2 of any FIFO). And a softmax over a transpose whose token
+// lies on the rows (the transpose copies relu's output as made): its stats and apply kernels read the rows
+// through one converter, the apply's FIFO keeping a row behind it. Both run at their compiled depths.
+TEST(Compiler, StreamsJoinedTwiceOrReadTwiceKeepWhatTheirReadersNeed) {
+  CompileResult c = compileText(
+      "graph: twice\n"
+      "inputs: [{name: x1, shape: [8, 64]}, {name: x2, shape: [8, 64]}]\n"
+      "ops:\n"
+      "  - {name: r1, op: relu, inputs: [x1], output: h1}\n"
+      "  - {name: r2, op: relu, inputs: [x2], output: h2}\n"
+      "  - {name: sum, op: add, inputs: [h1, h2], output: j}\n"
+      "  - {name: cat, op: concat, inputs: [h1, h2], output: c, axis: 0}\n"
+      "outputs: [j, c]\n");
+  for (const char* f : {"h1>sum", "h2>sum", "h1>cat", "h2>cat"}) EXPECT_EQ(fifoNamed(c.network, f).depth, 8 * 64 / 16 + 2) << f;
+  EXPECT_FALSE(simulate(c.network).deadlock);
+  CompileResult t = compileText(
+      "graph: rows\n"
+      "inputs: [{name: x, shape: [16, 64]}]\n"
+      "ops:\n"
+      "  - {name: r, op: relu, inputs: [x], output: h}\n"
+      "  - {name: t, op: transpose, inputs: [h], output: ht, perm: [1, 0]}\n"
+      "  - {name: s, op: softmax, inputs: [ht], output: p, axis: -1}\n"
+      "outputs: [p]\n");
+  EXPECT_GT(fifoNamed(t.network, "ht>s.apply").depth, 2);
+  EXPECT_FALSE(simulate(t.network).deadlock);
+}
+
 }  // namespace
 }  // namespace stc

@@ -117,7 +117,7 @@ int sizeCommand(const SizeArgs& a) {
     Network pacedNet;
     std::vector<sizing::RangeCheck> pacedChecks;
     sizing::SizingResult p = size(paced, pacedNet, pacedChecks);
-    bool held = p.paced && !p.trueDeadlock && !p.pinnedDeadlock &&
+    bool held = p.paced && !p.trueDeadlock && !p.pinnedDeadlock && p.cyclesSized > 0 &&
                 std::all_of(pacedChecks.begin(), pacedChecks.end(), [](const sizing::RangeCheck& c) { return c.cycles > 0; });
     if (held) {
       pacedNet.sizedFor = sized.sizedFor;
