@@ -75,6 +75,35 @@ Resources fifoResources(const Fifo& f) {
   return r;
 }
 
+int64_t intermediateBytesAtDepths(const CompileResult& c) {
+  std::map<std::string, const Task*> writer, reader;
+  for (const Task& t : c.network.tasks) {
+    auto end = [&](const Port& p) { (p.dir == PortDir::kOut ? writer : reader)[p.fifo] = &t; };
+    for (const Phase& ph : t.phases)
+      for (const Port& p : ph.ports) end(p);
+    for (const Port& p : t.dmaPorts) end(p);
+  }
+  // Whether the stream through `fifo` comes from a kernel (back) or goes to one: through adapters and
+  // converters, not DMAs (an HBM tensor, or a later group's input).
+  std::function<bool(const std::string&, bool)> reachesKernel = [&](const std::string& fifo, bool back) {
+    auto at = back ? writer.find(fifo) : reader.find(fifo);
+    if (at == (back ? writer.end() : reader.end()) || at->second->isDma()) return false;
+    const Task& t = *at->second;
+    auto role = c.roles.tasks.find(t.name);
+    if (role != c.roles.tasks.end() && role->second.kind == TaskRole::kKernel) return true;
+    for (const Phase& ph : t.phases)
+      for (const Port& p : ph.ports)
+        if ((p.dir == PortDir::kIn) == back && reachesKernel(p.fifo, back)) return true;
+    return false;
+  };
+  int64_t bytes = 0;
+  for (const Kernel& k : c.kernels.kernels) bytes += k.bufferBytes;
+  for (const Fifo& f : c.network.fifos)
+    if (!f.unbounded() && reachesKernel(f.name, true) && reachesKernel(f.name, false))
+      bytes += (f.storedTokens() * f.width + 7) / 8;
+  return bytes;
+}
+
 namespace {
 
 // One estimate per task: its kernel, or a DMA's AXI master and read or write buffer, or an adapter's shift

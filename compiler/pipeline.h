@@ -89,6 +89,12 @@ int splitAtSlrs(CompileResult& c, const Platform& platform);
 
 /// One FIFO's memory (a converter's region: its ping-pong buffer and control), as every estimate counts it.
 Resources fifoResources(const Fifo& f);
+/// The on-chip bytes of the intermediate results at the network's FIFO depths: the kernels' buffers and
+/// every FIFO on a stream from one kernel to another (a converter's regions at Fifo::storedTokens among
+/// them; not the streams of inputs, weights and tensors through HBM). compileGraph's report gives the
+/// same count at the compiled depths, before sizing (onchipBytesIntermediate, an upper bound where a
+/// join keeps a whole tensor); after sizing, this is what the design holds.
+int64_t intermediateBytesAtDepths(const CompileResult& c);
 /// The report's resources and fit, again from the network's FIFO depths (after sizing changed them), and
 /// the groups no SLR holds cut again for them (splitAtSlrs). compileGraph runs it last.
 void updateResources(CompileResult& c, const Platform& platform);

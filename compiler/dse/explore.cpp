@@ -275,8 +275,8 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
       p.message = r.trueDeadlock ? "the network deadlocks even with unbounded FIFOs"
                                  : "the sized network deadlocks at some of its symbols' values";
     } else if (ran) {
-      Network unsized = c.network;
-      c.network = sized;
+      Network unsized = std::move(c.network);  // for the paced retry; c holds the sized design from here
+      c.network = std::move(sized);
       updateResources(c, platform);
       // Sized from the unbounded run, the FIFOs may not fit (each rounded up to whole BRAM and URAM
       // blocks, beside the kernels' buffers): sized again from a run where writers keep their readers'
@@ -294,13 +294,12 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
                          std::all_of(q.cyclesSizedAt.begin(), q.cyclesSizedAt.end(), [](int64_t x) { return x > 0; });
         if (pacedHeld) {
           CompileResult tried = c;
-          tried.network = pacedNet;
+          tried.network = std::move(pacedNet);
           updateResources(tried, platform);
           if (tried.report.fits) {
             q.cyclesUnbounded = r.cyclesUnbounded;
             r = std::move(q);
             c = std::move(tried);
-            sized = std::move(pacedNet);
           }
         }
       }
@@ -308,9 +307,10 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
       p.cyclesUnbounded = r.cyclesUnbounded;
       p.paced = r.paced;
       p.onchipBytes = onchipBytesOf(c);
+      p.intermediateBytesSized = intermediateBytesAtDepths(c);
       p.resources = c.report.resources;
       p.fits = c.report.fits;
-      sizedNets[i] = std::move(sized);
+      sizedNets[i] = std::move(c.network);
     }
     compiled[i].reset();
     report(true);
@@ -371,6 +371,7 @@ nlohmann::json pointToJson(const Point& p) {
           {"onchip_bytes", p.onchipBytes},
           {"intermediate_bytes", p.intermediateBytes},
           {"unfused_bytes", p.unfusedBytes},
+          {"intermediate_bytes_sized", p.intermediateBytesSized},
           {"resources", {r.lut, r.ff, r.dsp, r.bram18k, r.uram, r.slrs}},
           {"fits", p.fits},
           {"paced", p.paced},
@@ -399,6 +400,7 @@ Point pointFromJson(const nlohmann::json& j, const std::string& where) {
     p.onchipBytes = j.at("onchip_bytes").get<int64_t>();
     p.intermediateBytes = j.at("intermediate_bytes").get<int64_t>();
     p.unfusedBytes = j.at("unfused_bytes").get<int64_t>();
+    p.intermediateBytesSized = j.at("intermediate_bytes_sized").get<int64_t>();
     auto r = j.at("resources").get<std::vector<int64_t>>();
     if (r.size() != 6) throw UserError(where + ": error: field 'resources': expected 6 counts");
     p.resources = {r[0], r[1], r[2], r[3], r[4], static_cast<int>(r[5])};
@@ -504,7 +506,7 @@ std::string pointsCsv(const Exploration& e) {
   std::ostringstream out;
   out << "point,status,pareto,same_as";
   for (const std::string& k : e.knobs) out << "," << csvField(k);
-  out << ",cycles,cycles_unbounded,onchip_bytes,intermediate_bytes,unfused_bytes,dsp,bram18k,uram,lut,fits,"
+  out << ",cycles,cycles_unbounded,onchip_bytes,intermediate_bytes,intermediate_bytes_sized,unfused_bytes,dsp,bram18k,uram,lut,fits,"
          "paced,message\n";
   for (size_t i = 0; i < e.points.size(); ++i) {
     const Point& p = e.points[i];
@@ -512,11 +514,11 @@ std::string pointsCsv(const Exploration& e) {
         << (p.sameAs >= 0 ? std::to_string(p.sameAs) : "");
     for (const std::string& s : p.settings) out << "," << csvField(valueOf(s));
     if (p.status == Point::Status::kRejected) {
-      out << ",,,,,,,,,,,," << csvField(p.message) << "\n";
+      out << ",,,,,,,,,,,,," << csvField(p.message) << "\n";
       continue;
     }
     out << "," << p.cycles << "," << p.cyclesUnbounded << "," << p.onchipBytes << "," << p.intermediateBytes
-        << "," << p.unfusedBytes << "," << p.resources.dsp << "," << p.resources.bram18k << ","
+        << "," << p.intermediateBytesSized << "," << p.unfusedBytes << "," << p.resources.dsp << "," << p.resources.bram18k << ","
         << p.resources.uram << "," << p.resources.lut << "," << (p.fits ? 1 : 0) << "," << (p.paced ? 1 : 0)
         << "," << csvField(p.message) << "\n";
   }
@@ -538,6 +540,7 @@ std::string pointsJson(const Exploration& e) {
       j["cycles_unbounded"] = p.cyclesUnbounded;
       j["onchip_bytes"] = p.onchipBytes;
       j["intermediate_bytes"] = p.intermediateBytes;
+      j["intermediate_bytes_sized"] = p.intermediateBytesSized;
       j["unfused_bytes"] = p.unfusedBytes;
       j["resources"] = {{"dsp", p.resources.dsp},
                         {"bram18k", p.resources.bram18k},

@@ -47,6 +47,7 @@ struct Point {
   int64_t onchipBytes = 0;        ///< kernel buffers and sized FIFOs (converters' buffers among them)
   int64_t intermediateBytes = 0;  ///< the compile report's: on streams between kernels
   int64_t unfusedBytes = 0;       ///< the compile report's: the intermediate results kept whole
+  int64_t intermediateBytesSized = 0;  ///< the sized design's (intermediateBytesAtDepths): what it holds
   Resources resources;            ///< with the sized depths
   bool fits = false;
   bool paced = false;  ///< sized from the paced run (sizing::SizingResult::paced)

@@ -503,11 +503,10 @@ class Importer {
       for (auto d : c->second.dims) shape.push_back(Expr(d));
       return shape;
     }
-    auto it = types_.find(name);
-    if (it == types_.end() || !it->second->tensor_type().has_shape())
+    if (!hasShape(name))
       throw UserError(path_ + ": error: value '" + name + "' has no inferred shape" + whereShapesStop(name));
     std::vector<Expr> shape;
-    for (const auto& d : it->second->tensor_type().shape().dim()) {
+    for (const auto& d : types_.at(name)->tensor_type().shape().dim()) {
       if (d.has_dim_value()) shape.push_back(Expr(d.dim_value()));
       else if (d.has_dim_param()) shape.push_back(Expr::parse(symbolName(d.dim_param())));
       else throw UserError(path_ + ": error: value '" + name + "' has a dimension of unknown size");

@@ -106,12 +106,13 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
   // A join's kept tokens wait in front of the stream's converter (the join's own: streams.cpp), where
   // the stream forks; none where the converter holds the whole tensor (one region), which takes every
   // token its producer makes before its reader starts. A row op's kept row stays behind it.
-  if (plan.kind == EdgePlan::kConverter && port.joinKeep && plan.converter.regions == 1) plan.fifoDepth = 2;
-  if (plan.kind == EdgePlan::kConverter && port.joinKeep && plan.fifoDepth > 2) {
-    int64_t bits = port.order.tokenBits(), sourceBits = std::max<int64_t>(1, plan.source.tokenBits());
-    int64_t kept = std::min(plan.source.tokens().eval(options.maxima),
-                            (port.keepTokens * bits + sourceBits - 1) / sourceBits);
-    plan.feedDepth = kept + 2;
+  if (plan.kind == EdgePlan::kConverter && port.joinKeep) {
+    if (plan.converter.regions > 1 && plan.fifoDepth > 2) {
+      int64_t bits = port.order.tokenBits(), sourceBits = std::max<int64_t>(1, plan.source.tokenBits());
+      int64_t kept = std::min(plan.source.tokens().eval(options.maxima),
+                              (port.keepTokens * bits + sourceBits - 1) / sourceBits);
+      plan.feedDepth = kept + 2;
+    }
     plan.fifoDepth = 2;
   }
   // Repeats whose buffer would take more than half the on-chip budget (a long prompt's activations

@@ -354,6 +354,12 @@ TEST(Cli, DesignsOverTheDeviceAreSizedPaced) {
   EXPECT_TRUE(sized["fits"].get<bool>());
   EXPECT_TRUE(sized["paced"].get<bool>());
   EXPECT_EQ(sized["cycles_sized"], point["cycles"]);
+  // The same design's intermediate results at its sized depths, counted by both commands, and within what
+  // keeping them whole takes; the compile report's own figure is at the compiled depths.
+  EXPECT_EQ(sized["intermediate_bytes"], point["intermediate_bytes_sized"]);
+  EXPECT_EQ(sized["unfused_bytes"], point["unfused_bytes"]);
+  EXPECT_GT(sized["intermediate_bytes"].get<int64_t>(), 0);
+  EXPECT_LT(sized["intermediate_bytes"].get<int64_t>(), sized["unfused_bytes"].get<int64_t>());
   Outcome sim = stc("simulate " + dir + "sized.yaml --json");
   ASSERT_EQ(sim.code, 0) << sim.out;
   EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], sized["cycles_sized"]);
@@ -367,6 +373,7 @@ TEST(Cli, SizeFifosWritesTheSizedNetwork) {
   EXPECT_EQ(j["fifos"][0]["depth"], 2);
   EXPECT_GE(j["fifos"][1]["depth"].get<int64_t>(), 64);
   EXPECT_LE(j["total_bits"].get<int64_t>(), j["baseline_max_occupancy_bits"].get<int64_t>());
+  EXPECT_TRUE(j["intermediate_bytes"].is_null());  // a hand-written network: no kernels to tell them by
   Outcome sim = stc("simulate " + out + " --json");
   EXPECT_EQ(sim.code, 0);
   EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], j["cycles_sized"]);

@@ -62,6 +62,25 @@ TEST(Compiler, ExampleGraphsCompileSimulateAndSize) {
   }
 }
 
+// The sized design's intermediate results count the streams from one kernel to another at their depths,
+// converters' regions as Fifo::storedTokens holds them, and nothing of the streams from or to HBM. The f32
+// matmul chain (8 rows, 128 -> 128 -> 64 -> 32) at the compiled depth 2: ten 512-bit streams (each
+// matmul's panels into its converter and on to its row copy, h1 and h2 into and out of their converters)
+// of 2 tokens, 10 x 128 bytes, and five regions of 512, 4096, 512, 2048 and 512 bits, each held as
+// depth + 2 = 4 blocks: 7,680 x 4 / 8 = 3,840 bytes; 5,120 in all. The input x, the weights and y's
+// write to HBM are not intermediate, whatever their depth.
+TEST(Compiler, IntermediateBytesCountStreamsBetweenKernelsAtTheirDepths) {
+  CompileResult r = compileFile("matmul_chain.yaml");
+  for (const Fifo& f : r.network.fifos) ASSERT_EQ(f.depth, 2) << f.name;
+  EXPECT_EQ(intermediateBytesAtDepths(r), 10 * 128 + (512 + 4096 + 512 + 2048 + 512) * 4 / 8);
+  for (Fifo& f : r.network.fifos)
+    if (f.name == "x>mm1" || f.name == "w1>mm1" || f.name == "y>hbm" || f.name == "x.hbm") f.depth = 1000;
+  EXPECT_EQ(intermediateBytesAtDepths(r), 5120);
+  r.network.fifos[static_cast<size_t>(r.network.findFifo("h1>mm2"))].depth = 10;  // 8 more 512-bit tokens
+  r.network.fifos[static_cast<size_t>(r.network.findFifo("h1.cvt4.region"))].depth = 3;  // a fifth block
+  EXPECT_EQ(intermediateBytesAtDepths(r), 5120 + 8 * 64 + 4096 / 8);
+}
+
 // The MLP reads every weight byte once and its input row once: 256x1024 + 1024 + 1024x256 f32 weights and
 // the 256-float input, 4 bytes each.
 TEST(Compiler, MlpReadsEachByteOnce) {

@@ -96,9 +96,11 @@ nlohmann::json platformJson(const Platform& platform);
 /// its source compiled again with those depths (kernels, DMAs, converters and FIFOs), or the FIFOs alone
 /// for a network without a readable source (or whose source no longer compiles to it; `strict`: a source
 /// that does not compile is the error it is). `what` says which, calling the FIFOs `fifos` ("sized FIFOs").
+/// With `intermediate`, the design's intermediate results on chip at those depths and kept whole
+/// ({intermediateBytesAtDepths, the report's onchipBytesUnfused}), or {-1, 0} without a compiled source.
 Resources networkResources(const Network& file, const Network& used, const std::string& path,
                            const Platform& platform, const std::string& fifos, bool strict,
-                           std::string& what);
+                           std::string& what, std::pair<int64_t, int64_t>* intermediate = nullptr);
 /// A network's run as `stc simulate --json --timeline` prints it, at the bindings (and each symbol of its
 /// sized_for range at the range's end): the sized network a report of size-fifos or run draws.
 nlohmann::json simulationJson(const Network& net, const Bindings& bindings, const Platform& platform);

@@ -310,7 +310,8 @@ nlohmann::json platformJson(const Platform& platform) {
 
 Resources networkResources(const Network& file, const Network& used, const std::string& path,
                            const Platform& platform, const std::string& fifos, bool strict,
-                           std::string& what) {
+                           std::string& what, std::pair<int64_t, int64_t>* intermediate) {
+  if (intermediate) *intermediate = {-1, 0};
   if (!networkSourcePath(file, path).empty()) {
     std::optional<CompileResult> c;
     try {
@@ -324,6 +325,7 @@ Resources networkResources(const Network& file, const Network& used, const std::
         takeDepths(used, path, c->network);
         updateResources(*c, platform);
         what = "the design with its " + fifos;
+        if (intermediate) *intermediate = {intermediateBytesAtDepths(*c), c->report.onchipBytesUnfused};
         return c->report.resources;
       } catch (const UserError&) {  // the source changed since: its kernels are not this network's
       }

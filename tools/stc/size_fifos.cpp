@@ -107,7 +107,8 @@ int sizeCommand(const SizeArgs& a) {
   for (const auto& [symbol, value] : options.bindings) sized.sizedFor[symbol] = {value, value};
   if (overCtx) sized.sizedFor["ctx"] = ctxRange;
   std::string what;
-  Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", true, what);
+  std::pair<int64_t, int64_t> intermediate;  // bytes at the sized depths, kept whole
+  Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", true, what, &intermediate);
   // Sized from the unbounded run within the memory's bits, the FIFOs may still not fit the device (each
   // rounded up to whole BRAM and URAM blocks, beside the kernels' own buffers): sized again from a run
   // where writers keep their readers' pace, that design is kept when it fits.
@@ -122,7 +123,9 @@ int sizeCommand(const SizeArgs& a) {
     if (held) {
       pacedNet.sizedFor = sized.sizedFor;
       std::string pacedWhat;
-      Resources pacedUsed = networkResources(net, pacedNet, a.network.path, platform, "sized FIFOs", true, pacedWhat);
+      std::pair<int64_t, int64_t> pacedIntermediate;
+      Resources pacedUsed = networkResources(net, pacedNet, a.network.path, platform, "sized FIFOs", true,
+                                             pacedWhat, &pacedIntermediate);
       if (pacedUsed.within(platform.resources)) {
         p.cyclesUnbounded = r.cyclesUnbounded;
         r = std::move(p);
@@ -131,6 +134,7 @@ int sizeCommand(const SizeArgs& a) {
         checks = std::move(pacedChecks);
         used = pacedUsed;
         what = pacedWhat;
+        intermediate = pacedIntermediate;
       }
     }
   }
@@ -154,6 +158,8 @@ int sizeCommand(const SizeArgs& a) {
                      {"resources", resourcesJson(used)},
                      {"resources_of", what},
                      {"fits", used.within(platform.resources)},
+                     {"intermediate_bytes", intermediate.first >= 0 ? nlohmann::json(intermediate.first) : nlohmann::json()},
+                     {"unfused_bytes", intermediate.first >= 0 ? nlohmann::json(intermediate.second) : nlohmann::json()},
                      {"pinned", options.pinned}};
     nlohmann::json sizedFor = nlohmann::json::object();
     for (const auto& [symbol, range] : sized.sizedFor) sizedFor[symbol] = {range.first, range.second};
@@ -189,6 +195,13 @@ int sizeCommand(const SizeArgs& a) {
                 << over;
     }
     std::cout << "resources of " << what << ": " << resourcesText(used, platform) << "\n";
+    if (intermediate.first >= 0 && intermediate.second > 0) {
+      std::snprintf(line, sizeof line, "intermediate results on chip at the sized depths: %lld bytes, %.1f%% of %lld kept whole\n",
+                    static_cast<long long>(intermediate.first),
+                    100.0 * static_cast<double>(intermediate.first) / static_cast<double>(intermediate.second),
+                    static_cast<long long>(intermediate.second));
+      std::cout << line;
+    }
     for (const auto& f : r.fifos) {
       std::snprintf(line, sizeof line, "  %-24s depth %8lld  (max occupancy %8lld)  %8lld bits  %s\n", f.name.c_str(),
                     static_cast<long long>(f.depth), static_cast<long long>(f.maxOccupancy),
