@@ -298,6 +298,7 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
           updateResources(tried, platform);
           if (tried.report.fits) {
             q.cyclesUnbounded = r.cyclesUnbounded;
+            q.pacedWhy = sizing::PacedReason::kOverDevice;
             r = std::move(q);
             c = std::move(tried);
           }

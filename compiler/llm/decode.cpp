@@ -102,6 +102,7 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
     options.platform = platform;
     options.prefetch = mode == 1;
     options.paced = mode == 2;
+    options.pacedTrial = false;  // the candidates are weighed here, by cycles
     Sized s{design, {}, false};
     sizing::SizingResult r = sizing::sizeFifosAcross(design.network, options, at, s.design.network);
     if (r.trueDeadlock)

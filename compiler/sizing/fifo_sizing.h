@@ -23,14 +23,20 @@ struct SizingOptions {
   Platform platform = defaultPlatform();  ///< its HBM times the DMA tasks
   Strategy strategy = Strategy::kNormal;
   int maxRounds = 16;
-  /// Measure with a DMA read's FIFO unbounded too: the sizer then gives weight streams the depth to
-  /// prefetch what the unbounded run read ahead (more memory; faster when the prefetch overlaps a wait).
+  /// Measure with the FIFOs of a stream from HBM (a DMA read's, and those on through adapters and
+  /// converters to its kernel) unbounded too: the sizer then gives weight streams the depth to prefetch
+  /// what the unbounded run read ahead (more memory; faster when the prefetch overlaps a wait).
   bool prefetch = false;
   /// FIFO bits the sized network should keep within (0: the platform's BRAM and URAM). Past it, the
-  /// writers are measured paced by their readers instead of running ahead into unbounded FIFOs.
+  /// writers are measured paced by their readers instead of running ahead into unbounded FIFOs. Past
+  /// a sixteenth of it, the paced sizing is tried too and kept where it takes fewer bits within 1% of
+  /// the unbounded run's cycles (pacedTrial).
   int64_t budgetBits = 0;
   /// Measure paced whatever the bits (each FIFO as deep as the network's and at least 3).
   bool paced = false;
+  /// Step 6: past a sixteenth of the budget, try the paced sizing too (off: a caller that weighs its
+  /// own candidates by cycles, as the LLM estimator does, and would only pay for the second sizing).
+  bool pacedTrial = true;
   /// FIFOs whose depth is given (by name): measured at it, kept at it, never raised.
   std::map<std::string, int64_t> pinned;
 };
@@ -55,6 +61,15 @@ struct SizedFifo {
   MemoryBinding memory;
 };
 
+/// Why a sizing measured paced (SizingResult::paced).
+enum class PacedReason {
+  kNone,        ///< measured unbounded
+  kAsked,       ///< SizingOptions::paced
+  kOverMemory,  ///< sized from the unbounded run, the FIFOs took more bits than the budget
+  kFewerBits,   ///< fewer bits than sized from the unbounded run, within 1% of that run's cycles
+  kOverDevice,  ///< a caller's: sized from the unbounded run, the design did not fit the device
+};
+
 struct SizingResult {
   bool trueDeadlock = false;       ///< deadlocks even with unbounded FIFOs (the pinned ones aside)
   bool pinnedDeadlock = false;     ///< ... deadlocks only because of the pinned depths
@@ -65,6 +80,7 @@ struct SizingResult {
   int64_t baselineFullBits = 0;
   int64_t cyclesUnbounded = 0;
   bool paced = false;       ///< sized from the paced run (over budget when unbounded)
+  PacedReason pacedWhy = PacedReason::kNone;
   int64_t cyclesPaced =
       0;  ///< the paced measuring run, when paced (SizingOptions::paced alone: cyclesUnbounded too)
   int64_t cyclesSized = 0;

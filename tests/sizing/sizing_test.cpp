@@ -173,6 +173,73 @@ TEST(Sizing, DmaReadsRunAheadInTheirReadBufferOnly) {
   EXPECT_LE(depthOf(s, "x"), 2);
 }
 
+// A stream from HBM passes through an adapter (beats widened) and a converter (two tasks on a region FIFO)
+// before its kernel reads it. Measured with those FIFOs unbounded, the converter would pull the whole
+// weight ahead at channel speed (prefetch: the sizer's other mode); measured, every FIFO of that stream
+// holds at most 3 tokens, as the DMA's own does. A kernel's stream, through a relay of one input and
+// one output, is not from HBM: it still runs ahead unbounded.
+TEST(Sizing, StreamsFromHbmArePacedThroughConvertersAndAdapters) {
+  const std::string text =
+      "network: hbm_through\nfifos: [{name: w.beats, width: 512}, {name: w.wide, width: 1024}, "
+      "{name: w.cvt.region, width: 1024}, {name: w>mac, width: 1024}, {name: g, width: 32}, {name: g>mac, width: 32}, "
+      "{name: y, width: 32}]\ntasks:\n"
+      "  - {name: load_w, kind: dma_read, channel: 0, bytes: 1048576, ports: [{fifo: w.beats, dir: out}]}\n"
+      "  - {name: widen_w, phases: [{trip: [8192, 2], ports: [{fifo: w.beats, dir: in}, {fifo: w.wide, dir: out, "
+      "level: 0}]}]}\n"
+      "  - {name: w.cvt.w, phases: [{trip: [4, 2048], ports: [{fifo: w.wide, dir: in}, "
+      "{fifo: w.cvt.region, dir: out, level: 0}]}]}\n"
+      "  - {name: w.cvt.r, phases: [{trip: [4, 2048], ports: [{fifo: w.cvt.region, dir: in, level: 0}, "
+      "{fifo: w>mac, dir: out}]}]}\n"
+      "  - {name: gen, phases: [{trip: [8192], ports: [{fifo: g, dir: out}]}]}\n"
+      "  - {name: relay, phases: [{trip: [8192], ports: [{fifo: g, dir: in}, {fifo: g>mac, dir: out}]}]}\n"
+      "  - {name: mac, phases: [{trip: [8192], ii: 4, latency: 6, ports: [{fifo: w>mac, dir: in}, "
+      "{fifo: g>mac, dir: in}, {fifo: y, dir: out}]}]}\n"
+      "  - {name: store, phases: [{trip: [8192], ports: [{fifo: y, dir: in}]}]}\n";
+  Sized s = size(text);
+  expectGuarantees(s);
+  const sim::SimResult& measured = s.result.unbounded;
+  for (const char* f : {"w.beats", "w.wide", "w.cvt.region", "w>mac"})
+    EXPECT_LE(measured.fifos[static_cast<size_t>(s.network.findFifo(f))].maxOccupancy, 3) << f;
+  EXPECT_GT(measured.fifos[static_cast<size_t>(s.network.findFifo("g>mac"))].maxOccupancy, 5000);
+  EXPECT_LE(depthOf(s, "w>mac"), 3);
+
+  SizingOptions options;
+  options.prefetch = true;
+  Network prefetched;
+  SizingResult p = sizeFifos(parseNetwork(text, "test.yaml"), options, prefetched);
+  EXPECT_GT(p.unbounded.fifos[static_cast<size_t>(prefetched.findFifo("w>mac"))].maxOccupancy, 3000);
+
+  // Tasks of one input and one output that feed each other, one FIFO named as a region: nothing from
+  // HBM reaches them, so they are measured unbounded, as any kernel is (measured at 3, A would fill
+  // l.cvt.region before its second phase drains b_a, and the measuring run would deadlock).
+  Sized loop = size(
+      "network: loop\nfifos: [{name: l.cvt.region, width: 32}, {name: b_a, width: 64}]\ntasks:\n"
+      "  - {name: A, phases: [{trip: [8], ports: [{fifo: l.cvt.region, dir: out}]}, "
+      "{trip: [8], ports: [{fifo: b_a, dir: in}]}]}\n"
+      "  - {name: B, phases: [{trip: [8], ports: [{fifo: l.cvt.region, dir: in}, {fifo: b_a, dir: out}]}]}\n");
+  expectGuarantees(loop);
+  EXPECT_GT(loop.result.unbounded.fifos[1].maxOccupancy, 3);  // B writes b_a before A reads it
+}
+
+// A converter that holds a whole tensor (K, say) reads it as one region token and streams it out again
+// for a slow reader. Its region's writer also feeds another FIFO, so it must keep the schedule; but a FIFO
+// of one token never holds its writer back, so the converter may fall behind: its output needs only the
+// reader's pace (as in ProducerFarAheadNeedsLittle), not the 3,072 tokens the unbounded run piles up.
+TEST(Sizing, AWholeTensorsConverterMayFallBehind) {
+  Sized s = size(
+      "network: whole\nfifos: [{name: k.cvt.region, width: 512}, {name: side, width: 32}, {name: k>mix, width: 512}]\n"
+      "tasks:\n"
+      "  - {name: src, phases: [{trip: [64], ports: [{fifo: side, dir: out}, {fifo: k.cvt.region, dir: out, "
+      "level: -1}]}]}\n"
+      "  - {name: sink, phases: [{trip: [64], ports: [{fifo: side, dir: in}]}]}\n"
+      "  - {name: k.cvt.r, phases: [{trip: [4096], ports: [{fifo: k.cvt.region, dir: in, level: -1}, "
+      "{fifo: k>mix, dir: out}]}]}\n"
+      "  - {name: mix, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: k>mix, dir: in}]}]}\n");
+  expectGuarantees(s);
+  EXPECT_GT(s.result.fifos[static_cast<size_t>(s.network.findFifo("k>mix"))].maxOccupancy, 3000);
+  EXPECT_LE(depthOf(s, "k>mix"), 2);
+}
+
 // A network on which the first depths did not hold the latency when the LP could stretch a delay beyond
 // the measured one and move a task past the measured latency (found by a random search over 400 DAGs of
 // 3 to 6 tasks, where five needed more than one round). With those bounds the first depths hold.

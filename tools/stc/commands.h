@@ -32,7 +32,7 @@ Runner addRun(CLI::App& app);
 Runner addDse(CLI::App& app);
 
 /// Why a sizing was paced (sizing::SizingResult::paced), and its paced run's cycles; one line.
-std::string pacedLine(int64_t cyclesPaced);
+std::string pacedLine(const sizing::SizingResult& r);
 
 /// Symbol bindings from --ctx N and --bind NAME=N; `command` prefixes errors.
 Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,

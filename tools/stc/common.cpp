@@ -136,9 +136,17 @@ Platform NetworkInput::loadPlatformArg() const {
   return platformFromArg(platform);
 }
 
-std::string pacedLine(int64_t cyclesPaced) {
-  return "sized from a run with FIFOs as deep as the network's (" + std::to_string(cyclesPaced) +
-         " cycles): sized from the unbounded run they took more than the on-chip memory\n";
+std::string pacedLine(const sizing::SizingResult& r) {
+  std::string why;
+  switch (r.pacedWhy) {
+    case sizing::PacedReason::kAsked: why = "as --paced asks"; break;
+    case sizing::PacedReason::kOverMemory: why = "sized from the unbounded run they took more than the on-chip memory"; break;
+    case sizing::PacedReason::kFewerBits: why = "fewer bits than sized from the unbounded run, within 1% of its cycles"; break;
+    case sizing::PacedReason::kOverDevice: why = "sized from the unbounded run they did not fit the device (whole BRAM and URAM blocks)"; break;
+    case sizing::PacedReason::kNone: break;
+  }
+  return "sized from a run with FIFOs as deep as the network's, writers at their readers' pace (" +
+         std::to_string(r.cyclesPaced) + " cycles): " + why + "\n";
 }
 
 bool isOnnxPath(const std::string& path) {

@@ -484,6 +484,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
       if (held) updateResources(trial, platform);
       if (held && trial.report.fits) {
         p.cyclesUnbounded = s.cyclesUnbounded;
+        p.pacedWhy = sizing::PacedReason::kOverDevice;
         s = std::move(p);
         sized = std::move(pacedNet);
         checks = std::move(pacedChecks);
@@ -520,7 +521,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                 static_cast<long long>(s.baselineMaxOccupancyBits),
                 static_cast<long long>(s.baselineFullBits), s.lpSeconds * 1e3);
   st.stage(line);
-  if (s.paced) st.stage("[3/6] paced     " + pacedLine(s.cyclesPaced));
+  if (s.paced) st.stage("[3/6] paced     " + pacedLine(s));
   if (overCtx)
     st.stage("[3/6] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checkedAt +
              (over.empty() ? "; each within 1% of its unbounded run\n"

@@ -24,6 +24,7 @@ struct SizeArgs {
   bool json = false;
   bool timeline = false;
   bool allowOverfit = false;
+  bool paced = false;
 };
 
 // "LOW:HIGH" -> {LOW, HIGH}, 1 <= LOW <= HIGH.
@@ -34,6 +35,17 @@ std::pair<int64_t, int64_t> parseRange(const std::string& text) {
   throw UserError(
       "stc size-fifos: error: --ctx-range expects LOW:HIGH, integers with 1 <= LOW <= HIGH, got '" + text +
       "'");
+}
+
+const char* pacedWhyName(sizing::PacedReason why) {
+  switch (why) {
+    case sizing::PacedReason::kAsked: return "asked";
+    case sizing::PacedReason::kOverMemory: return "over_memory";
+    case sizing::PacedReason::kFewerBits: return "fewer_bits";
+    case sizing::PacedReason::kOverDevice: return "over_device";
+    case sizing::PacedReason::kNone: break;
+  }
+  return "";
 }
 
 int sizeCommand(const SizeArgs& a) {
@@ -52,6 +64,7 @@ int sizeCommand(const SizeArgs& a) {
   Network net = a.network.load("stc size-fifos", platform, options.bindings,
                                ctxFree ? std::set<std::string>{"ctx"} : std::set<std::string>{});
   options.strategy = a.strategy == "conservative" ? sizing::Strategy::kConservative : sizing::Strategy::kNormal;
+  options.paced = a.paced;
   options.pinned = parseSetDepths("stc size-fifos", net, a.setDepths, false);
   bool overCtx = net.symbols().count("ctx") > 0 && ctxFree;
   if (!a.ctxRange.empty() && !overCtx)
@@ -130,6 +143,7 @@ int sizeCommand(const SizeArgs& a) {
         p.cyclesUnbounded = r.cyclesUnbounded;
         r = std::move(p);
         r.paced = true;
+        r.pacedWhy = sizing::PacedReason::kOverDevice;
         sized = std::move(pacedNet);
         checks = std::move(pacedChecks);
         used = pacedUsed;
@@ -150,6 +164,7 @@ int sizeCommand(const SizeArgs& a) {
                      {"cycles_unbounded", r.cyclesUnbounded},
                      {"cycles_sized", r.cyclesSized},
                      {"paced", r.paced},
+                     {"paced_why", r.paced ? nlohmann::json(pacedWhyName(r.pacedWhy)) : nlohmann::json()},
                      {"cycles_paced", r.cyclesPaced},
                      {"rounds", r.rounds},
                      {"lp_seconds", r.lpSeconds},
@@ -176,7 +191,7 @@ int sizeCommand(const SizeArgs& a) {
                   net.name.c_str(), r.fifos.size(), r.rounds, static_cast<long long>(r.cyclesSized),
                   static_cast<long long>(r.cyclesUnbounded));
     std::cout << line;
-    if (r.paced) std::cout << "paced: " << pacedLine(r.cyclesPaced);
+    if (r.paced) std::cout << "paced: " << pacedLine(r);
     std::snprintf(line, sizeof line, "bits: %lld sized, %lld at maximum occupancy, %lld holding every token\n",
                   static_cast<long long>(r.totalBits), static_cast<long long>(r.baselineMaxOccupancyBits),
                   static_cast<long long>(r.baselineFullBits));
@@ -228,6 +243,9 @@ Runner addSizeFifos(CLI::App& app) {
   app.add_flag("--timeline", a->timeline,
                "with --json: add the sized network's simulation with the timeline stc report draws");
   app.add_option("--html", a->html, "write the sizing's report as one self-contained HTML page");
+  app.add_flag("--paced", a->paced,
+               "measure with writers held to their readers' pace: fewer bits where branches wait for each "
+               "other, the latency checked that run's");
   app.add_flag("--allow-overfit", a->allowOverfit,
                "write depths whose design does not fit the platform (else exit 1)");
   return [a]() { return sizeCommand(*a); };
