@@ -258,6 +258,14 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     sizing::SizingOptions options;
     options.platform = platform;
     options.bindings = bindings;
+    // Bits within the memory may still not fit (each FIFO in whole BRAM and URAM blocks, beside the
+    // kernels' buffers): the sizer then tries its other measuring run (stc size-fifos does the same).
+    options.fits = [&](const Network& candidate) {
+      CompileResult trial = c;
+      trial.network = candidate;
+      updateResources(trial, platform);
+      return trial.report.fits;
+    };
     Network sized;
     sizing::SizingResult r;
     try {
@@ -275,35 +283,8 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
       p.message = r.trueDeadlock ? "the network deadlocks even with unbounded FIFOs"
                                  : "the sized network deadlocks at some of its symbols' values";
     } else if (ran) {
-      Network unsized = std::move(c.network);  // for the paced retry; c holds the sized design from here
       c.network = std::move(sized);
       updateResources(c, platform);
-      // Sized from the unbounded run, the FIFOs may not fit (each rounded up to whole BRAM and URAM
-      // blocks, beside the kernels' buffers): sized again from a run where writers keep their readers'
-      // pace, that design is the point's when it fits (stc size-fifos does the same).
-      if (!c.report.fits && !r.paced) {
-        options.paced = true;
-        Network pacedNet;
-        sizing::SizingResult q;
-        try {
-          q = sizing::sizeFifosAcross(unsized, options, sizingBindings(unsized, c.options, bindings), pacedNet);
-        } catch (const UserError&) {  // measured as the first sizing was: not expected; the point keeps that one
-          q = sizing::SizingResult();
-        }
-        bool pacedHeld = !q.trueDeadlock && !q.pinnedDeadlock && q.paced &&
-                         std::all_of(q.cyclesSizedAt.begin(), q.cyclesSizedAt.end(), [](int64_t x) { return x > 0; });
-        if (pacedHeld) {
-          CompileResult tried = c;
-          tried.network = std::move(pacedNet);
-          updateResources(tried, platform);
-          if (tried.report.fits) {
-            q.cyclesUnbounded = r.cyclesUnbounded;
-            q.pacedWhy = sizing::PacedReason::kOverDevice;
-            r = std::move(q);
-            c = std::move(tried);
-          }
-        }
-      }
       p.cycles = r.cyclesSizedAt.back();
       p.cyclesUnbounded = r.cyclesUnbounded;
       p.paced = r.paced;

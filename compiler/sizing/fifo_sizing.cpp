@@ -44,6 +44,9 @@
 //    latency: branches that wait for each other then wait in their writers, not in FIFOs (a 128-row
 //    GPT-2 prefill layer, W4A8: 10.1 MB of intermediate results sized from the unbounded run, against
 //    88 KB paced, 0.1% slower). Below that share the second sizing is not worth its time.
+// 7. Given SizingOptions::fits, a design that does not fit the device is sized the other way (paced when
+//    it was not, from the unbounded run when it was paced for its fewer bits), and that one is kept when
+//    it fits: bits are not blocks.
 #include "compiler/sizing/fifo_sizing.h"
 
 #include <tbb/parallel_for.h>
@@ -485,9 +488,11 @@ SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs
 
 }  // namespace
 
-SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
-                             const std::vector<Bindings>& at, Network& sized) {
-  if (at.empty()) return sizeFifos(net, options, sized);
+namespace {
+
+// Steps 1 to 6, by bits alone.
+SizingResult sizeForBits(const Network& net, const SizingOptions& options, const std::vector<Bindings>& at,
+                         Network& sized) {
   std::vector<sim::Program> progs;
   for (const Bindings& b : at) {
     Bindings all = options.bindings;
@@ -545,6 +550,41 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free->fifos[f].maxOccupancy;
   sized = std::move(pacedNet);
   return paced;
+}
+
+bool held(const SizingResult& r) {
+  return !r.trueDeadlock && !r.pinnedDeadlock && !r.cyclesSizedAt.empty() &&
+         std::all_of(r.cyclesSizedAt.begin(), r.cyclesSizedAt.end(), [](int64_t c) { return c > 0; });
+}
+
+}  // namespace
+
+SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
+                             const std::vector<Bindings>& at, Network& sized) {
+  if (at.empty()) return sizeFifos(net, options, sized);
+  SizingResult r = sizeForBits(net, options, at, sized);
+  if (!options.fits || options.paced || !held(r) || options.fits(sized)) return r;
+  // Step 7: bits within the memory do not make a design fit the device (each FIFO takes whole BRAM or
+  // URAM blocks, or LUTs, beside the kernels' own buffers). Sized from the unbounded run, it is sized
+  // paced; kept paced for its fewer bits, it is sized from the unbounded run; the other design is kept
+  // when it fits.
+  SizingOptions other = options;
+  if (!r.paced) {
+    other.paced = true;
+  } else if (r.pacedWhy == PacedReason::kFewerBits) {
+    other.pacedTrial = false;
+  } else {
+    return r;  // paced over the memory: the unbounded run's depths take more bits than the device has
+  }
+  Network alternative;
+  SizingResult a = sizeForBits(net, other, at, alternative);
+  if (!held(a) || (other.paced && !a.paced) || !options.fits(alternative)) return r;
+  if (a.paced) {
+    a.pacedWhy = PacedReason::kOverDevice;
+    a.cyclesUnbounded = r.cyclesUnbounded;
+  }
+  sized = std::move(alternative);
+  return a;
 }
 
 SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options, const std::string& symbol,

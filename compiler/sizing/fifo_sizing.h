@@ -3,6 +3,7 @@
 // program over task start offsets, depths from the token equations, and verifying simulations.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ struct SizingOptions {
   bool pacedTrial = true;
   /// FIFOs whose depth is given (by name): measured at it, kept at it, never raised.
   std::map<std::string, int64_t> pinned;
+  /// Whether a sized network fits the device (its kernels and its FIFOs in whole BRAM and URAM blocks);
+  /// unset: bits alone decide. When the design sized by bits does not fit, the sizer tries the other
+  /// measuring run (paced, or from the unbounded run) and keeps that design if it fits (step 7).
+  std::function<bool(const Network& sized)> fits;
 };
 
 /// Where a FIFO of a given depth and width lives on the FPGA, and how many primitives it takes.
@@ -67,7 +72,7 @@ enum class PacedReason {
   kAsked,       ///< SizingOptions::paced
   kOverMemory,  ///< sized from the unbounded run, the FIFOs took more bits than the budget
   kFewerBits,   ///< fewer bits than sized from the unbounded run, within 1% of that run's cycles
-  kOverDevice,  ///< a caller's: sized from the unbounded run, the design did not fit the device
+  kOverDevice,  ///< sized from the unbounded run, the design did not fit the device (SizingOptions::fits)
 };
 
 struct SizingResult {

@@ -452,6 +452,12 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   sizing::SizingOptions sizingOptions;
   sizingOptions.platform = platform;
   sizingOptions.bindings = bindings;
+  sizingOptions.fits = [&](const Network& candidate) {  // as stc size-fifos and stc dse: whole blocks
+    CompileResult trial = compiled;
+    trial.network = candidate;
+    updateResources(trial, platform);
+    return trial.report.fits;
+  };
   // ctx changes at run time (the kernels take it): the depths must hold from 1 to its maximum.
   bool overCtx = compiled.network.symbols().count("ctx") > 0;
   int64_t maxCtx = overCtx ? compiled.options.maxima.at("ctx") : 0;
@@ -463,34 +469,6 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
       overCtx ? sizing::sizeFifosOverRange(compiled.network, sizingOptions, "ctx", 1, maxCtx,
                                            compiled.options.tile, sized, checks, {bindings.at("ctx")})
               : sizing::sizeFifos(compiled.network, sizingOptions, sized);
-  // As stc size-fifos and stc dse do: FIFOs sized from the unbounded run that do not fit the platform are
-  // sized again from a run where writers keep their readers' pace, kept when that design fits.
-  if (!s.trueDeadlock && !s.pinnedDeadlock && !s.paced) {
-    CompileResult trial = compiled;
-    trial.network = sized;
-    updateResources(trial, platform);
-    if (!trial.report.fits) {
-      sizing::SizingOptions pacedOptions = sizingOptions;
-      pacedOptions.paced = true;
-      Network pacedNet;
-      std::vector<sizing::RangeCheck> pacedChecks;
-      sizing::SizingResult p =
-          overCtx ? sizing::sizeFifosOverRange(compiled.network, pacedOptions, "ctx", 1, maxCtx, compiled.options.tile,
-                                               pacedNet, pacedChecks, {bindings.at("ctx")})
-                  : sizing::sizeFifos(compiled.network, pacedOptions, pacedNet);
-      bool held = p.paced && !p.trueDeadlock && !p.pinnedDeadlock && p.cyclesSized > 0 &&
-                  std::all_of(pacedChecks.begin(), pacedChecks.end(), [](const sizing::RangeCheck& c) { return c.cycles > 0; });
-      trial.network = pacedNet;
-      if (held) updateResources(trial, platform);
-      if (held && trial.report.fits) {
-        p.cyclesUnbounded = s.cyclesUnbounded;
-        p.pacedWhy = sizing::PacedReason::kOverDevice;
-        s = std::move(p);
-        sized = std::move(pacedNet);
-        checks = std::move(pacedChecks);
-      }
-    }
-  }
   if (s.trueDeadlock) {
     std::cerr << command << ": the network deadlocks even with unbounded FIFOs; nothing was written\n";
     return 3;

@@ -25,6 +25,7 @@ struct SizeArgs {
   bool timeline = false;
   bool allowOverfit = false;
   bool paced = false;
+  bool prefetch = false;
 };
 
 // "LOW:HIGH" -> {LOW, HIGH}, 1 <= LOW <= HIGH.
@@ -65,6 +66,7 @@ int sizeCommand(const SizeArgs& a) {
                                ctxFree ? std::set<std::string>{"ctx"} : std::set<std::string>{});
   options.strategy = a.strategy == "conservative" ? sizing::Strategy::kConservative : sizing::Strategy::kNormal;
   options.paced = a.paced;
+  options.prefetch = a.prefetch;
   options.pinned = parseSetDepths("stc size-fifos", net, a.setDepths, false);
   bool overCtx = net.symbols().count("ctx") > 0 && ctxFree;
   if (!a.ctxRange.empty() && !overCtx)
@@ -96,11 +98,15 @@ int sizeCommand(const SizeArgs& a) {
     }
     tileOverCtx = settings.tile;
   }
-  auto size = [&](const sizing::SizingOptions& o, Network& out, std::vector<sizing::RangeCheck>& done) {
-    return overCtx ? sizing::sizeFifosOverRange(net, o, "ctx", ctxRange.first, ctxRange.second, tileOverCtx, out, done)
-                   : sizing::sizeFifos(net, o, out);
+  // The sizer tries the other measuring run where a design does not fit the device (step 7): counted as
+  // stc emit counts it, from the network's source compiled again with those depths.
+  options.fits = [&](const Network& candidate) {
+    std::string unused;
+    return networkResources(net, candidate, a.network.path, platform, "sized FIFOs", true, unused)
+        .within(platform.resources);
   };
-  r = size(options, sized, checks);
+  r = overCtx ? sizing::sizeFifosOverRange(net, options, "ctx", ctxRange.first, ctxRange.second, tileOverCtx, sized, checks)
+              : sizing::sizeFifos(net, options, sized);
   if (r.pinnedDeadlock)
     throw UserError(
         "stc size-fifos: error: the network deadlocks with the --set-depth depths even with every other "
@@ -122,36 +128,6 @@ int sizeCommand(const SizeArgs& a) {
   std::string what;
   std::pair<int64_t, int64_t> intermediate;  // bytes at the sized depths, kept whole
   Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", true, what, &intermediate);
-  // Sized from the unbounded run within the memory's bits, the FIFOs may still not fit the device (each
-  // rounded up to whole BRAM and URAM blocks, beside the kernels' own buffers): sized again from a run
-  // where writers keep their readers' pace, that design is kept when it fits.
-  if (!used.within(platform.resources) && !r.paced && !r.pinnedDeadlock) {
-    sizing::SizingOptions paced = options;
-    paced.paced = true;
-    Network pacedNet;
-    std::vector<sizing::RangeCheck> pacedChecks;
-    sizing::SizingResult p = size(paced, pacedNet, pacedChecks);
-    bool held = p.paced && !p.trueDeadlock && !p.pinnedDeadlock && p.cyclesSized > 0 &&
-                std::all_of(pacedChecks.begin(), pacedChecks.end(), [](const sizing::RangeCheck& c) { return c.cycles > 0; });
-    if (held) {
-      pacedNet.sizedFor = sized.sizedFor;
-      std::string pacedWhat;
-      std::pair<int64_t, int64_t> pacedIntermediate;
-      Resources pacedUsed = networkResources(net, pacedNet, a.network.path, platform, "sized FIFOs", true,
-                                             pacedWhat, &pacedIntermediate);
-      if (pacedUsed.within(platform.resources)) {
-        p.cyclesUnbounded = r.cyclesUnbounded;
-        r = std::move(p);
-        r.paced = true;
-        r.pacedWhy = sizing::PacedReason::kOverDevice;
-        sized = std::move(pacedNet);
-        checks = std::move(pacedChecks);
-        used = pacedUsed;
-        what = pacedWhat;
-        intermediate = pacedIntermediate;
-      }
-    }
-  }
   requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
   if (a.json || !a.html.empty()) {
@@ -246,6 +222,11 @@ Runner addSizeFifos(CLI::App& app) {
   app.add_flag("--paced", a->paced,
                "measure with writers held to their readers' pace: fewer bits where branches wait for each "
                "other, the latency checked that run's");
+  auto* paced = app.get_option("--paced");
+  app.add_flag("--prefetch", a->prefetch,
+               "measure with the streams from HBM unbounded: weights read ahead into deep FIFOs while their "
+               "kernels wait (more memory; faster where the channels would idle)")
+      ->excludes(paced);
   app.add_flag("--allow-overfit", a->allowOverfit,
                "write depths whose design does not fit the platform (else exit 1)");
   return [a]() { return sizeCommand(*a); };
