@@ -563,7 +563,8 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
                              const std::vector<Bindings>& at, Network& sized) {
   if (at.empty()) return sizeFifos(net, options, sized);
   SizingResult r = sizeForBits(net, options, at, sized);
-  if (!options.fits || options.paced || !held(r) || options.fits(sized)) return r;
+  if (!options.fits || options.paced || r.trueDeadlock || r.pinnedDeadlock || (held(r) && options.fits(sized)))
+    return r;
   // Step 7: bits within the memory do not make a design fit the device (each FIFO takes whole BRAM or
   // URAM blocks, or LUTs, beside the kernels' own buffers). Sized from the unbounded run, it is sized
   // paced; kept paced for its fewer bits, it is sized from the unbounded run; the other design is kept
@@ -574,15 +575,18 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   } else if (r.pacedWhy == PacedReason::kFewerBits) {
     other.pacedTrial = false;
   } else {
-    return r;  // paced over the memory: the unbounded run's depths take more bits than the device has
+    return r;  // paced over the memory: the unbounded run's depths take more bits than the budget
   }
   Network alternative;
   SizingResult a = sizeForBits(net, other, at, alternative);
   if (!held(a) || (other.paced && !a.paced) || !options.fits(alternative)) return r;
-  if (a.paced) {
+  if (a.paced) {  // the unbounded run's figures, as steps 5 and 6 give them
     a.pacedWhy = PacedReason::kOverDevice;
     a.cyclesUnbounded = r.cyclesUnbounded;
+    a.baselineMaxOccupancyBits = r.baselineMaxOccupancyBits;
+    for (size_t f = 0; f < a.fifos.size() && f < r.fifos.size(); ++f) a.fifos[f].maxOccupancy = r.fifos[f].maxOccupancy;
   }
+  a.rounds += r.rounds;
   sized = std::move(alternative);
   return a;
 }

@@ -368,8 +368,9 @@ TEST(Cli, DesignsThatWaitInTheirWritersAreSizedPaced) {
 
 // The 128-row decoder layer (W4A8) sized from its unbounded run takes 261 URAM blocks. On a U55C with
 // 200 URAM blocks for kernels the bits fit (its BRAM and URAM hold 126 Mbit, the FIFOs 58), the blocks do
-// not. Paced it is 46% slower, so the sizer keeps the first; stc size-fifos, testing the device, sizes
-// paced and keeps that design, which fits; on the real U55C the first one fits and stays.
+// not. Paced it is 46% slower, so bits alone keep the first; given the device's test by stc size-fifos
+// (step 7), the sizer sizes it paced and keeps that design, which fits. On the real U55C the first one
+// fits and stays.
 TEST(Cli, DesignsOverTheDeviceAreSizedPaced) {
   std::string dir = ::testing::TempDir() + "overdevice/";
   std::filesystem::remove_all(dir);

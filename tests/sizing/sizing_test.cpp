@@ -145,6 +145,50 @@ TEST(Sizing, OverBudgetPacesTheWriters) {
   EXPECT_EQ(depthOf(fj, "a_c"), 64);
 }
 
+// Step 6 and step 7 on the same fork: within a budget of 4 Mbit, sized from the unbounded run it takes
+// 2 x 3,072 x 512 bits, over a sixteenth of it, so the paced sizing runs too and wins with 3 tokens a
+// FIFO at the same latency. A device test that refuses FIFOs under 100 deep sends it back to the first
+// design; one that refuses them over 100 deep, with no budget to speak of, takes the paced one.
+TEST(Sizing, PacedWhereItCostsNothingAndTheDeviceDecides) {
+  const std::string text =
+      "network: fork_slow\nfifos: [{name: a, width: 512}, {name: b, width: 512}]\ntasks:\n"
+      "  - {name: load, phases: [{trip: [4096], ii: 1, latency: 2, ports: [{fifo: a, dir: out}, {fifo: b, dir: out}]}]}\n"
+      "  - {name: mac_a, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: a, dir: in}]}]}\n"
+      "  - {name: mac_b, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: b, dir: in}]}]}\n";
+  Network net = parseNetwork(text, "test.yaml");
+  SizingOptions options;
+  options.budgetBits = 4000000;
+  Sized six;
+  six.result = sizeFifos(net, options, six.network);
+  expectGuarantees(six);
+  EXPECT_TRUE(six.result.paced);
+  EXPECT_EQ(six.result.pacedWhy, PacedReason::kFewerBits);
+  EXPECT_LE(depthOf(six, "a"), 3);
+
+  options.fits = [](const Network& n) { return n.fifos[0].depth >= 100; };
+  Sized back;
+  back.result = sizeFifos(net, options, back.network);
+  expectGuarantees(back);
+  EXPECT_FALSE(back.result.paced);
+  EXPECT_GE(depthOf(back, "a"), 3000);
+
+  options.budgetBits = 0;  // the platform's memory: the first design is small beside it
+  options.fits = [](const Network& n) { return n.fifos[0].depth < 100; };
+  Sized over;
+  over.result = sizeFifos(net, options, over.network);
+  expectGuarantees(over);
+  EXPECT_TRUE(over.result.paced);
+  EXPECT_EQ(over.result.pacedWhy, PacedReason::kOverDevice);
+  EXPECT_EQ(over.result.cyclesUnbounded, back.result.cyclesUnbounded);
+  EXPECT_LE(depthOf(over, "a"), 3);
+  options.pacedTrial = false;  // no step 6: bits within the budget keep the first design
+  options.fits = nullptr;
+  options.budgetBits = 4000000;
+  Sized plain;
+  plain.result = sizeFifos(net, options, plain.network);
+  EXPECT_FALSE(plain.result.paced);
+}
+
 // DMA-fed: two 4 MiB weight streams out of HBM into a multiply-accumulate of ii 4. The DMAs run far ahead
 // (tens of thousands of tokens pile up unbounded); each has one output, so stalling it costs nothing.
 TEST(Sizing, DmaReadsRunAheadInTheirReadBufferOnly) {

@@ -225,7 +225,8 @@ Runner addSizeFifos(CLI::App& app) {
   auto* paced = app.get_option("--paced");
   app.add_flag("--prefetch", a->prefetch,
                "measure with the streams from HBM unbounded: weights read ahead into deep FIFOs while their "
-               "kernels wait (more memory; faster where the channels would idle)")
+               "kernels wait (more memory; faster where the channels would idle; over the memory or the "
+               "device the sizer still paces)")
       ->excludes(paced);
   app.add_flag("--allow-overfit", a->allowOverfit,
                "write depths whose design does not fit the platform (else exit 1)");
