@@ -419,6 +419,13 @@ void updateResources(CompileResult& c, const Platform& platform) {
   r.fits = r.resources.within(platform.kernelResources());
 }
 
+bool fitsWithDepths(const CompileResult& c, const Network& sized, const Platform& platform) {
+  CompileResult trial = c;
+  trial.network = sized;
+  updateResources(trial, platform);
+  return trial.report.fits;
+}
+
 CompileOptions parseCompileOptions(const std::vector<std::string>& settings, const Platform& platform) {
   CompileOptions o;
   o.onchipBudgetBytes = platformOnchipBytes(platform) / 4;

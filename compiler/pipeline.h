@@ -98,6 +98,9 @@ int64_t intermediateBytesAtDepths(const CompileResult& c);
 /// The report's resources and fit, again from the network's FIFO depths (after sizing changed them), and
 /// the groups no SLR holds cut again for them (splitAtSlrs). compileGraph runs it last.
 void updateResources(CompileResult& c, const Platform& platform);
+/// Whether the design fits the platform with `sized`'s FIFO depths (the network of c sized): its
+/// resources counted again (updateResources) on a copy (a sizer's SizingOptions::fits).
+bool fitsWithDepths(const CompileResult& c, const Network& sized, const Platform& platform);
 
 /// Every DMA onto a channel by the phases in which it streams (dse/channels.h), from simulations with each
 /// symbol at its maximum, at most 128 (the phases, not the length of the attention, decide who overlaps

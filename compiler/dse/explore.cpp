@@ -260,12 +260,7 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     options.bindings = bindings;
     // Bits within the memory may still not fit (each FIFO in whole BRAM and URAM blocks, beside the
     // kernels' buffers): the sizer then tries its other measuring run (stc size-fifos does the same).
-    options.fits = [&](const Network& candidate) {
-      CompileResult trial = c;
-      trial.network = candidate;
-      updateResources(trial, platform);
-      return trial.report.fits;
-    };
+    options.fits = [&](const Network& candidate) { return fitsWithDepths(c, candidate, platform); };
     Network sized;
     sizing::SizingResult r;
     try {

@@ -20,6 +20,11 @@ constexpr int64_t kUnboundedDepth = -1;
 /// Depth of a FIFO whose file gives none.
 constexpr int64_t kDefaultDepth = 2;
 
+/// Whether a FIFO of this name is a converter's region FIFO (the compiler names it `<converter>.region`).
+inline bool isRegionName(const std::string& name) {
+  return name.size() > 7 && name.compare(name.size() - 7, 7, ".region") == 0;
+}
+
 struct Fifo {
   std::string name;
   int64_t width = 0;              ///< bits per token
@@ -28,7 +33,7 @@ struct Fifo {
 
   bool unbounded() const { return depth == kUnboundedDepth; }
   /// A converter's region FIFO (the compiler names it `<converter>.region`): tokens are whole regions.
-  bool isRegion() const { return name.size() > 7 && name.compare(name.size() - 7, 7, ".region") == 0; }
+  bool isRegion() const { return isRegionName(name); }
   /// Tokens of on-chip storage at its depth. A region FIFO keeps two blocks more. In the network a region
   /// is freed when its reader reads the token, at the start of the region, and taken when its writer
   /// writes it, at the end: the writer may be filling region k + 1 while the reader streams region k - depth.

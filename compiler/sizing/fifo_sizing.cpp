@@ -151,9 +151,7 @@ std::vector<char> hbmStreams(const sim::Program& prog) {
     ++inputs[r];
     outWidth[w] = f.width;
     inWidth[r] = f.width;
-    Fifo named;
-    named.name = f.name;
-    if (named.isRegion()) region[w] = region[r] = 1;
+    if (isRegionName(f.name)) region[w] = region[r] = 1;
   }
   std::vector<char> fed(nt, 0), mover(nt, 0);
   for (size_t t = 0; t < nt; ++t) {
@@ -406,6 +404,15 @@ void settle(const std::vector<int64_t>& depths, SizingResult& out, Network& size
 // sixteenth of the device's memory in FIFOs is worth a second sizing (decode layers hold far less).
 constexpr int64_t kPacedTrialShare = 16;
 
+// A paced result gives the unbounded run's figures as its own (steps 5 to 7): that run's cycles and
+// maximum occupancies, its verifying rounds added.
+void takeUnboundedFigures(SizingResult& paced, const SizingResult& free) {
+  paced.cyclesUnbounded = free.cyclesUnbounded;
+  paced.baselineMaxOccupancyBits = free.baselineMaxOccupancyBits;
+  paced.rounds += free.rounds;
+  for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free.fifos[f].maxOccupancy;
+}
+
 int64_t withinOnePercent(int64_t cycles) {
   return cycles + cycles / 100;
 }
@@ -544,10 +551,7 @@ SizingResult sizeForBits(const Network& net, const SizingOptions& options, const
     free->rounds = 0;
     free->baselineMaxOccupancyBits = maxOccupancyBits(free->fifos);
   }
-  paced.cyclesUnbounded = free->cyclesUnbounded;
-  paced.baselineMaxOccupancyBits = free->baselineMaxOccupancyBits;
-  paced.rounds += free->rounds;
-  for (size_t f = 0; f < paced.fifos.size(); ++f) paced.fifos[f].maxOccupancy = free->fifos[f].maxOccupancy;
+  takeUnboundedFigures(paced, *free);
   sized = std::move(pacedNet);
   return paced;
 }
@@ -580,13 +584,12 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
   Network alternative;
   SizingResult a = sizeForBits(net, other, at, alternative);
   if (!held(a) || (other.paced && !a.paced) || !options.fits(alternative)) return r;
-  if (a.paced) {  // the unbounded run's figures, as steps 5 and 6 give them
+  if (a.paced) {
     a.pacedWhy = PacedReason::kOverDevice;
-    a.cyclesUnbounded = r.cyclesUnbounded;
-    a.baselineMaxOccupancyBits = r.baselineMaxOccupancyBits;
-    for (size_t f = 0; f < a.fifos.size() && f < r.fifos.size(); ++f) a.fifos[f].maxOccupancy = r.fifos[f].maxOccupancy;
+    takeUnboundedFigures(a, r);
+  } else {
+    a.rounds += r.rounds;
   }
-  a.rounds += r.rounds;
   sized = std::move(alternative);
   return a;
 }

@@ -14,6 +14,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/network.h"
 #include "compiler/ir/platform.h"
+#include "compiler/pipeline.h"
 #include "compiler/sizing/fifo_sizing.h"
 
 namespace stc::cli {
@@ -101,6 +102,14 @@ nlohmann::json platformJson(const Platform& platform);
 Resources networkResources(const Network& file, const Network& used, const std::string& path,
                            const Platform& platform, const std::string& fifos, bool strict,
                            std::string& what, std::pair<int64_t, int64_t>* intermediate = nullptr);
+/// networkResources in two steps, for a caller that counts several depths of one network: its source
+/// compiled (nullopt without a readable source, or one that no longer compiles unless `strict`), then
+/// the resources at `used`'s depths.
+std::optional<CompileResult> compileNetworkSource(const Network& file, const std::string& path,
+                                                 const Platform& platform, bool strict);
+Resources resourcesAtDepths(const std::optional<CompileResult>& source, const Network& file, const Network& used,
+                            const std::string& path, const Platform& platform, const std::string& fifos,
+                            std::string& what, std::pair<int64_t, int64_t>* intermediate = nullptr);
 /// A network's run as `stc simulate --json --timeline` prints it, at the bindings (and each symbol of its
 /// sized_for range at the range's end): the sized network a report of size-fifos or run draws.
 nlohmann::json simulationJson(const Network& net, const Bindings& bindings, const Platform& platform);

@@ -316,27 +316,38 @@ nlohmann::json platformJson(const Platform& platform) {
           {"resources", resourcesJson(platform.resources)}};
 }
 
+std::optional<CompileResult> compileNetworkSource(const Network& file, const std::string& path,
+                                                 const Platform& platform, bool strict) {
+  if (networkSourcePath(file, path).empty()) return std::nullopt;
+  try {
+    return compileGraph(loadNetworkSourceGraph(file, path, "stc"), platform,
+                        parseCompileOptions(file.sourceSettings, platform));
+  } catch (const UserError&) {
+    if (strict) throw;  // the source no longer compiles: that is the error
+  }
+  return std::nullopt;
+}
+
 Resources networkResources(const Network& file, const Network& used, const std::string& path,
                            const Platform& platform, const std::string& fifos, bool strict,
                            std::string& what, std::pair<int64_t, int64_t>* intermediate) {
+  return resourcesAtDepths(compileNetworkSource(file, path, platform, strict), file, used, path, platform, fifos,
+                           what, intermediate);
+}
+
+Resources resourcesAtDepths(const std::optional<CompileResult>& source, const Network& file, const Network& used,
+                            const std::string& path, const Platform& platform, const std::string& fifos,
+                            std::string& what, std::pair<int64_t, int64_t>* intermediate) {
   if (intermediate) *intermediate = {-1, 0};
-  if (!networkSourcePath(file, path).empty()) {
-    std::optional<CompileResult> c;
+  if (source) {
     try {
-      c = compileGraph(loadNetworkSourceGraph(file, path, "stc"), platform,
-                       parseCompileOptions(file.sourceSettings, platform));
-    } catch (const UserError&) {
-      if (strict) throw;  // the source no longer compiles: that is the error
-    }
-    if (c) {
-      try {
-        takeDepths(used, path, c->network);
-        updateResources(*c, platform);
-        what = "the design with its " + fifos;
-        if (intermediate) *intermediate = {intermediateBytesAtDepths(*c), c->report.onchipBytesUnfused};
-        return c->report.resources;
-      } catch (const UserError&) {  // the source changed since: its kernels are not this network's
-      }
+      CompileResult c = *source;
+      takeDepths(used, path, c.network);
+      updateResources(c, platform);
+      what = "the design with its " + fifos;
+      if (intermediate) *intermediate = {intermediateBytesAtDepths(c), c.report.onchipBytesUnfused};
+      return c.report.resources;
+    } catch (const UserError&) {  // the source changed since: its kernels are not this network's
     }
   }
   Resources r;

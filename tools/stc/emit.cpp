@@ -453,10 +453,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   sizingOptions.platform = platform;
   sizingOptions.bindings = bindings;
   sizingOptions.fits = [&](const Network& candidate) {  // as stc size-fifos and stc dse: whole blocks
-    CompileResult trial = compiled;
-    trial.network = candidate;
-    updateResources(trial, platform);
-    return trial.report.fits;
+    return fitsWithDepths(compiled, candidate, platform);
   };
   // ctx changes at run time (the kernels take it): the depths must hold from 1 to its maximum.
   bool overCtx = compiled.network.symbols().count("ctx") > 0;

@@ -99,10 +99,15 @@ int sizeCommand(const SizeArgs& a) {
     tileOverCtx = settings.tile;
   }
   // The sizer tries the other measuring run where a design does not fit the device (step 7): counted as
-  // stc emit counts it, from the network's source compiled again with those depths.
+  // stc emit counts it, from the network's source compiled (once, when first asked) with those depths.
+  std::optional<std::optional<CompileResult>> compiledSource;
+  auto source = [&]() -> const std::optional<CompileResult>& {
+    if (!compiledSource) compiledSource = compileNetworkSource(net, a.network.path, platform, true);
+    return *compiledSource;
+  };
   options.fits = [&](const Network& candidate) {
     std::string unused;
-    return networkResources(net, candidate, a.network.path, platform, "sized FIFOs", true, unused)
+    return resourcesAtDepths(source(), net, candidate, a.network.path, platform, "sized FIFOs", unused)
         .within(platform.resources);
   };
   r = overCtx ? sizing::sizeFifosOverRange(net, options, "ctx", ctxRange.first, ctxRange.second, tileOverCtx, sized, checks)
@@ -127,7 +132,7 @@ int sizeCommand(const SizeArgs& a) {
   if (overCtx) sized.sizedFor["ctx"] = ctxRange;
   std::string what;
   std::pair<int64_t, int64_t> intermediate;  // bytes at the sized depths, kept whole
-  Resources used = networkResources(net, sized, a.network.path, platform, "sized FIFOs", true, what, &intermediate);
+  Resources used = resourcesAtDepths(source(), net, sized, a.network.path, platform, "sized FIFOs", what, &intermediate);
   requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
   if (a.json || !a.html.empty()) {
