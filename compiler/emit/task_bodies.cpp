@@ -225,10 +225,11 @@ class KernelBody {
     bool streaming = kernel_.phases.size() == 2;
     int n = numLoops(0);
     size_t outPh = streaming ? 1 : 0, out = outPort(outPh);
+    bool held = kernel_.heldKeys != Kernel::HeldKeys::kNone;
     bool transposeB = numberAttr(op_, "transpose_b", 0) != 0;
     const auto& we = port(0, 1).order.element;
-    int64_t Tk = transposeB ? we.back() : we[we.size() - 2];
-    int64_t Tn = transposeB ? we[we.size() - 2] : we.back();
+    int64_t Tk = held ? port(0, 0).order.element.back() : transposeB ? we.back() : we[we.size() - 2];
+    int64_t Tn = held ? tokenElements(port(outPh, out).order) : transposeB ? we[we.size() - 2] : we.back();
     bool bias = operandPorts(kernel_) == (streaming ? 2u : 4u);
     size_t biasPort = streaming ? 0 : 2;
     // W4A8: int8 x int4 (or int8) products summed in int32, then the epilogue (reference/quantized.h).
@@ -261,18 +262,82 @@ class KernelBody {
     c_.line("#pragma HLS ARRAY_PARTITION variable=acc complete");
     if (bias) declareHeld(0, 2, epilogue ? "epi" : "bias");
     if (kernel_.appendPort >= 0) declareHeld(0, static_cast<size_t>(kernel_.appendPort), "fresh");
+    if (held) declareHeldRight(Tk, Tn);
     FlatLoop f = flat(0);
     if (bias) readHeld(0, 2, epilogue ? "epi" : "bias", f);
     read(0, 0, "a");
-    read(0, 1, "w");
+    if (held) heldTile(f, Tk, Tn);
+    else read(0, 1, "w");
     if (kernel_.appendPort >= 0) appendRow(f);
     std::string first = f.first(level(0, out));
-    accumulate(Tk, Tn, transposeB, "acc[n]", first.empty() ? "true" : first);
+    accumulate(Tk, Tn, transposeB && !held, "acc[n]", first.empty() ? "true" : first);
     std::string last = f.last(level(0, out));
     if (!last.empty()) c_.open("if (" + last + ")");
     writeTile(0, out, Tn, bias, epilogue, "acc[n]");
     if (!last.empty()) c_.close();
     f.close();
+  }
+
+  // The right side held whole (Kernel::heldKeys), `held`, in its own shape; its key dim and the other one.
+  struct HeldDims {
+    size_t key, other, rowLoop;
+  };
+  HeldDims heldDims() const {
+    const StreamOrder& o = port(0, 1).order;
+    size_t r = o.element.size();
+    HeldDims d{r - 2, r - 1, 0};
+    if (o.element[r - 2] != 1) std::swap(d.key, d.other);
+    const auto& coeffs = o.map.results()[d.key].coeffs;
+    d.rowLoop = static_cast<size_t>(std::find(coeffs.begin(), coeffs.end(), 1) - coeffs.begin());
+    return d;
+  }
+  void declareHeldRight(int64_t Tk, int64_t Tn) {
+    const KernelPort& hp = port(0, 1);
+    const TensorInfo& W = info(hp.tensor);
+    HeldDims d = heldDims();
+    std::string dims;
+    for (const Expr& e : W.shape) dims += "[" + cxx(e) + "]";
+    c_.line(storageOf(ctx_.dtype(hp.order.dtype)).type + " held" + dims + ";");
+    bool alongN = kernel_.heldKeys == Kernel::HeldKeys::kAlongN;
+    c_.line("#pragma HLS ARRAY_PARTITION variable=held cyclic factor=" + std::to_string(alongN ? Tn : Tk) +
+            " dim=" + std::to_string(d.key + 1));
+    c_.line("#pragma HLS ARRAY_PARTITION variable=held complete dim=" + std::to_string(d.other + 1));
+    declareHeld(0, 1, "fresh_key");
+  }
+  // At the first iteration of the (batch.., m) loops the key of the row's index arrives and is stored; the
+  // [Tk, Tn] tile (w, k-major) comes from the buffer, 0 at the keys past the row, which have not arrived and
+  // which the causal softmax weighs 0.
+  void heldTile(const FlatLoop& f, int64_t Tk, int64_t Tn) {
+    const KernelPort& hp = port(0, 1);
+    const TensorInfo& W = info(hp.tensor);
+    HeldDims d = heldDims();
+    size_t r = W.shape.size();
+    std::string cond = f.first(level(0, 1));
+    if (!cond.empty()) c_.open("if (" + cond + ")");
+    readPort(ctx_, c_, "fresh_key", storageUnits(ctx_, hp.order), fifos(0, 1), ctx_.dtype(hp.order.dtype), false);
+    openElements(c_, "e", tokenElements(hp.order));
+    std::string at;
+    for (size_t i = 0; i < r; ++i) at += "[" + dataCoord(hp.order, static_cast<int>(i), "i", "e") + "]";
+    c_.line("held" + at + " = fresh_key.v[e];");
+    c_.close();
+    if (!cond.empty()) c_.close();
+    int n = numLoops(0);
+    bool alongN = kernel_.heldKeys == Kernel::HeldKeys::kAlongN;
+    std::string pn = "i" + std::to_string(n - 2), pk = "i" + std::to_string(n - 1);
+    std::string key = alongN ? pn + " * " + std::to_string(Tn) + " + n" : pk + " * " + std::to_string(Tk) + " + k";
+    std::string other = alongN ? pk + " * " + std::to_string(Tk) + " + k" : pn + " * " + std::to_string(Tn) + " + n";
+    std::string row = "i" + std::to_string(d.rowLoop);
+    c_.line(tokenOf(Tk * Tn, ctx_.dtype(hp.order.dtype)) + " w;");
+    openElements(c_, "k", Tk);
+    openElements(c_, "n", Tn);
+    std::string at2;
+    for (size_t i = 0; i < r; ++i)
+      at2 += "[" + (i == d.key ? key : i == d.other ? other : dataCoord(hp.order, static_cast<int>(i), "i", "0")) + "]";
+    std::string zero = quant() ? "0" : "0.0f";
+    c_.line("w.v[k * " + std::to_string(Tn) + " + n] = (" + key + ") <= " + row + " && (" + other + ") < " +
+            cxx(W.shape[d.other]) + " ? held" + at2 + " : " + zero + ";");
+    c_.close();
+    c_.close();
   }
 
   // A W4A8 matmul's epilogue apart from it (lower/kernels.cpp): a token of int32 sums and the [Tn, 2] tile

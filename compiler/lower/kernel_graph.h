@@ -131,6 +131,14 @@ struct Kernel {
   /// it into the right side's tiles at the cache's last position along its data dim appendAxis; -1: none.
   int appendPort = -1;
   int appendAxis = 0;
+  /// A matmul whose right side is made on chip and held whole in the kernel (bufferBytes) under a causal
+  /// softmax with as many keys as rows (self-attention over a prompt): phase 0's port 1 reads one key's row
+  /// of the right side (a head's) at the first iteration of the (batch.., m) loops, the key whose index is
+  /// the row's, so that row r's product waits only on keys 0 .. r, the ones the causal softmax keeps (the
+  /// others count 0). Keys along N: the scores Q.K^T; along K: P.V. kNone: the right side streams in
+  /// [Tk, Tn] tiles.
+  enum class HeldKeys { kNone, kAlongN, kAlongK };
+  HeldKeys heldKeys = HeldKeys::kNone;
   bool gather = false;       ///< an embedding lookup: a DMA read of table rows, no compute
   int64_t gatherBytes = 0;
   std::string gatherTable;

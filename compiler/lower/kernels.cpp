@@ -319,7 +319,8 @@ class Lowering {
   // projections of an attention read x) fill only as the join reads them. Row ops' apply kernels keep
   // exactly a row instead (lowerRowOp).
   // The token's own row (kv_append) is kept whole instead: a head's slice a token, so its producer never
-  // waits on the attention, and the attention's other input is no join for it.
+  // waits on the attention, and the attention's other input is no join for it. Nor is a causally held
+  // right side (Kernel::heldKeys): the key of row r's index comes with row r, in step with it.
   void markJoins() {
     size_t n = kg_.kernels.size();
     std::vector<std::vector<size_t>> linked(n);  // kernels a stream made on chip joins, either way
@@ -341,7 +342,7 @@ class Lowering {
           if (p.out || !kg_.producer.count(p.tensor)) continue;
           if (ph == 0 && static_cast<int>(i) == kern.appendPort)
             p.keepTokens = std::max(p.keepTokens, p.order.tokens().eval(opt_.maxima));
-          else
+          else if (!(ph == 0 && i == 1 && kern.heldKeys != Kernel::HeldKeys::kNone))
             joined.push_back(&p);
         }
       if (joined.size() < 2) continue;
@@ -570,19 +571,37 @@ class Lowering {
     ar.push_back(unit(aDims, pk));
     std::vector<int64_t> ae(a.shape.size(), 1);
     ae.back() = Tk;
-    // W [batch.., K, N], a shared [K, N], or [N, K] with transpose_b: [Tk, Tn] tiles.
+    // W [batch.., K, N], a shared [K, N], or [N, K] with transpose_b: [Tk, Tn] tiles; held causally
+    // (Kernel::heldKeys): one key's row a (batch.., m) iteration, the key the row's index.
+    Kernel::HeldKeys held = nOuter || kOuter || append != appends_.end() ? Kernel::HeldKeys::kNone
+                                                                          : heldKeysOf(op, a, w, outT);
     std::vector<AffineExpr> wr;
-    if (w.shape.size() > 2)
-      for (size_t i = 0; i < batch; ++i) wr.push_back(unit(nd, batchLoop[i]));
-    wr.push_back(unit(nd, transposeB ? pn : pk));
-    wr.push_back(unit(nd, transposeB ? pk : pn));
     std::vector<int64_t> we(w.shape.size(), 1);
-    we[w.shape.size() - 2] = transposeB ? Tn : Tk;
-    we[w.shape.size() - 1] = transposeB ? Tk : Tn;
+    size_t wLoops = nd;
+    int wLevel = -2;
+    if (held != Kernel::HeldKeys::kNone) {
+      size_t keyDim = (held == Kernel::HeldKeys::kAlongN) != transposeB ? rank - 1 : rank - 2;
+      wLoops = batch + 1;  // the (batch.., m) loops, in whichever order they run
+      wLevel = static_cast<int>(batch);
+      for (size_t i = 0; i < batch; ++i) wr.push_back(unit(wLoops, batchLoop[i]));
+      for (size_t d = batch; d < rank; ++d) {
+        wr.push_back(d == keyDim ? unit(wLoops, pm) : AffineExpr{std::vector<int64_t>(wLoops, 0), 0});
+        if (d != keyDim) we[d] = w.shape[d].eval();
+      }
+    } else {
+      if (w.shape.size() > 2)
+        for (size_t i = 0; i < batch; ++i) wr.push_back(unit(nd, batchLoop[i]));
+      wr.push_back(unit(nd, transposeB ? pn : pk));
+      wr.push_back(unit(nd, transposeB ? pk : pn));
+      we[w.shape.size() - 2] = transposeB ? Tn : Tk;
+      we[w.shape.size() - 1] = transposeB ? Tk : Tn;
+    }
     Kernel kern = kernel(op);
+    kern.heldKeys = held;
+    if (held != Kernel::HeldKeys::kNone) kern.bufferBytes = (product(w.shape).eval() * dtypeBits(w.dtype) + 7) / 8;
     const std::string& right = append == appends_.end() ? op.inputs[1] : append->second->inputs[0];
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),
-                          in(right, order(w.dtype, we, wr, nd))}};
+                          in(right, order(w.dtype, we, wr, wLoops), wLevel)}};
     ph.ports.back().restream = block > 0;
     size_t outLoops = nd - 1;                       // every loop but k
     int outLevel = static_cast<int>(outLoops) - 1;  // one output tile per (batch.., [block,] m, n)
@@ -698,6 +717,37 @@ class Lowering {
     }
     if (splitAfter) moveInto(".split", op.output + ".wide", canonical.element.back());
     if (nOuter) moveInto(".rows", op.output + ".panels", canonical.element.back());
+  }
+
+  // Kernel::HeldKeys of a matmul of as many keys as rows over a right side made on chip (self-attention
+  // over a prompt, no cached keys) under a causal softmax: P.V reads the softmax's output (keys along K);
+  // the scores reach the softmax through elementwise ops alone, each tensor on the way read by nothing
+  // else (the keys past a row come out 0, which only the softmax may read: it weighs them 0).
+  Kernel::HeldKeys heldKeysOf(const Op& op, const TensorInfo& a, const TensorInfo& w, const TensorInfo& outT) const {
+    size_t rank = outT.shape.size();
+    if (w.role != TensorRole::kIntermediate || w.shape.size() != rank || a.shape.size() != rank ||
+        std::any_of(w.shape.begin(), w.shape.end(), [](const Expr& d) { return !d.isConstant(); }))
+      return Kernel::HeldKeys::kNone;
+    const Expr &M = outT.shape[rank - 2], &N = outT.shape.back(), &K = a.shape.back();
+    if (!M.isConstant()) return Kernel::HeldKeys::kNone;
+    if (const Op* p = producerOf(g_, op.inputs[0]); p && isCausal(*p) && K == M) return Kernel::HeldKeys::kAlongK;
+    if (N != M) return Kernel::HeldKeys::kNone;
+    const auto& outputs = g_.graph->outputs;
+    for (std::string t = op.output;;) {
+      if (std::find(outputs.begin(), outputs.end(), t) != outputs.end()) return Kernel::HeldKeys::kNone;
+      const Op* reader = nullptr;
+      for (const Op& o : g_.graph->ops)
+        if (std::count(o.inputs.begin(), o.inputs.end(), t)) {
+          if (reader) return Kernel::HeldKeys::kNone;
+          reader = &o;
+        }
+      if (!reader) return Kernel::HeldKeys::kNone;
+      if (reader->op == "softmax")
+        return isCausal(*reader) && reader->inputs[0] == t ? Kernel::HeldKeys::kAlongN : Kernel::HeldKeys::kNone;
+      if (elementwiseArity(reader->op) == 0 || info(reader->output).shape != info(t).shape)
+        return Kernel::HeldKeys::kNone;
+      t = reader->output;
+    }
   }
 
   // Stats stream of a row op reading its rows in `xo`: one token per row, two f32 values (softmax: max and
