@@ -136,7 +136,13 @@ std::vector<Resources> estimateTasks(const KernelGraph& kg, const Network& net, 
       const Kernel& k = kg.kernels.at(static_cast<size_t>(role->second.kernel));
       r.dsp += k.dsp;
       r.lut += k.lut;
-      if (k.bufferBytes) addBuffer(k.bufferBytes, r);
+      if (k.bufferBytes) {  // bank by bank
+        Resources bank;
+        addBuffer((k.bufferBytes + k.bufferBanks - 1) / k.bufferBanks, bank);
+        r.lut += bank.lut * k.bufferBanks;
+        r.bram18k += bank.bram18k * k.bufferBanks;
+        r.uram += bank.uram * k.bufferBanks;
+      }
     }
   }
   for (const Fifo& f : net.fifos) {

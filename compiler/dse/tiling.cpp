@@ -126,9 +126,11 @@ std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& p
     if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") barrier = rows(op.output) == 1;
     if (matmul) {
       // A prefill matmul's row blocks flow on to the next matmul as they come; a right side made on chip
-      // (attention's keys) is held whole before the first row can use it.
+      // (attention's keys) is held whole before the first row can use it, unless the rows need only the
+      // keys made with them (causal: heldKeysOf).
       barrier = streamsInput(graph, op) || writesPanels(graph, op) ||
-                graph.tensors.at(op.inputs[1]).role == TensorRole::kIntermediate;
+                (graph.tensors.at(op.inputs[1]).role == TensorRole::kIntermediate &&
+                 heldKeysOf(graph, op) == Kernel::HeldKeys::kNone);
       if (graph.tensors.at(op.inputs[1]).role == TensorRole::kWeight) {
         weights.emplace_back(op.inputs[1], s);
         ++matmulsIn[s];
@@ -274,7 +276,8 @@ class LayerEstimate {
         if (step.matmul) {
           bool gemv = rows(op.output) == 1 && graph.tensors.at(op.inputs[1]).role == TensorRole::kWeight;
           whole = i == 0 ? gemv && !streamsInput(graph, op)
-                         : i == 1 && graph.tensors.at(op.inputs[i]).role == TensorRole::kIntermediate;
+                         : i == 1 && graph.tensors.at(op.inputs[i]).role == TensorRole::kIntermediate &&
+                               heldKeysOf(graph, op) == Kernel::HeldKeys::kNone;
         } else if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") {
           whole = i == 0 && rows(op.output) == 1;
         }

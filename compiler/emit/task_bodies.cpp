@@ -285,8 +285,12 @@ class KernelBody {
   HeldDims heldDims() const {
     const StreamOrder& o = port(0, 1).order;
     size_t r = o.element.size();
-    HeldDims d{r - 2, r - 1, 0};
-    if (o.element[r - 2] != 1) std::swap(d.key, d.other);
+    HeldDims d{r - 2, r - 1, 0};  // the key dim advances with the row loop; the other one is whole
+    auto moves = [&](size_t dim) {
+      const auto& c = o.map.results()[dim].coeffs;
+      return std::any_of(c.begin(), c.end(), [](int64_t v) { return v != 0; });
+    };
+    if (!moves(d.key)) std::swap(d.key, d.other);
     const auto& coeffs = o.map.results()[d.key].coeffs;
     d.rowLoop = static_cast<size_t>(std::find(coeffs.begin(), coeffs.end(), 1) - coeffs.begin());
     return d;
@@ -297,7 +301,9 @@ class KernelBody {
     HeldDims d = heldDims();
     std::string dims;
     for (const Expr& e : W.shape) dims += "[" + cxx(e) + "]";
-    c_.line(storageOf(ctx_.dtype(hp.order.dtype)).type + " held" + dims + ";");
+    // Static: as large as the right side (a stack could not hold it in the C simulation); every key a row
+    // reads is stored in the same call before it is read.
+    c_.line("static " + storageOf(ctx_.dtype(hp.order.dtype)).type + " held" + dims + ";");
     bool alongN = kernel_.heldKeys == Kernel::HeldKeys::kAlongN;
     c_.line("#pragma HLS ARRAY_PARTITION variable=held cyclic factor=" + std::to_string(alongN ? Tn : Tk) +
             " dim=" + std::to_string(d.key + 1));

@@ -125,7 +125,10 @@ struct Kernel {
   /// A rope kernel: the cos/sin pairs of its row's table it computes an iteration (ropeTableUnits).
   int64_t tableUnits = 0;
   std::string arithmetic;    ///< dtype its arithmetic runs in
-  int64_t bufferBytes = 0;   ///< internal buffer (a concat's collected output)
+  int64_t bufferBytes = 0;   ///< internal buffer (a concat's collected output, a held right side)
+  /// Memories the buffer is partitioned into, of bufferBytes / bufferBanks each (a held right side: a bank
+  /// per element of a key and per key of a tile, so that a key is stored and a [Tk, Tn] tile read a cycle).
+  int64_t bufferBanks = 1;
   /// A matmul whose right side is a KV cache with the token's own row (kv_append): phase 0's port
   /// appendPort reads that row, a head's slice per iteration of the head loop (loop 0), and the kernel puts
   /// it into the right side's tiles at the cache's last position along its data dim appendAxis; -1: none.

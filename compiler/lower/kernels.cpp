@@ -197,6 +197,35 @@ bool streamsInput(const TypedGraph& g, const Op& op) {
   return arrivalOf(g, op.inputs[0]) == Arrival::kSpread;
 }
 
+Kernel::HeldKeys heldKeysOf(const TypedGraph& g, const Op& op) {
+  using HeldKeys = Kernel::HeldKeys;
+  if (!isMatmul(op)) return HeldKeys::kNone;
+  const TensorInfo &a = g.tensors.at(op.inputs[0]), &w = g.tensors.at(op.inputs[1]), &outT = g.tensors.at(op.output);
+  size_t rank = outT.shape.size();
+  if (w.role != TensorRole::kIntermediate || w.shape.size() != rank || a.shape.size() != rank ||
+      std::any_of(w.shape.begin(), w.shape.end(), [](const Expr& d) { return !d.isConstant(); }))
+    return HeldKeys::kNone;
+  const Expr &M = outT.shape[rank - 2], &N = outT.shape.back(), &K = a.shape.back();
+  if (!M.isConstant()) return HeldKeys::kNone;
+  if (const Op* p = producerOf(g, op.inputs[0]); p && isCausal(*p) && K == M) return HeldKeys::kAlongK;
+  if (N != M) return HeldKeys::kNone;
+  const auto& outputs = g.graph->outputs;
+  for (std::string t = op.output;;) {
+    if (std::find(outputs.begin(), outputs.end(), t) != outputs.end()) return HeldKeys::kNone;
+    const Op* reader = nullptr;
+    for (const Op& o : g.graph->ops)
+      if (std::count(o.inputs.begin(), o.inputs.end(), t)) {
+        if (reader) return HeldKeys::kNone;
+        reader = &o;
+      }
+    if (!reader) return HeldKeys::kNone;
+    if (reader->op == "softmax") return isCausal(*reader) && reader->inputs[0] == t ? HeldKeys::kAlongN : HeldKeys::kNone;
+    if (elementwiseArity(reader->op) == 0 || g.tensors.at(reader->output).shape != g.tensors.at(t).shape)
+      return HeldKeys::kNone;
+    t = reader->output;
+  }
+}
+
 namespace {
 
 class Lowering {
@@ -319,8 +348,9 @@ class Lowering {
   // projections of an attention read x) fill only as the join reads them. Row ops' apply kernels keep
   // exactly a row instead (lowerRowOp).
   // The token's own row (kv_append) is kept whole instead: a head's slice a token, so its producer never
-  // waits on the attention, and the attention's other input is no join for it. Nor is a causally held
-  // right side (Kernel::heldKeys): the key of row r's index comes with row r, in step with it.
+  // waits on the attention, and the attention's other input is no join for it. Nor are the scores' keys
+  // held causally and made in the order the scores read them (heldInStep): the key of row r's index comes
+  // with row r, in step with it.
   void markJoins() {
     size_t n = kg_.kernels.size();
     std::vector<std::vector<size_t>> linked(n);  // kernels a stream made on chip joins, either way
@@ -342,7 +372,7 @@ class Lowering {
           if (p.out || !kg_.producer.count(p.tensor)) continue;
           if (ph == 0 && static_cast<int>(i) == kern.appendPort)
             p.keepTokens = std::max(p.keepTokens, p.order.tokens().eval(opt_.maxima));
-          else if (!(ph == 0 && i == 1 && kern.heldKeys != Kernel::HeldKeys::kNone))
+          else if (!(ph == 0 && i == 1 && heldInStep(kern)))
             joined.push_back(&p);
         }
       if (joined.size() < 2) continue;
@@ -374,6 +404,30 @@ class Lowering {
         }
       }
     }
+  }
+
+  // Whether kernel k's held right side comes in step with its rows: the scores' keys (Kernel::heldKeys),
+  // made walking its (batch.., key) dims in the order k reads them, its other dim innermost, so that no
+  // converter in between holds more than a key, and made as q is, by a projection of the same rows. (P.V's
+  // values are made with K, ahead of P, which waits on the scores' row and the softmax's two passes: V is
+  // a join's stream.)
+  bool heldInStep(const Kernel& k) const {
+    if (k.heldKeys != Kernel::HeldKeys::kAlongN) return false;
+    const KernelPort& held = k.phases[0].ports[1];
+    auto made = producedOrder(held.tensor);
+    if (!made) return false;
+    std::vector<int> dims = loopDims(*made, info(held.tensor));
+    if (dims.empty()) return false;
+    std::vector<int> reads(held.order.map.numDims(), -1), other;
+    for (size_t d = 0; d < held.order.map.results().size(); ++d) {
+      const auto& c = held.order.map.results()[d].coeffs;
+      auto at = std::find(c.begin(), c.end(), 1);
+      if (at == c.end()) other.push_back(static_cast<int>(d));
+      else reads[static_cast<size_t>(at - c.begin())] = static_cast<int>(d);
+    }
+    if (other.size() != 1 || dims.back() != other[0]) return false;
+    dims.pop_back();
+    return dims == reads;
   }
 
   void add(Kernel k) {
@@ -574,7 +628,7 @@ class Lowering {
     // W [batch.., K, N], a shared [K, N], or [N, K] with transpose_b: [Tk, Tn] tiles; held causally
     // (Kernel::heldKeys): one key's row a (batch.., m) iteration, the key the row's index.
     Kernel::HeldKeys held = nOuter || kOuter || append != appends_.end() ? Kernel::HeldKeys::kNone
-                                                                          : heldKeysOf(op, a, w, outT);
+                                                                          : heldKeysOf(g_, op);
     std::vector<AffineExpr> wr;
     std::vector<int64_t> we(w.shape.size(), 1);
     size_t wLoops = nd;
@@ -598,7 +652,12 @@ class Lowering {
     }
     Kernel kern = kernel(op);
     kern.heldKeys = held;
-    if (held != Kernel::HeldKeys::kNone) kern.bufferBytes = (product(w.shape).eval() * dtypeBits(w.dtype) + 7) / 8;
+    if (held != Kernel::HeldKeys::kNone) {
+      size_t keyDim = (held == Kernel::HeldKeys::kAlongN) != transposeB ? rank - 1 : rank - 2;
+      int64_t other = w.shape[keyDim == rank - 1 ? rank - 2 : rank - 1].eval();
+      kern.bufferBanks = other * std::min(held == Kernel::HeldKeys::kAlongN ? Tn : Tk, w.shape[keyDim].eval());
+      kern.bufferBytes = (product(w.shape).eval() * dtypeBits(w.dtype) + 7) / 8;
+    }
     const std::string& right = append == appends_.end() ? op.inputs[1] : append->second->inputs[0];
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),
                           in(right, order(w.dtype, we, wr, wLoops), wLevel)}};
@@ -717,37 +776,6 @@ class Lowering {
     }
     if (splitAfter) moveInto(".split", op.output + ".wide", canonical.element.back());
     if (nOuter) moveInto(".rows", op.output + ".panels", canonical.element.back());
-  }
-
-  // Kernel::HeldKeys of a matmul of as many keys as rows over a right side made on chip (self-attention
-  // over a prompt, no cached keys) under a causal softmax: P.V reads the softmax's output (keys along K);
-  // the scores reach the softmax through elementwise ops alone, each tensor on the way read by nothing
-  // else (the keys past a row come out 0, which only the softmax may read: it weighs them 0).
-  Kernel::HeldKeys heldKeysOf(const Op& op, const TensorInfo& a, const TensorInfo& w, const TensorInfo& outT) const {
-    size_t rank = outT.shape.size();
-    if (w.role != TensorRole::kIntermediate || w.shape.size() != rank || a.shape.size() != rank ||
-        std::any_of(w.shape.begin(), w.shape.end(), [](const Expr& d) { return !d.isConstant(); }))
-      return Kernel::HeldKeys::kNone;
-    const Expr &M = outT.shape[rank - 2], &N = outT.shape.back(), &K = a.shape.back();
-    if (!M.isConstant()) return Kernel::HeldKeys::kNone;
-    if (const Op* p = producerOf(g_, op.inputs[0]); p && isCausal(*p) && K == M) return Kernel::HeldKeys::kAlongK;
-    if (N != M) return Kernel::HeldKeys::kNone;
-    const auto& outputs = g_.graph->outputs;
-    for (std::string t = op.output;;) {
-      if (std::find(outputs.begin(), outputs.end(), t) != outputs.end()) return Kernel::HeldKeys::kNone;
-      const Op* reader = nullptr;
-      for (const Op& o : g_.graph->ops)
-        if (std::count(o.inputs.begin(), o.inputs.end(), t)) {
-          if (reader) return Kernel::HeldKeys::kNone;
-          reader = &o;
-        }
-      if (!reader) return Kernel::HeldKeys::kNone;
-      if (reader->op == "softmax")
-        return isCausal(*reader) && reader->inputs[0] == t ? Kernel::HeldKeys::kAlongN : Kernel::HeldKeys::kNone;
-      if (elementwiseArity(reader->op) == 0 || info(reader->output).shape != info(t).shape)
-        return Kernel::HeldKeys::kNone;
-      t = reader->output;
-    }
   }
 
   // Stats stream of a row op reading its rows in `xo`: one token per row, two f32 values (softmax: max and

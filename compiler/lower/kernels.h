@@ -37,6 +37,12 @@ bool writesPanels(const TypedGraph& graph, const Op& op);
 /// input arrives spread over the run of an output-stationary matmul (directly or through elementwise ops).
 bool streamsInput(const TypedGraph& graph, const Op& op);
 
+/// Kernel::HeldKeys of matmul `op`: a product of as many keys as rows over a right side made on chip
+/// (self-attention over a prompt, no cached keys) under a causal softmax. P.V reads the softmax's output
+/// (keys along K); the scores reach the softmax through elementwise ops alone, each tensor on the way read
+/// by nothing else (the keys past a row come out 0, which only the softmax may read: it weighs them 0).
+Kernel::HeldKeys heldKeysOf(const TypedGraph& graph, const Op& op);
+
 /// Lowers every op; schedules give each matmul's reduction tile and row block (from dse/tiling.cpp).
 /// Throws UserError naming an op it cannot lower.
 KernelGraph lowerToKernels(const TypedGraph& graph, const CompileOptions& options,

@@ -1084,6 +1084,11 @@ TEST(Compiler, CausalAttentionHoldsItsKeysAndStreamsItsRows) {
   EXPECT_EQ(mix.heldKeys, Kernel::HeldKeys::kAlongK);
   EXPECT_EQ(scores.bufferBytes, 4 * 16 * 16 * 4);
   EXPECT_EQ(mix.bufferBytes, 4 * 16 * 16 * 4);
+  // Partitioned to store a key's 16 values at once and read a [Tk, Tn] tile a cycle: a bank per value of a
+  // key and per key of the tile (Tn keys for the scores, Tk for P.V), priced bank by bank.
+  auto tk = [](const Kernel& k) { return k.phases[0].ports[0].order.element.back(); };
+  EXPECT_EQ(scores.bufferBanks, 16 * (scores.lanes / tk(scores)));
+  EXPECT_EQ(mix.bufferBanks, 16 * tk(mix));
   for (const char* name : {"scores", "mix"}) {
     const Task& t = c.network.tasks[static_cast<size_t>(taskNamed(c.network, name))];
     const Port& held = t.phases[0].ports[1];
@@ -1120,16 +1125,21 @@ TEST(Compiler, CausalAttentionHoldsItsKeysAndStreamsItsRows) {
 
 // A whole decoder layer over 128 rows (models/graphs/decoder_prefill.yaml, W4A8): ln1 forks to the three
 // projections, whose results meet in the scores. Under the causal softmax the scores read key r with query
-// row r (Kernel::heldKeys), so neither q nor K waits whole in front of them, nor P in front of P.V: their
-// streams keep the 2 tokens of any FIFO. The residual beside the MLP still keeps its join's bound (r1, 128
-// x 1024 int8 in 16-value tokens: 8,192 and 2). It fuses in one group and runs at its compiled depths.
+// row r (Kernel::heldKeys), made as q is, so neither q nor K waits whole in front of them: their streams
+// keep the 2 tokens of any FIFO. P.V's values come with K, ahead of P (which waits on the scores' row and
+// the softmax's two passes): the join's compile-time bound keeps V and P whole in front of their
+// converters (128 x 1024 int8 and 16 x 128 x 128 in 16-value tokens: 8,192 and 16,384, and 2), and the
+// residual beside the MLP keeps r1 (8,192 and 2). It fuses in one group and runs at its compiled depths.
 TEST(Compiler, APrefillDecoderLayerRunsFusedAtItsCompiledDepths) {
   CompileResult c = compileFile("decoder_prefill.yaml", {"quant=w4a8"});
   EXPECT_EQ(c.report.groups, 1);
-  for (const char* name : {"qh>cvt", "qh>scores", "kt>cvt", "kt>scores", "vh>cvt", "vh>mix", "p>cvt", "p>mix"})
+  for (const char* name : {"qh>cvt", "qh>scores", "kt>cvt", "kt>scores", "vh>mix", "p>mix"})
     EXPECT_EQ(fifoNamed(c.network, name).depth, 2) << name;
+  EXPECT_EQ(fifoNamed(c.network, "vh>cvt").depth, 128 * 1024 / 16 + 2);
+  EXPECT_EQ(fifoNamed(c.network, "p>cvt").depth, 16 * 128 * 128 / 16 + 2);
   EXPECT_EQ(fifoNamed(c.network, "r1>res2").depth, 128 * 1024 / 16 + 2);
   EXPECT_FALSE(simulate(c.network).deadlock);
+  EXPECT_FALSE(simulate(compileFile("decoder_prefill.yaml").network).deadlock);  // and in f32
 }
 
 // Joins linked through another join: an add and a concat of the same two streams, made by kernels of

@@ -269,6 +269,20 @@ TEST(Emit, SelfAttentionOverRowsCsimMatchesTheReference) {
   EXPECT_NE(source.find("fresh_key = s_kt_scores.read();"), std::string::npos);
   EXPECT_NE(source.find("fresh_key = s_vh_mix.read();"), std::string::npos);
   expectBitExact(path, "q_attn_rows", "--set quant=w4a8", 0.98);
+  // The scores over K as [heads, keys, 16] with transpose_b, at a stream tile of 8: two tiles of keys and
+  // two of the head's 16 values, so the held tile's key and value indices move with both loops.
+  std::string text = readAll(path);
+  auto replace = [&](const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("output: kt, perm: [1, 2, 0]}", "output: kt, perm: [1, 0, 2]}");
+  replace("output: s}", "output: s, transpose_b: 1}");
+  std::string tb = ::testing::TempDir() + "attn_rows_tb.yaml";
+  std::ofstream(tb) << text;
+  emitAndSimulate(tb, "attn_rows_tb", "--set tile=8");
+  expectBitExact(tb, "q_attn_rows_tb", "--set quant=w4a8 --set tile=8", 0.98);
 }
 
 TEST(Emit, MlpCsimMatchesTheReference) { emitAndSimulate(model("graphs/mlp.yaml"), "mlp"); }
