@@ -7,8 +7,9 @@ concurrently at the emitted depths must complete.
 
 Each seed draws a chain of 2 to 7 steps over a [rows, width] tensor: matmuls (with bias, with a transposed
 weight), unary ops, broadcast binary ops, row ops, transposes, slices, concatenations, reductions,
-residual adds of an earlier tensor, and attention blocks (reshape to heads, transpose, batched matmuls
-with caches, softmax, back). With --settings, each seed also draws a tile and an on-chip budget (several
+residual adds of an earlier tensor, attention blocks (reshape to heads, transpose, batched matmuls
+with caches, softmax, back) and causal self-attention (K and V projected on chip, K transposed or read
+with transpose_b, a causal softmax: the scores and P.V hold K and V). With --settings, each seed also draws a tile and an on-chip budget (several
 fused groups). A failing seed prints its graph file and the last lines of the failure; passing projects
 are deleted. Exits 1 when a seed fails.
 """
@@ -32,7 +33,7 @@ def gen(seed):
     hist = {(M, D): ["x"]}
     n = 0
     for k in range(r.randint(2, 7)):
-        kind = r.choice(["matmul", "matmulb", "matmult", "unary", "binary", "row", "transpose", "slice", "concat", "reduce", "residual", "attention", "attention"])
+        kind = r.choice(["matmul", "matmulb", "matmult", "unary", "binary", "row", "transpose", "slice", "concat", "reduce", "residual", "attention", "attention", "selfattention"])
         out = f"t{k}"
         if kind.startswith("matmul"):
             N = r.choice(dims[1:])
@@ -97,6 +98,27 @@ def gen(seed):
             ops.append(f"  - {{name: s{k}, op: matmul, inputs: [p{k}o, kc{k}], output: s{k}o}}")
             ops.append(f"  - {{name: m{k}, op: softmax, inputs: [s{k}o], output: m{k}o, axis: -1}}")
             ops.append(f"  - {{name: o{k}, op: matmul, inputs: [m{k}o, vc{k}], output: o{k}o}}")
+            ops.append(f"  - {{name: b{k}t, op: transpose, inputs: [o{k}o], output: b{k}o, perm: [1, 0, 2]}}")
+            ops.append(f"  - {{name: f{k}, op: reshape, inputs: [b{k}o], output: {out}, shape: [{S}, {Dm}]}}")
+        elif kind == "selfattention":  # K and V made on chip, a causal softmax: the scores and P.V hold them
+            if len(shape) != 2: continue
+            S, Dm = shape
+            H = r.choice([h for h in [1, 2, 3, 4] if Dm % h == 0]); dh = Dm // H
+            tb = r.random() < 0.5
+            for w in "qkv":
+                ws.append(f"  - {{name: w{w}{k}, shape: [{Dm}, {Dm}]}}")
+                ops.append(f"  - {{name: {w}{k}, op: matmul, inputs: [{cur}, w{w}{k}], output: {w}{k}o}}")
+                ops.append(f"  - {{name: {w}r{k}, op: reshape, inputs: [{w}{k}o], output: {w}r{k}o, shape: [{S}, {H}, {dh}]}}")
+                perm = "[1, 2, 0]" if w == "k" and not tb else "[1, 0, 2]"
+                ops.append(f"  - {{name: {w}t{k}, op: transpose, inputs: [{w}r{k}o], output: {w}t{k}o, perm: {perm}}}")
+            ops.append(f"  - {{name: s{k}, op: matmul, inputs: [qt{k}o, kt{k}o], output: s{k}o{', transpose_b: 1' if tb else ''}}}")
+            scores = f"s{k}o"
+            if r.random() < 0.5:
+                ws.append(f"  - {{name: sc{k}, shape: [1]}}")
+                ops.append(f"  - {{name: ss{k}, op: mul, inputs: [s{k}o, sc{k}], output: ss{k}o}}")
+                scores = f"ss{k}o"
+            ops.append(f"  - {{name: m{k}, op: softmax, inputs: [{scores}], output: m{k}o, axis: -1, causal: true}}")
+            ops.append(f"  - {{name: o{k}, op: matmul, inputs: [m{k}o, vt{k}o], output: o{k}o}}")
             ops.append(f"  - {{name: b{k}t, op: transpose, inputs: [o{k}o], output: b{k}o, perm: [1, 0, 2]}}")
             ops.append(f"  - {{name: f{k}, op: reshape, inputs: [b{k}o], output: {out}, shape: [{S}, {Dm}]}}")
         elif kind == "reduce":

@@ -100,16 +100,19 @@ bool beatAligned(int64_t stripeBytes) {
   return stripeBytes > 0 && (stripeBytes % beat == 0 || beat % stripeBytes == 0);
 }
 
-int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight) {
+int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight,
+                 int64_t unitBytes) {
   const int s = stripesFor(tokenBytes, platform, options, weight), limit = stripeLimit(options, weight);
   const double need = static_cast<double>(tokenBytes) / channelBytesPerCycle(platform);
-  auto fits = [&](int n) { return tokenBytes % n == 0 && beatAligned(tokenBytes / n); };
+  const int64_t units = unitBytes > 0 && tokenBytes % unitBytes == 0 ? tokenBytes / unitBytes : tokenBytes;
+  auto whole = [&](int n) { return units % n == 0; };
+  auto fits = [&](int n) { return whole(n) && beatAligned(tokenBytes / n); };
   for (int n = s; n <= limit && n <= 1.25 * need; ++n)
     if (fits(n)) return n;
   for (int n = s; n >= 1; --n)
     if (fits(n)) return n;
-  int n = s;  // no split of the token is beat-aligned: whole bytes at least
-  while (n > 1 && tokenBytes % n != 0) --n;
+  int n = s;  // no split of the token is beat-aligned: whole elements at least
+  while (n > 1 && !whole(n)) --n;
   return n;
 }
 
@@ -172,7 +175,8 @@ MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t t, int64_t rowB
   int64_t tileBytes = (tk * tn * d.weightBits + 7) / 8;
   c.bytes = steps * static_cast<double>(tileBytes) / static_cast<double>(reuse);
   int stripes = stationary                                          ? 1
-                : options.alignedStripeEstimate && !d.unrollsN ? wholeStripes(tileBytes, platform, options, op.inputs[1])
+                : options.alignedStripeEstimate && !d.unrollsN ? wholeStripes(tileBytes, platform, options, op.inputs[1],
+                                                                              std::max(1, d.weightBits / 8))
                                                                : stripesFor(tileBytes, platform, options, op.inputs[1]);
   c.hbm = c.bytes / (stripes * channelBytesPerCycle(platform));
   return c;

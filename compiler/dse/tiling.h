@@ -43,8 +43,10 @@ bool beatAligned(int64_t stripeBytes);
 /// stripe more than the stream needs only costs); whole bytes where nothing is beat-aligned. The unroll
 /// search's estimate keeps stripesFor's count: estimating with these steered it away from larger tiles
 /// that the simulation finds faster all the same (GPT-2's P.V, Qwen's MLP: 32:32 at 48.9% and 50.7% of
-/// the roofline instead of 50.3% and 58.3%).
-int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight);
+/// the roofline instead of 50.3% and 58.3%). A stripe holds whole elements of `unitBytes` (4 for f32 and
+/// int32; a byte holds two int4 weights): a token of 27 floats is one stripe, not two of 54 bytes.
+int wholeStripes(int64_t tokenBytes, const Platform& platform, const CompileOptions& options, const std::string& weight,
+                 int64_t unitBytes = 1);
 
 /// Each weight's stripe cap: options.maxStripe when set; otherwise the platform's channels shared among
 /// the weight matmuls of its stage. Stages: a one-row norm (its second pass waits for the whole row) or a

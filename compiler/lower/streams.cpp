@@ -190,6 +190,9 @@ class Builder {
     return addTask(std::move(r));
   }
 
+  // Bytes of a stream's storage unit (an element; a byte of two int4 weights): a stripe holds whole ones.
+  static int64_t unitBytes(const StreamOrder& order) { return std::max(1, dtypeBits(order.dtype) / 8); }
+
   // A W4A8 epilogue streams beside its weight all along, on channels the weight's stripes fill: striped
   // so that each channel carrying a part of it moves at most a sixteenth more than a weight stripe
   // (an LM head's [50304, 2] over 32 weight channels: 8 stripes, not 2). The fewest stripes of whole
@@ -203,11 +206,11 @@ class Builder {
       if (wordBytes <= 0 || bytes <= 0) return 0;
       double weightBytes = static_cast<double>(wordBytes) * static_cast<double>(w.tokens().eval(o_.maxima));
       double epiBytes = static_cast<double>(bytes) * static_cast<double>(order.tokens().eval(o_.maxima));
-      int weightStripes = wholeStripes(wordBytes, p_, o_, k.phases[0].ports[1].tensor);
+      int weightStripes = wholeStripes(wordBytes, p_, o_, k.phases[0].ports[1].tensor, unitBytes(w));
       double need = 16.0 * weightStripes * epiBytes / weightBytes;
       int most = 0;
       for (int n = 1; n <= weightStripes / 4; ++n)
-        if (bytes % n == 0 && beatAligned(bytes / n)) {
+        if ((bytes / unitBytes(order)) % n == 0 && beatAligned(bytes / n)) {
           most = n;
           if (n >= need) return n;
         }
@@ -221,7 +224,8 @@ class Builder {
   std::vector<std::string> loadFromHbm(const std::string& tensor, const StreamOrder& order, bool stripe, int group) {
     int64_t bits = order.tokenBits();
     int stripes = 1;
-    if (stripe && bits % 8 == 0) stripes = std::max(wholeStripes(bits / 8, p_, o_, tensor), epilogueStripes(tensor, order));
+    if (stripe && bits % 8 == 0)
+      stripes = std::max(wholeStripes(bits / 8, p_, o_, tensor, unitBytes(order)), epilogueStripes(tensor, order));
     requireWholeBytes(tensor, bits);
     std::vector<std::string> fifos;
     for (int s = 0; s < stripes; ++s) {

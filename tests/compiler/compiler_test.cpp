@@ -461,6 +461,21 @@ TEST(Compiler, WeightStripesAreBeatAligned) {
   EXPECT_EQ(stripes(1024, 32), 16);
   // 96 bytes: no split is aligned (48, 96), whole bytes as before: 2.
   EXPECT_EQ(stripes(96, 8), 2);
+  // A stripe holds whole elements: 108 bytes of 27 floats split into no two stripes (54 bytes each is 13.5
+  // floats), where 108 bytes of int8 do (an emitted tile of 27 floats lost its last one to two stripes of 13).
+  stc::CompileOptions o = stc::parseCompileOptions({"max_stripe=8"}, u55c);
+  EXPECT_EQ(stc::wholeStripes(108, u55c, o, "w", 4), 1);
+  EXPECT_EQ(stc::wholeStripes(108, u55c, o, "w", 1), 2);
+  CompileResult r = compileText(
+      "graph: odd\ninputs: [{name: x, shape: [2, 27]}]\nweights: [{name: w, shape: [27, 27]}]\n"
+      "ops: [{name: mm, op: matmul, inputs: [x, w], output: y}]\noutputs: [y]\n");
+  int64_t bits = 0;
+  for (const Fifo& f : r.network.fifos)
+    if (f.name.rfind("w.", 0) == 0 && f.name.size() > 4 && f.name.compare(f.name.size() - 4, 4, ".hbm") == 0) {
+      EXPECT_EQ(f.width % 32, 0) << f.name;
+      bits += f.width;
+    }
+  EXPECT_EQ(bits, 27 * 32);  // a [27, 1] tile a token
 }
 
 TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {

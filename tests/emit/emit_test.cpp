@@ -193,6 +193,18 @@ TEST(Emit, MatmulCsimMatchesTheReference) {
 
 // Elementwise ops with broadcasts, transposes (of an input and of an on-chip tensor), a slice, a
 // concatenation along each axis and the three reductions.
+// A weight tile of 27 floats (K = 27: the tile is gcd(16, 27) = 1 wide and 27 deep), 108 bytes: striped over
+// channels only at whole floats (two stripes of 54 bytes would split one; the emitted tile lost it).
+TEST(Emit, AWeightTileOfAnOddNumberOfFloatsCsimMatchesTheReference) {
+  std::string path = ::testing::TempDir() + "odd_tile.yaml";
+  std::ofstream(path) << "graph: odd_tile\n"
+                         "inputs: [{name: x, shape: [2, 27], dtype: f32}]\n"
+                         "weights: [{name: w, shape: [27, 27], dtype: f32}]\n"
+                         "ops: [{name: mm, op: matmul, inputs: [x, w], output: y}]\n"
+                         "outputs: [y]\n";
+  emitAndSimulate(path, "odd_tile");
+}
+
 TEST(Emit, ElementwiseAndDataMovementCsimMatchesTheReference) {
   std::string path = ::testing::TempDir() + "misc.yaml";
   std::ofstream(path) << "graph: misc\n"
