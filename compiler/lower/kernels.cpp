@@ -633,8 +633,8 @@ class Lowering {
     std::vector<int64_t> we(w.shape.size(), 1);
     size_t wLoops = nd;
     int wLevel = -2;
+    size_t keyDim = (held == Kernel::HeldKeys::kAlongN) != transposeB ? rank - 1 : rank - 2;  // when held
     if (held != Kernel::HeldKeys::kNone) {
-      size_t keyDim = (held == Kernel::HeldKeys::kAlongN) != transposeB ? rank - 1 : rank - 2;
       wLoops = batch + 1;  // the (batch.., m) loops, in whichever order they run
       wLevel = static_cast<int>(batch);
       for (size_t i = 0; i < batch; ++i) wr.push_back(unit(wLoops, batchLoop[i]));
@@ -653,7 +653,6 @@ class Lowering {
     Kernel kern = kernel(op);
     kern.heldKeys = held;
     if (held != Kernel::HeldKeys::kNone) {
-      size_t keyDim = (held == Kernel::HeldKeys::kAlongN) != transposeB ? rank - 1 : rank - 2;
       int64_t other = w.shape[keyDim == rank - 1 ? rank - 2 : rank - 1].eval();
       kern.bufferBanks = other * std::min(held == Kernel::HeldKeys::kAlongN ? Tn : Tk, w.shape[keyDim].eval());
       kern.bufferBytes = (product(w.shape).eval() * dtypeBits(w.dtype) + 7) / 8;
