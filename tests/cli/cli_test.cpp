@@ -378,21 +378,20 @@ TEST(Cli, DesignsOverTheDeviceAreSizedPaced) {
   std::filesystem::create_directories(dir);
   std::ifstream in(STC_SOURCE_DIR "/configs/u55c.yaml");
   std::string platform(std::istreambuf_iterator<char>(in), {});
-  auto replace = [&](const std::string& from, const std::string& to) {
-    size_t at = platform.find(from);
+  auto replace = [&](std::string& text, const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
     ASSERT_NE(at, std::string::npos) << from;
-    platform.replace(at, from.size(), to);
+    text.replace(at, from.size(), to);
   };
-  replace("  uram: 960", "  uram: 210");
-  replace("uram: 288}", "uram: 60}");
-  replace("uram: 320}", "uram: 70}");
-  replace("uram: 320}", "uram: 70}");
+  replace(platform, "  uram: 960", "  uram: 210");
+  replace(platform, "uram: 288}", "uram: 60}");
+  replace(platform, "uram: 320}", "uram: 70}");
+  replace(platform, "uram: 320}", "uram: 70}");
   std::ofstream(dir + "small.yaml") << platform;
   std::ifstream layerIn(STC_SOURCE_DIR "/models/graphs/decoder_prefill.yaml");
   std::string graph(std::istreambuf_iterator<char>(layerIn), {});
-  size_t causal = graph.find("causal: true");
-  ASSERT_NE(causal, std::string::npos);
-  std::ofstream(dir + "open.yaml") << graph.replace(causal, 12, "causal: false");
+  replace(graph, "causal: true", "causal: false");
+  std::ofstream(dir + "open.yaml") << graph;
   Outcome c = stc("compile " + dir + "open.yaml --set quant=w4a8 -p " + dir + "small.yaml -o " + dir + "layer.yaml");
   ASSERT_EQ(c.code, 0) << c.out;
   Outcome s = stc("size-fifos " + dir + "layer.yaml -p " + dir + "small.yaml -o " + dir + "sized.yaml --json");

@@ -180,31 +180,31 @@ void expectBitExact(const std::string& input, const std::string& name, const std
   EXPECT_GE(cosineOf(out), minCosine) << out;
 }
 
+// The graph file of one matmul, a [M, K] input times a [K, N] f32 weight, named `name`.
+std::string matmulGraph(const std::string& name, int M, int K, int N) {
+  std::string path = ::testing::TempDir() + name + ".yaml";
+  std::ofstream(path) << "graph: " << name << "\n"
+                      << "inputs: [{name: a, shape: [" << M << ", " << K << "], dtype: f32}]\n"
+                      << "weights: [{name: w, shape: [" << K << ", " << N << "], dtype: f32}]\n"
+                      << "ops: [{name: mm, op: matmul, inputs: [a, w], output: y}]\n"
+                      << "outputs: [y]\n";
+  return path;
+}
+
 TEST(Emit, MatmulCsimMatchesTheReference) {
-  std::string path = ::testing::TempDir() + "matmul.yaml";
-  std::ofstream(path) << "graph: matmul\n"
-                         "inputs: [{name: a, shape: [3, 96], dtype: f32}]\n"
-                         "weights: [{name: w, shape: [96, 40], dtype: f32}]\n"
-                         "ops: [{name: mm, op: matmul, inputs: [a, w], output: y}]\n"
-                         "outputs: [y]\n";
+  std::string path = matmulGraph("matmul", 3, 96, 40);
   emitAndSimulate(path, "matmul");
   expectBitExact(path, "q_matmul", "--set quant=w4a8", 0.99);
 }
 
-// Elementwise ops with broadcasts, transposes (of an input and of an on-chip tensor), a slice, a
-// concatenation along each axis and the three reductions.
 // A weight tile of 27 floats (K = 27: the tile is gcd(16, 27) = 1 wide and 27 deep), 108 bytes: striped over
 // channels only at whole floats (two stripes of 54 bytes would split one; the emitted tile lost it).
 TEST(Emit, AWeightTileOfAnOddNumberOfFloatsCsimMatchesTheReference) {
-  std::string path = ::testing::TempDir() + "odd_tile.yaml";
-  std::ofstream(path) << "graph: odd_tile\n"
-                         "inputs: [{name: x, shape: [2, 27], dtype: f32}]\n"
-                         "weights: [{name: w, shape: [27, 27], dtype: f32}]\n"
-                         "ops: [{name: mm, op: matmul, inputs: [x, w], output: y}]\n"
-                         "outputs: [y]\n";
-  emitAndSimulate(path, "odd_tile");
+  emitAndSimulate(matmulGraph("odd_tile", 2, 27, 27), "odd_tile");
 }
 
+// Elementwise ops with broadcasts, transposes (of an input and of an on-chip tensor), a slice, a
+// concatenation along each axis and the three reductions.
 TEST(Emit, ElementwiseAndDataMovementCsimMatchesTheReference) {
   std::string path = ::testing::TempDir() + "misc.yaml";
   std::ofstream(path) << "graph: misc\n"
