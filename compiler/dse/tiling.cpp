@@ -20,6 +20,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <tuple>
 
 #include "compiler/dse/cost_model.h"
 #include "compiler/ir/yaml_io.h"
@@ -266,7 +267,7 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
 // gate and up), so the budget goes to the matmuls the layer waits for.
 class LayerEstimate {
  public:
-  using Cost = std::function<MatmulCost(const std::string& op, int64_t tk)>;
+  using Cost = std::function<MatmulCost(const std::string& op, int64_t tk, int64_t rowBlock)>;
   LayerEstimate(const TypedGraph& graph, const CompileOptions& options, const Platform& platform,
                 std::map<std::string, double> otherCycles, std::map<std::string, double> otherLatency, Cost cost)
       : other_(std::move(otherCycles)), latency_(std::move(otherLatency)), cost_(std::move(cost)) {
@@ -291,7 +292,7 @@ class LayerEstimate {
     }
   }
 
-  /// The estimate at these reduction tiles (and the row blocks they give).
+  /// The estimate at these reduction tiles and row blocks.
   double cycles(const std::map<std::string, int64_t>& tk, const std::map<std::string, int64_t>& rowBlock) {
     struct Span {
       double first = 0, last = 0;
@@ -301,7 +302,8 @@ class LayerEstimate {
     double end = 0, totalBytes = 0;
     for (const Step& step : steps_)
       if (step.matmul)
-        totalBytes += (costs[step.op->name] = cost_(step.op->name, tk.at(step.op->name))).bytes;
+        totalBytes +=
+            (costs[step.op->name] = cost_(step.op->name, tk.at(step.op->name), rowBlock.at(step.op->name))).bytes;
     for (const Step& step : steps_) {
       const Op& op = *step.op;
       double own = 0, weight = 0, ahead = 0, held = 0;
@@ -383,8 +385,11 @@ int64_t rowBlockOf(const TypedGraph& graph, const Op& op, int64_t tk, const Plat
   return pin->second >= M ? 0 : pin->second;
 }
 
+// The reduction tiles of the matmuls (the search's tile: MatmulDims::tkAt, tnAt) and, in `blocks`, their row
+// blocks; `estimate` is the layer estimate there, `over` the DSPs over the budget.
 std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,
-                                            const CompileOptions& options, double* estimate, double* over) {
+                                            const CompileOptions& options, double* estimate, double* over,
+                                            std::map<std::string, int64_t>* blocks) {
   std::map<std::string, int64_t> tk;
   std::map<std::string, const Op*> ops;
   std::map<std::string, MatmulDims> dims;
@@ -477,22 +482,55 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   if (at.empty()) at.push_back(options);
   std::vector<LayerEstimate> estimates;
   const std::map<std::string, double> latencies = other.latencies(graph);
-  std::vector<std::map<std::pair<std::string, int64_t>, MatmulCost>> sampleMemo(at.size());
+  std::vector<std::map<std::tuple<std::string, int64_t, int64_t>, MatmulCost>> sampleMemo(at.size());
   for (size_t j = 0; j < at.size(); ++j)
     estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima), latencies,
-                           [&, j](const std::string& name, int64_t t) {
-                             auto it = sampleMemo[j].find({name, t});
+                           [&, j](const std::string& name, int64_t t, int64_t block) {
+                             auto key = std::make_tuple(name, t, block);
+                             auto it = sampleMemo[j].find(key);
                              if (it != sampleMemo[j].end()) return it->second;
-                             MatmulCost c =
-                                 costOf(graph, *ops.at(name), t, costAt(name, t).second, platform, at[j]);
-                             return sampleMemo[j].emplace(std::make_pair(name, t), c).first->second;
+                             MatmulCost c = costOf(graph, *ops.at(name), t, block, platform, at[j]);
+                             return sampleMemo[j].emplace(key, c).first->second;
                            });
-  auto layerCycles = [&](const std::map<std::string, int64_t>& tiles) {
-    std::map<std::string, int64_t> blocks;
-    for (const auto& [name, t] : tiles) blocks[name] = costAt(name, t).second;
+  auto layerCyclesAt = [&](const std::map<std::string, int64_t>& tiles, const std::map<std::string, int64_t>& rows) {
     double sum = 0;
-    for (LayerEstimate& e : estimates) sum += e.cycles(tiles, blocks);
+    for (LayerEstimate& e : estimates) sum += e.cycles(tiles, rows);
     return sum / static_cast<double>(estimates.size());
+  };
+  auto blocksAt = [&](const std::map<std::string, int64_t>& tiles) {
+    std::map<std::string, int64_t> rows;
+    for (const auto& [name, t] : tiles) rows[name] = costAt(name, t).second;
+    return rows;
+  };
+  auto layerCycles = [&](const std::map<std::string, int64_t>& tiles) { return layerCyclesAt(tiles, blocksAt(tiles)); };
+  // At the tiles found: each matmul's row block streams its weight no slower than its iterations, but the
+  // layer's weights share the channels, and the layer takes no fewer cycles than all their bytes over all
+  // of them (a 128-row attention's four projections in 2-row blocks: 136 MB, more cycles than any
+  // projection's iterations). Of doubling one chosen row block, the one that shortens the layer estimate
+  // most, while one does (a block of A and of output on chip per doubling; pinned blocks and a row block
+  // policy stay).
+  auto finish = [&](const std::map<std::string, int64_t>& tiles) {
+    std::map<std::string, int64_t> rows = blocksAt(tiles);
+    double now = layerCyclesAt(tiles, rows);
+    while (options.rowBlockPolicy < 0) {
+      std::string pick;
+      double pickCycles = now * (1 - 1e-6);
+      for (const auto& [name, b] : rows) {
+        int64_t M = dims.at(name).M;
+        if (b <= 0 || 2 * b >= M || M % (2 * b) != 0 || options.pinnedRowBlock.count(name)) continue;
+        auto trial = rows;
+        trial[name] = 2 * b;
+        double c = layerCyclesAt(tiles, trial);
+        if (c < pickCycles) pick = name, pickCycles = c;
+      }
+      if (pick.empty()) break;
+      rows[pick] *= 2;
+      now = pickCycles;
+    }
+    *estimate = now;
+    *over = std::max(0.0, dspsOf(tiles) - budget);
+    *blocks = rows;
+    return tiles;
   };
   std::vector<std::string> names;
   for (const auto& [name, t] : tk) names.push_back(name);
@@ -576,7 +614,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     }
     // No doubling that fits helps: try one that does not fit, paid for by halving other matmuls' tiles
     // (each time the one that lengthens the layer least per DSP freed), kept when the layer is shorter.
-    if (exchanges++ == 16) return *estimate = layerCycles(tk), *over = std::max(0.0, dspsOf(tk) - budget), tk;
+    if (exchanges++ == 16) return finish(tk);
     std::map<std::string, int64_t> best;
     double bestCycles = now * (1 - 1e-6);
     // (Groups of one beyond 16 matmuls: each trial repairs by as many estimates as there are matmuls.)
@@ -607,7 +645,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       double c = layerCycles(trial);
       if (c < bestCycles) best = trial, bestCycles = c;
     }
-    if (best.empty()) return *estimate = layerCycles(tk), *over = std::max(0.0, dspsOf(tk) - budget), tk;
+    if (best.empty()) return finish(tk);
     tk = best;
   }
 }
@@ -649,15 +687,17 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
     return false;
   };
   std::map<std::string, int64_t> tiles;  // the search's tile of each matmul (MatmulDims::tkAt, tnAt)
+  std::map<std::string, int64_t> blocks;  // and its row block
   double best = 0, bestOver = 0;
   bool chosen = false, search = options.laneIi == 0;
   for (int64_t ii : options.laneIi > 0 ? std::vector<int64_t>{options.laneIi} : std::vector<int64_t>{1, 2, 4, 8}) {
     CompileOptions trial = options;
     trial.laneIi = ii;
     double estimate = 0, over = 0;
-    std::map<std::string, int64_t> tk = chooseUnroll(graph, platform, trial, &estimate, &over);
+    std::map<std::string, int64_t> rows;
+    std::map<std::string, int64_t> tk = chooseUnroll(graph, platform, trial, &estimate, &over, &rows);
     if (chosen && (over > bestOver || (over == bestOver && !(estimate < best * (1 - 1e-9))))) continue;
-    tiles = tk, best = estimate, bestOver = over, chosen = true;
+    tiles = tk, blocks = rows, best = estimate, bestOver = over, chosen = true;
     options.laneIi = ii;
   }
   // Then, at those tiles, the ops whose f32 lanes the layer waits on get an II of their own: of halving one
@@ -681,12 +721,17 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
         CompileOptions trial = at;
         trial.laneIiOf[op] = ii / 2;
         double estimate = 0, over = 0;
-        chooseUnroll(graph, platform, trial, &estimate, &over);
+        std::map<std::string, int64_t> rows;
+        chooseUnroll(graph, platform, trial, &estimate, &over, &rows);
         if (over == 0 && estimate < pickEstimate) pick = op, pickEstimate = estimate;
       }
       if (pick.empty()) break;
       at.laneIiOf[pick] = laneIiOf(at, pick) / 2;
       best = pickEstimate;
+    }
+    if (at.laneIiOf != options.laneIiOf) {  // the row blocks at the ops' own lane IIs
+      double estimate = 0, over = 0;
+      chooseUnroll(graph, platform, at, &estimate, &over, &blocks);
     }
     options.laneIiOf = at.laneIiOf;
   }
@@ -697,7 +742,7 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
       MatmulDims d = dimsOf(graph, op, options);
       MatmulSchedule& s = schedules[name];
       s.tk = d.tkAt(t);
-      s.rowBlock = rowBlockOf(graph, op, t, platform, options);
+      s.rowBlock = blocks.at(name);
       if (d.tnAt(t) != tileFor(graph.tensors.at(op.output).shape.back(), options.tile)) s.tn = d.tnAt(t);
     }
   }
