@@ -32,7 +32,7 @@ std::vector<double> tokensPerSpan(const std::vector<sim::TimeRun>& runs, int64_t
   };
   for (const sim::TimeRun& r : runs) {
     if (r.count <= 0) continue;
-    if (r.stride == 0 || r.count == 1) {
+    if (r.stride <= 0 || r.count == 1) {  // (a FIFO's times never decrease: a stride is at least 0)
       add(r.start, static_cast<double>(r.count));
       continue;
     }
