@@ -507,8 +507,14 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // layer's weights share the channels, and the layer takes no fewer cycles than all their bytes over all
   // of them (a 128-row attention's four projections in 2-row blocks: 136 MB, more cycles than any
   // projection's iterations). Of doubling one chosen row block, the one that shortens the layer estimate
-  // most, while one does (a block of A and of output on chip per doubling; pinned blocks and a row block
-  // policy stay).
+  // most, while one does (pinned blocks and a row block policy stay). The estimate does not price the
+  // block of A and of output a matmul keeps on chip (each double-buffered), so a doubled block must stay
+  // within the matmul's share of the on-chip budget.
+  const int64_t blockShare = options.onchipBudgetBytes / std::max<int64_t>(1, static_cast<int64_t>(dims.size()));
+  auto blockBytes = [&](const std::string& name, int64_t b) {
+    const MatmulDims& d = dims.at(name);
+    return 2 * b * (d.K + d.N) * (d.arithmetic == "f32" ? 4 : 1);
+  };
   auto finish = [&](const std::map<std::string, int64_t>& tiles) {
     std::map<std::string, int64_t> rows = blocksAt(tiles);
     double now = layerCyclesAt(tiles, rows);
@@ -518,6 +524,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       for (const auto& [name, b] : rows) {
         int64_t M = dims.at(name).M;
         if (b <= 0 || 2 * b >= M || M % (2 * b) != 0 || options.pinnedRowBlock.count(name)) continue;
+        if (blockShare > 0 && blockBytes(name, 2 * b) > blockShare) continue;
         auto trial = rows;
         trial[name] = 2 * b;
         double c = layerCyclesAt(tiles, trial);

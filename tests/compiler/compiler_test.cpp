@@ -715,6 +715,11 @@ TEST(Compiler, PrefillMatmulsRunInTheFewestRowsThatKeepUpWithHbm) {
   EXPECT_GT(atOwn, iterations);  // 36,472 cycles of weights against 32,768 iterations
   EXPECT_EQ(doubled, 1);
   EXPECT_LE(atChosen, iterations);  // 27,354
+  // A doubled block keeps 2 x 4 rows of (K + N) int8 (20,480 bytes) on chip: over each matmul's share of a
+  // 40,000-byte budget, so no block doubles there.
+  CompileResult small = compileText(kMlp128, {"quant=w4a8", "onchip_budget_bytes=40000"});
+  EXPECT_EQ(small.schedules.at("up").rowBlock, 2);
+  EXPECT_EQ(small.schedules.at("down").rowBlock, 2);
   // Buffers by the itensor rule: a block of x (B_up x 512 int8) and of g (B_down x 2048) before the
   // matmuls, a column panel of each weight (K x 16 int4), a block of each output (B x N int8) after
   // them, a [16, 2] f32 tile of each epilogue; twice each (ping-pong).
