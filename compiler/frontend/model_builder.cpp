@@ -6,10 +6,12 @@
 //   p = softmax(s * scale); o = p V; r = x + o Wo
 //   h2 = norm(r); y = r + mlp(h2), mlp = act(h2 W1 + b1) W2 (GPT-2) or (act(h2 Wg) * h2 Wu) Wd (gated)
 //
-// Prefill runs the prompt's rows through the same layer with all its query rows grouped per KV head,
-// attending to the prompt's keys and values read back from HBM; causal masking is not modelled (an
-// upper bound of the attention's work). GQA: heads/kv_heads query heads share each KV head, so the
-// grouped rows stream one K and V per KV head. Positions: learned embeddings are added outside the layer;
+// Prefill runs the prompt's rows through the same layer. With a KV head per query head (GPT-2), the
+// attention is causal and on chip: K and V made with q, the heads split and merged by reshapes and
+// transposes, the scores and P.V holding K and V (row r reads key r as it is made). GQA
+// (heads/kv_heads query heads share each KV head): all query rows grouped per KV head, attending to the
+// prompt's keys and values read back from HBM as if they were there, not masked (an upper bound of
+// the attention's work, optimistic about its waiting); the grouped rows stream one K and V per KV head. Positions: learned embeddings are added outside the layer;
 // rope is applied to q and k. LayerNorm carries scale and bias, RMSNorm a scale.
 #include "compiler/frontend/model_builder.h"
 
@@ -56,8 +58,10 @@ class Builder {
     // positions, the last filled on chip by kv_append). A prompt attends to its own rows (the caches).
     bool decode = rows == 1 && !keys.isConstant();
     Expr positions = decode ? Expr::parse(keys.str() + " + 1") : keys;
-    input("k_cache", {dim(KVH), dim(dh), positions});
-    input("v_cache", {dim(KVH), positions, dim(dh)});
+    if (decode || G > 1) {
+      input("k_cache", {dim(KVH), dim(dh), positions});
+      input("v_cache", {dim(KVH), positions, dim(dh)});
+    }
     std::string h1 = norm("x", "ln1");
     weight("w_q", {dim(D), dim(H * dh)});
     weight("w_k", {dim(D), dim(KVH * dh)});
@@ -71,15 +75,35 @@ class Builder {
       q = op("rope", {q}, "q_rot", at);
       k = op("rope", {k}, "k_rot", at);
     }
-    std::string qh = op("reshape", {q}, "q_heads", {{"shape", std::vector<int64_t>{KVH, G * rows, dh}}});
-    std::string keysIn = decode ? op("kv_append", {"k_cache", k}, "k_all", {{"axis", int64_t{2}}}) : "k_cache";
-    std::string valuesIn = decode ? op("kv_append", {"v_cache", v}, "v_all", {{"axis", int64_t{1}}}) : "v_cache";
-    std::string s = op("matmul", {qh, keysIn}, "scores");
+    std::string o;
     weight("scale", {dim(1)});
-    std::string ss = op("mul", {s, "scale"}, "scaled");
-    std::string p = op("softmax", {ss}, "probs", {{"axis", int64_t{-1}}});
-    std::string oh = op("matmul", {p, valuesIn}, "mixed");
-    std::string o = op("reshape", {oh}, "attn", {{"shape", std::vector<int64_t>{rows, H * dh}}});
+    if (!decode && G == 1) {
+      // A prompt with a KV head per query head attends causally to its own keys and values, made on chip
+      // with its queries: the heads split by a reshape and a transpose as model code writes them, the
+      // scores and P.V holding K and V (Kernel::heldKeys), the heads merged back.
+      auto split = [&](const std::string& t, const std::string& name, std::vector<int64_t> perm) {
+        std::string r = op("reshape", {t}, name + "_split", {{"shape", std::vector<int64_t>{rows, H, dh}}});
+        return op("transpose", {r}, name, {{"perm", perm}});
+      };
+      std::string qh = split(q, "q_heads", {1, 0, 2});
+      std::string kt = split(k, "k_heads", {1, 2, 0});
+      std::string vh = split(v, "v_heads", {1, 0, 2});
+      std::string s = op("matmul", {qh, kt}, "scores");
+      std::string ss = op("mul", {s, "scale"}, "scaled");
+      std::string p = op("softmax", {ss}, "probs", {{"axis", int64_t{-1}}, {"causal", int64_t{1}}});
+      std::string oh = op("matmul", {p, vh}, "mixed");
+      std::string ot = op("transpose", {oh}, "mixed_rows", {{"perm", std::vector<int64_t>{1, 0, 2}}});
+      o = op("reshape", {ot}, "attn", {{"shape", std::vector<int64_t>{rows, H * dh}}});
+    } else {
+      std::string qh = op("reshape", {q}, "q_heads", {{"shape", std::vector<int64_t>{KVH, G * rows, dh}}});
+      std::string keysIn = decode ? op("kv_append", {"k_cache", k}, "k_all", {{"axis", int64_t{2}}}) : "k_cache";
+      std::string valuesIn = decode ? op("kv_append", {"v_cache", v}, "v_all", {{"axis", int64_t{1}}}) : "v_cache";
+      std::string s = op("matmul", {qh, keysIn}, "scores");
+      std::string ss = op("mul", {s, "scale"}, "scaled");
+      std::string p = op("softmax", {ss}, "probs", {{"axis", int64_t{-1}}});
+      std::string oh = op("matmul", {p, valuesIn}, "mixed");
+      o = op("reshape", {oh}, "attn", {{"shape", std::vector<int64_t>{rows, H * dh}}});
+    }
     weight("w_o", {dim(H * dh), dim(D)});
     std::string a = op("matmul", {o, "w_o"}, "attn_out");
     std::string r1 = op("add", {"x", a}, "resid1");

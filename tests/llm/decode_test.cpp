@@ -287,6 +287,38 @@ TEST(Decode, TheDecodeLayerIsTheFasterOfBothStripeEstimates) {
   EXPECT_EQ(emitNetwork(device.decodeLayer.network), emitNetwork((b.cycles < a.cycles ? beats : needed).network));
 }
 
+// A prompt attends causally to the keys it makes: with a KV head per query head (GPT-2) the prefill layer
+// projects K and V on chip, its softmax is causal, and the scores and P.V hold K and V whole (row r reads
+// key r; 32 rows of 1,024 int8 each) instead of reading the prompt's keys back from HBM as if already
+// cached. A GQA model (TinyLlama: 4 KV heads for 32) still reads them from HBM, its softmax not masked.
+TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
+  auto reads = [](const Graph& g, const std::string& name) {
+    return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const TensorDecl& t) { return t.name == name; });
+  };
+  auto causalSoftmaxes = [](const Graph& g) {
+    return std::count_if(g.ops.begin(), g.ops.end(), [](const Op& op) { return isCausal(op); });
+  };
+  ModelSpec m = model("gpt2");
+  Graph g = buildPrefillLayer(m, 32);
+  EXPECT_FALSE(reads(g, "k_cache") || reads(g, "v_cache"));
+  EXPECT_EQ(causalSoftmaxes(g), 1);
+  CompileOptions o = parseCompileOptions({"quant=" + m.quant}, defaultPlatform());
+  o.unrollBudget = kPrefillShare;
+  CompileResult r = compileGraph(g, defaultPlatform(), o);
+  int held = 0;
+  for (const Kernel& k : r.kernels.kernels) {
+    if (k.heldKeys == Kernel::HeldKeys::kNone) continue;
+    ++held;
+    EXPECT_TRUE(k.name == "scores_op" || k.name == "mixed_op") << k.name;
+    EXPECT_EQ(k.bufferBytes, 32 * 1024) << k.name;
+  }
+  EXPECT_EQ(held, 2);
+  EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}, defaultPlatform()), {}).deadlock);
+  Graph l = buildPrefillLayer(model("llama"), 8);
+  EXPECT_TRUE(reads(l, "k_cache") && reads(l, "v_cache"));
+  EXPECT_EQ(causalSoftmaxes(l), 0);
+}
+
 // Rope turns each head (head_dim) at the token's position: a decode step's token comes after the ctx
 // cached ones (offset ctx), a prompt's rows at 0, 1, ... (no offset).
 TEST(Decode, RopeTurnsEachHeadAtTheTokensPosition) {
