@@ -83,7 +83,8 @@ void assignChannelsByPhase(Network& net, const Platform& platform, const Binding
     for (auto& [group, dmas] : byGroup) {
       std::stable_sort(dmas.begin(), dmas.end(), [](const Dma& a, const Dma& b) { return a.bytes > b.bytes; });
       const size_t channels = static_cast<size_t>(platform.hbm.channels);
-      std::vector<std::vector<double>> load(channels, std::vector<double>(static_cast<size_t>(kBuckets), 0.0));
+      std::vector<std::vector<double>> load(channels,
+                                            std::vector<double>(static_cast<size_t>(kBuckets), 0.0));
       std::vector<int64_t> total(channels, 0);
       for (const Dma& d : dmas) {
         size_t best = 0;

@@ -303,7 +303,8 @@ class LayerEstimate {
     for (const Step& step : steps_)
       if (step.matmul)
         totalBytes +=
-            (costs[step.op->name] = cost_(step.op->name, tk.at(step.op->name), rowBlock.at(step.op->name))).bytes;
+            (costs[step.op->name] = cost_(step.op->name, tk.at(step.op->name), rowBlock.at(step.op->name)))
+                .bytes;
     for (const Step& step : steps_) {
       const Op& op = *step.op;
       double own = 0, weight = 0, ahead = 0, held = 0;
@@ -492,7 +493,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
                              MatmulCost c = costOf(graph, *ops.at(name), t, block, platform, at[j]);
                              return sampleMemo[j].emplace(key, c).first->second;
                            });
-  auto layerCyclesAt = [&](const std::map<std::string, int64_t>& tiles, const std::map<std::string, int64_t>& rows) {
+  auto layerCyclesAt = [&](const std::map<std::string, int64_t>& tiles,
+                           const std::map<std::string, int64_t>& rows) {
     double sum = 0;
     for (LayerEstimate& e : estimates) sum += e.cycles(tiles, rows);
     return sum / static_cast<double>(estimates.size());
@@ -502,7 +504,9 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     for (const auto& [name, t] : tiles) rows[name] = costAt(name, t).second;
     return rows;
   };
-  auto layerCycles = [&](const std::map<std::string, int64_t>& tiles) { return layerCyclesAt(tiles, blocksAt(tiles)); };
+  auto layerCycles = [&](const std::map<std::string, int64_t>& tiles) {
+    return layerCyclesAt(tiles, blocksAt(tiles));
+  };
   // At the tiles found: each matmul's row block streams its weight no slower than its iterations, but the
   // layer's weights share the channels, and the layer takes no fewer cycles than all their bytes over all
   // of them (a 128-row attention's four projections in 2-row blocks: 136 MB, more cycles than any
@@ -510,7 +514,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // most, while one does (pinned blocks and a row block policy stay). The estimate does not price the
   // block of A and of output a matmul keeps on chip (each double-buffered), so a doubled block must stay
   // within the matmul's share of the on-chip budget.
-  const int64_t blockShare = options.onchipBudgetBytes / std::max<int64_t>(1, static_cast<int64_t>(dims.size()));
+  const int64_t blockShare =
+      options.onchipBudgetBytes / std::max<int64_t>(1, static_cast<int64_t>(dims.size()));
   auto blockBytes = [&](const std::string& name, int64_t b) {
     const MatmulDims& d = dims.at(name);
     return 2 * b * (d.K + d.N) * (d.arithmetic == "f32" ? 4 : 1);

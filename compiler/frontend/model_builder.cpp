@@ -11,8 +11,9 @@
 // transposes, the scores and P.V holding K and V (row r reads key r as it is made). GQA
 // (heads/kv_heads query heads share each KV head): all query rows grouped per KV head, attending to the
 // prompt's keys and values read back from HBM as if they were there, not masked (an upper bound of
-// the attention's work, optimistic about its waiting); the grouped rows stream one K and V per KV head. Positions: learned embeddings are added outside the layer;
-// rope is applied to q and k. LayerNorm carries scale and bias, RMSNorm a scale.
+// the attention's work, optimistic about its waiting); the grouped rows stream one K and V per KV head.
+// Positions: learned embeddings are added outside the layer; rope is applied to q and k. LayerNorm
+// carries scale and bias, RMSNorm a scale.
 #include "compiler/frontend/model_builder.h"
 
 namespace stc {
@@ -50,15 +51,17 @@ class Builder {
     return op("rmsnorm", {x, prefix + "_g"}, prefix);
   }
 
-  // The layer over `rows` rows of x, attending to a cache of `keys` keys (an expression).
-  void layer(int64_t rows, const Expr& keys) {
+  // The layer over `rows` rows of x, attending to a cache of `keys` keys (an expression), or, when
+  // `onChip`, causally to the keys and values it makes.
+  void layer(int64_t rows, const Expr& keys, bool onChip = false) {
     int64_t D = m_.hidden, dh = m_.headDim, H = m_.heads, KVH = m_.kvHeads, G = H / KVH;
     input("x", {dim(rows), dim(D)});
     // Decode attends to the cached keys and the token's own: the caches have room for it (ctx + 1
-    // positions, the last filled on chip by kv_append). A prompt attends to its own rows (the caches).
+    // positions, the last filled on chip by kv_append). A prompt attends to its own rows: made on chip
+    // (a KV head per query head), or read back as the caches (GQA).
     bool decode = rows == 1 && !keys.isConstant();
     Expr positions = decode ? Expr::parse(keys.str() + " + 1") : keys;
-    if (decode || G > 1) {
+    if (!onChip) {
       input("k_cache", {dim(KVH), dim(dh), positions});
       input("v_cache", {dim(KVH), positions, dim(dh)});
     }
@@ -77,7 +80,7 @@ class Builder {
     }
     std::string o;
     weight("scale", {dim(1)});
-    if (!decode && G == 1) {
+    if (onChip) {
       // A prompt with a KV head per query head attends causally to its own keys and values, made on chip
       // with its queries: the heads split by a reshape and a transpose as model code writes them, the
       // scores and P.V holding K and V (Kernel::heldKeys), the heads merged back.
@@ -96,8 +99,10 @@ class Builder {
       o = op("reshape", {ot}, "attn", {{"shape", std::vector<int64_t>{rows, H * dh}}});
     } else {
       std::string qh = op("reshape", {q}, "q_heads", {{"shape", std::vector<int64_t>{KVH, G * rows, dh}}});
-      std::string keysIn = decode ? op("kv_append", {"k_cache", k}, "k_all", {{"axis", int64_t{2}}}) : "k_cache";
-      std::string valuesIn = decode ? op("kv_append", {"v_cache", v}, "v_all", {{"axis", int64_t{1}}}) : "v_cache";
+      std::string keysIn =
+          decode ? op("kv_append", {"k_cache", k}, "k_all", {{"axis", int64_t{2}}}) : "k_cache";
+      std::string valuesIn =
+          decode ? op("kv_append", {"v_cache", v}, "v_all", {{"axis", int64_t{1}}}) : "v_cache";
       std::string s = op("matmul", {qh, keysIn}, "scores");
       std::string ss = op("mul", {s, "scale"}, "scaled");
       std::string p = op("softmax", {ss}, "probs", {{"axis", int64_t{-1}}});
@@ -165,9 +170,14 @@ Graph buildDecodeLayer(const ModelSpec& model) {
   return b.take();
 }
 
-Graph buildPrefillLayer(const ModelSpec& model, int64_t prompt) {
+int64_t prefillHeldBytes(const ModelSpec& model, int64_t prompt) {
+  return prompt * model.heads * model.headDim * (model.quant == "w4a8" ? 1 : 4);
+}
+
+Graph buildPrefillLayer(const ModelSpec& model, int64_t prompt, int64_t heldBytesLimit) {
   Builder b(model, model.name + "_prefill_layer");
-  b.layer(prompt, Expr(prompt));
+  b.layer(prompt, Expr(prompt),
+          model.kvHeads == model.heads && prefillHeldBytes(model, prompt) <= heldBytesLimit);
   return b.take();
 }
 

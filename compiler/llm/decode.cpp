@@ -229,7 +229,7 @@ Estimator::Estimator(const ModelSpec& model, const Platform& platform) : model_(
 }
 
 std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t rows) const {
-  Graph g = buildPrefillLayer(model_, rows);
+  Graph g = buildPrefillLayer(model_, rows, options_.onchipBudgetBytes);
   CompileOptions blocked = options_, stationary = options_;
   blocked.phaseChannels = stationary.phaseChannels = false;
   for (const Op& op : g.ops)

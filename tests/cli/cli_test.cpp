@@ -362,7 +362,8 @@ TEST(Cli, DesignsThatWaitInTheirWritersAreSizedPaced) {
   EXPECT_EQ(sized["unfused_bytes"], point["unfused_bytes"]);
   EXPECT_GT(sized["intermediate_bytes"].get<int64_t>(), 0);
   EXPECT_GT(sized["intermediate_bytes"].get<int64_t>(), 2 * 128 * 1024);
-  EXPECT_LT((sized["intermediate_bytes"].get<int64_t>() - 2 * 128 * 1024) * 10, sized["unfused_bytes"].get<int64_t>());
+  EXPECT_LT((sized["intermediate_bytes"].get<int64_t>() - 2 * 128 * 1024) * 10,
+            sized["unfused_bytes"].get<int64_t>());
   Outcome sim = stc("simulate " + dir + "sized.yaml --json");
   ASSERT_EQ(sim.code, 0) << sim.out;
   EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], sized["cycles_sized"]);

@@ -708,8 +708,9 @@ TEST(Compiler, PrefillMatmulsRunInTheFewestRowsThatKeepUpWithHbm) {
     EXPECT_LT(s.rowBlock, 128) << d.op;
     // Loops (block, n, row, k).
     const Task& t = r.network.tasks[static_cast<size_t>(taskNamed(r.network, d.op))];
-    EXPECT_EQ(t.phases[0].trip, (std::vector<Expr>{Expr(128 / s.rowBlock), Expr(static_cast<int64_t>(d.N) / 16),
-                                                   Expr(s.rowBlock), Expr(static_cast<int64_t>(d.K) / s.tk)}))
+    EXPECT_EQ(t.phases[0].trip,
+              (std::vector<Expr>{Expr(128 / s.rowBlock), Expr(static_cast<int64_t>(d.N) / 16),
+                                 Expr(s.rowBlock), Expr(static_cast<int64_t>(d.K) / s.tk)}))
         << d.op;
   }
   EXPECT_GT(atOwn, iterations);  // 36,472 cycles of weights against 32,768 iterations
@@ -1099,8 +1100,8 @@ TEST(Compiler, ChannelsCarryAStreamingLayersBytesEvenly) {
     total += b;
     largest = std::max(largest, b);
   }
-  EXPECT_EQ(largest, 4 << 20);       // 512 KiB of w_q over 8 stripes, read in 64 blocks of 2 rows
-  EXPECT_GT(total, 100 << 20);       // the four weights, 32 or 64 times each, and the activations
+  EXPECT_EQ(largest, 4 << 20);  // 512 KiB of w_q over 8 stripes, read in 64 blocks of 2 rows
+  EXPECT_GT(total, 100 << 20);  // the four weights, 32 or 64 times each, and the activations
   for (size_t ch = 0; ch < bytes.size(); ++ch)
     EXPECT_LE(bytes[ch], std::max(largest, total * 106 / 100 / 32)) << "channel " << ch;
 }

@@ -317,6 +317,13 @@ TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
   Graph l = buildPrefillLayer(model("llama"), 8);
   EXPECT_TRUE(reads(l, "k_cache") && reads(l, "v_cache"));
   EXPECT_EQ(causalSoftmaxes(l), 0);
+  // A prompt whose K no kernel could hold within the budget reads K and V back from HBM as GQA does (a
+  // Llama-2-7B-sized MHA model past 2,600 rows under W4A8): at one byte over the limit, not at it.
+  EXPECT_EQ(prefillHeldBytes(m, 1024), 1024 * 16 * 64);
+  EXPECT_FALSE(reads(buildPrefillLayer(m, 1024, 1024 * 16 * 64), "k_cache"));
+  Graph over = buildPrefillLayer(m, 1024, 1024 * 16 * 64 - 1);
+  EXPECT_TRUE(reads(over, "k_cache") && reads(over, "v_cache"));
+  EXPECT_EQ(causalSoftmaxes(over), 0);
 }
 
 // Rope turns each head (head_dim) at the token's position: a decode step's token comes after the ctx

@@ -25,7 +25,7 @@ namespace dse_cli {
 
 namespace {
 
-Subject loadSubject(const DseArgs& a) {
+Subject loadSubject(const DseArgs& a, const Platform& platform) {
   Subject s;
   if (isOnnxPath(a.input)) {
     s.graph = loadGraphFile(a.input, a.settings);
@@ -41,7 +41,11 @@ Subject loadSubject(const DseArgs& a) {
         if (a.prompt && (*a.prompt < 1 || *a.prompt > model.maxCtx))
           throw UserError("stc dse: error: --prompt must be 1 to the model's max_ctx (" +
                           std::to_string(model.maxCtx) + ")");
-        s.graph = a.prompt ? buildPrefillLayer(model, *a.prompt) : buildDecodeLayer(model);
+        // (A prompt's K and V held on chip within the default on-chip budget, as the decode estimator's.)
+        s.graph = a.prompt ? buildPrefillLayer(
+                                 model, *a.prompt,
+                                 parseCompileOptions({"quant=" + model.quant}, platform).onchipBudgetBytes)
+                           : buildDecodeLayer(model);
         s.base = {"quant=" + model.quant, "max_ctx=" + std::to_string(model.maxCtx)};
         s.fromModel = true;
         break;
@@ -73,7 +77,7 @@ std::string describe(const dse::Point& p) {
 Sweep prepareSweep(const DseArgs& a) {
   Sweep s;
   s.platform = platformFromArg(a.platform);
-  s.subject = loadSubject(a);
+  s.subject = loadSubject(a, s.platform);
   parseCompileOptions(s.subject.base, s.platform);  // a bad --set: said before anything runs
   s.space = a.space.empty() ? dse::defaultSpace(s.platform) : dse::loadSpace(a.space, s.platform);
   s.bindings = parseSymbolBindings("stc dse", a.ctx, a.binds);
