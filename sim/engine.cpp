@@ -15,6 +15,21 @@
 
 namespace stc::sim {
 
+namespace {
+// Periodic jumps (see below).
+constexpr size_t kMaxMarkRuns = size_t{1} << 16;
+constexpr int64_t kMarkCost = 8;
+constexpr int64_t kMaxBackoff = 16;
+constexpr int64_t kMaxPatience = int64_t{1} << 24;  // runs of other tasks an anchor may wait
+constexpr size_t kMarkBudget = size_t{1} << 20;  // words all marks may take together (a word: a vector or a run)
+constexpr size_t kMaxKeys = size_t{1} << 16;     // keys of states seen once
+
+uint64_t mix(uint64_t h, int64_t v) {
+  h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+}  // namespace
+
 Engine::Engine(const Program& program, const RunConfig& config)
     : program_(program),
       config_(config),
@@ -53,6 +68,10 @@ Engine::Engine(const Program& program, const RunConfig& config)
     fs.writer = fp.writer;
     fs.reader = fp.reader;
   }
+  anchorPatience_ = 4 * static_cast<int64_t>(tasks_.size()) + 16;
+  size_t words = tasks_.size() + fifos_.size();
+  for (const ChannelState& ch : channels_) words += ch.ports.size();
+  longRun_ = kMarkCost * kMaxBackoff * static_cast<int64_t>(words);
   groupLeft_.assign(static_cast<size_t>(program.groups), 0);
   groupEnd_.assign(static_cast<size_t>(program.groups), 0);
   groupWaiters_.resize(static_cast<size_t>(program.groups));
@@ -148,6 +167,20 @@ bool Engine::run(int t) {
       }
       enterPhase(ts, tp);
       continue;
+    }
+    if (config_.periodic && t != anchor_ && ts.events - stepped.before > longRun_) {
+      anchor_ = t;  // a task that runs long alone takes the anchor: its run may repeat within itself
+      anchorPhase_ = SIZE_MAX;
+      runsSinceMark_ = 0;
+      nextMarkLocal_ = 0;
+    }
+    if (t == anchor_ && local >= nextMarkLocal_ && config_.periodic) {  // a mark within a long run
+      int64_t before = ts.events;
+      markPoint(t, stepped_ + ts.events - stepped.before);
+      if (ts.events != before) {  // jumped: those events were not stepped
+        stepped.before += ts.events - before;
+        continue;
+      }
     }
     int64_t earliest = local + ts.offset;  // offset is 0 before the first event: no predecessor
     // The stage group fires whole: every event's ready time must be known before any of them happens.
@@ -245,60 +278,81 @@ bool Engine::run(int t) {
 // a run; an anchor that stops running gives way to whichever task runs. Schedulers need not know: a task
 // blocked before a jump is blocked after it, on the same FIFO, and run() rechecks a task that was woken.
 
-namespace {
-constexpr int64_t kMisses = 4096;   // marks without a match before marks are taken half as often
-constexpr int64_t kMaxSpacing = 64;
-constexpr size_t kMaxMarkRuns = 4096;
-constexpr int64_t kMarkCost = 8;
-constexpr int64_t kMaxBackoff = 16;
-constexpr size_t kMarkBudget = size_t{1} << 16;  // words all marks may take together (a word: a vector or a run)
-
-uint64_t mix(uint64_t h, int64_t v) {
-  h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-}  // namespace
 
 void Engine::observe(int t) {
   if (t != anchor_) {
-    if (anchor_ >= 0 && ++runsSinceMark_ <= 4 * static_cast<int64_t>(tasks_.size()) + 16) return;
-    anchor_ = t;  // the anchor has not run for a while (blocked or finished): this task takes its place
-    marks_.clear();
-    anchorRuns_ = 0;
-    markSpacing_ = 1;
-    misses_ = 0;
+    // The anchor gives way when it has finished, or has not run for a while: a patience that doubles at
+    // every change, so that a task which runs once a row or less in a steady state keeps it.
+    if (anchor_ >= 0 && !tasks_[static_cast<size_t>(anchor_)].done && ++runsSinceMark_ <= anchorPatience_) return;
+    if (anchor_ >= 0 && !tasks_[static_cast<size_t>(anchor_)].done)
+      anchorPatience_ = std::min(anchorPatience_ * 2, kMaxPatience);
+    anchor_ = t;
+    anchorPhase_ = SIZE_MAX;
   }
   runsSinceMark_ = 0;
-  if (++anchorRuns_ % markSpacing_ != 0) return;
-  // A mark costs more than stepping one event per task and FIFO and per queued run of times: it waits for
-  // kMarkCost times that many events stepped since the last one (so a run that never repeats pays a few
-  // percent more), and is not taken when queued times are irregular.
+  const TaskState& ts = tasks_[static_cast<size_t>(t)];
+  if (!ts.done && nextGroup(ts) >= nextMarkLocal_) markPoint(t, stepped_);
+}
+
+void Engine::markPoint(int t, int64_t stepped) {
+  // Marks are taken where the anchor's local cycle crosses a multiple of the stride, at first its phase's
+  // longest port stride (one iteration of the outermost loop that repeats, which the others' strides divide):
+  // a state that repeats every P local cycles of the anchor is marked at positions that repeat too (two
+  // marks apart by a multiple of P). A crossing that comes before enough events were stepped since the last
+  // mark (a key costs about as much as stepping one event per task and FIFO) doubles the stride instead.
+  const TaskState& ts = tasks_[static_cast<size_t>(t)];
+  if (ts.phase != anchorPhase_) {
+    anchorPhase_ = ts.phase;
+    markStride_ = 1;
+    for (const Cursor& c : ts.cursors)  // a port of one event a phase has no period
+      if (c.remaining > 1) markStride_ = std::max(markStride_, c.stride);
+    marks_.clear();
+    keys_.clear();
+  }
+  int64_t local = nextGroup(ts);
   size_t words = tasks_.size() + fifos_.size();
   for (const ChannelState& ch : channels_) words += ch.ports.size();
-  if (stepped_ - steppedAtCount_ < kMarkCost * static_cast<int64_t>(words)) return;
-  steppedAtCount_ = stepped_;  // counting the runs costs too
-  for (const FifoState& f : fifos_)
-    for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR})
-      words += static_cast<size_t>(q->end() - q->begin());
-  if (words > kMaxMarkRuns || stepped_ - steppedAtMark_ < kMarkCost * markBackoff_ * static_cast<int64_t>(words))
+  if (stepped - steppedAtMark_ < kMarkCost * markBackoff_ * static_cast<int64_t>(words)) {
+    if (markStride_ < (int64_t{1} << 40)) markStride_ *= 2;
+    nextMarkLocal_ = (local / markStride_ + 1) * markStride_;
     return;
-  steppedAtMark_ = stepped_;
+  }
+  nextMarkLocal_ = (local / markStride_ + 1) * markStride_;
+  steppedAtMark_ = stepped;
+  // A state's whole mark is kept when first seen while the marks' budget lasts, else its key, and its mark
+  // when seen again; the jump is tried when a state with a mark recurs.
   uint64_t key = shapeKey();
   auto found = marks_.find(key);
-  if (found != marks_.end() && jumpFrom(found->second)) {
-    marks_.clear();
-    markSpacing_ = 1;
+  if (found != marks_.end()) {
+    if (jumpFrom(found->second)) {
+      marks_.clear();
+      keys_.clear();
+      markWords_ = 0;
+      markBackoff_ = 1;
+      nextMarkLocal_ = (nextGroup(ts) / markStride_ + 1) * markStride_;
+      return;
+    }
+    found->second = mark();
+    return;
+  }
+  bool seen = !keys_.insert(key).second;
+  for (const FifoState& f : fifos_)  // not when queued times are irregular
+    for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR})
+      words += static_cast<size_t>(q->end() - q->begin());
+  if (words <= kMaxMarkRuns && (seen || markWords_ + words <= kMarkBudget)) {
+    if (markWords_ + words > kMarkBudget) {
+      marks_.clear();
+      markWords_ = 0;
+    }
+    markWords_ += words;
+    marks_.emplace(key, mark());
+  }
+  if (seen) {
     markBackoff_ = 1;
-    misses_ = 0;
     return;
   }
   markBackoff_ = std::min(markBackoff_ * 2, kMaxBackoff);  // a run that does not repeat pays less and less
-  if (++misses_ >= kMisses && markSpacing_ < kMaxSpacing) {
-    markSpacing_ *= 2;  // a period of p anchor runs is still found, as lcm(p, spacing)
-    misses_ = 0;
-  }
-  if (marks_.size() >= std::max<size_t>(16, kMarkBudget / words)) marks_.clear();
-  marks_[key] = mark();
+  if (keys_.size() > kMaxKeys) keys_.clear();
 }
 
 uint64_t Engine::shapeKey() const {
@@ -322,15 +376,26 @@ uint64_t Engine::shapeKey() const {
     if (d.servedHead < d.served.size()) h = mix(h, d.served[d.servedHead] - ts.lastTime * ticksPerCycle);
   }
   for (const FifoState& f : fifos_) {
-    h = mix(h, f.written - f.read);
-    h = mix(h, f.maxOccupancy * 8 + f.writerWaiting * 4 + f.readerWaiting * 2 + f.occupancySettled);
-    if (!f.writeTimes.empty()) h = mix(h, f.writeTimes.front() - tasks_[static_cast<size_t>(f.reader)].lastTime);
-    if (!f.readTimes.empty()) h = mix(h, f.readTimes.front() - tasks_[static_cast<size_t>(f.writer)].lastTime);
+    // Its count near empty or full, where accesses wait; between, one value (a FIFO that fills or drains
+    // over many periods repeats otherwise).
+    int64_t count = f.written - f.read;
+    h = mix(h, count <= 4 ? count : f.depth != kUnboundedDepth && f.depth - count <= 4 ? count - f.depth - 1 : 5);
+    h = mix(h, f.writerWaiting * 2 + f.readerWaiting);  // the merge (the largest occupancy) may differ
+    // The next read's data and the next write's room (below its depth a FIFO's writes wait for no read),
+    // against the task's last event: all that were ready by then, as ready (a reader that drains what its
+    // writer left long before repeats though the writes' times do not).
+    if (!f.writeTimes.empty())
+      h = mix(h, std::max<int64_t>(0, f.writeTimes.front() + f.raw - tasks_[static_cast<size_t>(f.reader)].lastTime));
+    if (needsRoom(f) && !f.readTimes.empty())
+      h = mix(h, std::max<int64_t>(0, f.readTimes.front() + 1 - tasks_[static_cast<size_t>(f.writer)].lastTime));
   }
+  const int64_t anchorTicks = anchor_ >= 0 ? tasks_[static_cast<size_t>(anchor_)].lastTime * ticksPerCycle : 0;
   for (const ChannelState& ch : channels_) {
     if (ch.ports.empty()) continue;
     h = mix(h, static_cast<int64_t>(ch.next));
-    h = mix(h, ch.freeTick - tasks_[static_cast<size_t>(ch.ports.front())].lastTime * ticksPerCycle);
+    // Against the anchor, which moves in every period; a channel free before it, as free whenever (a
+    // channel idle over a period keeps its freeTick while the anchor moves on).
+    h = mix(h, std::max<int64_t>(0, ch.freeTick - anchorTicks));
     for (size_t i = 0; i < ch.ports.size(); ++i) h = mix(h, static_cast<int64_t>(ch.pending[i].size() - ch.pendingHead[i]));
   }
   return h;
@@ -458,6 +523,146 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
   return true;
 }
 
+namespace {
+// The i-th time of a run list (i within it).
+int64_t timeAt(const std::vector<TimeRun>& runs, int64_t i) {
+  for (const TimeRun& r : runs) {
+    if (i < r.count) return r.start + i * r.stride;
+    i -= r.count;
+  }
+  return INT64_MAX;
+}
+
+// The most periods k = 1, 2, ... in a row for which q[k c - 1] + after <= limit + k delta: the times the
+// k-th next period takes from q (c of them, from its front) all ready by the time that period begins.
+int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t after, int64_t limit, int64_t delta,
+                     int64_t most) {
+  int64_t first = 0;  // index of q's first time in the current run
+  for (; q != qEnd; first += q->count, ++q) {
+    // Periods whose last time taken, k c - 1, falls in this run: f(k) = start + (k c - 1 - first) stride +
+    // after - limit - k delta, linear in k, must stay <= 0.
+    int64_t lo = first / c + 1, hi = std::min(most, (first + q->count) / c);
+    if (lo > hi) continue;
+    int64_t slope = c * q->stride - delta;
+    int64_t atLo = q->start + (lo * c - 1 - first) * q->stride + after - limit - lo * delta;
+    if (atLo > 0) return lo - 1;
+    if (slope > 0 && lo + (-atLo) / slope < hi) return lo + (-atLo) / slope;
+    if (hi == most) return most;
+  }
+  return std::min(most, first / c);
+}
+
+// A queue of times over one period: it lost `consumed` times at its front and gained `added` at its back.
+// The next periods do the same, moved by delta, when the queue moved whole (as many lost as gained, every
+// time delta later); or, what it gains appended, when the times they lose are already queued at its front
+// and either each delta after the one lost a period before, or (data and room, whose times only bound an
+// access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
+// period that takes it begins, as those this period took were (after < 0: the merge, whose order of the two
+// queues must repeat exactly, only moved whole or taking nothing). Checks and lowers `repeats`; with apply,
+// applies `repeats` periods.
+bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
+                 int64_t after, int64_t limit, int64_t& repeats, bool apply) {
+  const TimeRun *wasBegin = was.data(), *wasEnd = was.data() + was.size();
+  if (consumed == 0 && added == 0) return apply || shiftedEqual(wasBegin, wasEnd, now.begin(), now.end(), 0);
+  if (consumed == added && shiftedEqual(wasBegin, wasEnd, now.begin(), now.end(), delta)) {
+    if (apply) now.shift(repeats * delta);
+    return true;
+  }
+  if (apply) {
+    now.repeatLast(added, delta, repeats);
+    now.popN(repeats * consumed);
+    return true;
+  }
+  int64_t wasSize = 0;
+  for (const TimeRun& r : was) wasSize += r.count;
+  int64_t kept = wasSize - consumed, nowSize = now.size();
+  if (kept < 0 || nowSize != kept + added || matchingPrefix(wasBegin, wasEnd, consumed, now.begin(), now.end(), 0) < kept)
+    return false;
+  if (consumed == 0) return true;
+  if (after < 0) return false;  // the merge's order: moved whole or nothing taken
+  int64_t periodic = std::min(matchingPrefix(wasBegin, wasEnd, 0, now.begin(), now.end(), delta), kept) / consumed;
+  int64_t ready = 0;
+  if (limit != INT64_MIN && timeAt(was, consumed - 1) + after <= limit)
+    ready = readyPeriods(now.begin(), now.end(), consumed, after, limit, delta, kept / consumed);
+  repeats = std::min(repeats, std::max(periodic, ready));
+  return true;
+}
+}  // namespace
+
+bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats, bool apply) {
+  FifoState& f = fifos_[i];
+  const FifoMark& fm = m.fifos[i];
+  int64_t wrote = f.written - fm.written, read = f.read - fm.read;
+  if (!apply && (f.writerWaiting != fm.writerWaiting || f.readerWaiting != fm.readerWaiting)) return false;
+  if (!mergePeriod(f, fm, delta, repeats, apply)) return false;
+  // Writes past the depth each pop the read they waited for; below it they need no room, and the period
+  // repeats while they stay below. A period whose writes cross the depth does not repeat.
+  bool bounded = f.depth != kUnboundedDepth;
+  int64_t pops = 0;
+  if (bounded && wrote > 0) {
+    if (fm.written >= f.depth)
+      pops = wrote;
+    else if (f.written > f.depth)
+      return false;
+    else if (!apply)
+      repeats = std::min(repeats, (f.depth - f.written) / wrote);
+  }
+  // The reader takes written times (ready raw cycles after), the writer past the depth read times (room one
+  // cycle after).
+  int64_t readerWas = m.tasks[static_cast<size_t>(f.reader)].lastTime;
+  int64_t writerWas = m.tasks[static_cast<size_t>(f.writer)].lastTime;
+  if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply) ||
+      (bounded && !queuePeriod(fm.readTimes, f.readTimes, pops, read, delta, 1, writerWas, repeats, apply)))
+    return false;
+  if (apply && (wrote > 0 || read > 0)) {
+    f.written += repeats * wrote;
+    f.read += repeats * read;
+    f.writeLog.repeatLast(f.writeLog.size() - fm.logW, delta, repeats);
+    f.readLog.repeatLast(f.readLog.size() - fm.logR, delta, repeats);
+  }
+  return true;
+}
+
+bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_t repeats, bool apply) {
+  // The merge finds the largest occupancy, which no timing depends on. When it took as many times as came
+  // and its queues moved whole, the periods repeat its steps; else the periods' times are queued for it to
+  // merge when it next runs (lazily, as it does anyway), taken from a queue that still holds this period's.
+  if (f.occupancySettled) return true;
+  int64_t wrote = f.written - fm.written, read = f.read - fm.read;
+  int64_t tookW = f.mergedW - fm.mergedW, tookR = f.mergedR - fm.mergedR;
+  auto moved = [delta](const std::vector<TimeRun>& was, const RunQueue& now) {
+    return shiftedEqual(was.data(), was.data() + was.size(), now.begin(), now.end(), delta);
+  };
+  if (tookW == wrote && tookR == read && moved(fm.mergeW, f.mergeW) && moved(fm.mergeR, f.mergeR)) {
+    if (apply) {
+      f.mergeW.shift(repeats * delta);
+      f.mergeR.shift(repeats * delta);
+      f.mergedW += repeats * tookW;
+      f.mergedR += repeats * tookR;
+    }
+    return true;
+  }
+  // This period's times: the last of a queue that keeps them (pushes go to its back), or none.
+  auto period = [](int64_t n, std::initializer_list<const RunQueue*> sources, std::vector<int64_t>* out) {
+    if (n == 0) return true;
+    for (const RunQueue* q : sources)
+      if (q->size() >= n) {
+        if (out) *out = lastTimes(q->begin(), q->end(), n);
+        return true;
+      }
+    return false;
+  };
+  bool bounded = f.depth != kUnboundedDepth;
+  const RunQueue* reads = bounded ? &f.readTimes : &f.mergeR;
+  if (!apply) return period(wrote, {&f.mergeW, &f.writeTimes}, nullptr) && period(read, {&f.mergeR, reads}, nullptr);
+  std::vector<int64_t> w, r;
+  period(wrote, {&f.mergeW, &f.writeTimes}, &w);
+  period(read, {&f.mergeR, reads}, &r);
+  f.mergeW.appendPeriods(w, delta, repeats);
+  f.mergeR.appendPeriods(r, delta, repeats);
+  return true;
+}
+
 bool Engine::jumpFrom(const Mark& m) {
   if (m.groupLeft != groupLeft_) return false;
   int64_t delta = 0;
@@ -494,23 +699,8 @@ bool Engine::jumpFrom(const Mark& m) {
     if (advance <= 0 || ts.offset - tm.offset != delta - advance) return false;
     local[i] = advance;
   }
-  for (size_t i = 0; i < fifos_.size(); ++i) {
-    const FifoState& f = fifos_[i];
-    const FifoMark& fm = m.fifos[i];
-    int64_t moved = f.written - fm.written;
-    if (f.read - fm.read != moved || f.occupancySettled != fm.settled || f.maxOccupancy != fm.maxOccupancy ||
-        f.writerWaiting != fm.writerWaiting || f.readerWaiting != fm.readerWaiting)
-      return false;
-    if (moved > 0 && f.depth != kUnboundedDepth && fm.written < f.depth) return false;  // first writes: no room needed
-    int64_t by = moved > 0 ? delta : 0;
-    auto same = [by](const std::vector<TimeRun>& was, const RunQueue& now) {
-      return shiftedEqual(was.data(), was.data() + was.size(), now.begin(), now.end(), by);
-    };
-    if (!same(fm.writeTimes, f.writeTimes) || !same(fm.readTimes, f.readTimes)) return false;
-    if (!f.occupancySettled && (f.mergedW - f.mergedR != fm.mergedW - fm.mergedR || !same(fm.mergeW, f.mergeW) ||
-                                !same(fm.mergeR, f.mergeR)))
-      return false;
-  }
+  for (size_t i = 0; i < fifos_.size(); ++i)
+    if (!fifoPeriod(i, m, delta, repeats, false)) return false;
   if (!hbmPeriod(m, delta, repeats, false) || repeats <= 0 || repeats == INT64_MAX) return false;
   // Apply the period `repeats` times.
   hbmPeriod(m, delta, repeats, true);
@@ -542,19 +732,7 @@ bool Engine::jumpFrom(const Mark& m) {
         ts.stalls.push_back(span);
       }
   }
-  for (size_t i = 0; i < fifos_.size(); ++i) {
-    FifoState& f = fifos_[i];
-    const FifoMark& fm = m.fifos[i];
-    int64_t moved = f.written - fm.written;
-    if (moved == 0) continue;
-    f.written += repeats * moved;
-    f.read += repeats * moved;
-    f.mergedW += repeats * (f.mergedW - fm.mergedW);
-    f.mergedR += repeats * (f.mergedR - fm.mergedR);
-    for (RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR}) q->shift(repeats * delta);
-    f.writeLog.repeatLast(f.writeLog.size() - fm.logW, delta, repeats);
-    f.readLog.repeatLast(f.readLog.size() - fm.logR, delta, repeats);
-  }
+  for (size_t i = 0; i < fifos_.size(); ++i) fifoPeriod(i, m, delta, repeats, true);
   return true;
 }
 

@@ -8,9 +8,11 @@
 // that fires whole at T(G) = max(T(prev) + local(G) - local(prev), max over e in G of ready(e)), with
 //   read k of f ready at T(write k of f) + raw(f); write k of f ready at T(read k-d of f) + 1 when k >= d.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/hbm.h"
@@ -179,8 +181,14 @@ class Engine {
   /// The HBM part of jumpFrom: checks the DMAs and channels, lowers `repeats`, or false when they are not
   /// the mark's moved by delta. With apply, applies `repeats` periods instead.
   bool hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply);
-  /// Called as task t starts a run: records the state now and then, and jumps when it repeats.
+  /// The FIFO part of jumpFrom, for FIFO i: checks and lowers `repeats`, or with apply applies them.
+  bool fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats, bool apply);
+  /// The maximum-occupancy merge's part of fifoPeriod.
+  bool mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_t repeats, bool apply);
+  /// Called as task t starts a run: chooses the anchor, and takes a mark at its run when one is due.
   void observe(int t);
+  /// At the anchor t, `stepped` events stepped so far: records the state now and then, jumps when it repeats.
+  void markPoint(int t, int64_t stepped);
   Mark mark() const;
   /// A hash of the state that a move in time does not change (differences of times, counts and
   /// positions): equal for a state and the same state one period later. Marks are looked up by it.
@@ -190,13 +198,18 @@ class Engine {
 
   const Program& program_;
   RunConfig config_;
-  std::unordered_map<uint64_t, Mark> marks_;  // by shapeKey
+  std::unordered_map<uint64_t, Mark> marks_;  // by shapeKey, of states seen more than once
+  std::unordered_set<uint64_t> keys_;         // shapeKeys of states seen
+  size_t markWords_ = 0;                      // the size of the marks kept (words: vectors and runs)
   int anchor_ = -1;                           // the task whose runs take marks
-  int64_t runsSinceMark_ = 0, anchorRuns_ = 0, markSpacing_ = 1, misses_ = 0;
+  int64_t runsSinceMark_ = 0, anchorPatience_ = 64;
+  int64_t longRun_ = 0;  // events of one run after which its task takes the anchor
+  int64_t markStride_ = 1, nextMarkLocal_ = 0;  // marks where the anchor's local cycle crosses a multiple of the stride
+  size_t anchorPhase_ = SIZE_MAX;               // the anchor's phase the stride is of
   int64_t jumpedEvents_ = 0;
   int64_t stepped_ = 0;  // events stepped one by one
   int64_t markBackoff_ = 1;  // marks wait this many times longer after each that found no repeat
-  int64_t steppedAtMark_ = 0, steppedAtCount_ = 0;  // stepped_ at the last mark, and when runs were last counted
+  int64_t steppedAtMark_ = 0;  // stepped_ at the last mark
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
   std::vector<DmaState> dmas_;          // one per task; used by DMA tasks only

@@ -66,6 +66,14 @@ class RunQueue {
   void shift(int64_t delta) {
     for (size_t i = head_; i < runs_.size(); ++i) runs_[i].start += delta;
   }
+  /// As RunLog::repeatLast, on the queued times (n at most as many as are queued).
+  void repeatLast(int64_t n, int64_t delta, int64_t repeats);
+  /// Appends `repeats` copies of a period's times, copy k shifted by k * delta.
+  void appendPeriods(const std::vector<int64_t>& period, int64_t delta, int64_t repeats);
+  /// Drops the first n queued times (n at most as many as are queued).
+  void popN(int64_t n);
+  /// How many times are queued.
+  int64_t size() const;
 
  private:
   std::vector<TimeRun> runs_;
@@ -91,6 +99,16 @@ class RunLog {
   std::vector<TimeRun> runs_;
   int64_t size_ = 0;
 };
+
+/// The last n times of a run list (all of them when it holds fewer).
+std::vector<int64_t> lastTimes(const TimeRun* begin, const TimeRun* end, int64_t n);
+/// Appends `repeats` copies of a period's times, copy k shifted by k * delta, as pushing them one by one
+/// would; returns how many times it appended.
+int64_t appendPeriods(std::vector<TimeRun>& runs, const std::vector<int64_t>& period, int64_t delta, int64_t repeats);
+
+/// How many leading times of b are those of a from its skip-th on, each plus delta.
+int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, const TimeRun* b, const TimeRun* bEnd,
+                       int64_t delta);
 
 /// Whether the times of b are those of a, each plus delta (the run boundaries may differ).
 bool shiftedEqual(const TimeRun* a, const TimeRun* aEnd, const TimeRun* b, const TimeRun* bEnd, int64_t delta);

@@ -12,8 +12,10 @@ namespace stc::testing {
 // which may deadlock; with dag, only forward, so unbounded FIFOs never deadlock). A FIFO carries n, n/2 or
 // 1 tokens; every phase is a nest [n/2, 2] or [n/2, 2, m], and a port advances at level 1 (n tokens), 0
 // (n/2) or -1 (one per phase). So one local cycle often holds several reads, several writes, or both (a
-// stage group), at ii 1 to 3 and latency 0 to 6; depths 1 to 5 or unbounded, widths 8 to 1024 bits.
-inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false) {
+// stage group), at ii 1 to 3 and latency 0 to 6; depths 1 to 5 or unbounded, widths 8 to 1024 bits. With
+// deep > 0, half the bounded FIFOs are deep instead: deep / 4 to deep tokens, which a writer that runs
+// ahead fills over many periods.
+inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false, int deep = 0) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int tasks = pick(2, 6), fifos = pick(1, 8);
   std::vector<std::vector<std::vector<std::string>>> ports(static_cast<size_t>(tasks));
@@ -28,6 +30,7 @@ inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false) {
     if (a == b && (dag || pick(0, 7) > 0)) b = (a + 1) % tasks;
     if ((dag || pick(0, 7) > 0) && a > b) std::swap(a, b);
     int depth = pick(0, 5);
+    if (deep > 0 && depth > 0 && pick(0, 1) == 0) depth = pick(deep / 4, deep);
     int kind = pick(0, 5);
     std::string level = kind < 4 ? "1" : kind == 4 ? "0" : "-1";
     s += "  - {name: f" + std::to_string(f) + ", width: " + std::to_string(8 << pick(0, 7)) +
