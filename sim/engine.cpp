@@ -288,6 +288,7 @@ void Engine::observe(int t) {
       anchorPatience_ = std::min(anchorPatience_ * 2, kMaxPatience);
     anchor_ = t;
     anchorPhase_ = SIZE_MAX;
+    nextMarkLocal_ = 0;
   }
   runsSinceMark_ = 0;
   const TaskState& ts = tasks_[static_cast<size_t>(t)];
@@ -642,22 +643,32 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
     }
     return true;
   }
-  // This period's times: the last of a queue that keeps them (pushes go to its back), or none.
-  auto period = [](int64_t n, std::initializer_list<const RunQueue*> sources, std::vector<int64_t>* out) {
+  // This period's times: the last of a queue or log that keeps them (pushes go to its back), or none.
+  struct Source {
+    const TimeRun *begin, *end;
+    int64_t size;
+  };
+  auto queue = [](const RunQueue& q) { return Source{q.begin(), q.end(), q.size()}; };
+  auto log = [](const RunLog& l) { return Source{l.runs().data(), l.runs().data() + l.runs().size(), l.size()}; };
+  std::vector<Source> writes{queue(f.mergeW), queue(f.writeTimes)}, reads{queue(f.mergeR)};
+  if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes));
+  if (config_.recordCurves) {
+    writes.push_back(log(f.writeLog));
+    reads.push_back(log(f.readLog));
+  }
+  auto period = [](int64_t n, const std::vector<Source>& sources, std::vector<int64_t>* out) {
     if (n == 0) return true;
-    for (const RunQueue* q : sources)
-      if (q->size() >= n) {
-        if (out) *out = lastTimes(q->begin(), q->end(), n);
+    for (const Source& q : sources)
+      if (q.size >= n) {
+        if (out) *out = lastTimes(q.begin, q.end, n);
         return true;
       }
     return false;
   };
-  bool bounded = f.depth != kUnboundedDepth;
-  const RunQueue* reads = bounded ? &f.readTimes : &f.mergeR;
-  if (!apply) return period(wrote, {&f.mergeW, &f.writeTimes}, nullptr) && period(read, {&f.mergeR, reads}, nullptr);
+  if (!apply) return period(wrote, writes, nullptr) && period(read, reads, nullptr);
   std::vector<int64_t> w, r;
-  period(wrote, {&f.mergeW, &f.writeTimes}, &w);
-  period(read, {&f.mergeR, reads}, &r);
+  period(wrote, writes, &w);
+  period(read, reads, &r);
   f.mergeW.appendPeriods(w, delta, repeats);
   f.mergeR.appendPeriods(r, delta, repeats);
   return true;

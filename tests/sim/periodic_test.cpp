@@ -145,6 +145,31 @@ TEST(Periodic, FillingADeepFifoJumps) {
   }
 }
 
+// A chain through unbounded FIFOs: each task runs alone to its end (the direct scheduler runs a task until
+// it blocks), draining what the one before left and filling the next. Recorded, as the sizer measures,
+// each run repeats within itself; unrecorded, the merge of the largest occupancy keeps no reads of an
+// unbounded FIFO to repeat, and the runs are stepped. Both as step by step.
+TEST(Periodic, UnboundedChainRunsAloneAndJumps) {
+  const int m = 6;
+  const int64_t tokens = 1'000'000;
+  std::string trip = "trip: [" + std::to_string(tokens) + "]";
+  std::string s = "network: chain\nfifos:\n";
+  for (int i = 0; i <= m; ++i) s += "  - {name: f" + std::to_string(i) + ", width: 32, depth: unbounded}\n";
+  s += "tasks:\n  - {name: src, phases: [{" + trip + ", latency: 3, ports: [{fifo: f0, dir: out}]}]}\n";
+  for (int i = 1; i <= m; ++i)
+    s += "  - {name: s" + std::to_string(i) + ", phases: [{" + trip + ", ii: " + std::to_string(1 + i % 2) +
+         ", latency: 5, ports: [{fifo: f" + std::to_string(i - 1) + ", dir: in}, {fifo: f" + std::to_string(i) +
+         ", dir: out}]}]}\n";
+  s += "  - {name: dst, phases: [{" + trip + ", ports: [{fifo: f" + std::to_string(m) + ", dir: in}]}]}\n";
+  sim::RunConfig recorded = periodic(false), steps = stepByStep(false);
+  recorded.recordCurves = steps.recordCurves = true;
+  sim::SimResult want = simulateText(s, false, {}, steps);
+  sim::SimResult got = simulateText(s, false, {}, recorded);
+  expectSame(got, want, s);
+  EXPECT_GT(got.jumpedEvents, got.events * 99 / 100);
+  expectSame(simulateText(s, false, {}, periodic(false)), simulateText(s, false, {}, stepByStep(false)), s);
+}
+
 // Random networks with trips long enough to settle: jumps on against the reference (cycles, ends, stalls,
 // occupancy, deadlock) and against step by step (everything, curves and stall spans included), under both
 // schedulers.
