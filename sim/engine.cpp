@@ -67,6 +67,7 @@ Engine::Engine(const Program& program, const RunConfig& config)
     fs.tokens = fp.tokens;
     fs.writer = fp.writer;
     fs.reader = fp.reader;
+    fs.record = config_.recordCurves && (config_.curvesOf.empty() || config_.curvesOf[f]);
   }
   anchorPatience_ = 4 * static_cast<int64_t>(tasks_.size()) + 16;
   size_t words = tasks_.size() + fifos_.size();
@@ -240,7 +241,7 @@ bool Engine::run(int t) {
         f.writeTimes.push(time);
         ++f.written;
         if (!f.occupancySettled) f.mergeW.push(time);
-        if (config_.recordCurves) f.writeLog.push(time);
+        if (f.record) f.writeLog.push(time);
         if (f.readerWaiting) {
           f.readerWaiting = false;
           woken_.push_back(f.reader);
@@ -250,7 +251,7 @@ bool Engine::run(int t) {
         ++f.read;
         if (f.depth != kUnboundedDepth) f.readTimes.push(time);
         if (!f.occupancySettled) f.mergeR.push(time);
-        if (config_.recordCurves) f.readLog.push(time);
+        if (f.record) f.readLog.push(time);
         if (f.writerWaiting) {
           f.writerWaiting = false;
           woken_.push_back(f.writer);
@@ -652,7 +653,7 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   auto log = [](const RunLog& l) { return Source{l.runs().data(), l.runs().data() + l.runs().size(), l.size()}; };
   std::vector<Source> writes{queue(f.mergeW), queue(f.writeTimes)}, reads{queue(f.mergeR)};
   if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes));
-  if (config_.recordCurves) {
+  if (f.record) {
     writes.push_back(log(f.writeLog));
     reads.push_back(log(f.readLog));
   }
@@ -990,7 +991,7 @@ SimResult Engine::result(double wallSeconds) const {
     s.read = fs.read;
     s.writer = fs.writer;
     s.reader = fs.reader;
-    if (config_.recordCurves) {
+    if (fs.record) {
       s.writeTimes = fs.writeLog.runs();
       s.readTimes = fs.readLog.runs();
     }

@@ -26,6 +26,7 @@ namespace stc::sim {
 struct RunConfig {
   std::vector<int64_t> depths;  ///< one per FIFO (kUnboundedDepth allowed); empty = the program's
   bool recordCurves = false;    ///< keep every write and read time (token curves)
+  std::vector<char> curvesOf;   ///< with recordCurves, the FIFOs whose curves to keep (one flag each); empty = all
   bool recordStalls = false;    ///< keep every stall span (traces, VCD)
   bool periodic = true;         ///< jump over periods of a periodic steady state (same results, fewer steps)
 };
@@ -82,6 +83,7 @@ class Engine {
     int64_t mergedW = 0, mergedR = 0, maxOccupancy = 0;
     bool occupancySettled = false;  // maxOccupancy reached the depth, which no write can exceed
     bool writerWaiting = false, readerWaiting = false;
+    bool record = false;  // keeps its curves
     int writer, reader;
     RunLog writeLog, readLog;
   };

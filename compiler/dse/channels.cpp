@@ -52,9 +52,16 @@ std::vector<double> tokensPerSpan(const std::vector<sim::TimeRun>& runs, int64_t
 
 void assignChannelsByPhase(Network& net, const Platform& platform, const Bindings& bindings, int rounds) {
   for (int round = 0; round < rounds; ++round) {
+    sim::Program program = sim::compileProgram(net, bindings, platform);
     sim::RunConfig config;
-    config.recordCurves = true;
-    sim::SimResult run = sim::runDirect(sim::compileProgram(net, bindings, platform), config);
+    config.recordCurves = true;  // of the DMAs' streams only
+    config.curvesOf.assign(program.fifos.size(), 0);
+    for (size_t f = 0; f < program.fifos.size(); ++f) {
+      const sim::FifoProgram& fp = program.fifos[f];
+      config.curvesOf[f] = program.tasks[static_cast<size_t>(fp.writer)].dma.has_value() ||
+                           program.tasks[static_cast<size_t>(fp.reader)].dma.has_value();
+    }
+    sim::SimResult run = sim::runDirect(program, config);
     if (run.deadlock) return;
     const int64_t width = std::max<int64_t>(1, (run.cycles + kBuckets - 1) / kBuckets);
     std::map<std::string, size_t> taskIndex;
@@ -72,8 +79,9 @@ void assignChannelsByPhase(Network& net, const Platform& platform, const Binding
       bool read = t.kind == TaskKind::kDmaRead;
       int64_t bytes = t.bytes.eval(bindings);
       std::vector<double> demand(static_cast<size_t>(kBuckets), 0.0);
-      for (const sim::FifoStats& f : run.fifos) {
-        if ((read ? f.writer : f.reader) != index || f.tokens == 0) continue;
+      // A DMA has one port: its FIFO.
+      const sim::FifoStats& f = run.fifos[static_cast<size_t>(program.tasks[static_cast<size_t>(index)].phases.front().ports.front().fifo)];
+      if (f.tokens > 0) {
         std::vector<double> tokens = tokensPerSpan(read ? f.writeTimes : f.readTimes, width);
         for (size_t k = 0; k < demand.size(); ++k)
           demand[k] += tokens[k] * static_cast<double>(bytes) / static_cast<double>(f.tokens);

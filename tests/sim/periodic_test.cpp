@@ -170,6 +170,33 @@ TEST(Periodic, UnboundedChainRunsAloneAndJumps) {
   expectSame(simulateText(s, false, {}, periodic(false)), simulateText(s, false, {}, stepByStep(false)), s);
 }
 
+// Curves of some FIFOs only (RunConfig::curvesOf, as the channel assignment records its DMAs' streams):
+// those are the curves a full recording gives, the others empty, and every other figure the same.
+TEST(Periodic, CurvesOfTheFifosAskedFor) {
+  std::mt19937 rng(20261129);
+  for (int iter = 0; iter < 40; ++iter) {
+    std::string text = randomNetwork(rng, 2 * std::uniform_int_distribution<int>(100, 500)(rng), true, iter % 2 ? 400 : 0);
+    sim::RunConfig all = periodic(true), some = periodic(true);
+    sim::SimResult full = simulateText(text, false, {}, all);
+    some.curvesOf.assign(full.fifos.size(), 0);
+    for (size_t f = 0; f < full.fifos.size(); f += 2) some.curvesOf[f] = 1;
+    sim::SimResult got = simulateText(text, false, {}, some);
+    ASSERT_EQ(got.cycles, full.cycles) << text;
+    for (size_t f = 0; f < full.fifos.size(); ++f) {
+      EXPECT_EQ(got.fifos[f].maxOccupancy, full.fifos[f].maxOccupancy) << text;
+      for (auto [a, b] : {std::pair{&got.fifos[f].writeTimes, &full.fifos[f].writeTimes},
+                          std::pair{&got.fifos[f].readTimes, &full.fifos[f].readTimes}}) {
+        ASSERT_EQ(a->size(), f % 2 ? 0 : b->size()) << text;
+        for (size_t k = 0; k < a->size(); ++k) {
+          EXPECT_EQ((*a)[k].start, (*b)[k].start) << text;
+          EXPECT_EQ((*a)[k].count, (*b)[k].count) << text;
+        }
+      }
+    }
+    for (size_t t = 0; t < full.tasks.size(); ++t) EXPECT_EQ(got.tasks[t].end, full.tasks[t].end) << text;
+  }
+}
+
 // Random networks with trips long enough to settle: jumps on against the reference (cycles, ends, stalls,
 // occupancy, deadlock) and against step by step (everything, curves and stall spans included), under both
 // schedulers.
