@@ -67,7 +67,7 @@ Engine::Engine(const Program& program, const RunConfig& config)
     fs.tokens = fp.tokens;
     fs.writer = fp.writer;
     fs.reader = fp.reader;
-    fs.record = config_.recordCurves && (config_.curvesOf.empty() || config_.curvesOf[f]);
+    fs.record = config_.recordCurves && (config_.curvesOf.empty() || (f < config_.curvesOf.size() && config_.curvesOf[f]));
   }
   anchorPatience_ = 4 * static_cast<int64_t>(tasks_.size()) + 16;
   size_t words = tasks_.size() + fifos_.size();
@@ -268,17 +268,21 @@ bool Engine::run(int t) {
 //
 // Every event's time follows from the times it depends on, and the steps of run() depend on the state only
 // through differences of times, of cursor positions and of FIFO counts, and through a few absolute
-// conditions: a cursor running out, a FIFO's first `depth` writes (which need no room), a maximum
-// occupancy reaching the depth, a group finishing, and HBM (DMA) state. So when the state now equals a
-// recorded one with every moving task and FIFO moved by the same delta in time (its cursors by the same
-// local distance), and everything else unchanged, the steps between the two repeat exactly, delta later,
-// for as long as none of those conditions can turn: each live cursor keeps at least one event. The engine
-// then applies K repetitions at once: counts and statistics grow by K times their change, queued times
-// move by K * delta, and recorded curves and stall spans get K shifted copies of the period's.
-// A state repeats only between runs of the same task, so marks are taken as one task (the anchor) starts
-// a run; an anchor that stops running gives way to whichever task runs. Schedulers need not know: a task
-// blocked before a jump is blocked after it, on the same FIFO, and run() rechecks a task that was woken.
-
+// conditions: a cursor running out, a FIFO's first `depth` writes (which need no room), a group finishing,
+// and HBM (DMA) state. So when the state now equals a recorded one with every moving task moved by the
+// same delta in time (its cursors by the same local distance) and everything else unchanged, the steps
+// between the two repeat, delta later, for as long as none of those conditions can turn: each live cursor
+// keeps at least one event, a FIFO's writes stay below its depth or past it, and what a FIFO's next periods
+// take from its queues is already queued and repeats (queuePeriod). The engine then applies K repetitions
+// at once: counts and statistics grow by K times their change, queued times move or the periods' are
+// appended and taken, the largest-occupancy merge moves or is left the periods' times to merge later
+// (mergePeriod: O(tokens) then, where a FIFO's count changes over a period), and recorded curves and stall
+// spans get K shifted copies of the period's.
+// A state repeats only between moments alike for the same task, so marks are taken where one task (the
+// anchor) crosses a multiple of a stride of its local cycles, at the start of its runs or within one; an
+// anchor that stops running gives way to whichever task runs, and a task that runs long alone takes it.
+// Schedulers need not know: a task blocked before a jump is blocked after it, on the same FIFO, and run()
+// rechecks a task that was woken.
 
 void Engine::observe(int t) {
   if (t != anchor_) {
@@ -293,7 +297,8 @@ void Engine::observe(int t) {
   }
   runsSinceMark_ = 0;
   const TaskState& ts = tasks_[static_cast<size_t>(t)];
-  if (!ts.done && nextGroup(ts) >= nextMarkLocal_) markPoint(t, stepped_);
+  int64_t local = ts.done ? INT64_MAX : nextGroup(ts);  // INT64_MAX also: a DMA write awaiting its acknowledgements
+  if (local != INT64_MAX && local >= nextMarkLocal_) markPoint(t, stepped_);
 }
 
 void Engine::markPoint(int t, int64_t stepped) {
@@ -310,6 +315,7 @@ void Engine::markPoint(int t, int64_t stepped) {
       if (c.remaining > 1) markStride_ = std::max(markStride_, c.stride);
     marks_.clear();
     keys_.clear();
+    markWords_ = 0;
   }
   int64_t local = nextGroup(ts);
   size_t words = tasks_.size() + fifos_.size();
@@ -416,8 +422,8 @@ Engine::Mark Engine::mark() const {
   }
   m.fifos.reserve(fifos_.size());
   for (const FifoState& f : fifos_)
-    m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.maxOccupancy, f.writeLog.size(),
-                       f.readLog.size(), f.occupancySettled, f.writerWaiting, f.readerWaiting,
+    m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.writeLog.size(), f.readLog.size(),
+                       f.writerWaiting, f.readerWaiting,
                        f.writeTimes.runs(), f.readTimes.runs(), f.mergeW.runs(), f.mergeR.runs()});
   m.dmas.resize(tasks_.size());
   for (size_t t = 0; t < tasks_.size(); ++t) {
@@ -559,8 +565,7 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
 // time delta later); or, what it gains appended, when the times they lose are already queued at its front
 // and either each delta after the one lost a period before, or (data and room, whose times only bound an
 // access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
-// period that takes it begins, as those this period took were (after < 0: the merge, whose order of the two
-// queues must repeat exactly, only moved whole or taking nothing). Checks and lowers `repeats`; with apply,
+// period that takes it begins, as those this period took were. Checks and lowers `repeats`; with apply,
 // applies `repeats` periods.
 bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
                  int64_t after, int64_t limit, int64_t& repeats, bool apply) {
@@ -581,10 +586,9 @@ bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consume
   if (kept < 0 || nowSize != kept + added || matchingPrefix(wasBegin, wasEnd, consumed, now.begin(), now.end(), 0) < kept)
     return false;
   if (consumed == 0) return true;
-  if (after < 0) return false;  // the merge's order: moved whole or nothing taken
   int64_t periodic = std::min(matchingPrefix(wasBegin, wasEnd, 0, now.begin(), now.end(), delta), kept) / consumed;
   int64_t ready = 0;
-  if (limit != INT64_MIN && timeAt(was, consumed - 1) + after <= limit)
+  if (timeAt(was, consumed - 1) + after <= limit)
     ready = readyPeriods(now.begin(), now.end(), consumed, after, limit, delta, kept / consumed);
   repeats = std::min(repeats, std::max(periodic, ready));
   return true;
@@ -626,8 +630,9 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
 }
 
 bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_t repeats, bool apply) {
-  // The merge finds the largest occupancy, which no timing depends on. When it took as many times as came
-  // and its queues moved whole, the periods repeat its steps; else the periods' times are queued for it to
+  // The merge finds the largest occupancy, which no timing depends on. When as many were written as read
+  // (the count ends the period where it began), it took as many times as came and its queues moved whole,
+  // the periods repeat its steps at the same counts; else the periods' times are queued for it to
   // merge when it next runs (lazily, as it does anyway), taken from a queue that still holds this period's.
   if (f.occupancySettled) return true;
   int64_t wrote = f.written - fm.written, read = f.read - fm.read;
@@ -635,7 +640,7 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   auto moved = [delta](const std::vector<TimeRun>& was, const RunQueue& now) {
     return shiftedEqual(was.data(), was.data() + was.size(), now.begin(), now.end(), delta);
   };
-  if (tookW == wrote && tookR == read && moved(fm.mergeW, f.mergeW) && moved(fm.mergeR, f.mergeR)) {
+  if (wrote == read && tookW == wrote && tookR == read && moved(fm.mergeW, f.mergeW) && moved(fm.mergeR, f.mergeR)) {
     if (apply) {
       f.mergeW.shift(repeats * delta);
       f.mergeR.shift(repeats * delta);

@@ -26,7 +26,7 @@ namespace stc::sim {
 struct RunConfig {
   std::vector<int64_t> depths;  ///< one per FIFO (kUnboundedDepth allowed); empty = the program's
   bool recordCurves = false;    ///< keep every write and read time (token curves)
-  std::vector<char> curvesOf;   ///< with recordCurves, the FIFOs whose curves to keep (one flag each); empty = all
+  std::vector<char> curvesOf;   ///< with recordCurves, the FIFOs whose curves to keep (a flag per FIFO); empty = all
   bool recordStalls = false;    ///< keep every stall span (traces, VCD)
   bool periodic = true;         ///< jump over periods of a periodic steady state (same results, fewer steps)
 };
@@ -157,8 +157,8 @@ class Engine {
     std::vector<CursorMark> cursors;
   };
   struct FifoMark {
-    int64_t written, read, mergedW, mergedR, maxOccupancy, logW, logR;
-    bool settled, writerWaiting, readerWaiting;
+    int64_t written, read, mergedW, mergedR, logW, logR;
+    bool writerWaiting, readerWaiting;
     std::vector<TimeRun> writeTimes, readTimes, mergeW, mergeR;
   };
   struct DmaMark {
