@@ -21,8 +21,9 @@ constexpr size_t kMaxMarkRuns = size_t{1} << 16;
 constexpr int64_t kMarkCost = 8;
 constexpr int64_t kMaxBackoff = 16;
 constexpr int64_t kMaxPatience = int64_t{1} << 24;  // runs of other tasks an anchor may wait
-constexpr size_t kMarkBudget = size_t{1} << 20;  // words all marks may take together (a word: a vector or a run)
-constexpr size_t kMaxKeys = size_t{1} << 16;     // keys of states seen once
+// Words all marks may take together (a word: a vector or a run).
+constexpr size_t kMarkBudget = size_t{1} << 20;
+constexpr size_t kMaxKeys = size_t{1} << 16;  // keys of states seen once
 
 uint64_t mix(uint64_t h, int64_t v) {
   h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -67,12 +68,13 @@ Engine::Engine(const Program& program, const RunConfig& config)
     fs.tokens = fp.tokens;
     fs.writer = fp.writer;
     fs.reader = fp.reader;
-    fs.record = config_.recordCurves && (config_.curvesOf.empty() || (f < config_.curvesOf.size() && config_.curvesOf[f]));
+    fs.record = config_.recordCurves &&
+                (config_.curvesOf.empty() || (f < config_.curvesOf.size() && config_.curvesOf[f]));
   }
   anchorPatience_ = 4 * static_cast<int64_t>(tasks_.size()) + 16;
-  size_t words = tasks_.size() + fifos_.size();
-  for (const ChannelState& ch : channels_) words += ch.ports.size();
-  longRun_ = kMarkCost * kMaxBackoff * static_cast<int64_t>(words);
+  stateWords_ = tasks_.size() + fifos_.size();
+  for (const ChannelState& ch : channels_) stateWords_ += ch.ports.size();
+  longRun_ = kMarkCost * kMaxBackoff * static_cast<int64_t>(stateWords_);
   groupLeft_.assign(static_cast<size_t>(program.groups), 0);
   groupEnd_.assign(static_cast<size_t>(program.groups), 0);
   groupWaiters_.resize(static_cast<size_t>(program.groups));
@@ -169,12 +171,8 @@ bool Engine::run(int t) {
       enterPhase(ts, tp);
       continue;
     }
-    if (config_.periodic && t != anchor_ && ts.events - stepped.before > longRun_) {
-      anchor_ = t;  // a task that runs long alone takes the anchor: its run may repeat within itself
-      anchorPhase_ = SIZE_MAX;
-      runsSinceMark_ = 0;
-      nextMarkLocal_ = 0;
-    }
+    if (config_.periodic && t != anchor_ && ts.events - stepped.before > longRun_)
+      takeAnchor(t);  // a task that runs long alone: its run may repeat within itself
     if (t == anchor_ && local >= nextMarkLocal_ && config_.periodic) {  // a mark within a long run
       int64_t before = ts.events;
       markPoint(t, stepped_ + ts.events - stepped.before);
@@ -288,17 +286,24 @@ void Engine::observe(int t) {
   if (t != anchor_) {
     // The anchor gives way when it has finished, or has not run for a while: a patience that doubles at
     // every change, so that a task which runs once a row or less in a steady state keeps it.
-    if (anchor_ >= 0 && !tasks_[static_cast<size_t>(anchor_)].done && ++runsSinceMark_ <= anchorPatience_) return;
+    if (anchor_ >= 0 && !tasks_[static_cast<size_t>(anchor_)].done && ++runsSinceMark_ <= anchorPatience_)
+      return;
     if (anchor_ >= 0 && !tasks_[static_cast<size_t>(anchor_)].done)
       anchorPatience_ = std::min(anchorPatience_ * 2, kMaxPatience);
-    anchor_ = t;
-    anchorPhase_ = SIZE_MAX;
-    nextMarkLocal_ = 0;
+    takeAnchor(t);
   }
   runsSinceMark_ = 0;
   const TaskState& ts = tasks_[static_cast<size_t>(t)];
-  int64_t local = ts.done ? INT64_MAX : nextGroup(ts);  // INT64_MAX also: a DMA write awaiting its acknowledgements
+  // INT64_MAX also for a DMA write awaiting its acknowledgements.
+  int64_t local = ts.done ? INT64_MAX : nextGroup(ts);
   if (local != INT64_MAX && local >= nextMarkLocal_) markPoint(t, stepped_);
+}
+
+void Engine::takeAnchor(int t) {
+  anchor_ = t;
+  anchorPhase_ = SIZE_MAX;  // its first mark sets the stride, and clears the marks of the one before
+  nextMarkLocal_ = 0;
+  runsSinceMark_ = 0;
 }
 
 void Engine::markPoint(int t, int64_t stepped) {
@@ -318,8 +323,7 @@ void Engine::markPoint(int t, int64_t stepped) {
     markWords_ = 0;
   }
   int64_t local = nextGroup(ts);
-  size_t words = tasks_.size() + fifos_.size();
-  for (const ChannelState& ch : channels_) words += ch.ports.size();
+  size_t words = stateWords_;
   if (stepped - steppedAtMark_ < kMarkCost * markBackoff_ * static_cast<int64_t>(words)) {
     if (markStride_ < (int64_t{1} << 40)) markStride_ *= 2;
     nextMarkLocal_ = (local / markStride_ + 1) * markStride_;
@@ -387,17 +391,22 @@ uint64_t Engine::shapeKey() const {
     // Its count near empty or full, where accesses wait; between, one value (a FIFO that fills or drains
     // over many periods repeats otherwise).
     int64_t count = f.written - f.read;
-    h = mix(h, count <= 4 ? count : f.depth != kUnboundedDepth && f.depth - count <= 4 ? count - f.depth - 1 : 5);
+    h = mix(h, count <= 4                                           ? count
+               : f.depth != kUnboundedDepth && f.depth - count <= 4 ? count - f.depth - 1
+                                                                    : 5);
     h = mix(h, f.writerWaiting * 2 + f.readerWaiting);  // the merge (the largest occupancy) may differ
     // The next read's data and the next write's room (below its depth a FIFO's writes wait for no read),
     // against the task's last event: all that were ready by then, as ready (a reader that drains what its
     // writer left long before repeats though the writes' times do not).
     if (!f.writeTimes.empty())
-      h = mix(h, std::max<int64_t>(0, f.writeTimes.front() + f.raw - tasks_[static_cast<size_t>(f.reader)].lastTime));
+      h = mix(h, std::max<int64_t>(
+                     0, f.writeTimes.front() + f.raw - tasks_[static_cast<size_t>(f.reader)].lastTime));
     if (needsRoom(f) && !f.readTimes.empty())
-      h = mix(h, std::max<int64_t>(0, f.readTimes.front() + 1 - tasks_[static_cast<size_t>(f.writer)].lastTime));
+      h = mix(h,
+              std::max<int64_t>(0, f.readTimes.front() + 1 - tasks_[static_cast<size_t>(f.writer)].lastTime));
   }
-  const int64_t anchorTicks = anchor_ >= 0 ? tasks_[static_cast<size_t>(anchor_)].lastTime * ticksPerCycle : 0;
+  const int64_t anchorTicks =
+      anchor_ >= 0 ? tasks_[static_cast<size_t>(anchor_)].lastTime * ticksPerCycle : 0;
   for (const ChannelState& ch : channels_) {
     if (ch.ports.empty()) continue;
     h = mix(h, static_cast<int64_t>(ch.next));
@@ -423,8 +432,8 @@ Engine::Mark Engine::mark() const {
   m.fifos.reserve(fifos_.size());
   for (const FifoState& f : fifos_)
     m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.writeLog.size(), f.readLog.size(),
-                       f.writerWaiting, f.readerWaiting,
-                       f.writeTimes.runs(), f.readTimes.runs(), f.mergeW.runs(), f.mergeR.runs()});
+                       f.writerWaiting, f.readerWaiting, f.writeTimes.runs(), f.readTimes.runs(),
+                       f.mergeW.runs(), f.mergeR.runs()});
   m.dmas.resize(tasks_.size());
   for (size_t t = 0; t < tasks_.size(); ++t) {
     if (!program_.tasks[t].dma) continue;
@@ -543,8 +552,8 @@ int64_t timeAt(const std::vector<TimeRun>& runs, int64_t i) {
 
 // The most periods k = 1, 2, ... in a row for which q[k c - 1] + after <= limit + k delta: the times the
 // k-th next period takes from q (c of them, from its front) all ready by the time that period begins.
-int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t after, int64_t limit, int64_t delta,
-                     int64_t most) {
+int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t after, int64_t limit,
+                     int64_t delta, int64_t most) {
   int64_t first = 0;  // index of q's first time in the current run
   for (; q != qEnd; first += q->count, ++q) {
     // Periods whose last time taken, k c - 1, falls in this run: f(k) = start + (k c - 1 - first) stride +
@@ -567,8 +576,8 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
 // access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
 // period that takes it begins, as those this period took were. Checks and lowers `repeats`; with apply,
 // applies `repeats` periods.
-bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
-                 int64_t after, int64_t limit, int64_t& repeats, bool apply) {
+bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consumed, int64_t added,
+                 int64_t delta, int64_t after, int64_t limit, int64_t& repeats, bool apply) {
   const TimeRun *wasBegin = was.data(), *wasEnd = was.data() + was.size();
   if (consumed == 0 && added == 0) return apply || shiftedEqual(wasBegin, wasEnd, now.begin(), now.end(), 0);
   if (consumed == added && shiftedEqual(wasBegin, wasEnd, now.begin(), now.end(), delta)) {
@@ -583,10 +592,12 @@ bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consume
   int64_t wasSize = 0;
   for (const TimeRun& r : was) wasSize += r.count;
   int64_t kept = wasSize - consumed, nowSize = now.size();
-  if (kept < 0 || nowSize != kept + added || matchingPrefix(wasBegin, wasEnd, consumed, now.begin(), now.end(), 0) < kept)
+  if (kept < 0 || nowSize != kept + added ||
+      matchingPrefix(wasBegin, wasEnd, consumed, now.begin(), now.end(), 0) < kept)
     return false;
   if (consumed == 0) return true;
-  int64_t periodic = std::min(matchingPrefix(wasBegin, wasEnd, 0, now.begin(), now.end(), delta), kept) / consumed;
+  int64_t periodic =
+      std::min(matchingPrefix(wasBegin, wasEnd, 0, now.begin(), now.end(), delta), kept) / consumed;
   int64_t ready = 0;
   if (timeAt(was, consumed - 1) + after <= limit)
     ready = readyPeriods(now.begin(), now.end(), consumed, after, limit, delta, kept / consumed);
@@ -640,7 +651,8 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   auto moved = [delta](const std::vector<TimeRun>& was, const RunQueue& now) {
     return shiftedEqual(was.data(), was.data() + was.size(), now.begin(), now.end(), delta);
   };
-  if (wrote == read && tookW == wrote && tookR == read && moved(fm.mergeW, f.mergeW) && moved(fm.mergeR, f.mergeR)) {
+  if (wrote == read && tookW == wrote && tookR == read && moved(fm.mergeW, f.mergeW) &&
+      moved(fm.mergeR, f.mergeR)) {
     if (apply) {
       f.mergeW.shift(repeats * delta);
       f.mergeR.shift(repeats * delta);
@@ -655,7 +667,9 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
     int64_t size;
   };
   auto queue = [](const RunQueue& q) { return Source{q.begin(), q.end(), q.size()}; };
-  auto log = [](const RunLog& l) { return Source{l.runs().data(), l.runs().data() + l.runs().size(), l.size()}; };
+  auto log = [](const RunLog& l) {
+    return Source{l.runs().data(), l.runs().data() + l.runs().size(), l.size()};
+  };
   std::vector<Source> writes{queue(f.mergeW), queue(f.writeTimes)}, reads{queue(f.mergeR)};
   if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes));
   if (f.record) {

@@ -26,7 +26,8 @@ namespace stc::sim {
 struct RunConfig {
   std::vector<int64_t> depths;  ///< one per FIFO (kUnboundedDepth allowed); empty = the program's
   bool recordCurves = false;    ///< keep every write and read time (token curves)
-  std::vector<char> curvesOf;   ///< with recordCurves, the FIFOs whose curves to keep (a flag per FIFO); empty = all
+  std::vector<char>
+      curvesOf;  ///< with recordCurves, the FIFOs whose curves to keep (a flag per FIFO); empty = all
   bool recordStalls = false;    ///< keep every stall span (traces, VCD)
   bool periodic = true;         ///< jump over periods of a periodic steady state (same results, fewer steps)
 };
@@ -189,6 +190,8 @@ class Engine {
   bool mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_t repeats, bool apply);
   /// Called as task t starts a run: chooses the anchor, and takes a mark at its run when one is due.
   void observe(int t);
+  /// Makes task t the anchor, its marks to start afresh.
+  void takeAnchor(int t);
   /// At the anchor t, `stepped` events stepped so far: records the state now and then, jumps when it repeats.
   void markPoint(int t, int64_t stepped);
   Mark mark() const;
@@ -205,9 +208,11 @@ class Engine {
   size_t markWords_ = 0;                      // the size of the marks kept (words: vectors and runs)
   int anchor_ = -1;                           // the task whose runs take marks
   int64_t runsSinceMark_ = 0, anchorPatience_ = 64;
-  int64_t longRun_ = 0;  // events of one run after which its task takes the anchor
-  int64_t markStride_ = 1, nextMarkLocal_ = 0;  // marks where the anchor's local cycle crosses a multiple of the stride
-  size_t anchorPhase_ = SIZE_MAX;               // the anchor's phase the stride is of
+  int64_t longRun_ = 0;    // events of one run after which its task takes the anchor
+  size_t stateWords_ = 0;  // tasks, FIFOs and channel ports: what a key or a mark costs, queued runs aside
+  int64_t markStride_ = 1,
+          nextMarkLocal_ = 0;      // marks where the anchor's local cycle crosses a multiple of the stride
+  size_t anchorPhase_ = SIZE_MAX;  // the anchor's phase the stride is of
   int64_t jumpedEvents_ = 0;
   int64_t stepped_ = 0;  // events stepped one by one
   int64_t markBackoff_ = 1;  // marks wait this many times longer after each that found no repeat

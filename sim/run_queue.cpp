@@ -17,13 +17,15 @@ std::vector<int64_t> lastTimes(const TimeRun* begin, const TimeRun* end, int64_t
   out.reserve(static_cast<size_t>(std::max<int64_t>(n, 0)));
   for (const TimeRun* r = end; r != begin && static_cast<int64_t>(out.size()) < n;) {
     --r;
-    for (int64_t k = r->count - 1; k >= 0 && static_cast<int64_t>(out.size()) < n; --k) out.push_back(r->start + k * r->stride);
+    for (int64_t k = r->count - 1; k >= 0 && static_cast<int64_t>(out.size()) < n; --k)
+      out.push_back(r->start + k * r->stride);
   }
   std::reverse(out.begin(), out.end());
   return out;
 }
 
-int64_t appendPeriods(std::vector<TimeRun>& runs, const std::vector<int64_t>& period, int64_t delta, int64_t repeats) {
+int64_t appendPeriods(std::vector<TimeRun>& runs, const std::vector<int64_t>& period, int64_t delta,
+                      int64_t repeats) {
   int64_t n = static_cast<int64_t>(period.size());
   if (n == 0 || repeats <= 0) return 0;
   for (int64_t k = 1; k <= repeats; ++k) {
@@ -79,8 +81,8 @@ int64_t RunQueue::size() const {
   return n;
 }
 
-int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, const TimeRun* b, const TimeRun* bEnd,
-                       int64_t delta) {
+int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, const TimeRun* b,
+                       const TimeRun* bEnd, int64_t delta) {
   int64_t ai = 0, bi = 0, matched = 0;  // times of the current runs passed
   for (; a != aEnd && skip > 0; ++a) {
     if (skip < a->count) {
@@ -92,7 +94,8 @@ int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, cons
   for (;;) {
     while (a != aEnd && ai == a->count) a++, ai = 0;
     while (b != bEnd && bi == b->count) b++, bi = 0;
-    if (a == aEnd || b == bEnd || a->start + ai * a->stride + delta != b->start + bi * b->stride) return matched;
+    if (a == aEnd || b == bEnd || a->start + ai * a->stride + delta != b->start + bi * b->stride)
+      return matched;
     int64_t n = std::min(a->count - ai, b->count - bi);
     if (n > 1 && a->stride != b->stride) n = 1;  // they part after this time
     matched += n;

@@ -104,11 +104,12 @@ class RunLog {
 std::vector<int64_t> lastTimes(const TimeRun* begin, const TimeRun* end, int64_t n);
 /// Appends `repeats` copies of a period's times, copy k shifted by k * delta, as pushing them one by one
 /// would; returns how many times it appended.
-int64_t appendPeriods(std::vector<TimeRun>& runs, const std::vector<int64_t>& period, int64_t delta, int64_t repeats);
+int64_t appendPeriods(std::vector<TimeRun>& runs, const std::vector<int64_t>& period, int64_t delta,
+                      int64_t repeats);
 
 /// How many leading times of b are those of a from its skip-th on, each plus delta.
-int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, const TimeRun* b, const TimeRun* bEnd,
-                       int64_t delta);
+int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, const TimeRun* b,
+                       const TimeRun* bEnd, int64_t delta);
 
 /// Whether the times of b are those of a, each plus delta (the run boundaries may differ).
 bool shiftedEqual(const TimeRun* a, const TimeRun* aEnd, const TimeRun* b, const TimeRun* bEnd, int64_t delta);

@@ -80,7 +80,8 @@ void assignChannelsByPhase(Network& net, const Platform& platform, const Binding
       int64_t bytes = t.bytes.eval(bindings);
       std::vector<double> demand(static_cast<size_t>(kBuckets), 0.0);
       // A DMA has one port: its FIFO.
-      const sim::FifoStats& f = run.fifos[static_cast<size_t>(program.tasks[static_cast<size_t>(index)].phases.front().ports.front().fifo)];
+      const sim::FifoStats& f = run.fifos[static_cast<size_t>(
+          program.tasks[static_cast<size_t>(index)].phases.front().ports.front().fifo)];
       if (f.tokens > 0) {
         std::vector<double> tokens = tokensPerSpan(read ? f.writeTimes : f.readTimes, width);
         for (size_t k = 0; k < demand.size(); ++k)

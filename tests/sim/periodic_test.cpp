@@ -25,19 +25,29 @@ sim::RunConfig periodic(bool record) {
   return c;
 }
 
+// A chain: src (latency 3), m stages (latency 5, the ii `iiOf` gives stage i, none when 0), dst, through
+// FIFOs f0..fm of 32 bits at `depth`, `tokens` each.
+std::string chainText(int m, int64_t tokens, const std::string& depth, int (*iiOf)(int) = nullptr) {
+  std::string trip = "trip: [" + std::to_string(tokens) + "]";
+  std::string s = "network: chain\nfifos:\n";
+  for (int i = 0; i <= m; ++i)
+    s += "  - {name: f" + std::to_string(i) + ", width: 32, depth: " + depth + "}\n";
+  s += "tasks:\n  - {name: src, phases: [{" + trip + ", latency: 3, ports: [{fifo: f0, dir: out}]}]}\n";
+  for (int i = 1; i <= m; ++i) {
+    std::string ii = iiOf ? ", ii: " + std::to_string(iiOf(i)) : "";
+    s += "  - {name: s" + std::to_string(i) + ", phases: [{" + trip + ii + ", latency: 5, ports: [{fifo: f" +
+         std::to_string(i - 1) + ", dir: in}, {fifo: f" + std::to_string(i) + ", dir: out}]}]}\n";
+  }
+  s += "  - {name: dst, phases: [{" + trip + ", ports: [{fifo: f" + std::to_string(m) + ", dir: in}]}]}\n";
+  return s;
+}
+
 // The chain of timing_test.cpp (source latency Ls, m stages of latency Lm, sink; ii 1, depth 2): latency
 // Ls + m*(1 + Lm) + T + 1 with no stall, here at 10^7 tokens per FIFO, almost all of them jumped over.
 TEST(Periodic, LongChainClosedForm) {
   const int m = 10, ls = 3, lm = 5;
   const int64_t tokens = 10'000'000;
-  std::string s = "network: chain\nfifos:\n";
-  for (int i = 0; i <= m; ++i) s += "  - {name: f" + std::to_string(i) + ", width: 32, depth: 2}\n";
-  std::string trip = "trip: [" + std::to_string(tokens) + "]";
-  s += "tasks:\n  - {name: src, phases: [{" + trip + ", latency: 3, ports: [{fifo: f0, dir: out}]}]}\n";
-  for (int i = 1; i <= m; ++i)
-    s += "  - {name: s" + std::to_string(i) + ", phases: [{" + trip + ", latency: 5, ports: [{fifo: f" +
-         std::to_string(i - 1) + ", dir: in}, {fifo: f" + std::to_string(i) + ", dir: out}]}]}\n";
-  s += "  - {name: dst, phases: [{" + trip + ", ports: [{fifo: f" + std::to_string(m) + ", dir: in}]}]}\n";
+  std::string s = chainText(m, tokens, "2");
   for (bool systemc : {false, true}) {
     sim::SimResult r = simulateText(s, systemc);
     EXPECT_FALSE(r.deadlock);
@@ -130,9 +140,13 @@ void expectSame(const sim::SimResult& got, const sim::SimResult& want, const std
 TEST(Periodic, FillingADeepFifoJumps) {
   const int64_t tokens = 1'000'000;
   std::string trip = "trip: [" + std::to_string(tokens) + "]";
-  std::string s = "network: n\nfifos: [{name: f, width: 32, depth: 400000}]\ntasks:\n"
-                  "  - {name: a, phases: [{" + trip + ", ii: 1, latency: 4, ports: [{fifo: f, dir: out}]}]}\n"
-                  "  - {name: b, phases: [{" + trip + ", ii: 2, latency: 3, ports: [{fifo: f, dir: in}]}]}\n";
+  std::string s =
+      "network: n\nfifos: [{name: f, width: 32, depth: 400000}]\ntasks:\n"
+      "  - {name: a, phases: [{" +
+      trip +
+      ", ii: 1, latency: 4, ports: [{fifo: f, dir: out}]}]}\n"
+      "  - {name: b, phases: [{" +
+      trip + ", ii: 2, latency: 3, ports: [{fifo: f, dir: in}]}]}\n";
   for (bool systemc : {false, true}) {
     sim::SimResult want = simulateText(s, systemc, {}, stepByStep(true));
     sim::SimResult got = simulateText(s, systemc, {}, periodic(true));
@@ -150,17 +164,7 @@ TEST(Periodic, FillingADeepFifoJumps) {
 // each run repeats within itself; unrecorded, the merge of the largest occupancy keeps no reads of an
 // unbounded FIFO to repeat, and the runs are stepped. Both as step by step.
 TEST(Periodic, UnboundedChainRunsAloneAndJumps) {
-  const int m = 6;
-  const int64_t tokens = 1'000'000;
-  std::string trip = "trip: [" + std::to_string(tokens) + "]";
-  std::string s = "network: chain\nfifos:\n";
-  for (int i = 0; i <= m; ++i) s += "  - {name: f" + std::to_string(i) + ", width: 32, depth: unbounded}\n";
-  s += "tasks:\n  - {name: src, phases: [{" + trip + ", latency: 3, ports: [{fifo: f0, dir: out}]}]}\n";
-  for (int i = 1; i <= m; ++i)
-    s += "  - {name: s" + std::to_string(i) + ", phases: [{" + trip + ", ii: " + std::to_string(1 + i % 2) +
-         ", latency: 5, ports: [{fifo: f" + std::to_string(i - 1) + ", dir: in}, {fifo: f" + std::to_string(i) +
-         ", dir: out}]}]}\n";
-  s += "  - {name: dst, phases: [{" + trip + ", ports: [{fifo: f" + std::to_string(m) + ", dir: in}]}]}\n";
+  std::string s = chainText(6, 1'000'000, "unbounded", [](int i) { return 1 + i % 2; });
   sim::RunConfig recorded = periodic(false), steps = stepByStep(false);
   recorded.recordCurves = steps.recordCurves = true;
   sim::SimResult want = simulateText(s, false, {}, steps);
@@ -175,7 +179,8 @@ TEST(Periodic, UnboundedChainRunsAloneAndJumps) {
 TEST(Periodic, CurvesOfTheFifosAskedFor) {
   std::mt19937 rng(20261129);
   for (int iter = 0; iter < 40; ++iter) {
-    std::string text = randomNetwork(rng, 2 * std::uniform_int_distribution<int>(100, 500)(rng), true, iter % 2 ? 400 : 0);
+    std::string text =
+        randomNetwork(rng, 2 * std::uniform_int_distribution<int>(100, 500)(rng), true, iter % 2 ? 400 : 0);
     sim::RunConfig all = periodic(true), some = periodic(true);
     sim::SimResult full = simulateText(text, false, {}, all);
     some.curvesOf.assign(full.fifos.size(), 0);
@@ -249,7 +254,8 @@ TEST(Periodic, RandomNetworksWithDeepFifosMatchStepByStep) {
       sim::SimResult got = simulateText(text, false, {}, periodic(record));
       expectSame(got, want, text);
       ASSERT_EQ(got.cycles, ref.cycles) << text;
-      for (size_t f = 0; f < got.fifos.size(); ++f) EXPECT_EQ(got.fifos[f].maxOccupancy, ref.maxOccupancy[f]) << text;
+      for (size_t f = 0; f < got.fifos.size(); ++f)
+        EXPECT_EQ(got.fifos[f].maxOccupancy, ref.maxOccupancy[f]) << text;
       if (!record) jumped += got.jumpedEvents > got.events / 2;
     }
   }
