@@ -81,13 +81,26 @@ def cases(m):
         ("tiled_mlp", lambda: m.TiledMlp(), (4, 32), 17, None, []),
         ("rope_in_forward_seq", lambda: m.RopeInForward(), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
         ("einsum_attention_seq_s12", lambda: m.EinsumAttention(), (1, 12, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
+        # Other families' blocks, and each at other sizes (head sizes of 8 and 16, one KV head, 12 rows).
+        ("qwen2_block", lambda: m.Qwen2Block(), (1, 8, 64), 17, None, []),
+        ("qwen2_block_d48_h6_kv2", lambda: m.Qwen2Block(48, 6, 2, 96), (1, 6, 48), 17, None, []),
+        ("qwen2_block_seq_s12", lambda: m.Qwen2Block(), (1, 12, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
+        ("gemma_block", lambda: m.GemmaBlock(), (1, 8, 64), 17, None, []),
+        ("gemma_block_d48_h3_hd16", lambda: m.GemmaBlock(48, 3, 1, 16, 96), (1, 6, 48), 17, None, []),
+        ("phi_block", lambda: m.PhiBlock(), (1, 8, 64), 17, None, []),
+        ("phi_block_d48_h3_rot4_s6", lambda: m.PhiBlock(48, 3, 4, 96, 6), (1, 6, 48), 17, None, []),
+        ("gptj_block", lambda: m.GptjBlock(), (1, 8, 64), 17, None, []),
+        ("gptj_block_seq_s12", lambda: m.GptjBlock(seq=16), (1, 12, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
+        ("falcon_block", lambda: m.FalconBlock(), (1, 8, 64), 17, None, []),
+        ("falcon_block_d48_h3_s6", lambda: m.FalconBlock(48, 3, 6), (1, 6, 48), 17, None, []),
+        ("alibi_attention", lambda: m.AlibiBlock(), (1, 8, 64), 17, None, []),
     ]
 
 
 def perturb_norms(model, m):
     with torch.no_grad():
         for sub in model.modules():
-            if isinstance(sub, (torch.nn.LayerNorm, m.RmsNorm)):
+            if isinstance(sub, (torch.nn.LayerNorm, m.RmsNorm, m.Qwen2RMSNorm)):
                 sub.weight.copy_(1 + 0.3 * torch.randn_like(sub.weight))
                 if getattr(sub, "bias", None) is not None:
                     sub.bias.copy_(0.2 * torch.randn_like(sub.bias))

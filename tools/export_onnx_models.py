@@ -33,6 +33,25 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      rotary embedding whose table forward computes (outer, cat, cos, sin of constants);
                      static and symbolic `seq`, opset 17
 
+  qwen2_block.onnx, qwen2_block_seq.onnx
+                     Qwen2 as Hugging Face writes it: biased q/k/v, RMSNorm in float32 with rsqrt, the rotary
+                     table computed in forward from position_ids (inv_freq @ positions, cos, sin), repeat_kv,
+                     a finfo.min triu mask added, softmax in float32; static and symbolic `seq`, opset 17
+  gemma_block.onnx   Gemma: (1 + w) RMSNorm, multi-query attention with head_dim * heads != hidden, the
+                     query scaled first, scores soft-capped (tanh(x / cap) * cap), masked_fill of a bool triu,
+                     a gelu(tanh)-gated MLP; opset 17
+  phi_block.onnx     Phi-2: one LayerNorm feeding attention and MLP in parallel, partial rotary (a slice of
+                     the head dims rotated, the rest passed, cat), gelu_new written out; opset 17
+  gptj_block.onnx, gptj_block_seq.onnx
+                     GPT-J's interleaved rotary (x[..., ::2], x[..., 1::2], stack, flatten), torch.where of a
+                     bool tril buffer with finfo.min before the division by sqrt(head_dim); static and
+                     symbolic `seq`, opset 17
+  falcon_block.onnx  Falcon: one fused query_key_value for multi-query attention viewed as heads + 2, k and v
+                     taken with a list index (Gather) and expanded, parallel MLP; opset 17
+  alibi_attention.onnx
+                     BLOOM-style ALiBi: a per-head bias of the key distance added to the scores, then
+                     masked_fill of a bool triu with -inf; opset 17
+
 The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
 output) of the blocks written with reference implementations' idioms.
 """
@@ -316,6 +335,223 @@ class RopeInForward(nn.Module):
         return self.o(q.transpose(1, 2).reshape(B, T, C))
 
 
+class Qwen2RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__(); self.weight = nn.Parameter(torch.randn(d) * 0.1 + 1); self.variance_epsilon = eps
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+class Rotary(nn.Module):
+    def __init__(self, dim, base=10000.0):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim); sin = sin.unsqueeze(unsqueeze_dim)
+    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+class Qwen2Block(nn.Module):
+    """Qwen2 as HF writes it: q/k/v with bias, rope from position_ids built in forward, repeat_kv, causal mask
+    built in forward with torch.full(min).triu(1), softmax in float32, SiLU-gated MLP."""
+    def __init__(self, d=64, heads=4, kv=2, ffn=96):
+        super().__init__()
+        self.heads, self.kv, self.hd = heads, kv, d // heads
+        self.input_layernorm = Qwen2RMSNorm(d); self.post_attention_layernorm = Qwen2RMSNorm(d)
+        self.q_proj = nn.Linear(d, heads * self.hd, bias=True)
+        self.k_proj = nn.Linear(d, kv * self.hd, bias=True)
+        self.v_proj = nn.Linear(d, kv * self.hd, bias=True)
+        self.o_proj = nn.Linear(heads * self.hd, d, bias=False)
+        self.gate_proj = nn.Linear(d, ffn, bias=False); self.up_proj = nn.Linear(d, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, d, bias=False)
+        self.rotary = Rotary(self.hd)
+    def forward(self, x):
+        bsz, q_len, _ = x.size()
+        position_ids = torch.arange(q_len, device=x.device).unsqueeze(0)
+        residual = x
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(bsz, q_len, -1, self.hd).transpose(1, 2)
+        k = self.k_proj(h).view(bsz, q_len, -1, self.hd).transpose(1, 2)
+        v = self.v_proj(h).view(bsz, q_len, -1, self.hd).transpose(1, 2)
+        cos, sin = self.rotary(v, position_ids)
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        k = repeat_kv(k, self.heads // self.kv); v = repeat_kv(v, self.heads // self.kv)
+        attn = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.hd)
+        mask = torch.full((q_len, q_len), torch.finfo(x.dtype).min, device=x.device).triu(1)
+        attn = attn + mask[None, None, :, :]
+        attn = nn.functional.softmax(attn, dim=-1, dtype=torch.float32).to(q.dtype)
+        o = torch.matmul(attn, v).transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
+        x = residual + self.o_proj(o)
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
+
+class GemmaRMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__(); self.eps = eps; self.weight = nn.Parameter(torch.randn(d) * 0.1)
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+    def forward(self, x):
+        output = self._norm(x.float())
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+class GemmaBlock(nn.Module):
+    """Gemma: (1 + w) RMSNorm, head_dim independent of hidden (heads * head_dim != d), multi-query (1 kv head),
+    gelu(tanh) gated MLP, scores soft-capped (Gemma 2: tanh(x / cap) * cap), query scaled before the matmul."""
+    def __init__(self, d=64, heads=4, kv=1, hd=32, ffn=128, cap=50.0):
+        super().__init__()
+        self.heads, self.kv, self.hd, self.cap = heads, kv, hd, cap
+        self.input_layernorm = GemmaRMSNorm(d); self.post_attention_layernorm = GemmaRMSNorm(d)
+        self.q_proj = nn.Linear(d, heads * hd, bias=False); self.k_proj = nn.Linear(d, kv * hd, bias=False)
+        self.v_proj = nn.Linear(d, kv * hd, bias=False); self.o_proj = nn.Linear(heads * hd, d, bias=False)
+        self.gate_proj = nn.Linear(d, ffn, bias=False); self.up_proj = nn.Linear(d, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, d, bias=False)
+        self.rotary = Rotary(hd)
+    def forward(self, x):
+        bsz, q_len, _ = x.shape
+        position_ids = torch.arange(q_len).unsqueeze(0)
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(bsz, q_len, self.heads, self.hd).transpose(1, 2)
+        k = self.k_proj(h).view(bsz, q_len, self.kv, self.hd).transpose(1, 2)
+        v = self.v_proj(h).view(bsz, q_len, self.kv, self.hd).transpose(1, 2)
+        cos, sin = self.rotary(v, position_ids)
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        k = repeat_kv(k, self.heads // self.kv); v = repeat_kv(v, self.heads // self.kv)
+        q = q * self.hd ** -0.5
+        attn = torch.matmul(q, k.transpose(2, 3))
+        attn = torch.tanh(attn / self.cap) * self.cap
+        causal = torch.triu(torch.ones(q_len, q_len, dtype=torch.bool), diagonal=1)
+        attn = attn.masked_fill(causal, float("-inf"))
+        attn = nn.functional.softmax(attn, dim=-1)
+        o = torch.matmul(attn, v).transpose(1, 2).reshape(bsz, q_len, -1)
+        x = x + self.o_proj(o)
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(nn.functional.gelu(self.gate_proj(h), approximate="tanh") * self.up_proj(h))
+
+class PhiBlock(nn.Module):
+    """Phi-2: one LayerNorm, attention and MLP in parallel, partial rotary (first half of the head dims) with
+    rotate_half, biased projections, gelu_new written out (0.5 x (1 + tanh(...)))."""
+    def __init__(self, d=64, heads=4, rot=8, ffn=128, seq=8):
+        super().__init__()
+        self.heads, self.hd, self.rot = heads, d // heads, rot
+        self.ln = nn.LayerNorm(d)
+        self.q_proj = nn.Linear(d, d); self.k_proj = nn.Linear(d, d); self.v_proj = nn.Linear(d, d)
+        self.dense = nn.Linear(d, d); self.fc1 = nn.Linear(d, ffn); self.fc2 = nn.Linear(ffn, d)
+        inv = 1.0 / (10000 ** (torch.arange(0, rot, 2).float() / rot))
+        t = torch.arange(seq).float()
+        emb = torch.cat((torch.outer(t, inv),) * 2, dim=-1)
+        self.register_buffer("cos_cached", emb.cos()); self.register_buffer("sin_cached", emb.sin())
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.ln(x)
+        q = self.q_proj(h).view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = self.k_proj(h).view(b, s, self.heads, self.hd).transpose(1, 2)
+        v = self.v_proj(h).view(b, s, self.heads, self.hd).transpose(1, 2)
+        cos, sin = self.cos_cached[:s], self.sin_cached[:s]
+        q_rot, q_pass = q[..., : self.rot], q[..., self.rot :]
+        k_rot, k_pass = k[..., : self.rot], k[..., self.rot :]
+        q_rot = q_rot * cos + rotate_half(q_rot) * sin
+        k_rot = k_rot * cos + rotate_half(k_rot) * sin
+        q = torch.cat((q_rot, q_pass), dim=-1); k = torch.cat((k_rot, k_pass), dim=-1)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.hd)
+        mask = torch.full((s, s), float("-inf")).triu(1)
+        w = torch.softmax(w + mask, dim=-1)
+        a = torch.matmul(w, v).transpose(1, 2).reshape(b, s, d)
+        f = self.fc1(h)
+        f = 0.5 * f * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (f + 0.044715 * torch.pow(f, 3.0))))
+        return x + self.dense(a) + self.fc2(f)
+
+class GptjBlock(nn.Module):
+    """GPT-J's interleaved rotary: x[..., ::2] and x[..., 1::2] rotated, stacked and flattened back."""
+    def __init__(self, d=64, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.ln = nn.LayerNorm(d)
+        self.q_proj = nn.Linear(d, d, bias=False); self.k_proj = nn.Linear(d, d, bias=False)
+        self.v_proj = nn.Linear(d, d, bias=False); self.out_proj = nn.Linear(d, d, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        sinusoid = torch.einsum("i,j->ij", torch.arange(seq).float(), inv)
+        self.register_buffer("sin", torch.repeat_interleave(torch.sin(sinusoid), 2, dim=1))
+        self.register_buffer("cos", torch.repeat_interleave(torch.cos(sinusoid), 2, dim=1))
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
+    @staticmethod
+    def rotate_every_two(x):
+        x1 = x[:, :, :, ::2]
+        x2 = x[:, :, :, 1::2]
+        x = torch.stack((-x2, x1), dim=-1)
+        return x.flatten(-2)
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.ln(x)
+        q = self.q_proj(h).view(b, s, self.heads, self.hd).permute(0, 2, 1, 3)
+        k = self.k_proj(h).view(b, s, self.heads, self.hd).permute(0, 2, 1, 3)
+        v = self.v_proj(h).view(b, s, self.heads, self.hd).permute(0, 2, 1, 3)
+        q = q * self.cos[:s] + self.rotate_every_two(q) * self.sin[:s]
+        k = k * self.cos[:s] + self.rotate_every_two(k) * self.sin[:s]
+        w = torch.matmul(q, k.transpose(-1, -2))
+        w = torch.where(self.bias[:, :, :s, :s], w, torch.tensor(torch.finfo(w.dtype).min))
+        w = w / math.sqrt(self.hd)
+        w = nn.functional.softmax(w, dim=-1)
+        a = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous().view(b, s, d)
+        return x + self.out_proj(a)
+
+class FalconBlock(nn.Module):
+    """Falcon-7B: fused query_key_value for multi-query (heads + 2 slices of head_dim), parallel attention
+    and MLP off one LayerNorm, GELU, k expanded to every head."""
+    def __init__(self, d=64, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.ln = nn.LayerNorm(d)
+        self.query_key_value = nn.Linear(d, d + 2 * self.hd, bias=False)
+        self.dense = nn.Linear(d, d, bias=False)
+        self.up = nn.Linear(d, 4 * d, bias=False); self.down = nn.Linear(4 * d, d, bias=False)
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.ln(x)
+        fused = self.query_key_value(h).view(b, s, self.heads + 2, self.hd)
+        q = fused[..., :-2, :].transpose(1, 2)
+        k = fused[..., [-2], :].transpose(1, 2)
+        v = fused[..., [-1], :].transpose(1, 2)
+        k = k.expand(-1, self.heads, -1, -1); v = v.expand(-1, self.heads, -1, -1)
+        w = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
+        mask = torch.ones(s, s, dtype=torch.bool).triu(1)
+        w = w.masked_fill(mask, float("-1e9")).softmax(dim=-1)
+        a = (w @ v).transpose(1, 2).reshape(b, s, d)
+        return x + self.dense(a) + self.down(nn.functional.gelu(self.up(h)))
+
+class AlibiBlock(nn.Module):
+    """BLOOM/MPT-style ALiBi: a per-head linear bias of the key distance added to the scores, causal."""
+    def __init__(self, d=64, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.qkv = nn.Linear(d, 3 * d); self.out = nn.Linear(d, d)
+        slopes = torch.tensor([2 ** (-8 * (i + 1) / heads) for i in range(heads)])
+        self.register_buffer("slopes", slopes)
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q.view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = k.view(b, s, self.heads, self.hd).transpose(1, 2)
+        v = v.view(b, s, self.heads, self.hd).transpose(1, 2)
+        pos = torch.arange(s)
+        rel = (pos[None, :] - pos[:, None]).float()
+        alibi = self.slopes[:, None, None] * rel[None, :, :]
+        w = q @ k.transpose(-1, -2) * self.hd ** -0.5 + alibi[None]
+        w = w.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), float("-inf"))
+        a = (w.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+        return x + self.out(a)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -353,6 +589,14 @@ def main():
     export(TiledMlp(), torch.randn(4, 32), "tiled_mlp.onnx", 17, io=True)
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward.onnx", 17, io=True)
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward_seq.onnx", 17, seq)
+    for block, name in ((Qwen2Block, "qwen2_block"), (GemmaBlock, "gemma_block"), (PhiBlock, "phi_block"),
+                        (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention")):
+        x = torch.randn(1, 8, 64)
+        torch.manual_seed(0)
+        export(block(), x, name + ".onnx", 17, io=True)
+        if name in ("qwen2_block", "gptj_block"):
+            torch.manual_seed(0)
+            export(block(), x, name + "_seq.onnx", 17, seq)
     return 0
 
 

@@ -188,6 +188,80 @@ Const broadcast(const Const& a, const Const& b, const std::function<double(doubl
   return out;
 }
 
+// x with its axes permuted (perm empty: reversed); false when x's values are not all there.
+bool transposeConst(const Const& x, std::vector<int64_t> perm, Const& out) {
+  size_t rank = x.dims.size();
+  if (perm.empty())
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  if (perm.size() != rank || static_cast<int64_t>(x.v.size()) != x.count()) return false;
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * x.dims[d];
+  out.dims.clear();
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank)) return false;
+    out.dims.push_back(x.dims[static_cast<size_t>(p)]);
+  }
+  out.known = x.known;
+  out.v.clear();
+  for (int64_t flat = 0; flat < out.count(); ++flat) {
+    int64_t rem = flat, src = 0;
+    for (size_t d = rank; d-- > 0;) {
+      src += rem % out.dims[d] * strides[static_cast<size_t>(perm[d])];
+      rem /= out.dims[d];
+    }
+    out.v.push_back(x.v[static_cast<size_t>(src)]);
+  }
+  return true;
+}
+
+// ONNX MatMul of two constants (numpy's matmul: a 1-D operand promoted to a matrix and its unit dim
+// dropped again, the batch dims broadcast); false when the dims do not agree or values are missing.
+bool matmulConst(const Const& a, const Const& b, Const& out) {
+  if (a.dims.empty() || b.dims.empty() || static_cast<int64_t>(a.v.size()) != a.count() ||
+      static_cast<int64_t>(b.v.size()) != b.count())
+    return false;
+  std::vector<int64_t> ad = a.dims, bd = b.dims;
+  if (ad.size() == 1) ad.insert(ad.begin(), 1);
+  if (bd.size() == 1) bd.push_back(1);
+  int64_t M = ad[ad.size() - 2], K = ad.back(), N = bd.back();
+  if (bd[bd.size() - 2] != K) return false;
+  // The batch dims broadcast as an elementwise op's.
+  std::vector<int64_t> ab(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2);
+  size_t rank = std::max(ab.size(), bb.size());
+  auto dimAt = [&](const std::vector<int64_t>& d, size_t i) {
+    return i < rank - d.size() ? int64_t{1} : d[i - (rank - d.size())];
+  };
+  out = Const{};
+  out.known = a.known && b.known;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = dimAt(ab, i), y = dimAt(bb, i);
+    if (x != y && x != 1 && y != 1) return false;
+    out.dims.push_back(std::max(x, y));
+  }
+  for (int64_t flat = 0; flat < out.count(); ++flat) {
+    int64_t rem = flat, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (size_t i = rank; i-- > 0;) {
+      int64_t idx = rem % out.dims[i];
+      rem /= out.dims[i];
+      ia += (dimAt(ab, i) == 1 ? 0 : idx) * sa;
+      ib += (dimAt(bb, i) == 1 ? 0 : idx) * sb;
+      sa *= dimAt(ab, i);
+      sb *= dimAt(bb, i);
+    }
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc +=
+              a.v[static_cast<size_t>((ia * M + m) * K + k)] * b.v[static_cast<size_t>((ib * K + k) * N + j)];
+        out.v.push_back(acc);
+      }
+  }
+  if (a.dims.size() > 1) out.dims.push_back(M);
+  if (b.dims.size() > 1) out.dims.push_back(N);
+  return true;
+}
+
 int64_t intAttr(const onnx::NodeProto& n, const char* name, int64_t fallback) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return a.i();
@@ -578,7 +652,9 @@ class Importer {
       return;
     }
     if (allConst && fold(n)) return;
-    if (op == "Split" || op == "Slice") {
+    if (op == "Split" || op == "Slice" ||
+        (op == "Gather" && n.input_size() == 2 && !consts_.count(n.input(0)) &&
+         !symbolicShapes_.count(n.input(0)) && consts_.count(n.input(1)))) {
       sliceNodes(n);
       return;
     }
@@ -656,8 +732,9 @@ class Importer {
     return out;
   }
 
-  // Split and Slice of a stream: one `slice` (axis, start, end) per output; steps other than 1 and several
-  // axes are unsupported.
+  // Split, Slice and Gather at constant indices of a stream: one `slice` (axis, start, end) per output; a
+  // step above 1 and a gathered scalar index add views (`reshape`). Several axes, negative steps and
+  // indices that are not a run are unsupported.
   void sliceNodes(const onnx::NodeProto& n) {
     std::vector<Expr> shape = shapeOf(n.input(0));
     int64_t rank = static_cast<int64_t>(shape.size());
@@ -666,15 +743,19 @@ class Importer {
       auto it = consts_.find(n.input(i));
       return it == consts_.end() ? nullptr : &it->second;
     };
-    auto add = [&](const std::string& output, int64_t axis, int64_t start, int64_t end) {
+    auto push = [&](const std::string& op, const std::string& input, const std::string& output,
+                    std::map<std::string, AttrValue> attrs) {
       Dyn d;
       d.node = &n;
-      d.op = "slice";
-      d.inputs = {n.input(0)};
+      d.op = op;
+      d.inputs = {input};
       d.output = output;
-      d.attrs = {{"axis", axis}, {"start", start}, {"end", end}};
+      d.attrs = std::move(attrs);
       producer_[output] = dyn_.size();
       dyn_.push_back(d);
+    };
+    auto add = [&](const std::string& output, int64_t axis, int64_t start, int64_t end) {
+      push("slice", n.input(0), output, {{"axis", axis}, {"start", start}, {"end", end}});
     };
     if (n.op_type() == "Split") {
       int64_t axis = intAttr(n, "axis", 0);
@@ -694,10 +775,40 @@ class Importer {
       }
       return;
     }
+    if (n.op_type() ==
+        "Gather") {  // constant indices that are a run: a slice (a scalar index drops the axis)
+      const Const& idx = consts_.at(n.input(1));
+      int64_t axis = intAttr(n, "axis", 0);
+      if (axis < 0) axis += rank;
+      bool run = idx.dims.size() <= 1 && !idx.v.empty() && axis >= 0 && axis < rank &&
+                 shape[static_cast<size_t>(axis)].isConstant();
+      int64_t size = run ? shape[static_cast<size_t>(axis)].eval() : 0, first = 0;
+      for (size_t i = 0; run && i < idx.v.size(); ++i) {
+        int64_t k = static_cast<int64_t>(idx.v[i]);
+        if (k < 0) k += size;
+        if (i == 0) first = k;
+        run = k == first + static_cast<int64_t>(i) && k >= 0 && k < size;
+      }
+      if (!run) {
+        unsupported_.push_back(nodeName(n) +
+                               " (Gather of a stream at indices that are not a run of one axis)");
+        return;
+      }
+      int64_t end = first + static_cast<int64_t>(idx.v.size());
+      if (!idx.dims.empty()) return add(n.output(0), axis, first, end);
+      std::vector<int64_t> dropped;
+      for (const Expr& e : shapeOf(n.output(0))) dropped.push_back(e.isConstant() ? e.eval() : -1);
+      if (std::find(dropped.begin(), dropped.end(), -1) != dropped.end()) {
+        unsupported_.push_back(nodeName(n) + " (Gather of one index from a symbolic shape)");
+        return;
+      }
+      add(n.output(0) + "__taken", axis, first, end);
+      return push("reshape", n.output(0) + "__taken", n.output(0), {{"shape", dropped}});
+    }
     const Const *starts = constInput(1), *ends = constInput(2), *axes = constInput(3), *steps = constInput(4);
     if (!starts || !ends || starts->v.size() != 1 || (n.input_size() > 3 && !n.input(3).empty() && !axes) ||
-        (steps && (steps->v.size() != 1 || steps->v[0] != 1))) {
-      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with step 1)");
+        (steps && (steps->v.size() != 1 || steps->v[0] < 1))) {
+      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with a positive step)");
       return;
     }
     int64_t axis = axes ? static_cast<int64_t>(axes->v[0]) : 0;
@@ -712,7 +823,36 @@ class Importer {
       if (v < 0) v += size;
       return std::max<int64_t>(0, std::min(v, size));
     };
-    add(n.output(0), axis, clamp(starts->v[0]), clamp(ends->v[0]));
+    int64_t start = clamp(starts->v[0]), end = clamp(ends->v[0]),
+            step = steps ? static_cast<int64_t>(steps->v[0]) : 1;
+    if (step == 1 || end - start <= 1) return add(n.output(0), axis, start, end);
+    // x[..., start:end:step] as views and slices of step 1: the axis cut to a multiple of the step, split
+    // into (size / step, step), the one column `start % step` taken, the rows from start / step, merged.
+    int64_t length = (end - start + step - 1) / step, cut = (start / step + length) * step;
+    std::vector<int64_t> dims;
+    for (const Expr& e : shape) dims.push_back(e.isConstant() ? e.eval() : -1);
+    if (cut > size || std::find(dims.begin(), dims.end(), -1) != dims.end()) {
+      unsupported_.push_back(nodeName(n) + " (Slice with a step of a symbolic shape or past the axis)");
+      return;
+    }
+    std::string at = n.input(0), base = n.output(0) + "__step";
+    auto view = [&](std::vector<int64_t> to, const std::string& output) {
+      push("reshape", at, output, {{"shape", to}});
+      at = output;
+    };
+    auto take = [&](int64_t along, int64_t from, int64_t to, const std::string& output) {
+      push("slice", at, output, {{"axis", along}, {"start", from}, {"end", to}});
+      at = output;
+    };
+    if (cut < size) take(axis, 0, cut, base + "_cut");
+    std::vector<int64_t> split = dims;
+    split[static_cast<size_t>(axis)] = cut / step;
+    split.insert(split.begin() + axis + 1, step);
+    view(split, base + "_split");
+    take(axis + 1, start % step, start % step + 1, base + "_column");
+    if (start / step > 0) take(axis, start / step, start / step + length, base + "_rows");
+    dims[static_cast<size_t>(axis)] = length;
+    view(dims, n.output(0));
   }
 
   // Folds a node of constant inputs; false when this front end cannot evaluate it.
@@ -899,6 +1039,10 @@ class Importer {
         bool keep = upper ? j - i >= k : j - i <= k;
         if (!keep) out.v[static_cast<size_t>(flat)] = 0;
       }
+    } else if (op == "Transpose") {  // of a table (a rope table's frequencies against positions)
+      if (!transposeConst(in(0), intsAttr(n, "perm"), out)) return false;
+    } else if (op == "MatMul") {  // of tables (inv_freq @ position_ids, as Hugging Face's rotary writes it)
+      if (!matmulConst(in(0), in(1), out)) return false;
     } else if (op == "Range") {
       for (double x = in(0).v[0]; in(2).v[0] > 0 ? x < in(1).v[0] : x > in(1).v[0]; x += in(2).v[0]) out.v.push_back(x);
       out.dims = {static_cast<int64_t>(out.v.size())};
@@ -1170,11 +1314,30 @@ class Importer {
   // past its row (key > row + K - R of scores [.., R, K], the same for every head) and keeps the rest. It
   // becomes the softmax's `causal` attribute: no mask read from HBM, no addition, and the masked keys weigh
   // exactly 0.
+  // The mask may also come before a scaling by a positive constant (GPT-J masks, then divides by
+  // sqrt(head_dim)): the scaled mask must still be at most -1e4, and the scaling then reads the scores.
   void causalMask(Dyn& softmax) {
+    auto sole = [&](const Dyn* d) {
+      return d && !d->dead && consumers(d->output).size() == 1 && !isModelOutput(d->output);
+    };
     Dyn* m = producer(softmax.inputs[0]);
-    if (!m || m->dead || consumers(m->output).size() != 1 || isModelOutput(m->output) ||
-        !hasConcreteShape(softmax.inputs[0]))
-      return;
+    Dyn* scale = nullptr;
+    size_t scaled = 0;  // the scaling's input that is the masked scores
+    double factor = 1;
+    if (sole(m) && (m->op == "Mul" || m->op == "Div") && m->inputs.size() == 2) {
+      for (size_t i : {size_t{0}, size_t{1}}) {
+        auto c = consts_.find(m->inputs[1 - i]);
+        if ((m->op == "Div" && i != 0) || c == consts_.end() || !c->second.known || c->second.v.size() != 1 ||
+            !(c->second.v[0] > 0) || consts_.count(m->inputs[i]))
+          continue;
+        scale = m;
+        scaled = i;
+        factor = m->op == "Div" ? 1 / c->second.v[0] : c->second.v[0];
+        m = producer(m->inputs[i]);
+        break;
+      }
+    }
+    if (!sole(m) || !hasConcreteShape(softmax.inputs[0])) return;
     std::vector<int64_t> scores;
     for (const auto& d : shapeOf(softmax.inputs[0])) scores.push_back(d.eval());
     int64_t rank = static_cast<int64_t>(scores.size()), axis = intAttr(*softmax.node, "axis", -1);
@@ -1195,11 +1358,11 @@ class Importer {
     if (!bias.known || b < 2 || bias.dims[b - 2] != R || bias.dims[b - 1] != K || bias.count() != R * K) return;
     for (int64_t i = 0; i < R; ++i)
       for (int64_t j = 0; j < K; ++j) {
-        double v = bias.v[static_cast<size_t>(i * K + j)];
+        double v = bias.v[static_cast<size_t>(i * K + j)] * factor;
         if (j <= i + K - R ? v != 0 : !(v <= -1e4)) return;
       }
     m->dead = true;
-    softmax.inputs[0] = stream;
+    (scale ? scale->inputs[scaled] : softmax.inputs[0]) = stream;
     softmax.attrs["causal"] = int64_t{1};
   }
 
@@ -1294,6 +1457,10 @@ class Importer {
       op.inputs = {operand(d.inputs[0], op.name), operand(d.inputs[1], op.name)};
       if (intAttr(n, "transB", 0)) op.attrs["transpose_b"] = int64_t{1};
       if (d.inputs.size() > 2 && !d.inputs[2].empty()) op.inputs.push_back(operand(d.inputs[2], op.name));
+    } else if (d.op == "reshape") {  // a view a slice's steps or a gathered index made (sliceNodes)
+      op.op = "reshape";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs = d.attrs;
     } else if (d.op == "slice") {
       op.op = "slice";
       op.inputs = {operand(d.inputs[0], op.name)};
@@ -1376,7 +1543,8 @@ class Importer {
     } else if (d.op == "Gather" && consts_.count(d.inputs[0])) {
       op.op = "embedding";
       op.inputs = {operand(d.inputs[1], op.name), operand(d.inputs[0], op.name)};
-    } else if (d.op == "Where" && whereAsBias(d, whereStream, whereBias) && masksBeforeSoftmax(d, whereBias)) {
+    } else if (d.op == "Where" && whereAsBias(d, whereStream, whereBias) &&
+               masksBeforeSoftmax(d, whereBias)) {
       // A mask before a softmax (masked_fill with -inf or a large negative number that is not causal, a
       // padding mask): adding the constant where the stream is not selected gives those keys a weight of 0
       // (-inf) or about 0, as the select does.

@@ -548,6 +548,19 @@ TEST(EmitW4A8, TorchIdiomsStayWithinTheDocumentedBound) {
   expectBitExact(model("onnx/sliding_window_attention.onnx"), "q_onnx_sliding", "--set quant=w4a8", 0.98);
 }
 
+// Blocks of other model families as reference implementations write them (tools/export_onnx_models.py):
+// Qwen2's rotary table computed in forward (a matmul of constants), GPT-J's interleaved rotary (slices with
+// a step, as views and slices), Falcon's k and v taken by a list index (Gather as a slice) of the fused
+// multi-query projection. Each bit for bit in W4A8; the strided views in f32 against the reference too.
+TEST(EmitW4A8, OtherFamiliesBlocksMatchTheReferences) {
+  for (const char* name : {"qwen2_block", "gptj_block", "falcon_block"}) {
+    SCOPED_TRACE(name);
+    expectBitExact(model(std::string("onnx/") + name + ".onnx"), std::string("q_") + name, "--set quant=w4a8",
+                   0.99);
+  }
+  emitAndSimulate(model("onnx/gptj_block.onnx"), "f_gptj_block");
+}
+
 // An embedding table that an LM head also reads (tied embeddings) stays int8: the lookup copies its rows
 // and the head multiplies by it as an int8 weight (one constant multiplier, no epilogue).
 TEST(EmitW4A8, ATiedEmbeddingTableStaysInt8) {

@@ -413,6 +413,132 @@ TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
                               "taken)\n  chosen_node (Where of 2 inputs)");
 }
 
+// Slices a stream with a step (GPT-J's x[..., ::2]), and takes a list or a scalar index of it (Falcon's
+// fused[..., [-2], :]), as views and slices of step 1; a table computed in forward as a matmul and a
+// transpose of constants folds. Every value is checked against the index arithmetic written out here.
+TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
+  onnx::ModelProto m = modelWithInput(17, "steps", {2, 3, 12});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto ints = [&](const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
+    auto* c = g->add_initializer();
+    c->set_name(name);
+    c->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) c->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) c->add_int64_data(x);
+  };
+  auto floats = [&](const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+    auto* c = g->add_initializer();
+    c->set_name(name);
+    c->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) c->add_dims(d);
+    for (float x : v) c->add_float_data(x);
+  };
+  ints("s1", {1});
+  ints("e12", {12});
+  ints("e11", {11});
+  ints("last", {-1});
+  ints("three", {3});
+  ints("two", {2});
+  ints("run", {-2, -1});
+  ints("one", {1}, true);
+  // x[..., 1::3] (4 columns: 1 4 7 10) and x[..., 2:11:2] (5 columns: 2 4 6 8 10, the axis cut to 12)
+  addNode(g, "Slice", {"x", "s1", "e12", "last", "three"}, "every_third");
+  ints("s2", {2});
+  addNode(g, "Slice", {"x", "s2", "e11", "last", "two"}, "every_second");
+  // rows [-2, -1] of axis 1 (1 and 2), and row 1 alone with the axis dropped
+  addNode(g, "Gather", {"x", "run"}, "rows")->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(1);
+    return a;
+  }());
+  auto* one = addNode(g, "Gather", {"x", "one"}, "row");
+  auto* axis = one->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  // cos(transpose(f @ p)) + x[0]: f [1, 3, 1] times p [1, 1, 12] is [1, 3, 12]; transposed (0 2 1) and back
+  floats("f", {1, 3, 1}, {0.5f, 1.0f, 2.0f});
+  std::vector<float> positions;
+  for (int i = 0; i < 12; ++i) positions.push_back(static_cast<float>(i));
+  floats("p", {1, 1, 12}, positions);
+  addNode(g, "MatMul", {"f", "p"}, "angles");
+  auto* t = addNode(g, "Transpose", {"angles"}, "turned");
+  auto* perm = t->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  for (int64_t d : {0, 2, 1}) perm->add_ints(d);
+  auto* back = addNode(g, "Transpose", {"turned"}, "angles_again");
+  back->add_attribute()->CopyFrom(*perm);
+  addNode(g, "Cos", {"angles_again"}, "table");
+  addNode(g, "Add", {"x", "table"}, "rotated");
+  for (const char* out : {"every_third", "every_second", "rows", "row", "rotated"})
+    g->add_output()->set_name(out);
+  std::string path = writeModel(m, "steps.onnx");
+  Graph graph = importOnnx(path);
+  EXPECT_TRUE(verifyGraph(graph).empty());
+  EXPECT_EQ(opCounts(graph)["matmul"], 0);  // the table is a constant
+  std::vector<float> x;
+  for (int i = 0; i < 72; ++i) x.push_back(static_cast<float>(i) * 0.5f - 7.0f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3, 12}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto got = interpret(graph, values);
+  auto at = [&](int b, int r, int c) { return x[static_cast<size_t>((b * 3 + r) * 12 + c)]; };
+  const Tensor& third = got.at(graph.outputs.at(0));
+  ASSERT_EQ(third.shape, (std::vector<int64_t>{2, 3, 4}));
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c)
+        EXPECT_EQ(third.data[static_cast<size_t>((b * 3 + r) * 4 + c)], at(b, r, 1 + 3 * c));
+  const Tensor& second = got.at(graph.outputs.at(1));
+  ASSERT_EQ(second.shape, (std::vector<int64_t>{2, 3, 5}));
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 5; ++c)
+        EXPECT_EQ(second.data[static_cast<size_t>((b * 3 + r) * 5 + c)], at(b, r, 2 + 2 * c));
+  const Tensor& rows = got.at(graph.outputs.at(2));
+  ASSERT_EQ(rows.shape, (std::vector<int64_t>{2, 2, 12}));
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 12; ++c)
+        EXPECT_EQ(rows.data[static_cast<size_t>((b * 2 + r) * 12 + c)], at(b, r + 1, c));
+  const Tensor& row = got.at(graph.outputs.at(3));
+  ASSERT_EQ(row.shape, (std::vector<int64_t>{2, 12}));
+  for (int b = 0; b < 2; ++b)
+    for (int c = 0; c < 12; ++c) EXPECT_EQ(row.data[static_cast<size_t>(b * 12 + c)], at(b, 1, c));
+  const Tensor& rotated = got.at(graph.outputs.at(4));
+  ASSERT_EQ(rotated.data.size(), 72u);
+  const float freq[3] = {0.5f, 1.0f, 2.0f};
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 12; ++c)
+        EXPECT_NEAR(rotated.data[static_cast<size_t>((b * 3 + r) * 12 + c)],
+                    at(b, r, c) + std::cos(freq[r] * c), 1e-6);
+  // The graph compiles and its network runs to the end.
+  CompileResult r =
+      compileGraph(graph, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
+  EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock);
+
+  // What is still refused is listed by name: a negative step, indices that are not a run.
+  onnx::ModelProto bad = modelWithInput(17, "bad_steps", {2, 12});
+  g = bad.mutable_graph();
+  ints("s10", {10});
+  ints("e0", {0});
+  ints("last", {-1});
+  ints("minus", {-1});
+  ints("apart", {0, 2});
+  addNode(g, "Slice", {"x", "s10", "e0", "last", "minus"}, "reversed");
+  addNode(g, "Gather", {"x", "apart"}, "apart_rows");
+  for (const char* out : {"reversed", "apart_rows"}) g->add_output()->set_name(out);
+  std::string badPath = writeModel(bad, "bad_steps.onnx");
+  EXPECT_EQ(errorOf(badPath),
+            badPath +
+                ": error: unsupported: 2 node(s):\n  reversed_node (Slice other than one axis "
+                "with a positive step)\n  apart_rows_node (Gather of a stream at indices that are not a "
+                "run of one axis)");
+}
+
 // A shape argument computed from constants is handed back to shape inference as an int64 initializer
 // named after it; a model that already has a value of that name keeps it, and the Reshape gets the folded
 // shape, not the model's tensor.
@@ -509,25 +635,33 @@ TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
 // target shapes torch computes with Shape, ConstantOfShape, Equal, Where and Expand over constants, and
 // elementwise functions outside any pattern. They import, compile and simulate.
 TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
-  for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
-                           "select_mlp.onnx", "einsum_attention.onnx",
-                           "sliding_window_attention.onnx", "tiled_mlp.onnx", "rope_in_forward.onnx"}) {
+  for (const char* name :
+       {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
+        "select_mlp.onnx", "einsum_attention.onnx", "sliding_window_attention.onnx", "tiled_mlp.onnx",
+        "rope_in_forward.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
+        "falcon_block.onnx", "alibi_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
     CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
     EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock) << name;
   }
   // stc's interpreter against torch's own output for torch's input (NAME.io.bin, written by the exporter).
-  for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
-                           "select_mlp.onnx", "einsum_attention.onnx",
-                           "sliding_window_attention.onnx", "tiled_mlp.onnx", "rope_in_forward.onnx"}) {
+  for (const char* name :
+       {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
+        "select_mlp.onnx", "einsum_attention.onnx", "sliding_window_attention.onnx", "tiled_mlp.onnx",
+        "rope_in_forward.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
+        "falcon_block.onnx", "alibi_attention.onnx"}) {
     SCOPED_TRACE(name);
     expectTorchOutput(importOnnx(model(name)), model(name) + ".io.bin");
   }
   // The masks (masked_fill of a tril buffer, torch.where of one, an added triu of -inf or -1e4) become
   // a causal softmax: nothing adds a mask of 8 x 8 any more.
-  for (const char* name : {"causal_attention.onnx", "gqa_attention.onnx", "gpt2_block.onnx", "llama_block.onnx",
-                           "einsum_attention.onnx"}) {
+  // Also Qwen2's finfo.min triu added, Gemma's mask after a soft-cap, Phi's -inf triu added, GPT-J's where
+  // before the division by sqrt(head_dim), Falcon's -1e9 and ALiBi's masked_fill after its bias.
+  for (const char* name :
+       {"causal_attention.onnx", "gqa_attention.onnx", "gpt2_block.onnx", "llama_block.onnx",
+        "einsum_attention.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
+        "falcon_block.onnx", "alibi_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     int causal = 0;
     for (const auto& op : g.ops) {
@@ -632,7 +766,9 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
            {"causal_tril_seq.onnx", "causal_attention.onnx"},
            {"gqa_attention_seq.onnx", "gqa_attention.onnx"},
            {"einsum_attention_seq.onnx", "einsum_attention.onnx"},
-           {"rope_in_forward_seq.onnx", "rope_in_forward.onnx"}}) {
+           {"rope_in_forward_seq.onnx", "rope_in_forward.onnx"},
+           {"qwen2_block_seq.onnx", "qwen2_block.onnx"},
+           {"gptj_block_seq.onnx", "gptj_block.onnx"}}) {
     Graph g = importOnnx(model(seq.c_str()), eight);
     EXPECT_TRUE(verifyGraph(g).empty()) << seq;
     EXPECT_EQ(g.inputs.at(0).shape, (std::vector<Expr>{Expr(1), Expr(8), Expr(64)})) << seq;
