@@ -35,7 +35,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
 
   qwen2_block.onnx, qwen2_block_seq.onnx
                      Qwen2 as Hugging Face writes it: biased q/k/v, RMSNorm in float32 with rsqrt, the rotary
-                     table computed in forward from position_ids (inv_freq @ positions, cos, sin), repeat_kv,
+                     table computed in forward from position_ids (inv_freq @ positions, cos, sin) with Qwen2's
+                     base (rope_theta) of 1e6, repeat_kv,
                      a finfo.min triu mask added, softmax in float32; static and symbolic `seq`, opset 17
   gemma_block.onnx   Gemma: (1 + w) RMSNorm, multi-query attention with head_dim * heads != hidden, the
                      query scaled first, scores soft-capped (tanh(x / cap) * cap), masked_fill of a bool triu,
@@ -374,7 +375,7 @@ class Qwen2Block(nn.Module):
         self.o_proj = nn.Linear(heads * self.hd, d, bias=False)
         self.gate_proj = nn.Linear(d, ffn, bias=False); self.up_proj = nn.Linear(d, ffn, bias=False)
         self.down_proj = nn.Linear(ffn, d, bias=False)
-        self.rotary = Rotary(self.hd)
+        self.rotary = Rotary(self.hd, base=1000000.0)  # Qwen2's rope_theta
     def forward(self, x):
         bsz, q_len, _ = x.size()
         position_ids = torch.arange(q_len, device=x.device).unsqueeze(0)

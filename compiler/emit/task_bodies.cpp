@@ -779,7 +779,7 @@ class KernelBody {
   // row is whole before its first output). Each output token leaves a row's tokens after its input, as the
   // network's latency says (dse/cost_model.cpp). The cos and sin of a row's head_dim / 2 angles are computed
   // once, not per lane: while the row comes in, ropeTableUnits of them an iteration go into the ping-pong
-  // table cs, each angle pos * inv_freq[i] with inv_freq[i] = 10000^(-2i/hd) a constant computed here as the
+  // table cs, each angle pos * inv_freq[i] with inv_freq[i] = theta^(-2i/hd) a constant computed here as the
   // W4A8 reference rounds it, so the lanes look up the very values the reference computes.
   void rope() {
     const TensorInfo& inT = info(op_.inputs[0]);
@@ -794,11 +794,12 @@ class KernelBody {
     std::string rows = cxxProduct(std::vector<Expr>(trips.begin(), trips.end() - 1));
     std::string offset = ropeOffset(op_);
     offset = offset == "0" ? "" : cxx(Expr::parse(offset)) + " + ";
+    const float theta = static_cast<float>(ropeTheta(op_));
     c_.line("static const float inv_freq[" + std::to_string(h) + "] = {");
     for (int64_t i = 0; i < h; i += 8) {
       std::string line = "    ";
       for (int64_t j = i; j < std::min(h, i + 8); ++j)
-        line += floatLiteral(std::pow(10000.0f, -2.0f * static_cast<float>(j) / static_cast<float>(hd))) +
+        line += floatLiteral(std::pow(theta, -2.0f * static_cast<float>(j) / static_cast<float>(hd))) +
                 (j + 1 == h ? "" : ", ");
       c_.line(line);
     }

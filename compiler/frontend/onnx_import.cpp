@@ -170,7 +170,7 @@ Const broadcast(const Const& a, const Const& b, const std::function<double(doubl
   out.known = a.known && b.known;
   out.dims.assign(rank, 1);
   auto dimAt = [&](const Const& c, size_t i) { return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())]; };
-  for (size_t i = 0; i < rank; ++i) out.dims[i] = std::max(dimAt(a, i), dimAt(b, i));
+  for (size_t i = 0; i < rank; ++i) out.dims[i] = dimAt(a, i) == 1 ? dimAt(b, i) : dimAt(a, i);
   int64_t n = out.count();
   for (int64_t flat = 0; flat < n; ++flat) {
     int64_t ia = 0, ib = 0, sa = 1, sb = 1, rem = flat;
@@ -197,8 +197,9 @@ bool transposeConst(const Const& x, std::vector<int64_t> perm, Const& out) {
   std::vector<int64_t> strides(rank, 1);
   for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * x.dims[d];
   out.dims.clear();
+  std::vector<char> seen(rank, 0);
   for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(rank)) return false;
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]++) return false;
     out.dims.push_back(x.dims[static_cast<size_t>(p)]);
   }
   out.known = x.known;
@@ -236,7 +237,7 @@ bool matmulConst(const Const& a, const Const& b, Const& out) {
   for (size_t i = 0; i < rank; ++i) {
     int64_t x = dimAt(ab, i), y = dimAt(bb, i);
     if (x != y && x != 1 && y != 1) return false;
-    out.dims.push_back(std::max(x, y));
+    out.dims.push_back(x == 1 ? y : x);
   }
   for (int64_t flat = 0; flat < out.count(); ++flat) {
     int64_t rem = flat, ia = 0, ib = 0, sa = 1, sb = 1;
@@ -780,7 +781,7 @@ class Importer {
       const Const& idx = consts_.at(n.input(1));
       int64_t axis = intAttr(n, "axis", 0);
       if (axis < 0) axis += rank;
-      bool run = idx.dims.size() <= 1 && !idx.v.empty() && axis >= 0 && axis < rank &&
+      bool run = idx.known && idx.dims.size() <= 1 && !idx.v.empty() && axis >= 0 && axis < rank &&
                  shape[static_cast<size_t>(axis)].isConstant();
       int64_t size = run ? shape[static_cast<size_t>(axis)].eval() : 0, first = 0;
       for (size_t i = 0; run && i < idx.v.size(); ++i) {
@@ -823,9 +824,10 @@ class Importer {
       if (v < 0) v += size;
       return std::max<int64_t>(0, std::min(v, size));
     };
-    int64_t start = clamp(starts->v[0]), end = clamp(ends->v[0]),
-            step = steps ? static_cast<int64_t>(steps->v[0]) : 1;
+    int64_t start = clamp(starts->v[0]), end = clamp(ends->v[0]);
+    int64_t step = steps ? static_cast<int64_t>(std::min(steps->v[0], static_cast<double>(size))) : 1;
     if (step == 1 || end - start <= 1) return add(n.output(0), axis, start, end);
+    if (end - start <= step) return add(n.output(0), axis, start, start + 1);  // one element
     // x[..., start:end:step] as views and slices of step 1: the axis cut to a multiple of the step, split
     // into (size / step, step), the one column `start % step` taken, the rows from start / step, merged.
     int64_t length = (end - start + step - 1) / step, cut = (start / step + length) * step;
@@ -1042,7 +1044,7 @@ class Importer {
     } else if (op == "Transpose") {  // of a table (a rope table's frequencies against positions)
       if (!transposeConst(in(0), intsAttr(n, "perm"), out)) return false;
     } else if (op == "MatMul") {  // of tables (inv_freq @ position_ids, as Hugging Face's rotary writes it)
-      if (!matmulConst(in(0), in(1), out)) return false;
+      if (n.input_size() != 2 || n.input(1).empty() || !matmulConst(in(0), in(1), out)) return false;
     } else if (op == "Range") {
       for (double x = in(0).v[0]; in(2).v[0] > 0 ? x < in(1).v[0] : x > in(1).v[0]; x += in(2).v[0]) out.v.push_back(x);
       out.dims = {static_cast<int64_t>(out.v.size())};
@@ -1284,11 +1286,71 @@ class Importer {
     if (!sum) return;
     Dyn* cosMul = producer(other(*sum, sinMul->output));
     if (!cosMul || cosMul->op != "Mul" || other(*cosMul, x) == x || !consts_.count(other(*cosMul, x))) return;
+    double theta = 0;
+    if (!rotaryTables(x, *low, *high, consts_.at(other(*cosMul, x)), consts_.at(other(*sinMul, cat.output)),
+                      theta))
+      return;  // other halves or other tables: the ops stay as written
     std::vector<Dyn*> nodes = {neg, &cat, sinMul, cosMul, sum};
     // The slices go too when nothing else reads them.
     if (consumers(low->output).size() == 1) nodes.push_back(low);
     if (consumers(high->output).size() == 1) nodes.push_back(high);
     replace(nodes, sum, "rope", {x});
+    if (theta != 10000) sum->attrs["theta"] = theta;
+  }
+
+  // Whether `low` and `high` are the first and second halves of x's last axis, and cos and sin the tables
+  // rope computes for x [.., P, D] (graph.h): cos and sin of pos * theta^(-2 (i mod D/2) / D) at row pos of
+  // the second-to-last axis, the same for every other index. theta, the base, is read off the tables (at
+  // position 1, rounded to four significant digits: 10000, 500000 and 1e6 are bases models use) and then
+  // checked at every entry, within what computing the angle in f32 misses by (4e-7 of it).
+  bool rotaryTables(const std::string& x, const Dyn& low, const Dyn& high, const Const& cos, const Const& sin,
+                    double& theta) {
+    if (!hasConcreteShape(x)) return false;
+    std::vector<int64_t> dims;
+    for (const Expr& e : shapeOf(x)) dims.push_back(e.eval());
+    int64_t rank = static_cast<int64_t>(dims.size());
+    if (rank < 1) return false;
+    int64_t D = dims.back(), P = rank >= 2 ? dims[static_cast<size_t>(rank - 2)] : 1, h = D / 2;
+    auto half = [&](const Dyn& s, int64_t start, int64_t end) {
+      auto attr = [&](const char* key) {
+        auto it = s.attrs.find(key);
+        const int64_t* v = it == s.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+        return v ? *v : INT64_MIN;
+      };
+      return (attr("axis") == -1 || attr("axis") == rank - 1) && attr("start") == start && attr("end") == end;
+    };
+    if (D % 2 != 0 || h == 0 || !half(low, 0, h) || !half(high, h, D)) return false;
+    // Each table [.., P or 1, D] broadcast against x, 1 along every axis before those two.
+    auto rowStride = [&](const Const& t) -> int64_t {
+      size_t r = t.dims.size();
+      if (!t.known || static_cast<int64_t>(t.v.size()) != t.count() || r < 1 || t.dims[r - 1] != D ||
+          static_cast<int64_t>(r) > rank)
+        return -1;
+      for (size_t a = 0; a + 2 < r; ++a)
+        if (t.dims[a] != 1) return -1;
+      if (r < 2 || t.dims[r - 2] == 1) return P == 1 ? 0 : -1;
+      return t.dims[r - 2] == P ? D : -1;
+    };
+    int64_t cs = rowStride(cos), ss = rowStride(sin);
+    if (cs < 0 || ss < 0) return false;
+    theta = 10000;
+    if (P >= 2 && h >= 2) {
+      double angle = std::atan2(sin.v[static_cast<size_t>(ss + 1)], cos.v[static_cast<size_t>(cs + 1)]);
+      if (!(angle > 0)) return false;
+      double fitted = std::exp(-static_cast<double>(h) * std::log(angle));
+      double unit = std::pow(10.0, std::floor(std::log10(fitted)) - 3);
+      theta = std::round(fitted / unit) * unit;
+    }
+    for (int64_t pos = 0; pos < P; ++pos)
+      for (int64_t i = 0; i < D; ++i) {
+        double angle = static_cast<double>(pos) *
+                       std::pow(theta, -2.0 * static_cast<double>(i % h) / static_cast<double>(D));
+        double tol = 1e-5 + 4e-7 * angle;
+        if (std::fabs(cos.v[static_cast<size_t>(pos * cs + i)] - std::cos(angle)) > tol ||
+            std::fabs(sin.v[static_cast<size_t>(pos * ss + i)] - std::sin(angle)) > tol)
+          return false;
+      }
+    return true;
   }
 
   // Where(mask, stream, c) or Where(mask, c, stream) with a constant mask and c: the stream, and the constant
@@ -1468,6 +1530,7 @@ class Importer {
     } else if (d.op == "rope") {
       op.op = "rope";
       op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs = d.attrs;        // theta, when the tables' base is not 10000
     } else if (d.op == "Neg") {  // -x as x * -1
       consts_[d.output + "_minus_one"] = Const{{}, {-1.0}};
       op.op = "mul";

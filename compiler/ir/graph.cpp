@@ -99,6 +99,10 @@ int64_t ropeHeadDim(const Op& op, int64_t rowLength) {
   return static_cast<int64_t>(numberAttr(op, "head_dim", static_cast<double>(rowLength)));
 }
 
+double ropeTheta(const Op& op) {
+  return numberAttr(op, "theta", 10000.0);
+}
+
 std::string ropeOffset(const Op& op) {
   auto it = op.attrs.find("offset");
   if (it == op.attrs.end()) return "0";

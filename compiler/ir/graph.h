@@ -54,10 +54,12 @@ struct Graph {
 double numberAttr(const Op& op, const std::string& key, double fallback);
 
 /// rope rotates each head of head_dim elements (attribute `head_dim`; without it the whole row) by pairs
-/// (i, i + head_dim / 2), by the angle pos * 10000^(-2i / head_dim), where pos is the row's index along the
-/// second-to-last dimension plus `offset` (an expression over symbols, such as `ctx` for the token a decode
-/// step adds after ctx cached ones; "0" without it).
+/// (i, i + head_dim / 2), by the angle pos * theta^(-2i / head_dim) (attribute `theta`, the base: 10000
+/// without it), where pos is the row's index along the second-to-last dimension plus `offset` (an
+/// expression over symbols, such as `ctx` for the token a decode step adds after ctx cached ones; "0"
+/// without it).
 int64_t ropeHeadDim(const Op& op, int64_t rowLength);
+double ropeTheta(const Op& op);
 std::string ropeOffset(const Op& op);
 
 /// softmax's `causal: 1` (or `true`) is attention's causal mask: row r of scores [.., R, K] (r counted along the

@@ -170,12 +170,13 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
       int64_t D = in[0]->shape.back(), hd = ropeHeadDim(op, D), h = hd / 2;
       int64_t positions = in[0]->shape.size() >= 2 ? in[0]->shape[in[0]->shape.size() - 2] : 1;
       int64_t offset = Expr::parse(ropeOffset(op)).eval(bindings);
+      const double theta = ropeTheta(op);
       out = rows(*in[0], D, [&](const float* x, float* y, int64_t r) {
         int64_t pos = offset + r % positions;
         for (int64_t b = 0; b + hd <= D; b += hd)
           for (int64_t i = 0; i < h; ++i) {
             double angle = static_cast<double>(pos) *
-                           std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+                           std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
             double c = std::cos(angle), s = std::sin(angle);
             y[b + i] = static_cast<float>(x[b + i] * c - x[b + i + h] * s);
             y[b + i + h] = static_cast<float>(x[b + i + h] * c + x[b + i] * s);

@@ -43,10 +43,9 @@ void forEachAppendSlot(const std::vector<int64_t>& shape, int64_t axis,
 /// Evaluates every op of graph in order, from values for its inputs and weights (symbols bound by
 /// bindings), and returns every tensor it computed by name. Semantics (numpy's where the op is
 /// numpy's): layernorm eps 1e-5 (attribute `eps`), rmsnorm eps 1e-6; gelu exact (erf), or tanh with
-/// `approximate: tanh`; rope rotates the two halves of the last dimension by angle pos * 10000^(-2i/d),
-/// pos the index of the row (the dimension before the last); kv_append is its cache with the new row in
-/// its last position along `axis`. Throws UserError for a missing value or a
-/// value of the wrong size.
+/// `approximate: tanh`; rope rotates the two halves of the last dimension by angle pos * theta^(-2i/d)
+/// (graph.h), pos the index of the row (the dimension before the last); kv_append is its cache with the new
+/// row in its last position along `axis`. Throws UserError for a missing value or a value of the wrong size.
 std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::string, Tensor>& values,
                                         const Bindings& bindings = {});
 

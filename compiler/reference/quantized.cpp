@@ -252,13 +252,13 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       const int64_t hd = ropeHeadDim(op, D), h = hd / 2;
       int64_t positions = x.shape.size() >= 2 ? x.shape[x.shape.size() - 2] : 1;
       const int64_t offset = Expr::parse(ropeOffset(op)).eval(bindings);
-      const float Df = static_cast<float>(hd);
+      const float Df = static_cast<float>(hd), theta = static_cast<float>(ropeTheta(op));
       for (int64_t row = 0; row < rowsN; ++row) {
         const int pos = static_cast<int>(offset + row % positions);
         for (int64_t j = 0; j < D; ++j) {  // as the emitted kernel computes it (emit/task_bodies.cpp: rope)
           const int64_t jj = j % hd;
           const int i = static_cast<int>(jj % h);
-          const float angle = pos * std::pow(10000.0f, -2.0f * i / Df);
+          const float angle = pos * std::pow(theta, -2.0f * i / Df);
           const float c = std::cos(angle), s = std::sin(angle);
           float a = x.at(row * D + j);
           float y = jj < h ? a * c - x.at(row * D + j + h) * s : a * c + x.at(row * D + j - h) * s;

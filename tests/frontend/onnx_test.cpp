@@ -445,6 +445,10 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   addNode(g, "Slice", {"x", "s1", "e12", "last", "three"}, "every_third");
   ints("s2", {2});
   addNode(g, "Slice", {"x", "s2", "e11", "last", "two"}, "every_second");
+  // x[..., 0:7:3] (0 3 6: the axis cut to 9 first)
+  ints("s0", {0});
+  ints("e7", {7});
+  addNode(g, "Slice", {"x", "s0", "e7", "last", "three"}, "first_three");
   // rows [-2, -1] of axis 1 (1 and 2), and row 1 alone with the axis dropped
   addNode(g, "Gather", {"x", "run"}, "rows")->add_attribute()->CopyFrom([] {
     onnx::AttributeProto a;
@@ -473,7 +477,7 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   back->add_attribute()->CopyFrom(*perm);
   addNode(g, "Cos", {"angles_again"}, "table");
   addNode(g, "Add", {"x", "table"}, "rotated");
-  for (const char* out : {"every_third", "every_second", "rows", "row", "rotated"})
+  for (const char* out : {"every_third", "every_second", "rows", "row", "rotated", "first_three"})
     g->add_output()->set_name(out);
   std::string path = writeModel(m, "steps.onnx");
   Graph graph = importOnnx(path);
@@ -515,6 +519,12 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
       for (int c = 0; c < 12; ++c)
         EXPECT_NEAR(rotated.data[static_cast<size_t>((b * 3 + r) * 12 + c)],
                     at(b, r, c) + std::cos(freq[r] * c), 1e-6);
+  const Tensor& firstThree = got.at(graph.outputs.at(5));
+  ASSERT_EQ(firstThree.shape, (std::vector<int64_t>{2, 3, 3}));
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        EXPECT_EQ(firstThree.data[static_cast<size_t>((b * 3 + r) * 3 + c)], at(b, r, 3 * c));
   // The graph compiles and its network runs to the end.
   CompileResult r =
       compileGraph(graph, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
@@ -537,6 +547,76 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
                 ": error: unsupported: 2 node(s):\n  reversed_node (Slice other than one axis "
                 "with a positive step)\n  apart_rows_node (Gather of a stream at indices that are not a "
                 "run of one axis)");
+}
+
+// x * cos + rotate_half(x) * sin over constant tables is one rope op only when the tables are rope's:
+// the base (theta) is read off them (500,000 here, Llama 3's), and tables of another kind (positions
+// scaled by a half, as a linear rope scaling writes them) leave the ops as written. Either way the
+// interpreter gives the rotation the tables say, computed here from their formula.
+TEST(Onnx, RotaryTablesDecideTheRopeAndItsBase) {
+  const int P = 4, D = 8, h = D / 2;
+  for (double scale : {1.0, 0.5}) {
+    SCOPED_TRACE(scale);
+    const double theta = 500000;
+    auto angle = [&](int pos, int i) { return scale * pos * std::pow(theta, -2.0 * (i % h) / D); };
+    onnx::ModelProto m = modelWithInput(17, "rotary", {1, 2, P, D});
+    onnx::GraphProto* g = m.mutable_graph();
+    auto ints = [&](const std::string& name, int64_t v) {
+      auto* c = g->add_initializer();
+      c->set_name(name);
+      c->set_data_type(onnx::TensorProto::INT64);
+      c->add_dims(1);
+      c->add_int64_data(v);
+    };
+    auto table = [&](const std::string& name, double (*f)(double)) {
+      auto* c = g->add_initializer();
+      c->set_name(name);
+      c->set_data_type(onnx::TensorProto::FLOAT);
+      c->add_dims(P);
+      c->add_dims(D);
+      for (int pos = 0; pos < P; ++pos)
+        for (int i = 0; i < D; ++i) c->add_float_data(static_cast<float>(f(angle(pos, i))));
+    };
+    ints("zero", 0);
+    ints("half", h);
+    ints("whole", D);
+    ints("last", -1);
+    table("cos_table", [](double a) { return std::cos(a); });
+    table("sin_table", [](double a) { return std::sin(a); });
+    addNode(g, "Slice", {"x", "zero", "half", "last"}, "low");
+    addNode(g, "Slice", {"x", "half", "whole", "last"}, "high");
+    addNode(g, "Neg", {"high"}, "minus_high");
+    auto* cat = addNode(g, "Concat", {"minus_high", "low"}, "rotated_half");
+    auto* axis = cat->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+    addNode(g, "Mul", {"x", "cos_table"}, "x_cos");
+    addNode(g, "Mul", {"rotated_half", "sin_table"}, "half_sin");
+    addNode(g, "Add", {"x_cos", "half_sin"}, "y");
+    g->add_output()->set_name("y");
+    Graph graph = importOnnx(writeModel(m, "rotary.onnx"));
+    EXPECT_EQ(opCounts(graph)["rope"], scale == 1.0 ? 1 : 0);
+    for (const auto& op : graph.ops) {
+      if (op.op == "rope") {
+        EXPECT_EQ(numberAttr(op, "theta", 0), theta);
+      }
+    }
+    std::vector<float> x;
+    for (int i = 0; i < 2 * P * D; ++i) x.push_back(std::sin(0.7f * static_cast<float>(i)) + 0.1f);
+    std::map<std::string, Tensor> values = {{"x", Tensor{{1, 2, P, D}, x}}};
+    for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+    std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+    ASSERT_EQ(y.size(), x.size());
+    for (int head = 0; head < 2; ++head)
+      for (int pos = 0; pos < P; ++pos)
+        for (int i = 0; i < D; ++i) {
+          size_t at = static_cast<size_t>((head * P + pos) * D + i);
+          double partner = i < h ? -x[at + h] : x[at - h];
+          EXPECT_NEAR(y[at], x[at] * std::cos(angle(pos, i)) + partner * std::sin(angle(pos, i)), 1e-5)
+              << pos << "," << i;
+        }
+  }
 }
 
 // A shape argument computed from constants is handed back to shape inference as an int64 initializer
