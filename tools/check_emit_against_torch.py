@@ -2,7 +2,7 @@
 """End-to-end check of `stc emit` against PyTorch: the C simulation of the emitted HLS project must
 reproduce the torch module's output.
 
-  /usr/bin/python3 tools/check_emit_against_torch.py [--stc PATH] [--keep DIR]
+  /usr/bin/python3 tools/check_emit_against_torch.py [--stc PATH] [--keep DIR] [CASE ...]
 
 For each module of tools/export_onnx_models.py (Mlp, Gpt2Block, LlamaBlock, plus variants with other
 dimensions), with fixed seeds: random weights (norm weights and biases perturbed away from 1 and 0),
@@ -94,6 +94,10 @@ def cases(m):
         ("falcon_block", lambda: m.FalconBlock(), (1, 8, 64), 17, None, []),
         ("falcon_block_d48_h3_s6", lambda: m.FalconBlock(48, 3, 6), (1, 6, 48), 17, None, []),
         ("alibi_attention", lambda: m.AlibiBlock(), (1, 8, 64), 17, None, []),
+        ("neox_block", lambda: m.NeoxBlock(), (1, 8, 64), 17, None, []),
+        ("torch_mha", lambda: m.TorchMha(), (1, 8, 64), 17, None, []),
+        ("torch_encoder_layer", lambda: m.TorchEncoder(), (1, 8, 64), 17, None, []),
+        ("torch_encoder_layer_d48_h3_s6", lambda: m.TorchEncoder(48, 3), (1, 6, 48), 17, None, []),
     ]
 
 
@@ -161,13 +165,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stc", default=os.path.join(ROOT, "build", "tools", "stc", "stc"))
     ap.add_argument("--keep", help="write the models and projects here (kept) instead of a temp dir")
+    ap.add_argument("case", nargs="*", help="the cases to run by name (default: all)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # the GPT-2 mask's torch.tensor
     m = load_exporter()
     all_ok = True
     with tempfile.TemporaryDirectory(prefix="stc_vs_torch_") as tmp:
         work = os.path.abspath(args.keep or tmp)
-        for case in cases(m):
+        chosen = [c for c in cases(m) if not args.case or c[0] in args.case]
+        unknown = set(args.case) - {c[0] for c in chosen}
+        if unknown:
+            print("unknown case(s):", ", ".join(sorted(unknown)), file=sys.stderr)
+            return 1
+        for case in chosen:
             ok, line = check(m, os.path.abspath(args.stc), work, *case)
             print(line, flush=True)
             all_ok &= ok

@@ -53,6 +53,13 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      BLOOM-style ALiBi: a per-head bias of the key distance added to the scores, then
                      masked_fill of a bool triu with -inf; opset 17
 
+  neox_block.onnx    GPT-NeoX: the fused qkv viewed (batch, seq, heads, 3 * head_dim) and sliced, partial
+                     rotary (a quarter of the head dims), torch.where of a bool tril buffer; opset 17
+  torch_mha.onnx     torch.nn.MultiheadAttention (batch_first) with a bool triu attn_mask; opset 17
+  torch_encoder_layer.onnx
+                     torch.nn.TransformerEncoderLayer (norm_first, ReLU) with
+                     generate_square_subsequent_mask as src_mask; opset 17
+
 The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
 output) of the blocks written with reference implementations' idioms.
 """
@@ -553,6 +560,56 @@ class AlibiBlock(nn.Module):
         return x + self.out(a)
 
 
+class TorchMha(nn.Module):
+    """torch.nn.MultiheadAttention (batch_first) with a bool triu attn_mask."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(d, heads, batch_first=True)
+    def forward(self, x):
+        s = x.shape[1]
+        mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
+        y, _ = self.mha(x, x, x, attn_mask=mask, need_weights=False)
+        return y
+
+class TorchEncoder(nn.Module):
+    """torch.nn.TransformerEncoderLayer (norm_first) with generate_square_subsequent_mask."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d, heads, 128, dropout=0.0, batch_first=True, norm_first=True)
+    def forward(self, x):
+        s = x.shape[1]
+        mask = nn.Transformer.generate_square_subsequent_mask(s)
+        return self.layer(x, src_mask=mask)
+
+class NeoxBlock(nn.Module):
+    """GPT-NeoX: fused qkv viewed (b, s, heads, 3 * hd) and sliced, partial rotary (rotary_pct 0.25)."""
+    def __init__(self, d=64, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.rot = self.hd // 4
+        self.ln = nn.LayerNorm(d); self.qkv = nn.Linear(d, 3 * d); self.dense = nn.Linear(d, d)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.rot, 2).float() / self.rot))
+        emb = torch.cat((torch.outer(torch.arange(seq).float(), inv),) * 2, dim=-1)
+        self.register_buffer("cos", emb.cos()[None, None]); self.register_buffer("sin", emb.sin()[None, None])
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
+    def forward(self, x):
+        b, s, d = x.shape
+        qkv = self.qkv(self.ln(x)).view(b, s, self.heads, 3 * self.hd).permute(0, 2, 1, 3)
+        q, k, v = qkv[..., : self.hd], qkv[..., self.hd : 2 * self.hd], qkv[..., 2 * self.hd :]
+        qr, qp = q[..., : self.rot], q[..., self.rot :]
+        kr, kp = k[..., : self.rot], k[..., self.rot :]
+        cos, sin = self.cos[:, :, :s], self.sin[:, :, :s]
+        qr = qr * cos + rotate_half(qr) * sin
+        kr = kr * cos + rotate_half(kr) * sin
+        q = torch.cat((qr, qp), dim=-1); k = torch.cat((kr, kp), dim=-1)
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd)
+        w = torch.where(self.bias[:, :, :s, :s], w, torch.finfo(w.dtype).min)
+        a = torch.matmul(torch.softmax(w, dim=-1), v).permute(0, 2, 1, 3).reshape(b, s, d)
+        return x + self.dense(a)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -591,7 +648,8 @@ def main():
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward.onnx", 17, io=True)
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward_seq.onnx", 17, seq)
     for block, name in ((Qwen2Block, "qwen2_block"), (GemmaBlock, "gemma_block"), (PhiBlock, "phi_block"),
-                        (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention")):
+                        (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention"),
+                        (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer")):
         x = torch.randn(1, 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

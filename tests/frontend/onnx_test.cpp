@@ -719,7 +719,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
        {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
         "select_mlp.onnx", "einsum_attention.onnx", "sliding_window_attention.onnx", "tiled_mlp.onnx",
         "rope_in_forward.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
-        "falcon_block.onnx", "alibi_attention.onnx"}) {
+        "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
+        "torch_encoder_layer.onnx"}) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
     CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
@@ -730,18 +731,21 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
        {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
         "select_mlp.onnx", "einsum_attention.onnx", "sliding_window_attention.onnx", "tiled_mlp.onnx",
         "rope_in_forward.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
-        "falcon_block.onnx", "alibi_attention.onnx"}) {
+        "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
+        "torch_encoder_layer.onnx"}) {
     SCOPED_TRACE(name);
     expectTorchOutput(importOnnx(model(name)), model(name) + ".io.bin");
   }
   // The masks (masked_fill of a tril buffer, torch.where of one, an added triu of -inf or -1e4) become
   // a causal softmax: nothing adds a mask of 8 x 8 any more.
   // Also Qwen2's finfo.min triu added, Gemma's mask after a soft-cap, Phi's -inf triu added, GPT-J's where
-  // before the division by sqrt(head_dim), Falcon's -1e9 and ALiBi's masked_fill after its bias.
+  // before the division by sqrt(head_dim), Falcon's -1e9, ALiBi's masked_fill after its bias, and the
+  // bool masks torch.nn.MultiheadAttention and TransformerEncoderLayer turn into -inf.
   for (const char* name :
        {"causal_attention.onnx", "gqa_attention.onnx", "gpt2_block.onnx", "llama_block.onnx",
         "einsum_attention.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
-        "falcon_block.onnx", "alibi_attention.onnx"}) {
+        "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
+        "torch_encoder_layer.onnx"}) {
     Graph g = importOnnx(model(name));
     int causal = 0;
     for (const auto& op : g.ops) {
