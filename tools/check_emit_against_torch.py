@@ -98,6 +98,8 @@ def cases(m):
         ("torch_mha", lambda: m.TorchMha(), (1, 8, 64), 17, None, []),
         ("torch_encoder_layer", lambda: m.TorchEncoder(), (1, 8, 64), 17, None, []),
         ("torch_encoder_layer_d48_h3_s6", lambda: m.TorchEncoder(48, 3), (1, 6, 48), 17, None, []),
+        ("t5_decoder_attention", lambda: m.T5Attention(), (1, 8, 64), 17, None, []),
+        ("t5_encoder_attention_d48_h3_s12", lambda: m.T5Attention(48, 3, causal=False), (1, 12, 48), 17, None, []),
     ]
 
 

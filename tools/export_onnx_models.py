@@ -59,6 +59,10 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   torch_encoder_layer.onnx
                      torch.nn.TransformerEncoderLayer (norm_first, ReLU) with
                      generate_square_subsequent_mask as src_mask; opset 17
+  t5_decoder_attention.onnx, t5_encoder_attention.onnx
+                     T5's attention: a relative-position bias (buckets computed with log, min and where, a
+                     learned [buckets, heads] table), causal (masked_fill after the bias, scores.float()
+                     before the softmax) or bidirectional; opset 17
 
 The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
 output) of the blocks written with reference implementations' idioms.
@@ -610,6 +614,46 @@ class NeoxBlock(nn.Module):
         return x + self.dense(a)
 
 
+class T5Attention(nn.Module):
+    """T5's relative position bias (bucketed with log, a learned [buckets, heads] table), no scaling, RMS norm."""
+    def __init__(self, d=64, heads=4, buckets=32, max_distance=128, causal=True):
+        super().__init__()
+        self.heads, self.hd, self.buckets, self.max_distance, self.causal = heads, d // heads, buckets, max_distance, causal
+        self.q = nn.Linear(d, d, bias=False); self.k = nn.Linear(d, d, bias=False); self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.relative_attention_bias = nn.Embedding(buckets, heads)
+    def bucket(self, rel):
+        ret = 0
+        n = -rel
+        if not self.causal:
+            nb = self.buckets // 2
+            ret = ret + (n < 0).to(torch.long) * nb
+            n = torch.abs(n)
+        else:
+            nb = self.buckets
+            n = torch.max(n, torch.zeros_like(n))
+        max_exact = nb // 2
+        is_small = n < max_exact
+        val_if_large = max_exact + (torch.log(n.float() / max_exact) / math.log(self.max_distance / max_exact) * (nb - max_exact)).to(torch.long)
+        val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, nb - 1))
+        return ret + torch.where(is_small, n, val_if_large)
+    def forward(self, x):
+        b, s, d = x.shape
+        q = self.q(x).view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = self.k(x).view(b, s, self.heads, self.hd).transpose(1, 2)
+        v = self.v(x).view(b, s, self.heads, self.hd).transpose(1, 2)
+        ctx = torch.arange(s, dtype=torch.long)[:, None]
+        mem = torch.arange(s, dtype=torch.long)[None, :]
+        buckets = self.bucket(mem - ctx)
+        bias = self.relative_attention_bias(buckets).permute(2, 0, 1).unsqueeze(0)
+        scores = torch.matmul(q, k.transpose(3, 2)) + bias
+        if self.causal:
+            scores = scores.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), float("-inf"))
+        w = nn.functional.softmax(scores.float(), dim=-1).type_as(scores)
+        a = torch.matmul(w, v).transpose(1, 2).reshape(b, s, d)
+        return self.o(a)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -649,7 +693,8 @@ def main():
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward_seq.onnx", 17, seq)
     for block, name in ((Qwen2Block, "qwen2_block"), (GemmaBlock, "gemma_block"), (PhiBlock, "phi_block"),
                         (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention"),
-                        (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer")):
+                        (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer"),
+                        (T5Attention, "t5_decoder_attention"), (lambda: T5Attention(causal=False), "t5_encoder_attention")):
         x = torch.randn(1, 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

@@ -931,13 +931,27 @@ class Importer {
         out = in(0);
         out.dims = dims;
       }
-    } else if (op == "Gather" && in(0).dims.size() == 1) {
-      for (double i : in(1).v) {
-        int64_t k = static_cast<int64_t>(i);
-        if (k < 0) k += in(0).dims[0];
-        out.v.push_back(in(0).v.at(static_cast<size_t>(k)));
-      }
-      out.dims = in(1).dims;
+    } else if (op == "Gather" && n.input_size() == 2 && !in(0).dims.empty()) {
+      // Along `axis` of a table of any rank (T5's relative-position bias: a [buckets, heads] table at
+      // constant buckets); an index outside the axis is not folded.
+      const Const& x = in(0);
+      int64_t rank = static_cast<int64_t>(x.dims.size()), axis = intAttr(n, "axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank || static_cast<int64_t>(x.v.size()) != x.count()) return false;
+      int64_t size = x.dims[static_cast<size_t>(axis)], outer = 1, inner = 1;
+      for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
+      for (int64_t a = axis + 1; a < rank; ++a) inner *= x.dims[static_cast<size_t>(a)];
+      out.dims.assign(x.dims.begin(), x.dims.begin() + axis);
+      out.dims.insert(out.dims.end(), in(1).dims.begin(), in(1).dims.end());
+      out.dims.insert(out.dims.end(), x.dims.begin() + axis + 1, x.dims.end());
+      for (int64_t o = 0; o < outer; ++o)
+        for (double i : in(1).v) {
+          int64_t k = static_cast<int64_t>(i);
+          if (k < 0) k += size;
+          if (k < 0 || k >= size) return false;
+          auto from = x.v.begin() + (o * size + k) * inner;
+          out.v.insert(out.v.end(), from, from + inner);
+        }
     } else if (op == "Concat" && in(0).dims.size() <= 1) {
       for (int i = 0; i < n.input_size(); ++i) out.v.insert(out.v.end(), in(i).v.begin(), in(i).v.end());
       out.dims = {static_cast<int64_t>(out.v.size())};
@@ -1378,13 +1392,28 @@ class Importer {
   // exactly 0.
   // The mask may also come before a scaling by a positive constant (GPT-J masks, then divides by
   // sqrt(head_dim)): the scaled mask must still be at most -1e4, and the scaling then reads the scores.
+  // Casts to a float type (T5's scores.float()) may come between too.
   void causalMask(Dyn& softmax) {
     auto sole = [&](const Dyn* d) {
       return d && !d->dead && consumers(d->output).size() == 1 && !isModelOutput(d->output);
     };
+    // reader->inputs[slot] is the masked scores: the softmax's, or a cast's or a scaling's in between.
+    Dyn* reader = &softmax;
+    size_t slot = 0;
     Dyn* m = producer(softmax.inputs[0]);
-    Dyn* scale = nullptr;
-    size_t scaled = 0;  // the scaling's input that is the masked scores
+    auto castsToFloat = [&](const Dyn* d) {  // T5's scores.float() before its softmax
+      return d->op == "Identity" ||
+             (d->op == "Cast" && (intAttr(*d->node, "to", 0) == onnx::TensorProto::FLOAT ||
+                                  intAttr(*d->node, "to", 0) == onnx::TensorProto::DOUBLE));
+    };
+    auto skipCasts = [&] {
+      while (sole(m) && castsToFloat(m) && !m->inputs.empty() && !consts_.count(m->inputs[0])) {
+        reader = m;
+        slot = 0;
+        m = producer(m->inputs[0]);
+      }
+    };
+    skipCasts();
     double factor = 1;
     if (sole(m) && (m->op == "Mul" || m->op == "Div") && m->inputs.size() == 2) {
       for (size_t i : {size_t{0}, size_t{1}}) {
@@ -1392,10 +1421,11 @@ class Importer {
         if ((m->op == "Div" && i != 0) || c == consts_.end() || !c->second.known || c->second.v.size() != 1 ||
             !(c->second.v[0] > 0) || consts_.count(m->inputs[i]))
           continue;
-        scale = m;
-        scaled = i;
+        reader = m;
+        slot = i;
         factor = m->op == "Div" ? 1 / c->second.v[0] : c->second.v[0];
         m = producer(m->inputs[i]);
+        skipCasts();
         break;
       }
     }
@@ -1424,7 +1454,7 @@ class Importer {
         if (j <= i + K - R ? v != 0 : !(v <= -1e4)) return;
       }
     m->dead = true;
-    (scale ? scale->inputs[scaled] : softmax.inputs[0]) = stream;
+    reader->inputs[slot] = stream;
     softmax.attrs["causal"] = int64_t{1};
   }
 

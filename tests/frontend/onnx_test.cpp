@@ -715,24 +715,52 @@ TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
 // target shapes torch computes with Shape, ConstantOfShape, Equal, Where and Expand over constants, and
 // elementwise functions outside any pattern. They import, compile and simulate.
 TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
-  for (const char* name :
-       {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
-        "select_mlp.onnx", "einsum_attention.onnx", "sliding_window_attention.onnx", "tiled_mlp.onnx",
-        "rope_in_forward.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
-        "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
-        "torch_encoder_layer.onnx"}) {
+  for (const char* name : {"causal_attention.onnx",
+                           "gqa_attention.onnx",
+                           "gqa_interleave.onnx",
+                           "pointwise.onnx",
+                           "select_mlp.onnx",
+                           "einsum_attention.onnx",
+                           "sliding_window_attention.onnx",
+                           "tiled_mlp.onnx",
+                           "rope_in_forward.onnx",
+                           "qwen2_block.onnx",
+                           "gemma_block.onnx",
+                           "phi_block.onnx",
+                           "gptj_block.onnx",
+                           "falcon_block.onnx",
+                           "alibi_attention.onnx",
+                           "neox_block.onnx",
+                           "torch_mha.onnx",
+                           "torch_encoder_layer.onnx",
+                           "t5_decoder_attention.onnx",
+                           "t5_encoder_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
     CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
     EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock) << name;
   }
   // stc's interpreter against torch's own output for torch's input (NAME.io.bin, written by the exporter).
-  for (const char* name :
-       {"causal_attention.onnx", "gqa_attention.onnx", "gqa_interleave.onnx", "pointwise.onnx",
-        "select_mlp.onnx", "einsum_attention.onnx", "sliding_window_attention.onnx", "tiled_mlp.onnx",
-        "rope_in_forward.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
-        "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
-        "torch_encoder_layer.onnx"}) {
+  for (const char* name : {"causal_attention.onnx",
+                           "gqa_attention.onnx",
+                           "gqa_interleave.onnx",
+                           "pointwise.onnx",
+                           "select_mlp.onnx",
+                           "einsum_attention.onnx",
+                           "sliding_window_attention.onnx",
+                           "tiled_mlp.onnx",
+                           "rope_in_forward.onnx",
+                           "qwen2_block.onnx",
+                           "gemma_block.onnx",
+                           "phi_block.onnx",
+                           "gptj_block.onnx",
+                           "falcon_block.onnx",
+                           "alibi_attention.onnx",
+                           "neox_block.onnx",
+                           "torch_mha.onnx",
+                           "torch_encoder_layer.onnx",
+                           "t5_decoder_attention.onnx",
+                           "t5_encoder_attention.onnx"}) {
     SCOPED_TRACE(name);
     expectTorchOutput(importOnnx(model(name)), model(name) + ".io.bin");
   }
@@ -740,12 +768,13 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   // a causal softmax: nothing adds a mask of 8 x 8 any more.
   // Also Qwen2's finfo.min triu added, Gemma's mask after a soft-cap, Phi's -inf triu added, GPT-J's where
   // before the division by sqrt(head_dim), Falcon's -1e9, ALiBi's masked_fill after its bias, and the
-  // bool masks torch.nn.MultiheadAttention and TransformerEncoderLayer turn into -inf.
+  // bool masks torch.nn.MultiheadAttention and TransformerEncoderLayer turn into -inf, and T5's mask after
+  // its position bias with a cast to float before the softmax.
   for (const char* name :
        {"causal_attention.onnx", "gqa_attention.onnx", "gpt2_block.onnx", "llama_block.onnx",
         "einsum_attention.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
         "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
-        "torch_encoder_layer.onnx"}) {
+        "torch_encoder_layer.onnx", "t5_decoder_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     int causal = 0;
     for (const auto& op : g.ops) {
@@ -755,6 +784,13 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
       }
     }
     EXPECT_EQ(causal, 1) << name;
+  }
+  // T5's relative-position bias (a Gather of its [buckets, heads] table at buckets computed from constants)
+  // folds into one constant added to the scores: no embedding lookup of constant ids.
+  for (const char* name : {"t5_decoder_attention.onnx", "t5_encoder_attention.onnx"}) {
+    auto counts = opCounts(importOnnx(model(name)));
+    EXPECT_EQ(counts.count("embedding"), 0u) << name;
+    EXPECT_EQ(counts["add"], 1) << name;
   }
   // Mistral's sliding window (finfo.min above the diagonal and more than 3 keys back, built with arange, a
   // comparison, a bool tril and masked_fill in place) folds to one constant added before the softmax: not
@@ -856,13 +892,11 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
     Graph g = importOnnx(model(seq.c_str()), eight);
     EXPECT_TRUE(verifyGraph(g).empty()) << seq;
     EXPECT_EQ(g.inputs.at(0).shape, (std::vector<Expr>{Expr(1), Expr(8), Expr(64)})) << seq;
-    // The same ops, but for learned positions: the static export has their rows folded into a constant
-    // (torch's constant folding), the symbolic one an embedding lookup at the folded positions.
+    // The same ops. Learned positions too: the static export has their rows folded into a constant by
+    // torch, the symbolic one a Gather of the table at the folded positions, which folds here as well (no
+    // embedding lookup of constant ids).
     auto counts = opCounts(g);
-    if (seq == "einsum_attention_seq.onnx") {
-      EXPECT_EQ(counts["embedding"], 1);
-    }
-    counts.erase("embedding");
+    EXPECT_EQ(counts.count("embedding"), 0u) << seq;
     EXPECT_EQ(counts, opCounts(importOnnx(model(twin.c_str())))) << seq;
     int causal = 0;
     for (const auto& op : g.ops) causal += isCausal(op);
