@@ -75,6 +75,7 @@ class Builder {
     if (m_.rope) {  // per head; a decoded token sits after the keys already cached, a prompt's rows at 0..
       std::map<std::string, AttrValue> at = {{"head_dim", dh}};
       if (rows == 1 && !keys.isConstant()) at["offset"] = keys.str();
+      if (m_.ropeTheta != 10000) at["theta"] = m_.ropeTheta;
       q = op("rope", {q}, "q_rot", at);
       k = op("rope", {k}, "k_rot", at);
     }

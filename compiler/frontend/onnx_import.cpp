@@ -1299,7 +1299,15 @@ class Importer {
     Dyn* sum = soleConsumer(sinMul->output, "Add");
     if (!sum) return;
     Dyn* cosMul = producer(other(*sum, sinMul->output));
-    if (!cosMul || cosMul->op != "Mul" || other(*cosMul, x) == x || !consts_.count(other(*cosMul, x))) return;
+    if (!cosMul || cosMul->op != "Mul" || cosMul->inputs.size() != 2 ||
+        (cosMul->inputs[0] != x && cosMul->inputs[1] != x) || other(*cosMul, x) == x ||
+        !consts_.count(other(*cosMul, x)))
+      return;
+    // What the rope replaces is read by nothing else; the halves are concatenated along the last axis.
+    if (consumers(cosMul->output).size() != 1 || consumers(neg->output).size() != 1) return;
+    int64_t catAxis = intAttr(*cat.node, "axis", 0);
+    if (catAxis != -1 && (!hasConcreteShape(x) || catAxis != static_cast<int64_t>(shapeOf(x).size()) - 1))
+      return;
     double theta = 0;
     if (!rotaryTables(x, *low, *high, consts_.at(other(*cosMul, x)), consts_.at(other(*sinMul, cat.output)),
                       theta))
@@ -1352,6 +1360,7 @@ class Importer {
       double angle = std::atan2(sin.v[static_cast<size_t>(ss + 1)], cos.v[static_cast<size_t>(cs + 1)]);
       if (!(angle > 0)) return false;
       double fitted = std::exp(-static_cast<double>(h) * std::log(angle));
+      if (!std::isfinite(fitted) || !(fitted > 1)) return false;
       double unit = std::pow(10.0, std::floor(std::log10(fitted)) - 3);
       theta = std::round(fitted / unit) * unit;
     }
@@ -1360,8 +1369,8 @@ class Importer {
         double angle = static_cast<double>(pos) *
                        std::pow(theta, -2.0 * static_cast<double>(i % h) / static_cast<double>(D));
         double tol = 1e-5 + 4e-7 * angle;
-        if (std::fabs(cos.v[static_cast<size_t>(pos * cs + i)] - std::cos(angle)) > tol ||
-            std::fabs(sin.v[static_cast<size_t>(pos * ss + i)] - std::sin(angle)) > tol)
+        if (!(std::fabs(cos.v[static_cast<size_t>(pos * cs + i)] - std::cos(angle)) <= tol) ||
+            !(std::fabs(sin.v[static_cast<size_t>(pos * ss + i)] - std::sin(angle)) <= tol))
           return false;
       }
     return true;

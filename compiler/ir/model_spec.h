@@ -24,6 +24,7 @@ struct ModelSpec {
   std::string activation;     ///< gelu or silu
   bool gated = false;         ///< gated MLP: act(x Wg) * (x Wu)
   bool rope = false;          ///< rotary positions (else learned, added at the embedding)
+  double ropeTheta = 10000;   ///< rope's base (rope_theta: Qwen2's 1e6, Llama 3's 500000)
   bool tiedEmbeddings = false;
   std::string quant = "w4a8"; ///< w4a8 or none (f32)
   SourceLoc loc;

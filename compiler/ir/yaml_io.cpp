@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -741,10 +742,11 @@ ModelSpec parseModel(const std::string& text, const std::string& file) {
   Reader r(file);
   YAML::Node root = r.load(text);
   if (!root || !root.IsMap()) fail(r.loc(root), "a model file must be a mapping starting with 'model'");
-  r.onlyKeys(root,
-             {"model", "family", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "max_ctx",
-              "norm", "activation", "gated", "positions", "tied_embeddings", "quant"},
-             "a model");
+  r.onlyKeys(
+      root,
+      {"model", "family", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "max_ctx",
+       "norm", "activation", "gated", "positions", "rope_theta", "tied_embeddings", "quant"},
+      "a model");
   ModelSpec m;
   m.loc = r.loc(root);
   const std::string where = "a model file";
@@ -790,6 +792,13 @@ ModelSpec parseModel(const std::string& text, const std::string& file) {
   std::string p = r.str(pos, "positions");
   if (p != "learned" && p != "rope") r.error(pos, "positions", "expected learned or rope, got '" + p + "'");
   m.rope = p == "rope";
+  if (root["rope_theta"]) {
+    m.ropeTheta = positiveReal(r, root, "rope_theta", where);
+    if (!m.rope) r.error(root["rope_theta"], "rope_theta", "is rope's base; the positions are not rope");
+    if (!(m.ropeTheta > 1) || !std::isfinite(m.ropeTheta))
+      r.error(root["rope_theta"], "rope_theta",
+              "must be a number above 1, got " + root["rope_theta"].Scalar());
+  }
   if (root["quant"]) {
     m.quant = r.str(root["quant"], "quant");
     if (m.quant != "w4a8" && m.quant != "none") r.error(root["quant"], "quant", "expected w4a8 or none, got '" + m.quant + "'");

@@ -551,12 +551,13 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
 
 // x * cos + rotate_half(x) * sin over constant tables is one rope op only when the tables are rope's:
 // the base (theta) is read off them (500,000 here, Llama 3's), and tables of another kind (positions
-// scaled by a half, as a linear rope scaling writes them) leave the ops as written. Either way the
-// interpreter gives the rotation the tables say, computed here from their formula.
+// scaled by a half, as a linear rope scaling writes them) leave the ops as written, as does a cos term of
+// another value than the one rotated (relu(x) * cos). Either way the interpreter gives what the ops say,
+// computed here from the tables' formula.
 TEST(Onnx, RotaryTablesDecideTheRopeAndItsBase) {
   const int P = 4, D = 8, h = D / 2;
-  for (double scale : {1.0, 0.5}) {
-    SCOPED_TRACE(scale);
+  for (auto [scale, relu] : std::vector<std::pair<double, bool>>{{1.0, false}, {0.5, false}, {1.0, true}}) {
+    SCOPED_TRACE(std::to_string(scale) + (relu ? " relu" : ""));
     const double theta = 500000;
     auto angle = [&](int pos, int i) { return scale * pos * std::pow(theta, -2.0 * (i % h) / D); };
     onnx::ModelProto m = modelWithInput(17, "rotary", {1, 2, P, D});
@@ -591,12 +592,13 @@ TEST(Onnx, RotaryTablesDecideTheRopeAndItsBase) {
     axis->set_name("axis");
     axis->set_type(onnx::AttributeProto::INT);
     axis->set_i(-1);
-    addNode(g, "Mul", {"x", "cos_table"}, "x_cos");
+    if (relu) addNode(g, "Relu", {"x"}, "relu_x");
+    addNode(g, "Mul", {relu ? "relu_x" : "x", "cos_table"}, "x_cos");
     addNode(g, "Mul", {"rotated_half", "sin_table"}, "half_sin");
     addNode(g, "Add", {"x_cos", "half_sin"}, "y");
     g->add_output()->set_name("y");
     Graph graph = importOnnx(writeModel(m, "rotary.onnx"));
-    EXPECT_EQ(opCounts(graph)["rope"], scale == 1.0 ? 1 : 0);
+    EXPECT_EQ(opCounts(graph)["rope"], scale == 1.0 && !relu ? 1 : 0);
     for (const auto& op : graph.ops) {
       if (op.op == "rope") {
         EXPECT_EQ(numberAttr(op, "theta", 0), theta);
@@ -612,8 +614,8 @@ TEST(Onnx, RotaryTablesDecideTheRopeAndItsBase) {
       for (int pos = 0; pos < P; ++pos)
         for (int i = 0; i < D; ++i) {
           size_t at = static_cast<size_t>((head * P + pos) * D + i);
-          double partner = i < h ? -x[at + h] : x[at - h];
-          EXPECT_NEAR(y[at], x[at] * std::cos(angle(pos, i)) + partner * std::sin(angle(pos, i)), 1e-5)
+          double partner = i < h ? -x[at + h] : x[at - h], self = relu ? std::max(0.0f, x[at]) : x[at];
+          EXPECT_NEAR(y[at], self * std::cos(angle(pos, i)) + partner * std::sin(angle(pos, i)), 1e-5)
               << pos << "," << i;
         }
   }

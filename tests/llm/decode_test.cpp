@@ -385,6 +385,24 @@ std::string errorOf(const std::string& from, const std::string& to) {
   return "no error";
 }
 
+// A model's rope_theta reaches its layers' rope ops (Qwen2.5's 1e6); without it rope's base is 10000.
+TEST(Decode, RopeBaseOfTheModel) {
+  for (const auto& [name, theta] :
+       std::vector<std::pair<std::string, double>>{{"qwen", 1e6}, {"llama", 10000}}) {
+    ModelSpec m = model(name);
+    EXPECT_EQ(m.ropeTheta, theta) << name;
+    for (const Graph& g : {buildDecodeLayer(m), buildPrefillLayer(m, 16)}) {
+      int ropes = 0;
+      for (const Op& op : g.ops) {
+        if (op.op != "rope") continue;
+        ++ropes;
+        EXPECT_EQ(ropeTheta(op), theta) << name;
+      }
+      EXPECT_EQ(ropes, 2) << name;
+    }
+  }
+}
+
 TEST(Decode, BadModelFields) {
   EXPECT_EQ(errorOf("layers: 24", "layers: many"), "m.yaml:5:9: error: field 'layers': expected an integer, got 'many'");
   EXPECT_EQ(errorOf("family: gpt2", "family: gpt5"),
@@ -392,8 +410,16 @@ TEST(Decode, BadModelFields) {
   EXPECT_EQ(errorOf("heads: 16", "heads: 16\nkv_heads: 3"), "m.yaml:8:11: error: field 'kv_heads': 3 does not divide heads (16)");
   EXPECT_EQ(errorOf("norm: layernorm", "norm: batchnorm"), "m.yaml:11:7: error: field 'norm': expected layernorm or rmsnorm, got 'batchnorm'");
   EXPECT_EQ(errorOf("vocab: 50257", "vocab: 50257\nvocab_size: 3"),
-            "m.yaml:10:1: error: field 'vocab_size': unknown field of a model (known: model, family, layers, hidden, heads, "
-            "kv_heads, head_dim, ffn, vocab, max_ctx, norm, activation, gated, positions, tied_embeddings, quant)");
+            "m.yaml:10:1: error: field 'vocab_size': unknown field of a model (known: model, family, layers, "
+            "hidden, heads, "
+            "kv_heads, head_dim, ffn, vocab, max_ctx, norm, activation, gated, positions, rope_theta, "
+            "tied_embeddings, "
+            "quant)");
+  // rope's base: for rope positions only (GPT-2's are learned), above 1.
+  EXPECT_EQ(errorOf("positions: learned", "positions: learned\nrope_theta: 1000000"),
+            "m.yaml:14:13: error: field 'rope_theta': is rope's base; the positions are not rope");
+  EXPECT_EQ(errorOf("positions: learned", "positions: rope\nrope_theta: 0.5"),
+            "m.yaml:14:13: error: field 'rope_theta': must be a number above 1, got 0.5");
   Estimator e(model("gpt2"), defaultPlatform());
   EXPECT_THROW(e.run(1000, 100), UserError);  // beyond max_ctx
 }

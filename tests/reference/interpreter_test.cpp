@@ -141,6 +141,26 @@ TEST(Reference, RowOps) {
   auto heads = interpret(g, {{"x", {{1, 4}, {3, 4, 5, 6}}}}, {{"ctx", 3}}).at("y").data;
   expectNear(heads, {3 * std::cos(3.0f) - 4 * std::sin(3.0f), 4 * std::cos(3.0f) + 3 * std::sin(3.0f),
                      5 * std::cos(3.0f) - 6 * std::sin(3.0f), 6 * std::cos(3.0f) + 5 * std::sin(3.0f)});
+  // Another base (theta) changes every pair but the first: D = 4 at position 1, pair 1 turns by
+  // 100^(-2/4) = 0.1 radian.
+  Graph based = parseGraph(
+      "graph: t\ninputs: [{name: x, shape: [2, 4]}]\nops:\n"
+      "  - {name: s, op: rope, inputs: [x], output: y, theta: 100}\noutputs: [y]\n",
+      "t.yaml");
+  auto turned = interpret(based, {{"x", {{2, 4}, {0, 0, 0, 0, 3, 4, 5, 6}}}}).at("y").data;
+  expectNear({turned[4], turned[5], turned[6], turned[7]},
+             {3 * std::cos(1.0f) - 5 * std::sin(1.0f), 4 * std::cos(0.1f) - 6 * std::sin(0.1f),
+              5 * std::cos(1.0f) + 3 * std::sin(1.0f), 6 * std::cos(0.1f) + 4 * std::sin(0.1f)});
+  try {  // a base of 1 or less is refused by name
+    interpret(parseGraph("graph: t\ninputs: [{name: x, shape: [2, 4]}]\nops:\n"
+                         "  - {name: s, op: rope, inputs: [x], output: y, theta: 0}\noutputs: [y]\n",
+                         "t.yaml"),
+              {{"x", {{2, 4}, {0, 0, 0, 0, 3, 4, 5, 6}}}});
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'theta': rope's base is a number above 1"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Reference, DataMovement) {
