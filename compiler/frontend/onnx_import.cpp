@@ -776,8 +776,8 @@ class Importer {
       }
       return;
     }
-    if (n.op_type() ==
-        "Gather") {  // constant indices that are a run: a slice (a scalar index drops the axis)
+    // Gather at constant indices that are a run: a slice (a scalar index drops the axis, a view).
+    if (n.op_type() == "Gather") {
       const Const& idx = consts_.at(n.input(1));
       int64_t axis = intAttr(n, "axis", 0);
       if (axis < 0) axis += rank;
