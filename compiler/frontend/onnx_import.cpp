@@ -807,8 +807,11 @@ class Importer {
       return push("reshape", n.output(0) + "__taken", n.output(0), {{"shape", dropped}});
     }
     const Const *starts = constInput(1), *ends = constInput(2), *axes = constInput(3), *steps = constInput(4);
-    if (!starts || !ends || starts->v.size() != 1 || (n.input_size() > 3 && !n.input(3).empty() && !axes) ||
-        (steps && (steps->v.size() != 1 || steps->v[0] < 1))) {
+    // Each of starts, ends, axes and steps a constant of one value (axes and steps may be left out).
+    auto given = [&](int i) { return n.input_size() > i && !n.input(i).empty(); };
+    if (!starts || !ends || starts->v.size() != 1 || ends->v.size() != 1 ||
+        (given(3) && (!axes || axes->v.size() != 1)) ||
+        (given(4) && (!steps || steps->v.size() != 1 || !(steps->v[0] >= 1)))) {
       unsupported_.push_back(nodeName(n) + " (Slice other than one axis with a positive step)");
       return;
     }

@@ -540,13 +540,21 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   ints("apart", {0, 2});
   addNode(g, "Slice", {"x", "s10", "e0", "last", "minus"}, "reversed");
   addNode(g, "Gather", {"x", "apart"}, "apart_rows");
-  for (const char* out : {"reversed", "apart_rows"}) g->add_output()->set_name(out);
+  // a step given at run time (a graph input), not read as 1
+  auto* step = g->add_input();
+  step->set_name("step");
+  step->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  step->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  ints("s0", {0});
+  ints("e12", {12});
+  addNode(g, "Slice", {"x", "s0", "e12", "last", "step"}, "stepped");
+  for (const char* out : {"reversed", "apart_rows", "stepped"}) g->add_output()->set_name(out);
   std::string badPath = writeModel(bad, "bad_steps.onnx");
   EXPECT_EQ(errorOf(badPath),
             badPath +
-                ": error: unsupported: 2 node(s):\n  reversed_node (Slice other than one axis "
+                ": error: unsupported: 3 node(s):\n  reversed_node (Slice other than one axis "
                 "with a positive step)\n  apart_rows_node (Gather of a stream at indices that are not a "
-                "run of one axis)");
+                "run of one axis)\n  stepped_node (Slice other than one axis with a positive step)");
 }
 
 // x * cos + rotate_half(x) * sin over constant tables is one rope op only when the tables are rope's:
