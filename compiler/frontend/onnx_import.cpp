@@ -797,12 +797,12 @@ class Importer {
       }
       int64_t end = first + static_cast<int64_t>(idx.v.size());
       if (!idx.dims.empty()) return add(n.output(0), axis, first, end);
-      std::vector<int64_t> dropped;
-      for (const Expr& e : shapeOf(n.output(0))) dropped.push_back(e.isConstant() ? e.eval() : -1);
-      if (std::find(dropped.begin(), dropped.end(), -1) != dropped.end()) {
+      if (!hasConcreteShape(n.output(0))) {
         unsupported_.push_back(nodeName(n) + " (Gather of one index from a symbolic shape)");
         return;
       }
+      std::vector<int64_t> dropped;
+      for (const Expr& e : shapeOf(n.output(0))) dropped.push_back(e.eval());
       add(n.output(0) + "__taken", axis, first, end);
       return push("reshape", n.output(0) + "__taken", n.output(0), {{"shape", dropped}});
     }
@@ -834,12 +834,12 @@ class Importer {
     // x[..., start:end:step] as views and slices of step 1: the axis cut to a multiple of the step, split
     // into (size / step, step), the one column `start % step` taken, the rows from start / step, merged.
     int64_t length = (end - start + step - 1) / step, cut = (start / step + length) * step;
-    std::vector<int64_t> dims;
-    for (const Expr& e : shape) dims.push_back(e.isConstant() ? e.eval() : -1);
-    if (cut > size || std::find(dims.begin(), dims.end(), -1) != dims.end()) {
+    if (cut > size || !hasConcreteShape(n.input(0))) {
       unsupported_.push_back(nodeName(n) + " (Slice with a step of a symbolic shape or past the axis)");
       return;
     }
+    std::vector<int64_t> dims;
+    for (const Expr& e : shape) dims.push_back(e.eval());
     std::string at = n.input(0), base = n.output(0) + "__step";
     auto view = [&](std::vector<int64_t> to, const std::string& output) {
       push("reshape", at, output, {{"shape", to}});
@@ -1306,14 +1306,11 @@ class Importer {
         (cosMul->inputs[0] != x && cosMul->inputs[1] != x) || other(*cosMul, x) == x ||
         !consts_.count(other(*cosMul, x)))
       return;
-    // What the rope replaces is read by nothing else; the halves are concatenated along the last axis.
+    // What the rope replaces is read by nothing else.
     if (consumers(cosMul->output).size() != 1 || consumers(neg->output).size() != 1) return;
-    int64_t catAxis = intAttr(*cat.node, "axis", 0);
-    if (catAxis != -1 && (!hasConcreteShape(x) || catAxis != static_cast<int64_t>(shapeOf(x).size()) - 1))
-      return;
     double theta = 0;
-    if (!rotaryTables(x, *low, *high, consts_.at(other(*cosMul, x)), consts_.at(other(*sinMul, cat.output)),
-                      theta))
+    if (!rotaryTables(x, *low, *high, intAttr(*cat.node, "axis", 0), consts_.at(other(*cosMul, x)),
+                      consts_.at(other(*sinMul, cat.output)), theta))
       return;  // other halves or other tables: the ops stay as written
     std::vector<Dyn*> nodes = {neg, &cat, sinMul, cosMul, sum};
     // The slices go too when nothing else reads them.
@@ -1323,13 +1320,14 @@ class Importer {
     if (theta != 10000) sum->attrs["theta"] = theta;
   }
 
-  // Whether `low` and `high` are the first and second halves of x's last axis, and cos and sin the tables
+  // Whether `low` and `high` are the first and second halves of x's last axis (concatenated along it again,
+  // `catAxis`), and cos and sin the tables
   // rope computes for x [.., P, D] (graph.h): cos and sin of pos * theta^(-2 (i mod D/2) / D) at row pos of
   // the second-to-last axis, the same for every other index. theta, the base, is read off the tables (at
   // position 1, rounded to four significant digits: 10000, 500000 and 1e6 are bases models use) and then
   // checked at every entry, within what computing the angle in f32 misses by (4e-7 of it).
-  bool rotaryTables(const std::string& x, const Dyn& low, const Dyn& high, const Const& cos, const Const& sin,
-                    double& theta) {
+  bool rotaryTables(const std::string& x, const Dyn& low, const Dyn& high, int64_t catAxis, const Const& cos,
+                    const Const& sin, double& theta) {
     if (!hasConcreteShape(x)) return false;
     std::vector<int64_t> dims;
     for (const Expr& e : shapeOf(x)) dims.push_back(e.eval());
@@ -1344,7 +1342,9 @@ class Importer {
       };
       return (attr("axis") == -1 || attr("axis") == rank - 1) && attr("start") == start && attr("end") == end;
     };
-    if (D % 2 != 0 || h == 0 || !half(low, 0, h) || !half(high, h, D)) return false;
+    if (D % 2 != 0 || h == 0 || !half(low, 0, h) || !half(high, h, D) ||
+        (catAxis != -1 && catAxis != rank - 1))
+      return false;
     // Each table [.., P or 1, D] broadcast against x, 1 along every axis before those two.
     auto rowStride = [&](const Const& t) -> int64_t {
       size_t r = t.dims.size();

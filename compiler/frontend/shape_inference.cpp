@@ -112,10 +112,8 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
   }
   if (elementwiseArity(k) == 1 || k == "rope") {
     arity(1, 1);
-    if (auto t = op.attrs.find("theta"); k == "rope" && t != op.attrs.end()) {
-      const auto* i = std::get_if<int64_t>(&t->second);
-      const auto* d = std::get_if<double>(&t->second);
-      double theta = i ? static_cast<double>(*i) : d ? *d : 0.0;
+    if (k == "rope" && op.attrs.count("theta")) {  // a number (not text) above 1
+      double theta = numberAttr(op, "theta", 0.0);
       if (!(theta > 1) || !std::isfinite(theta)) bad("field 'theta': rope's base is a number above 1");
     }
     return in[0]->shape;

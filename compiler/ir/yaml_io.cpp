@@ -6,7 +6,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -793,9 +792,9 @@ ModelSpec parseModel(const std::string& text, const std::string& file) {
   if (p != "learned" && p != "rope") r.error(pos, "positions", "expected learned or rope, got '" + p + "'");
   m.rope = p == "rope";
   if (root["rope_theta"]) {
-    m.ropeTheta = positiveReal(r, root, "rope_theta", where);
+    m.ropeTheta = positiveReal(r, root, "rope_theta", where);  // finite: at most 1e7
     if (!m.rope) r.error(root["rope_theta"], "rope_theta", "is rope's base; the positions are not rope");
-    if (!(m.ropeTheta > 1) || !std::isfinite(m.ropeTheta))
+    if (!(m.ropeTheta > 1))
       r.error(root["rope_theta"], "rope_theta",
               "must be a number above 1, got " + root["rope_theta"].Scalar());
   }

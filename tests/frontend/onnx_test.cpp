@@ -725,52 +725,34 @@ TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
 // target shapes torch computes with Shape, ConstantOfShape, Equal, Where and Expand over constants, and
 // elementwise functions outside any pattern. They import, compile and simulate.
 TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
-  for (const char* name : {"causal_attention.onnx",
-                           "gqa_attention.onnx",
-                           "gqa_interleave.onnx",
-                           "pointwise.onnx",
-                           "select_mlp.onnx",
-                           "einsum_attention.onnx",
-                           "sliding_window_attention.onnx",
-                           "tiled_mlp.onnx",
-                           "rope_in_forward.onnx",
-                           "qwen2_block.onnx",
-                           "gemma_block.onnx",
-                           "phi_block.onnx",
-                           "gptj_block.onnx",
-                           "falcon_block.onnx",
-                           "alibi_attention.onnx",
-                           "neox_block.onnx",
-                           "torch_mha.onnx",
-                           "torch_encoder_layer.onnx",
-                           "t5_decoder_attention.onnx",
-                           "t5_encoder_attention.onnx"}) {
+  const std::vector<const char*> idioms = {"causal_attention.onnx",
+                                           "gqa_attention.onnx",
+                                           "gqa_interleave.onnx",
+                                           "pointwise.onnx",
+                                           "select_mlp.onnx",
+                                           "einsum_attention.onnx",
+                                           "sliding_window_attention.onnx",
+                                           "tiled_mlp.onnx",
+                                           "rope_in_forward.onnx",
+                                           "qwen2_block.onnx",
+                                           "gemma_block.onnx",
+                                           "phi_block.onnx",
+                                           "gptj_block.onnx",
+                                           "falcon_block.onnx",
+                                           "alibi_attention.onnx",
+                                           "neox_block.onnx",
+                                           "torch_mha.onnx",
+                                           "torch_encoder_layer.onnx",
+                                           "t5_decoder_attention.onnx",
+                                           "t5_encoder_attention.onnx"};
+  for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
     CompileResult r = compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
     EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock) << name;
   }
   // stc's interpreter against torch's own output for torch's input (NAME.io.bin, written by the exporter).
-  for (const char* name : {"causal_attention.onnx",
-                           "gqa_attention.onnx",
-                           "gqa_interleave.onnx",
-                           "pointwise.onnx",
-                           "select_mlp.onnx",
-                           "einsum_attention.onnx",
-                           "sliding_window_attention.onnx",
-                           "tiled_mlp.onnx",
-                           "rope_in_forward.onnx",
-                           "qwen2_block.onnx",
-                           "gemma_block.onnx",
-                           "phi_block.onnx",
-                           "gptj_block.onnx",
-                           "falcon_block.onnx",
-                           "alibi_attention.onnx",
-                           "neox_block.onnx",
-                           "torch_mha.onnx",
-                           "torch_encoder_layer.onnx",
-                           "t5_decoder_attention.onnx",
-                           "t5_encoder_attention.onnx"}) {
+  for (const char* name : idioms) {
     SCOPED_TRACE(name);
     expectTorchOutput(importOnnx(model(name)), model(name) + ".io.bin");
   }
