@@ -6,12 +6,12 @@
 //   p = softmax(s * scale); o = p V; r = x + o Wo
 //   h2 = norm(r); y = r + mlp(h2), mlp = act(h2 W1 + b1) W2 (GPT-2) or (act(h2 Wg) * h2 Wu) Wd (gated)
 //
-// Prefill runs the prompt's rows through the same layer. With a KV head per query head (GPT-2), the
-// attention is causal and on chip: K and V made with q, the heads split and merged by reshapes and
-// transposes, the scores and P.V holding K and V (row r reads key r as it is made). GQA
-// (heads/kv_heads query heads share each KV head): all query rows grouped per KV head, attending to the
-// prompt's keys and values read back from HBM as if they were there, not masked (an upper bound of
-// the attention's work, optimistic about its waiting); the grouped rows stream one K and V per KV head.
+// Prefill runs the prompt's rows through the same layer. Its attention is causal and on chip: K and V
+// made with q (under GQA each KV head copied to the heads/kv_heads query heads that share it, as
+// repeat_kv does), the heads split and merged by reshapes and transposes, the scores and P.V holding K
+// and V (row r reads key r as it is made). A prompt whose K no kernel could hold within the budget groups
+// all query rows per KV head instead, attending to the prompt's keys and values read back from HBM as if
+// they were there, not masked (an upper bound of the attention's work, optimistic about its waiting).
 // Positions: learned embeddings are added outside the layer; rope is applied to q and k. LayerNorm
 // carries scale and bias, RMSNorm a scale.
 #include "compiler/frontend/model_builder.h"
@@ -89,9 +89,22 @@ class Builder {
         std::string r = op("reshape", {t}, name + "_split", {{"shape", std::vector<int64_t>{rows, H, dh}}});
         return op("transpose", {r}, name, {{"perm", perm}});
       };
+      // GQA: each KV head copied to the G query heads that share it (repeat_kv), so that every query
+      // head reads its own held K and V.
+      auto repeat = [&](const std::string& t, const std::string& name) {
+        if (G == 1) return t;
+        std::string r =
+            op("reshape", {t}, name + "_per_kv_head", {{"shape", std::vector<int64_t>{rows, KVH, 1, dh}}});
+        std::string e = op("add", {r, "kv_copies"}, name + "_copied");
+        return op("reshape", {e}, name + "_repeated", {{"shape", std::vector<int64_t>{rows, H * dh}}});
+      };
+      if (G > 1) {  // zeros, known: the add broadcasts each KV head G times
+        weight("kv_copies", {dim(G), dim(1)});
+        g_.values["kv_copies"] = std::vector<float>(G, 0.0f);
+      }
       std::string qh = split(q, "q_heads", {1, 0, 2});
-      std::string kt = split(k, "k_heads", {1, 2, 0});
-      std::string vh = split(v, "v_heads", {1, 0, 2});
+      std::string kt = split(repeat(k, "k"), "k_heads", {1, 2, 0});
+      std::string vh = split(repeat(v, "v"), "v_heads", {1, 0, 2});
       std::string s = op("matmul", {qh, kt}, "scores");
       std::string ss = op("mul", {s, "scale"}, "scaled");
       std::string p = op("softmax", {ss}, "probs", {{"axis", int64_t{-1}}, {"causal", int64_t{1}}});
@@ -177,8 +190,7 @@ int64_t prefillHeldBytes(const ModelSpec& model, int64_t prompt) {
 
 Graph buildPrefillLayer(const ModelSpec& model, int64_t prompt, int64_t heldBytesLimit) {
   Builder b(model, model.name + "_prefill_layer");
-  b.layer(prompt, Expr(prompt),
-          model.kvHeads == model.heads && prefillHeldBytes(model, prompt) <= heldBytesLimit);
+  b.layer(prompt, Expr(prompt), prefillHeldBytes(model, prompt) <= heldBytesLimit);
   return b.take();
 }
 

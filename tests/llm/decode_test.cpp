@@ -5,9 +5,11 @@
 #include <tbb/global_control.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "compiler/frontend/model_builder.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/reference/interpreter.h"
 #include "sim/engine.h"
 
 namespace stc::llm {
@@ -290,7 +292,7 @@ TEST(Decode, TheDecodeLayerIsTheFasterOfBothStripeEstimates) {
 // A prompt attends causally to the keys it makes: with a KV head per query head (GPT-2) the prefill layer
 // projects K and V on chip, its softmax is causal, and the scores and P.V hold K and V whole (row r reads
 // key r; 32 rows of 1,024 int8 each) instead of reading the prompt's keys back from HBM as if already
-// cached. A GQA model (TinyLlama: 4 KV heads for 32) still reads them from HBM, its softmax not masked.
+// cached.
 TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
   auto reads = [](const Graph& g, const std::string& name) {
     return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const TensorDecl& t) { return t.name == name; });
@@ -314,9 +316,21 @@ TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
   }
   EXPECT_EQ(held, 2);
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}, defaultPlatform()), {}).deadlock);
-  Graph l = buildPrefillLayer(model("llama"), 8);
-  EXPECT_TRUE(reads(l, "k_cache") && reads(l, "v_cache"));
-  EXPECT_EQ(causalSoftmaxes(l), 0);
+  // GQA (TinyLlama: 4 KV heads for 32 query heads) too, each KV head copied to the 8 query heads that
+  // share it: the held K and V are 8 rows of 32 x 64 int8 each.
+  ModelSpec llama = model("llama");
+  Graph l = buildPrefillLayer(llama, 8);
+  EXPECT_FALSE(reads(l, "k_cache") || reads(l, "v_cache"));
+  EXPECT_EQ(causalSoftmaxes(l), 1);
+  CompileResult lr = compileGraph(l, defaultPlatform(), o);
+  held = 0;
+  for (const Kernel& k : lr.kernels.kernels) {
+    if (k.heldKeys == Kernel::HeldKeys::kNone) continue;
+    ++held;
+    EXPECT_EQ(k.bufferBytes, 8 * 32 * 64) << k.name;
+  }
+  EXPECT_EQ(held, 2);
+  EXPECT_FALSE(sim::runDirect(sim::compileProgram(lr.network, {}, defaultPlatform()), {}).deadlock);
   // A prompt whose K no kernel could hold within the budget reads K and V back from HBM as GQA does (a
   // Llama-2-7B-sized MHA model past 2,600 rows under W4A8): at one byte over the limit, not at it.
   EXPECT_EQ(prefillHeldBytes(m, 1024), 1024 * 16 * 64);
@@ -324,6 +338,69 @@ TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
   Graph over = buildPrefillLayer(m, 1024, 1024 * 16 * 64 - 1);
   EXPECT_TRUE(reads(over, "k_cache") && reads(over, "v_cache"));
   EXPECT_EQ(causalSoftmaxes(over), 0);
+}
+
+// A prompt's rows are the decode steps that would make them: row r of a GQA prefill layer (2 KV heads for
+// 4 query heads, rope) equals the decode layer at ctx r whose caches hold the prefill's keys and values of
+// rows 0 .. r-1, and the keys and values it appends are the prefill's row r. So the prefill attends
+// causally and each query head to its own KV head's keys.
+TEST(Decode, AGroupedPromptsRowsAreItsDecodeSteps) {
+  const std::string text =
+      "model: tiny\nfamily: llama\nlayers: 1\nhidden: 32\nheads: 4\nkv_heads: 2\nhead_dim: 8\nffn: 48\n"
+      "vocab: 64\nmax_ctx: 16\nnorm: rmsnorm\nactivation: silu\ngated: true\npositions: rope\nquant: none\n";
+  ModelSpec m = parseModel(text, "tiny.yaml");
+  const int64_t R = 5, KVH = 2, dh = 8;
+  Graph prefill = buildPrefillLayer(m, R), decode = buildDecodeLayer(m);
+  uint32_t seed = 12345;
+  auto random = [&](int64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) {
+      seed = seed * 1664525u + 1013904223u;
+      x = static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
+    }
+    return v;
+  };
+  auto sizeOf = [](const TensorDecl& t) {
+    int64_t n = 1;
+    for (const Expr& d : t.shape) n *= d.eval();
+    return n;
+  };
+  std::map<std::string, Tensor> values;
+  for (const TensorDecl& w : prefill.weights) {
+    std::vector<int64_t> shape;
+    for (const Expr& d : w.shape) shape.push_back(d.eval());
+    auto known = prefill.values.find(w.name);
+    values[w.name] = {shape, known != prefill.values.end() ? known->second : random(sizeOf(w))};
+  }
+  values["scale"].data = {1.0f / std::sqrt(static_cast<float>(dh))};
+  ASSERT_EQ(values.at("kv_copies").data, std::vector<float>(2, 0.0f));
+  values["x"] = {{R, 32}, random(R * 32)};
+  auto made = interpret(prefill, values);
+  const std::vector<float>&y = made.at("y").data, &k = made.at(prefill.outputs.at(1)).data,
+        &v = made.at(prefill.outputs.at(2)).data;
+  for (int64_t r = 0; r < R; ++r) {
+    std::map<std::string, Tensor> step = values;
+    step["x"] = {
+        {1, 32},
+        std::vector<float>(values.at("x").data.begin() + r * 32, values.at("x").data.begin() + (r + 1) * 32)};
+    Tensor kc{{KVH, dh, r + 1}, std::vector<float>(KVH * dh * (r + 1), 0.0f)},
+        vc{{KVH, r + 1, dh}, std::vector<float>(KVH * dh * (r + 1), 0.0f)};
+    for (int64_t p = 0; p < r; ++p)
+      for (int64_t h = 0; h < KVH; ++h)
+        for (int64_t e = 0; e < dh; ++e) {
+          kc.data[(h * dh + e) * (r + 1) + p] = k[p * KVH * dh + h * dh + e];
+          vc.data[(h * (r + 1) + p) * dh + e] = v[p * KVH * dh + h * dh + e];
+        }
+    step["k_cache"] = kc;
+    step["v_cache"] = vc;
+    auto got = interpret(decode, step, {{"ctx", r}});
+    for (int64_t i = 0; i < 32; ++i)
+      EXPECT_NEAR(got.at("y").data[i], y[r * 32 + i], 1e-5) << "row " << r << ", " << i;
+    for (int64_t i = 0; i < KVH * dh; ++i) {
+      EXPECT_NEAR(got.at(decode.outputs.at(1)).data[i], k[r * KVH * dh + i], 1e-5) << "row " << r;
+      EXPECT_NEAR(got.at(decode.outputs.at(2)).data[i], v[r * KVH * dh + i], 1e-5) << "row " << r;
+    }
+  }
 }
 
 // Rope turns each head (head_dim) at the token's position: a decode step's token comes after the ctx
