@@ -163,14 +163,25 @@ Const fromTensor(const onnx::TensorProto& t) {
   return c;
 }
 
-// Numpy broadcasting of two constants through f.
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+// Numpy broadcasting of two constants through f; a UserError when their shapes do not broadcast.
 Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
   size_t rank = std::max(a.dims.size(), b.dims.size());
   Const out;
   out.known = a.known && b.known;
   out.dims.assign(rank, 1);
   auto dimAt = [&](const Const& c, size_t i) { return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())]; };
-  for (size_t i = 0; i < rank; ++i) out.dims[i] = dimAt(a, i) == 1 ? dimAt(b, i) : dimAt(a, i);
+  for (size_t i = 0; i < rank; ++i) {
+    if (dimAt(a, i) != dimAt(b, i) && dimAt(a, i) != 1 && dimAt(b, i) != 1)
+      throw UserError("constants of shapes " + dimsText(a.dims) + " and " + dimsText(b.dims) +
+                      " do not broadcast");
+    out.dims[i] = dimAt(a, i) == 1 ? dimAt(b, i) : dimAt(a, i);
+  }
   int64_t n = out.count();
   for (int64_t flat = 0; flat < n; ++flat) {
     int64_t ia = 0, ib = 0, sa = 1, sb = 1, rem = flat;
@@ -833,10 +844,20 @@ class Importer {
     if (end - start <= step) return add(n.output(0), axis, start, start + 1);  // one element
     // x[..., start:end:step] as views and slices of step 1: the axis cut to a multiple of the step, split
     // into (size / step, step), the one column `start % step` taken, the rows from start / step, merged.
-    int64_t length = (end - start + step - 1) / step, cut = (start / step + length) * step;
-    if (cut > size || !hasConcreteShape(n.input(0))) {
-      unsupported_.push_back(nodeName(n) + " (Slice with a step of a symbolic shape or past the axis)");
+    // Where that cut would pass the axis's end (x[..., ::2] of an odd axis), the last element is sliced
+    // alone and concatenated after the others.
+    if (!hasConcreteShape(n.input(0))) {
+      unsupported_.push_back(nodeName(n) + " (Slice with a step of a symbolic shape)");
       return;
+    }
+    int64_t length = (end - start + step - 1) / step, cut = (start / step + length) * step;
+    std::string result = n.output(0), last;
+    if (cut > size) {
+      --length;
+      cut -= step;
+      last = n.output(0) + "__step_last";
+      add(last, axis, start + length * step, start + length * step + 1);
+      result = n.output(0) + "__step_first";
     }
     std::vector<int64_t> dims;
     for (const Expr& e : shape) dims.push_back(e.eval());
@@ -857,7 +878,16 @@ class Importer {
     take(axis + 1, start % step, start % step + 1, base + "_column");
     if (start / step > 0) take(axis, start / step, start / step + length, base + "_rows");
     dims[static_cast<size_t>(axis)] = length;
-    view(dims, n.output(0));
+    view(dims, result);
+    if (last.empty()) return;
+    Dyn both;
+    both.node = &n;
+    both.op = "concat";
+    both.inputs = {result, last};
+    both.output = n.output(0);
+    both.attrs = {{"axis", axis}};
+    producer_[both.output] = dyn_.size();
+    dyn_.push_back(both);
   }
 
   // Folds a node of constant inputs; false when this front end cannot evaluate it.
@@ -1387,8 +1417,12 @@ class Importer {
       return false;
     bool streamWhenTrue = !consts_.count(where.inputs[1]);
     stream = where.inputs[streamWhenTrue ? 1 : 2];
-    bias = broadcast(consts_.at(where.inputs[0]), consts_.at(where.inputs[streamWhenTrue ? 2 : 1]),
-                     [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
+    try {
+      bias = broadcast(consts_.at(where.inputs[0]), consts_.at(where.inputs[streamWhenTrue ? 2 : 1]),
+                       [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
+    } catch (const UserError&) {  // not a bias: the Where is listed as unsupported, with the shapes
+      return false;
+    }
     return true;
   }
   bool isModelOutput(const std::string& value) const {
@@ -1565,6 +1599,10 @@ class Importer {
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};
       op.attrs = d.attrs;
+    } else if (d.op == "concat") {  // a slice's last element after its others (sliceNodes)
+      op.op = "concat";
+      op.inputs = {operand(d.inputs[0], op.name), operand(d.inputs[1], op.name)};
+      op.attrs = d.attrs;
     } else if (d.op == "slice") {
       op.op = "slice";
       op.inputs = {operand(d.inputs[0], op.name)};
@@ -1632,7 +1670,10 @@ class Importer {
     } else if (d.op == "Transpose") {
       op.op = "transpose";
       op.inputs = {operand(d.inputs[0], op.name)};
-      op.attrs["perm"] = intsAttr(n, "perm");
+      std::vector<int64_t> perm = intsAttr(n, "perm");
+      if (perm.empty())  // ONNX's default: the axes reversed
+        for (size_t i = shapeOf(d.inputs[0]).size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+      op.attrs["perm"] = perm;
     } else if (d.op == "Reshape") {
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};

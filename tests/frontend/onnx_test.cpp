@@ -449,6 +449,12 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   ints("s0", {0});
   ints("e7", {7});
   addNode(g, "Slice", {"x", "s0", "e7", "last", "three"}, "first_three");
+  // x[:, ::2] of the odd axis 1 (rows 0 2) and x[..., 1::5] (1 6 11): a cut to a multiple of the step
+  // would pass the axis's end, so the last row or column is sliced alone and concatenated
+  ints("axis1", {1});
+  ints("five", {5});
+  addNode(g, "Slice", {"x", "s0", "e12", "axis1", "two"}, "odd_rows");
+  addNode(g, "Slice", {"x", "s1", "e12", "last", "five"}, "by_five");
   // rows [-2, -1] of axis 1 (1 and 2), and row 1 alone with the axis dropped
   addNode(g, "Gather", {"x", "run"}, "rows")->add_attribute()->CopyFrom([] {
     onnx::AttributeProto a;
@@ -477,7 +483,8 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   back->add_attribute()->CopyFrom(*perm);
   addNode(g, "Cos", {"angles_again"}, "table");
   addNode(g, "Add", {"x", "table"}, "rotated");
-  for (const char* out : {"every_third", "every_second", "rows", "row", "rotated", "first_three"})
+  for (const char* out :
+       {"every_third", "every_second", "rows", "row", "rotated", "first_three", "odd_rows", "by_five"})
     g->add_output()->set_name(out);
   std::string path = writeModel(m, "steps.onnx");
   Graph graph = importOnnx(path);
@@ -525,6 +532,19 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
     for (int r = 0; r < 3; ++r)
       for (int c = 0; c < 3; ++c)
         EXPECT_EQ(firstThree.data[static_cast<size_t>((b * 3 + r) * 3 + c)], at(b, r, 3 * c));
+  const Tensor& oddRows = got.at(graph.outputs.at(6));
+  ASSERT_EQ(oddRows.shape, (std::vector<int64_t>{2, 2, 12}));
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 12; ++c)
+        EXPECT_EQ(oddRows.data[static_cast<size_t>((b * 2 + r) * 12 + c)], at(b, 2 * r, c));
+  const Tensor& byFive = got.at(graph.outputs.at(7));
+  ASSERT_EQ(byFive.shape, (std::vector<int64_t>{2, 3, 3}));
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        EXPECT_EQ(byFive.data[static_cast<size_t>((b * 3 + r) * 3 + c)], at(b, r, 1 + 5 * c));
+  EXPECT_EQ(opCounts(graph)["concat"], 2);
   // The graph compiles and its network runs to the end.
   CompileResult r =
       compileGraph(graph, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
@@ -923,6 +943,37 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
                      "'/Where' (Where), whose inputs are [1, 1, 16, 16], [], [1, 4, 32, 32] (shapes that do not "
                      "broadcast, or a fixed axis beyond what the model's own tensors hold)");
   }
+}
+
+// Two constants whose shapes do not broadcast ([2] and [3]) are not folded, read past the smaller one: the
+// node is listed with both shapes. A Transpose without perm reverses the axes, as ONNX defines it.
+TEST(Onnx, ConstantsThatDoNotBroadcastAndTheDefaultPerm) {
+  onnx::ModelProto m = modelWithInput(17, "mismatch", {3});
+  onnx::GraphProto* g = m.mutable_graph();
+  for (auto [name, n] : {std::pair<std::string, int>{"two", 2}, {"three", 3}}) {
+    auto* c = g->add_initializer();
+    c->set_name(name);
+    c->add_dims(n);
+    c->set_data_type(onnx::TensorProto::FLOAT);
+    for (int i = 0; i < n; ++i) c->add_float_data(1.0f);
+  }
+  addNode(g, "Add", {"two", "three"}, "sum");
+  addNode(g, "Add", {"x", "sum"}, "y");
+  g->add_output()->set_name("y");
+  std::string path = writeModel(m, "mismatch.onnx");
+  EXPECT_EQ(errorOf(path),
+            path +
+                ": error: unsupported: 1 node(s):\n  sum_node (Add): constants of shapes [2] and [3] "
+                "do not broadcast");
+
+  onnx::ModelProto t = modelWithInput(17, "reversed", {2, 3, 4});
+  addNode(t.mutable_graph(), "Transpose", {"x"}, "y");
+  t.mutable_graph()->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(t, "reversed.onnx"));
+  ASSERT_EQ(graph.ops.size(), 1u);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(graph.ops[0].attrs.at("perm")), (std::vector<int64_t>{2, 1, 0}));
+  EXPECT_EQ(inferShapes(graph).tensors.at(graph.outputs[0]).shape,
+            (std::vector<Expr>{Expr(4), Expr(3), Expr(2)}));
 }
 
 TEST(Onnx, Errors) {
