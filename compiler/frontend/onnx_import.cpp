@@ -310,6 +310,13 @@ class Importer {
       if (!consts_.count(in.name())) {
         graph_.inputs.push_back({in.name(), shapeOf(in.name()), dtypeOf(in.type().tensor_type().elem_type()), loc()});
       }
+    for (const auto& node : model_.graph().node()) {
+      modelValues_.insert(node.input().begin(), node.input().end());
+      modelValues_.insert(node.output().begin(), node.output().end());
+    }
+    for (const auto& list : {model_.graph().input(), model_.graph().output()})
+      for (const auto& v : list) modelValues_.insert(v.name());
+    for (const auto& t : model_.graph().initializer()) modelValues_.insert(t.name());
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
     if (!unsupported_.empty()) throw unsupportedError();
     recognisePatterns();
@@ -814,8 +821,9 @@ class Importer {
       }
       std::vector<int64_t> dropped;
       for (const Expr& e : shapeOf(n.output(0))) dropped.push_back(e.eval());
-      add(n.output(0) + "__taken", axis, first, end);
-      return push("reshape", n.output(0) + "__taken", n.output(0), {{"shape", dropped}});
+      std::string taken = madeValue(n.output(0) + "__taken");
+      add(taken, axis, first, end);
+      return push("reshape", taken, n.output(0), {{"shape", dropped}});
     }
     const Const *starts = constInput(1), *ends = constInput(2), *axes = constInput(3), *steps = constInput(4);
     // Each of starts, ends, axes and steps a constant of one value (axes and steps may be left out).
@@ -855,9 +863,9 @@ class Importer {
     if (cut > size) {
       --length;
       cut -= step;
-      last = n.output(0) + "__step_last";
+      last = madeValue(n.output(0) + "__step_last");
       add(last, axis, start + length * step, start + length * step + 1);
-      result = n.output(0) + "__step_first";
+      result = madeValue(n.output(0) + "__step_first");
     }
     std::vector<int64_t> dims;
     for (const Expr& e : shape) dims.push_back(e.eval());
@@ -870,13 +878,13 @@ class Importer {
       push("slice", at, output, {{"axis", along}, {"start", from}, {"end", to}});
       at = output;
     };
-    if (cut < size) take(axis, 0, cut, base + "_cut");
+    if (cut < size) take(axis, 0, cut, madeValue(base + "_cut"));
     std::vector<int64_t> split = dims;
     split[static_cast<size_t>(axis)] = cut / step;
     split.insert(split.begin() + axis + 1, step);
-    view(split, base + "_split");
-    take(axis + 1, start % step, start % step + 1, base + "_column");
-    if (start / step > 0) take(axis, start / step, start / step + length, base + "_rows");
+    view(split, madeValue(base + "_split"));
+    take(axis + 1, start % step, start % step + 1, madeValue(base + "_column"));
+    if (start / step > 0) take(axis, start / step, start / step + length, madeValue(base + "_rows"));
     dims[static_cast<size_t>(axis)] = length;
     view(dims, result);
     if (last.empty()) return;
@@ -1522,7 +1530,7 @@ class Importer {
   std::string weightFrom(const std::string& value, const std::string& fallback) {
     if (declared_.count(value)) return value;
     const Const& c = consts_.at(value);
-    std::string name = value.empty() ? fallback : value;
+    std::string name = value.empty() ? freeOfModel(fallback) : value;
     std::vector<Expr> shape;
     for (auto d : c.dims) shape.push_back(Expr(d));
     if (shape.empty()) shape.push_back(Expr(1));
@@ -1612,18 +1620,19 @@ class Importer {
       op.inputs = {operand(d.inputs[0], op.name)};
       op.attrs = d.attrs;        // theta, when the tables' base is not 10000
     } else if (d.op == "Neg") {  // -x as x * -1
-      consts_[d.output + "_minus_one"] = Const{{}, {-1.0}};
+      std::string minusOne = freeOfModel(d.output + "_minus_one");
+      consts_[minusOne] = Const{{}, {-1.0}};
       op.op = "mul";
-      op.inputs = {operand(d.inputs[0], op.name), weightFrom(d.output + "_minus_one", d.output + "_minus_one")};
+      op.inputs = {operand(d.inputs[0], op.name), weightFrom(minusOne, minusOne)};
     } else if (d.op == "Unsqueeze" || d.op == "Squeeze") {
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};
-      std::vector<int64_t> shape;
-      for (const auto& e : shapeOf(d.output)) shape.push_back(e.isConstant() ? e.eval() : -1);
-      if (std::find(shape.begin(), shape.end(), -1) != shape.end()) {
+      if (!hasConcreteShape(d.output)) {
         unsupported_.push_back(name + " (" + d.op + " of a symbolic shape)");
         return;
       }
+      std::vector<int64_t> shape;
+      for (const auto& e : shapeOf(d.output)) shape.push_back(e.eval());
       op.attrs["shape"] = shape;
     } else if (d.op == "Expand") {  // broadcast: x + zeros of the dims the (constant) target shape grows
       if (!consts_.count(d.inputs[1])) {
@@ -1640,9 +1649,10 @@ class Importer {
         zeros.dims.push_back(fromOne && want > 1 ? want : 1);
       }
       zeros.v.assign(static_cast<size_t>(zeros.count()), 0.0);
-      consts_[d.output + "_zeros"] = zeros;
+      std::string zerosName = freeOfModel(d.output + "_zeros");
+      consts_[zerosName] = zeros;
       op.op = "add";
-      op.inputs = {operand(d.inputs[0], op.name), weightFrom(d.output + "_zeros", d.output + "_zeros")};
+      op.inputs = {operand(d.inputs[0], op.name), weightFrom(zerosName, zerosName)};
     } else if (d.op == "Concat") {
       op.op = "concat";
       for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
@@ -1694,7 +1704,7 @@ class Importer {
       // A mask before a softmax (masked_fill with -inf or a large negative number that is not causal, a
       // padding mask): adding the constant where the stream is not selected gives those keys a weight of 0
       // (-inf) or about 0, as the select does.
-      std::string bname = d.output + "_mask";
+      std::string bname = freeOfModel(d.output + "_mask");
       consts_[bname] = whereBias;
       op.op = "add";
       op.inputs = {operand(whereStream, op.name), weightFrom(bname, bname)};
@@ -1829,11 +1839,11 @@ class Importer {
     op.name = uniqueOpName(name);
     op.op = kind;
     op.inputs = std::move(inputs);
-    op.output = output;
+    op.output = madeValue(output);
     op.attrs = std::move(attrs);
     op.loc = loc();
     graph_.ops.push_back(op);
-    return output;
+    return op.output;
   }
   // A select's operand: an infinite constant as the largest float of its sign (a * 0 must stay 0 where it
   // is not selected; a softmax weighs -FLT_MAX as it does -inf); empty for a constant holding NaN.
@@ -1850,11 +1860,12 @@ class Importer {
       }
     }
     if (!changed) return operand(v, user);
-    std::string name = (v.empty() ? user : v) + "_finite";
+    std::string name = freeOfModel((v.empty() ? user : v) + "_finite");
     consts_[name] = finite;
     return weightFrom(name, name);
   }
-  std::string scalarWeight(const std::string& name, double value) {
+  std::string scalarWeight(const std::string& base, double value) {
+    std::string name = freeOfModel(base);
     consts_[name] = Const{{}, {value}};
     return weightFrom(name, name);
   }
@@ -1911,6 +1922,21 @@ class Importer {
     return true;
   }
 
+  // A name for a value the importer makes: `base`, or base_2, base_3 .. where the model or the importer
+  // already has a value of that name.
+  std::string madeValue(const std::string& base) {
+    std::string name = base;
+    for (int k = 2; modelValues_.count(name) || !madeValues_.insert(name).second; ++k)
+      name = base + "_" + std::to_string(k);
+    return name;
+  }
+  // The same for a constant the importer may make again for another reader (one value of one name):
+  // only the model's names are avoided.
+  std::string freeOfModel(const std::string& base) const {
+    std::string name = base;
+    for (int k = 2; modelValues_.count(name); ++k) name = base + "_" + std::to_string(k);
+    return name;
+  }
   std::string uniqueOpName(const std::string& base) {
     std::string name = base;
     for (int k = 2; !opNames_.insert(name).second; ++k) name = base + "_" + std::to_string(k);
@@ -1965,7 +1991,7 @@ class Importer {
         if (consumerOps(t).size() != 1 || isModelOutput(t)) ok = false;
       if (!ok) continue;
       std::vector<int64_t> x = constantDims(heads);
-      std::string one = heads + "_unsqueezed", repeated = heads + "_repeated";
+      std::string one = madeValue(heads + "_unsqueezed"), repeated = madeValue(heads + "_repeated");
       madeShapes_[one] = {x[0], kv, 1, x[2], x[3]};
       madeShapes_[repeated] = {x[0], kv, rep, x[2], x[3]};
       Op add;
@@ -2047,7 +2073,8 @@ class Importer {
       for (const auto& [m, t] : uses) {
         Op& mm = graph_.ops[m];
         std::vector<int64_t> a = constantDims(mm.inputs[0]), o = constantDims(mm.output);
-        std::string grouped = mm.inputs[0] + "_per_kv_head", product = mm.output + "_per_kv_head";
+        std::string grouped = madeValue(mm.inputs[0] + "_per_kv_head"),
+                    product = madeValue(mm.output + "_per_kv_head");
         before[m].push_back(reshapeOp(mm.name + "_group_rows", mm.inputs[0], grouped, {a[0], kv, rep * a[2], a[3]}));
         after[m].push_back(reshapeOp(mm.name + "_heads", product, mm.output, o));
         madeShapes_[grouped] = {a[0], kv, rep * a[2], a[3]};
@@ -2085,6 +2112,7 @@ class Importer {
   std::map<std::string, size_t> producer_;
   std::vector<std::string> unsupported_;
   std::set<std::string> declared_, opNames_;
+  std::set<std::string> modelValues_, madeValues_;  // every value name of the model; those made (madeValue)
   Graph graph_;
 };
 

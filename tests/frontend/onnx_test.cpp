@@ -694,6 +694,45 @@ TEST(Onnx, FoldedShapeArgumentsTakeNamesNoValueHas) {
   EXPECT_TRUE(kept);
 }
 
+// The values the importer makes (a gathered row before its axis is dropped, Neg's -1) take names no
+// value of the model has, here where the model has values named as they would be.
+TEST(Onnx, MadeValuesTakeNamesNoValueHas) {
+  onnx::ModelProto m = modelWithInput(17, "clash", {2, 3, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* one = g->add_initializer();
+  one->set_name("one");
+  one->set_data_type(onnx::TensorProto::INT64);
+  one->add_int64_data(1);
+  auto* gather = addNode(g, "Gather", {"x", "one"}, "y");
+  auto* axis = gather->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  addNode(g, "Relu", {"x"}, "y__taken");
+  addNode(g, "Neg", {"x"}, "neg");
+  addNode(g, "Abs", {"x"}, "neg_minus_one");
+  for (const char* out : {"y", "y__taken", "neg", "neg_minus_one"}) g->add_output()->set_name(out);
+  Graph graph = importOnnx(writeModel(m, "made_names.onnx"));
+  EXPECT_TRUE(verifyGraph(graph).empty());
+  std::vector<float> x;
+  for (int i = 0; i < 24; ++i) x.push_back(static_cast<float>(i) - 11.5f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto got = interpret(graph, values);
+  ASSERT_EQ(graph.outputs.size(), 4u);
+  const std::vector<float>&row = got.at(graph.outputs[0]).data, &relu = got.at(graph.outputs[1]).data,
+        &neg = got.at(graph.outputs[2]).data, &abs = got.at(graph.outputs[3]).data;
+  ASSERT_EQ(row.size(), 8u);
+  for (int b = 0; b < 2; ++b)
+    for (int c = 0; c < 4; ++c)
+      EXPECT_EQ(row[static_cast<size_t>(b * 4 + c)], x[static_cast<size_t>(b * 12 + 4 + c)]);
+  for (size_t i = 0; i < 24; ++i) {
+    EXPECT_EQ(relu[i], std::max(x[i], 0.0f));
+    EXPECT_EQ(neg[i], -x[i]);
+    EXPECT_EQ(abs[i], std::fabs(x[i]));
+  }
+}
+
 // f16 (raw_data) and f64 initializers, folded through Cast, become f32 values; an initializer whose data
 // is in an external file becomes a weight without values rather than one of made-up zeros.
 TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
