@@ -269,13 +269,15 @@ TypedGraph inferShapes(const Graph& graph) {
         if (t->shape.empty()) throw UserError(formatError(op.loc, "op '" + op.name + "': input '" + t->name + "' has no dimensions"));
       std::vector<Expr> shape = inferOp(op, in);
       checkSize(shape, formatError(op.loc, "op '" + op.name + "': its result " + shapeText(shape)));
-      // Activations keep the dtype of the first input that is not a weight (or of input 0).
+      // Activations keep the dtype of the first input that is not a weight (or of input 0); an embedding's
+      // rows the table's, whatever integer type its ids have.
       std::string dtype = in.front()->dtype;
       for (const TensorInfo* t : in)
         if (t->role != TensorRole::kWeight) {
           dtype = t->dtype;
           break;
         }
+      if (op.op == "embedding") dtype = in.at(1)->dtype;
       // A cache with the new row in its last position is still the cache in HBM, patched as it streams.
       TensorRole role = op.op == "kv_append" ? in.front()->role : TensorRole::kIntermediate;
       tg.tensors[op.output] = {op.output, shape, dtype, role, static_cast<int>(i), op.loc};

@@ -487,9 +487,10 @@ class Lowering {
       appends_[op.output] = &op;
       return;
     }
-    if (k == "reshape") {
+    if (k == "reshape") {  // a view of a view is a view of the first base: the same row-major stream
       View v;
       v.base = op.inputs[0];
+      while (views_.count(v.base)) v.base = views_.at(v.base).base;
       views_[op.output] = v;
       kg_.viewOf[op.output] = v.base;
       return;

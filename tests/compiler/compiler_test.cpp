@@ -1204,6 +1204,40 @@ TEST(Compiler, APrefillDecoderLayerRunsFusedAtItsCompiledDepths) {
 // tokens (8 x 64 in 16-value tokens: 32, and the 2 of any FIFO). And a softmax over a transpose whose token
 // lies on the rows (the transpose copies relu's output as made): its stats and apply kernels read the rows
 // through one converter, the apply's FIFO keeping a row behind it. Both run at their compiled depths.
+// A view of a view (Meta's rope: h.view(.., heads, head_dim).reshape(.., head_dim / 2, 2), then a slice)
+// reads the matmul's stream: before, the second view was read from HBM, where nothing wrote it.
+TEST(Compiler, AViewOfAViewReadsItsFirstBasesStream) {
+  CompileResult r = compileText(
+      "graph: two_views\ninputs:\n  - {name: x, shape: [8, 64], dtype: f32}\nweights:\n"
+      "  - {name: w, shape: [64, 64], dtype: f32}\nops:\n"
+      "  - {name: lin, op: matmul, inputs: [x, w], output: h}\n"
+      "  - {name: v1, op: reshape, inputs: [h], output: h4, shape: [1, 8, 4, 16]}\n"
+      "  - {name: v2, op: reshape, inputs: [h4], output: h5, shape: [1, 8, 4, 8, 2]}\n"
+      "  - {name: s0, op: slice, inputs: [h5], output: a, axis: 4, start: 0, end: 1}\n"
+      "  - {name: s1, op: slice, inputs: [h5], output: b, axis: 4, start: 1, end: 2}\n"
+      "  - {name: cat, op: concat, inputs: [a, b], output: y, axis: 4}\noutputs: [y]\n",
+      {"quant=none"});
+  std::vector<std::string> loads;
+  for (const Task& t : r.network.tasks)
+    if (t.kind == TaskKind::kDmaRead) loads.push_back(t.name.substr(0, t.name.find('.')));
+  loads.erase(std::unique(loads.begin(), loads.end()), loads.end());
+  EXPECT_EQ(loads, (std::vector<std::string>{"load_x", "load_w"}));
+  EXPECT_FALSE(simulate(r.network).deadlock);
+}
+
+// An embedding's rows have the table's type, whatever integer type its ids have (torch's int64): before,
+// they took the ids' i64, and the emitted kernel's 64-bit tokens met the next kernel's 32-bit ones.
+TEST(Compiler, EmbeddingRowsHaveTheTablesType) {
+  for (const char* ids : {"i32", "i64"}) {
+    Graph g =
+        parseGraph(std::string("graph: embed\ninputs:\n  - {name: ids, shape: [8], dtype: ") + ids +
+                       "}\nweights:\n  - {name: table, shape: [96, 64], dtype: f32}\nops:\n"
+                       "  - {name: embed, op: embedding, inputs: [ids, table], output: e}\noutputs: [e]\n",
+                   "g.yaml");
+    EXPECT_EQ(inferShapes(g).tensors.at("e").dtype, "f32") << ids;
+  }
+}
+
 TEST(Compiler, StreamsJoinedTwiceOrReadTwiceKeepWhatTheirReadersNeed) {
   CompileResult c = compileText(
       "graph: twice\n"
