@@ -169,6 +169,31 @@ std::string dimsText(const std::vector<int64_t>& dims) {
   return text + "]";
 }
 
+// Running sums of a table along `axis` (ONNX CumSum: exclusive leaves each element out of its own sum,
+// reverse sums from the end); false for an axis the table does not have.
+bool cumsumConst(const Const& x, int64_t axis, bool exclusive, bool reverse, Const& out) {
+  int64_t rank = static_cast<int64_t>(x.dims.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || static_cast<int64_t>(x.v.size()) != x.count()) return false;
+  int64_t size = x.dims[static_cast<size_t>(axis)], outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
+  for (int64_t a = axis + 1; a < rank; ++a) inner *= x.dims[static_cast<size_t>(a)];
+  out = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k) {
+        int64_t j = reverse ? size - 1 - k : k;
+        size_t at = static_cast<size_t>((o * size + j) * inner + i);
+        double v = x.v[at];
+        if (exclusive) out.v[at] = sum;
+        sum += v;
+        if (!exclusive) out.v[at] = sum;
+      }
+    }
+  return true;
+}
+
 // Numpy broadcasting of two constants through f; a UserError when their shapes do not broadcast.
 Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
   size_t rank = std::max(a.dims.size(), b.dims.size());
@@ -682,13 +707,52 @@ class Importer {
     d.op = op;
     for (const auto& in : n.input()) d.inputs.push_back(in);
     d.output = n.output(0);
-    static const std::set<std::string> mapped = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
-                                                 "Reciprocal", "ReduceMean", "ReduceSum", "ReduceMax", "Softmax", "Transpose", "Reshape",
-                                                 "Tanh", "Exp", "Erf", "Sigmoid", "Relu", "Gather", "Identity",
-                                                 "LayerNormalization", "Where", "Cast", "Neg", "Unsqueeze",
-                                                 "Squeeze", "Expand", "Concat", "Abs", "Max", "Min",
-                                                 "Greater", "Less", "Equal", "GreaterOrEqual", "LessOrEqual",
-                                                 "Not", "Clip", "Einsum", "Tile", "Log", "Softplus"};
+    static const std::set<std::string> mapped = {"MatMul",
+                                                 "Gemm",
+                                                 "Add",
+                                                 "Sub",
+                                                 "Mul",
+                                                 "Div",
+                                                 "Pow",
+                                                 "Sqrt",
+                                                 "Reciprocal",
+                                                 "ReduceMean",
+                                                 "ReduceSum",
+                                                 "ReduceMax",
+                                                 "ReduceL2",
+                                                 "ReduceSumSquare",
+                                                 "Softmax",
+                                                 "Transpose",
+                                                 "Reshape",
+                                                 "Tanh",
+                                                 "Exp",
+                                                 "Erf",
+                                                 "Sigmoid",
+                                                 "Relu",
+                                                 "Gather",
+                                                 "Identity",
+                                                 "LayerNormalization",
+                                                 "Where",
+                                                 "Cast",
+                                                 "Neg",
+                                                 "Unsqueeze",
+                                                 "Squeeze",
+                                                 "Expand",
+                                                 "Concat",
+                                                 "Abs",
+                                                 "Max",
+                                                 "Min",
+                                                 "Greater",
+                                                 "Less",
+                                                 "Equal",
+                                                 "GreaterOrEqual",
+                                                 "LessOrEqual",
+                                                 "Not",
+                                                 "Clip",
+                                                 "Einsum",
+                                                 "Tile",
+                                                 "Log",
+                                                 "Softplus"};
     // Shape arithmetic that could not be folded: a Shape of a value with a symbolic dimension, and what is
     // computed from it, named as such (the dynamic reshapes and masks it feeds need constant shapes).
     bool fromShape = op == "Shape", data = false;  // data: reads a stream (not a constant, not a shape)
@@ -1103,12 +1167,75 @@ class Importer {
     } else if (op == "Range") {
       for (double x = in(0).v[0]; in(2).v[0] > 0 ? x < in(1).v[0] : x > in(1).v[0]; x += in(2).v[0]) out.v.push_back(x);
       out.dims = {static_cast<int64_t>(out.v.size())};
+    } else if (reductions().count(op)) {  // of a table (the element count of a shape, for var's n - 1)
+      if (!reduceConst(n, in(0), out)) return false;
+    } else if (op == "CumSum") {  // of a table (OPT's positions: cumsum of a mask of ones)
+      if (n.input_size() != 2 || in(1).v.size() != 1 ||
+          !cumsumConst(in(0), static_cast<int64_t>(in(1).v[0]), intAttr(n, "exclusive", 0) != 0,
+                       intAttr(n, "reverse", 0) != 0, out))
+        return false;
     } else {
       return false;
     }
     for (const auto& i : n.input())
       if (!i.empty() && !consts_.at(i).known) out.known = false;
     consts_[n.output(0)] = out;
+    return true;
+  }
+
+  static const std::set<std::string>& reductions() {
+    static const std::set<std::string> ops = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                                              "ReduceProd"};
+    return ops;
+  }
+  // A reduction of a table over its `axes` (an attribute, or input 1 from opset 18, and ReduceSum's from
+  // 13; none: every axis, or none with noop_with_empty_axes), keepdims as ONNX defines them.
+  bool reduceConst(const onnx::NodeProto& n, const Const& x, Const& out) const {
+    int64_t rank = static_cast<int64_t>(x.dims.size());
+    if (static_cast<int64_t>(x.v.size()) != x.count()) return false;
+    std::vector<int64_t> axes = intsAttr(n, "axes");
+    if (axes.empty() && n.input_size() > 1 && !n.input(1).empty())
+      for (double a : consts_.at(n.input(1)).v) axes.push_back(static_cast<int64_t>(a));
+    if (axes.empty() && intAttr(n, "noop_with_empty_axes", 0)) {
+      out = x;
+      return true;
+    }
+    std::vector<char> reduced(static_cast<size_t>(rank), axes.empty() ? 1 : 0);
+    for (int64_t a : axes) {
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank || reduced[static_cast<size_t>(a)]) return false;
+      reduced[static_cast<size_t>(a)] = 1;
+    }
+    bool keep = intAttr(n, "keepdims", 1) != 0;
+    std::vector<int64_t> kept;  // the output's dims with every axis kept (a reduced one of size 1)
+    out.dims.clear();
+    for (int64_t a = 0; a < rank; ++a) {
+      bool r = reduced[static_cast<size_t>(a)];
+      kept.push_back(r ? 1 : x.dims[static_cast<size_t>(a)]);
+      if (!r || keep) out.dims.push_back(r ? 1 : x.dims[static_cast<size_t>(a)]);
+    }
+    const std::string& op = n.op_type();
+    int64_t size = 1, count = x.count();
+    for (int64_t d : kept) size *= d;
+    double start = op == "ReduceProd" ? 1 : op == "ReduceMax" ? -INFINITY : op == "ReduceMin" ? INFINITY : 0;
+    out.v.assign(static_cast<size_t>(size), start);
+    for (int64_t flat = 0; flat < count; ++flat) {
+      int64_t rem = flat, at = 0, stride = 1;
+      for (int64_t a = rank; a-- > 0;) {
+        int64_t i = rem % x.dims[static_cast<size_t>(a)];
+        rem /= x.dims[static_cast<size_t>(a)];
+        at += (reduced[static_cast<size_t>(a)] ? 0 : i) * stride;
+        stride *= kept[static_cast<size_t>(a)];
+      }
+      double& y = out.v[static_cast<size_t>(at)];
+      double v = x.v[static_cast<size_t>(flat)];
+      y = op == "ReduceProd"  ? y * v
+          : op == "ReduceMax" ? std::max(y, v)
+          : op == "ReduceMin" ? std::min(y, v)
+                              : y + v;
+    }
+    if (op == "ReduceMean")
+      for (double& y : out.v) y /= static_cast<double>(count / std::max<int64_t>(size, 1));
     return true;
   }
 
@@ -1657,7 +1784,8 @@ class Importer {
       op.op = "concat";
       for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
       op.attrs["axis"] = intAttr(n, "axis", 0);
-    } else if (d.op == "ReduceMean" || d.op == "ReduceSum" || d.op == "ReduceMax") {
+    } else if (d.op == "ReduceMean" || d.op == "ReduceSum" || d.op == "ReduceMax" || d.op == "ReduceL2" ||
+               d.op == "ReduceSumSquare") {
       std::vector<int64_t> axes = intsAttr(n, "axes");
       if (axes.empty() && d.inputs.size() > 1 && consts_.count(d.inputs[1]))
         for (double a : consts_.at(d.inputs[1]).v) axes.push_back(static_cast<int64_t>(a));
@@ -1666,10 +1794,26 @@ class Importer {
         unsupported_.push_back(name + " (" + d.op + " other than over the last axis)");
         return;
       }
-      op.op = d.op == "ReduceMean" ? "reduce_mean" : d.op == "ReduceSum" ? "reduce_sum" : "reduce_max";
-      op.inputs = {operand(d.inputs[0], op.name)};
-      op.attrs["axis"] = int64_t{-1};
-      op.attrs["keepdims"] = intAttr(n, "keepdims", 1);
+      std::map<std::string, AttrValue> attrs = {{"axis", int64_t{-1}},
+                                                {"keepdims", intAttr(n, "keepdims", 1)}};
+      if (d.op == "ReduceL2" ||
+          d.op == "ReduceSumSquare") {  // (sqrt of) the sum of the squares: x.norm(dim=-1)
+        std::string squares = auxOp("pow", op.name + "_squares",
+                                    {operand(d.inputs[0], op.name), scalarWeight(op.name + "_two", 2.0)},
+                                    d.output + "_squares");
+        if (d.op == "ReduceL2") {
+          op.op = "sqrt";
+          op.inputs = {auxOp("reduce_sum", op.name + "_sum", {squares}, d.output + "_sum", attrs)};
+        } else {
+          op.op = "reduce_sum";
+          op.inputs = {squares};
+          op.attrs = attrs;
+        }
+      } else {
+        op.op = d.op == "ReduceMean" ? "reduce_mean" : d.op == "ReduceSum" ? "reduce_sum" : "reduce_max";
+        op.inputs = {operand(d.inputs[0], op.name)};
+        op.attrs = attrs;
+      }
     } else if (d.op == "Softmax") {
       op.op = "softmax";
       op.inputs = {operand(d.inputs[0], op.name)};

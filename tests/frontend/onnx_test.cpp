@@ -733,6 +733,93 @@ TEST(Onnx, MadeValuesTakeNamesNoValueHas) {
   }
 }
 
+// Reductions and running sums of constants fold (the element count of a shape for var's n - 1, OPT's
+// positions as a cumsum of ones), each value here computed by hand.
+TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
+  onnx::ModelProto m = modelWithInput(17, "folds", {2, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* c = g->add_initializer();  // [[1 2 3] [4 5 6]]
+  c->set_name("c");
+  c->set_data_type(onnx::TensorProto::FLOAT);
+  c->add_dims(2);
+  c->add_dims(3);
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}) c->add_float_data(v);
+  for (auto [name, v] : {std::pair<std::string, int64_t>{"one_axis", 1}, {"zero_axis", 0}}) {
+    auto* a = g->add_initializer();
+    a->set_name(name);
+    a->set_data_type(onnx::TensorProto::INT64);
+    a->add_int64_data(v);
+  }
+  auto ints = [](onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(v.size() == 1 && std::string(name) != "axes" ? onnx::AttributeProto::INT
+                                                             : onnx::AttributeProto::INTS);
+    if (a->type() == onnx::AttributeProto::INT)
+      a->set_i(v[0]);
+    else
+      for (int64_t x : v) a->add_ints(x);
+  };
+  addNode(g, "ReduceProd", {"c"}, "prod");                        // all axes, kept: [[720]]
+  ints(addNode(g, "ReduceMean", {"c"}, "mean"), "axes", {0});     // [[2.5 3.5 4.5]]
+  auto* sum = addNode(g, "ReduceSum", {"c", "one_axis"}, "sum");  // [6 15], then viewed [2, 1]
+  ints(sum, "keepdims", {0});
+  auto* rows = g->add_initializer();
+  rows->set_name("column");
+  rows->set_data_type(onnx::TensorProto::INT64);
+  rows->add_dims(2);
+  for (int64_t d : {2, 1}) rows->add_int64_data(d);
+  addNode(g, "Reshape", {"sum", "column"}, "sum_column");
+  addNode(g, "CumSum", {"c", "one_axis"}, "running");             // [[1 3 6] [4 9 15]]
+  auto* back = addNode(g, "CumSum", {"c", "zero_axis"}, "back");  // reverse, exclusive: [[4 5 6] [0 0 0]]
+  ints(back, "reverse", {1});
+  ints(back, "exclusive", {1});
+  addNode(g, "Mul", {"x", "prod"}, "t0");
+  addNode(g, "Add", {"t0", "mean"}, "t1");
+  addNode(g, "Add", {"t1", "sum_column"}, "t2");
+  addNode(g, "Add", {"t2", "running"}, "t3");
+  addNode(g, "Add", {"t3", "back"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "folds.onnx"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  const float mean[3] = {2.5f, 3.5f, 4.5f}, sums[2] = {6, 15}, running[6] = {1, 3, 6, 4, 9, 15},
+              after[6] = {4, 5, 6, 0, 0, 0};
+  ASSERT_EQ(y.size(), 6u);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)],
+                    x[static_cast<size_t>(i)] * 720 + mean[i % 3] + sums[i / 3] + running[i] + after[i])
+        << i;
+  EXPECT_EQ(opCounts(graph)["mul"] + opCounts(graph)["add"],
+            5);  // the constants folded, the stream's ops kept
+}
+
+// x.norm(dim=-1) (ReduceL2, as F.normalize exports it) is the square root of a sum of squares, and
+// ReduceSumSquare the sum itself, of a stream over its last axis.
+TEST(Onnx, NormsOfAStreamAreSumsOfSquares) {
+  onnx::ModelProto m = modelWithInput(17, "norms", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  for (const char* op : {"ReduceL2", "ReduceSumSquare"}) {
+    auto* n = addNode(g, op, {"x"}, op == std::string("ReduceL2") ? "l2" : "squares");
+    auto* a = n->add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(-1);
+  }
+  addNode(g, "Div", {"x", "l2"}, "unit");
+  addNode(g, "Add", {"unit", "squares"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "norms.onnx"));
+  std::vector<float> x = {3, 4, 0, 0, 1, -2, 2, 4};  // norms 5 and 5; sums of squares 25 and 25
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_NEAR(y[i], x[i] / 5 + 25, 1e-5) << i;
+}
+
 // f16 (raw_data) and f64 initializers, folded through Cast, become f32 values; an initializer whose data
 // is in an external file becomes a weight without values rather than one of made-up zeros.
 TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
