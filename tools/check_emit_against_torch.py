@@ -100,6 +100,10 @@ def cases(m):
         ("torch_encoder_layer_d48_h3_s6", lambda: m.TorchEncoder(48, 3), (1, 6, 48), 17, None, []),
         ("t5_decoder_attention", lambda: m.T5Attention(), (1, 8, 64), 17, None, []),
         ("t5_encoder_attention_d48_h3_s12", lambda: m.T5Attention(48, 3, causal=False), (1, 12, 48), 17, None, []),
+        ("meta_llama_attention", lambda: m.MetaLlamaAttention(), (1, 8, 64), 17, None, []),
+        ("meta_llama_attention_d48_h6_kv3_s6", lambda: m.MetaLlamaAttention(48, 6, 3, 6), (1, 6, 48), 17, None, []),
+        ("opt_positions", lambda: m.OptPositions(), (1, 8, 64), 17, None, []),
+        ("norm_variants", lambda: m.NormVariants(), (1, 8, 64), 17, None, []),
     ]
 
 

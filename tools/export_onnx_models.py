@@ -654,6 +654,77 @@ class T5Attention(nn.Module):
         return self.o(a)
 
 
+class MetaLlamaAttention(nn.Module):
+    """Meta's llama reference, its rotary written without complex numbers: each head viewed as
+    (head_dim / 2, 2) pairs, the pairs rotated, stacked and flattened; repeat_kv on (b, s, kv_heads, hd)
+    before the transpose (x[:, :, :, None, :].expand.reshape); a triu mask of -inf concatenated after the
+    zero columns of no cached keys; scores.float() through the softmax, then type_as."""
+
+    def __init__(self, d=64, heads=4, kv_heads=2, seq=8):
+        super().__init__()
+        self.h, self.kv, self.hd = heads, kv_heads, d // heads
+        self.wq = nn.Linear(d, d, bias=False)
+        self.wk = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.wv = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.wo = nn.Linear(d, d, bias=False)
+        freqs = 1.0 / (10000 ** (torch.arange(0, self.hd, 2)[: self.hd // 2].float() / self.hd))
+        angles = torch.outer(torch.arange(seq).float(), freqs)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def rotary(self, t):  # [b, s, heads, hd]
+        pairs = t.float().reshape(*t.shape[:-1], -1, 2)
+        t0, t1 = pairs[..., 0], pairs[..., 1]
+        c, s = self.cos[None, :, None, :], self.sin[None, :, None, :]
+        return torch.stack([t0 * c - t1 * s, t0 * s + t1 * c], dim=-1).flatten(3).type_as(t)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.rotary(self.wq(x).view(b, s, self.h, self.hd))
+        k = self.rotary(self.wk(x).view(b, s, self.kv, self.hd))
+        v = self.wv(x).view(b, s, self.kv, self.hd)
+        rep = self.h // self.kv
+        k = k[:, :, :, None, :].expand(b, s, self.kv, rep, self.hd).reshape(b, s, self.h, self.hd)
+        v = v[:, :, :, None, :].expand(b, s, self.kv, rep, self.hd).reshape(b, s, self.h, self.hd)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.hd)
+        mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
+        mask = torch.cat([torch.zeros((s, 0)), mask], dim=1)  # torch.hstack, which torch 1.13 cannot export
+        probs = torch.softmax((scores + mask).float(), dim=-1).type_as(q)
+        return x + self.wo(torch.matmul(probs, v).transpose(1, 2).contiguous().view(b, s, -1))
+
+
+class OptPositions(nn.Module):
+    """OPT's learned positions: cumsum of an all-ones attention mask, less one, offset by 2, looked up."""
+
+    def __init__(self, d=64, seq=8):
+        super().__init__()
+        self.positions = nn.Embedding(seq + 2, d)
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        mask = torch.ones(x.shape[0], x.shape[1], dtype=torch.long)
+        positions = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() - 1
+        return self.fc(x + self.positions(positions + 2))
+
+
+class NormVariants(nn.Module):
+    """Norms as other code writes them: the Annotated Transformer's LayerNorm over an unbiased std, one over
+    an unbiased var, and RMS norms as F.normalize and as x.norm scaled by sqrt(d)."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.a, self.b, self.g = nn.Parameter(torch.randn(d)), nn.Parameter(torch.randn(d)), nn.Parameter(torch.randn(d))
+        self.d = d
+
+    def forward(self, x):
+        m = x.mean(-1, keepdim=True)
+        h = self.a * (x - m) / (x.std(-1, keepdim=True) + 1e-6) + self.b
+        h = h + (x - m) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5)
+        h = h + torch.nn.functional.normalize(x, dim=-1) * math.sqrt(self.d) * self.g
+        return h + x / (x.norm(2, dim=-1, keepdim=True) * self.d ** -0.5 + 1e-8)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -694,7 +765,9 @@ def main():
     for block, name in ((Qwen2Block, "qwen2_block"), (GemmaBlock, "gemma_block"), (PhiBlock, "phi_block"),
                         (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention"),
                         (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer"),
-                        (T5Attention, "t5_decoder_attention"), (lambda: T5Attention(causal=False), "t5_encoder_attention")):
+                        (T5Attention, "t5_decoder_attention"), (lambda: T5Attention(causal=False), "t5_encoder_attention"),
+                        (MetaLlamaAttention, "meta_llama_attention"), (OptPositions, "opt_positions"),
+                        (NormVariants, "norm_variants")):
         x = torch.randn(1, 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

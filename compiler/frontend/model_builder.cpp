@@ -57,8 +57,8 @@ class Builder {
     int64_t D = m_.hidden, dh = m_.headDim, H = m_.heads, KVH = m_.kvHeads, G = H / KVH;
     input("x", {dim(rows), dim(D)});
     // Decode attends to the cached keys and the token's own: the caches have room for it (ctx + 1
-    // positions, the last filled on chip by kv_append). A prompt attends to its own rows: made on chip
-    // (a KV head per query head), or read back as the caches (GQA).
+    // positions, the last filled on chip by kv_append). A prompt attends to its own rows: made on chip,
+    // or read back as the caches (a K too large to hold).
     bool decode = rows == 1 && !keys.isConstant();
     Expr positions = decode ? Expr::parse(keys.str() + " + 1") : keys;
     if (!onChip) {
@@ -82,9 +82,9 @@ class Builder {
     std::string o;
     weight("scale", {dim(1)});
     if (onChip) {
-      // A prompt with a KV head per query head attends causally to its own keys and values, made on chip
-      // with its queries: the heads split by a reshape and a transpose as model code writes them, the
-      // scores and P.V holding K and V (Kernel::heldKeys), the heads merged back.
+      // A prompt attends causally to its own keys and values, made on chip with its queries: the heads split
+      // by a reshape and a transpose as model code writes them, the scores and P.V holding K and V
+      // (Kernel::heldKeys), the heads merged back.
       auto split = [&](const std::string& t, const std::string& name, std::vector<int64_t> perm) {
         std::string r = op("reshape", {t}, name + "_split", {{"shape", std::vector<int64_t>{rows, H, dh}}});
         return op("transpose", {r}, name, {{"perm", perm}});

@@ -328,6 +328,7 @@ class Importer {
     // reshape's target from the shape of another computed reshape): rounds until none folds more.
     for (int round = 0; round < 16; ++round) {
       for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
+      collectModelValues();
       if (!foldShapeArguments()) break;
     }
     for (const auto& t : model_.graph().initializer()) consts_[t.name()] = fromTensor(t);
@@ -335,13 +336,7 @@ class Importer {
       if (!consts_.count(in.name())) {
         graph_.inputs.push_back({in.name(), shapeOf(in.name()), dtypeOf(in.type().tensor_type().elem_type()), loc()});
       }
-    for (const auto& node : model_.graph().node()) {
-      modelValues_.insert(node.input().begin(), node.input().end());
-      modelValues_.insert(node.output().begin(), node.output().end());
-    }
-    for (const auto& list : {model_.graph().input(), model_.graph().output()})
-      for (const auto& v : list) modelValues_.insert(v.name());
-    for (const auto& t : model_.graph().initializer()) modelValues_.insert(t.name());
+    collectModelValues();
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
     if (!unsupported_.empty()) throw unsupportedError();
     recognisePatterns();
@@ -1188,8 +1183,8 @@ class Importer {
                                               "ReduceProd"};
     return ops;
   }
-  // A reduction of a table over its `axes` (an attribute, or input 1 from opset 18, and ReduceSum's from
-  // 13; none: every axis, or none with noop_with_empty_axes), keepdims as ONNX defines them.
+  // A reduction of a table over its `axes` (an attribute, or ReduceSum's input 1; none: every axis, or
+  // none with noop_with_empty_axes), keepdims as ONNX defines them.
   bool reduceConst(const onnx::NodeProto& n, const Const& x, Const& out) const {
     int64_t rank = static_cast<int64_t>(x.dims.size());
     if (static_cast<int64_t>(x.v.size()) != x.count()) return false;
@@ -1408,11 +1403,19 @@ class Importer {
     last->attrs["approximate"] = std::string("tanh");
   }
   // LayerNorm and RMSNorm, found from their Sqrt.
+  // Whether a reduction is over its input's last axis alone, the axis kept (a norm's statistics).
+  bool overLastAxisKept(const Dyn& r) const {
+    std::vector<int64_t> axes = intsAttr(*r.node, "axes");
+    if (axes.empty() && r.inputs.size() > 1 && consts_.count(r.inputs[1]))
+      for (double a : consts_.at(r.inputs[1]).v) axes.push_back(static_cast<int64_t>(a));
+    int64_t rank = static_cast<int64_t>(shapeOf(r.inputs[0]).size());
+    return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1) && intAttr(*r.node, "keepdims", 1) == 1;
+  }
   void norm(Dyn& sqrt) {
     Dyn* add = producer(sqrt.inputs[0]);
     if (!add || add->op != "Add") return;
     Dyn* mean2 = producer(consts_.count(add->inputs[0]) ? add->inputs[1] : add->inputs[0]);
-    if (!mean2 || mean2->op != "ReduceMean") return;
+    if (!mean2 || mean2->op != "ReduceMean" || !overLastAxisKept(*mean2)) return;
     Dyn* pow = producer(mean2->inputs[0]);
     if (!pow || pow->op != "Pow" || !isConst(pow->inputs[1], 2.0)) return;
     Dyn* center = producer(pow->inputs[0]);
@@ -1421,7 +1424,7 @@ class Importer {
     std::string x = layer ? center->inputs[0] : pow->inputs[0];
     if (layer) {
       Dyn* mean1 = producer(center->inputs[1]);
-      if (!mean1 || mean1->op != "ReduceMean" || mean1->inputs[0] != x) return;
+      if (!mean1 || mean1->op != "ReduceMean" || mean1->inputs[0] != x || !overLastAxisKept(*mean1)) return;
       nodes.push_back(center);
       nodes.push_back(mean1);
     }
@@ -1555,7 +1558,7 @@ class Importer {
     try {
       bias = broadcast(consts_.at(where.inputs[0]), consts_.at(where.inputs[streamWhenTrue ? 2 : 1]),
                        [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
-    } catch (const UserError&) {  // not a bias: the Where is listed as unsupported, with the shapes
+    } catch (const UserError&) {  // not a bias: the Where is a select on data (emit)
       return false;
     }
     return true;
@@ -1790,29 +1793,52 @@ class Importer {
       if (axes.empty() && d.inputs.size() > 1 && consts_.count(d.inputs[1]))
         for (double a : consts_.at(d.inputs[1]).v) axes.push_back(static_cast<int64_t>(a));
       int64_t rank = static_cast<int64_t>(shapeOf(d.inputs[0]).size());
-      if (axes.size() != 1 || (axes[0] != -1 && axes[0] != rank - 1)) {
-        unsupported_.push_back(name + " (" + d.op + " other than over the last axis)");
+      int64_t axis = axes.size() == 1 ? (axes[0] < 0 ? axes[0] + rank : axes[0]) : -1;
+      bool moved = axis != rank - 1;  // over another axis (a mean over the rows): moved last by a transpose
+      if (axes.size() != 1 || axis < 0 || axis >= rank || (moved && !hasConcreteShape(d.output))) {
+        unsupported_.push_back(name + " (" + d.op + " other than over one axis)");
         return;
       }
+      std::string source = operand(d.inputs[0], op.name);
+      if (moved) {
+        std::vector<int64_t> perm;
+        for (int64_t a = 0; a < rank; ++a)
+          if (a != axis) perm.push_back(a);
+        perm.push_back(axis);
+        source =
+            auxOp("transpose", op.name + "_axis_last", {source}, d.output + "_axis_last", {{"perm", perm}});
+      }
       std::map<std::string, AttrValue> attrs = {{"axis", int64_t{-1}},
-                                                {"keepdims", intAttr(n, "keepdims", 1)}};
+                                                {"keepdims", moved ? int64_t{1} : intAttr(n, "keepdims", 1)}};
+      // The last step is the node's op; after a moved axis, a view to the node's shape follows it.
+      auto finish = [&](const std::string& kind, std::vector<std::string> inputs,
+                        std::map<std::string, AttrValue> at) {
+        if (!moved) {
+          op.op = kind;
+          op.inputs = std::move(inputs);
+          op.attrs = std::move(at);
+          return;
+        }
+        op.op = "reshape";
+        op.inputs = {
+            auxOp(kind, op.name + "_" + kind, std::move(inputs), d.output + "_" + kind, std::move(at))};
+        std::vector<int64_t> shape;
+        for (const auto& e : shapeOf(d.output)) shape.push_back(e.eval());
+        op.attrs["shape"] = shape;
+      };
       if (d.op == "ReduceL2" ||
           d.op == "ReduceSumSquare") {  // (sqrt of) the sum of the squares: x.norm(dim=-1)
         std::string squares = auxOp("pow", op.name + "_squares",
-                                    {operand(d.inputs[0], op.name), scalarWeight(op.name + "_two", 2.0)},
-                                    d.output + "_squares");
-        if (d.op == "ReduceL2") {
-          op.op = "sqrt";
-          op.inputs = {auxOp("reduce_sum", op.name + "_sum", {squares}, d.output + "_sum", attrs)};
-        } else {
-          op.op = "reduce_sum";
-          op.inputs = {squares};
-          op.attrs = attrs;
-        }
+                                    {source, scalarWeight(op.name + "_two", 2.0)}, d.output + "_squares");
+        if (d.op == "ReduceL2")
+          finish("sqrt", {auxOp("reduce_sum", op.name + "_sum", {squares}, d.output + "_sum", attrs)}, {});
+        else
+          finish("reduce_sum", {squares}, attrs);
       } else {
-        op.op = d.op == "ReduceMean" ? "reduce_mean" : d.op == "ReduceSum" ? "reduce_sum" : "reduce_max";
-        op.inputs = {operand(d.inputs[0], op.name)};
-        op.attrs = attrs;
+        finish(d.op == "ReduceMean"  ? "reduce_mean"
+               : d.op == "ReduceSum" ? "reduce_sum"
+                                     : "reduce_max",
+               {source}, attrs);
       }
     } else if (d.op == "Softmax") {
       op.op = "softmax";
@@ -2066,19 +2092,34 @@ class Importer {
     return true;
   }
 
+  // Every value name of the model as it stands (a round of folding adds initializers); none made yet.
+  void collectModelValues() {
+    modelValues_.clear();
+    madeValues_.clear();
+    for (const auto& node : model_.graph().node()) {
+      modelValues_.insert(node.input().begin(), node.input().end());
+      modelValues_.insert(node.output().begin(), node.output().end());
+    }
+    for (const auto& list : {model_.graph().input(), model_.graph().output()})
+      for (const auto& v : list) modelValues_.insert(v.name());
+    for (const auto& t : model_.graph().initializer()) modelValues_.insert(t.name());
+  }
   // A name for a value the importer makes: `base`, or base_2, base_3 .. where the model or the importer
   // already has a value of that name.
   std::string madeValue(const std::string& base) {
     std::string name = base;
-    for (int k = 2; modelValues_.count(name) || !madeValues_.insert(name).second; ++k)
+    for (int k = 2; modelValues_.count(name) || declared_.count(name) || consts_.count(name) ||
+                    !madeValues_.insert(name).second;
+         ++k)
       name = base + "_" + std::to_string(k);
     return name;
   }
   // The same for a constant the importer may make again for another reader (one value of one name):
-  // only the model's names are avoided.
+  // the model's names and the values made are avoided, not the constants made before.
   std::string freeOfModel(const std::string& base) const {
     std::string name = base;
-    for (int k = 2; modelValues_.count(name); ++k) name = base + "_" + std::to_string(k);
+    for (int k = 2; modelValues_.count(name) || madeValues_.count(name); ++k)
+      name = base + "_" + std::to_string(k);
     return name;
   }
   std::string uniqueOpName(const std::string& base) {

@@ -820,6 +820,80 @@ TEST(Onnx, NormsOfAStreamAreSumsOfSquares) {
   for (size_t i = 0; i < 8; ++i) EXPECT_NEAR(y[i], x[i] / 5 + 25, 1e-5) << i;
 }
 
+// A reduction over another axis than the last (a mean over the rows, mean pooling) is the axis moved
+// last by a transpose, reduced, and viewed as the node's shape: kept (keepdims) or dropped.
+TEST(Onnx, ReductionsOverAnotherAxisMoveItLast) {
+  onnx::ModelProto m = modelWithInput(17, "pooling", {2, 3, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto axes = [](onnx::NodeProto* n, int64_t axis, int64_t keep) {
+    auto* a = n->add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(axis);
+    auto* k = n->add_attribute();
+    k->set_name("keepdims");
+    k->set_type(onnx::AttributeProto::INT);
+    k->set_i(keep);
+  };
+  axes(addNode(g, "ReduceMean", {"x"}, "row_mean"), 1, 1);   // [2, 1, 4]
+  axes(addNode(g, "ReduceMax", {"x"}, "batch_max"), -3, 0);  // [3, 4]
+  addNode(g, "Add", {"x", "row_mean"}, "t");
+  addNode(g, "Add", {"t", "batch_max"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "pooling.onnx"));
+  EXPECT_EQ(opCounts(graph)["transpose"], 2);
+  std::vector<float> x;
+  for (int i = 0; i < 24; ++i) x.push_back(static_cast<float>((i * 7) % 11) - 5.0f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), 24u);
+  auto at = [&](int b, int r, int c) { return x[static_cast<size_t>((b * 3 + r) * 4 + c)]; };
+  for (int b = 0; b < 2; ++b)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c) {
+        float mean = (at(b, 0, c) + at(b, 1, c) + at(b, 2, c)) / 3, most = std::max(at(0, r, c), at(1, r, c));
+        EXPECT_NEAR(y[static_cast<size_t>((b * 3 + r) * 4 + c)], at(b, r, c) + mean + most, 1e-5);
+      }
+  CompileResult r =
+      compileGraph(graph, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
+  EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock);
+
+  // A norm's statistics over the rows (axis 1) are not a layernorm over the last axis.
+  onnx::ModelProto n = modelWithInput(17, "row_norm", {2, 3, 4});
+  g = n.mutable_graph();
+  auto* two = g->add_initializer();
+  two->set_name("two");
+  two->set_data_type(onnx::TensorProto::FLOAT);
+  two->add_float_data(2.0f);
+  auto* eps = g->add_initializer();
+  eps->set_name("eps");
+  eps->set_data_type(onnx::TensorProto::FLOAT);
+  eps->add_float_data(1e-5f);
+  axes(addNode(g, "ReduceMean", {"x"}, "m"), 1, 1);
+  addNode(g, "Sub", {"x", "m"}, "c");
+  addNode(g, "Pow", {"c", "two"}, "c2");
+  axes(addNode(g, "ReduceMean", {"c2"}, "v"), 1, 1);
+  addNode(g, "Add", {"v", "eps"}, "ve");
+  addNode(g, "Sqrt", {"ve"}, "sd");
+  addNode(g, "Div", {"c", "sd"}, "y");
+  g->add_output()->set_name("y");
+  Graph rows = importOnnx(writeModel(n, "row_norm.onnx"));
+  EXPECT_EQ(opCounts(rows)["layernorm"], 0);
+  values = {{"x", Tensor{{2, 3, 4}, x}}};
+  for (const auto& [weight, v] : rows.values) values[weight] = Tensor{{}, v};
+  y = interpret(rows, values).at(rows.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), 24u);
+  for (int b = 0; b < 2; ++b)
+    for (int c = 0; c < 4; ++c) {
+      float mean = (at(b, 0, c) + at(b, 1, c) + at(b, 2, c)) / 3, var = 0;
+      for (int r = 0; r < 3; ++r) var += (at(b, r, c) - mean) * (at(b, r, c) - mean) / 3;
+      for (int r = 0; r < 3; ++r)
+        EXPECT_NEAR(y[static_cast<size_t>((b * 3 + r) * 4 + c)],
+                    (at(b, r, c) - mean) / std::sqrt(var + 1e-5f), 1e-4);
+    }
+}
+
 // f16 (raw_data) and f64 initializers, folded through Cast, become f32 values; an initializer whose data
 // is in an external file becomes a weight without values rather than one of made-up zeros.
 TEST(Onnx, ConvertsInitializerTypesAndLeavesExternalDataUnknown) {
@@ -890,7 +964,10 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "torch_mha.onnx",
                                            "torch_encoder_layer.onnx",
                                            "t5_decoder_attention.onnx",
-                                           "t5_encoder_attention.onnx"};
+                                           "t5_encoder_attention.onnx",
+                                           "meta_llama_attention.onnx",
+                                           "opt_positions.onnx",
+                                           "norm_variants.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -904,15 +981,16 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   }
   // The masks (masked_fill of a tril buffer, torch.where of one, an added triu of -inf or -1e4) become
   // a causal softmax: nothing adds a mask of 8 x 8 any more.
-  // Also Qwen2's finfo.min triu added, Gemma's mask after a soft-cap, Phi's -inf triu added, GPT-J's where
-  // before the division by sqrt(head_dim), Falcon's -1e9, ALiBi's masked_fill after its bias, and the
-  // bool masks torch.nn.MultiheadAttention and TransformerEncoderLayer turn into -inf, and T5's mask after
-  // its position bias with a cast to float before the softmax.
+  // Also Meta's llama reference's triu of -inf concatenated after no columns, Qwen2's finfo.min triu added,
+  // Gemma's mask after a soft-cap, Phi's -inf triu added, GPT-J's where before the division by
+  // sqrt(head_dim), Falcon's -1e9, ALiBi's masked_fill after its bias, and the bool masks
+  // torch.nn.MultiheadAttention and TransformerEncoderLayer turn into -inf, and T5's mask after its position
+  // bias with a cast to float before the softmax.
   for (const char* name :
        {"causal_attention.onnx", "gqa_attention.onnx", "gpt2_block.onnx", "llama_block.onnx",
         "einsum_attention.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
         "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
-        "torch_encoder_layer.onnx", "t5_decoder_attention.onnx"}) {
+        "torch_encoder_layer.onnx", "t5_decoder_attention.onnx", "meta_llama_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     int causal = 0;
     for (const auto& op : g.ops) {

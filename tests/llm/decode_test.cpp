@@ -331,8 +331,8 @@ TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
   }
   EXPECT_EQ(held, 2);
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(lr.network, {}, defaultPlatform()), {}).deadlock);
-  // A prompt whose K no kernel could hold within the budget reads K and V back from HBM as GQA does (a
-  // Llama-2-7B-sized MHA model past 2,600 rows under W4A8): at one byte over the limit, not at it.
+  // A prompt whose K no kernel could hold within the budget reads K and V back from HBM, grouped per KV
+  // head (a Llama-2-7B-sized model past 2,600 rows under W4A8): at one byte over the limit, not at it.
   EXPECT_EQ(prefillHeldBytes(m, 1024), 1024 * 16 * 64);
   EXPECT_FALSE(reads(buildPrefillLayer(m, 1024, 1024 * 16 * 64), "k_cache"));
   Graph over = buildPrefillLayer(m, 1024, 1024 * 16 * 64 - 1);
