@@ -1402,7 +1402,6 @@ class Importer {
     replace(nodes, last, "gelu", {x});
     last->attrs["approximate"] = std::string("tanh");
   }
-  // LayerNorm and RMSNorm, found from their Sqrt.
   // Whether a reduction is over its input's last axis alone, the axis kept (a norm's statistics).
   bool overLastAxisKept(const Dyn& r) const {
     std::vector<int64_t> axes = intsAttr(*r.node, "axes");
@@ -1411,6 +1410,7 @@ class Importer {
     int64_t rank = static_cast<int64_t>(shapeOf(r.inputs[0]).size());
     return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1) && intAttr(*r.node, "keepdims", 1) == 1;
   }
+  // LayerNorm and RMSNorm, found from their Sqrt.
   void norm(Dyn& sqrt) {
     Dyn* add = producer(sqrt.inputs[0]);
     if (!add || add->op != "Add") return;
