@@ -1179,8 +1179,8 @@ class Importer {
   }
 
   static const std::set<std::string>& reductions() {
-    static const std::set<std::string> ops = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                                              "ReduceProd"};
+    static const std::set<std::string> ops = {"ReduceSum",  "ReduceMean", "ReduceMax",      "ReduceMin",
+                                              "ReduceProd", "ReduceL2",   "ReduceSumSquare"};
     return ops;
   }
   // A reduction of a table over its `axes` (an attribute, or ReduceSum's input 1; none: every axis, or
@@ -1224,11 +1224,14 @@ class Importer {
       }
       double& y = out.v[static_cast<size_t>(at)];
       double v = x.v[static_cast<size_t>(flat)];
-      y = op == "ReduceProd"  ? y * v
-          : op == "ReduceMax" ? std::max(y, v)
-          : op == "ReduceMin" ? std::min(y, v)
-                              : y + v;
+      y = op == "ReduceProd"                            ? y * v
+          : op == "ReduceMax"                           ? std::max(y, v)
+          : op == "ReduceMin"                           ? std::min(y, v)
+          : op == "ReduceL2" || op == "ReduceSumSquare" ? y + v * v
+                                                        : y + v;
     }
+    if (op == "ReduceL2")
+      for (double& y : out.v) y = std::sqrt(y);
     if (op == "ReduceMean")
       for (double& y : out.v) y /= static_cast<double>(count / std::max<int64_t>(size, 1));
     return true;

@@ -734,7 +734,7 @@ TEST(Onnx, MadeValuesTakeNamesNoValueHas) {
 }
 
 // Reductions and running sums of constants fold (the element count of a shape for var's n - 1, OPT's
-// positions as a cumsum of ones), each value here computed by hand.
+// positions as a cumsum of ones, a norm of a table), each value here computed by hand.
 TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
   onnx::ModelProto m = modelWithInput(17, "folds", {2, 3});
   onnx::GraphProto* g = m.mutable_graph();
@@ -771,6 +771,9 @@ TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
   for (int64_t d : {2, 1}) rows->add_int64_data(d);
   addNode(g, "Reshape", {"sum", "column"}, "sum_column");
   addNode(g, "CumSum", {"c", "one_axis"}, "running");             // [[1 3 6] [4 9 15]]
+  ints(addNode(g, "ReduceL2", {"c"}, "l2"), "axes", {-1});        // [[sqrt 14] [sqrt 77]]
+  ints(addNode(g, "ReduceSumSquare", {"c"}, "squares"), "axes", {0});  // [[17 29 45]]
+  ints(addNode(g, "ReduceMin", {"c"}, "least"), "axes", {-2});         // [[1 2 3]]
   auto* back = addNode(g, "CumSum", {"c", "zero_axis"}, "back");  // reverse, exclusive: [[4 5 6] [0 0 0]]
   ints(back, "reverse", {1});
   ints(back, "exclusive", {1});
@@ -778,7 +781,10 @@ TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
   addNode(g, "Add", {"t0", "mean"}, "t1");
   addNode(g, "Add", {"t1", "sum_column"}, "t2");
   addNode(g, "Add", {"t2", "running"}, "t3");
-  addNode(g, "Add", {"t3", "back"}, "y");
+  addNode(g, "Add", {"t3", "back"}, "t4");
+  addNode(g, "Add", {"t4", "l2"}, "t5");
+  addNode(g, "Add", {"t5", "squares"}, "t6");
+  addNode(g, "Add", {"t6", "least"}, "y");
   g->add_output()->set_name("y");
   Graph graph = importOnnx(writeModel(m, "folds.onnx"));
   std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f};
@@ -786,14 +792,17 @@ TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
   const float mean[3] = {2.5f, 3.5f, 4.5f}, sums[2] = {6, 15}, running[6] = {1, 3, 6, 4, 9, 15},
-              after[6] = {4, 5, 6, 0, 0, 0};
+              after[6] = {4, 5, 6, 0, 0, 0}, l2[2] = {std::sqrt(14.0f), std::sqrt(77.0f)},
+              squares[3] = {17, 29, 45};
   ASSERT_EQ(y.size(), 6u);
   for (int i = 0; i < 6; ++i)
-    EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)],
-                    x[static_cast<size_t>(i)] * 720 + mean[i % 3] + sums[i / 3] + running[i] + after[i])
+    EXPECT_FLOAT_EQ(y[static_cast<size_t>(i)], x[static_cast<size_t>(i)] * 720 + mean[i % 3] + sums[i / 3] +
+                                                   running[i] + after[i] + l2[i / 3] + squares[i % 3] +
+                                                   static_cast<float>(1 + i % 3))
         << i;
   EXPECT_EQ(opCounts(graph)["mul"] + opCounts(graph)["add"],
-            5);  // the constants folded, the stream's ops kept
+            8);  // the constants folded, the stream's ops kept
+  EXPECT_EQ(graph.ops.size(), 8u);
 }
 
 // x.norm(dim=-1) (ReduceL2, as F.normalize exports it) is the square root of a sum of squares, and
