@@ -1188,9 +1188,7 @@ class Importer {
   bool reduceConst(const onnx::NodeProto& n, const Const& x, Const& out) const {
     int64_t rank = static_cast<int64_t>(x.dims.size());
     if (static_cast<int64_t>(x.v.size()) != x.count()) return false;
-    std::vector<int64_t> axes = intsAttr(n, "axes");
-    if (axes.empty() && n.input_size() > 1 && !n.input(1).empty())
-      for (double a : consts_.at(n.input(1)).v) axes.push_back(static_cast<int64_t>(a));
+    std::vector<int64_t> axes = reductionAxes(n);
     if (axes.empty() && intAttr(n, "noop_with_empty_axes", 0)) {
       out = x;
       return true;
@@ -1405,11 +1403,16 @@ class Importer {
     replace(nodes, last, "gelu", {x});
     last->attrs["approximate"] = std::string("tanh");
   }
+  // A reduction's axes: its attribute, or its constant input 1 (ReduceSum's); empty when neither.
+  std::vector<int64_t> reductionAxes(const onnx::NodeProto& n) const {
+    std::vector<int64_t> axes = intsAttr(n, "axes");
+    if (axes.empty() && n.input_size() > 1 && consts_.count(n.input(1)))
+      for (double a : consts_.at(n.input(1)).v) axes.push_back(static_cast<int64_t>(a));
+    return axes;
+  }
   // Whether a reduction is over its input's last axis alone, the axis kept (a norm's statistics).
   bool overLastAxisKept(const Dyn& r) const {
-    std::vector<int64_t> axes = intsAttr(*r.node, "axes");
-    if (axes.empty() && r.inputs.size() > 1 && consts_.count(r.inputs[1]))
-      for (double a : consts_.at(r.inputs[1]).v) axes.push_back(static_cast<int64_t>(a));
+    std::vector<int64_t> axes = reductionAxes(*r.node);
     int64_t rank = static_cast<int64_t>(shapeOf(r.inputs[0]).size());
     return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1) && intAttr(*r.node, "keepdims", 1) == 1;
   }
@@ -1792,9 +1795,7 @@ class Importer {
       op.attrs["axis"] = intAttr(n, "axis", 0);
     } else if (d.op == "ReduceMean" || d.op == "ReduceSum" || d.op == "ReduceMax" || d.op == "ReduceL2" ||
                d.op == "ReduceSumSquare") {
-      std::vector<int64_t> axes = intsAttr(n, "axes");
-      if (axes.empty() && d.inputs.size() > 1 && consts_.count(d.inputs[1]))
-        for (double a : consts_.at(d.inputs[1]).v) axes.push_back(static_cast<int64_t>(a));
+      std::vector<int64_t> axes = reductionAxes(n);
       int64_t rank = static_cast<int64_t>(shapeOf(d.inputs[0]).size());
       int64_t axis = axes.size() == 1 ? (axes[0] < 0 ? axes[0] + rank : axes[0]) : -1;
       bool moved = axis != rank - 1;  // over another axis (a mean over the rows): moved last by a transpose
@@ -1825,9 +1826,7 @@ class Importer {
         op.op = "reshape";
         op.inputs = {
             auxOp(kind, op.name + "_" + kind, std::move(inputs), d.output + "_" + kind, std::move(at))};
-        std::vector<int64_t> shape;
-        for (const auto& e : shapeOf(d.output)) shape.push_back(e.eval());
-        op.attrs["shape"] = shape;
+        op.attrs["shape"] = constantDims(d.output);
       };
       if (d.op == "ReduceL2" ||
           d.op == "ReduceSumSquare") {  // (sqrt of) the sum of the squares: x.norm(dim=-1)

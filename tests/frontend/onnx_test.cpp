@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -496,24 +497,18 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   auto got = interpret(graph, values);
   auto at = [&](int b, int r, int c) { return x[static_cast<size_t>((b * 3 + r) * 12 + c)]; };
-  const Tensor& third = got.at(graph.outputs.at(0));
-  ASSERT_EQ(third.shape, (std::vector<int64_t>{2, 3, 4}));
-  for (int b = 0; b < 2; ++b)
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 4; ++c)
-        EXPECT_EQ(third.data[static_cast<size_t>((b * 3 + r) * 4 + c)], at(b, r, 1 + 3 * c));
-  const Tensor& second = got.at(graph.outputs.at(1));
-  ASSERT_EQ(second.shape, (std::vector<int64_t>{2, 3, 5}));
-  for (int b = 0; b < 2; ++b)
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 5; ++c)
-        EXPECT_EQ(second.data[static_cast<size_t>((b * 3 + r) * 5 + c)], at(b, r, 2 + 2 * c));
-  const Tensor& rows = got.at(graph.outputs.at(2));
-  ASSERT_EQ(rows.shape, (std::vector<int64_t>{2, 2, 12}));
-  for (int b = 0; b < 2; ++b)
-    for (int r = 0; r < 2; ++r)
-      for (int c = 0; c < 12; ++c)
-        EXPECT_EQ(rows.data[static_cast<size_t>((b * 2 + r) * 12 + c)], at(b, r + 1, c));
+  // Output `i` is [2, R, C], its element (b, r, c) x's element source(b, r, c).
+  auto expectTaken = [&](size_t i, int R, int C, const std::function<float(int, int, int)>& source) {
+    const Tensor& t = got.at(graph.outputs.at(i));
+    ASSERT_EQ(t.shape, (std::vector<int64_t>{2, R, C})) << i;
+    for (int b = 0; b < 2; ++b)
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c)
+          EXPECT_EQ(t.data[static_cast<size_t>((b * R + r) * C + c)], source(b, r, c)) << i;
+  };
+  expectTaken(0, 3, 4, [&](int b, int r, int c) { return at(b, r, 1 + 3 * c); });
+  expectTaken(1, 3, 5, [&](int b, int r, int c) { return at(b, r, 2 + 2 * c); });
+  expectTaken(2, 2, 12, [&](int b, int r, int c) { return at(b, r + 1, c); });
   const Tensor& row = got.at(graph.outputs.at(3));
   ASSERT_EQ(row.shape, (std::vector<int64_t>{2, 12}));
   for (int b = 0; b < 2; ++b)
@@ -526,24 +521,9 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
       for (int c = 0; c < 12; ++c)
         EXPECT_NEAR(rotated.data[static_cast<size_t>((b * 3 + r) * 12 + c)],
                     at(b, r, c) + std::cos(freq[r] * c), 1e-6);
-  const Tensor& firstThree = got.at(graph.outputs.at(5));
-  ASSERT_EQ(firstThree.shape, (std::vector<int64_t>{2, 3, 3}));
-  for (int b = 0; b < 2; ++b)
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 3; ++c)
-        EXPECT_EQ(firstThree.data[static_cast<size_t>((b * 3 + r) * 3 + c)], at(b, r, 3 * c));
-  const Tensor& oddRows = got.at(graph.outputs.at(6));
-  ASSERT_EQ(oddRows.shape, (std::vector<int64_t>{2, 2, 12}));
-  for (int b = 0; b < 2; ++b)
-    for (int r = 0; r < 2; ++r)
-      for (int c = 0; c < 12; ++c)
-        EXPECT_EQ(oddRows.data[static_cast<size_t>((b * 2 + r) * 12 + c)], at(b, 2 * r, c));
-  const Tensor& byFive = got.at(graph.outputs.at(7));
-  ASSERT_EQ(byFive.shape, (std::vector<int64_t>{2, 3, 3}));
-  for (int b = 0; b < 2; ++b)
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 3; ++c)
-        EXPECT_EQ(byFive.data[static_cast<size_t>((b * 3 + r) * 3 + c)], at(b, r, 1 + 5 * c));
+  expectTaken(5, 3, 3, [&](int b, int r, int c) { return at(b, r, 3 * c); });
+  expectTaken(6, 2, 12, [&](int b, int r, int c) { return at(b, 2 * r, c); });
+  expectTaken(7, 3, 3, [&](int b, int r, int c) { return at(b, r, 1 + 5 * c); });
   EXPECT_EQ(opCounts(graph)["concat"], 2);
   // The graph compiles and its network runs to the end.
   CompileResult r =
