@@ -39,7 +39,7 @@
 //    slowest reader (a 128-row GPT-2 layer asked for 1.6 Gbit). Steps 1 to 4 run again on a run with
 //    every FIFO as deep as the network's and at least kDmaReadDepth, in which writers keep their readers'
 //    pace; the latency checked is that run's. Kept when it takes fewer bits (16 Mbit, 2% slower, there).
-// 6. When the depths of step 4 are within the budget but take more than a sixteenth of it, steps 1 to 4
+// 6. When the depths of step 4 are within the budget but take more than a 256th of it, steps 1 to 4
 //    run paced too, and that sizing is kept where it takes fewer bits and stays within 1% of step 1's
 //    latency: branches that wait for each other then wait in their writers, not in FIFOs (a 128-row
 //    GPT-2 prefill layer, W4A8: 10.1 MB of intermediate results sized from the unbounded run, against
@@ -400,9 +400,11 @@ void settle(const std::vector<int64_t>& depths, SizingResult& out, Network& size
   out.baselineMaxOccupancyBits += maxOccupancyBits(out.fifos);
 }
 
-// Step 6 runs where the free sizing takes more than this share of the budget: a design that holds a
-// sixteenth of the device's memory in FIFOs is worth a second sizing (decode layers hold far less).
-constexpr int64_t kPacedTrialShare = 16;
+// Step 6 runs where the free sizing takes more than this share of the budget (1.3 Mbit of the U55C's
+// memory): below it a second sizing saves too little to pay for its time (decode layers hold far less).
+// At a sixteenth, attention and layers over 64 to 256 prompt rows kept 1.8 to 6.5 Mbit of FIFOs sized
+// from the unbounded run where the paced sizing needs 0.9 to 1.4 Mbit within 0.3% of the cycles.
+constexpr int64_t kPacedTrialShare = 256;
 
 // A paced result gives the unbounded run's figures as its own (steps 5 to 7): that run's cycles and
 // maximum occupancies, its verifying rounds added.

@@ -115,14 +115,17 @@ TEST(Sizing, OverBudgetPacesTheWriters) {
       "out}]}]}\n"
       "  - {name: mac_a, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: a, dir: in}]}]}\n"
       "  - {name: mac_b, phases: [{trip: [4096], ii: 4, latency: 5, ports: [{fifo: b, dir: in}]}]}\n";
-  Sized free = size(text);
+  Sized free;
+  SizingOptions options;
+  options.pacedTrial = false;  // step 6 would take the paced sizing at once (below)
+  free.result = sizeFifos(parseNetwork(text, "test.yaml"), options, free.network);
   expectGuarantees(free);
   EXPECT_FALSE(free.result.paced);
   EXPECT_GE(depthOf(free, "a"), 3000);
   EXPECT_GE(depthOf(free, "b"), 3000);
 
   Sized paced;
-  SizingOptions options;
+  options = SizingOptions();
   options.budgetBits = 100000;
   paced.result = sizeFifos(parseNetwork(text, "test.yaml"), options, paced.network);
   expectGuarantees(paced);
@@ -146,9 +149,10 @@ TEST(Sizing, OverBudgetPacesTheWriters) {
 }
 
 // Step 6 and step 7 on the same fork: within a budget of 4 Mbit, sized from the unbounded run it takes
-// 2 x 3,072 x 512 bits, over a sixteenth of it, so the paced sizing runs too and wins with 3 tokens a
-// FIFO at the same latency. A device test that refuses FIFOs under 100 deep sends it back to the first
-// design; one that refuses them over 100 deep, with no budget to speak of, takes the paced one.
+// 2 x 3,072 x 512 bits, over a 256th of it, so the paced sizing runs too and wins with 3 tokens a FIFO at
+// the same latency. A device test that refuses FIFOs under 100 deep sends it back to the first design;
+// one that refuses them over 100 deep, with a budget the first design is small beside, takes the paced
+// one.
 TEST(Sizing, PacedWhereItCostsNothingAndTheDeviceDecides) {
   const std::string text =
       "network: fork_slow\nfifos: [{name: a, width: 512}, {name: b, width: 512}]\ntasks:\n"
@@ -172,7 +176,7 @@ TEST(Sizing, PacedWhereItCostsNothingAndTheDeviceDecides) {
   EXPECT_FALSE(back.result.paced);
   EXPECT_GE(depthOf(back, "a"), 3000);
 
-  options.budgetBits = 0;  // the platform's memory: the first design is small beside it
+  options.budgetBits = 1000000000;  // 3.1 Mbit is under a 256th of it: no step 6
   options.fits = [](const Network& n) { return n.fifos[0].depth < 100; };
   Sized over;
   over.result = sizeFifos(net, options, over.network);
