@@ -104,6 +104,8 @@ def cases(m):
         ("meta_llama_attention_d48_h6_kv3_s6", lambda: m.MetaLlamaAttention(48, 6, 3, 6), (1, 6, 48), 17, None, []),
         ("opt_positions", lambda: m.OptPositions(), (1, 8, 64), 17, None, []),
         ("norm_variants", lambda: m.NormVariants(), (1, 8, 64), 17, None, []),
+        ("masked_fills", lambda: m.MaskedFills(), (1, 32, 64), 17, None, []),
+        ("masked_fills_s24_len20", lambda: m.MaskedFills(seq=24, length=20), (1, 24, 64), 17, None, []),
     ]
 
 

@@ -59,6 +59,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   torch_encoder_layer.onnx
                      torch.nn.TransformerEncoderLayer (norm_first, ReLU) with
                      generate_square_subsequent_mask as src_mask; opset 17
+  masked_fills.onnx  a padding mask of -inf over whole tiles of keys, and masked_fill of 0 over a bool triu
+                     (a select), each before a softmax; 32 rows, opset 17
   t5_decoder_attention.onnx, t5_encoder_attention.onnx
                      T5's attention: a relative-position bias (buckets computed with log, min and where, a
                      learned [buckets, heads] table), causal (masked_fill after the bias, scores.float()
@@ -725,6 +727,29 @@ class NormVariants(nn.Module):
         return h + x / (x.norm(2, dim=-1, keepdim=True) * self.d ** -0.5 + 1e-8)
 
 
+class MaskedFills(nn.Module):
+    """Two masks before softmaxes that are not causal: keys past a prompt's length masked with -inf (a
+    padding mask; over 32 keys, 16 to 31 are a whole tile of them), and masked_fill with 0 over a bool triu
+    (which sets those scores to 0: no mask, a select)."""
+
+    def __init__(self, d=64, heads=4, seq=32, length=12):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.o = nn.Linear(d, d, bias=False)
+        pad = torch.zeros(seq, seq)
+        pad[:, length:] = float("-inf")
+        self.register_buffer("pad", pad)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in self.qkv(x).split(C, dim=-1))
+        s = q @ k.transpose(-2, -1) / math.sqrt(C // self.heads)
+        padded = nn.functional.softmax(s + self.pad[:T, :T], dim=-1)
+        zeroed = nn.functional.softmax(s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), 0.0), dim=-1)
+        return self.o(((padded + zeroed) @ v).transpose(1, 2).reshape(B, T, C))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -767,8 +792,8 @@ def main():
                         (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer"),
                         (T5Attention, "t5_decoder_attention"), (lambda: T5Attention(causal=False), "t5_encoder_attention"),
                         (MetaLlamaAttention, "meta_llama_attention"), (OptPositions, "opt_positions"),
-                        (NormVariants, "norm_variants")):
-        x = torch.randn(1, 8, 64)
+                        (NormVariants, "norm_variants"), (MaskedFills, "masked_fills")):
+        x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)
         if name in ("qwen2_block", "gptj_block"):

@@ -538,11 +538,11 @@ class KernelBody {
       if (base == "softmax") {
         c_.line("const float tm = st_tree<" + Ts + ">::max(a);");
         openElements(c_, "e", T);
-        c_.line("b[e] = " + insideOr(padded, "std::exp(a[e] - tm)", "0.0f") + ";");
+        c_.line("b[e] = " + insideOr(padded, "st_exp_from(a[e], tm)", "0.0f") + ";");
         c_.close();
         c_.line("const float mx = (" + first + " || tm > m) ? tm : m;");
-        c_.line("sum = (" + first + " ? 0.0f : sum * std::exp(m - mx)) + st_tree<" + Ts +
-                ">::sum(b) * std::exp(tm - mx);");
+        c_.line("sum = (" + first + " ? 0.0f : sum * st_exp_from(m, mx)) + st_tree<" + Ts +
+                ">::sum(b) * st_exp_from(tm, mx);");
         c_.line("m = mx;");
       } else {
         if (base == "layernorm") c_.line("s1 = (" + first + " ? 0.0f : s1) + st_tree<" + Ts + ">::sum(a);");

@@ -1561,13 +1561,21 @@ class Importer {
       return false;
     bool streamWhenTrue = !consts_.count(where.inputs[1]);
     stream = where.inputs[streamWhenTrue ? 1 : 2];
+    // Adding the constant where it is selected stands for the select only where that constant is -inf or
+    // at most -1e4, whatever the stream holds (before a softmax: a weight of 0 or about 0); masked_fill
+    // with 0 or any other value sets those scores, and is a select on data.
+    bool negligible = true;
     try {
       bias = broadcast(consts_.at(where.inputs[0]), consts_.at(where.inputs[streamWhenTrue ? 2 : 1]),
-                       [&](double c, double y) { return (c != 0) == streamWhenTrue ? 0.0 : y; });
+                       [&](double c, double y) {
+                         if ((c != 0) == streamWhenTrue) return 0.0;
+                         negligible = negligible && y <= -1e4;
+                         return y;
+                       });
     } catch (const UserError&) {  // not a bias: the Where is a select on data (emit)
       return false;
     }
-    return true;
+    return negligible;
   }
   bool isModelOutput(const std::string& value) const {
     for (const auto& out : model_.graph().output())
@@ -1680,11 +1688,10 @@ class Importer {
     if (consts_.count(v)) return weightFrom(v, user + "_const");
     return resolve(v);
   }
-  // A Where whose only reader is a softmax and whose selected constants are -inf or at most -1e4.
-  bool masksBeforeSoftmax(const Dyn& where, const Const& bias) {
+  // A Where whose only reader is a softmax (its selected constants -inf or at most -1e4: whereAsBias).
+  bool masksBeforeSoftmax(const Dyn& where) {
     auto readers = consumers(where.output);
-    if (readers.size() != 1 || readers[0]->op != "Softmax" || isModelOutput(where.output)) return false;
-    return std::all_of(bias.v.begin(), bias.v.end(), [](double v) { return v == 0 || v <= -1e4; });
+    return readers.size() == 1 && readers[0]->op == "Softmax" && !isModelOutput(where.output);
   }
 
   void emit(Dyn& d) {
@@ -1871,8 +1878,7 @@ class Importer {
     } else if (d.op == "Gather" && consts_.count(d.inputs[0])) {
       op.op = "embedding";
       op.inputs = {operand(d.inputs[1], op.name), operand(d.inputs[0], op.name)};
-    } else if (d.op == "Where" && whereAsBias(d, whereStream, whereBias) &&
-               masksBeforeSoftmax(d, whereBias)) {
+    } else if (d.op == "Where" && whereAsBias(d, whereStream, whereBias) && masksBeforeSoftmax(d)) {
       // A mask before a softmax (masked_fill with -inf or a large negative number that is not causal, a
       // padding mask): adding the constant where the stream is not selected gives those keys a weight of 0
       // (-inf) or about 0, as the select does.

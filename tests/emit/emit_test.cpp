@@ -947,6 +947,8 @@ TEST(Emit, TorchIdiomsCsimMatchesTheReference) {
   emitAndSimulate(model("onnx/sliding_window_attention.onnx"), "onnx_sliding");
   emitAndSimulate(model("onnx/tiled_mlp.onnx"), "onnx_tiled");
   emitAndSimulate(model("onnx/rope_in_forward.onnx"), "onnx_rope_forward");
+  // A padding mask of -inf over whole tiles of keys: their softmax's running terms stay finite (no NaN).
+  emitAndSimulate(model("onnx/masked_fills.onnx"), "onnx_masked_fills");
 }
 
 // An export with a dynamic sequence axis, fixed at import (--set dim.seq=8): its shape arithmetic folds,

@@ -339,6 +339,57 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
   }
 }
 
+// masked_fill with 0 (or any value above -1e4) before a softmax sets the masked scores to that value,
+// which adding a constant cannot stand for (with 0 it added nothing, and the softmax was unmasked): a
+// select on data. Each row of the probabilities is exp over x where j <= i and exp(0) elsewhere.
+TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
+  onnx::ModelProto m = modelWithInput(14, "masked", {4, 8});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* ones = g->add_initializer();
+  ones->set_name("ones");
+  ones->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {4, 8}) ones->add_dims(d);
+  for (int i = 0; i < 32; ++i) ones->add_float_data(1.0f);
+  auto* zero = g->add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(onnx::TensorProto::FLOAT);
+  zero->add_float_data(0.0f);
+  auto* one = g->add_initializer();
+  one->set_name("one");
+  one->set_data_type(onnx::TensorProto::INT64);
+  one->add_int64_data(1);
+  auto* triu = addNode(g, "Trilu", {"ones", "one"}, "above");  // torch.triu(.., 1): the keys masked
+  auto* k = triu->add_attribute();
+  k->set_name("upper");
+  k->set_type(onnx::AttributeProto::INT);
+  k->set_i(1);
+  addNode(g, "Cast", {"above"}, "mask")->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto to;
+    to.set_name("to");
+    to.set_type(onnx::AttributeProto::INT);
+    to.set_i(onnx::TensorProto::BOOL);
+    return to;
+  }());
+  addNode(g, "Where", {"mask", "zero", "x"}, "filled");
+  addNode(g, "Softmax", {"filled"}, "probs");
+  g->add_output()->set_name("probs");
+  Graph graph = importOnnx(writeModel(m, "fill_zero.onnx"));
+  std::map<std::string, int> want = {{"mul", 2}, {"equal", 1}, {"add", 1}, {"softmax", 1}};
+  EXPECT_EQ(opCounts(graph), want);
+  std::vector<float> x(32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.3f * static_cast<float>(i % 7) - 1.0f;
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{4, 8}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> probs = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(probs.size(), 32u);
+  for (size_t i = 0; i < 4; ++i) {
+    double sum = 0;
+    for (size_t j = 0; j < 8; ++j) sum += std::exp(j <= i ? x[i * 8 + j] : 0.0);
+    for (size_t j = 0; j < 8; ++j)
+      EXPECT_NEAR(probs[i * 8 + j], std::exp(j <= i ? x[i * 8 + j] : 0.0) / sum, 1e-6) << i << "," << j;
+  }
+}
+
 // Selects on data: an infinite constant operand is the largest float of its sign (its product with 0 stays
 // 0 where it is not selected, as -inf's would not; a NaN in the stream still shows through, unlike
 // torch's), bool() of a stream is 1 for every value not 0 (NaN too), an einsum by an initializer is sized
@@ -956,7 +1007,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "t5_encoder_attention.onnx",
                                            "meta_llama_attention.onnx",
                                            "opt_positions.onnx",
-                                           "norm_variants.onnx"};
+                                           "norm_variants.onnx",
+                                           "masked_fills.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;

@@ -91,6 +91,11 @@ inline float st_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 inline float st_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// exp(a - b) among an f32 softmax's running terms, 0 where a is -inf (keys masked by a -inf bias): a tile
+// of masked keys, or a row masked so far, adds nothing, where exp(-inf - -inf) would be NaN.
+inline float st_exp_from(float a, float b) {
+  return a == -INFINITY ? 0.0f : std::exp(a - b);
+}
 
 /// Row statistics from integer sums, as the .stats kernels accumulate them: a row's int8 values q (real =
 /// scale * q) summed exactly, s1 = sum(q) and s2 = sum(q * q) over its D elements (integer additions take
