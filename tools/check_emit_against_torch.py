@@ -106,6 +106,8 @@ def cases(m):
         ("norm_variants", lambda: m.NormVariants(), (1, 8, 64), 17, None, []),
         ("masked_fills", lambda: m.MaskedFills(), (1, 32, 64), 17, None, []),
         ("masked_fills_s24_len20", lambda: m.MaskedFills(seq=24, length=20), (1, 24, 64), 17, None, []),
+        ("input_views", lambda: m.InputViews(), (1, 8, 64), 17, None, []),
+        ("input_views_d96_h3", lambda: m.InputViews(96, 3), (1, 6, 96), 17, None, []),
     ]
 
 

@@ -61,6 +61,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      generate_square_subsequent_mask as src_mask; opset 17
   masked_fills.onnx  a padding mask of -inf over whole tiles of keys, and masked_fill of 0 over a bool triu
                      (a select), each before a softmax; 32 rows, opset 17
+  input_views.onnx   the input viewed as heads, its halves swapped (slices and a cat) and its first head
+                     expanded: views of an input read in orders of their own; opset 17
   t5_decoder_attention.onnx, t5_encoder_attention.onnx
                      T5's attention: a relative-position bias (buckets computed with log, min and where, a
                      learned [buckets, heads] table), causal (masked_fill after the bias, scores.float()
@@ -750,6 +752,24 @@ class MaskedFills(nn.Module):
         return self.o(((padded + zeroed) @ v).transpose(1, 2).reshape(B, T, C))
 
 
+class InputViews(nn.Module):
+    """The input itself viewed as heads and read in orders of the view's own: its halves swapped
+    (slices and a cat, as rotate_half does to q), and its first head expanded over the others."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        v = x.view(B, T, self.heads, C // self.heads)
+        half = C // self.heads // 2
+        swapped = torch.cat([v[..., half:], v[..., :half]], dim=-1)
+        first = v[:, :, :1, :].expand(B, T, self.heads, C // self.heads)
+        return self.lin((swapped + first).reshape(B, T, C))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -792,7 +812,8 @@ def main():
                         (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer"),
                         (T5Attention, "t5_decoder_attention"), (lambda: T5Attention(causal=False), "t5_encoder_attention"),
                         (MetaLlamaAttention, "meta_llama_attention"), (OptPositions, "opt_positions"),
-                        (NormVariants, "norm_variants"), (MaskedFills, "masked_fills")):
+                        (NormVariants, "norm_variants"), (MaskedFills, "masked_fills"),
+                        (InputViews, "input_views")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

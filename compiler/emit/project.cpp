@@ -267,7 +267,11 @@ class ProjectWriter {
         continue;
       }
       if (r.kind == TaskRole::kLoad && r.packed) {
-        if (!isGraphTensor(r.tensor, graph_.inputs) && !isGraphTensor(r.tensor, graph_.weights) && !isEpilogue(r.tensor))
+        // A view of an input or a weight read in an order of its own is packed from its base's data: the
+        // same elements row-major (the pack function walks the view's shape).
+        if (!isEpilogue(r.tensor)) b.tensor = base(r.tensor);
+        if (!isGraphTensor(b.tensor, graph_.inputs) && !isGraphTensor(b.tensor, graph_.weights) &&
+            !isEpilogue(r.tensor))
           throw UserError("unsupported: HLS emission of '" + t.name + "', a DMA of '" + r.tensor + "', which is neither an input nor a weight");
         b.packed = true;
         b.dma = t.name;

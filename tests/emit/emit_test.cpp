@@ -949,6 +949,8 @@ TEST(Emit, TorchIdiomsCsimMatchesTheReference) {
   emitAndSimulate(model("onnx/rope_in_forward.onnx"), "onnx_rope_forward");
   // A padding mask of -inf over whole tiles of keys: their softmax's running terms stay finite (no NaN).
   emitAndSimulate(model("onnx/masked_fills.onnx"), "onnx_masked_fills");
+  // Views of the input read in their own order: the host packs each DMA's stream from the input's data.
+  emitAndSimulate(model("onnx/input_views.onnx"), "onnx_input_views");
 }
 
 // An export with a dynamic sequence axis, fixed at import (--set dim.seq=8): its shape arithmetic folds,

@@ -1008,7 +1008,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "meta_llama_attention.onnx",
                                            "opt_positions.onnx",
                                            "norm_variants.onnx",
-                                           "masked_fills.onnx"};
+                                           "masked_fills.onnx",
+                                           "input_views.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
