@@ -1322,6 +1322,18 @@ class Importer {
     auto c = consumers(v);
     return c.size() == 1 && c[0]->op == op ? c[0] : nullptr;
   }
+  // Whether every node of a pattern but `last` is read by nodes of the pattern alone, and is no model output:
+  // then the pattern's one op stands for all of them. (Torch merges equal nodes: a 0.5 * x or an inner sum
+  // the model uses again elsewhere is one node with readers outside.)
+  bool selfContained(const std::vector<Dyn*>& nodes, const Dyn* last) {
+    for (const Dyn* n : nodes) {
+      if (n == last) continue;
+      if (isModelOutput(n->output)) return false;
+      for (const Dyn* c : consumers(n->output))
+        if (std::find(nodes.begin(), nodes.end(), c) == nodes.end()) return false;
+    }
+    return true;
+  }
   void replace(std::vector<Dyn*> nodes, Dyn* last, const std::string& op, std::vector<std::string> inputs) {
     for (Dyn* n : nodes) n->dead = true;
     last->dead = false;
@@ -1358,7 +1370,7 @@ class Importer {
     Dyn* m1 = soleConsumer(add->output, "Mul");
     if (!m1) return;
     Dyn* m2 = soleConsumer(m1->output, "Mul");
-    if (!m2) return;
+    if (!m2 || !selfContained({div, &erf, add, m1, m2}, m2)) return;
     replace({div, &erf, add, m1, m2}, m2, "gelu", {x});
   }
   // 0.5x * (1 + tanh(c * (x + 0.044715 x^3)))
@@ -1393,13 +1405,17 @@ class Importer {
     if (!mul) return;
     nodes.push_back(add);
     nodes.push_back(mul);
-    Dyn* half = producer(other(*mul, add->output));  // 0.5 * x, if computed separately
-    if (half && half->op == "Mul" && (half->inputs[0] == x || half->inputs[1] == x)) nodes.push_back(half);
+    Dyn* half =
+        producer(other(*mul, add->output));  // 0.5 * x, if computed separately (kept if read elsewhere)
+    if (half && half->op == "Mul" && (half->inputs[0] == x || half->inputs[1] == x) &&
+        consumers(half->output).size() == 1)
+      nodes.push_back(half);
     Dyn* last = mul;
     if (Dyn* m2 = soleConsumer(mul->output, "Mul"); m2 && (isConst(m2->inputs[0], 0.5) || isConst(m2->inputs[1], 0.5))) {
       nodes.push_back(m2);
       last = m2;
     }
+    if (!selfContained(nodes, last)) return;
     replace(nodes, last, "gelu", {x});
     last->attrs["approximate"] = std::string("tanh");
   }

@@ -339,6 +339,55 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
   }
 }
 
+// The tanh GELU written with its 0.5 * x computed apart and read again (h * (1 + tanh(..)) + h, as torch
+// exports it when it merges two equal 0.5 * x), and with its inner sum read again: the GELU fuses where its
+// nodes are its own, the shared node stays an op, and the values are the formula's. Before, the pattern
+// took the shared node and the import stopped ("uses '..', which is not defined before it").
+TEST(Onnx, APatternsNodeReadElsewhereStaysAnOp) {
+  for (bool inner : {false, true}) {
+    SCOPED_TRACE(inner ? "inner sum read again" : "0.5 * x read again");
+    onnx::ModelProto m = modelWithInput(17, "gelu_shared", {2, 16});
+    onnx::GraphProto* g = m.mutable_graph();
+    for (auto [name, value] : std::vector<std::pair<const char*, float>>{
+             {"half_c", 0.5f}, {"three", 3.0f}, {"k", 0.044715f}, {"c", 0.7978845608f}, {"one", 1.0f}}) {
+      auto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      t->add_float_data(value);
+    }
+    addNode(g, "Mul", {"x", "half_c"}, "h");
+    addNode(g, "Pow", {"x", "three"}, "cube");
+    addNode(g, "Mul", {"cube", "k"}, "cube_k");
+    addNode(g, "Add", {"x", "cube_k"}, "inner");
+    addNode(g, "Mul", {"inner", "c"}, "scaled");
+    addNode(g, "Tanh", {"scaled"}, "t");
+    addNode(g, "Add", {"t", "one"}, "t1");
+    addNode(g, "Mul", {"h", "t1"}, "gelu");
+    addNode(g, "Add", {"gelu", inner ? "inner" : "h"}, "y");
+    g->add_output()->set_name("y");
+    Graph graph = importOnnx(writeModel(m, inner ? "gelu_inner.onnx" : "gelu_half.onnx"));
+    std::map<std::string, int> counts = opCounts(graph);
+    if (inner) {
+      EXPECT_EQ(counts.count("gelu"), 0u);  // its inner sum is read elsewhere: the ops stay
+      EXPECT_EQ(counts["tanh"], 1);
+    } else {
+      std::map<std::string, int> want = {{"mul", 1}, {"gelu", 1}, {"add", 1}};
+      EXPECT_EQ(counts, want);
+    }
+    std::vector<float> x(32);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.2f * static_cast<float>(i) - 3.0f;
+    std::map<std::string, Tensor> values = {{"x", Tensor{{2, 16}, x}}};
+    for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+    std::vector<float> y = interpret(graph, values).at("y").data;
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      double v = x[i], in = v + 0.044715 * v * v * v;
+      double want = 0.5 * v * (1 + std::tanh(0.7978845608 * in)) + (inner ? in : 0.5 * v);
+      EXPECT_NEAR(y[i], want, 1e-5) << i;
+    }
+  }
+}
+
 // masked_fill with 0 (or any value above -1e4) before a softmax sets the masked scores to that value,
 // which adding a constant cannot stand for (with 0 it added nothing, and the softmax was unmasked): a
 // select on data. Each row of the probabilities is exp over x where j <= i and exp(0) elsewhere.
