@@ -29,6 +29,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -1868,10 +1869,23 @@ class Importer {
     } else if (d.op == "Softmax") {
       op.op = "softmax";
       op.inputs = {operand(d.inputs[0], op.name)};
-      op.attrs["axis"] = intAttr(n, "axis", -1);
-      int64_t rank = static_cast<int64_t>(shapeOf(d.output).size());
-      if (std::get<int64_t>(op.attrs["axis"]) == rank - 1) op.attrs["axis"] = int64_t{-1};
+      int64_t rank = static_cast<int64_t>(shapeOf(d.output).size()), axis = intAttr(n, "axis", -1);
+      if (axis < 0) axis += rank;
+      op.attrs["axis"] = int64_t{-1};
       if (d.attrs.count("causal")) op.attrs["causal"] = d.attrs.at("causal");
+      if (axis >= 0 && axis < rank - 1) {
+        // Over another axis (softmax(dim=-2)): that axis swapped with the last by a transpose, the softmax
+        // over the last, and the same swap back (opset 13 on: one axis, not the flattened ones after it).
+        std::vector<int64_t> swap(static_cast<size_t>(rank));
+        std::iota(swap.begin(), swap.end(), int64_t{0});
+        std::swap(swap[static_cast<size_t>(axis)], swap.back());
+        std::string moved = auxOp("transpose", op.name + "_axis_last", {op.inputs[0]},
+                                  d.output + "_axis_last", {{"perm", swap}});
+        std::string soft = auxOp("softmax", op.name + "_softmax", {moved}, d.output + "_softmax", op.attrs);
+        op.op = "transpose";
+        op.inputs = {soft};
+        op.attrs = {{"perm", swap}};
+      }
     } else if (d.op == "Transpose") {
       op.op = "transpose";
       op.inputs = {operand(d.inputs[0], op.name)};

@@ -388,6 +388,34 @@ TEST(Onnx, APatternsNodeReadElsewhereStaysAnOp) {
   }
 }
 
+// A softmax over another axis than the last (softmax(dim=-2), or dim 0 of a matrix): a transpose swapping it
+// with the last, the softmax, and the same swap back; each column sums to 1 as the formula gives.
+TEST(Onnx, ASoftmaxOverAnotherAxisSwapsItLast) {
+  for (int64_t axis : {0, -3}) {
+    SCOPED_TRACE(axis);
+    onnx::ModelProto m = modelWithInput(17, "softmax_axis", {3, 4, 5});
+    onnx::GraphProto* g = m.mutable_graph();
+    auto* a = addNode(g, "Softmax", {"x"}, "y")->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(axis);
+    g->add_output()->set_name("y");
+    Graph graph = importOnnx(writeModel(m, "softmax_axis.onnx"));
+    std::map<std::string, int> want = {{"transpose", 2}, {"softmax", 1}};
+    EXPECT_EQ(opCounts(graph), want);
+    std::vector<float> x(60);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>((i * 7) % 23) - 1.0f;
+    std::vector<float> y = interpret(graph, {{"x", Tensor{{3, 4, 5}, x}}}).at("y").data;
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t j = 0; j < 20; ++j) {  // softmax over the 3 entries i * 20 + j
+      double sum = 0;
+      for (size_t i = 0; i < 3; ++i) sum += std::exp(static_cast<double>(x[i * 20 + j]));
+      for (size_t i = 0; i < 3; ++i)
+        EXPECT_NEAR(y[i * 20 + j], std::exp(static_cast<double>(x[i * 20 + j])) / sum, 1e-6);
+    }
+  }
+}
+
 // masked_fill with 0 (or any value above -1e4) before a softmax sets the masked scores to that value,
 // which adding a constant cannot stand for (with 0 it added nothing, and the softmax was unmasked): a
 // select on data. Each row of the probabilities is exp over x where j <= i and exp(0) elsewhere.
