@@ -80,6 +80,8 @@ def cases(m):
         ("sliding_window_attention", lambda: m.SlidingWindowAttention(), (1, 8, 64), 17, None, []),
         ("tiled_mlp", lambda: m.TiledMlp(), (4, 32), 17, None, []),
         ("rope_in_forward_seq", lambda: m.RopeInForward(), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
+        # Hugging Face 4.31's cached rotary table: an If on the squeezed dim, taken once the axis is fixed.
+        ("rotary_cache_seq_s12", lambda: m.RotaryCache(), (1, 12, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
         ("einsum_attention_seq_s12", lambda: m.EinsumAttention(), (1, 12, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
         # Other families' blocks, and each at other sizes (head sizes of 8 and 16, one KV head, 12 rows).
         ("qwen2_block", lambda: m.Qwen2Block(), (1, 8, 64), 17, None, []),

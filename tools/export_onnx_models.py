@@ -33,6 +33,11 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      rotary embedding whose table forward computes (outer, cat, cos, sin of constants);
                      static and symbolic `seq`, opset 17
 
+  rotary_cache.onnx, rotary_cache_seq.onnx
+                     Hugging Face 4.31's rotary embedding: cached cos and sin sliced to the sequence,
+                     squeezed (an If on the squeezed dim with a symbolic `seq`) and taken at arange(seq)
+                     position ids; static and symbolic `seq`, opset 17
+
   qwen2_block.onnx, qwen2_block_seq.onnx
                      Qwen2 as Hugging Face writes it: biased q/k/v, RMSNorm in float32 with rsqrt, the rotary
                      table computed in forward from position_ids (inv_freq @ positions, cos, sin) with Qwen2's
@@ -345,6 +350,34 @@ class RopeInForward(nn.Module):
         freqs = torch.outer(torch.arange(T, dtype=torch.float32), self.inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        q = self.q(x).view(B, T, self.heads, self.hs).transpose(1, 2)
+        x1, x2 = q[..., : self.hs // 2], q[..., self.hs // 2:]
+        q = q * cos + torch.cat((-x2, x1), dim=-1) * sin
+        return self.o(q.transpose(1, 2).reshape(B, T, C))
+
+
+class RotaryCache(nn.Module):
+    """Hugging Face 4.31's rotary embedding: cos and sin cached as [1, 1, max, dim] buffers, sliced to the
+    sequence, squeezed (cos.squeeze(1).squeeze(0): with a dynamic axis torch exports an If asking whether
+    the dim is 1) and taken at position_ids = arange(seq)."""
+
+    def __init__(self, d=64, heads=4, max_pos=32):
+        super().__init__()
+        self.heads, self.hs = heads, d // heads
+        self.q = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
+        freqs = torch.outer(torch.arange(max_pos, dtype=torch.float32), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos()[None, None], persistent=False)
+        self.register_buffer("sin_cached", emb.sin()[None, None], persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        cos = self.cos_cached[:, :, :T, ...].squeeze(1).squeeze(0)
+        sin = self.sin_cached[:, :, :T, ...].squeeze(1).squeeze(0)
+        position_ids = torch.arange(T).unsqueeze(0)
+        cos, sin = cos[position_ids].unsqueeze(1), sin[position_ids].unsqueeze(1)
         q = self.q(x).view(B, T, self.heads, self.hs).transpose(1, 2)
         x1, x2 = q[..., : self.hs // 2], q[..., self.hs // 2:]
         q = q * cos + torch.cat((-x2, x1), dim=-1) * sin
@@ -807,6 +840,8 @@ def main():
     export(TiledMlp(), torch.randn(4, 32), "tiled_mlp.onnx", 17, io=True)
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward.onnx", 17, io=True)
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward_seq.onnx", 17, seq)
+    export(RotaryCache(), torch.randn(1, 8, 64), "rotary_cache.onnx", 17, io=True)
+    export(RotaryCache(), torch.randn(1, 8, 64), "rotary_cache_seq.onnx", 17, seq)
     for block, name in ((Qwen2Block, "qwen2_block"), (GemmaBlock, "gemma_block"), (PhiBlock, "phi_block"),
                         (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention"),
                         (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer"),

@@ -524,8 +524,10 @@ class Importer {
   bool foldShapeArguments() {
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
     static const std::map<std::string, std::vector<int>> shapeArguments = {
-        {"Reshape", {1}}, {"Expand", {1}}, {"ConstantOfShape", {0}}, {"Tile", {1}}, {"Unsqueeze", {1}},
-        {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}}, {"Split", {1}}, {"Trilu", {1}}};
+        {"Reshape", {1}},   {"Expand", {1}},  {"ConstantOfShape", {0}}, {"Tile", {1}},
+        {"Unsqueeze", {1}}, {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}},  {"Split", {1}},
+        {"Trilu", {1}},     {"Gather", {1}}};   // indices computed from shapes: position ids, arange(seq), as
+                                                // the lookup's shape
     std::set<std::string> initializers, taken;  // taken: every value name in the graph
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     for (const auto& v : model_.graph().input()) taken.insert(v.name());
@@ -561,6 +563,7 @@ class Importer {
         rewritten = true;
       }
     }
+    rewritten = inlineFoldedIfs() || rewritten;
     consts_.clear();
     symbolicShapes_.clear();
     dyn_.clear();
@@ -569,6 +572,41 @@ class Importer {
     if (!rewritten) return false;
     model_.mutable_graph()->clear_value_info();
     inferShapes();
+    return true;
+  }
+
+  // An If whose condition folded (an export with a dynamic axis asks whether a dimension is 1 before it
+  // squeezes it: Hugging Face's rotary cos.squeeze(1)): the branch taken goes in its place, its nodes and
+  // initializers, and an Identity per output. Its names are the model's own (ONNX names are unique across
+  // subgraphs). False when there was none.
+  bool inlineFoldedIfs() {
+    bool inlined = false;
+    std::vector<onnx::NodeProto> nodes;
+    for (const onnx::NodeProto& n : model_.graph().node()) {
+      auto c = n.op_type() == "If" && n.input_size() == 1 ? consts_.find(n.input(0)) : consts_.end();
+      const onnx::GraphProto* branch = nullptr;
+      if (c != consts_.end() && c->second.known && c->second.v.size() == 1)
+        for (const auto& a : n.attribute())
+          if (a.name() == (c->second.v[0] != 0 ? "then_branch" : "else_branch") && a.has_g()) branch = &a.g();
+      if (!branch || branch->output_size() != n.output_size()) {
+        nodes.push_back(n);
+        continue;
+      }
+      nodes.insert(nodes.end(), branch->node().begin(), branch->node().end());
+      for (const auto& t : branch->initializer()) *model_.mutable_graph()->add_initializer() = t;
+      for (int o = 0; o < n.output_size(); ++o) {
+        onnx::NodeProto id;
+        id.set_op_type("Identity");
+        id.set_name(n.name() + "_taken_" + std::to_string(o));
+        id.add_input(branch->output(o).name());
+        id.add_output(n.output(o));
+        nodes.push_back(id);
+      }
+      inlined = true;
+    }
+    if (!inlined) return false;
+    model_.mutable_graph()->clear_node();
+    for (auto& n : nodes) *model_.mutable_graph()->add_node() = std::move(n);
     return true;
   }
 
