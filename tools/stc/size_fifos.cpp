@@ -108,7 +108,7 @@ int sizeCommand(const SizeArgs& a) {
   options.fits = [&](const Network& candidate) {
     std::string unused;
     return resourcesAtDepths(source(), net, candidate, a.network.path, platform, "sized FIFOs", unused)
-        .within(platform.resources);
+        .within(platform.kernelResources());
   };
   r = overCtx ? sizing::sizeFifosOverRange(net, options, "ctx", ctxRange.first, ctxRange.second, tileOverCtx, sized, checks)
               : sizing::sizeFifos(net, options, sized);
@@ -136,27 +136,29 @@ int sizeCommand(const SizeArgs& a) {
   requireFit("stc size-fifos", what, used, platform, a.allowOverfit);
   writeFileAtomic(a.output, emitNetwork(sized));
   if (a.json || !a.html.empty()) {
-    nlohmann::json j{{"network", net.name},
-                     {"platform", platformJson(platform)},
-                     {"fifos", sizedFifosJson(r.fifos)},
-                     {"total_bits", r.totalBits},
-                     {"baseline_max_occupancy_bits", r.baselineMaxOccupancyBits},
-                     {"baseline_full_bits", r.baselineFullBits},
-                     {"cycles_unbounded", r.cyclesUnbounded},
-                     {"cycles_sized", r.cyclesSized},
-                     {"paced", r.paced},
-                     {"paced_why", r.paced ? nlohmann::json(pacedWhyName(r.pacedWhy)) : nlohmann::json()},
-                     {"cycles_paced", r.cyclesPaced},
-                     {"rounds", r.rounds},
-                     {"lp_seconds", r.lpSeconds},
-                     {"lp_feasible", r.lpFeasible},
-                     {"memory", r.memoryCounts},
-                     {"resources", resourcesJson(used)},
-                     {"resources_of", what},
-                     {"fits", used.within(platform.resources)},
-                     {"intermediate_bytes", intermediate.first >= 0 ? nlohmann::json(intermediate.first) : nlohmann::json()},
-                     {"unfused_bytes", intermediate.first >= 0 ? nlohmann::json(intermediate.second) : nlohmann::json()},
-                     {"pinned", options.pinned}};
+    nlohmann::json j{
+        {"network", net.name},
+        {"platform", platformJson(platform)},
+        {"fifos", sizedFifosJson(r.fifos)},
+        {"total_bits", r.totalBits},
+        {"baseline_max_occupancy_bits", r.baselineMaxOccupancyBits},
+        {"baseline_full_bits", r.baselineFullBits},
+        {"cycles_unbounded", r.cyclesUnbounded},
+        {"cycles_sized", r.cyclesSized},
+        {"paced", r.paced},
+        {"paced_why", r.paced ? nlohmann::json(pacedWhyName(r.pacedWhy)) : nlohmann::json()},
+        {"cycles_paced", r.cyclesPaced},
+        {"rounds", r.rounds},
+        {"lp_seconds", r.lpSeconds},
+        {"lp_feasible", r.lpFeasible},
+        {"memory", r.memoryCounts},
+        {"resources", resourcesJson(used)},
+        {"resources_of", what},
+        {"fits", used.within(platform.kernelResources())},
+        {"intermediate_bytes",
+         intermediate.first >= 0 ? nlohmann::json(intermediate.first) : nlohmann::json()},
+        {"unfused_bytes", intermediate.first >= 0 ? nlohmann::json(intermediate.second) : nlohmann::json()},
+        {"pinned", options.pinned}};
     nlohmann::json sizedFor = nlohmann::json::object();
     for (const auto& [symbol, range] : sized.sizedFor) sizedFor[symbol] = {range.first, range.second};
     j["sized_for"] = sizedFor;
