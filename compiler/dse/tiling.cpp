@@ -34,20 +34,25 @@ namespace {
 
 double channelBytesPerCycle(const Platform& p) { return p.hbm.channelGbps * 1000.0 / p.kernelClockMhz; }
 
+// A reduction tile a matmul should reach by doubling where K has it (128 MACs per output lane).
+constexpr int64_t kReachTk = 128;
+
 struct MatmulDims {
   double rows = 1;  // batch * M
   int64_t M = 0, K = 0, N = 0;
   bool kConstant = false;
-  /// K symbolic and N constant (P.V over ctx): K keeps the stream tile it is padded to, and the search's
-  /// tile of the matmul is its output tile, Tn, grown over N.
+  /// The search's tile of the matmul is its output tile, Tn, grown over N, while the reduction tile stays
+  /// at tkFixed: K symbolic and N constant (P.V over ctx: K keeps the stream tile it is padded to), or K
+  /// constant with few tiles that divide it (awkwardK).
   bool unrollsN = false;
+  int64_t tkFixed = 1;
   int64_t tn = 1;  // the stream's output tile, or the pinned one
   int64_t tile = 1;  // the stream tile
   int weightBits = 0;
   bool fromHbm = false;
   std::string arithmetic;
   /// The reduction and output tiles at the search's tile t of this matmul (Tk, or Tn where unrollsN).
-  int64_t tkAt(int64_t t) const { return unrollsN ? tile : t; }
+  int64_t tkAt(int64_t t) const { return unrollsN ? tkFixed : t; }
   int64_t tnAt(int64_t t) const { return unrollsN ? t : tn; }
 };
 
@@ -70,7 +75,16 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   d.N = out.shape.back().eval(o.maxima);
   d.tn = tileFor(out.shape.back(), o.tile);
   d.unrollsN = !d.kConstant && out.shape.back().isConstant();
-  d.tile = o.tile;
+  d.tile = d.tkFixed = o.tile;
+  // A constant K past kReachTk whose tiles (multiples of its stream tile that divide it) stop below it
+  // (1,376 = 32 * 43: 16, 32, then 688): growing K's tile would jump 21 times in DSPs at once, so the search
+  // grows the output tile over N instead, K at its largest tile up to kReachTk. Not where tk is pinned.
+  if (d.kConstant && out.shape.back().isConstant() && d.K > kReachTk && !o.pinnedTk.count(op.name)) {
+    int64_t step = tileFor(a.shape.back(), o.tile), reach = step;
+    for (int64_t g = step; g <= kReachTk; g += step)
+      if (d.K % g == 0) reach = g;
+    if (reach < kReachTk && d.N % (2 * d.tn) == 0) d.unrollsN = true, d.tkFixed = reach;
+  }
   if (auto pin = o.pinnedTn.find(op.name); pin != o.pinnedTn.end() && !d.unrollsN) d.tn = pin->second;
   d.weightBits = dtypeBits(w.dtype);
   d.fromHbm = w.role == TensorRole::kWeight || w.role == TensorRole::kInput;
@@ -398,7 +412,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     if (op.op != "matmul" && op.op != "linear") continue;
     MatmulDims d = dimsOf(graph, op, options);
     // A symbolic K: padded tiles of the stream tile, the search's tile then Tn (unrollsN).
-    tk[op.name] = d.kConstant ? tileFor(Expr(d.K), options.tile) : d.unrollsN ? d.tn : options.tile;
+    tk[op.name] = d.unrollsN ? d.tn : d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;
     if (auto pin = options.pinnedTn.find(op.name); pin != options.pinnedTn.end()) {
       int64_t step = tileFor(graph.tensors.at(op.output).shape.back(), options.tile);
       if (!graph.tensors.at(op.output).shape.back().isConstant())
@@ -459,7 +473,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     std::string best;
     double bestCycles = 0;
     for (const auto& [name, t] : tk) {
-      if (!dims.at(name).kConstant || t % 2 != 0 || pinned(name)) continue;
+      if (!dims.at(name).kConstant || dims.at(name).unrollsN || t % 2 != 0 || pinned(name)) continue;
       double c = cycles(name, t / 2);
       if (best.empty() || c < bestCycles) best = name, bestCycles = c;
     }
@@ -552,7 +566,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // (A reduction tile is a multiple of `step`, K's stream tile, or below it; a symbolic K keeps its tile,
   // and a matmul that unrollsN grows its output tile the same way over N: P.V's 16 -> 32 -> 64.)
   auto stepOf = [&](const MatmulDims& d) {
-    return d.kConstant ? tileFor(Expr(d.K), options.tile) : d.unrollsN ? d.tn : 0;
+    return d.unrollsN ? d.tn : d.kConstant ? tileFor(Expr(d.K), options.tile) : 0;
   };
   auto extentOf = [](const MatmulDims& d) { return d.unrollsN ? d.N : d.K; };
   auto grown = [&](const std::string& name, int64_t t) -> int64_t {

@@ -500,6 +500,38 @@ TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {
   EXPECT_GE(oddTk, 40) << oddTk;
 }
 
+// A gated MLP of 128 rows, 512 -> 2 x 1,376 -> 512 (1,376 = 32 * 43): the down projection's K has tiles
+// 16 and 32, then 688. Growing it to 688 took 5,504 DSPs at once and left gate and up at 512 MACs a cycle
+// (198,780 cycles). Its output tile grows over N instead, K at 32, and gate and up unroll: each matmul at
+// least 2,048 MACs a cycle, none past the budget.
+TEST(Compiler, AReductionWithFewTilesUnrollsItsOutputInstead) {
+  const std::string graph =
+      "graph: glu\ninputs: [{name: x, shape: [128, 512]}]\n"
+      "weights: [{name: wg, shape: [512, 1376]}, {name: wu, shape: [512, 1376]}, {name: wd, shape: [1376, "
+      "512]}]\n"
+      "ops:\n  - {name: gate, op: matmul, inputs: [x, wg], output: g}\n"
+      "  - {name: up, op: matmul, inputs: [x, wu], output: u}\n  - {name: act, op: silu, inputs: [g], "
+      "output: s}\n"
+      "  - {name: glu, op: mul, inputs: [s, u], output: h}\n  - {name: down, op: matmul, inputs: [h, wd], "
+      "output: y}\n"
+      "outputs: [y]\n";
+  CompileResult r = compileText(graph, {"quant=w4a8"});
+  const MatmulSchedule& down = r.schedules.at("down");
+  EXPECT_EQ(down.tk, 32);
+  EXPECT_GE(down.tn, 64);
+  EXPECT_EQ(512 % down.tn, 0);
+  for (const char* op : {"gate", "up", "down"}) {
+    const MatmulSchedule& s = r.schedules.at(op);
+    int64_t tn = s.tn > 0 ? s.tn : 16;
+    EXPECT_GE(s.tk * tn, 2048) << op;
+  }
+  EXPECT_TRUE(r.report.fits);
+  // Pinned, K's tile is honoured as before.
+  CompileResult pinned = compileText(graph, {"quant=w4a8", "tk.down=688"});
+  EXPECT_EQ(pinned.schedules.at("down").tk, 688);
+  EXPECT_EQ(pinned.schedules.at("down").tn, 0);
+}
+
 std::string errorOf(const std::string& text, const std::vector<std::string>& settings = {}) {
   try {
     compileText(text, settings);
