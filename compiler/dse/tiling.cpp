@@ -76,20 +76,28 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   d.tn = tileFor(out.shape.back(), o.tile);
   d.unrollsN = !d.kConstant && out.shape.back().isConstant();
   d.tile = d.tkFixed = o.tile;
-  // A constant K past kReachTk whose tiles (multiples of its stream tile that divide it) stop below it
-  // (1,376 = 32 * 43: 16, 32, then 688): growing K's tile would jump 21 times in DSPs at once, so the search
-  // grows the output tile over N instead, K at its largest tile up to kReachTk. Not where tk is pinned.
-  if (d.kConstant && out.shape.back().isConstant() && d.K > kReachTk && !o.pinnedTk.count(op.name)) {
-    int64_t step = tileFor(a.shape.back(), o.tile), reach = step;
-    for (int64_t g = step; g <= kReachTk; g += step)
-      if (d.K % g == 0) reach = g;
-    if (reach < kReachTk && d.N % (2 * d.tn) == 0) d.unrollsN = true, d.tkFixed = reach;
+  // Without quantisation the emitted kernels compute in f32 whatever the dtypes (dse/cost_model.cpp).
+  d.arithmetic = o.quant != "w4a8" ? "f32" : w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
+  // Integer arithmetic over a constant K past kReachTk whose tiles (multiples of its stream tile that
+  // divide it) jump more than 4 times past the largest up to kReachTk (1,376 = 32 * 43: 16, 32, then 688):
+  // growing K's tile would take 21 times the DSPs in one step, so the search grows the output tile over N
+  // instead, K at that largest tile. Not where tk is pinned, nor in f32 (5 DSPs a MAC: no budget to start
+  // a tile that wide, which the search cannot halve).
+  if (d.arithmetic != "f32" && d.kConstant && out.shape.back().isConstant() && d.K > kReachTk &&
+      !o.pinnedTk.count(op.name)) {
+    int64_t step = tileFor(a.shape.back(), o.tile), reach = step, next = d.K;
+    for (int64_t g = step; g <= d.K; g += step)
+      if (d.K % g == 0 && g <= kReachTk)
+        reach = g;
+      else if (d.K % g == 0) {
+        next = g;
+        break;
+      }
+    if (reach < kReachTk && next > 4 * reach && d.N % (2 * d.tn) == 0) d.unrollsN = true, d.tkFixed = reach;
   }
   if (auto pin = o.pinnedTn.find(op.name); pin != o.pinnedTn.end() && !d.unrollsN) d.tn = pin->second;
   d.weightBits = dtypeBits(w.dtype);
   d.fromHbm = w.role == TensorRole::kWeight || w.role == TensorRole::kInput;
-  // Without quantisation the emitted kernels compute in f32 whatever the dtypes (dse/cost_model.cpp).
-  d.arithmetic = o.quant != "w4a8" ? "f32" : w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
   return d;
 }
 

@@ -565,10 +565,13 @@ class ProjectWriter {
     c.line("size_t bad = 0, worst = 0;");
     c.line("double worst_error = 0;");
     c.open("for (size_t i = 0; i < outputs.size(); ++i)");
-    // NaN where the reference has NaN matches; any other NaN differs, and the first is the worst.
-    c.line("const bool both_nan = outputs[i] != outputs[i] && expected[i] != expected[i];");
-    c.line("double error = both_nan ? 0.0 : std::fabs(static_cast<double>(outputs[i]) - expected[i]);");
-    c.line("if (!(error <= atol + rtol * std::fabs(expected[i]))) ++bad;");
+    // NaN where the reference has NaN, and the same infinity, match; any other NaN differs, and the first
+    // is the worst.
+    c.line(
+        "const bool same = outputs[i] == expected[i] || (outputs[i] != outputs[i] && expected[i] != "
+        "expected[i]);");
+    c.line("double error = same ? 0.0 : std::fabs(static_cast<double>(outputs[i]) - expected[i]);");
+    c.line("if (!same && !(error <= atol + rtol * std::fabs(expected[i]))) ++bad;");
     c.open("if (error != error ? worst_error == worst_error : error > worst_error)");
     c.line("worst_error = error;");
     c.line("worst = i;");

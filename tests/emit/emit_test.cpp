@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -1165,6 +1166,29 @@ TEST(Emit, CsimFailsWhenTheOutputsDiffer) {
   Outcome m = shell("make -s -C " + dir + " csim");
   EXPECT_NE(m.code, 0);
   EXPECT_NE(m.out.find("csim: FAIL: 1 of 2048 outputs differ"), std::string::npos) << m.out;
+  // NaN: a NaN input makes its row NaN (the norm and the softmax of a row with a NaN in it). Where the
+  // reference says NaN too, they match; a NaN against a number differs, and is named the worst.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto put = [&](const std::string& file, size_t at, size_t count) {
+    std::fstream g(dir + file, std::ios::in | std::ios::out | std::ios::binary);
+    g.seekp(static_cast<std::streamoff>(4 * at));
+    for (size_t i = 0; i < count; ++i) g.write(reinterpret_cast<const char*>(&nan), 4);
+  };
+  ASSERT_EQ(stc("emit " + model("graphs/rows.yaml") + " -o " + dir + " --force").code, 0);
+  put("/data/inputs.bin", 3, 1);  // x[0][3]: row 0 of the output is NaN
+  put("/data/expected.bin", 0, 512);
+  m = shell("make -s -C " + dir + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
+  std::fstream g(dir + "/data/expected.bin", std::ios::in | std::ios::out | std::ios::binary);
+  g.seekp(4 * 7);
+  float number = 0.25f;
+  g.write(reinterpret_cast<const char*>(&number), 4);
+  g.close();
+  m = shell("make -s -C " + dir + " csim");
+  EXPECT_NE(m.code, 0);
+  EXPECT_NE(m.out.find("csim: FAIL: 1 of 2048 outputs differ"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("worst at 7: "), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("nan, expected 0.25"), std::string::npos) << m.out;  // printf's nan or -nan
 }
 
 TEST(Emit, InputsFromAFileAndTheSameBytesEveryTime) {
