@@ -577,9 +577,17 @@ class Importer {
 
   // An If whose condition folded (an export with a dynamic axis asks whether a dimension is 1 before it
   // squeezes it: Hugging Face's rotary cos.squeeze(1)): the branch taken goes in its place, its nodes and
-  // initializers, and an Identity per output. Its names are the model's own (ONNX names are unique across
-  // subgraphs). False when there was none.
+  // initializers, and an Identity per output. A value the branch makes or holds under a name the graph
+  // already has (a subgraph may shadow one) takes a name of its own. False when there was none.
   bool inlineFoldedIfs() {
+    std::set<std::string> taken;
+    for (const auto& v : model_.graph().input()) taken.insert(v.name());
+    for (const auto& v : model_.graph().output()) taken.insert(v.name());
+    for (const auto& t : model_.graph().initializer()) taken.insert(t.name());
+    for (const auto& n : model_.graph().node()) {
+      taken.insert(n.input().begin(), n.input().end());
+      taken.insert(n.output().begin(), n.output().end());
+    }
     bool inlined = false;
     std::vector<onnx::NodeProto> nodes;
     for (const onnx::NodeProto& n : model_.graph().node()) {
@@ -592,13 +600,34 @@ class Importer {
         nodes.push_back(n);
         continue;
       }
-      nodes.insert(nodes.end(), branch->node().begin(), branch->node().end());
-      for (const auto& t : branch->initializer()) *model_.mutable_graph()->add_initializer() = t;
+      std::map<std::string, std::string> renamed;
+      auto own = [&](const std::string& name) {
+        if (name.empty() || !taken.count(name)) return taken.insert(name), name;
+        std::string fresh = name + "__branch";
+        for (int k = 2; taken.count(fresh); ++k) fresh = name + "__branch" + std::to_string(k);
+        taken.insert(fresh);
+        return renamed[name] = fresh;
+      };
+      auto use = [&](const std::string& name) {
+        auto it = renamed.find(name);
+        return it == renamed.end() ? name : it->second;
+      };
+      for (const auto& t : branch->initializer()) {
+        onnx::TensorProto copy = t;
+        copy.set_name(own(t.name()));
+        *model_.mutable_graph()->add_initializer() = std::move(copy);
+      }
+      for (const onnx::NodeProto& b : branch->node()) {
+        onnx::NodeProto copy = b;
+        for (int i = 0; i < copy.input_size(); ++i) copy.set_input(i, use(copy.input(i)));
+        for (int i = 0; i < copy.output_size(); ++i) copy.set_output(i, own(copy.output(i)));
+        nodes.push_back(std::move(copy));
+      }
       for (int o = 0; o < n.output_size(); ++o) {
         onnx::NodeProto id;
         id.set_op_type("Identity");
         id.set_name(n.name() + "_taken_" + std::to_string(o));
-        id.add_input(branch->output(o).name());
+        id.add_input(use(branch->output(o).name()));
         id.add_output(n.output(o));
         nodes.push_back(id);
       }
@@ -1399,24 +1428,52 @@ class Importer {
       }
     }
   }
-  // x/sqrt2 -> Erf -> +1 -> *x -> *0.5 (the last two in either order)
+  // 0.5 * x as one Mul of x by the constant 0.5 (either way round), or null.
+  Dyn* halfOf(const std::string& v, const std::string& x) {
+    Dyn* h = producer(v);
+    if (!h || h->op != "Mul" || h->inputs.size() != 2) return nullptr;
+    bool half = (h->inputs[0] == x && isConst(h->inputs[1], 0.5)) ||
+                (h->inputs[1] == x && isConst(h->inputs[0], 0.5));
+    return half ? h : nullptr;
+  }
+  // The products that make 0.5 * x * s of s = 1 + erf(..) or 1 + tanh(..): by x then by 0.5, by 0.5 then by
+  // x, or by 0.5 * x computed apart (with it, unless read elsewhere: then it stays an op). The nodes, the
+  // last one last; empty when they are not those (3 * x * s is no GELU).
+  std::vector<Dyn*> halfXProducts(const Dyn& s, const std::string& x) {
+    Dyn* m1 = soleConsumer(s.output, "Mul");
+    if (!m1) return {};
+    std::string by = other(*m1, s.output);
+    if (Dyn* h = halfOf(by, x))
+      return consumers(h->output).size() == 1 ? std::vector<Dyn*>{h, m1} : std::vector<Dyn*>{m1};
+    bool byX = by == x;
+    if (!byX && !isConst(by, 0.5)) return {};
+    Dyn* m2 = soleConsumer(m1->output, "Mul");
+    if (!m2) return {};
+    std::string then = other(*m2, m1->output);
+    if (byX ? !isConst(then, 0.5) : then != x) return {};
+    return {m1, m2};
+  }
+  // x/sqrt2 -> Erf -> +1 -> then 0.5 * x times it (halfXProducts)
   void geluErf(Dyn& erf) {
     Dyn* div = producer(erf.inputs[0]);
     if (!div || div->op != "Div" || !isConst(div->inputs[1], std::sqrt(2.0))) return;
     std::string x = div->inputs[0];
     Dyn* add = soleConsumer(erf.output, "Add");
     if (!add || !isConst(other(*add, erf.output), 1.0)) return;
-    Dyn* m1 = soleConsumer(add->output, "Mul");
-    if (!m1) return;
-    Dyn* m2 = soleConsumer(m1->output, "Mul");
-    if (!m2 || !selfContained({div, &erf, add, m1, m2}, m2)) return;
-    replace({div, &erf, add, m1, m2}, m2, "gelu", {x});
+    std::vector<Dyn*> nodes = halfXProducts(*add, x);
+    if (nodes.empty()) return;
+    Dyn* last = nodes.back();
+    nodes.insert(nodes.end(), {div, &erf, add});
+    if (!selfContained(nodes, last)) return;
+    replace(nodes, last, "gelu", {x});
   }
-  // 0.5x * (1 + tanh(c * (x + 0.044715 x^3)))
+  // 0.5x * (1 + tanh(c * (x + 0.044715 x^3))), c = sqrt(2 / pi)
   void geluTanh(Dyn& tanh) {
     Dyn* scale = producer(tanh.inputs[0]);
     if (!scale || scale->op != "Mul") return;
-    Dyn* sum = producer(consts_.count(scale->inputs[0]) ? scale->inputs[1] : scale->inputs[0]);
+    bool cFirst = consts_.count(scale->inputs[0]) > 0;
+    if (!isConst(scale->inputs[cFirst ? 0 : 1], std::sqrt(2.0 / M_PI))) return;
+    Dyn* sum = producer(scale->inputs[cFirst ? 1 : 0]);
     if (!sum || sum->op != "Add") return;
     Dyn* cubeScaled = producer(sum->inputs[1]);
     std::string x = sum->inputs[0];
@@ -1425,8 +1482,10 @@ class Importer {
       x = sum->inputs[1];
     }
     if (!cubeScaled || cubeScaled->op != "Mul") return;
-    // x^3 as Pow(x, 3), or as Mul(x, Mul(x, x)).
-    Dyn* cube = producer(consts_.count(cubeScaled->inputs[0]) ? cubeScaled->inputs[1] : cubeScaled->inputs[0]);
+    // x^3 as Pow(x, 3), or as Mul(x, Mul(x, x)), times 0.044715.
+    bool kFirst = consts_.count(cubeScaled->inputs[0]) > 0;
+    if (!isConst(cubeScaled->inputs[kFirst ? 0 : 1], 0.044715)) return;
+    Dyn* cube = producer(cubeScaled->inputs[kFirst ? 1 : 0]);
     if (!cube) return;
     std::vector<Dyn*> nodes = {scale, sum, cubeScaled, cube, &tanh};
     if (cube->op == "Pow") {
@@ -1439,21 +1498,12 @@ class Importer {
       return;
     }
     Dyn* add = soleConsumer(tanh.output, "Add");
-    if (!add) return;
-    Dyn* mul = soleConsumer(add->output, "Mul");
-    if (!mul) return;
+    if (!add || !isConst(other(*add, tanh.output), 1.0)) return;
+    std::vector<Dyn*> products = halfXProducts(*add, x);
+    if (products.empty()) return;
+    Dyn* last = products.back();
     nodes.push_back(add);
-    nodes.push_back(mul);
-    Dyn* half =
-        producer(other(*mul, add->output));  // 0.5 * x, if computed separately (kept if read elsewhere)
-    if (half && half->op == "Mul" && (half->inputs[0] == x || half->inputs[1] == x) &&
-        consumers(half->output).size() == 1)
-      nodes.push_back(half);
-    Dyn* last = mul;
-    if (Dyn* m2 = soleConsumer(mul->output, "Mul"); m2 && (isConst(m2->inputs[0], 0.5) || isConst(m2->inputs[1], 0.5))) {
-      nodes.push_back(m2);
-      last = m2;
-    }
+    nodes.insert(nodes.end(), products.begin(), products.end());
     if (!selfContained(nodes, last)) return;
     replace(nodes, last, "gelu", {x});
     last->attrs["approximate"] = std::string("tanh");

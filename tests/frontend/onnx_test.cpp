@@ -416,6 +416,88 @@ TEST(Onnx, ASoftmaxOverAnotherAxisSwapsItLast) {
   }
 }
 
+// An If whose condition folds (x's first dim is 2) takes its then-branch in its place. The branch holds
+// an initializer under the graph's own name (c, 10 against 1), which ONNX lets a subgraph shadow: inlined,
+// it takes a name of its own, and y = (x + 1) + (x + 10).
+TEST(Onnx, AnIfWhoseConditionFoldsTakesItsBranch) {
+  onnx::ModelProto m = modelWithInput(17, "if_shadow", {2, 16});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto scalar = [](onnx::TensorProto* t, const std::string& name, bool integer, double v) {
+    t->set_name(name);
+    t->set_data_type(integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+    if (integer)
+      t->add_int64_data(static_cast<int64_t>(v));
+    else
+      t->add_float_data(static_cast<float>(v));
+  };
+  scalar(g->add_initializer(), "c", false, 1);
+  scalar(g->add_initializer(), "zero", true, 0);
+  scalar(g->add_initializer(), "two", true, 2);
+  addNode(g, "Add", {"x", "c"}, "y1");
+  addNode(g, "Shape", {"x"}, "sh");
+  addNode(g, "Gather", {"sh", "zero"}, "d0");
+  addNode(g, "Equal", {"d0", "two"}, "cond");
+  onnx::NodeProto* branch = addNode(g, "If", {"cond"}, "f");
+  auto* then = branch->add_attribute();
+  then->set_name("then_branch");
+  then->set_type(onnx::AttributeProto::GRAPH);
+  scalar(then->mutable_g()->add_initializer(), "c", false, 10);
+  addNode(then->mutable_g(), "Add", {"x", "c"}, "t");
+  then->mutable_g()->add_output()->set_name("t");
+  auto* otherwise = branch->add_attribute();
+  otherwise->set_name("else_branch");
+  otherwise->set_type(onnx::AttributeProto::GRAPH);
+  addNode(otherwise->mutable_g(), "Identity", {"x"}, "e");
+  otherwise->mutable_g()->add_output()->set_name("e");
+  addNode(g, "Add", {"y1", "f"}, "y");
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  Graph graph = importOnnx(writeModel(m, "if_shadow.onnx"));
+  std::map<std::string, int> want = {{"add", 3}};
+  EXPECT_EQ(opCounts(graph), want);
+  std::vector<float> x(32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 16}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], 2 * x[i] + 11) << i;
+}
+
+// x * (1 + erf(x / sqrt 2)) times 0.5 is the GELU; times 3 it is not, and stays ops that compute it
+// (the pattern took any last product for the 0.5 before).
+TEST(Onnx, TheErfGeluNeedsItsHalf) {
+  for (float factor : {0.5f, 3.0f}) {
+    SCOPED_TRACE(factor);
+    onnx::ModelProto m = modelWithInput(17, "erf_times", {2, 16});
+    onnx::GraphProto* g = m.mutable_graph();
+    for (auto [name, value] : std::vector<std::pair<const char*, float>>{
+             {"sqrt2", 1.41421356f}, {"one", 1.0f}, {"factor", factor}}) {
+      auto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      t->add_float_data(value);
+    }
+    addNode(g, "Div", {"x", "sqrt2"}, "d");
+    addNode(g, "Erf", {"d"}, "e");
+    addNode(g, "Add", {"e", "one"}, "a");
+    addNode(g, "Mul", {"a", "x"}, "m1");
+    addNode(g, "Mul", {"m1", "factor"}, "y");
+    g->add_output()->set_name("y");
+    Graph graph = importOnnx(writeModel(m, "erf_times.onnx"));
+    EXPECT_EQ(opCounts(graph).count("gelu"), factor == 0.5f ? 1u : 0u);
+    std::vector<float> x(32);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 4.0f;
+    std::map<std::string, Tensor> values = {{"x", Tensor{{2, 16}, x}}};
+    for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+    std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_NEAR(y[i], factor * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0))), 1e-5) << i;
+  }
+}
+
 // masked_fill with 0 (or any value above -1e4) before a softmax sets the masked scores to that value,
 // which adding a constant cannot stand for (with 0 it added nothing, and the softmax was unmasked): a
 // select on data. Each row of the probabilities is exp over x where j <= i and exp(0) elsewhere.
