@@ -1660,21 +1660,22 @@ class Importer {
 
   // Where(mask, stream, c) or Where(mask, c, stream) with a constant mask and c: the stream, and the constant
   // that adding to it selects c (0 where the stream is selected); false for any other Where.
-  bool whereAsBias(const Dyn& where, std::string& stream, Const& bias) const {
+  bool whereAsBias(const Dyn& where, std::string& stream, Const& bias, double scaledBy = 1) const {
     if (where.op != "Where" || where.inputs.size() != 3 || !consts_.count(where.inputs[0]) ||
         consts_.count(where.inputs[1]) == consts_.count(where.inputs[2]))
       return false;
     bool streamWhenTrue = !consts_.count(where.inputs[1]);
     stream = where.inputs[streamWhenTrue ? 1 : 2];
     // Adding the constant where it is selected stands for the select only where that constant is -inf or
-    // at most -1e4, whatever the stream holds (before a softmax: a weight of 0 or about 0); masked_fill
-    // with 0 or any other value sets those scores, and is a select on data.
+    // at most -1e4 (once scaled by what the scores are scaled by after it), whatever the stream holds
+    // (before a softmax: a weight of 0 or about 0); masked_fill with 0 or any other value sets those
+    // scores, and is a select on data.
     bool negligible = true;
     try {
       bias = broadcast(consts_.at(where.inputs[0]), consts_.at(where.inputs[streamWhenTrue ? 2 : 1]),
                        [&](double c, double y) {
                          if ((c != 0) == streamWhenTrue) return 0.0;
-                         negligible = negligible && y <= -1e4;
+                         negligible = negligible && y * scaledBy <= -1e4;
                          return y;
                        });
     } catch (const UserError&) {  // not a bias: the Where is a select on data (emit)
@@ -1739,8 +1740,9 @@ class Importer {
     if (rank < 2 || (axis != -1 && axis != rank - 1)) return;
     std::string stream;
     Const bias;
-    if (whereAsBias(*m, stream, bias)) {
-    } else if (m->op == "Add" && m->inputs.size() == 2 && consts_.count(m->inputs[0]) != consts_.count(m->inputs[1])) {
+    if (whereAsBias(*m, stream, bias, factor)) {
+    } else if (m->op == "Add" && m->inputs.size() == 2 &&
+               consts_.count(m->inputs[0]) != consts_.count(m->inputs[1])) {
       bool first = consts_.count(m->inputs[0]) > 0;
       stream = m->inputs[first ? 1 : 0];
       bias = consts_.at(m->inputs[first ? 0 : 1]);
