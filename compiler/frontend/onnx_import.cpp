@@ -523,11 +523,11 @@ class Importer {
   // pass starts afresh on the rewritten model. False when nothing was rewritten.
   bool foldShapeArguments() {
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
+    // (A Gather's indices too: position ids computed from shapes, arange(seq), give the lookup its shape.)
     static const std::map<std::string, std::vector<int>> shapeArguments = {
         {"Reshape", {1}},   {"Expand", {1}},  {"ConstantOfShape", {0}}, {"Tile", {1}},
         {"Unsqueeze", {1}}, {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}},  {"Split", {1}},
-        {"Trilu", {1}},     {"Gather", {1}}};   // indices computed from shapes: position ids, arange(seq), as
-                                                // the lookup's shape
+        {"Trilu", {1}},     {"Gather", {1}}};
     std::set<std::string> initializers, taken;  // taken: every value name in the graph
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     for (const auto& v : model_.graph().input()) taken.insert(v.name());
@@ -601,8 +601,8 @@ class Importer {
         continue;
       }
       std::map<std::string, std::string> renamed;
-      auto own = [&](const std::string& name) {
-        if (name.empty() || !taken.count(name)) return taken.insert(name), name;
+      auto own = [&](const std::string& name) -> std::string {
+        if (name.empty() || taken.insert(name).second) return name;
         std::string fresh = name + "__branch";
         for (int k = 2; taken.count(fresh); ++k) fresh = name + "__branch" + std::to_string(k);
         taken.insert(fresh);
@@ -1659,7 +1659,8 @@ class Importer {
   }
 
   // Where(mask, stream, c) or Where(mask, c, stream) with a constant mask and c: the stream, and the constant
-  // that adding to it selects c (0 where the stream is selected); false for any other Where.
+  // that adding to it selects c (0 where the stream is selected), where c is negligible before a softmax
+  // (below); false for any other Where.
   bool whereAsBias(const Dyn& where, std::string& stream, Const& bias, double scaledBy = 1) const {
     if (where.op != "Where" || where.inputs.size() != 3 || !consts_.count(where.inputs[0]) ||
         consts_.count(where.inputs[1]) == consts_.count(where.inputs[2]))

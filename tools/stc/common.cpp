@@ -396,10 +396,10 @@ void requireFit(const std::string& command, const std::string& what, const Resou
   const Resources cap = platform.kernelResources();
   if (allowOverfit || used.within(cap)) return;
   std::string over;
-  auto check = [&](const char* name, int64_t got, int64_t cap) {
-    if (got > cap)
+  auto check = [&](const char* name, int64_t got, int64_t limit) {
+    if (got > limit)
       over += (over.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(got) + " > " +
-              std::to_string(cap);
+              std::to_string(limit);
   };
   check("DSP", used.dsp, cap.dsp);
   check("BRAM_18K", used.bram18k, cap.bram18k);
