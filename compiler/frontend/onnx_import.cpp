@@ -306,6 +306,12 @@ int64_t intAttr(const onnx::NodeProto& n, const char* name, int64_t fallback) {
   return fallback;
 }
 
+double floatAttr(const onnx::NodeProto& n, const char* name, double fallback) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return static_cast<double>(a.f());
+  return fallback;
+}
+
 std::vector<int64_t> intsAttr(const onnx::NodeProto& n, const char* name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return {a.ints().begin(), a.ints().end()};
@@ -815,7 +821,11 @@ class Importer {
                                                  "Einsum",
                                                  "Tile",
                                                  "Log",
-                                                 "Softplus"};
+                                                 "Softplus",
+                                                 "LeakyRelu",
+                                                 "HardSigmoid",
+                                                 "HardSwish",
+                                                 "Flatten"};
     // Shape arithmetic that could not be folded: a Shape of a value with a symbolic dimension, and what is
     // computed from it, named as such (the dynamic reshapes and masks it feeds need constant shapes).
     bool fromShape = op == "Shape", data = false;  // data: reads a stream (not a constant, not a shape)
@@ -1420,6 +1430,10 @@ class Importer {
       else if (d.op == "Concat") rope(d);
       else if (d.op == "Softmax") causalMask(d);
       else if (d.op == "LayerNormalization") {
+        int64_t axis = intAttr(*d.node, "axis", -1), rank = static_cast<int64_t>(shapeOf(d.inputs[0]).size());
+        if (axis != -1 && axis != rank - 1)  // over the axes from `axis` on: several, not the last alone
+          unsupported_.push_back(nodeName(*d.node) + " (LayerNormalization over the axes from " +
+                                 std::to_string(axis) + ", not the last alone)");
         d.op = "layernorm";
         d.inputs.resize(std::min<size_t>(d.inputs.size(), 3));
         d.attrs.clear();
@@ -1849,11 +1863,34 @@ class Importer {
       op.attrs = d.attrs;  // what pattern recognition found (gelu's approximation, a norm's eps)
       for (const auto& in : d.inputs)
         if (!in.empty()) op.inputs.push_back(operand(in, op.name));
-    } else if (d.op == "Gemm") {
+    } else if (d.op == "Gemm") {  // alpha * A B + beta * C: alpha and beta folded into B and C, constants
+      if (intAttr(n, "transA", 0)) {
+        unsupported_.push_back(name + " (Gemm with transA)");
+        return;
+      }
+      // A constant times a factor, under a name of its own; empty when the value is not a known constant.
+      auto scaled = [&](const std::string& value, double factor) -> std::string {
+        if (factor == 1) return value;
+        auto c = consts_.find(value);
+        if (c == consts_.end() || !c->second.known) return "";
+        Const k = c->second;
+        for (double& v : k.v) v *= factor;
+        std::string folded = freeOfModel(value + "_scaled");
+        consts_[folded] = k;
+        return folded;
+      };
+      double alpha = floatAttr(n, "alpha", 1.0), beta = floatAttr(n, "beta", 1.0);
+      std::string b = scaled(d.inputs[1], alpha);
+      bool biased = d.inputs.size() > 2 && !d.inputs[2].empty() && beta != 0;
+      std::string c = biased ? scaled(d.inputs[2], beta) : "";
+      if (b.empty() || (biased && c.empty())) {
+        unsupported_.push_back(name + " (Gemm with alpha or beta other than 1 on a stream)");
+        return;
+      }
       op.op = "matmul";
-      op.inputs = {operand(d.inputs[0], op.name), operand(d.inputs[1], op.name)};
+      op.inputs = {operand(d.inputs[0], op.name), operand(b, op.name)};
       if (intAttr(n, "transB", 0)) op.attrs["transpose_b"] = int64_t{1};
-      if (d.inputs.size() > 2 && !d.inputs[2].empty()) op.inputs.push_back(operand(d.inputs[2], op.name));
+      if (biased) op.inputs.push_back(operand(c, op.name));
     } else if (d.op == "reshape") {  // a view a slice's steps or a gathered index made (sliceNodes)
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};
@@ -2028,6 +2065,41 @@ class Importer {
     } else if (d.op == "Not") {  // of a comparison's 0 and 1
       op.op = "equal";
       op.inputs = {operand(d.inputs[0], op.name), scalarWeight(op.name + "_zero", 0.0)};
+    } else if (d.op == "LeakyRelu") {  // max(x, alpha x) for 0 <= alpha <= 1, min(x, alpha x) above
+      double alpha = floatAttr(n, "alpha", 0.01);
+      std::string x = operand(d.inputs[0], op.name);
+      op.op = alpha <= 1 ? "max" : "min";
+      op.inputs = {x, auxOp("mul", op.name + "_slope", {x, scalarWeight(op.name + "_alpha", alpha)},
+                            d.output + "_slope")};
+    } else if (d.op == "HardSigmoid" || d.op == "HardSwish") {
+      // max(0, min(1, alpha x + beta)) (HardSwish: alpha 1/6, beta 1/2, then times x), as ONNX defines them
+      bool swish = d.op == "HardSwish";
+      double alpha = swish ? 1.0 / 6 : floatAttr(n, "alpha", 0.2),
+             beta = swish ? 0.5 : floatAttr(n, "beta", 0.5);
+      std::string x = operand(d.inputs[0], op.name);
+      std::string line = auxOp("add", op.name + "_line",
+                               {auxOp("mul", op.name + "_scaled",
+                                      {x, scalarWeight(op.name + "_alpha", alpha)}, d.output + "_scaled"),
+                                scalarWeight(op.name + "_beta", beta)},
+                               d.output + "_line");
+      std::string below = auxOp("min", op.name + "_below_one", {line, scalarWeight(op.name + "_one", 1.0)},
+                                d.output + "_below_one");
+      if (swish) {
+        op.op = "mul";
+        op.inputs = {x, auxOp("max", op.name + "_gate", {below, scalarWeight(op.name + "_zero", 0.0)},
+                              d.output + "_gate")};
+      } else {
+        op.op = "max";
+        op.inputs = {below, scalarWeight(op.name + "_zero", 0.0)};
+      }
+    } else if (d.op == "Flatten") {  // a view: [prod(dims before axis), prod(dims from it)]
+      if (!hasConcreteShape(d.output)) {
+        unsupported_.push_back(name + " (Flatten of a symbolic shape)");
+        return;
+      }
+      op.op = "reshape";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs["shape"] = constantDims(d.output);
     } else if (d.op == "Clip") {  // max(x, min), then min(.., max), each bound a constant when given
       std::string x = operand(d.inputs[0], op.name);
       std::vector<std::pair<std::string, std::string>> bounds;  // graph op, bound

@@ -501,6 +501,102 @@ TEST(Onnx, TheErfGeluNeedsItsHalf) {
   }
 }
 
+// Gemm is alpha * A B + beta * C (torch.addmm(c, a, b, beta=0.5, alpha=2)): the factors fold into the
+// constant B and C, whose values they scale; they were ignored. A LayerNormalization over the axes from
+// -2 on (several) is refused by name, not taken over the last alone.
+TEST(Onnx, GemmScalesAndLayerNormAxes) {
+  onnx::ModelProto m = modelWithInput(17, "gemm", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto constant = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+  };
+  std::vector<float> b(12), c = {0.5f, -1.0f, 2.0f};
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i) - 0.4f;
+  constant("b", {4, 3}, b);
+  constant("c", {3}, c);
+  onnx::NodeProto* gemm = addNode(g, "Gemm", {"x", "b", "c"}, "y");
+  for (auto [name, value] : std::vector<std::pair<const char*, float>>{{"alpha", 2.0f}, {"beta", 0.5f}}) {
+    auto* a = gemm->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+  }
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "gemm_scaled.onnx"));
+  std::vector<float> x = {1, -2, 0.5f, 3, -1, 0.25f, 2, -0.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
+  for (const auto& w : graph.weights) {
+    std::vector<int64_t> shape;
+    for (const Expr& e : w.shape) shape.push_back(e.eval());
+    values[w.name] = Tensor{shape, graph.values.at(w.name)};
+  }
+  std::vector<float> y = interpret(graph, values).at("y").data;
+  ASSERT_EQ(y.size(), 6u);
+  for (size_t r = 0; r < 2; ++r)
+    for (size_t j = 0; j < 3; ++j) {
+      double dot = 0;
+      for (size_t k = 0; k < 4; ++k) dot += static_cast<double>(x[r * 4 + k]) * b[k * 3 + j];
+      EXPECT_NEAR(y[r * 3 + j], 2 * dot + 0.5 * c[j], 1e-5) << r << "," << j;
+    }
+
+  onnx::ModelProto ln = modelWithInput(17, "ln", {2, 4, 8});
+  g = ln.mutable_graph();
+  constant("scale", {8}, std::vector<float>(8, 1.0f));
+  auto* axis = addNode(g, "LayerNormalization", {"x", "scale"}, "n")->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(-2);
+  g->add_output()->set_name("n");
+  try {
+    importOnnx(writeModel(ln, "ln_axes.onnx"));
+    ADD_FAILURE() << "a LayerNormalization over two axes imported";
+  } catch (const UserError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("n_node (LayerNormalization over the axes from -2, not the last alone)"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
+// Flatten is a view; LeakyRelu max(x, alpha x); HardSigmoid max(0, min(1, alpha x + beta)); HardSwish x
+// times HardSigmoid at 1/6 and 1/2 (ONNX's definitions): each was refused by name.
+TEST(Onnx, LeakyReluHardSigmoidHardSwishAndFlatten) {
+  onnx::ModelProto m = modelWithInput(17, "acts", {2, 2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto attr = [](onnx::NodeProto* n, const char* name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  };
+  addNode(g, "Flatten", {"x"}, "flat");  // axis 1: [2, 8]
+  attr(addNode(g, "LeakyRelu", {"flat"}, "leaky"), "alpha", 0.1f);
+  addNode(g, "HardSwish", {"leaky"}, "swish");
+  onnx::NodeProto* hs = addNode(g, "HardSigmoid", {"flat"}, "hsig");
+  attr(hs, "alpha", 0.25f);
+  attr(hs, "beta", 0.4f);
+  addNode(g, "Add", {"swish", "hsig"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "acts.onnx"));
+  std::vector<float> x(16);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.75f * static_cast<float>(i) - 6.0f;
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 2, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at("y").data;
+  ASSERT_EQ(y.size(), x.size());
+  EXPECT_EQ(graph.outputs.size(), 1u);
+  for (size_t i = 0; i < x.size(); ++i) {
+    double v = x[i], leaky = v >= 0 ? v : 0.1 * v;
+    double swish = leaky * std::max(0.0, std::min(1.0, leaky / 6 + 0.5));
+    double hsig = std::max(0.0, std::min(1.0, 0.25 * v + 0.4));
+    EXPECT_NEAR(y[i], swish + hsig, 1e-5) << i;
+  }
+}
+
 // masked_fill with 0 (or any value above -1e4) before a softmax sets the masked scores to that value,
 // which adding a constant cannot stand for (with 0 it added nothing, and the softmax was unmasked): a
 // select on data. Each row of the probabilities is exp over x where j <= i and exp(0) elsewhere.
