@@ -534,16 +534,8 @@ class Importer {
         {"Reshape", {1}},   {"Expand", {1}},  {"ConstantOfShape", {0}}, {"Tile", {1}},
         {"Unsqueeze", {1}}, {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}},  {"Split", {1}},
         {"Trilu", {1}},     {"Gather", {1}}};
-    std::set<std::string> initializers, taken;  // taken: every value name in the graph
+    std::set<std::string> initializers, taken = graphNames();
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
-    for (const auto& v : model_.graph().input()) taken.insert(v.name());
-    for (const auto& v : model_.graph().output()) taken.insert(v.name());
-    for (const auto& v : model_.graph().value_info()) taken.insert(v.name());
-    for (const auto& n : model_.graph().node()) {
-      taken.insert(n.input().begin(), n.input().end());
-      taken.insert(n.output().begin(), n.output().end());
-    }
-    taken.insert(initializers.begin(), initializers.end());
     std::map<std::string, std::string> folded;  // a computed shape argument -> its int64 initializer
     bool rewritten = false;
     for (auto& node : *model_.mutable_graph()->mutable_node()) {
@@ -553,11 +545,10 @@ class Importer {
         if (node.input_size() <= i || node.input(i).empty() || initializers.count(node.input(i))) continue;
         auto c = consts_.find(node.input(i));
         if (c == consts_.end() || !c->second.known) continue;
-        auto [at, fresh] = folded.emplace(node.input(i), node.input(i) + "__folded");
+        auto [at, fresh] = folded.emplace(node.input(i), "");
         std::string& name = at->second;
         if (fresh) {  // a name no value of the model has (it may hold one called so already)
-          for (int n = 2; taken.count(name); ++n) name = node.input(i) + "__folded" + std::to_string(n);
-          taken.insert(name);
+          name = unusedName(node.input(i) + "__folded", taken);
           onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
           t->set_name(name);
           t->set_data_type(onnx::TensorProto::INT64);
@@ -581,19 +572,33 @@ class Importer {
     return true;
   }
 
+  // Every value name of the graph: its inputs, outputs, value_info, initializers and nodes' operands.
+  std::set<std::string> graphNames() const {
+    std::set<std::string> names;
+    for (const auto& v : model_.graph().input()) names.insert(v.name());
+    for (const auto& v : model_.graph().output()) names.insert(v.name());
+    for (const auto& v : model_.graph().value_info()) names.insert(v.name());
+    for (const auto& t : model_.graph().initializer()) names.insert(t.name());
+    for (const auto& n : model_.graph().node()) {
+      names.insert(n.input().begin(), n.input().end());
+      names.insert(n.output().begin(), n.output().end());
+    }
+    return names;
+  }
+  // `base`, or base2, base3, ...: the first not in `taken`, which it joins.
+  static std::string unusedName(const std::string& base, std::set<std::string>& taken) {
+    std::string name = base;
+    for (int n = 2; taken.count(name); ++n) name = base + std::to_string(n);
+    taken.insert(name);
+    return name;
+  }
+
   // An If whose condition folded (an export with a dynamic axis asks whether a dimension is 1 before it
   // squeezes it: Hugging Face's rotary cos.squeeze(1)): the branch taken goes in its place, its nodes and
   // initializers, and an Identity per output. A value the branch makes or holds under a name the graph
   // already has (a subgraph may shadow one) takes a name of its own. False when there was none.
   bool inlineFoldedIfs() {
-    std::set<std::string> taken;
-    for (const auto& v : model_.graph().input()) taken.insert(v.name());
-    for (const auto& v : model_.graph().output()) taken.insert(v.name());
-    for (const auto& t : model_.graph().initializer()) taken.insert(t.name());
-    for (const auto& n : model_.graph().node()) {
-      taken.insert(n.input().begin(), n.input().end());
-      taken.insert(n.output().begin(), n.output().end());
-    }
+    std::set<std::string> taken = graphNames();
     bool inlined = false;
     std::vector<onnx::NodeProto> nodes;
     for (const onnx::NodeProto& n : model_.graph().node()) {
@@ -609,10 +614,7 @@ class Importer {
       std::map<std::string, std::string> renamed;
       auto own = [&](const std::string& name) -> std::string {
         if (name.empty() || taken.insert(name).second) return name;
-        std::string fresh = name + "__branch";
-        for (int k = 2; taken.count(fresh); ++k) fresh = name + "__branch" + std::to_string(k);
-        taken.insert(fresh);
-        return renamed[name] = fresh;
+        return renamed[name] = unusedName(name + "__branch", taken);
       };
       auto use = [&](const std::string& name) {
         auto it = renamed.find(name);
