@@ -110,6 +110,10 @@ def cases(m):
         ("masked_fills_s24_len20", lambda: m.MaskedFills(seq=24, length=20), (1, 24, 64), 17, None, []),
         ("input_views", lambda: m.InputViews(), (1, 8, 64), 17, None, []),
         ("input_views_d96_h3", lambda: m.InputViews(96, 3), (1, 6, 96), 17, None, []),
+        ("mqa_broadcast", lambda: m.BroadcastHeads(), (1, 8, 64), 17, None, []),
+        ("mqa_broadcast_d96_h6_s12", lambda: m.BroadcastHeads(96, 6), (1, 12, 96), 17, None, []),
+        ("gqa_broadcast", lambda: m.BroadcastHeads(heads=8, kv_heads=2), (1, 8, 64), 17, None, []),
+        ("gqa_broadcast_d96_h6_kv3_s6", lambda: m.BroadcastHeads(96, 6, 3), (1, 6, 96), 17, None, []),
     ]
 
 

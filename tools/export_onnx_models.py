@@ -68,6 +68,10 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      (a select), each before a softmax; 32 rows, opset 17
   input_views.onnx   the input viewed as heads, its halves swapped (slices and a cat) and its first head
                      expanded: views of an input read in orders of their own; opset 17
+  mqa_broadcast.onnx, gqa_broadcast.onnx
+                     multi-query attention written with matmul's broadcasting: one key and value head
+                     [b, 1, s, d] against every query head, or grouped as [b, kv, rep, s, d] against
+                     [b, kv, 1, s, d]; a causal masked_fill of a tril; opset 17
   t5_decoder_attention.onnx, t5_encoder_attention.onnx
                      T5's attention: a relative-position bias (buckets computed with log, min and where, a
                      learned [buckets, heads] table), causal (masked_fill after the bias, scores.float()
@@ -803,6 +807,34 @@ class InputViews(nn.Module):
         return self.lin((swapped + first).reshape(B, T, C))
 
 
+class BroadcastHeads(nn.Module):
+    """Multi-query attention written with matmul's broadcasting (PaLM, StarCoder): one key and value head
+    [b, 1, s, d] against every query head, no expand; or grouped (kv_heads > 1) as [b, kv, rep, s, d]
+    against [b, kv, 1, s, d]. A causal masked_fill of a tril before the softmax."""
+
+    def __init__(self, d=64, heads=4, kv_heads=1):
+        super().__init__()
+        self.heads, self.kv, self.dh = heads, kv_heads, d // heads
+        self.q = nn.Linear(d, d)
+        self.kv_proj = nn.Linear(d, 2 * kv_heads * self.dh)
+        self.o = nn.Linear(d, d, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.q(x).view(B, T, self.heads, self.dh).transpose(1, 2)
+        k, v = (t.view(B, T, self.kv, self.dh).transpose(1, 2) for t in self.kv_proj(x).split(self.kv * self.dh, dim=-1))
+        if self.kv == 1:
+            s = q @ k.transpose(-2, -1)
+        else:
+            q = q.view(B, self.kv, self.heads // self.kv, T, self.dh)
+            k, v = k.unsqueeze(2), v.unsqueeze(2)
+            s = torch.matmul(q, k.transpose(-2, -1))
+        s = s / math.sqrt(self.dh)
+        s = s.masked_fill(torch.tril(torch.ones(T, T, dtype=torch.bool)) == 0, float("-inf"))
+        y = torch.softmax(s, dim=-1) @ v
+        return self.o(y.reshape(B, self.heads, T, self.dh).transpose(1, 2).reshape(B, T, C))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -848,7 +880,8 @@ def main():
                         (T5Attention, "t5_decoder_attention"), (lambda: T5Attention(causal=False), "t5_encoder_attention"),
                         (MetaLlamaAttention, "meta_llama_attention"), (OptPositions, "opt_positions"),
                         (NormVariants, "norm_variants"), (MaskedFills, "masked_fills"),
-                        (InputViews, "input_views")):
+                        (InputViews, "input_views"), (BroadcastHeads, "mqa_broadcast"),
+                        (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

@@ -352,6 +352,7 @@ class Importer {
     if (!unsupported_.empty()) throw unsupportedError();
     foldInterleavedKvHeads();
     shareRepeatedKvHeads();
+    foldBroadcastBatches();
     for (const auto& out : model_.graph().output()) graph_.outputs.push_back(resolve(out.name()));
     graph_.name = model_.graph().name().empty() ? "onnx_model" : symbolName(model_.graph().name());
     graph_.loc = loc();
@@ -2486,6 +2487,55 @@ class Importer {
       dropUnread();
       r = SIZE_MAX;  // the list changed: look again from its start (the increment wraps to 0)
     }
+  }
+
+  // MatMul broadcasts its batch dims (numpy rules); the graph's matmul takes equal ones. Multi-query
+  // attention written without an expand (q [b, h, s, d] @ k.transpose(-2, -1) of k [b, 1, s, d]), or
+  // grouped heads as [b, kv, rep, s, d] against [b, kv, 1, s, d], broadcasts the right side over the
+  // batch dims just before the rows: those fold into the rows, as repeat_kv's copies do above. The left
+  // side [.., p, q, M, K] is read as [.., 1, 1, p * q * M, K] (a view: the dims are adjacent), multiplied by
+  // the right side itself, and the product read back: one K and one V stream, no copies. A right side
+  // broadcast anywhere else keeps the compiler's error.
+  void foldBroadcastBatches() {
+    std::map<size_t, std::vector<Op>> before, after;
+    for (size_t m = 0; m < graph_.ops.size(); ++m) {
+      Op& mm = graph_.ops[m];
+      if (mm.op != "matmul" || mm.inputs.size() != 2 || mm.attrs.count("transpose_b")) continue;
+      std::vector<int64_t> a = constantDims(mm.inputs[0]), b = constantDims(mm.inputs[1]),
+                           o = constantDims(mm.output);
+      if (a.size() < 3 || b.size() < 3 || b.size() > a.size() || o.size() != a.size()) continue;
+      b.insert(b.begin(), a.size() - b.size(), 1);  // numpy: missing leading dims are 1
+      size_t n = a.size() - 2, j = n;
+      while (j > 0 && b[j - 1] == 1) --j;  // b's batch dims [j, n) are 1
+      bool prefix = std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(j), b.begin());
+      int64_t folded = 1;
+      for (size_t i = j; i < n; ++i) folded *= a[i];
+      if (!prefix || folded == 1) continue;
+      std::vector<int64_t> grouped(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n)), product = grouped;
+      grouped.insert(grouped.end(), {folded * a[n], a[n + 1]});
+      product.insert(product.end(), {folded * a[n], o.back()});
+      std::string rows = madeValue(mm.inputs[0] + "_rows"), made = madeValue(mm.output + "_rows");
+      madeShapes_[rows] = grouped;
+      madeShapes_[made] = product;
+      before[m].push_back(reshapeOp(mm.name + "_fold_batch", mm.inputs[0], rows, grouped));
+      after[m].push_back(reshapeOp(mm.name + "_unfold_batch", made, mm.output, o));
+      if (constantDims(mm.inputs[1]).size() != b.size()) {  // the right side's missing dims, as 1s
+        std::string full = madeValue(mm.inputs[1] + "_batched");
+        madeShapes_[full] = b;
+        before[m].push_back(reshapeOp(mm.name + "_batch_right", mm.inputs[1], full, b));
+        mm.inputs[1] = full;
+      }
+      mm.inputs[0] = rows;
+      mm.output = made;
+    }
+    if (before.empty()) return;
+    std::vector<Op> ops;
+    for (size_t i = 0; i < graph_.ops.size(); ++i) {
+      for (auto& op : before[i]) ops.push_back(op);
+      ops.push_back(graph_.ops[i]);
+      for (auto& op : after[i]) ops.push_back(op);
+    }
+    graph_.ops = std::move(ops);
   }
 
   std::string path_;

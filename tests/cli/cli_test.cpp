@@ -464,6 +464,14 @@ TEST(Cli, CheckSummaries) {
   EXPECT_EQ(o.out, kNets + "fork_join.yaml: network 'fork_join': 3 tasks (0 DMA), 3 FIFOs, 6 ports: ok\n");
   o = stc("check " + std::string(STC_SOURCE_DIR) + "/configs/u55c.yaml");
   EXPECT_EQ(o.code, 0);
+  // A graph whose ops' shapes do not agree is refused as stc compile refuses it, at the op's line.
+  std::string path = ::testing::TempDir() + "batches.yaml";
+  std::ofstream(path) << "graph: g\ninputs: [{name: q, shape: [4, 16, 32]}, {name: k, shape: [2, 32, 16]}]\n"
+                         "ops:\n  - {name: s, op: matmul, inputs: [q, k], output: y}\noutputs: [y]\n";
+  o = stc("check " + path);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out,
+            path + ":4:5: error: op 's' (matmul): batch dimensions differ: [4, 16, 32] x [2, 32, 16]\n");
 }
 
 TEST(Cli, OutputsAreWritten) {

@@ -952,6 +952,8 @@ TEST(Emit, TorchIdiomsCsimMatchesTheReference) {
   emitAndSimulate(model("onnx/masked_fills.onnx"), "onnx_masked_fills");
   // Views of the input read in their own order: the host packs each DMA's stream from the input's data.
   emitAndSimulate(model("onnx/input_views.onnx"), "onnx_input_views");
+  // Grouped heads written with matmul's broadcasting ([b, kv, rep, s, d] against [b, kv, 1, s, d]).
+  emitAndSimulate(model("onnx/gqa_broadcast.onnx"), "onnx_gqa_broadcast");
 }
 
 // An export with a dynamic sequence axis, fixed at import (--set dim.seq=8): its shape arithmetic folds,

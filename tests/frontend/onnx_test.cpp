@@ -1267,7 +1267,9 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "opt_positions.onnx",
                                            "norm_variants.onnx",
                                            "masked_fills.onnx",
-                                           "input_views.onnx"};
+                                           "input_views.onnx",
+                                           "mqa_broadcast.onnx",
+                                           "gqa_broadcast.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -1367,6 +1369,29 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
     }
     std::vector<std::vector<Expr>> want = {{Expr(1), Expr(2), Expr(16), Expr(8)}, {Expr(1), Expr(2), Expr(16), Expr(16)}};
     EXPECT_EQ(products, want) << name;
+  }
+  // Multi-query attention written with matmul's broadcasting: the right side's batch dims of 1 just before
+  // the rows fold into them. One key head against 4 query heads of 8 rows (dh 16): scores [1, 1, 32, 8]
+  // and mixed [1, 1, 32, 16]; grouped as [1, 2, 4, 8, 8] against [1, 2, 1, 8, 8] (8 heads, 2 KV heads, dh
+  // 8): [1, 2, 1, 32, 8] twice. Each product's right side is the KV head itself, and the softmax
+  // over the heads read back is causal.
+  for (auto [name, want] : std::vector<std::pair<const char*, std::vector<std::vector<int64_t>>>>{
+           {"mqa_broadcast.onnx", {{1, 1, 32, 8}, {1, 1, 32, 16}}},
+           {"gqa_broadcast.onnx", {{1, 2, 1, 32, 8}, {1, 2, 1, 32, 8}}}}) {
+    Graph g = importOnnx(model(name));
+    TypedGraph typed = inferShapes(g);
+    std::vector<std::vector<int64_t>> products;
+    int causal = 0;
+    for (const auto& op : g.ops) {
+      causal += isCausal(op);
+      if (op.op != "matmul" || typed.tensors.at(op.inputs[0]).shape.size() < 4) continue;
+      std::vector<int64_t> dims;
+      for (const Expr& d : typed.tensors.at(op.output).shape) dims.push_back(d.eval());
+      products.push_back(dims);
+      EXPECT_EQ(typed.tensors.at(op.inputs[1]).shape[1], Expr(want[0][1])) << name << " " << op.name;
+    }
+    EXPECT_EQ(products, want) << name;
+    EXPECT_EQ(causal, 1) << name;
   }
   EXPECT_EQ(opCounts(importOnnx(model("gqa_attention.onnx")))["add"], 0);  // the mask is the softmax's now
   EXPECT_EQ(opCounts(importOnnx(model("gqa_interleave.onnx"))), opCounts(importOnnx(model("gqa_attention.onnx"))));

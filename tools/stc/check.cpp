@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/model_spec.h"
 #include "compiler/ir/platform.h"
 #include "compiler/ir/yaml_io.h"
@@ -36,6 +37,7 @@ Checked checkFile(const std::string& path, const std::vector<std::string>& setti
   if (isOnnxPath(path)) {
     Graph g = importOnnx(path, dims);
     verifyGraph(g).throwIfAny();
+    inferShapes(g);  // every op's shapes, as stc compile checks them first
     s << "ONNX model '" << g.name << "': " << g.inputs.size() << " inputs, " << g.weights.size()
       << " weights, " << g.ops.size() << " ops:";
     nlohmann::json ops = opCounts(g);
@@ -70,6 +72,7 @@ Checked checkFile(const std::string& path, const std::vector<std::string>& setti
     case FileKind::kGraph: {
       Graph g = parseGraph(text, path);
       verifyGraph(g).throwIfAny();
+      inferShapes(g);
       s << "graph '" << g.name << "': " << g.inputs.size() << " inputs, " << g.weights.size() << " weights, "
         << g.ops.size() << " ops, " << g.outputs.size() << " outputs";
       c.facts = {{"kind", "graph"},           {"name", g.name},
