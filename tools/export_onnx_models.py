@@ -72,6 +72,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      multi-query attention written with matmul's broadcasting: one key and value head
                      [b, 1, s, d] against every query head, or grouped as [b, kv, rep, s, d] against
                      [b, kv, 1, s, d]; a causal masked_fill of a tril; opset 17
+  more_activations.onnx
+                     ELU, SELU, CELU, a learned per-channel PReLU, sign and log_softmax; opset 17
   t5_decoder_attention.onnx, t5_encoder_attention.onnx
                      T5's attention: a relative-position bias (buckets computed with log, min and where, a
                      learned [buckets, heads] table), causal (masked_fill after the bias, scores.float()
@@ -835,6 +837,25 @@ class BroadcastHeads(nn.Module):
         return self.o(y.reshape(B, self.heads, T, self.dh).transpose(1, 2).reshape(B, T, C))
 
 
+class MoreActivations(nn.Module):
+    """ELU, SELU, CELU, a learned per-channel PReLU, sign and log_softmax, each on a projection, summed."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.prelu = nn.PReLU(d)
+        with torch.no_grad():
+            self.prelu.weight.uniform_(0.05, 0.5)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.lin(x)
+        f = nn.functional
+        channels = self.prelu(h.transpose(1, 2)).transpose(1, 2)  # PReLU's channels are dim 1
+        y = f.elu(h) + f.selu(h) + f.celu(h, alpha=0.5) + channels + torch.sign(h) * 0.25
+        return self.out(y) + f.log_softmax(h, dim=-1)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -881,7 +902,8 @@ def main():
                         (MetaLlamaAttention, "meta_llama_attention"), (OptPositions, "opt_positions"),
                         (NormVariants, "norm_variants"), (MaskedFills, "masked_fills"),
                         (InputViews, "input_views"), (BroadcastHeads, "mqa_broadcast"),
-                        (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast")):
+                        (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast"),
+                        (MoreActivations, "more_activations")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

@@ -828,7 +828,13 @@ class Importer {
                                                  "LeakyRelu",
                                                  "HardSigmoid",
                                                  "HardSwish",
-                                                 "Flatten"};
+                                                 "Flatten",
+                                                 "Elu",
+                                                 "Selu",
+                                                 "Celu",
+                                                 "PRelu",
+                                                 "Sign",
+                                                 "LogSoftmax"};
     // Shape arithmetic that could not be folded: a Shape of a value with a symbolic dimension, and what is
     // computed from it, named as such (the dynamic reshapes and masks it feeds need constant shapes).
     bool fromShape = op == "Shape", data = false;  // data: reads a stream (not a constant, not a shape)
@@ -2095,6 +2101,62 @@ class Importer {
         op.op = "max";
         op.inputs = {below, scalarWeight(op.name + "_zero", 0.0)};
       }
+    } else if (d.op == "Elu" || d.op == "Selu" || d.op == "Celu") {
+      // max(x, 0) + alpha (exp(min(x, 0) / c) - 1), c = alpha for Celu, else 1; Selu times gamma. Both
+      // terms are exact where the other is 0 (exp(0) - 1 = 0), so this is ONNX's x > 0 ? x : ...
+      double alpha = floatAttr(n, "alpha", d.op == "Selu" ? 1.67326319217681884765625 : 1.0);
+      double gamma = d.op == "Selu" ? floatAttr(n, "gamma", 1.05070102214813232421875) : 1.0;
+      std::string x = operand(d.inputs[0], op.name), zero = scalarWeight(op.name + "_zero", 0.0);
+      std::string neg = auxOp("min", op.name + "_neg", {x, zero}, d.output + "_neg");
+      if (d.op == "Celu")
+        neg = auxOp("mul", op.name + "_scaled", {neg, scalarWeight(op.name + "_inv_alpha", 1.0 / alpha)},
+                    d.output + "_scaled");
+      std::string expm1 = auxOp(
+          "sub", op.name + "_expm1",
+          {auxOp("exp", op.name + "_exp", {neg}, d.output + "_exp"), scalarWeight(op.name + "_one", 1.0)},
+          d.output + "_expm1");
+      std::string tail = auxOp("mul", op.name + "_tail", {expm1, scalarWeight(op.name + "_alpha", alpha)},
+                               d.output + "_tail");
+      std::string pos = auxOp("max", op.name + "_pos", {x, zero}, d.output + "_pos");
+      op.op = "add";
+      op.inputs = {pos, tail};
+      if (gamma != 1.0) {
+        op.op = "mul";
+        op.inputs = {auxOp("add", op.name + "_elu", {pos, tail}, d.output + "_elu"),
+                     scalarWeight(op.name + "_gamma", gamma)};
+      }
+    } else if (d.op == "PRelu") {  // max(x, 0) + slope min(x, 0), the slope broadcast (a learned weight)
+      std::string x = operand(d.inputs[0], op.name), slope = operand(d.inputs[1], op.name);
+      std::string zero = scalarWeight(op.name + "_zero", 0.0);
+      op.op = "add";
+      op.inputs = {
+          auxOp("max", op.name + "_pos", {x, zero}, d.output + "_pos"),
+          auxOp("mul", op.name + "_tail",
+                {auxOp("min", op.name + "_neg", {x, zero}, d.output + "_neg"), slope}, d.output + "_tail")};
+    } else if (d.op == "Sign") {  // (x > 0) - (x < 0): 1, -1 or 0 (0 for NaN, where ONNX gives NaN)
+      std::string x = operand(d.inputs[0], op.name), zero = scalarWeight(op.name + "_zero", 0.0);
+      op.op = "sub";
+      op.inputs = {auxOp("greater", op.name + "_pos", {x, zero}, d.output + "_pos"),
+                   auxOp("less", op.name + "_neg", {x, zero}, d.output + "_neg")};
+    } else if (d.op == "LogSoftmax") {
+      // (x - m) - log(sum(exp(x - m))), m the row's maximum: as torch's log_softmax computes it, finite
+      // where softmax's log would underflow to -inf.
+      int64_t rank = static_cast<int64_t>(shapeOf(d.output).size()), axis = intAttr(n, "axis", -1);
+      if (axis < 0) axis += rank;
+      if (axis != rank - 1) {
+        unsupported_.push_back(name + " (LogSoftmax over an axis other than the last)");
+        return;
+      }
+      std::map<std::string, AttrValue> row = {{"axis", int64_t{-1}}, {"keepdims", int64_t{1}}};
+      std::string x = operand(d.inputs[0], op.name);
+      std::string shifted = auxOp("sub", op.name + "_shifted",
+                                  {x, auxOp("reduce_max", op.name + "_max", {x}, d.output + "_max", row)},
+                                  d.output + "_shifted");
+      std::string sum =
+          auxOp("reduce_sum", op.name + "_sum",
+                {auxOp("exp", op.name + "_exp", {shifted}, d.output + "_exp")}, d.output + "_sum", row);
+      op.op = "sub";
+      op.inputs = {shifted, auxOp("log", op.name + "_log", {sum}, d.output + "_log")};
     } else if (d.op == "Flatten") {  // a view: [prod(dims before axis), prod(dims from it)]
       if (!hasConcreteShape(d.output)) {
         unsupported_.push_back(name + " (Flatten of a symbolic shape)");

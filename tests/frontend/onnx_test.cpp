@@ -1269,7 +1269,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "masked_fills.onnx",
                                            "input_views.onnx",
                                            "mqa_broadcast.onnx",
-                                           "gqa_broadcast.onnx"};
+                                           "gqa_broadcast.onnx",
+                                           "more_activations.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
