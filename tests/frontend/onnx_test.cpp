@@ -229,6 +229,24 @@ onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, const std::
   return n;
 }
 
+// An initializer of `g` (a model's graph or a branch's): `name`, of shape `dims` (none: a scalar), holding
+// `values` as FLOAT, or as INT64 where `type` says (integers are exact up to 2^53).
+onnx::TensorProto* addInitializer(onnx::GraphProto* g, const std::string& name,
+                                  const std::vector<int64_t>& dims, const std::vector<double>& values,
+                                  onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  for (int64_t d : dims) t->add_dims(d);
+  for (double v : values) {
+    if (type == onnx::TensorProto::INT64)
+      t->add_int64_data(static_cast<int64_t>(v));
+    else
+      t->add_float_data(static_cast<float>(v));
+  }
+  return t;
+}
+
 // stc's interpreter on g against torch's output for torch's input: `io` holds the input, then the output
 // of the same size (raw little-endian f32, NAME.io.bin as the exporter writes it), within 1e-5 + 1e-4 |y|.
 void expectTorchOutput(const Graph& g, const std::string& io) {
@@ -273,24 +291,12 @@ onnx::ModelProto tinyModel(int opset, const std::vector<std::string>& ops) {
 TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
   onnx::ModelProto m = modelWithInput(14, "masked", {4, 8});
   onnx::GraphProto* g = m.mutable_graph();
-  auto constant = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> values, bool ints = false) {
-    auto* c = g->add_initializer();
-    c->set_name(name);
-    for (auto d : dims) c->add_dims(d);
-    if (ints) {
-      c->set_data_type(onnx::TensorProto::INT64);
-      for (float v : values) c->add_int64_data(static_cast<int64_t>(v));
-    } else {
-      c->set_data_type(onnx::TensorProto::FLOAT);
-      for (float v : values) c->add_float_data(v);
-    }
-  };
-  constant("ones", {8, 8}, std::vector<float>(64, 1.0f));
-  constant("starts", {1}, {0}, true);
-  constant("ends", {1}, {4}, true);
-  constant("axes", {1}, {0}, true);
-  constant("low", {}, {-1e4f});
-  constant("reduce_axes", {1}, {-1}, true);
+  addInitializer(g, "ones", {8, 8}, std::vector<double>(64, 1.0));
+  addInitializer(g, "starts", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "ends", {1}, {4}, onnx::TensorProto::INT64);
+  addInitializer(g, "axes", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "low", {}, {-1e4f});
+  addInitializer(g, "reduce_axes", {1}, {-1}, onnx::TensorProto::INT64);
   auto* tril = addNode(g, "Trilu", {"ones"}, "tri");
   auto* upper = tril->add_attribute();
   upper->set_name("upper");
@@ -349,12 +355,8 @@ TEST(Onnx, APatternsNodeReadElsewhereStaysAnOp) {
     onnx::ModelProto m = modelWithInput(17, "gelu_shared", {2, 16});
     onnx::GraphProto* g = m.mutable_graph();
     for (auto [name, value] : std::vector<std::pair<const char*, float>>{
-             {"half_c", 0.5f}, {"three", 3.0f}, {"k", 0.044715f}, {"c", 0.7978845608f}, {"one", 1.0f}}) {
-      auto* t = g->add_initializer();
-      t->set_name(name);
-      t->set_data_type(onnx::TensorProto::FLOAT);
-      t->add_float_data(value);
-    }
+             {"half_c", 0.5f}, {"three", 3.0f}, {"k", 0.044715f}, {"c", 0.7978845608f}, {"one", 1.0f}})
+      addInitializer(g, name, {}, {value});
     addNode(g, "Mul", {"x", "half_c"}, "h");
     addNode(g, "Pow", {"x", "three"}, "cube");
     addNode(g, "Mul", {"cube", "k"}, "cube_k");
@@ -425,17 +427,9 @@ TEST(Onnx, ASoftmaxOverAnotherAxisSwapsItLast) {
 TEST(Onnx, AnIfWhoseConditionFoldsTakesItsBranch) {
   onnx::ModelProto m = modelWithInput(17, "if_shadow", {2, 16});
   onnx::GraphProto* g = m.mutable_graph();
-  auto scalar = [](onnx::TensorProto* t, const std::string& name, bool integer, double v) {
-    t->set_name(name);
-    t->set_data_type(integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
-    if (integer)
-      t->add_int64_data(static_cast<int64_t>(v));
-    else
-      t->add_float_data(static_cast<float>(v));
-  };
-  scalar(g->add_initializer(), "c", false, 1);
-  scalar(g->add_initializer(), "zero", true, 0);
-  scalar(g->add_initializer(), "two", true, 2);
+  addInitializer(g, "c", {}, {1});
+  addInitializer(g, "zero", {}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "two", {}, {2}, onnx::TensorProto::INT64);
   addNode(g, "Add", {"x", "c"}, "y1");
   addNode(g, "Shape", {"x"}, "sh");
   addNode(g, "Gather", {"sh", "zero"}, "d0");
@@ -444,7 +438,7 @@ TEST(Onnx, AnIfWhoseConditionFoldsTakesItsBranch) {
   auto* then = branch->add_attribute();
   then->set_name("then_branch");
   then->set_type(onnx::AttributeProto::GRAPH);
-  scalar(then->mutable_g()->add_initializer(), "c", false, 10);
+  addInitializer(then->mutable_g(), "c", {}, {10});
   addNode(then->mutable_g(), "Add", {"x", "c"}, "t");
   then->mutable_g()->add_output()->set_name("t");
   auto* otherwise = branch->add_attribute();
@@ -476,12 +470,8 @@ TEST(Onnx, TheErfGeluNeedsItsHalf) {
     onnx::ModelProto m = modelWithInput(17, "erf_times", {2, 16});
     onnx::GraphProto* g = m.mutable_graph();
     for (auto [name, value] : std::vector<std::pair<const char*, float>>{
-             {"sqrt2", 1.41421356f}, {"one", 1.0f}, {"factor", factor}}) {
-      auto* t = g->add_initializer();
-      t->set_name(name);
-      t->set_data_type(onnx::TensorProto::FLOAT);
-      t->add_float_data(value);
-    }
+             {"sqrt2", 1.41421356f}, {"one", 1.0f}, {"factor", factor}})
+      addInitializer(g, name, {}, {value});
     addNode(g, "Div", {"x", "sqrt2"}, "d");
     addNode(g, "Erf", {"d"}, "e");
     addNode(g, "Add", {"e", "one"}, "a");
@@ -507,17 +497,10 @@ TEST(Onnx, TheErfGeluNeedsItsHalf) {
 TEST(Onnx, GemmScalesAndLayerNormAxes) {
   onnx::ModelProto m = modelWithInput(17, "gemm", {2, 4});
   onnx::GraphProto* g = m.mutable_graph();
-  auto constant = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-  };
   std::vector<float> b(12), c = {0.5f, -1.0f, 2.0f};
   for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i) - 0.4f;
-  constant("b", {4, 3}, b);
-  constant("c", {3}, c);
+  addInitializer(g, "b", {4, 3}, std::vector<double>(b.begin(), b.end()));
+  addInitializer(g, "c", {3}, std::vector<double>(c.begin(), c.end()));
   onnx::NodeProto* gemm = addNode(g, "Gemm", {"x", "b", "c"}, "y");
   for (auto [name, value] : std::vector<std::pair<const char*, float>>{{"alpha", 2.0f}, {"beta", 0.5f}}) {
     auto* a = gemm->add_attribute();
@@ -545,7 +528,7 @@ TEST(Onnx, GemmScalesAndLayerNormAxes) {
 
   onnx::ModelProto ln = modelWithInput(17, "ln", {2, 4, 8});
   g = ln.mutable_graph();
-  constant("scale", {8}, std::vector<float>(8, 1.0f));
+  addInitializer(g, "scale", {8}, std::vector<double>(8, 1.0));
   auto* axis = addNode(g, "LayerNormalization", {"x", "scale"}, "n")->add_attribute();
   axis->set_name("axis");
   axis->set_type(onnx::AttributeProto::INT);
@@ -603,19 +586,9 @@ TEST(Onnx, LeakyReluHardSigmoidHardSwishAndFlatten) {
 TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
   onnx::ModelProto m = modelWithInput(14, "masked", {4, 8});
   onnx::GraphProto* g = m.mutable_graph();
-  auto* ones = g->add_initializer();
-  ones->set_name("ones");
-  ones->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : {4, 8}) ones->add_dims(d);
-  for (int i = 0; i < 32; ++i) ones->add_float_data(1.0f);
-  auto* zero = g->add_initializer();
-  zero->set_name("zero");
-  zero->set_data_type(onnx::TensorProto::FLOAT);
-  zero->add_float_data(0.0f);
-  auto* one = g->add_initializer();
-  one->set_name("one");
-  one->set_data_type(onnx::TensorProto::INT64);
-  one->add_int64_data(1);
+  addInitializer(g, "ones", {4, 8}, std::vector<double>(32, 1.0));
+  addInitializer(g, "zero", {}, {0});
+  addInitializer(g, "one", {}, {1}, onnx::TensorProto::INT64);
   auto* triu = addNode(g, "Trilu", {"ones", "one"}, "above");  // torch.triu(.., 1): the keys masked
   auto* k = triu->add_attribute();
   k->set_name("upper");
@@ -656,22 +629,13 @@ TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
 TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
   onnx::ModelProto m = modelWithInput(17, "selects", {2, 4});
   onnx::GraphProto* g = m.mutable_graph();
-  auto scalar = [&](const std::string& name, float v) {
-    auto* c = g->add_initializer();
-    c->set_name(name);
-    c->set_data_type(onnx::TensorProto::FLOAT);
-    c->add_float_data(v);
-  };
-  scalar("zero", 0.0f);
-  scalar("low", -std::numeric_limits<float>::infinity());
-  scalar("two", 2.0f);
-  scalar("three", 3.0f);
-  auto* w = g->add_initializer();
-  w->set_name("w");
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  w->add_dims(4);
-  w->add_dims(3);
-  for (int i = 0; i < 12; ++i) w->add_float_data(0.25f * static_cast<float>(i % 5) - 0.5f);
+  addInitializer(g, "zero", {}, {0.0f});
+  addInitializer(g, "low", {}, {-std::numeric_limits<float>::infinity()});
+  addInitializer(g, "two", {}, {2.0f});
+  addInitializer(g, "three", {}, {3.0f});
+  std::vector<double> w;
+  for (int i = 0; i < 12; ++i) w.push_back(0.25f * static_cast<float>(i % 5) - 0.5f);
+  addInitializer(g, "w", {4, 3}, w);
   addNode(g, "Greater", {"x", "zero"}, "positive");
   addNode(g, "Where", {"positive", "x", "low"}, "kept");
   auto* cast = addNode(g, "Cast", {"x"}, "nonzero");
@@ -709,12 +673,7 @@ TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
   }
   // Malformed: a Tile of no copies and a Where of two inputs are listed by name.
   onnx::ModelProto bad = modelWithInput(17, "bad", {2, 4});
-  auto* r = bad.mutable_graph()->add_initializer();
-  r->set_name("repeats");
-  r->set_data_type(onnx::TensorProto::INT64);
-  r->add_dims(2);
-  r->add_int64_data(1);
-  r->add_int64_data(0);
+  addInitializer(bad.mutable_graph(), "repeats", {2}, {1, 0}, onnx::TensorProto::INT64);
   addNode(bad.mutable_graph(), "Tile", {"x", "repeats"}, "tiled");
   addNode(bad.mutable_graph(), "Where", {"x", "tiled"}, "chosen");
   bad.mutable_graph()->add_output()->set_name("chosen");
@@ -729,40 +688,26 @@ TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
 TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   onnx::ModelProto m = modelWithInput(17, "steps", {2, 3, 12});
   onnx::GraphProto* g = m.mutable_graph();
-  auto ints = [&](const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
-    auto* c = g->add_initializer();
-    c->set_name(name);
-    c->set_data_type(onnx::TensorProto::INT64);
-    if (!scalar) c->add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t x : v) c->add_int64_data(x);
-  };
-  auto floats = [&](const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
-    auto* c = g->add_initializer();
-    c->set_name(name);
-    c->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) c->add_dims(d);
-    for (float x : v) c->add_float_data(x);
-  };
-  ints("s1", {1});
-  ints("e12", {12});
-  ints("e11", {11});
-  ints("last", {-1});
-  ints("three", {3});
-  ints("two", {2});
-  ints("run", {-2, -1});
-  ints("one", {1}, true);
+  addInitializer(g, "s1", {1}, {1}, onnx::TensorProto::INT64);
+  addInitializer(g, "e12", {1}, {12}, onnx::TensorProto::INT64);
+  addInitializer(g, "e11", {1}, {11}, onnx::TensorProto::INT64);
+  addInitializer(g, "last", {1}, {-1}, onnx::TensorProto::INT64);
+  addInitializer(g, "three", {1}, {3}, onnx::TensorProto::INT64);
+  addInitializer(g, "two", {1}, {2}, onnx::TensorProto::INT64);
+  addInitializer(g, "run", {2}, {-2, -1}, onnx::TensorProto::INT64);
+  addInitializer(g, "one", {}, {1}, onnx::TensorProto::INT64);
   // x[..., 1::3] (4 columns: 1 4 7 10) and x[..., 2:11:2] (5 columns: 2 4 6 8 10, the axis cut to 12)
   addNode(g, "Slice", {"x", "s1", "e12", "last", "three"}, "every_third");
-  ints("s2", {2});
+  addInitializer(g, "s2", {1}, {2}, onnx::TensorProto::INT64);
   addNode(g, "Slice", {"x", "s2", "e11", "last", "two"}, "every_second");
   // x[..., 0:7:3] (0 3 6: the axis cut to 9 first)
-  ints("s0", {0});
-  ints("e7", {7});
+  addInitializer(g, "s0", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "e7", {1}, {7}, onnx::TensorProto::INT64);
   addNode(g, "Slice", {"x", "s0", "e7", "last", "three"}, "first_three");
   // x[:, ::2] of the odd axis 1 (rows 0 2) and x[..., 1::5] (1 6 11): a cut to a multiple of the step
   // would pass the axis's end, so the last row or column is sliced alone and concatenated
-  ints("axis1", {1});
-  ints("five", {5});
+  addInitializer(g, "axis1", {1}, {1}, onnx::TensorProto::INT64);
+  addInitializer(g, "five", {1}, {5}, onnx::TensorProto::INT64);
   addNode(g, "Slice", {"x", "s0", "e12", "axis1", "two"}, "odd_rows");
   addNode(g, "Slice", {"x", "s1", "e12", "last", "five"}, "by_five");
   // rows [-2, -1] of axis 1 (1 and 2), and row 1 alone with the axis dropped
@@ -779,10 +724,10 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   axis->set_type(onnx::AttributeProto::INT);
   axis->set_i(1);
   // cos(transpose(f @ p)) + x[0]: f [1, 3, 1] times p [1, 1, 12] is [1, 3, 12]; transposed (0 2 1) and back
-  floats("f", {1, 3, 1}, {0.5f, 1.0f, 2.0f});
-  std::vector<float> positions;
-  for (int i = 0; i < 12; ++i) positions.push_back(static_cast<float>(i));
-  floats("p", {1, 1, 12}, positions);
+  addInitializer(g, "f", {1, 3, 1}, {0.5f, 1.0f, 2.0f});
+  std::vector<double> positions;
+  for (int i = 0; i < 12; ++i) positions.push_back(i);
+  addInitializer(g, "p", {1, 1, 12}, positions);
   addNode(g, "MatMul", {"f", "p"}, "angles");
   auto* t = addNode(g, "Transpose", {"angles"}, "turned");
   auto* perm = t->add_attribute();
@@ -842,11 +787,11 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   // What is still refused is listed by name: a negative step, indices that are not a run.
   onnx::ModelProto bad = modelWithInput(17, "bad_steps", {2, 12});
   g = bad.mutable_graph();
-  ints("s10", {10});
-  ints("e0", {0});
-  ints("last", {-1});
-  ints("minus", {-1});
-  ints("apart", {0, 2});
+  addInitializer(g, "s10", {1}, {10}, onnx::TensorProto::INT64);
+  addInitializer(g, "e0", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "last", {1}, {-1}, onnx::TensorProto::INT64);
+  addInitializer(g, "minus", {1}, {-1}, onnx::TensorProto::INT64);
+  addInitializer(g, "apart", {2}, {0, 2}, onnx::TensorProto::INT64);
   addNode(g, "Slice", {"x", "s10", "e0", "last", "minus"}, "reversed");
   addNode(g, "Gather", {"x", "apart"}, "apart_rows");
   // a step given at run time (a graph input), not read as 1
@@ -854,8 +799,8 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   step->set_name("step");
   step->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
   step->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
-  ints("s0", {0});
-  ints("e12", {12});
+  addInitializer(g, "s0", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "e12", {1}, {12}, onnx::TensorProto::INT64);
   addNode(g, "Slice", {"x", "s0", "e12", "last", "step"}, "stepped");
   for (const char* out : {"reversed", "apart_rows", "stepped"}) g->add_output()->set_name(out);
   std::string badPath = writeModel(bad, "bad_steps.onnx");
@@ -879,28 +824,18 @@ TEST(Onnx, RotaryTablesDecideTheRopeAndItsBase) {
     auto angle = [&](int pos, int i) { return scale * pos * std::pow(theta, -2.0 * (i % h) / D); };
     onnx::ModelProto m = modelWithInput(17, "rotary", {1, 2, P, D});
     onnx::GraphProto* g = m.mutable_graph();
-    auto ints = [&](const std::string& name, int64_t v) {
-      auto* c = g->add_initializer();
-      c->set_name(name);
-      c->set_data_type(onnx::TensorProto::INT64);
-      c->add_dims(1);
-      c->add_int64_data(v);
-    };
-    auto table = [&](const std::string& name, double (*f)(double)) {
-      auto* c = g->add_initializer();
-      c->set_name(name);
-      c->set_data_type(onnx::TensorProto::FLOAT);
-      c->add_dims(P);
-      c->add_dims(D);
+    auto table = [&](double (*f)(double)) {  // f of every angle, in the table's [P, D] order.
+      std::vector<double> values;
       for (int pos = 0; pos < P; ++pos)
-        for (int i = 0; i < D; ++i) c->add_float_data(static_cast<float>(f(angle(pos, i))));
+        for (int i = 0; i < D; ++i) values.push_back(f(angle(pos, i)));
+      return values;
     };
-    ints("zero", 0);
-    ints("half", h);
-    ints("whole", D);
-    ints("last", -1);
-    table("cos_table", [](double a) { return std::cos(a); });
-    table("sin_table", [](double a) { return std::sin(a); });
+    addInitializer(g, "zero", {1}, {0}, onnx::TensorProto::INT64);
+    addInitializer(g, "half", {1}, {h}, onnx::TensorProto::INT64);
+    addInitializer(g, "whole", {1}, {D}, onnx::TensorProto::INT64);
+    addInitializer(g, "last", {1}, {-1}, onnx::TensorProto::INT64);
+    addInitializer(g, "cos_table", {P, D}, table([](double a) { return std::cos(a); }));
+    addInitializer(g, "sin_table", {P, D}, table([](double a) { return std::sin(a); }));
     addNode(g, "Slice", {"x", "zero", "half", "last"}, "low");
     addNode(g, "Slice", {"x", "half", "whole", "last"}, "high");
     addNode(g, "Neg", {"high"}, "minus_high");
@@ -944,20 +879,10 @@ TEST(Onnx, RotaryTablesDecideTheRopeAndItsBase) {
 TEST(Onnx, FoldedShapeArgumentsTakeNamesNoValueHas) {
   onnx::ModelProto m = modelWithInput(14, "clash", {2, 8});
   onnx::GraphProto* g = m.mutable_graph();
-  auto ints = [&](const std::string& name, int64_t v) {
-    auto* c = g->add_initializer();
-    c->set_name(name);
-    c->add_dims(1);
-    c->set_data_type(onnx::TensorProto::INT64);
-    c->add_int64_data(v);
-  };
-  ints("rows", 4);
-  ints("cols", 4);
-  auto* w = g->add_initializer();  // the name the folded shape would take: four floats, 1 2 3 4
-  w->set_name("shape__folded");
-  w->add_dims(4);
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) w->add_float_data(v);
+  addInitializer(g, "rows", {1}, {4}, onnx::TensorProto::INT64);
+  addInitializer(g, "cols", {1}, {4}, onnx::TensorProto::INT64);
+  // The name the folded shape would take: four floats, 1 2 3 4.
+  addInitializer(g, "shape__folded", {4}, {1, 2, 3, 4});
   auto* concat = addNode(g, "Concat", {"rows", "cols"}, "shape");
   auto* axis = concat->add_attribute();
   axis->set_name("axis");
@@ -988,10 +913,7 @@ TEST(Onnx, FoldedShapeArgumentsTakeNamesNoValueHas) {
 TEST(Onnx, MadeValuesTakeNamesNoValueHas) {
   onnx::ModelProto m = modelWithInput(17, "clash", {2, 3, 4});
   onnx::GraphProto* g = m.mutable_graph();
-  auto* one = g->add_initializer();
-  one->set_name("one");
-  one->set_data_type(onnx::TensorProto::INT64);
-  one->add_int64_data(1);
+  addInitializer(g, "one", {}, {1}, onnx::TensorProto::INT64);
   auto* gather = addNode(g, "Gather", {"x", "one"}, "y");
   auto* axis = gather->add_attribute();
   axis->set_name("axis");
@@ -1027,18 +949,9 @@ TEST(Onnx, MadeValuesTakeNamesNoValueHas) {
 TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
   onnx::ModelProto m = modelWithInput(17, "folds", {2, 3});
   onnx::GraphProto* g = m.mutable_graph();
-  auto* c = g->add_initializer();  // [[1 2 3] [4 5 6]]
-  c->set_name("c");
-  c->set_data_type(onnx::TensorProto::FLOAT);
-  c->add_dims(2);
-  c->add_dims(3);
-  for (float v : {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}) c->add_float_data(v);
-  for (auto [name, v] : {std::pair<std::string, int64_t>{"one_axis", 1}, {"zero_axis", 0}}) {
-    auto* a = g->add_initializer();
-    a->set_name(name);
-    a->set_data_type(onnx::TensorProto::INT64);
-    a->add_int64_data(v);
-  }
+  addInitializer(g, "c", {2, 3}, {1, 2, 3, 4, 5, 6});  // [[1 2 3] [4 5 6]]
+  addInitializer(g, "one_axis", {}, {1}, onnx::TensorProto::INT64);
+  addInitializer(g, "zero_axis", {}, {0}, onnx::TensorProto::INT64);
   auto ints = [](onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
     auto* a = n->add_attribute();
     a->set_name(name);
@@ -1053,11 +966,7 @@ TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
   ints(addNode(g, "ReduceMean", {"c"}, "mean"), "axes", {0});     // [[2.5 3.5 4.5]]
   auto* sum = addNode(g, "ReduceSum", {"c", "one_axis"}, "sum");  // [6 15], then viewed [2, 1]
   ints(sum, "keepdims", {0});
-  auto* rows = g->add_initializer();
-  rows->set_name("column");
-  rows->set_data_type(onnx::TensorProto::INT64);
-  rows->add_dims(2);
-  for (int64_t d : {2, 1}) rows->add_int64_data(d);
+  addInitializer(g, "column", {2}, {2, 1}, onnx::TensorProto::INT64);
   addNode(g, "Reshape", {"sum", "column"}, "sum_column");
   addNode(g, "CumSum", {"c", "one_axis"}, "running");             // [[1 3 6] [4 9 15]]
   ints(addNode(g, "ReduceL2", {"c"}, "l2"), "axes", {-1});        // [[sqrt 14] [sqrt 77]]
@@ -1160,14 +1069,8 @@ TEST(Onnx, ReductionsOverAnotherAxisMoveItLast) {
   // A norm's statistics over the rows (axis 1) are not a layernorm over the last axis.
   onnx::ModelProto n = modelWithInput(17, "row_norm", {2, 3, 4});
   g = n.mutable_graph();
-  auto* two = g->add_initializer();
-  two->set_name("two");
-  two->set_data_type(onnx::TensorProto::FLOAT);
-  two->add_float_data(2.0f);
-  auto* eps = g->add_initializer();
-  eps->set_name("eps");
-  eps->set_data_type(onnx::TensorProto::FLOAT);
-  eps->add_float_data(1e-5f);
+  addInitializer(g, "two", {}, {2.0f});
+  addInitializer(g, "eps", {}, {1e-5f});
   axes(addNode(g, "ReduceMean", {"x"}, "m"), 1, 1);
   addNode(g, "Sub", {"x", "m"}, "c");
   addNode(g, "Pow", {"c", "two"}, "c2");
@@ -1481,13 +1384,8 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
 TEST(Onnx, ConstantsThatDoNotBroadcastAndTheDefaultPerm) {
   onnx::ModelProto m = modelWithInput(17, "mismatch", {3});
   onnx::GraphProto* g = m.mutable_graph();
-  for (auto [name, n] : {std::pair<std::string, int>{"two", 2}, {"three", 3}}) {
-    auto* c = g->add_initializer();
-    c->set_name(name);
-    c->add_dims(n);
-    c->set_data_type(onnx::TensorProto::FLOAT);
-    for (int i = 0; i < n; ++i) c->add_float_data(1.0f);
-  }
+  addInitializer(g, "two", {2}, {1, 1});
+  addInitializer(g, "three", {3}, {1, 1, 1});
   addNode(g, "Add", {"two", "three"}, "sum");
   addNode(g, "Add", {"x", "sum"}, "y");
   g->add_output()->set_name("y");
