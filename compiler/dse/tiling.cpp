@@ -4,8 +4,9 @@
 // the DSP budget and shortens the layer estimate (LayerEstimate: which matmuls run one after another and
 // which side by side, and how long a stall pipeline holds its results, averaged over the symbols'
 // samples), the one that saves the most cycles per DSP; when none that fits shortens the layer, one paid
-// for by halving others where that does. chooseSchedules runs this at each lane II, keeps the best, then
-// gives the ops the layer waits on a lane II of their own where the budget holds.
+// for by halving others where that does. Then the row blocks the layer's shared channels want are doubled,
+// and the search runs again at those blocks, until none doubles. chooseSchedules runs this at each lane
+// II, keeps the best, then gives the ops the layer waits on a lane II of their own where the budget holds.
 // The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of the others come
 // off first, and when the matmuls at the stream tile are already over it, the tile whose halving slows
 // its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile itself, padded
