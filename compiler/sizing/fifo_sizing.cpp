@@ -332,6 +332,7 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
 struct Check {
   const sim::Program* prog;
   int64_t limit;
+  int64_t reference = 0;  ///< the measuring run's cycles, which the limit allows 1% over
 };
 
 // Step 4: verify at every check, raising what each failing simulation points at; returns the cycles of
@@ -419,7 +420,17 @@ int64_t withinOnePercent(int64_t cycles) {
   return cycles + cycles / 100;
 }
 
+int64_t withinTolerance(int64_t cycles, double tolerance) {
+  return cycles + static_cast<int64_t>(std::floor(static_cast<double>(cycles) * tolerance));
+}
+
 }  // namespace
+
+double fewerBitsTolerance(int64_t freeBits, int64_t pacedBits) {
+  if (pacedBits <= 0 || freeBits <= pacedBits) return 0.01;
+  double halvings = std::log2(static_cast<double>(freeBits) / static_cast<double>(pacedBits));
+  return std::min(0.05, 0.01 + 0.02 * halvings);
+}
 
 std::vector<int64_t> symbolSamples(int64_t maximum, int64_t tile) {
   std::vector<int64_t> at;
@@ -462,7 +473,8 @@ Measured measureAll(const std::vector<sim::Program>& progs, const SizingOptions&
   }
   Proposal& last = proposals.back();
   for (size_t i = 0; i < progs.size(); ++i) {
-    m.checks.push_back({&progs[i], withinOnePercent(proposals[i].out.cyclesUnbounded)});
+    m.checks.push_back(
+        {&progs[i], withinOnePercent(proposals[i].out.cyclesUnbounded), proposals[i].out.cyclesUnbounded});
     for (size_t f = 0; f < last.depths.size(); ++f) {
       last.depths[f] = std::max(last.depths[f], proposals[i].depths[f]);
       last.cap[f] = std::max(last.cap[f], proposals[i].cap[f]);
@@ -538,10 +550,14 @@ SizingResult sizeForBits(const Network& net, const SizingOptions& options, const
   if (within) {  // Step 6: the free sizing holds; the paced one must keep its latency, in fewer bits
     bool keeps = !pacedFailed && paced.totalBits < free->totalBits &&
                  paced.cyclesSizedAt.size() == unbounded.checks.size();
+    double tolerance = keeps ? fewerBitsTolerance(free->totalBits, paced.totalBits) : 0;
     for (size_t i = 0; keeps && i < unbounded.checks.size(); ++i)
-      keeps = paced.cyclesSizedAt[i] > 0 && paced.cyclesSizedAt[i] <= unbounded.checks[i].limit;
+      keeps = paced.cyclesSizedAt[i] > 0 &&
+              paced.cyclesSizedAt[i] <= std::max(unbounded.checks[i].limit,
+                                                 withinTolerance(unbounded.checks[i].reference, tolerance));
     if (!keeps) return *free;
     paced.pacedWhy = PacedReason::kFewerBits;
+    paced.pacedTolerance = tolerance;
   } else {
     paced.pacedWhy = PacedReason::kOverMemory;
   }
@@ -640,7 +656,9 @@ SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options
       c.sampled = samples.count(v) > 0;
       c.unbounded = reference.deadlock ? 0 : reference.cycles;
       c.cycles = run.deadlock ? 0 : run.cycles;
-      c.ok = !run.deadlock && (reference.deadlock || run.cycles <= withinOnePercent(reference.cycles));
+      c.ok = !run.deadlock && (reference.deadlock ||
+                               run.cycles <= std::max(withinOnePercent(reference.cycles),
+                                                      withinTolerance(reference.cycles, r.pacedTolerance)));
       checks.push_back(c);
       if (!c.ok && !c.sampled) failed.push_back(v);
     }

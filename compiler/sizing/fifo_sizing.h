@@ -31,7 +31,8 @@ struct SizingOptions {
   /// FIFO bits the sized network should keep within (0: the platform's BRAM and URAM). Past it, the
   /// writers are measured paced by their readers instead of running ahead into unbounded FIFOs. Past
   /// a 256th of it, the paced sizing is tried too and kept where it takes fewer bits within 1% of
-  /// the unbounded run's cycles (pacedTrial).
+  /// the unbounded run's cycles, 2% more for each halving of the bits, at most 5% (fewerBitsTolerance;
+  /// pacedTrial).
   int64_t budgetBits = 0;
   /// Measure paced whatever the bits (each FIFO as deep as the network's and at least 3).
   bool paced = false;
@@ -71,7 +72,7 @@ enum class PacedReason {
   kNone,        ///< measured unbounded
   kAsked,       ///< SizingOptions::paced
   kOverMemory,  ///< sized from the unbounded run, the FIFOs took more bits than the budget
-  kFewerBits,   ///< fewer bits than sized from the unbounded run, within 1% of that run's cycles
+  kFewerBits,   ///< fewer bits than sized from the unbounded run, within pacedTolerance of that run's cycles
   kOverDevice,  ///< sized from the unbounded run, the design did not fit the device (SizingOptions::fits)
 };
 
@@ -89,12 +90,21 @@ struct SizingResult {
   int64_t cyclesPaced =
       0;  ///< the paced measuring run, when paced (SizingOptions::paced alone: cyclesUnbounded too)
   int64_t cyclesSized = 0;
+  /// kFewerBits: how much slower than the unbounded run the paced design may be, a fraction
+  /// (fewerBitsTolerance)
+  double pacedTolerance = 0;
   std::vector<int64_t> cyclesSizedAt;  ///< sizeFifosAcross: at each binding
   int rounds = 0;                  ///< verifying simulations run
   bool lpFeasible = true;
   double lpSeconds = 0;
   std::map<std::string, int64_t> memoryCounts;  ///< FIFOs per memory kind
 };
+
+/// How much slower than the unbounded run's design (a fraction of its cycles) a paced design with
+/// `pacedBits` may be and still be kept for its fewer bits against `freeBits`: 1%, and 2% more for each
+/// halving of the bits, at most 5% (a twelfth of the FIFO memory for 3.9% more cycles is a design an
+/// FPGA engineer takes; a tenth fewer bits for 3% more is not).
+double fewerBitsTolerance(int64_t freeBits, int64_t pacedBits);
 
 /// The values at which a symbol's range [1, maximum] is sampled for sizing: 1, the stream tile, one past
 /// it (a padded tile), 128 and the maximum, those within the range, increasing.

@@ -148,6 +148,18 @@ TEST(Sizing, OverBudgetPacesTheWriters) {
   EXPECT_EQ(depthOf(fj, "a_c"), 64);
 }
 
+// A paced design kept for its fewer bits may be slower than the unbounded run's by 1%, and 2% more for
+// each halving of the bits, at most 5%: log2 of the ratio, by hand.
+TEST(Sizing, FewerBitsBuyAFewPercentOfCycles) {
+  EXPECT_DOUBLE_EQ(fewerBitsTolerance(1000, 1000), 0.01);  // no fewer: nothing to buy
+  EXPECT_DOUBLE_EQ(fewerBitsTolerance(1000, 2000), 0.01);
+  EXPECT_DOUBLE_EQ(fewerBitsTolerance(2000, 1000), 0.03);
+  EXPECT_DOUBLE_EQ(fewerBitsTolerance(4000, 1000), 0.05);
+  EXPECT_DOUBLE_EQ(fewerBitsTolerance(12000, 1000), 0.05);
+  EXPECT_NEAR(fewerBitsTolerance(1500, 1000), 0.01 + 0.02 * 0.5849625007, 1e-9);
+  EXPECT_DOUBLE_EQ(fewerBitsTolerance(1000, 0), 0.01);
+}
+
 // Step 6 and step 7 on the same fork: within a budget of 4 Mbit, sized from the unbounded run it takes
 // 2 x 3,072 x 512 bits, over a 256th of it, so the paced sizing runs too and wins with 3 tokens a FIFO at
 // the same latency. A device test that refuses FIFOs under 100 deep sends it back to the first design;

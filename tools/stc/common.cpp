@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -141,7 +142,13 @@ std::string pacedLine(const sizing::SizingResult& r) {
   switch (r.pacedWhy) {
     case sizing::PacedReason::kAsked: why = "as --paced asks"; break;
     case sizing::PacedReason::kOverMemory: why = "sized from the unbounded run they took more than the on-chip memory"; break;
-    case sizing::PacedReason::kFewerBits: why = "fewer bits than sized from the unbounded run, within 1% of its cycles"; break;
+    case sizing::PacedReason::kFewerBits: {
+      // The tolerance, to a tenth of a percent: 1% for a few bits fewer, up to 5% for a quarter of them.
+      int tenths = static_cast<int>(std::lround(std::max(r.pacedTolerance, 0.01) * 1000));
+      why = "fewer bits than sized from the unbounded run, within " + std::to_string(tenths / 10) +
+            (tenths % 10 ? "." + std::to_string(tenths % 10) : "") + "% of its cycles";
+      break;
+    }
     case sizing::PacedReason::kOverDevice: why = "sized from the unbounded run they did not fit the device (whole BRAM and URAM blocks)"; break;
     case sizing::PacedReason::kNone: break;
   }

@@ -148,6 +148,8 @@ int sizeCommand(const SizeArgs& a) {
         {"paced", r.paced},
         {"paced_why", r.paced ? nlohmann::json(pacedWhyName(r.pacedWhy)) : nlohmann::json()},
         {"cycles_paced", r.cyclesPaced},
+        {"paced_tolerance",
+         r.pacedWhy == sizing::PacedReason::kFewerBits ? nlohmann::json(r.pacedTolerance) : nlohmann::json()},
         {"rounds", r.rounds},
         {"lp_seconds", r.lpSeconds},
         {"lp_feasible", r.lpFeasible},
