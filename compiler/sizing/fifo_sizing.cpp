@@ -39,11 +39,12 @@
 //    slowest reader (a 128-row GPT-2 layer asked for 1.6 Gbit). Steps 1 to 4 run again on a run with
 //    every FIFO as deep as the network's and at least kDmaReadDepth, in which writers keep their readers'
 //    pace; the latency checked is that run's. Kept when it takes fewer bits (16 Mbit, 2% slower, there).
-// 6. When the depths of step 4 are within the budget but take more than a 256th of it, steps 1 to 4
+// 6. When the depths of step 4 are within the budget but take more than a 4096th of it, steps 1 to 4
 //    run paced too, and that sizing is kept where it takes fewer bits and stays within 1% of step 1's
-//    latency: branches that wait for each other then wait in their writers, not in FIFOs (a 128-row
-//    GPT-2 prefill layer, W4A8: 10.1 MB of intermediate results sized from the unbounded run, against
-//    88 KB paced, 0.1% slower). Below that share the second sizing is not worth its time.
+//    latency, 2% more for each halving of the bits, at most 5% (fewerBitsTolerance): branches that wait for
+//    each other then wait in their writers, not in FIFOs (a 128-row GPT-2 prefill layer, W4A8: 10.1 MB of
+//    intermediate results sized from the unbounded run, against 88 KB paced, 0.1% slower). Below that share
+//    the second sizing is not worth its time.
 // 7. Given SizingOptions::fits, a design that does not fit the device is sized the other way (paced when
 //    it was not, from the unbounded run when it was paced for its fewer bits), and that one is kept when
 //    it fits: bits are not blocks.
@@ -401,11 +402,13 @@ void settle(const std::vector<int64_t>& depths, SizingResult& out, Network& size
   out.baselineMaxOccupancyBits += maxOccupancyBits(out.fifos);
 }
 
-// Step 6 runs where the free sizing takes more than this share of the budget (1.3 Mbit of the U55C's
-// memory): below it a second sizing saves too little to pay for its time (decode layers hold far less).
-// At a sixteenth, attention and layers over 64 to 256 prompt rows kept 1.8 to 6.5 Mbit of FIFOs sized
-// from the unbounded run where the paced sizing needs 0.9 to 1.4 Mbit within 0.3% of the cycles.
-constexpr int64_t kPacedTrialShare = 256;
+// Step 6 runs where the free sizing takes more than this share of the budget (82 Kbit of the U55C's
+// memory): below it a second sizing saves too little to pay for its time. At a sixteenth, attention and
+// layers over 64 to 256 prompt rows kept 1.8 to 6.5 Mbit of FIFOs sized from the unbounded run where the
+// paced sizing needs 0.9 to 1.4 Mbit within 0.3% of the cycles; at a 256th (1.3 Mbit), decode layers of
+// a few unrolled matmuls kept up to 4.4 times their intermediate results kept whole in 0.6 Mbit (a
+// SwiGLU MLP's rows read ahead in front of gate and up) where paced they hold 13% at the same cycles.
+constexpr int64_t kPacedTrialShare = 4096;
 
 // A paced result gives the unbounded run's figures as its own (steps 5 to 7): that run's cycles and
 // maximum occupancies, its verifying rounds added.

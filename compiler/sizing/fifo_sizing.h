@@ -30,13 +30,13 @@ struct SizingOptions {
   bool prefetch = false;
   /// FIFO bits the sized network should keep within (0: the platform's BRAM and URAM). Past it, the
   /// writers are measured paced by their readers instead of running ahead into unbounded FIFOs. Past
-  /// a 256th of it, the paced sizing is tried too and kept where it takes fewer bits within 1% of
+  /// a 4096th of it, the paced sizing is tried too and kept where it takes fewer bits within 1% of
   /// the unbounded run's cycles, 2% more for each halving of the bits, at most 5% (fewerBitsTolerance;
   /// pacedTrial).
   int64_t budgetBits = 0;
   /// Measure paced whatever the bits (each FIFO as deep as the network's and at least 3).
   bool paced = false;
-  /// Step 6: past a 256th of the budget, try the paced sizing too (off: a caller that weighs its
+  /// Step 6: past a 4096th of the budget, try the paced sizing too (off: a caller that weighs its
   /// own candidates by cycles, as the LLM estimator does, and would only pay for the second sizing).
   bool pacedTrial = true;
   /// FIFOs whose depth is given (by name): measured at it, kept at it, never raised.

@@ -161,7 +161,7 @@ TEST(Sizing, FewerBitsBuyAFewPercentOfCycles) {
 }
 
 // Step 6 and step 7 on the same fork: within a budget of 4 Mbit, sized from the unbounded run it takes
-// 2 x 3,072 x 512 bits, over a 256th of it, so the paced sizing runs too and wins with 3 tokens a FIFO at
+// 2 x 3,072 x 512 bits, over a 4096th of it, so the paced sizing runs too and wins with 3 tokens a FIFO at
 // the same latency. A device test that refuses FIFOs under 100 deep sends it back to the first design;
 // one that refuses them over 100 deep, with a budget the first design is small beside, takes the paced
 // one.
@@ -188,7 +188,7 @@ TEST(Sizing, PacedWhereItCostsNothingAndTheDeviceDecides) {
   EXPECT_FALSE(back.result.paced);
   EXPECT_GE(depthOf(back, "a"), 3000);
 
-  options.budgetBits = 1000000000;  // 3.1 Mbit is under a 256th of it: no step 6
+  options.budgetBits = 100000000000;  // 3.1 Mbit is under a 4096th of it: no step 6
   options.fits = [](const Network& n) { return n.fifos[0].depth < 100; };
   Sized over;
   over.result = sizeFifos(net, options, over.network);
@@ -265,6 +265,7 @@ TEST(Sizing, StreamsFromHbmArePacedThroughConvertersAndAdapters) {
 
   SizingOptions options;
   options.prefetch = true;
+  options.pacedTrial = false;  // the prefetching measurement itself (paced, it would win for its fewer bits)
   Network prefetched;
   SizingResult p = sizeFifos(parseNetwork(text, "test.yaml"), options, prefetched);
   EXPECT_GT(p.unbounded.fifos[static_cast<size_t>(prefetched.findFifo("w>mac"))].maxOccupancy, 3000);
