@@ -5,8 +5,9 @@
 // which side by side, and how long a stall pipeline holds its results, averaged over the symbols'
 // samples), the one that saves the most cycles per DSP; when none that fits shortens the layer, one paid
 // for by halving others where that does. Then the row blocks the layer's shared channels want are doubled,
-// and the search runs again at those blocks, until none doubles. chooseSchedules runs this at each lane
-// II, keeps the best, then gives the ops the layer waits on a lane II of their own where the budget holds.
+// and the search runs again at those blocks, until none doubles (nine rounds at most); it starts from
+// several blocks and keeps the best. chooseSchedules runs this at each lane II, keeps the best, then
+// gives the ops the layer waits on a lane II of their own where the budget holds.
 // The budget (unroll_budget of the platform's DSPs) covers every kernel: the DSPs of the others come
 // off first, and when the matmuls at the stream tile are already over it, the tile whose halving slows
 // its matmul least is halved until they fit. A symbolic K or N (ctx) takes the tile itself, padded
@@ -534,7 +535,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     for (LayerEstimate& e : estimates) sum += e.cycles(tiles, rows);
     return layerMemo[key] = sum / static_cast<double>(estimates.size());
   };
-  // Row blocks the layer estimate already doubled (finish, below): a later round of the search prices
+  // Row blocks a start sets or the layer estimate already doubled (finishBlocks, below): a later round prices
   // its tiles at them, not at each matmul's own smallest block.
   std::map<std::string, int64_t> floors;
   auto blocksAt = [&](const std::map<std::string, int64_t>& tiles) {
@@ -706,7 +707,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // Grow the tiles with each matmul's own row block, then double the blocks the layer's shared channels
   // want; where that doubled any, the tiles that had stopped at the layer's HBM bytes may grow again (a
   // 96-row GPT-2 MLP: up's 1-row blocks read 4.7 MB, more cycles than its iterations at Tk 128; at 4-row
-  // blocks Tk 256 pays, 2.1x fewer cycles). Blocks only double, so the rounds end.
+  // blocks Tk 256 pays, 2.1x fewer cycles). The rounds end where no block changes, or after nine.
   // Each start is a search of its own: from each matmul's own block, then from blocks of 2, 4 and 8 rows
   // wherever a matmul's own is smaller (matmuls side by side whose weights stream at the same pace, each
   // with tiles grown for its own block, leave no one doubling that shortens the layer: a 128-row layer of
@@ -716,7 +717,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   std::map<std::string, int64_t> bestTiles;
   double bestEstimate = 0, bestOver = 0;
   int64_t bestStart = 0;
-  // A caller that names the start (the one that won at the same tiles' lane II) runs that one alone.
+  // A caller that names the start (the one kept at the lane II's first search) runs that one alone, or the
+  // first where it raises no block; its rounds run again at the caller's tiles, so the blocks may differ.
   std::vector<int64_t> starts =
       *start >= 0 ? std::vector<int64_t>{*start, 0} : std::vector<int64_t>{0, 2, 4, 8};
   for (int64_t from : starts) {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "compiler/ir/itensor.h"
 
@@ -115,6 +116,17 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     if (k == "rope" && op.attrs.count("theta")) {  // a number (not text) above 1
       double theta = numberAttr(op, "theta", 0.0);
       if (!(theta > 1) || !std::isfinite(theta)) bad("field 'theta': rope's base is a number above 1");
+    }
+    if (k == "rope" && op.attrs.count("head_dim")) {  // rotated in heads of head_dim, each in two halves
+      double hd = numberAttr(op, "head_dim", 0.0);
+      const Expr& width = in[0]->shape.back();
+      if (!(hd >= 2) || hd != std::floor(hd) || static_cast<int64_t>(hd) % 2 != 0 ||
+          (width.isConstant() && width.eval() % static_cast<int64_t>(hd) != 0)) {
+        std::ostringstream got;
+        got << hd;
+        bad("field 'head_dim': rope's head_dim must be even and divide the last dimension (" + width.str() +
+            "), got " + got.str());
+      }
     }
     return in[0]->shape;
   }

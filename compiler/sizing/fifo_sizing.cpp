@@ -429,8 +429,8 @@ int64_t withinTolerance(int64_t cycles, double tolerance) {
 
 }  // namespace
 
-double fewerBitsTolerance(int64_t freeBits, int64_t pacedBits) {
-  if (pacedBits <= 0 || freeBits <= pacedBits) return 0.01;
+double fewerBitsTolerance(int64_t freeBits, int64_t pacedBits, int64_t budgetBits) {
+  if (pacedBits <= 0 || freeBits <= pacedBits || freeBits <= budgetBits / 256) return 0.01;
   double halvings = std::log2(static_cast<double>(freeBits) / static_cast<double>(pacedBits));
   return std::min(0.05, 0.01 + 0.02 * halvings);
 }
@@ -553,7 +553,7 @@ SizingResult sizeForBits(const Network& net, const SizingOptions& options, const
   if (within) {  // Step 6: the free sizing holds; the paced one must keep its latency, in fewer bits
     bool keeps = !pacedFailed && paced.totalBits < free->totalBits &&
                  paced.cyclesSizedAt.size() == unbounded.checks.size();
-    double tolerance = keeps ? fewerBitsTolerance(free->totalBits, paced.totalBits) : 0;
+    double tolerance = keeps ? fewerBitsTolerance(free->totalBits, paced.totalBits, budget) : 0;
     for (size_t i = 0; keeps && i < unbounded.checks.size(); ++i)
       keeps = paced.cyclesSizedAt[i] > 0 &&
               paced.cyclesSizedAt[i] <= std::max(unbounded.checks[i].limit,
@@ -644,7 +644,8 @@ SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options
       // The reference as the sizer measures: from the network given (paced at its depths), not the sized.
       sim::Program given = sim::compileProgram(net, bind(v), options.platform);
       sim::RunConfig measure;
-      // A paced sizing kept for its fewer bits held within 1% of the unbounded run: checked against that.
+      // A paced sizing kept for its fewer bits held within its tolerance of the unbounded run: checked
+      // against that.
       bool pacedReference = r.paced && r.pacedWhy != PacedReason::kFewerBits;
       measure.depths = measureDepths(given, options, pacedReference);
       sim::SimResult reference = sim::runDirect(given, measure);

@@ -101,10 +101,12 @@ struct SizingResult {
 };
 
 /// How much slower than the unbounded run's design (a fraction of its cycles) a paced design with
-/// `pacedBits` may be and still be kept for its fewer bits against `freeBits`: 1%, and 2% more for each
-/// halving of the bits, at most 5% (a twelfth of the FIFO memory for 3.9% more cycles is a design an
-/// FPGA engineer takes; a tenth fewer bits for 3% more is not).
-double fewerBitsTolerance(int64_t freeBits, int64_t pacedBits);
+/// `pacedBits` may be and still be kept for its fewer bits against `freeBits`: 1%, and where the free
+/// sizing takes more than a 256th of `budgetBits` (1.3 Mbit of the U55C's memory), 2% more for each
+/// halving of the bits, at most 5% (a twelfth of 36 Mbit of FIFOs for 3.9% more cycles is a design an
+/// FPGA engineer takes; a tenth fewer bits for 3% more is not, nor 5% of a decode layer's cycles for
+/// a few tens of Kbit).
+double fewerBitsTolerance(int64_t freeBits, int64_t pacedBits, int64_t budgetBits);
 
 /// The values at which a symbol's range [1, maximum] is sampled for sizing: 1, the stream tile, one past
 /// it (a padded tile), 128 and the maximum, those within the range, increasing.
@@ -127,7 +129,8 @@ SizingResult sizeFifosAcross(const Network& net, const SizingOptions& options,
 /// Depths that hold over a symbol's range [low, high] (other symbols as options.bindings binds them): sized
 /// at the range's samples (symbolSamples within it, and both ends), then checked by simulation at every
 /// power of two in the range and one past it (and at `alsoCheck`'s values in it): a value where the sized
-/// network deadlocks or runs more than 1% over its unbounded run joins the samples and the range is sized
+/// network deadlocks or runs more than 1% over its unbounded run (a paced design kept for its fewer bits: its
+/// pacedTolerance) joins the samples and the range is sized
 /// again (at most `maxPasses` times). `checks` receives every value simulated with the final depths,
 /// increasing.
 struct RangeCheck {
@@ -135,7 +138,7 @@ struct RangeCheck {
   int64_t cycles = 0;     ///< with the sized depths; 0: deadlock
   int64_t unbounded = 0;  ///< measured as the sizer measures (unbounded, or paced when it paced)
   bool sampled = false;   ///< one of the values sized at
-  bool ok = false;        ///< no deadlock, within 1% of unbounded
+  bool ok = false;        ///< no deadlock, within 1% of unbounded (or the result's pacedTolerance)
 };
 SizingResult sizeFifosOverRange(const Network& net, const SizingOptions& options, const std::string& symbol,
                                 int64_t low, int64_t high, int64_t tile, Network& sized,

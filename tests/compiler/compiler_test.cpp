@@ -694,6 +694,17 @@ TEST(Compiler, Errors) {
                     "  - {name: e, op: exp, inputs: [a], output: y}\noutputs: [y]\n"),
             "g.yaml:2:10: error: unsupported: tensor 'a' (i4, last dimension 17) would move through HBM in 4-bit "
             "tokens; DMAs move whole bytes");
+  // rope rotates heads of head_dim in two halves: it must be even and divide the row.
+  EXPECT_EQ(
+      errorOf("graph: g\ninputs: [{name: x, shape: [4, 240]}]\nops:\n"
+              "  - {name: r, op: rope, inputs: [x], output: y, head_dim: 64}\noutputs: [y]\n"),
+      "g.yaml:4:5: error: op 'r' (rope): field 'head_dim': rope's head_dim must be even and divide the last "
+      "dimension (240), got 64");
+  EXPECT_EQ(
+      errorOf("graph: g\ninputs: [{name: x, shape: [4, 240]}]\nops:\n"
+              "  - {name: r, op: rope, inputs: [x], output: y, head_dim: 15}\noutputs: [y]\n"),
+      "g.yaml:4:5: error: op 'r' (rope): field 'head_dim': rope's head_dim must be even and divide the last "
+      "dimension (240), got 15");
   std::string mlp = readTextFile(graphFile("mlp.yaml"));
   std::string e = errorOf(mlp, {"onchip_budget_bytes=100"});
   EXPECT_NE(e.find("error: the on-chip budget of 100 bytes is too small for kernel 'up', which needs"), std::string::npos) << e;

@@ -34,6 +34,8 @@ Runner addDse(CLI::App& app);
 
 /// Why a sizing was paced (sizing::SizingResult::paced), and its paced run's cycles; one line.
 std::string pacedLine(const sizing::SizingResult& r);
+/// How far over its unbounded run a sized design may run: "1%", or a paced design's tolerance ("3.4%").
+std::string toleranceText(const sizing::SizingResult& r);
 
 /// Symbol bindings from --ctx N and --bind NAME=N; `command` prefixes errors.
 Bindings parseSymbolBindings(const std::string& command, const std::optional<int64_t>& ctx,

@@ -137,18 +137,20 @@ Platform NetworkInput::loadPlatformArg() const {
   return platformFromArg(platform);
 }
 
+std::string toleranceText(const sizing::SizingResult& r) {
+  // To a tenth of a percent: 1% but where a paced design was kept for its fewer bits (up to 5%).
+  int tenths = static_cast<int>(std::lround(std::max(r.pacedTolerance, 0.01) * 1000));
+  return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "") + "%";
+}
+
 std::string pacedLine(const sizing::SizingResult& r) {
   std::string why;
   switch (r.pacedWhy) {
     case sizing::PacedReason::kAsked: why = "as --paced asks"; break;
     case sizing::PacedReason::kOverMemory: why = "sized from the unbounded run they took more than the on-chip memory"; break;
-    case sizing::PacedReason::kFewerBits: {
-      // The tolerance, to a tenth of a percent: 1% for a few bits fewer, up to 5% for a quarter of them.
-      int tenths = static_cast<int>(std::lround(std::max(r.pacedTolerance, 0.01) * 1000));
-      why = "fewer bits than sized from the unbounded run, within " + std::to_string(tenths / 10) +
-            (tenths % 10 ? "." + std::to_string(tenths % 10) : "") + "% of its cycles";
+    case sizing::PacedReason::kFewerBits:
+      why = "fewer bits than sized from the unbounded run, within " + toleranceText(r) + " of its cycles";
       break;
-    }
     case sizing::PacedReason::kOverDevice: why = "sized from the unbounded run they did not fit the device (whole BRAM and URAM blocks)"; break;
     case sizing::PacedReason::kNone: break;
   }

@@ -499,8 +499,8 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
   if (s.paced) st.stage("[3/6] paced     " + pacedLine(s));
   if (overCtx)
     st.stage("[3/6] for ctx   1.." + std::to_string(maxCtx) + ": no deadlock at ctx " + checkedAt +
-             (over.empty() ? "; each within 1% of its unbounded run\n"
-                           : "; over 1% of unbounded at ctx " + over + "\n"));
+             (over.empty() ? "; each within " + toleranceText(s) + " of its unbounded run\n"
+                           : "; over " + toleranceText(s) + " of unbounded at ctx " + over + "\n"));
   std::snprintf(line, sizeof line,
                 "[4/6] verify    %lld cycles with the sized FIFOs (%+.2f%%), no deadlock; %d round(s)\n",
                 static_cast<long long>(cyclesSized),
@@ -517,7 +517,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
 
   std::string holds;  // the range the depths hold over, and where they run slower than unbounded
   if (overCtx) holds = "; the depths hold for ctx 1.." + std::to_string(maxCtx);
-  if (!over.empty()) holds += ", over 1% of unbounded at ctx " + over;
+  if (!over.empty()) holds += ", over " + toleranceText(s) + " of unbounded at ctx " + over;
   if (!a.verbose) {
     std::snprintf(line, sizeof line, "FIFOs sized: %zu, %lld bits; %lld cycles (unbounded %lld)%s\n",
                   s.fifos.size(), static_cast<long long>(s.totalBits), static_cast<long long>(cyclesSized),

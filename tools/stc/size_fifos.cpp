@@ -187,11 +187,12 @@ int sizeCommand(const SizeArgs& a) {
         at += (at.empty() ? "" : ", ") + std::to_string(c.value) + (c.sampled ? "*" : "");
         if (!c.ok)
           over += "  warning: at ctx " + std::to_string(c.value) + " " + std::to_string(c.cycles) +
-                  " cycles, over 1% above " + std::to_string(c.unbounded) + " unbounded\n";
+                  " cycles, over " + toleranceText(r) + " above " + std::to_string(c.unbounded) +
+                  " unbounded\n";
       }
       std::cout << "sized for ctx " << ctxRange.first << ".." << ctxRange.second << ": simulated at ctx "
                 << at << " (* sized at), no deadlock"
-                << (over.empty() ? ", each within 1% of its unbounded run" : "") << "\n"
+                << (over.empty() ? ", each within " + toleranceText(r) + " of its unbounded run" : "") << "\n"
                 << over;
     }
     std::cout << "resources of " << what << ": " << resourcesText(used, platform) << "\n";
