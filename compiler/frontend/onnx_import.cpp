@@ -2537,15 +2537,7 @@ class Importer {
         mm.inputs = {grouped, t != SIZE_MAX ? graph_.ops[t].output : heads};
         mm.output = product;
       }
-      std::set<std::string> dead = {repeat.output, expand->output, unsqueeze->output};
-      std::vector<Op> ops;
-      for (size_t i = 0; i < graph_.ops.size(); ++i) {
-        if (dead.count(graph_.ops[i].output)) continue;
-        for (auto& op : before[i]) ops.push_back(op);
-        ops.push_back(graph_.ops[i]);
-        for (auto& op : after[i]) ops.push_back(op);
-      }
-      graph_.ops = std::move(ops);
+      spliceAround(before, after, {repeat.output, expand->output, unsqueeze->output});
       dropUnread();
       r = SIZE_MAX;  // the list changed: look again from its start (the increment wraps to 0)
     }
@@ -2590,12 +2582,19 @@ class Importer {
       mm.inputs[0] = rows;
       mm.output = made;
     }
-    if (before.empty()) return;
+    if (!before.empty()) spliceAround(before, after, {});
+  }
+
+  // Rebuilds the op list with before[i] inserted ahead of op i and after[i] behind it, leaving out the
+  // ops whose output is in `dead`.
+  void spliceAround(std::map<size_t, std::vector<Op>>& before, std::map<size_t, std::vector<Op>>& after,
+                    const std::set<std::string>& dead) {
     std::vector<Op> ops;
     for (size_t i = 0; i < graph_.ops.size(); ++i) {
-      for (auto& op : before[i]) ops.push_back(op);
-      ops.push_back(graph_.ops[i]);
-      for (auto& op : after[i]) ops.push_back(op);
+      if (dead.count(graph_.ops[i].output)) continue;
+      for (auto& op : before[i]) ops.push_back(std::move(op));
+      ops.push_back(std::move(graph_.ops[i]));
+      for (auto& op : after[i]) ops.push_back(std::move(op));
     }
     graph_.ops = std::move(ops);
   }
