@@ -87,7 +87,15 @@ ITensorType StreamOrder::bind(const Bindings& b) const {
 
 int64_t tileFor(const Expr& last, int64_t tile) {
   if (!last.isConstant()) return tile;
-  return std::gcd(tile, last.eval());
+  const int64_t n = last.eval(), g = std::gcd(tile, n);
+  if (2 * g >= tile) return g;
+  int64_t best = g;  // an awkward width (2,667 = 3 * 7 * 127): its largest divisor up to the tile
+  for (int64_t d = tile; d > g; --d)
+    if (n % d == 0) {
+      best = d;
+      break;
+    }
+  return best;
 }
 
 StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile) {

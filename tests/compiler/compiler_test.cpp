@@ -8,6 +8,7 @@
 #include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/model_spec.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/lower/kernels.h"
 #include "compiler/pipeline.h"
 #include "compiler/sizing/fifo_sizing.h"
 #include "sim/engine.h"
@@ -439,6 +440,17 @@ TEST(Compiler, RopeComputesItsRowsCosAndSinOnce) {
 // A weight tile's stripes each move whole 512-bit beats or a divisor of one (UG1399: an m_axi access of a
 // wider or misaligned token takes several), about the channels the tile needs per cycle (14.375 GB/s at
 // 250 MHz: 57.5 bytes a channel-cycle), within the cap.
+// A token's elements along a constant width: gcd(tile, width) where that is at least half the tile, else
+// the width's largest divisor up to the tile (2,667 = 3 * 7 * 127 streamed one element a token made every
+// elementwise op of a SwiGLU MLP on it 2,667 cycles a row).
+TEST(Compiler, StreamTilesAreLargeDivisorsOfTheWidth) {
+  const std::vector<std::pair<int64_t, int64_t>> cases = {{768, 16}, {1000, 8}, {2667, 7}, {27, 9},
+                                                          {42, 14},  {29, 1},   {12, 12},  {1500, 15}};
+  for (auto [width, tile] : cases) EXPECT_EQ(stc::tileFor(stc::Expr(width), 16), tile) << width;
+  EXPECT_EQ(stc::tileFor(stc::Expr(2667), 64), 21);
+  EXPECT_EQ(stc::tileFor(stc::Expr::parse("ctx"), 16), 16);
+}
+
 TEST(Compiler, WeightStripesAreBeatAligned) {
   for (int64_t ok : {16, 32, 64, 128, 192}) EXPECT_TRUE(stc::beatAligned(ok)) << ok;
   for (int64_t bad : {0, 48, 96, 80}) EXPECT_FALSE(stc::beatAligned(bad)) << bad;
@@ -475,7 +487,7 @@ TEST(Compiler, WeightStripesAreBeatAligned) {
       EXPECT_EQ(f.width % 32, 0) << f.name;
       bits += f.width;
     }
-  EXPECT_EQ(bits, 27 * 32);  // a [27, 1] tile a token
+  EXPECT_EQ(bits, 27 * 9 * 32);  // a [27, 9] tile a token: 27's stream tile is 9, its largest divisor to 16
 }
 
 TEST(Compiler, ReductionTilesGrowToDivisorsOfK) {

@@ -198,10 +198,18 @@ TEST(Emit, MatmulCsimMatchesTheReference) {
   expectBitExact(path, "q_matmul", "--set quant=w4a8", 0.99);
 }
 
-// A weight tile of 27 floats (K = 27: the tile is gcd(16, 27) = 1 wide and 27 deep), 108 bytes: striped over
-// channels only at whole floats (two stripes of 54 bytes would split one; the emitted tile lost it).
+// A weight tile of 27 floats (K = 27, N = 29 a prime: the tile is 1 wide and 27 deep), 108 bytes: striped
+// over channels only at whole floats (two stripes of 54 bytes would split one; the emitted tile lost it).
 TEST(Emit, AWeightTileOfAnOddNumberOfFloatsCsimMatchesTheReference) {
-  emitAndSimulate(matmulGraph("odd_tile", 2, 27, 27), "odd_tile");
+  emitAndSimulate(matmulGraph("odd_tile", 2, 27, 29), "odd_tile");
+}
+
+// Widths whose gcd with the tile is small stream in their largest divisor up to it: K = 21 in tokens of 7,
+// N = 42 in tokens of 14 (gcd(16, 42) = 2).
+TEST(Emit, AwkwardWidthsCsimMatchesTheReference) {
+  std::string path = matmulGraph("awkward", 3, 21, 42);
+  emitAndSimulate(path, "awkward");
+  expectBitExact(path, "q_awkward", "--set quant=w4a8", 0.99);
 }
 
 // Elementwise ops with broadcasts, transposes (of an input and of an on-chip tensor), a slice, a
