@@ -319,6 +319,19 @@ TEST(Cli, DseWritesTheFrontAndThePick) {
       << bad.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "bad"));
   EXPECT_EQ(bad.out.find("points"), std::string::npos) << bad.out;  // refused before the sweep
+  // A knob naming no matmul of the graph: refused at its line, not a sweep of rejected points.
+  std::ofstream(dir + "typo.yaml") << "space:\n  tile: [8]\n  tk.upp: [64]\n";
+  Outcome typo = stc("dse " + graph + " --space " + dir + "typo.yaml -o " + dir + "bad");
+  EXPECT_EQ(typo.code, 1);
+  EXPECT_NE(typo.out.find("typo.yaml:3:12: error: field 'tk.upp': the graph has no matmul named 'upp'"),
+            std::string::npos)
+      << typo.out;
+  Outcome typoSet = stc("dse " + graph + " --set row_block.act=2 -o " + dir + "bad");
+  EXPECT_EQ(typoSet.code, 1);
+  EXPECT_NE(typoSet.out.find("stc dse: error: --set row_block.act: the graph has no matmul named 'act'"),
+            std::string::npos)
+      << typoSet.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "bad"));
   Outcome unbound = stc("dse " + std::string(STC_SOURCE_DIR) + "/models/gpt2-tiny.yaml -o " + dir + "bad");
   EXPECT_EQ(unbound.code, 1);
   EXPECT_NE(unbound.out.find("gpt2-tiny.yaml: error: the layer uses symbol 'ctx': bind it with --ctx N"),

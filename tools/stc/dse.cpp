@@ -72,6 +72,32 @@ std::string describe(const dse::Point& p) {
   return s;
 }
 
+// A setting naming an op (tk.OP, tn.OP, row_block.OP, lane_ii.OP) must name one of the graph's: else every
+// point would be rejected for the same reason and the sweep end with an empty front. The reason, or "".
+std::string missingOp(const std::string& key, const Graph& graph) {
+  size_t dot = key.find('.');
+  if (dot == std::string::npos) return "";
+  std::string kind = key.substr(0, dot), name = key.substr(dot + 1);
+  if (kind != "tk" && kind != "tn" && kind != "row_block" && kind != "lane_ii") return "";
+  bool matmulOnly = kind != "lane_ii";
+  for (const Op& op : graph.ops)
+    if (op.name == name && (!matmulOnly || op.op == "matmul" || op.op == "linear")) return "";
+  return std::string("the graph has no ") + (matmulOnly ? "matmul" : "op") + " named '" + name + "'";
+}
+
+void checkOpSettings(const Sweep& s) {
+  for (const std::string& kv : s.subject.base) {
+    std::string key = kv.substr(0, kv.find('=')), why = missingOp(key, s.subject.graph);
+    if (!why.empty()) throw UserError("stc dse: error: --set " + key + ": " + why);
+  }
+  for (const SpaceKnob& k : s.space.knobs) {
+    std::string why = missingOp(k.key, s.subject.graph);
+    if (why.empty()) continue;
+    if (k.valueLocs.empty()) throw UserError("stc dse: error: knob '" + k.key + "': " + why);
+    throw UserError(formatError(k.valueLocs[0], "field '" + k.key + "': " + why));
+  }
+}
+
 }  // namespace
 
 Sweep prepareSweep(const DseArgs& a) {
@@ -80,6 +106,7 @@ Sweep prepareSweep(const DseArgs& a) {
   s.subject = loadSubject(a, s.platform);
   parseCompileOptions(s.subject.base, s.platform);  // a bad --set: said before anything runs
   s.space = a.space.empty() ? dse::defaultSpace(s.platform) : dse::loadSpace(a.space, s.platform);
+  checkOpSettings(s);
   s.bindings = parseSymbolBindings("stc dse", a.ctx, a.binds);
   requireBindings(inferShapes(s.subject.graph).symbols(), s.bindings, a.input,
                   s.subject.fromModel ? "layer" : "graph");
