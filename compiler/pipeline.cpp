@@ -6,12 +6,14 @@
 //         CompileResult
 #include "compiler/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "compiler/dse/channels.h"
 #include "compiler/dse/cost_model.h"
@@ -543,6 +545,31 @@ void assignPhaseChannels(CompileResult& c, const Platform& platform) {
   assignChannelsByPhase(c.network, platform, phaseBindings);
 }
 
+namespace {
+
+// A constant width past the tile with no divisor from 2 to it (a prime: 1,009) streams one element a token:
+// every kernel on it does one element a cycle, and its matmuls unroll over the other dimension only.
+std::vector<std::string> narrowStreamWarnings(const TypedGraph& typed, int64_t tile) {
+  std::vector<std::tuple<int, int, std::string>> found;
+  for (const auto& [name, t] : typed.tensors) {
+    if (t.shape.empty() || !t.shape.back().isConstant()) continue;
+    int64_t width = t.shape.back().eval();
+    if (width <= tile || tileFor(t.shape.back(), tile) != 1) continue;
+    int64_t padded = (width + tile - 1) / tile * tile;
+    found.emplace_back(t.loc.line, t.loc.column,
+                       t.loc.str() + ": warning: tensor '" + name +
+                           "' streams one element a token: its last dimension " + std::to_string(width) +
+                           " has no divisor from 2 to the tile (" + std::to_string(tile) + "); padded to " +
+                           std::to_string(padded) + " it would stream " + std::to_string(tile));
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::get<2>(f));
+  return out;
+}
+
+}  // namespace
+
 CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& given) {
   auto begin = std::chrono::steady_clock::now();
   CompileOptions options = given;
@@ -552,6 +579,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
     if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
   if (options.quant == "w4a8") quantize(typed);
   options.tile = tileForReshapes(typed, options.tile);
+  out.report.warnings = narrowStreamWarnings(typed, options.tile);
   options.stripeCap = stripeCaps(typed, platform, options);
   Schedules schedules = chooseSchedules(typed, platform, options);
   KernelGraph kernels = lowerToKernels(typed, options, schedules);

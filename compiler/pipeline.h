@@ -22,6 +22,9 @@ struct CompileReport {
   int64_t onchipBytesFused = 0;         ///< every buffer and FIFO of the groups (what the budget bounds)
   int64_t onchipBytesIntermediate = 0;  ///< of which on streams between kernels (intermediate results)
   int64_t onchipBytesUnfused = 0;       ///< the intermediate results kept whole instead
+  /// "file:line:col: warning: ..." for what compiles but will run far below what the platform can do (a
+  /// width that streams one element a token), in the file's order.
+  std::vector<std::string> warnings;
   Resources resources;
   bool fits = false;
   double compileSeconds = 0;

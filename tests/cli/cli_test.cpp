@@ -284,6 +284,27 @@ TEST(Cli, ScheduleFiles) {
 
 // stc dse: every point and the front written, the picked point's sized network simulating to the
 // cycles its line reports and emitting; a bad pick or an unbound symbol writes nothing.
+// A width with no divisor from 2 to the tile (1,009 is prime) compiles, with a warning at the tensor's line;
+// 1,008 = 16 * 63 gives none.
+TEST(Cli, APrimeWidthIsWarnedOf) {
+  std::string dir = ::testing::TempDir() + "prime/";
+  std::filesystem::create_directories(dir);
+  for (int width : {1009, 1008})
+    std::ofstream(dir + std::to_string(width) + ".yaml")
+        << "graph: g\ninputs: [{name: x, shape: [2, " << width << "]}]\nops:\n"
+        << "  - {name: a, op: relu, inputs: [x], output: y}\noutputs: [y]\n";
+  Outcome prime = stc("compile " + dir + "1009.yaml -o " + dir + "p.net --json");
+  ASSERT_EQ(prime.code, 0) << prime.out;
+  const std::string warning =
+      "' streams one element a token: its last dimension 1009 has no divisor from 2 to "
+      "the tile (16); padded to 1024 it would stream 16";
+  EXPECT_NE(prime.out.find("1009.yaml:2:10: warning: tensor 'x" + warning), std::string::npos) << prime.out;
+  EXPECT_NE(prime.out.find("1009.yaml:4:5: warning: tensor 'y" + warning), std::string::npos) << prime.out;
+  Outcome even = stc("compile " + dir + "1008.yaml -o " + dir + "e.net");
+  ASSERT_EQ(even.code, 0) << even.out;
+  EXPECT_EQ(even.out.find("warning"), std::string::npos) << even.out;
+}
+
 TEST(Cli, DseWritesTheFrontAndThePick) {
   std::string dir = ::testing::TempDir() + "dse/", graph = STC_SOURCE_DIR "/models/graphs/mlp.yaml";
   std::filesystem::remove_all(dir);

@@ -33,7 +33,8 @@ nlohmann::json reportJson(const CompileReport& r) {
           {"onchip_bytes_unfused", r.onchipBytesUnfused},
           {"resources", resourcesJson(r.resources)},
           {"fits", r.fits},
-          {"compile_seconds", r.compileSeconds}};
+          {"compile_seconds", r.compileSeconds},
+          {"warnings", r.warnings}};
 }
 
 int compile(const CompileArgs& a) {
@@ -70,6 +71,7 @@ int compile(const CompileArgs& a) {
   result.network.sourceSettings = settings;
   if (!a.writeSchedule.empty())
     writeFileAtomic(a.writeSchedule, emitSchedule(schedulePins(result.schedules, result.options)));
+  for (const std::string& w : result.report.warnings) std::cerr << w << "\n";
   nlohmann::json report = reportJson(result.report);
   for (const auto& [op, sched] : result.schedules) {
     report["schedules"][op] = {{"tk", sched.tk}, {"row_block", sched.rowBlock}};
