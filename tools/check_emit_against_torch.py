@@ -116,6 +116,7 @@ def cases(m):
         ("gqa_broadcast_d96_h6_kv3_s6", lambda: m.BroadcastHeads(96, 6, 3), (1, 6, 96), 17, None, []),
         ("more_activations", lambda: m.MoreActivations(), (1, 8, 64), 17, None, []),
         ("more_activations_d96_s12", lambda: m.MoreActivations(96), (1, 12, 96), 17, None, []),
+        ("threshold_selects", lambda: m.ThresholdSelects(), (1, 8, 64), 17, None, []),
     ]
 
 

@@ -28,6 +28,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   sliding_window_attention.onnx
                      Mistral's sliding-window mask as Hugging Face built it (arange, a comparison, a bool tril,
                      masked_fill of finfo.min in place), added before the softmax; opset 17
+  threshold_selects.onnx
+                     torch.where whose branch not taken is inf (softplus's threshold written out), and a
+                     where of a -inf constant; opset 17
   tiled_mlp.onnx     x.repeat (Tile), an expanded parameter, softplus and log; opset 17
   rope_in_forward.onnx, rope_in_forward_seq.onnx
                      rotary embedding whose table forward computes (outer, cat, cos, sin of constants);
@@ -856,6 +859,22 @@ class MoreActivations(nn.Module):
         return self.out(y) + f.log_softmax(h, dim=-1)
 
 
+class ThresholdSelects(nn.Module):
+    """Selects whose branch not taken overflows: softplus with its threshold written out, as model code
+    guards log1p(exp(h)) (exp is inf past 88), and a where against a -inf constant."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.lin(x) * 40
+        soft = torch.where(h > 20, h, torch.log1p(torch.exp(h)))
+        floor = torch.where(h < -30, torch.full_like(h, float("-inf")), h)
+        return self.out(soft) + torch.exp(floor / 40)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -903,7 +922,7 @@ def main():
                         (NormVariants, "norm_variants"), (MaskedFills, "masked_fills"),
                         (InputViews, "input_views"), (BroadcastHeads, "mqa_broadcast"),
                         (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast"),
-                        (MoreActivations, "more_activations")):
+                        (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

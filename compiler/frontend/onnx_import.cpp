@@ -2054,18 +2054,19 @@ class Importer {
       op.op = "add";
       op.inputs = {operand(whereStream, op.name), weightFrom(bname, bname)};
     } else if (d.op == "Where") {
-      // A select on data, as a + (b - a) would round: a * c + b * (c == 0), with c 1 where the condition
-      // holds and 0 elsewhere (a comparison's output). Exact while a and b are finite.
+      // A select on data, as a + (b - a) would round: select(a, c) + select(b, c == 0), with c 1 where
+      // the condition holds and 0 elsewhere (a comparison's output) and select(x, m) x where m is not 0,
+      // else 0: exact, whatever the branch not taken holds (a product by 0 would make its inf NaN).
       std::string c = operand(d.inputs[0], op.name), a = finiteOperand(d.inputs[1], op.name),
                   b = finiteOperand(d.inputs[2], op.name);
       if (a.empty() || b.empty()) {
         unsupported_.push_back(name + " (Where selecting a constant NaN)");
         return;
       }
-      std::string taken = auxOp("mul", op.name + "_taken", {a, c}, d.output + "_taken");
+      std::string taken = auxOp("select", op.name + "_taken", {a, c}, d.output + "_taken");
       std::string otherwise = auxOp("equal", op.name + "_otherwise", {c, scalarWeight(op.name + "_zero", 0.0)},
                                     d.output + "_otherwise");
-      std::string left = auxOp("mul", op.name + "_left", {b, otherwise}, d.output + "_left");
+      std::string left = auxOp("select", op.name + "_left", {b, otherwise}, d.output + "_left");
       op.op = "add";
       op.inputs = {taken, left};
     } else if (auto cmp = comparisons().find(d.op); cmp != comparisons().end()) {
@@ -2281,8 +2282,8 @@ class Importer {
     graph_.ops.push_back(op);
     return op.output;
   }
-  // A select's operand: an infinite constant as the largest float of its sign (a * 0 must stay 0 where it
-  // is not selected; a softmax weighs -FLT_MAX as it does -inf); empty for a constant holding NaN.
+  // A select's operand: an infinite constant as the largest float of its sign (no weight holds an infinity;
+  // a softmax weighs -FLT_MAX as it does -inf); empty for a constant holding NaN.
   std::string finiteOperand(const std::string& v, const std::string& user) {
     auto c = consts_.find(v);
     if (c == consts_.end()) return operand(v, user);

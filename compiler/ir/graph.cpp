@@ -12,10 +12,11 @@ namespace {
 
 const std::vector<std::pair<std::string, int>>& elementwiseOps() {
   static const std::vector<std::pair<std::string, int>> ops = {
-      {"add", 2},     {"sub", 2},  {"mul", 2},        {"div", 2},  {"max", 2}, {"min", 2}, {"pow", 2},
-      {"gelu", 1},    {"silu", 1}, {"relu", 1},       {"sigmoid", 1}, {"exp", 1}, {"tanh", 1}, {"erf", 1},
-      {"sqrt", 1},    {"reciprocal", 1}, {"abs", 1}, {"log", 1}, {"softplus", 1},
-      {"greater", 2}, {"less", 2}, {"equal", 2}, {"greater_equal", 2}, {"less_equal", 2}};
+      {"add", 2},     {"sub", 2},        {"mul", 2},   {"div", 2},           {"max", 2},
+      {"min", 2},     {"select", 2},     {"pow", 2},   {"gelu", 1},          {"silu", 1},
+      {"relu", 1},    {"sigmoid", 1},    {"exp", 1},   {"tanh", 1},          {"erf", 1},
+      {"sqrt", 1},    {"reciprocal", 1}, {"abs", 1},   {"log", 1},           {"softplus", 1},
+      {"greater", 2}, {"less", 2},       {"equal", 2}, {"greater_equal", 2}, {"less_equal", 2}};
   return ops;
 }
 

@@ -26,6 +26,7 @@ float elementwiseValue(const Op& op, float a, float b) {
   if (k == "div") return a / b;
   if (k == "max") return st_max(a, b);
   if (k == "min") return st_min(a, b);
+  if (k == "select") return b != 0.0f ? a : 0.0f;  // a where b holds, else 0 (not a * b: inf * 0 is NaN)
   if (k == "pow") return std::pow(a, b);
   if (k == "greater") return a > b ? 1.0f : 0.0f;  // a comparison: 1 where it holds (never for NaN), else 0
   if (k == "less") return a < b ? 1.0f : 0.0f;
@@ -55,6 +56,7 @@ std::string elementwiseCode(const Op& op, const std::string& a, const std::strin
   if (k == "div") return a + " / " + b;
   if (k == "max") return "st_max(" + a + ", " + b + ")";
   if (k == "min") return "st_min(" + a + ", " + b + ")";
+  if (k == "select") return "(" + b + " != 0.0f ? " + a + " : 0.0f)";
   if (k == "pow") return "std::pow(" + a + ", " + b + ")";
   static const std::map<std::string, std::string> compare = {
       {"greater", " > "}, {"less", " < "}, {"equal", " == "}, {"greater_equal", " >= "}, {"less_equal", " <= "}};

@@ -324,13 +324,14 @@ TEST(Onnx, FoldsMaskArithmeticAndMapsReductions) {
     for (size_t j = 0; j < 8; ++j) EXPECT_EQ(bias[i * 8 + j], j <= i ? 0.0f : -1e4f) << i << "," << j;
   CompileResult r = compileGraph(graph, defaultPlatform(), parseCompileOptions({}, defaultPlatform()));
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock);
-  // Summed without the softmax, adding -1e4 is not the select: it is the select itself, x * c + low * (c ==
-  // 0) with c the folded mask, which gives x where the mask keeps it and -1e4 elsewhere, exactly.
+  // Summed without the softmax, adding -1e4 is not the select: it is the select itself, select(x, c) +
+  // select(low, c == 0) with c the folded mask, which gives x where the mask keeps it and -1e4 elsewhere,
+  // exactly.
   g->mutable_node()->DeleteSubrange(g->node_size() - 2, 1);
   g->mutable_node(g->node_size() - 1)->set_input(0, "masked");
   std::string bare = writeModel(m, "masked_sum.onnx");
   Graph selected = importOnnx(bare);
-  std::map<std::string, int> want = {{"mul", 2}, {"equal", 1}, {"add", 1}, {"reduce_sum", 1}};
+  std::map<std::string, int> want = {{"select", 2}, {"equal", 1}, {"add", 1}, {"reduce_sum", 1}};
   EXPECT_EQ(opCounts(selected), want);
   std::vector<float> x(32);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i) - 3.0f;
@@ -605,7 +606,7 @@ TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
   addNode(g, "Softmax", {"filled"}, "probs");
   g->add_output()->set_name("probs");
   Graph graph = importOnnx(writeModel(m, "fill_zero.onnx"));
-  std::map<std::string, int> want = {{"mul", 2}, {"equal", 1}, {"add", 1}, {"softmax", 1}};
+  std::map<std::string, int> want = {{"select", 2}, {"equal", 1}, {"add", 1}, {"softmax", 1}};
   EXPECT_EQ(opCounts(graph), want);
   std::vector<float> x(32);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.3f * static_cast<float>(i % 7) - 1.0f;
@@ -621,11 +622,10 @@ TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
   }
 }
 
-// Selects on data: an infinite constant operand is the largest float of its sign (its product with 0 stays
-// 0 where it is not selected, as -inf's would not; a NaN in the stream still shows through, unlike
-// torch's), bool() of a stream is 1 for every value not 0 (NaN too), an einsum by an initializer is sized
-// (ONNX 1.12 gives its rank alone) so that a softmax can follow, and malformed Tile and Where nodes are
-// listed, not crashed on.
+// Selects on data: an infinite constant operand is the largest float of its sign, a NaN in the stream does
+// not show through where it is not selected (as torch's), bool() of a stream is 1 for every value not 0 (NaN
+// too), an einsum by an initializer is sized (ONNX 1.12 gives its rank alone) so that a softmax can follow,
+// and malformed Tile and Where nodes are listed, not crashed on.
 TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
   onnx::ModelProto m = modelWithInput(17, "selects", {2, 4});
   onnx::GraphProto* g = m.mutable_graph();
@@ -664,11 +664,8 @@ TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
   ASSERT_EQ(kept.size(), 8u);
   ASSERT_EQ(picked.size(), 8u);
   for (size_t i = 0; i < 8; ++i) {
-    if (std::isnan(x[i])) {  // NaN * 0 is NaN: a NaN stream operand shows through where it is not selected
-      EXPECT_TRUE(std::isnan(kept[i]));
-    } else {
-      EXPECT_EQ(kept[i], x[i] > 0 ? x[i] : -std::numeric_limits<float>::max()) << i;
-    }
+    // A NaN is not positive: the constant is kept there (a product of the branch not taken by 0 made it NaN).
+    EXPECT_EQ(kept[i], x[i] > 0 ? x[i] : -std::numeric_limits<float>::max()) << i;
     EXPECT_EQ(picked[i], x[i] != 0 ? 2.0f : 3.0f) << i;                             // bool(NaN) is true
   }
   // Malformed: a Tile of no copies and a Where of two inputs are listed by name.
@@ -1173,7 +1170,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "input_views.onnx",
                                            "mqa_broadcast.onnx",
                                            "gqa_broadcast.onnx",
-                                           "more_activations.onnx"};
+                                           "more_activations.onnx",
+                                           "threshold_selects.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -1242,13 +1240,13 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   auto counts = opCounts(importOnnx(model("pointwise.onnx")));
   for (const char* op : {"erf", "sigmoid", "pow", "abs", "max", "min"}) EXPECT_EQ(counts[op], 1) << op;
   EXPECT_EQ(counts["sqrt"], 2);
-  // Selects on data: each of the three torch.where is a * c + b * (c == 0) over its comparison (>, <, >=):
-  // 2 multiplies, an equal and an add each; 0.01 * h and the last product two more multiplies, the final
-  // sum one more add. clamp and hardtanh (Clip) are a max and a min each; the einsum is the second matmul
-  // (nn.Linear of 2-D x is a Gemm: the first, its bias inside).
+  // Selects on data: each of the three torch.where is select(a, c) + select(b, c == 0) over its comparison
+  // (>, <, >=): 2 selects, an equal and an add each; 0.01 * h and the last product two multiplies, the
+  // final sum one more add. clamp and hardtanh (Clip) are a max and a min each; the einsum is the second
+  // matmul (nn.Linear of 2-D x is a Gemm: the first, its bias inside).
   std::map<std::string, int> select = {{"matmul", 2}, {"greater", 1}, {"less", 1}, {"greater_equal", 1},
-                                       {"equal", 3},  {"mul", 8},     {"add", 4},  {"max", 2},
-                                       {"min", 2}};
+                                       {"equal", 3},  {"select", 6},  {"mul", 2},  {"add", 4},
+                                       {"max", 2},    {"min", 2}};
   auto selectCounts = opCounts(importOnnx(model("select_mlp.onnx")));
   EXPECT_EQ(selectCounts, select);
   // Einsum: q.k over heads laid out [b, q, h, d] transposes both operands to [b, h, q, d] and [b, h, d, k];
