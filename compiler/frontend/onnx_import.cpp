@@ -1065,7 +1065,21 @@ class Importer {
         {"Min", [](double a, double b) { return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b); }}};
     if (op == "Div" && integerValue(n.output(0)))  // integer division truncates (chunk's ceil division)
       out = broadcast(in(0), in(1), [](double a, double b) { return b == 0 ? 0 : std::trunc(a / b); });
-    else if (auto it = binary.find(op); it != binary.end() && n.input_size() == 2)
+    else if (op == "Mod" && n.input_size() == 2)  // fmod 0: the divisor's sign (Python's %), 1: C's fmod
+      out = broadcast(in(0), in(1), [fmod = intAttr(n, "fmod", 0) != 0](double a, double b) {
+        return b == 0 ? 0 : fmod ? std::fmod(a, b) : a - b * std::floor(a / b);
+      });
+    else if (op == "Clip") {  // clamp of an index table (relative positions): bounds as inputs, or attributes
+      out = in(0);
+      double lo = floatAttr(n, "min", -std::numeric_limits<double>::infinity()),
+             hi = floatAttr(n, "max", std::numeric_limits<double>::infinity());
+      if (n.input_size() > 1 && !n.input(1).empty() && !in(1).v.empty()) lo = in(1).v[0];
+      if (n.input_size() > 2 && !n.input(2).empty() && !in(2).v.empty()) hi = in(2).v[0];
+      for (double& x : out.v) x = std::isnan(x) ? x : std::min(std::max(x, lo), hi);
+    } else if (op == "Round" || op == "Relu") {
+      out = in(0);
+      for (double& x : out.v) x = op == "Round" ? std::nearbyint(x) : x < 0 ? 0 : x;  // Round: half to even
+    } else if (auto it = binary.find(op); it != binary.end() && n.input_size() == 2)
       out = broadcast(in(0), in(1), it->second);
     else if (op == "IsNaN" || op == "IsInf") {  // a mask cleaned with nan_to_num
       out = in(0);

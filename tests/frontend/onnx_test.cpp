@@ -622,6 +622,44 @@ TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
   }
 }
 
+// Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
+// with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
+// embedding that no emission could gather (Shaw's relative positions).
+TEST(Onnx, ConstantModClipAndRoundFold) {
+  onnx::ModelProto m = modelWithInput(17, "folds", {4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "rel", {4}, {-5, -1, 2, 7}, onnx::TensorProto::INT64);
+  addInitializer(g, "three", {}, {3}, onnx::TensorProto::INT64);
+  addInitializer(g, "lo", {}, {-2}, onnx::TensorProto::INT64);
+  addInitializer(g, "hi", {}, {3}, onnx::TensorProto::INT64);
+  addInitializer(g, "halves", {4}, {0.5, 1.5, 2.5, -0.5});
+  addNode(g, "Mod", {"rel", "three"}, "m0");
+  auto* fmod = addNode(g, "Mod", {"rel", "three"}, "m1")->add_attribute();
+  fmod->set_name("fmod");
+  fmod->set_type(onnx::AttributeProto::INT);
+  fmod->set_i(1);
+  addNode(g, "Clip", {"rel", "lo", "hi"}, "c");
+  addNode(g, "Clip", {"rel", "", "hi"}, "c2");
+  addNode(g, "Round", {"halves"}, "r");
+  for (const char* v : {"m0", "m1", "c", "c2"}) {
+    auto* to = addNode(g, "Cast", {v}, std::string(v) + "f")->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT);
+  }
+  for (const char* v : {"m0f", "m1f", "cf", "c2f", "r"}) {
+    addNode(g, "Add", {"x", v}, std::string("y_") + v);
+    g->add_output()->set_name(std::string("y_") + v);
+  }
+  Graph graph = importOnnx(writeModel(m, "folds.onnx"));
+  std::map<std::string, Tensor> values = {{"x", Tensor{{4}, {0, 0, 0, 0}}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto got = interpret(graph, values);
+  const std::vector<std::vector<float>> want = {
+      {1, 2, 2, 1}, {-2, -1, 2, 1}, {-2, -1, 2, 3}, {-5, -1, 2, 3}, {0, 2, 2, 0}};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got.at(graph.outputs.at(i)).data, want[i]) << i;
+}
+
 // Selects on data: an infinite constant operand is the largest float of its sign, a NaN in the stream does
 // not show through where it is not selected (as torch's), bool() of a stream is 1 for every value not 0 (NaN
 // too), an einsum by an initializer is sized (ONNX 1.12 gives its rank alone) so that a softmax can follow,
