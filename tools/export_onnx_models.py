@@ -31,6 +31,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   threshold_selects.onnx
                      torch.where whose branch not taken is inf (softplus's threshold written out), and a
                      where of a -inf constant; opset 17
+  norm_weight_shapes.onnx
+                     norms whose weights are [1, 1, d], [1, d] and (Cohere's per-head LayerNorm of q)
+                     [heads, head_dim]; opset 17
   tiled_mlp.onnx     x.repeat (Tile), an expanded parameter, softplus and log; opset 17
   rope_in_forward.onnx, rope_in_forward_seq.onnx
                      rotary embedding whose table forward computes (outer, cat, cos, sin of constants);
@@ -875,6 +878,32 @@ class ThresholdSelects(nn.Module):
         return self.out(soft) + torch.exp(floor / 40)
 
 
+class NormWeightShapes(nn.Module):
+    """Norms whose weights are not [d]: an RMSNorm gain of shape [1, 1, d], a LayerNorm written out with
+    weight and bias [1, d], and Cohere's per-head LayerNorm of q with a [heads, head_dim] weight, no bias."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.g = nn.Parameter(1 + 0.3 * torch.randn(1, 1, d))
+        self.w = nn.Parameter(1 + 0.3 * torch.randn(1, d))
+        self.b = nn.Parameter(0.1 * torch.randn(1, d))
+        self.q_w = nn.Parameter(1 + 0.3 * torch.randn(heads, d // heads))
+        self.q = nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.g
+        m = h.mean(-1, keepdim=True)
+        h = (h - m) / torch.sqrt((h - m).pow(2).mean(-1, keepdim=True) + 1e-5) * self.w + self.b
+        q = self.q(h).view(b, s, self.h, self.hd)
+        mean = q.mean(-1, keepdim=True)
+        var = (q - mean).pow(2).mean(-1, keepdim=True)
+        q = self.q_w * ((q - mean) * torch.rsqrt(var + 1e-5))
+        return self.out(q.reshape(b, s, d)) + h
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -922,7 +951,8 @@ def main():
                         (NormVariants, "norm_variants"), (MaskedFills, "masked_fills"),
                         (InputViews, "input_views"), (BroadcastHeads, "mqa_broadcast"),
                         (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast"),
-                        (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects")):
+                        (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects"),
+                        (NormWeightShapes, "norm_weight_shapes")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

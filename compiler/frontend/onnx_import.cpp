@@ -1589,14 +1589,32 @@ class Importer {
     nodes.push_back(normed);
     Dyn* scale = soleConsumer(normed->output, "Mul");
     if (!scale || !consts_.count(other(*scale, normed->output))) return;
-    nodes.push_back(scale);
-    std::vector<std::string> inputs = {x, weightFrom(other(*scale, normed->output), scale->output + "_scale")};
-    Dyn* last = scale;
-    if (layer) {
+    // The norm's scale and bias are [D]: a constant [1, 1, D] is one, read as [D]; any other (Cohere's
+    // per-head [heads, head_dim] over q viewed as heads) stays a multiply after a norm of scale 1 and no
+    // bias.
+    std::vector<int64_t> xs = constantDims(x);
+    const int64_t width = xs.empty() ? 0 : xs.back();
+    std::string gain = rowVector(other(*scale, normed->output), width, scale->output + "_scale");
+    Dyn* last = normed;
+    if (!gain.empty()) {
+      nodes.push_back(scale);
+      last = scale;
+    } else if (width > 0) {
+      std::string ones = freeOfModel(normed->output + "_unit_scale");
+      consts_[ones] = Const{{width}, std::vector<double>(static_cast<size_t>(width), 1.0)};
+      gain = weightFrom(ones, ones);
+    } else {
+      return;
+    }
+    std::vector<std::string> inputs = {x, gain};
+    if (layer && last == scale) {
       Dyn* bias = soleConsumer(scale->output, "Add");
-      if (bias && consts_.count(other(*bias, scale->output))) {
+      std::string shift = bias && consts_.count(other(*bias, scale->output))
+                              ? rowVector(other(*bias, scale->output), width, bias->output + "_bias")
+                              : "";
+      if (!shift.empty()) {
         nodes.push_back(bias);
-        inputs.push_back(weightFrom(other(*bias, scale->output), bias->output + "_bias"));
+        inputs.push_back(shift);
         last = bias;
       }
     }
@@ -1816,6 +1834,21 @@ class Importer {
   // A constant read by an op becomes a weight (named after the constant, or `fallback` for scalars), its
   // values, when known, as f32 in graph.values. The weight keeps the constant's shape and layout (a Gemm's
   // transB stays an attribute), so the values are the constant's, in order.
+  // A constant as a norm's [D] scale or bias: as it is when [D] (or D unknown), [1, .., 1, D] read as [D];
+  // "" for any other shape.
+  std::string rowVector(const std::string& value, int64_t width, const std::string& fallback) {
+    const Const& c = consts_.at(value);
+    if (c.dims.empty() || (width > 0 && c.dims.back() != width)) return "";
+    for (size_t i = 0; i + 1 < c.dims.size(); ++i)
+      if (c.dims[i] != 1) return "";
+    if (c.dims.size() == 1) return weightFrom(value, fallback);
+    std::string name = freeOfModel((value.empty() ? fallback : value) + "_row");
+    Const row = c;
+    row.dims = {c.dims.back()};
+    consts_[name] = row;
+    return weightFrom(name, name);
+  }
+
   std::string weightFrom(const std::string& value, const std::string& fallback) {
     if (declared_.count(value)) return value;
     const Const& c = consts_.at(value);

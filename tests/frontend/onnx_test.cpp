@@ -1209,7 +1209,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "mqa_broadcast.onnx",
                                            "gqa_broadcast.onnx",
                                            "more_activations.onnx",
-                                           "threshold_selects.onnx"};
+                                           "threshold_selects.onnx",
+                                           "norm_weight_shapes.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -1287,6 +1288,11 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                        {"max", 2},    {"min", 2}};
   auto selectCounts = opCounts(importOnnx(model("select_mlp.onnx")));
   EXPECT_EQ(selectCounts, select);
+  // Norm weights of shape [1, 1, d] and [1, d] are the norms' own; Cohere's per-head [heads, head_dim] weight
+  // stays a multiply after a layernorm of scale 1 (it was fused, then refused as a scale not [16]).
+  std::map<std::string, int> norms = {{"rmsnorm", 1}, {"layernorm", 2}, {"mul", 1},
+                                      {"add", 3},     {"matmul", 2},    {"reshape", 2}};
+  EXPECT_EQ(opCounts(importOnnx(model("norm_weight_shapes.onnx"))), norms);
   // Einsum: q.k over heads laid out [b, q, h, d] transposes both operands to [b, h, q, d] and [b, h, d, k];
   // p.v ("bhqk,bkhd->bqhd") transposes v to [b, h, k, d] and the product back to [b, q, h, d].
   auto einsumCounts = opCounts(importOnnx(model("einsum_attention.onnx")));
