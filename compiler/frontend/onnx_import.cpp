@@ -1901,6 +1901,18 @@ class Importer {
         unsupported_.push_back(name + " (Cast of a stream to an integer type)");
         return;
       }
+      // The design computes in f32 (or W4A8): a float32 stream rounded to 16 bits and back (autocast
+      // emulated, h.to(torch.bfloat16)) would be the identity here, up to 1.4e-3 from torch's result.
+      auto from = types_.find(d.inputs[0]);
+      int32_t fromType = from != types_.end() && from->second->has_tensor_type()
+                             ? from->second->tensor_type().elem_type()
+                             : onnx::TensorProto::UNDEFINED;
+      if ((to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16) && fromType != to) {
+        unsupported_.push_back(name + " (Cast of a stream to " +
+                               (to == onnx::TensorProto::FLOAT16 ? "float16" : "bfloat16") +
+                               ": the design computes in f32 and would not round it)");
+        return;
+      }
     }
     if (d.op == "Identity" || d.op == "Cast") {
       alias_[d.output] = d.inputs[0];
