@@ -215,11 +215,18 @@ double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, int64_t r
   return std::max(c.iterations, c.hbm);
 }
 
+int64_t nextRowBlock(int64_t M, int64_t b) {
+  if (M % (2 * b) == 0) return 2 * b;
+  for (int64_t next = 2 * b + 1; next <= 4 * b && next <= M; ++next)
+    if (M % next == 0) return next;
+  return 0;
+}
+
 int64_t chooseRowBlock(const TypedGraph& graph, const Op& op, int64_t tk, const Platform& platform,
                        const CompileOptions& options) {
   if (!writesPanels(graph, op)) return 0;
   int64_t M = dimsOf(graph, op, options).M;
-  for (int64_t b = 1; b < M && M % b == 0; b *= 2) {
+  for (int64_t b = 1; b > 0 && b < M; b = nextRowBlock(M, b)) {
     MatmulCost c = costOf(graph, op, tk, b, platform, options);
     if (c.hbm <= c.iterations) return b;
   }
@@ -571,15 +578,16 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       double pickCycles = now * (1 - 1e-6);
       for (const auto& [name, b] : rows) {
         int64_t M = dims.at(name).M;
-        if (b <= 0 || 2 * b >= M || M % (2 * b) != 0 || options.pinnedRowBlock.count(name)) continue;
-        if (blockShare > 0 && blockBytes(name, 2 * b) > blockShare) continue;
+        int64_t next = b > 0 ? nextRowBlock(M, b) : 0;
+        if (next <= 0 || next >= M || options.pinnedRowBlock.count(name)) continue;
+        if (blockShare > 0 && blockBytes(name, next) > blockShare) continue;
         auto trial = rows;
-        trial[name] = 2 * b;
+        trial[name] = next;
         double c = layerCyclesAt(tiles, trial);
         if (c < pickCycles) pick = name, pickCycles = c;
       }
       if (pick.empty()) break;
-      rows[pick] *= 2;
+      rows[pick] = nextRowBlock(dims.at(pick).M, rows[pick]);
       now = pickCycles;
     }
     *estimate = now;

@@ -21,6 +21,10 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
 double matmulCycles(const TypedGraph& graph, const Op& op, int64_t tk, int64_t rowBlock,
                     const Platform& platform, const CompileOptions& options);
 
+/// The row block a matmul of M rows takes after b: 2b where that divides M, else the smallest divisor of M
+/// in (2b, 4b] (129 = 3 * 43 rows: 1 -> 3, where doubling left every block at 1 row); 0 where none is.
+int64_t nextRowBlock(int64_t M, int64_t b);
+
 /// The row block of a matmul over a right side from HBM with several rows (writesPanels) at reduction
 /// tile tk: the fewest rows (a power of two dividing M) for which streaming the right side once per
 /// block takes no more cycles than the matmul's iterations (fewer rows hold less on chip: the block

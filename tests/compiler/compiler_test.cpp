@@ -451,6 +451,17 @@ TEST(Compiler, StreamTilesAreLargeDivisorsOfTheWidth) {
   EXPECT_EQ(stc::tileFor(stc::Expr::parse("ctx"), 16), 16);
 }
 
+// Row blocks double where M allows, else step to M's next divisor up to 4 times the block: a 129-row
+// prefill's matmuls ran in 1-row blocks (doubling never divided 129), 2x the cycles of 128 rows.
+TEST(Compiler, RowBlocksStepThroughDivisorsOfTheRows) {
+  EXPECT_EQ(stc::nextRowBlock(128, 4), 8);
+  EXPECT_EQ(stc::nextRowBlock(129, 1), 3);
+  EXPECT_EQ(stc::nextRowBlock(129, 3), 0);  // 43 is past 12
+  EXPECT_EQ(stc::nextRowBlock(100, 4), 10);
+  EXPECT_EQ(stc::nextRowBlock(97, 1), 0);
+  EXPECT_EQ(stc::nextRowBlock(96, 32), 96);  // the whole: callers take blocks below M only
+}
+
 TEST(Compiler, WeightStripesAreBeatAligned) {
   for (int64_t ok : {16, 32, 64, 128, 192}) EXPECT_TRUE(stc::beatAligned(ok)) << ok;
   for (int64_t bad : {0, 48, 96, 80}) EXPECT_FALSE(stc::beatAligned(bad)) << bad;
