@@ -1926,7 +1926,9 @@ class Importer {
       unsupported_.push_back(name + " (" + d.op + " of " + std::to_string(d.inputs.size()) + " inputs)");
       return;
     }
-    if (auto it = direct.find(d.op); it != direct.end()) {
+    const bool byVector = d.op == "MatMul" && d.inputs.size() == 2 && consts_.count(d.inputs[1]) &&
+                          consts_.at(d.inputs[1]).dims.size() == 1 && !constantDims(d.output).empty();
+    if (auto it = direct.find(d.op); it != direct.end() && !byVector) {
       op.op = it->second;
       op.attrs = d.attrs;  // what pattern recognition found (gelu's approximation, a norm's eps)
       for (const auto& in : d.inputs)
@@ -1959,6 +1961,22 @@ class Importer {
       op.inputs = {operand(d.inputs[0], op.name), operand(b, op.name)};
       if (intAttr(n, "transB", 0)) op.attrs["transpose_b"] = int64_t{1};
       if (biased) op.inputs.push_back(operand(c, op.name));
+    } else if (byVector) {
+      // By a vector (attention pooling's scores, x @ w with w [K]): numpy's rule makes it a [K, 1] column and
+      // drops that dim from the product.
+      Const column = consts_.at(d.inputs[1]);
+      column.dims = {column.dims[0], 1};
+      std::string w = freeOfModel(d.inputs[1] + "_column");
+      consts_[w] = column;
+      std::vector<int64_t> product = constantDims(d.output);
+      std::string made = auxOp("matmul", op.name + "_column",
+                               {operand(d.inputs[0], op.name), weightFrom(w, w)}, d.output + "_column");
+      product.push_back(1);
+      madeShapes_[made] = product;
+      op.op = "reshape";
+      op.inputs = {made};
+      product.pop_back();
+      op.attrs["shape"] = product;
     } else if (d.op == "reshape") {  // a view a slice's steps or a gathered index made (sliceNodes)
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};

@@ -660,6 +660,30 @@ TEST(Onnx, ConstantModClipAndRoundFold) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got.at(graph.outputs.at(i)).data, want[i]) << i;
 }
 
+// MatMul by a 1-D constant (attention pooling's scores, torch.matmul(h, v) with v [d]): a [d, 1] column whose
+// dim numpy drops from the product; each value checked against the dot product written out.
+TEST(Onnx, AMatmulByAVectorIsAColumn) {
+  onnx::ModelProto m = modelWithInput(17, "pool", {2, 3, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "v", {4}, {0.5, -1.0, 2.0, 0.25});
+  addNode(g, "MatMul", {"x", "v"}, "scores");
+  g->add_output()->set_name("scores");
+  Graph graph = importOnnx(writeModel(m, "pool.onnx"));
+  EXPECT_EQ(inferShapes(graph).tensors.at("scores").shape, (std::vector<Expr>{Expr(2), Expr(3)}));
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i % 7) - 1.0f;
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  const std::vector<float> got = interpret(graph, values).at("scores").data;
+  ASSERT_EQ(got.size(), 6u);
+  const float v[4] = {0.5f, -1.0f, 2.0f, 0.25f};
+  for (size_t r = 0; r < 6; ++r) {
+    float dot = 0;
+    for (size_t k = 0; k < 4; ++k) dot += x[r * 4 + k] * v[k];
+    EXPECT_FLOAT_EQ(got[r], dot) << r;
+  }
+}
+
 // A float32 stream cast to bfloat16 or float16 (autocast emulated, h.to(torch.bfloat16).to(torch.float32)) is
 // refused by name: the design computes in f32, and the cast dropped was up to 1.4e-3 from torch.
 TEST(Onnx, AStreamRoundedTo16BitsIsRefused) {
