@@ -66,8 +66,15 @@ Diagnostics verifyGraph(const Graph& graph) {
         diag.error(op.loc, "field 'inputs': op '" + op.name + "' uses '" + in + "', which is not defined before it");
     declare(op.output, op.loc, "output");
   }
+  std::set<std::string> computed;
+  for (const auto& op : graph.ops) computed.insert(op.output);
   for (const auto& out : graph.outputs)
-    if (!defined.count(out)) diag.error(graph.loc, "field 'outputs': '" + out + "' is not produced by the graph");
+    if (!defined.count(out))
+      diag.error(graph.loc, "field 'outputs': '" + out + "' is not produced by the graph");
+    else if (!computed.count(out))  // no kernel makes it, so no DMA would write it back
+      diag.error(graph.loc, "field 'outputs': '" + out +
+                                "' is an input or weight of the graph, not computed by an "
+                                "op: the host has it already");
   return diag;
 }
 

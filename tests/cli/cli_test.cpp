@@ -104,6 +104,16 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "stc emit: error: --ctx 65 is beyond the model's max_ctx (64)\n");
   EXPECT_FALSE(std::filesystem::exists(dir));
+  // An input that is also an output (Hugging Face's output_hidden_states returns x): no kernel makes it, so
+  // no DMA would write it; said at compile, where emit alone said it before.
+  std::string io = ::testing::TempDir() + "input_out.yaml";
+  std::ofstream(io) << "graph: io\ninputs: [{name: x, shape: [2, 16]}]\nops:\n"
+                       "  - {name: a, op: relu, inputs: [x], output: y}\noutputs: [y, x]\n";
+  o = stc("compile " + io + " -o " + ::testing::TempDir() + "input_out.net");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out,
+            io + ":1:1: error: field 'outputs': 'x' is an input or weight of the graph, not computed by an "
+                 "op: the host has it already\n");
 }
 
 // A deadlocked run whose DMAs read ahead of the blocked tasks: the channels served bursts past the last
