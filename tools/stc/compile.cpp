@@ -90,7 +90,8 @@ int compile(const CompileArgs& a) {
   std::snprintf(
       line, sizeof line,
       "%s: %d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); on-chip %lld bytes; intermediate "
-      "results %lld bytes streamed, %lld kept whole (%.1f%%)\n",
+      "results %lld bytes streamed at the compiler's bounds, %lld kept whole (%.1f%%; stc size-fifos sizes "
+      "them)\n",
       result.network.name.c_str(), r.kernels, r.converters, r.dmas, r.fifos, r.groups,
       static_cast<long long>(r.onchipBytesFused), static_cast<long long>(r.onchipBytesIntermediate),
       static_cast<long long>(r.onchipBytesUnfused),
