@@ -186,21 +186,19 @@ double parseNumber(const std::string& key, const std::string& value) {
 }
 
 // A reshape is a view of its input's stream only when both sides have the same tile; narrow the tile (for
-// the whole graph) until every reshape keeps it, as a head size below the tile needs.
+// the whole graph) to the largest divisor of the given one at which every reshape keeps it, as a head size
+// below the tile needs.
 int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const Op& op : g.graph->ops) {
-      if (op.op != "reshape") continue;
-      int64_t a = tileFor(g.tensors.at(op.inputs[0]).shape.back(), tile);
-      int64_t b = tileFor(g.tensors.at(op.output).shape.back(), tile);
-      if (a != b) {
-        tile = std::gcd(a, b);
-        changed = true;
-      }
-    }
+  for (int64_t t = tile; t > 1; --t) {
+    if (tile % t != 0) continue;
+    bool views = true;
+    for (const Op& op : g.graph->ops)
+      if (op.op == "reshape")
+        views = views && tileFor(g.tensors.at(op.inputs[0]).shape.back(), t) ==
+                             tileFor(g.tensors.at(op.output).shape.back(), t);
+    if (views) return t;
   }
-  return tile;
+  return 1;
 }
 
 }  // namespace
@@ -579,7 +577,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
     if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
   if (options.quant == "w4a8") quantize(typed);
   options.tile = tileForReshapes(typed, options.tile);
-  out.report.warnings = narrowStreamWarnings(typed, options.tile);
+  if (options.tile > 1) out.report.warnings = narrowStreamWarnings(typed, options.tile);
   options.stripeCap = stripeCaps(typed, platform, options);
   Schedules schedules = chooseSchedules(typed, platform, options);
   KernelGraph kernels = lowerToKernels(typed, options, schedules);

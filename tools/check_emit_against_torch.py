@@ -118,6 +118,7 @@ def cases(m):
         ("more_activations_d96_s12", lambda: m.MoreActivations(96), (1, 12, 96), 17, None, []),
         ("threshold_selects", lambda: m.ThresholdSelects(), (1, 8, 64), 17, None, []),
         ("norm_weight_shapes", lambda: m.NormWeightShapes(), (1, 8, 64), 17, None, []),
+        ("jax_einsums", lambda: m.JaxEinsums(), (1, 8, 64), 17, None, []),
     ]
 
 

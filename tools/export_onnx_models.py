@@ -31,6 +31,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   threshold_selects.onnx
                      torch.where whose branch not taken is inf (softplus's threshold written out), and a
                      where of a -inf constant; opset 17
+  jax_einsums.onnx   attention as JAX ports write it: einsums by per-head weights [heads, d, head_dim] to heads
+                     and back (two summed indices), and scores by a vector ("bsd,d->bs"); opset 17
   norm_weight_shapes.onnx
                      norms whose weights are [1, 1, d], [1, d] and (Cohere's per-head LayerNorm of q)
                      [heads, head_dim]; opset 17
@@ -904,6 +906,31 @@ class NormWeightShapes(nn.Module):
         return self.out(q.reshape(b, s, d)) + h
 
 
+class JaxEinsums(nn.Module):
+    """Attention as JAX ports write it: per-head weights [heads, d, head_dim] projected with
+    einsum("BTD,NDH->BTNH") and back with "BTNH,NHD->BTD" (two summed indices), a causal mask added, and
+    a gate of scores by a vector ("bsd,d->bs")."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.hd = d // heads
+        self.wq = nn.Parameter(torch.randn(heads, d, self.hd) / 8)
+        self.wk = nn.Parameter(torch.randn(heads, d, self.hd) / 8)
+        self.wv = nn.Parameter(torch.randn(heads, d, self.hd) / 8)
+        self.wo = nn.Parameter(torch.randn(heads, self.hd, d) / 8)
+        self.v = nn.Parameter(torch.randn(d) / 8)
+
+    def forward(self, x):
+        s = x.shape[1]
+        q = torch.einsum("BTD,NDH->BTNH", x, self.wq)
+        k = torch.einsum("BSD,NDH->BSNH", x, self.wk)
+        v = torch.einsum("BSD,NDH->BSNH", x, self.wv)
+        w = torch.einsum("BTNH,BSNH->BNTS", q, k) / math.sqrt(self.hd)
+        p = (w + torch.full((s, s), float("-inf")).triu(1)).softmax(-1)
+        o = torch.einsum("BTNH,NHD->BTD", torch.einsum("BNTS,BSNH->BTNH", p, v), self.wo)
+        return o + x * torch.sigmoid(torch.einsum("bsd,d->bs", x, self.v))[..., None]
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -952,7 +979,7 @@ def main():
                         (InputViews, "input_views"), (BroadcastHeads, "mqa_broadcast"),
                         (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast"),
                         (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects"),
-                        (NormWeightShapes, "norm_weight_shapes")):
+                        (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

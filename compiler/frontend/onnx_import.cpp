@@ -1901,13 +1901,20 @@ class Importer {
         unsupported_.push_back(name + " (Cast of a stream to an integer type)");
         return;
       }
-      // The design computes in f32 (or W4A8): a float32 stream rounded to 16 bits and back (autocast
-      // emulated, h.to(torch.bfloat16)) would be the identity here, up to 1.4e-3 from torch's result.
+      // The design computes in f32 (or W4A8): a float32 stream of a float32 model rounded to 16 bits and back
+      // (autocast emulated, h.to(torch.bfloat16)) would be the identity here, up to 1.4e-3 from torch's
+      // result. An integer or bool stream (a mask) casts exactly; a 16-bit model's every op rounds, so its
+      // downcasts after a norm computed in f32 are no different from the rest.
       auto from = types_.find(d.inputs[0]);
       int32_t fromType = from != types_.end() && from->second->has_tensor_type()
                              ? from->second->tensor_type().elem_type()
                              : onnx::TensorProto::UNDEFINED;
-      if ((to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16) && fromType != to) {
+      bool halfModel = false;
+      for (const auto& in : model_.graph().input())
+        halfModel = halfModel || in.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT16 ||
+                    in.type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16;
+      if ((to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16) && !halfModel &&
+          (fromType == onnx::TensorProto::FLOAT || fromType == onnx::TensorProto::DOUBLE)) {
         unsupported_.push_back(name + " (Cast of a stream to " +
                                (to == onnx::TensorProto::FLOAT16 ? "float16" : "bfloat16") +
                                ": the design computes in f32 and would not round it)");
@@ -1962,21 +1969,14 @@ class Importer {
       if (intAttr(n, "transB", 0)) op.attrs["transpose_b"] = int64_t{1};
       if (biased) op.inputs.push_back(operand(c, op.name));
     } else if (byVector) {
-      // By a vector (attention pooling's scores, x @ w with w [K]): numpy's rule makes it a [K, 1] column and
-      // drops that dim from the product.
-      Const column = consts_.at(d.inputs[1]);
-      column.dims = {column.dims[0], 1};
-      std::string w = freeOfModel(d.inputs[1] + "_column");
-      consts_[w] = column;
-      std::vector<int64_t> product = constantDims(d.output);
-      std::string made = auxOp("matmul", op.name + "_column",
-                               {operand(d.inputs[0], op.name), weightFrom(w, w)}, d.output + "_column");
-      product.push_back(1);
-      madeShapes_[made] = product;
-      op.op = "reshape";
-      op.inputs = {made};
-      product.pop_back();
-      op.attrs["shape"] = product;
+      // By a vector (attention pooling's scores, x @ w with w [K]): numpy's rule sums x * w over K. (A
+      // [K, 1] column's product reshaped to drop its 1 would narrow the whole graph's tile to 1.)
+      std::string terms =
+          auxOp("mul", op.name + "_terms", {operand(d.inputs[0], op.name), operand(d.inputs[1], op.name)},
+                d.output + "_terms");
+      op.op = "reduce_sum";
+      op.inputs = {terms};
+      op.attrs = {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}};
     } else if (d.op == "reshape") {  // a view a slice's steps or a gathered index made (sliceNodes)
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};
@@ -2388,6 +2388,92 @@ class Importer {
   // transposed where their index order is not the product's: [batch.., M, K] x [batch.., K, N] ->
   // [batch.., M, N], or, with a right side of [K, N] alone, [M.., K] x [K, N] -> [M.., N] (what torch
   // exports for the same product written with @ and transpose).
+  // An einsum by a constant whose kept or summed indices are several, or whose kept are none (JAX's
+  // BTD,NDH->BTNH, a projection to heads, and BTNH,NHD->BTD back; bsd,d->bs, scores by a vector): the
+  // constant laid out [K1 * K2 .., N1 * N2 ..] (1 column where none), the stream's summed dims last and
+  // merged, a matmul, and the product reshaped to the kept indices, then transposed to the result's order.
+  bool einsumByConstant(Dyn& d, Op& op, const std::string& A, const std::string& B, const std::string& C,
+                        const std::string& ms, const std::string& k, const std::string& n) {
+    const Const& w = consts_.at(d.inputs[1]);
+    std::vector<int64_t> a = constantDims(d.inputs[0]);
+    if (a.size() != A.size() || w.dims.size() != B.size() || static_cast<int64_t>(w.v.size()) != w.count())
+      return false;
+    auto dimOf = [&](char ch) { return w.dims[B.find(ch)]; };
+    std::vector<int64_t> stride(B.size(), 1);
+    for (size_t i = B.size() - 1; i > 0; --i) stride[i - 1] = stride[i] * w.dims[i];
+    int64_t K = 1, columns = 1;
+    for (char ch : k) K *= dimOf(ch);
+    for (char ch : n) columns *= dimOf(ch);
+    auto offset = [&](const std::string& letters,
+                      int64_t index) {  // index walks letters' dims, the last fastest
+      int64_t flat = 0;
+      for (size_t i = letters.size(); i-- > 0;) {
+        int64_t extent = dimOf(letters[i]);
+        flat += (index % extent) * stride[B.find(letters[i])];
+        index /= extent;
+      }
+      return flat;
+    };
+    Const laid{{K, columns}, {}};
+    for (int64_t kk = 0; kk < K; ++kk)
+      for (int64_t c = 0; c < columns; ++c)
+        laid.v.push_back(w.v[static_cast<size_t>(offset(k, kk) + offset(n, c))]);
+    std::string name = freeOfModel(d.inputs[1] + "_laid");
+    consts_[name] = laid;
+    std::string wantA = ms + k, result = ms + n;
+    std::vector<int64_t> perm, product, kept;
+    for (char ch : wantA) perm.push_back(static_cast<int64_t>(A.find(ch)));
+    for (char ch : ms) product.push_back(a[A.find(ch)]);
+    kept = product;
+    product.push_back(columns);
+    for (char ch : n) kept.push_back(dimOf(ch));
+    std::string x = operand(d.inputs[0], op.name);
+    if (A != wantA) x = auxOp("transpose", op.name + "_a", {x}, d.output + "_a", {{"perm", perm}});
+    if (n.empty()) {  // by a vector: x * w summed over K (a product's column of 1 would narrow the graph's
+                      // tile)
+      if (k.size() != 1 || w.dims.size() != 1) return false;
+      std::string terms =
+          auxOp("mul", op.name + "_terms", {x, weightFrom(d.inputs[1], name)}, d.output + "_terms");
+      std::map<std::string, AttrValue> sum = {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}};
+      if (ms == C) {
+        op.op = "reduce_sum";
+        op.inputs = {terms};
+        op.attrs = sum;
+        return true;
+      }
+      std::string summed = auxOp("reduce_sum", op.name + "_sum", {terms}, d.output + "_sum", sum);
+      op.op = "transpose";
+      op.inputs = {summed};
+      std::vector<int64_t> order;
+      for (char ch : C) order.push_back(static_cast<int64_t>(ms.find(ch)));
+      op.attrs["perm"] = order;
+      return true;
+    }
+    if (k.size() > 1) {  // the summed dims, last, as one
+      std::vector<int64_t> merged(product.begin(), product.end() - 1);
+      merged.push_back(K);
+      x = auxOp("reshape", op.name + "_summed", {x}, d.output + "_summed", {{"shape", merged}});
+      madeShapes_[x] = merged;
+    }
+    std::string made =
+        auxOp("matmul", op.name + "_product", {x, weightFrom(name, name)}, d.output + "_product");
+    madeShapes_[made] = product;
+    if (result == C) {
+      op.op = "reshape";
+      op.inputs = {made};
+      op.attrs["shape"] = kept;
+      return true;
+    }
+    std::string shaped = auxOp("reshape", op.name + "_kept", {made}, d.output + "_kept", {{"shape", kept}});
+    madeShapes_[shaped] = kept;
+    op.op = "transpose";
+    op.inputs = {shaped};
+    std::vector<int64_t> out;
+    for (char ch : C) out.push_back(static_cast<int64_t>(result.find(ch)));
+    op.attrs["perm"] = out;
+    return true;
+  }
+
   bool einsum(Dyn& d, Op& op) {
     std::string A, B, C;
     if (!einsumTerms(*d.node, A, B, C)) return false;
@@ -2409,6 +2495,9 @@ class Importer {
       }
     for (char ch : B)
       if (!has(C, ch) && !has(A, ch)) return false;
+    if (!k.empty() && (k.size() > 1 || n.size() != 1) && batch.empty() && !ms.empty() &&
+        consts_.count(d.inputs[1]))
+      return einsumByConstant(d, op, A, B, C, ms, k, n);
     if (k.size() != 1 || n.size() != 1 || ms.empty() || (!batch.empty() && ms.size() != 1)) return false;
     std::string wantA = batch + ms + k, wantB = batch + k + n, result = batch + ms + n;
     if (A.size() != wantA.size() || B.size() != wantB.size()) return false;

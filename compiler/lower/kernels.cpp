@@ -89,13 +89,11 @@ int64_t tileFor(const Expr& last, int64_t tile) {
   if (!last.isConstant()) return tile;
   const int64_t n = last.eval(), g = std::gcd(tile, n);
   if (2 * g >= tile) return g;
-  int64_t best = g;  // an awkward width (2,667 = 3 * 7 * 127): its largest divisor up to the tile
+  // An awkward width (2,667 = 3 * 7 * 127): its largest divisor up to the tile, even where the width is
+  // (1,500: 12, not 15), so that a 4-bit weight's tile stays whole bytes wherever it was.
   for (int64_t d = tile; d > g; --d)
-    if (n % d == 0) {
-      best = d;
-      break;
-    }
-  return best;
+    if (n % d == 0 && (d % 2 == 0 || n % 2 != 0)) return d;
+  return g;
 }
 
 StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile) {

@@ -8,7 +8,8 @@
 
 namespace stc {
 
-/// Elements per token along a dimension of size `last`: gcd(tile, last), or the tile itself when the size
+/// Elements per token along a dimension of size `last`: gcd(tile, last) where that is at least half the tile,
+/// else last's largest divisor up to the tile (even where last is), or the tile itself when the size
 /// is symbolic: the dimension is then padded to a multiple of the tile (`tilesOf`), and kernels mask the
 /// padded positions (zeros from HBM; reductions and softmax skip them).
 int64_t tileFor(const Expr& last, int64_t tile);

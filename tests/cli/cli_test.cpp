@@ -292,8 +292,6 @@ TEST(Cli, ScheduleFiles) {
   EXPECT_FALSE(std::filesystem::exists(dir + "c.net.yaml"));
 }
 
-// stc dse: every point and the front written, the picked point's sized network simulating to the
-// cycles its line reports and emitting; a bad pick or an unbound symbol writes nothing.
 // A width with no divisor from 2 to the tile (1,009 is prime) compiles, with a warning at the tensor's line;
 // 1,008 = 16 * 63 gives none.
 TEST(Cli, APrimeWidthIsWarnedOf) {
@@ -315,6 +313,8 @@ TEST(Cli, APrimeWidthIsWarnedOf) {
   EXPECT_EQ(even.out.find("warning"), std::string::npos) << even.out;
 }
 
+// stc dse: every point and the front written, the picked point's sized network simulating to the
+// cycles its line reports and emitting; a bad pick or an unbound symbol writes nothing.
 TEST(Cli, DseWritesTheFrontAndThePick) {
   std::string dir = ::testing::TempDir() + "dse/", graph = STC_SOURCE_DIR "/models/graphs/mlp.yaml";
   std::filesystem::remove_all(dir);

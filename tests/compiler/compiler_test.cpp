@@ -437,15 +437,13 @@ TEST(Compiler, RopeComputesItsRowsCosAndSinOnce) {
 // channel (max_stripe=32) the HBM delivers 1,840 bytes a cycle, so 896 x 896 int4 weights take 218
 // cycles; at tk 224 the matmul takes 56 column tiles x 4 = 224 iterations, more than that, so growing on
 // past 128 shortens it.
-// A weight tile's stripes each move whole 512-bit beats or a divisor of one (UG1399: an m_axi access of a
-// wider or misaligned token takes several), about the channels the tile needs per cycle (14.375 GB/s at
-// 250 MHz: 57.5 bytes a channel-cycle), within the cap.
 // A token's elements along a constant width: gcd(tile, width) where that is at least half the tile, else
-// the width's largest divisor up to the tile (2,667 = 3 * 7 * 127 streamed one element a token made every
+// the width's largest divisor up to the tile, even where the width is, so that a 4-bit weight tile stays
+// whole bytes (2,667 = 3 * 7 * 127 streamed one element a token made every
 // elementwise op of a SwiGLU MLP on it 2,667 cycles a row).
 TEST(Compiler, StreamTilesAreLargeDivisorsOfTheWidth) {
-  const std::vector<std::pair<int64_t, int64_t>> cases = {{768, 16}, {1000, 8}, {2667, 7}, {27, 9},
-                                                          {42, 14},  {29, 1},   {12, 12},  {1500, 15}};
+  const std::vector<std::pair<int64_t, int64_t>> cases = {
+      {768, 16}, {1000, 8}, {2667, 7}, {27, 9}, {42, 14}, {29, 1}, {12, 12}, {1500, 12}, {60, 12}, {45, 15}};
   for (auto [width, tile] : cases) EXPECT_EQ(stc::tileFor(stc::Expr(width), 16), tile) << width;
   EXPECT_EQ(stc::tileFor(stc::Expr(2667), 64), 21);
   EXPECT_EQ(stc::tileFor(stc::Expr::parse("ctx"), 16), 16);
@@ -462,6 +460,9 @@ TEST(Compiler, RowBlocksStepThroughDivisorsOfTheRows) {
   EXPECT_EQ(stc::nextRowBlock(96, 32), 96);  // the whole: callers take blocks below M only
 }
 
+// A weight tile's stripes each move whole 512-bit beats or a divisor of one (UG1399: an m_axi access of a
+// wider or misaligned token takes several), about the channels the tile needs per cycle (14.375 GB/s at
+// 250 MHz: 57.5 bytes a channel-cycle), within the cap.
 TEST(Compiler, WeightStripesAreBeatAligned) {
   for (int64_t ok : {16, 32, 64, 128, 192}) EXPECT_TRUE(stc::beatAligned(ok)) << ok;
   for (int64_t bad : {0, 48, 96, 80}) EXPECT_FALSE(stc::beatAligned(bad)) << bad;

@@ -660,9 +660,9 @@ TEST(Onnx, ConstantModClipAndRoundFold) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got.at(graph.outputs.at(i)).data, want[i]) << i;
 }
 
-// MatMul by a 1-D constant (attention pooling's scores, torch.matmul(h, v) with v [d]): a [d, 1] column whose
-// dim numpy drops from the product; each value checked against the dot product written out.
-TEST(Onnx, AMatmulByAVectorIsAColumn) {
+// MatMul by a 1-D constant (attention pooling's scores, torch.matmul(h, v) with v [d]): x * v summed over
+// d, as numpy's rule reads it; each value checked against the dot product written out.
+TEST(Onnx, AMatmulByAVectorIsASum) {
   onnx::ModelProto m = modelWithInput(17, "pool", {2, 3, 4});
   onnx::GraphProto* g = m.mutable_graph();
   addInitializer(g, "v", {4}, {0.5, -1.0, 2.0, 0.25});
@@ -670,6 +670,9 @@ TEST(Onnx, AMatmulByAVectorIsAColumn) {
   g->add_output()->set_name("scores");
   Graph graph = importOnnx(writeModel(m, "pool.onnx"));
   EXPECT_EQ(inferShapes(graph).tensors.at("scores").shape, (std::vector<Expr>{Expr(2), Expr(3)}));
+  // x * v summed over the last axis: no reshape of a [.., 1] product to narrow the graph's tile to 1.
+  EXPECT_EQ(compileGraph(graph, defaultPlatform(), parseCompileOptions({}, defaultPlatform())).options.tile,
+            16);
   std::vector<float> x(24);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i % 7) - 1.0f;
   std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3, 4}, x}}};
@@ -1255,7 +1258,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "gqa_broadcast.onnx",
                                            "more_activations.onnx",
                                            "threshold_selects.onnx",
-                                           "norm_weight_shapes.onnx"};
+                                           "norm_weight_shapes.onnx",
+                                           "jax_einsums.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -1338,6 +1342,14 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   std::map<std::string, int> norms = {{"rmsnorm", 1}, {"layernorm", 2}, {"mul", 1},
                                       {"add", 3},     {"matmul", 2},    {"reshape", 2}};
   EXPECT_EQ(opCounts(importOnnx(model("norm_weight_shapes.onnx"))), norms);
+  // JAX's einsums by [heads, d, head_dim] weights are matmuls by the weights laid out [d, heads * head_dim]
+  // (and [heads * head_dim, d] back, the two summed dims merged), the product reshaped to heads: the three
+  // projections, o and the two attention products make 6 matmuls; the gate's "bsd,d->bs" is x * v summed
+  // (a product's column of 1 reshaped away would narrow the graph's tile to 1).
+  auto jax = opCounts(importOnnx(model("jax_einsums.onnx")));
+  EXPECT_EQ(jax["matmul"], 6);
+  EXPECT_EQ(jax["reduce_sum"], 1);
+  EXPECT_EQ(jax.count("einsum"), 0u);
   // Einsum: q.k over heads laid out [b, q, h, d] transposes both operands to [b, h, q, d] and [b, h, d, k];
   // p.v ("bhqk,bkhd->bqhd") transposes v to [b, h, k, d] and the product back to [b, q, h, d].
   auto einsumCounts = opCounts(importOnnx(model("einsum_attention.onnx")));
