@@ -2396,9 +2396,39 @@ class Importer {
                         const std::string& ms, const std::string& k, const std::string& n) {
     const Const& w = consts_.at(d.inputs[1]);
     std::vector<int64_t> a = constantDims(d.inputs[0]);
-    if (a.size() != A.size() || w.dims.size() != B.size() || static_cast<int64_t>(w.v.size()) != w.count())
+    if (a.size() != A.size() || w.dims.size() != B.size() || static_cast<int64_t>(w.v.size()) != w.count() ||
+        (n.empty() && k.size() != 1))
       return false;
     auto dimOf = [&](char ch) { return w.dims[B.find(ch)]; };
+    std::string wantA = ms + k;
+    std::vector<int64_t> perm, kept;
+    for (char ch : wantA) perm.push_back(static_cast<int64_t>(A.find(ch)));
+    for (char ch : ms) kept.push_back(a[A.find(ch)]);
+    std::string x = operand(d.inputs[0], op.name);
+    if (A != wantA) x = auxOp("transpose", op.name + "_a", {x}, d.output + "_a", {{"perm", perm}});
+    // The last step: `kind` of `input` as the einsum's own op where it leaves the indices in C's order
+    // (`order`), else made apart (of `shape`) and transposed to C's order.
+    auto finish = [&](const std::string& kind, std::string input, std::map<std::string, AttrValue> attrs,
+                      const std::string& order, const std::string& suffix,
+                      const std::vector<int64_t>& shape) {
+      if (order != C) {
+        input = auxOp(kind, op.name + suffix, {input}, d.output + suffix, attrs);
+        madeShapes_[input] = shape;
+        std::vector<int64_t> toC;
+        for (char ch : C) toC.push_back(static_cast<int64_t>(order.find(ch)));
+        attrs = {{"perm", toC}};
+      }
+      op.op = order != C ? "transpose" : kind;
+      op.inputs = {input};
+      op.attrs = std::move(attrs);
+      return true;
+    };
+    if (n.empty()) {  // by a vector: x * w summed over K (a product's column of 1 would narrow the graph's
+                      // tile)
+      std::string terms =
+          auxOp("mul", op.name + "_terms", {x, weightFrom(d.inputs[1], d.inputs[1])}, d.output + "_terms");
+      return finish("reduce_sum", terms, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}}, ms, "_sum", kept);
+    }
     std::vector<int64_t> stride(B.size(), 1);
     for (size_t i = B.size() - 1; i > 0; --i) stride[i - 1] = stride[i] * w.dims[i];
     int64_t K = 1, columns = 1;
@@ -2420,35 +2450,9 @@ class Importer {
         laid.v.push_back(w.v[static_cast<size_t>(offset(k, kk) + offset(n, c))]);
     std::string name = freeOfModel(d.inputs[1] + "_laid");
     consts_[name] = laid;
-    std::string wantA = ms + k, result = ms + n;
-    std::vector<int64_t> perm, product, kept;
-    for (char ch : wantA) perm.push_back(static_cast<int64_t>(A.find(ch)));
-    for (char ch : ms) product.push_back(a[A.find(ch)]);
-    kept = product;
+    std::vector<int64_t> product = kept;
     product.push_back(columns);
     for (char ch : n) kept.push_back(dimOf(ch));
-    std::string x = operand(d.inputs[0], op.name);
-    if (A != wantA) x = auxOp("transpose", op.name + "_a", {x}, d.output + "_a", {{"perm", perm}});
-    if (n.empty()) {  // by a vector: x * w summed over K (a product's column of 1 would narrow the graph's
-                      // tile)
-      if (k.size() != 1 || w.dims.size() != 1) return false;
-      std::string terms =
-          auxOp("mul", op.name + "_terms", {x, weightFrom(d.inputs[1], name)}, d.output + "_terms");
-      std::map<std::string, AttrValue> sum = {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}};
-      if (ms == C) {
-        op.op = "reduce_sum";
-        op.inputs = {terms};
-        op.attrs = sum;
-        return true;
-      }
-      std::string summed = auxOp("reduce_sum", op.name + "_sum", {terms}, d.output + "_sum", sum);
-      op.op = "transpose";
-      op.inputs = {summed};
-      std::vector<int64_t> order;
-      for (char ch : C) order.push_back(static_cast<int64_t>(ms.find(ch)));
-      op.attrs["perm"] = order;
-      return true;
-    }
     if (k.size() > 1) {  // the summed dims, last, as one
       std::vector<int64_t> merged(product.begin(), product.end() - 1);
       merged.push_back(K);
@@ -2458,20 +2462,7 @@ class Importer {
     std::string made =
         auxOp("matmul", op.name + "_product", {x, weightFrom(name, name)}, d.output + "_product");
     madeShapes_[made] = product;
-    if (result == C) {
-      op.op = "reshape";
-      op.inputs = {made};
-      op.attrs["shape"] = kept;
-      return true;
-    }
-    std::string shaped = auxOp("reshape", op.name + "_kept", {made}, d.output + "_kept", {{"shape", kept}});
-    madeShapes_[shaped] = kept;
-    op.op = "transpose";
-    op.inputs = {shaped};
-    std::vector<int64_t> out;
-    for (char ch : C) out.push_back(static_cast<int64_t>(result.find(ch)));
-    op.attrs["perm"] = out;
-    return true;
+    return finish("reshape", made, {{"shape", kept}}, ms + n, "_kept", kept);
   }
 
   bool einsum(Dyn& d, Op& op) {
