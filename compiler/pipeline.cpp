@@ -185,17 +185,17 @@ double parseNumber(const std::string& key, const std::string& value) {
   return v;
 }
 
-// A reshape is a view of its input's stream only when both sides have the same tile; narrow the tile (for
-// the whole graph) to the largest divisor of the given one at which every reshape keeps it, as a head size
-// below the tile needs.
+// A reshape streams its input's tokens when both sides have the same tile, or through an adapter when one
+// side's tile divides the other's (reshapeStreams); narrow the tile (for the whole graph) to the largest
+// divisor of the given one at which every reshape does, as a symbolic side of another size needs.
 int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
   for (int64_t t = tile; t > 1; --t) {
     if (tile % t != 0) continue;
     bool views = true;
     for (const Op& op : g.graph->ops)
       if (op.op == "reshape")
-        views = views && tileFor(g.tensors.at(op.inputs[0]).shape.back(), t) ==
-                             tileFor(g.tensors.at(op.output).shape.back(), t);
+        views = views && reshapeStreams(g.tensors.at(op.inputs[0]).shape.back(),
+                                        g.tensors.at(op.output).shape.back(), t);
     if (views) return t;
   }
   return 1;

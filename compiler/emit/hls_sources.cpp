@@ -532,7 +532,11 @@ class SourceEmitter {
                                      : ": " + std::to_string(bits) + "-bit tokens into " + std::to_string(r.ratio) +
                                            " of " + std::to_string(bits / r.ratio) + " bits";
       }
-      case TaskRole::kPack: return ": " + std::to_string(r.ratio) + " narrow tokens into one of 512 bits";
+      case TaskRole::kPack: {  // before a DMA write, or a reshape's wider tile
+        const Port& out = t.phases.at(0).ports.at(1);
+        return ": " + std::to_string(r.ratio) + " narrow tokens into one of " +
+               std::to_string(ctx_.fifos.at(out.fifo)->width) + " bits";
+      }
       case TaskRole::kJoin: return ": " + std::to_string(r.ratio) + " 512-bit beats into one token";
       case TaskRole::kConverterWrite: return ": converter of '" + r.tensor + "', fills its regions";
       case TaskRole::kConverterRead: return ": converter of '" + r.tensor + "', streams its regions in the consumer's order";

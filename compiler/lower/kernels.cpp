@@ -96,6 +96,11 @@ int64_t tileFor(const Expr& last, int64_t tile) {
   return g;
 }
 
+bool reshapeStreams(const Expr& from, const Expr& to, int64_t tile) {
+  const int64_t a = tileFor(from, tile), b = tileFor(to, tile);
+  return a == b || (from.isConstant() && to.isConstant() && (a % b == 0 || b % a == 0));
+}
+
 StreamOrder canonicalOrder(const TensorInfo& t, int64_t tile) {
   StreamOrder o;
   size_t rank = t.shape.size();
@@ -246,6 +251,12 @@ class Lowering {
 
   KernelGraph run() {
     for (const Op& op : g_.graph->ops) lower(op);
+    for (const std::string& out :
+         kg_.outputs)  // a view as a graph output: a stream its base's producer writes
+      if (auto v = views_.find(out); v != views_.end() && !kg_.producer.count(out) && !ownStream(out))
+        throw UserError(formatError(info(out).loc, "unsupported: graph output '" + out +
+                                                       "' is a reshape of '" + v->second.base +
+                                                       "', which no op computes"));
     markJoins();
     return std::move(kg_);
   }
@@ -283,6 +294,25 @@ class Lowering {
       return {};
     return dims;
   }
+  // A reshape view as a stream of its own, which its base's producer writes in the view's canonical order
+  // (through an adapter where their tiles differ: streams.cpp), when its base is made on chip row-major at
+  // a tile that one of the view's divides. False for a base from HBM (a DMA reads the view itself).
+  bool ownStream(const std::string& name) {
+    const std::string& baseName = views_.at(name).base;
+    auto prod = kg_.producer.find(baseName);
+    if (prod == kg_.producer.end()) return false;
+    StreamOrder canonical = canonicalOrder(info(name), opt_.tile);
+    const StreamOrder& made = producedOrderOf(baseName);
+    const int64_t mt = made.element.back(), vt = canonical.element.back();
+    bool adapts = mt == vt || (info(name).shape.back().isConstant() &&
+                               info(baseName).shape.back().isConstant() && (mt % vt == 0 || vt % mt == 0));
+    if (made != canonicalOrder(info(baseName), mt) || !adapts)
+      throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
+                                                      "' reads a tensor not produced in row-major order"));
+    kg_.producer[name] = prod->second;
+    kg_.viewOrder[name] = canonical;
+    return true;
+  }
   // Whether `tensor` may stream in an order other than its canonical one: an intermediate result that no
   // reshape reads (a view streams its base row-major).
   bool mayReorder(const std::string& tensor) const {
@@ -298,11 +328,13 @@ class Lowering {
       const View& v = views_.at(name);
       {
         // A reshape keeps the row-major token sequence when both sides have the same tile: its canonical
-        // order is its base's. Read in another order, the view is a stream of its own, which its base's
-        // producer writes in the view's canonical order (a converter then reorders it).
+        // order is its base's. Read in another order, or at another tile, the view is a stream of its own,
+        // which its base's producer writes in the view's canonical order (a converter then reorders it;
+        // an adapter between the producer and the view's stream splits or packs the tokens: streams.cpp).
         StreamOrder canonical = canonicalOrder(info(name), opt_.tile);
         StreamOrder base = canonicalOrder(info(v.base), opt_.tile);
-        if (canonical.element.back() != base.element.back())
+        bool retile = canonical.element.back() != base.element.back();
+        if (retile && !reshapeStreams(info(v.base).shape.back(), info(name).shape.back(), opt_.tile))
           throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
                                                           "' changes the stream's tile (" +
                                                           std::to_string(base.element.back()) + " to " +
@@ -312,15 +344,8 @@ class Lowering {
           throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
                                                           "' changes a symbolic last dimension (" + baseLast.str() +
                                                           " to " + last.str() + "), whose tiles are padded"));
-        if (order != canonical) {
-          auto prod = kg_.producer.find(v.base);
-          if (prod != kg_.producer.end()) {
-            if (producedOrderOf(v.base) != base)
-              throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
-                                                              "' reads a tensor not produced in row-major order"));
-            kg_.producer[name] = prod->second;
-            kg_.viewOrder[name] = canonical;
-          }
+        if (order != canonical || retile) {
+          ownStream(name);
           break;
         }
         order = base;

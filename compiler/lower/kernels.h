@@ -14,6 +14,11 @@ namespace stc {
 /// padded positions (zeros from HBM; reductions and softmax skip them).
 int64_t tileFor(const Expr& last, int64_t tile);
 
+/// Whether a reshape from a last dimension `from` to `to` keeps the row-major token sequence at `tile`, up to
+/// an adapter: both sides stream the same tile, or both are constant and one side's tile divides the
+/// other's (`[S] -> [S, 1]` at 64: a token of 64 split into 64 of one; a token never spans a padded row).
+bool reshapeStreams(const Expr& from, const Expr& to, int64_t tile);
+
 /// Tiles of `tile` elements over a dimension of `size`: size / tile, rounding up when symbolic.
 Expr tilesOf(const Expr& size, int64_t tile);
 

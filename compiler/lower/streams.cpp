@@ -85,8 +85,8 @@ class Builder {
     }
     // Tensors leaving the chip: graph outputs and produced tensors nobody on chip reads.
     for (const auto& [tensor, ref] : g_.producer) {
-      if (g_.viewOrder.count(tensor)) continue;  // written through its base
       bool isOutput = std::find(g_.outputs.begin(), g_.outputs.end(), tensor) != g_.outputs.end();
+      if (g_.viewOrder.count(tensor) && !isOutput) continue;  // written through its base
       if (isOutput || !consumed_.count(tensor)) storeToHbm(tensor);
     }
     assignChannels();
@@ -118,10 +118,27 @@ class Builder {
 
   // The producer side of a tensor made by a kernel: its task adds an out port on `fifo`; a gather makes
   // a DMA read of its own for each reader.
-  void attachProducer(const std::string& tensor, const std::string& fifo, int group) {
+  void attachProducer(const std::string& tensor, const std::string& into, int group) {
     const KernelGraph::PortRef& ref = g_.producer.at(tensor);
     const Kernel& kern = g_.kernels[static_cast<size_t>(ref.kernel)];
     const KernelPort& kp = kern.phases[static_cast<size_t>(ref.phase)].ports[static_cast<size_t>(ref.port)];
+    std::string fifo = into;
+    // A reshape view at another tile than its base's (lower/kernels.cpp): the producer writes its base's
+    // tokens into an adapter that splits them into the view's narrower ones or packs them into wider.
+    if (auto view = g_.viewOrder.find(tensor);
+        view != g_.viewOrder.end() && view->second.element.back() != kp.order.element.back()) {
+      const StreamOrder &base = kp.order, &own = view->second;
+      bool split = base.element.back() > own.element.back();
+      TaskRole role;
+      role.kind = split ? TaskRole::kSplit : TaskRole::kPack;
+      role.tensor = tensor;
+      role.order = split ? own : base;
+      role.ratio =
+          split ? base.element.back() / own.element.back() : own.element.back() / base.element.back();
+      fifo = addFifo(tensor + ">retile", base.tokenBits(), 2);
+      roles_.tasks[addAdapter((split ? "split_" : "join_") + tensor, group, role.order.tokens(), role.ratio,
+                              fifo, into, split)] = role;
+    }
     if (kern.gather) {
       Task t;
       t.name = uniqueTask("load_" + kern.gatherTable + "_rows");

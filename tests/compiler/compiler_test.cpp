@@ -1356,6 +1356,52 @@ TEST(Compiler, AViewOfAViewReadsItsFirstBasesStream) {
   EXPECT_FALSE(simulate(r.network).deadlock);
 }
 
+// A reshape between sides of other tiles (`a[..., None]`: [64] in 16s to [64, 1] in 1s, and back) keeps the
+// graph's tile: an adapter splits the base's tokens into the view's or packs them, where before the whole
+// graph streamed one element a token. A view as a graph output has a DMA of its own; one of an input,
+// which no op computes, is refused when lowered.
+TEST(Compiler, AReshapeToAnotherTileGoesThroughAnAdapter) {
+  const std::string graph =
+      "graph: gate\ninputs:\n  - {name: x, shape: [64, 256], dtype: f32}\nops:\n"
+      "  - {name: total, op: reduce_sum, inputs: [x], output: s, axis: -1, keepdims: 0}\n"
+      "  - {name: squash, op: sigmoid, inputs: [s], output: a}\n"
+      "  - {name: col, op: reshape, inputs: [a], output: a1, shape: [64, 1]}\n"
+      "  - {name: gate, op: mul, inputs: [x, a1], output: y}\n"
+      "  - {name: peak, op: reduce_max, inputs: [y], output: m, axis: -1}\n"
+      "  - {name: flat, op: reshape, inputs: [m], output: m1, shape: [64]}\n"
+      "  - {name: both, op: add, inputs: [m1, s], output: z}\n"
+      "outputs: [y, z, a1]\n";
+  CompileResult c = compileText(graph, {"quant=none"});
+  EXPECT_EQ(c.options.tile, 16);
+  // a: 64 values in 4 tokens of 16 (512 bits), split into 64 of one for a1.
+  EXPECT_EQ(fifoNamed(c.network, "a1>retile").width, 512);
+  int split = taskNamed(c.network, "split_a1");
+  ASSERT_GE(split, 0);
+  EXPECT_EQ(c.network.tasks[static_cast<size_t>(split)].phases[0].trip,
+            (std::vector<Expr>{Expr(4), Expr(16)}));
+  // m: one value a row (a reduction's token), packed 16 to a token for m1.
+  EXPECT_EQ(fifoNamed(c.network, "m1>retile").width, 32);
+  int join = taskNamed(c.network, "join_m1");
+  ASSERT_GE(join, 0);
+  EXPECT_EQ(c.network.tasks[static_cast<size_t>(join)].phases[0].trip,
+            (std::vector<Expr>{Expr(4), Expr(16)}));
+  EXPECT_GE(taskNamed(c.network, "store_a1"), 0);  // the view output, 64 values of one
+  sim::SimResult r = simulate(c.network);
+  EXPECT_FALSE(r.deadlock);
+  EXPECT_EQ(r.fifos.at(static_cast<size_t>(c.network.findFifo("a1>retile"))).tokens, 4);
+  EXPECT_EQ(r.fifos.at(static_cast<size_t>(c.network.findFifo("m1>retile"))).tokens, 64);
+  try {
+    compileText(
+        "graph: v\ninputs: [{name: x, shape: [4, 16]}]\nops:\n"
+        "  - {name: r, op: reshape, inputs: [x], output: o, shape: [64]}\noutputs: [o]\n");
+    ADD_FAILURE() << "a reshape of an input as the output compiled";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("graph output 'o' is a reshape of 'x', which no op computes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // An embedding's rows have the table's type, whatever integer type its ids have (torch's int64): before,
 // they took the ids' i64, and the emitted kernel's 64-bit tokens met the next kernel's 32-bit ones.
 TEST(Compiler, EmbeddingRowsHaveTheTablesType) {

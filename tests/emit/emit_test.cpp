@@ -273,6 +273,30 @@ TEST(Emit, OpsOverReshapeViewsCsimMatchesTheReference) {
   expectBitExact(path, "q_views", "--set quant=w4a8", 0.98);  // 3-D weights stay int8
 }
 
+// Reshapes between sides of other tiles keep the graph's tile through adapters (a row's sum gating its
+// row, `s[:, None] * x`, a reduction's [64, 1] flattened, a view as an output, heads of 32 in tiles of 64):
+// csim equals the reference in f32 and bit for bit in W4A8.
+TEST(Emit, ReshapesToAnotherTileCsimMatchesTheReference) {
+  std::string path = ::testing::TempDir() + "retile.yaml";
+  std::ofstream(path) << "graph: retile\n"
+                         "inputs: [{name: x, shape: [64, 256]}, {name: v, shape: [64]}]\n"
+                         "weights: [{name: w, shape: [256, 128]}]\n"
+                         "ops:\n"
+                         "  - {name: col, op: reshape, inputs: [v], output: v1, shape: [64, 1]}\n"
+                         "  - {name: gate, op: mul, inputs: [x, v1], output: y}\n"
+                         "  - {name: total, op: reduce_sum, inputs: [y], output: s, axis: -1, keepdims: 0}\n"
+                         "  - {name: col2, op: reshape, inputs: [s], output: s1, shape: [64, 1]}\n"
+                         "  - {name: proj, op: matmul, inputs: [y, w], output: p}\n"
+                         "  - {name: back, op: add, inputs: [p, s1], output: z}\n"
+                         "  - {name: heads, op: reshape, inputs: [z], output: zh, shape: [64, 4, 32]}\n"
+                         "  - {name: act, op: relu, inputs: [zh], output: r}\n"
+                         "  - {name: peak, op: reduce_max, inputs: [r], output: m, axis: -1}\n"
+                         "  - {name: flat, op: reshape, inputs: [m], output: mf, shape: [64, 4]}\n"
+                         "outputs: [r, s1, mf]\n";
+  emitAndSimulate(path, "retile", "--set tile=64");
+  expectBitExact(path, "q_retile", "--set quant=w4a8 --set tile=64", 0.99);
+}
+
 // Causal self-attention over 16 rows of 4 heads, heads split and merged by transposes
 // (models/graphs/attention_rows.yaml): the transposes and the batched products walk the rows first, in the
 // order the projections make them (the scores, the softmax with its mask and P.V over (row, head)); the
