@@ -119,6 +119,8 @@ def cases(m):
         ("threshold_selects", lambda: m.ThresholdSelects(), (1, 8, 64), 17, None, []),
         ("norm_weight_shapes", lambda: m.NormWeightShapes(), (1, 8, 64), 17, None, []),
         ("jax_einsums", lambda: m.JaxEinsums(), (1, 8, 64), 17, None, []),
+        ("pads_and_reductions", lambda: m.PadsAndReductions(), (1, 8, 64), 17, None, []),
+        ("pads_and_reductions_d96_h3_s12", lambda: m.PadsAndReductions(96, 3), (1, 12, 96), 17, None, []),
     ]
 
 

@@ -31,6 +31,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   threshold_selects.onnx
                      torch.where whose branch not taken is inf (softplus's threshold written out), and a
                      where of a -inf constant; opset 17
+  pads_and_reductions.onnx
+                     RWKV's token shift (ZeroPad2d of the sequence, one row in and one out), F.pad of the
+                     width by 0.5 sliced back, torch.flip of a constant, a mean and an amax over two axes; opset 17
   jax_einsums.onnx   attention as JAX ports write it: einsums by per-head weights [heads, d, head_dim] to heads
                      and back (two summed indices), and scores by a vector ("bsd,d->bs"); opset 17
   norm_weight_shapes.onnx
@@ -931,6 +934,33 @@ class JaxEinsums(nn.Module):
         return o + x * torch.sigmoid(torch.einsum("bsd,d->bs", x, self.v))[..., None]
 
 
+class PadsAndReductions(nn.Module):
+    """RWKV's token shift (nn.ZeroPad2d((0, 0, 1, -1)): the sequence padded by one row before and cut by one
+    after) mixed with the rows, F.pad of the width by a value and sliced back, torch.flip of a constant ramp,
+    and reductions over several axes: a mean over each position's (heads, head_dim) and an amax over
+    (positions, head_dim) per head."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.h = heads
+        self.lin = nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+        self.mix = nn.Parameter(torch.rand(d))
+        self.shift = nn.ZeroPad2d((0, 0, 1, -1))
+        self.register_buffer("ramp", torch.linspace(-1, 1, d) ** 3)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.lin(x)
+        mixed = h * self.mix + self.shift(h) * (1 - self.mix)
+        wide = nn.functional.pad(h, (2, 2), value=0.5)[..., 1:-3]
+        q = h.view(b, s, self.h, d // self.h)
+        m = q.mean(dim=(-2, -1), keepdim=True)
+        peak = q.amax(dim=(1, 3), keepdim=True)
+        g = (q - m) / (peak.abs() + 1)
+        return self.out(mixed + wide + g.reshape(b, s, d)) + h * torch.flip(self.ramp, [0])
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -979,7 +1009,8 @@ def main():
                         (InputViews, "input_views"), (BroadcastHeads, "mqa_broadcast"),
                         (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast"),
                         (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects"),
-                        (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums")):
+                        (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums"),
+                        (PadsAndReductions, "pads_and_reductions")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

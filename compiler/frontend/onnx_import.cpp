@@ -306,6 +306,12 @@ int64_t intAttr(const onnx::NodeProto& n, const char* name, int64_t fallback) {
   return fallback;
 }
 
+std::string stringAttr(const onnx::NodeProto& n, const char* name, const std::string& fallback) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.s();
+  return fallback;
+}
+
 double floatAttr(const onnx::NodeProto& n, const char* name, double fallback) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return static_cast<double>(a.f());
@@ -534,7 +540,7 @@ class Importer {
     static const std::map<std::string, std::vector<int>> shapeArguments = {
         {"Reshape", {1}},   {"Expand", {1}},  {"ConstantOfShape", {0}}, {"Tile", {1}},
         {"Unsqueeze", {1}}, {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}},  {"Split", {1}},
-        {"Trilu", {1}},     {"Gather", {1}}};
+        {"Trilu", {1}},     {"Gather", {1}},  {"Pad", {1, 3}}};  // (not its value, of the data's type)
     std::set<std::string> initializers, taken = graphNames();
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     std::map<std::string, std::string> folded;  // a computed shape argument -> its int64 initializer
@@ -823,6 +829,7 @@ class Importer {
                                                  "Clip",
                                                  "Einsum",
                                                  "Tile",
+                                                 "Pad",
                                                  "Log",
                                                  "Softplus",
                                                  "LeakyRelu",
@@ -859,7 +866,8 @@ class Importer {
     dyn_.push_back(d);
   }
 
-  // A constant sliced along any axes (steps of 1 or more).
+  // A constant sliced along any axes, by steps of either sign (a negative one walks back: torch.flip, and
+  // F.pad's amounts reversed into ONNX's order).
   Const sliceConst(const onnx::NodeProto& n) {
     const Const& data = consts_.at(n.input(0));
     size_t rank = data.dims.size();
@@ -875,15 +883,25 @@ class Importer {
       int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
       if (a < 0) a += static_cast<int64_t>(rank);
       if (a < 0 || a >= static_cast<int64_t>(rank)) throw UserError(path_ + ": error: Slice '" + nodeName(n) + "': axis out of range");
-      int64_t size = data.dims[static_cast<size_t>(a)];
-      auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + size : x, size)); };
-      begin[static_cast<size_t>(a)] = clamp(starts[i]);
-      end[static_cast<size_t>(a)] = clamp(i < ends.size() ? ends[i] : size);
-      step[static_cast<size_t>(a)] = i < steps.size() && steps[i] > 0 ? steps[i] : 1;
+      int64_t size = data.dims[static_cast<size_t>(a)], st = i < steps.size() ? steps[i] : 1;
+      if (st == 0) throw UserError(path_ + ": error: Slice '" + nodeName(n) + "': a step of 0");
+      // ONNX: with a positive step, start and end clamp to [0, size]; with a negative one to [0, size - 1]
+      // and [-1, size - 1].
+      auto clamp = [&](int64_t x, int64_t lo, int64_t hi) {
+        return std::max(lo, std::min(x < 0 ? x + size : x, hi));
+      };
+      bool back = st < 0;
+      begin[static_cast<size_t>(a)] = back ? clamp(starts[i], 0, size - 1) : clamp(starts[i], 0, size);
+      int64_t e = i < ends.size() ? ends[i] : (back ? INT64_MIN / 2 : size);
+      end[static_cast<size_t>(a)] = back ? (e < -size ? -1 : clamp(e, -1, size - 1)) : clamp(e, 0, size);
+      step[static_cast<size_t>(a)] = st;
     }
     Const out;
-    for (size_t a = 0; a < rank; ++a)
-      out.dims.push_back(std::max<int64_t>(0, (end[a] - begin[a] + step[a] - 1) / step[a]));
+    for (size_t a = 0; a < rank; ++a) {
+      int64_t span = step[a] > 0 ? end[a] - begin[a] : begin[a] - end[a],
+              by = step[a] > 0 ? step[a] : -step[a];
+      out.dims.push_back(std::max<int64_t>(0, (span + by - 1) / by));
+    }
     std::vector<int64_t> idx(rank, 0);
     for (int64_t flat = 0; flat < out.count(); ++flat) {
       int64_t src = 0;
@@ -2035,20 +2053,43 @@ class Importer {
                d.op == "ReduceSumSquare") {
       std::vector<int64_t> axes = reductionAxes(n);
       int64_t rank = static_cast<int64_t>(shapeOf(d.inputs[0]).size());
-      int64_t axis = axes.size() == 1 ? (axes[0] < 0 ? axes[0] + rank : axes[0]) : -1;
-      bool moved = axis != rank - 1;  // over another axis (a mean over the rows): moved last by a transpose
-      if (axes.size() != 1 || axis < 0 || axis >= rank || (moved && !hasConcreteShape(d.output))) {
-        unsupported_.push_back(name + " (" + d.op + " other than over one axis)");
+      if (axes.empty() && !intAttr(n, "noop_with_empty_axes", 0))  // every axis
+        for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+      for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+      std::sort(axes.begin(), axes.end());
+      bool several = axes.size() > 1;
+      // Over another axis (a mean over the rows) or several (x.mean(dim=(-2, -1))): the reduced axes moved
+      // last by a transpose, several merged into one by a view, then the reduction over the last.
+      bool moved = several || (axes.size() == 1 && axes[0] != rank - 1);
+      if (axes.empty() || axes.front() < 0 || axes.back() >= rank ||
+          std::adjacent_find(axes.begin(), axes.end()) != axes.end() ||
+          (moved && !hasConcreteShape(d.output)) || (several && constantDims(d.inputs[0]).empty())) {
+        unsupported_.push_back(name + " (" + d.op +
+                               " over axes it cannot resolve, or of a shape not known at import)");
         return;
       }
       std::string source = operand(d.inputs[0], op.name);
       if (moved) {
         std::vector<int64_t> perm;
         for (int64_t a = 0; a < rank; ++a)
-          if (a != axis) perm.push_back(a);
-        perm.push_back(axis);
-        source =
-            auxOp("transpose", op.name + "_axis_last", {source}, d.output + "_axis_last", {{"perm", perm}});
+          if (!std::binary_search(axes.begin(), axes.end(), a)) perm.push_back(a);
+        size_t kept = perm.size();
+        perm.insert(perm.end(), axes.begin(), axes.end());
+        if (!std::is_sorted(perm.begin(), perm.end()))
+          source =
+              auxOp("transpose", op.name + "_axis_last", {source}, d.output + "_axis_last", {{"perm", perm}});
+        if (several) {
+          std::vector<int64_t> dims = constantDims(d.inputs[0]), merged;
+          int64_t product = 1;
+          for (size_t i = 0; i < perm.size(); ++i)
+            if (i < kept)
+              merged.push_back(dims[static_cast<size_t>(perm[i])]);
+            else
+              product *= dims[static_cast<size_t>(perm[i])];
+          merged.push_back(product);
+          source = auxOp("reshape", op.name + "_axes_merged", {source}, d.output + "_axes_merged",
+                         {{"shape", merged}});
+        }
       }
       std::map<std::string, AttrValue> attrs = {{"axis", int64_t{-1}},
                                                 {"keepdims", moved ? int64_t{1} : intAttr(n, "keepdims", 1)}};
@@ -2288,6 +2329,9 @@ class Importer {
       op.op = "concat";
       op.inputs.assign(static_cast<size_t>(axes.back().second), x);
       op.attrs["axis"] = axes.back().first;
+    } else if (d.op ==
+               "Pad") {  // constant padding: a concat with blocks of the value, a slice where negative
+      if (!pad(d, op)) return;
     } else if (d.op == "Einsum") {
       if (!einsum(d, op)) {
         unsupported_.push_back(name + " (Einsum other than a product over one index, as a matmul computes)");
@@ -2377,6 +2421,97 @@ class Importer {
     std::string name = freeOfModel((v.empty() ? user : v) + "_finite");
     consts_[name] = finite;
     return weightFrom(name, name);
+  }
+  // ONNX Pad in constant mode (F.pad, nn.ZeroPad2d; RWKV's token shift pads the sequence by one before
+  // and cuts one after): per padded axis, a slice where a side is negative (it removes), then a concat of
+  // blocks of the pad value (weights) before and after. The last step is `op`; false (noted) when refused.
+  bool pad(const Dyn& d, Op& op) {
+    const std::string name = nodeName(*d.node);
+    auto refuse = [&](const std::string& why) {
+      unsupported_.push_back(name + " (Pad " + why + ")");
+      return false;
+    };
+    if (auto mode = stringAttr(*d.node, "mode", "constant"); mode != "constant")
+      return refuse("in mode '" + mode + "'");
+    std::vector<int64_t> dims = constantDims(d.inputs[0]);
+    if (dims.empty()) return refuse("of a tensor whose shape is not known at import");
+    const size_t rank = dims.size();
+    auto constant = [&](size_t i) { return i < d.inputs.size() && !d.inputs[i].empty(); };
+    if (!consts_.count(d.inputs[1]) || (constant(2) && !consts_.count(d.inputs[2])) ||
+        (constant(3) && !consts_.count(d.inputs[3])))
+      return refuse("by amounts or a value computed at run time");
+    std::vector<int64_t> axes;
+    if (constant(3)) {
+      for (double a : consts_.at(d.inputs[3]).v)
+        axes.push_back(static_cast<int64_t>(a) < 0 ? static_cast<int64_t>(a) + static_cast<int64_t>(rank)
+                                                   : static_cast<int64_t>(a));
+    } else {
+      for (size_t a = 0; a < rank; ++a) axes.push_back(static_cast<int64_t>(a));
+    }
+    const std::vector<double>& pads = consts_.at(d.inputs[1]).v;
+    double value = constant(2) ? consts_.at(d.inputs[2]).v.at(0) : 0.0;
+    if (pads.size() != 2 * axes.size())
+      return refuse("with " + std::to_string(pads.size()) + " amounts for " + std::to_string(axes.size()) +
+                    " axes");
+    struct Step {
+      int64_t axis, before, after;
+    };
+    std::vector<Step> steps;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      auto before = static_cast<int64_t>(pads[i]), after = static_cast<int64_t>(pads[i + axes.size()]);
+      if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(rank)) return refuse("of an axis out of range");
+      int64_t& dim = dims[static_cast<size_t>(axes[i])];
+      if (dim + before + after <= 0 || -before >= dim || -after >= dim)
+        return refuse("removing the whole axis");
+      if (before != 0 || after != 0) steps.push_back({axes[i], before, after});
+    }
+    std::string x = operand(d.inputs[0], op.name);
+    if (steps.empty()) {
+      op.op = "reshape";  // no padding: the same tensor
+      op.inputs = {x};
+      op.attrs["shape"] = dims;
+      return true;
+    }
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      const std::string tag = "_axis" + std::to_string(st.axis);
+      bool last = i + 1 == steps.size();
+      int64_t& dim = dims[static_cast<size_t>(st.axis)];
+      if (st.before < 0 || st.after < 0) {
+        int64_t start = std::max<int64_t>(0, -st.before), end = dim - std::max<int64_t>(0, -st.after);
+        std::map<std::string, AttrValue> at = {{"axis", st.axis}, {"start", start}, {"end", end}};
+        dim = end - start;
+        if (last && st.before <= 0 && st.after <= 0) {
+          op.op = "slice";
+          op.inputs = {x};
+          op.attrs = at;
+          return true;
+        }
+        x = auxOp("slice", op.name + tag + "_cut", {x}, d.output + tag + "_cut", at);
+      }
+      std::vector<std::string> parts;
+      auto block = [&](int64_t n, const char* side) {
+        Const c;
+        c.dims = dims;
+        c.dims[static_cast<size_t>(st.axis)] = n;
+        c.v.assign(static_cast<size_t>(c.count()), value);
+        std::string w = freeOfModel(d.output + tag + side);
+        consts_[w] = c;
+        parts.push_back(weightFrom(w, w));
+      };
+      if (st.before > 0) block(st.before, "_before");
+      parts.push_back(x);
+      if (st.after > 0) block(st.after, "_after");
+      dim += std::max<int64_t>(0, st.before) + std::max<int64_t>(0, st.after);
+      if (last) {
+        op.op = "concat";
+        op.inputs = parts;
+        op.attrs["axis"] = st.axis;
+        return true;
+      }
+      x = auxOp("concat", op.name + tag, parts, d.output + tag, {{"axis", st.axis}});
+    }
+    return true;
   }
   std::string scalarWeight(const std::string& base, double value) {
     std::string name = freeOfModel(base);

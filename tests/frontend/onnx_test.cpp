@@ -1259,7 +1259,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "more_activations.onnx",
                                            "threshold_selects.onnx",
                                            "norm_weight_shapes.onnx",
-                                           "jax_einsums.onnx"};
+                                           "jax_einsums.onnx",
+                                           "pads_and_reductions.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
