@@ -767,35 +767,35 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
 
 }  // namespace
 
+std::string missingOp(const std::string& key, const Graph& graph) {
+  size_t dot = key.find('.');
+  if (dot == std::string::npos) return "";
+  std::string kind = key.substr(0, dot), name = key.substr(dot + 1);
+  if (kind != "tk" && kind != "tn" && kind != "row_block" && kind != "lane_ii") return "";
+  bool matmulOnly = kind != "lane_ii";
+  for (const Op& op : graph.ops)
+    if (op.name == name && (!matmulOnly || op.op == "matmul" || op.op == "linear")) return "";
+  return std::string("the graph has no ") + (matmulOnly ? "matmul" : "op") + " named '" + name + "'";
+}
+
 Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
-  for (const auto* pins : {&options.pinnedTk, &options.pinnedTn, &options.pinnedRowBlock})
-    for (const auto& [name, value] : *pins) {
-      bool found = false;
-      for (const Op& op : graph.graph->ops)
-        found = found || (op.name == name && (op.op == "matmul" || op.op == "linear"));
-      std::string key = std::string(pins == &options.pinnedTk   ? "tk."
-                                    : pins == &options.pinnedTn ? "tn."
-                                                                : "row_block.") +
-                        name;
-      auto origin = options.pinOrigin.find(key);
-      if (!found && origin != options.pinOrigin.end())
-        throw UserError(formatError(origin->second, "the graph has no matmul named '" + name + "'"));
-      if (!found)
-        throw UserError("stc compile: error: --set " + key + ": the graph has no matmul named '" + name +
-                        "'");
-    }
+  // Pins of ops the graph does not have: said at their line in a schedule file, else as the --set.
+  std::vector<std::string> keys;
+  for (const auto& [name, value] : options.pinnedTk) keys.push_back("tk." + name);
+  for (const auto& [name, value] : options.pinnedTn) keys.push_back("tn." + name);
+  for (const auto& [name, value] : options.pinnedRowBlock) keys.push_back("row_block." + name);
+  for (const auto& [name, value] : options.laneIiOf) keys.push_back("lane_ii." + name);
+  for (const std::string& key : keys) {
+    std::string why = missingOp(key, *graph.graph);
+    if (why.empty()) continue;
+    auto origin = options.pinOrigin.find(key);
+    if (origin != options.pinOrigin.end()) throw UserError(formatError(origin->second, why));
+    throw UserError("stc compile: error: --set " + key + ": " + why);
+  }
   // The lane II (lane_ii) when the options leave it to the search: of 1, 2, 4 and 8, the one whose unrolling
   // gives the shortest layer estimate (the first of equals) within the DSP budget (or, where pinned tiles
   // leave none within it, the least over). A longer II frees the DSPs of the f32 lanes
   // for the matmuls and lengthens the kernels that compute in them.
-  for (const auto& [name, ii] : options.laneIiOf) {
-    bool found = false;
-    for (const Op& op : graph.graph->ops) found = found || op.name == name;
-    auto origin = options.pinOrigin.find("lane_ii." + name);
-    if (!found && origin != options.pinOrigin.end())
-      throw UserError(formatError(origin->second, "the graph has no op named '" + name + "'"));
-    if (!found) throw UserError("stc compile: error: --set lane_ii." + name + ": the graph has no op named '" + name + "'");
-  }
   auto unrollsN = [&](const std::string& name) {
     for (const Op& op : graph.graph->ops)
       if (op.name == name) return dimsOf(graph, op, options).unrollsN;

@@ -11,6 +11,10 @@
 
 namespace stc {
 
+/// Why a setting naming an op (tk.OP, tn.OP, row_block.OP: a matmul; lane_ii.OP: any op) names none of the
+/// graph's: "the graph has no matmul named 'OP'"; "" when it does, or names no op.
+std::string missingOp(const std::string& key, const Graph& graph);
+
 /// The schedule of every matmul op, by name: its reduction tile Tk and its row block; and, where
 /// options.laneIi is 0, the lane II it was chosen with (set in options).
 Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options);

@@ -114,6 +114,18 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_EQ(o.out,
             io + ":1:1: error: field 'outputs': 'x' is an input or weight of the graph, not computed by an "
                  "op: the host has it already\n");
+  // A symbol the design does not have, bound: it would change nothing (emit exited 0 and wrote a project).
+  std::string unbound = ::testing::TempDir() + "unused_binding", relu = ::testing::TempDir() + "relu.yaml";
+  std::ofstream(relu) << "graph: relu\ninputs: [{name: x, shape: [2, 16]}]\nops:\n"
+                         "  - {name: a, op: relu, inputs: [x], output: y}\noutputs: [y]\n";
+  o = stc("emit " + relu + " --bind seq=6 -o " + unbound);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc emit: error: --bind seq=6: " + relu + " has no symbol 'seq' (it has none)\n");
+  EXPECT_FALSE(std::filesystem::exists(unbound));
+  o = stc("simulate " STC_SOURCE_DIR "/models/graphs/attention_decode.yaml --ctx 6 --bind seq=2");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "stc simulate: error: --bind seq=2: " STC_SOURCE_DIR
+                   "/models/graphs/attention_decode.yaml has no symbol 'seq' (its symbols: ctx)\n");
 }
 
 // A deadlocked run whose DMAs read ahead of the blocked tasks: the channels served bursts past the last

@@ -193,6 +193,18 @@ void requireBindings(const std::set<std::string>& symbols, const Bindings& bindi
                       (s == "ctx" ? std::string("--ctx N") : "--bind " + s + "=N"));
 }
 
+void refuseUnusedBindings(const std::string& command, const std::set<std::string>& symbols,
+                          const Bindings& given, const std::string& path) {
+  for (const auto& [symbol, value] : given) {
+    if (symbols.count(symbol) || symbol == "ctx") continue;  // --ctx: every command's, taken where it applies
+    std::string list;
+    for (const std::string& s : symbols) list += (list.empty() ? "" : ", ") + s;
+    throw UserError(command + ": error: --bind " + symbol + "=" + std::to_string(value) + ": " + path +
+                    " has no symbol '" + symbol + "' (" +
+                    (list.empty() ? std::string("it has none") : "its symbols: " + list) + ")");
+  }
+}
+
 Network NetworkInput::load(const std::string& command, const Platform& platformArg, Bindings& bindings,
                            const std::set<std::string>& ranged) const {
   if (isOnnxPath(path)) {
@@ -204,6 +216,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
     for (const std::string& s : net.symbols())
       if (!bindings.count(s))
         throw UserError(path + ": error: the model uses symbol '" + s + "': bind it with --bind " + s + "=N");
+    refuseUnusedBindings(command, net.symbols(), bindings, path);
     return net;
   }
   std::string text = readTextFile(path);
@@ -223,6 +236,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
   for (const std::string& s : net.symbols())
     if (!ranged.count(s)) symbols.insert(s);
   requireBindings(symbols, bindings, path, "network");
+  refuseUnusedBindings(command, net.symbols(), bindings, path);
   return net;
 }
 

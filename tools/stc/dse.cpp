@@ -1,6 +1,8 @@
 // stc dse GRAPH|MODEL [--space FILE.yaml] [-j N] [-o DIR] [--pick CRITERION]: the design space explored
 // (compiler/dse/explore.cpp), every point and the Pareto front written to DIR as CSV, JSON and SVG, and
 // with --pick the chosen point's sized network and schedule, ready for stc emit.
+#include "tools/stc/dse.h"
+
 #include <tbb/global_control.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <optional>
 
 #include "compiler/dse/explore.h"
+#include "compiler/dse/tiling.h"
 #include "compiler/frontend/model_builder.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/frontend/shape_inference.h"
@@ -18,7 +21,6 @@
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
-#include "tools/stc/dse.h"
 
 namespace stc::cli {
 namespace dse_cli {
@@ -72,19 +74,8 @@ std::string describe(const dse::Point& p) {
   return s;
 }
 
-// A setting naming an op (tk.OP, tn.OP, row_block.OP, lane_ii.OP) must name one of the graph's: else every
-// point would be rejected for the same reason and the sweep end with an empty front. The reason, or "".
-std::string missingOp(const std::string& key, const Graph& graph) {
-  size_t dot = key.find('.');
-  if (dot == std::string::npos) return "";
-  std::string kind = key.substr(0, dot), name = key.substr(dot + 1);
-  if (kind != "tk" && kind != "tn" && kind != "row_block" && kind != "lane_ii") return "";
-  bool matmulOnly = kind != "lane_ii";
-  for (const Op& op : graph.ops)
-    if (op.name == name && (!matmulOnly || op.op == "matmul" || op.op == "linear")) return "";
-  return std::string("the graph has no ") + (matmulOnly ? "matmul" : "op") + " named '" + name + "'";
-}
-
+// A setting naming an op (tk.OP, tn.OP, row_block.OP, lane_ii.OP) must name one of the graph's (missingOp):
+// else every point would be rejected for the same reason and the sweep end with an empty front.
 void checkOpSettings(const Sweep& s) {
   for (const std::string& kv : s.subject.base) {
     std::string key = kv.substr(0, kv.find('=')), why = missingOp(key, s.subject.graph);

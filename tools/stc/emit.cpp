@@ -441,6 +441,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
              a.allowOverfit);
 
   checkMaxima(compiled.options.maxima);
+  refuseUnusedBindings(command, compiled.network.symbols(), given, a.input.path);
   // A sized file's depths hold over its sized_for range: an unbound symbol takes a value in it.
   if (loaded.network) compiled.network.sizedFor = loaded.network->sizedFor;
   Bindings bindings = completeBindings(compiled, given);
