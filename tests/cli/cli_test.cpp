@@ -122,6 +122,13 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "stc emit: error: --bind seq=6: " + relu + " has no symbol 'seq' (it has none)\n");
   EXPECT_FALSE(std::filesystem::exists(unbound));
+  // An ONNX axis fixed at import may be bound again to the same size (the torch check does), not another.
+  o = stc("emit " STC_SOURCE_DIR "/models/onnx/causal_attention_seq.onnx --set dim.seq=8 --bind seq=9 -o " +
+          unbound);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out,
+            "stc emit: error: --bind seq=9 disagrees with --set dim.seq=8, which fixed the axis at import\n");
+  EXPECT_FALSE(std::filesystem::exists(unbound));
   o = stc("simulate " STC_SOURCE_DIR "/models/graphs/attention_decode.yaml --ctx 6 --bind seq=2");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "stc simulate: error: --bind seq=2: " STC_SOURCE_DIR

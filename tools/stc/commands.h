@@ -82,9 +82,11 @@ Graph loadGraphFile(const std::string& path, const std::vector<std::string>& set
 /// The dynamic axes `settings` fix at import (`dim.AXIS=N`); refused for a path that is not an ONNX model.
 std::map<std::string, int64_t> importDims(const std::vector<std::string>& settings, const std::string& path);
 /// UserError naming the flag unless every symbol bound by --bind NAME=N is one of `symbols`, the design's:
-/// a binding of nothing would change nothing, silently. ctx (--ctx, which every command takes) is let be.
+/// a binding of nothing would change nothing, silently. ctx (--ctx, which every command takes) is let be, and
+/// an ONNX axis fixed at import (--set dim.NAME=N) may be bound to the same N.
 void refuseUnusedBindings(const std::string& command, const std::set<std::string>& symbols,
-                          const Bindings& given, const std::string& path);
+                          const Bindings& given, const std::string& path,
+                          const std::map<std::string, int64_t>& fixedAtImport = {});
 /// UserError at path unless every symbol is bound: "the WHAT uses symbol 's': bind it with --ctx N" (or
 /// --bind s=N).
 void requireBindings(const std::set<std::string>& symbols, const Bindings& bindings, const std::string& path,

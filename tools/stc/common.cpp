@@ -194,9 +194,16 @@ void requireBindings(const std::set<std::string>& symbols, const Bindings& bindi
 }
 
 void refuseUnusedBindings(const std::string& command, const std::set<std::string>& symbols,
-                          const Bindings& given, const std::string& path) {
+                          const Bindings& given, const std::string& path,
+                          const std::map<std::string, int64_t>& fixedAtImport) {
   for (const auto& [symbol, value] : given) {
     if (symbols.count(symbol) || symbol == "ctx") continue;  // --ctx: every command's, taken where it applies
+    if (auto fixed = fixedAtImport.find(symbol); fixed != fixedAtImport.end()) {
+      if (fixed->second == value) continue;  // said twice, alike
+      throw UserError(command + ": error: --bind " + symbol + "=" + std::to_string(value) +
+                      " disagrees with --set dim." + symbol + "=" + std::to_string(fixed->second) +
+                      ", which fixed the axis at import");
+    }
     std::string list;
     for (const std::string& s : symbols) list += (list.empty() ? "" : ", ") + s;
     throw UserError(command + ": error: --bind " + symbol + "=" + std::to_string(value) + ": " + path +
@@ -216,7 +223,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
     for (const std::string& s : net.symbols())
       if (!bindings.count(s))
         throw UserError(path + ": error: the model uses symbol '" + s + "': bind it with --bind " + s + "=N");
-    refuseUnusedBindings(command, net.symbols(), bindings, path);
+    refuseUnusedBindings(command, net.symbols(), bindings, path, importDims(settings, path));
     return net;
   }
   std::string text = readTextFile(path);

@@ -441,7 +441,9 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
              a.allowOverfit);
 
   checkMaxima(compiled.options.maxima);
-  refuseUnusedBindings(command, compiled.network.symbols(), given, a.input.path);
+  refuseUnusedBindings(command, compiled.network.symbols(), given, a.input.path,
+                       isOnnxPath(a.input.path) ? importDims(a.input.settings, a.input.path)
+                                                : std::map<std::string, int64_t>{});
   // A sized file's depths hold over its sized_for range: an unbound symbol takes a value in it.
   if (loaded.network) compiled.network.sizedFor = loaded.network->sizedFor;
   Bindings bindings = completeBindings(compiled, given);
