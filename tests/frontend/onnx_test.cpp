@@ -1347,6 +1347,19 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   // (and [heads * head_dim, d] back, the two summed dims merged), the product reshaped to heads: the three
   // projections, o and the two attention products make 6 matmuls; the gate's "bsd,d->bs" is x * v summed
   // (a product's column of 1 reshaped away would narrow the graph's tile to 1).
+  // Hugging Face's RMSNorm casts to float32 and back to its input's dtype around the statistics (Qwen2's):
+  // the casts are read through, and both norms fused (before, pow, mean, add, sqrt, div and mul apart).
+  auto qwen2 = opCounts(importOnnx(model("qwen2_block.onnx")));
+  EXPECT_EQ(qwen2["rmsnorm"], 2);
+  EXPECT_EQ(qwen2.count("pow") + qwen2.count("sqrt") + qwen2.count("reduce_mean"), 0u);
+  // The pads: the token shift's ZeroPad2d((0, 0, 1, -1)) a slice and a concat along the sequence, F.pad of
+  // the width by 0.5 a concat of three; the mean over (heads, head_dim) needs no transpose, the amax over
+  // (positions, head_dim) one.
+  auto pads = opCounts(importOnnx(model("pads_and_reductions.onnx")));
+  EXPECT_EQ(pads["concat"], 2);
+  EXPECT_EQ(pads["reduce_mean"], 1);
+  EXPECT_EQ(pads["reduce_max"], 1);
+  EXPECT_EQ(pads["transpose"], 1);
   auto jax = opCounts(importOnnx(model("jax_einsums.onnx")));
   EXPECT_EQ(jax["matmul"], 6);
   EXPECT_EQ(jax["reduce_sum"], 1);
