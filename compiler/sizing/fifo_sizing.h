@@ -39,6 +39,10 @@ struct SizingOptions {
   /// Step 6: past a 4096th of the budget, try the paced sizing too (off: a caller that weighs its
   /// own candidates by cycles, as the LLM estimator does, and would only pay for the second sizing).
   bool pacedTrial = true;
+  /// Measure with the FIFOs a converter's reader writes (a row replayed per column tile) bounded as the
+  /// network's: what runs ahead of a waiting consumer then waits in front of the converter, once, not once
+  /// per replay. Step 6 tries it where the replays' FIFOs took a quarter of the bits or more.
+  bool boundReplays = false;
   /// FIFOs whose depth is given (by name): measured at it, kept at it, never raised.
   std::map<std::string, int64_t> pinned;
   /// Whether a sized network fits the device (its kernels and its FIFOs in whole BRAM and URAM blocks);
@@ -87,6 +91,9 @@ struct SizingResult {
   int64_t cyclesUnbounded = 0;
   bool paced = false;       ///< sized from the paced run (over budget when unbounded)
   PacedReason pacedWhy = PacedReason::kNone;
+  /// Sized from a run with converters' replays bounded (SizingOptions::boundReplays), kept for its fewer
+  /// bits at the unbounded run's latency (within 1%)
+  bool replaysBounded = false;
   int64_t cyclesPaced =
       0;  ///< the paced measuring run, when paced (SizingOptions::paced alone: cyclesUnbounded too)
   int64_t cyclesSized = 0;

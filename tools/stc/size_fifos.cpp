@@ -148,6 +148,7 @@ int sizeCommand(const SizeArgs& a) {
         {"paced", r.paced},
         {"paced_why", r.paced ? nlohmann::json(pacedWhyName(r.pacedWhy)) : nlohmann::json()},
         {"cycles_paced", r.cyclesPaced},
+        {"replays_bounded", r.replaysBounded},
         {"paced_tolerance",
          r.pacedWhy == sizing::PacedReason::kFewerBits ? nlohmann::json(r.pacedTolerance) : nlohmann::json()},
         {"rounds", r.rounds},
@@ -177,6 +178,9 @@ int sizeCommand(const SizeArgs& a) {
                   static_cast<long long>(r.cyclesUnbounded));
     std::cout << line;
     if (r.paced) std::cout << "paced: " << pacedLine(r);
+    if (r.replaysBounded)
+      std::cout << "replays bounded: sized from a run with the converters' replays bounded, in fewer bits at "
+                   "the unbounded run's latency (the rows they replay wait in front of them, once)\n";
     std::snprintf(line, sizeof line, "bits: %lld sized, %lld at maximum occupancy, %lld holding every token\n",
                   static_cast<long long>(r.totalBits), static_cast<long long>(r.baselineMaxOccupancyBits),
                   static_cast<long long>(r.baselineFullBits));
