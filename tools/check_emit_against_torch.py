@@ -121,6 +121,8 @@ def cases(m):
         ("jax_einsums", lambda: m.JaxEinsums(), (1, 8, 64), 17, None, []),
         ("pads_and_reductions", lambda: m.PadsAndReductions(), (1, 8, 64), 17, None, []),
         ("pads_and_reductions_d96_h3_s12", lambda: m.PadsAndReductions(96, 3), (1, 12, 96), 17, None, []),
+        ("rank_broadcast_matmuls", lambda: m.RankBroadcastMatmuls(), (1, 8, 64), 17, None, []),
+        ("rank_broadcast_matmuls_d96_g3_s12", lambda: m.RankBroadcastMatmuls(96, 3), (1, 12, 96), 17, None, []),
     ]
 
 

@@ -34,6 +34,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   pads_and_reductions.onnx
                      RWKV's token shift (ZeroPad2d of the sequence, one row in and one out), F.pad of the
                      width by 0.5 sliced back, torch.flip of a constant, a mean and an amax over two axes; opset 17
+  rank_broadcast_matmuls.onnx
+                     matmuls whose batch dims broadcast by rank alone ([1, g, s/g, d] @ [g, d, d] and back); opset 17
   jax_einsums.onnx   attention as JAX ports write it: einsums by per-head weights [heads, d, head_dim] to heads
                      and back (two summed indices), and scores by a vector ("bsd,d->bs"); opset 17
   norm_weight_shapes.onnx
@@ -961,6 +963,23 @@ class PadsAndReductions(nn.Module):
         return self.out(mixed + wide + g.reshape(b, s, d)) + h * torch.flip(self.ramp, [0])
 
 
+class RankBroadcastMatmuls(nn.Module):
+    """Matmuls whose batch dims broadcast by rank alone, as per-expert or per-group weights are written:
+    [1, g, s/g, d] @ [g, d, d] (a Soft-MoE's slots by their experts' weights) and [g, s/g, d] @ [1, g, d, d]."""
+
+    def __init__(self, d=64, groups=2):
+        super().__init__()
+        self.g = groups
+        self.w = nn.Parameter(torch.randn(groups, d, d) / 8)
+        self.u = nn.Parameter(torch.randn(1, groups, d, d) / 8)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        slots = x.view(b, self.g, s // self.g, d) @ self.w
+        back = torch.relu(slots).view(self.g, s // self.g, d) @ self.u
+        return back.reshape(b, s, d) + x
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -1010,7 +1029,7 @@ def main():
                         (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast"),
                         (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects"),
                         (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums"),
-                        (PadsAndReductions, "pads_and_reductions")):
+                        (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

@@ -1996,6 +1996,7 @@ class Importer {
       op.attrs = d.attrs;  // what pattern recognition found (gelu's approximation, a norm's eps)
       for (const auto& in : d.inputs)
         if (!in.empty()) op.inputs.push_back(operand(in, op.name));
+      if (op.op == "matmul" && op.inputs.size() == 2) alignMatmulRanks(d, op);
     } else if (d.op == "Gemm") {  // alpha * A B + beta * C: alpha and beta folded into B and C, constants
       if (intAttr(n, "transA", 0)) {
         unsupported_.push_back(name + " (Gemm with transA)");
@@ -2459,6 +2460,34 @@ class Importer {
     std::string name = freeOfModel((v.empty() ? user : v) + "_finite");
     consts_[name] = finite;
     return weightFrom(name, name);
+  }
+  // A MatMul whose operands' batch dims broadcast by rank alone ([1, 2, 4, 64] x [2, 64, 64], as numpy
+  // and ONNX allow): the operand of lower rank, batched too, takes leading dims of 1 (a constant laid out
+  // so, a stream viewed so), where the other's extra leading dims are all 1. A rank-2 right side is a
+  // weight every batch shares, as the matmul op takes it.
+  void alignMatmulRanks(const Dyn& d, Op& op) {
+    std::vector<Expr> a = shapeOf(d.inputs[0]), b = shapeOf(d.inputs[1]);
+    if (a.size() == b.size() || b.size() == 2 || a.size() < 2 || b.size() < 2) return;
+    size_t shorter = a.size() < b.size() ? 0 : 1;
+    const std::vector<Expr>& longShape = shorter == 0 ? b : a;
+    size_t extra = longShape.size() - (shorter == 0 ? a : b).size();
+    for (size_t i = 0; i < extra; ++i)
+      if (!longShape[i].isConstant() || longShape[i].eval() != 1)
+        return;  // a true broadcast: left to the checks
+    const std::string& value = d.inputs[shorter];
+    if (auto c = consts_.find(value); c != consts_.end()) {
+      Const k = c->second;
+      k.dims.insert(k.dims.begin(), extra, 1);
+      std::string name = freeOfModel(value + "_batched");
+      consts_[name] = k;
+      op.inputs[shorter] = weightFrom(name, name);
+      return;
+    }
+    std::vector<int64_t> dims = constantDims(value);
+    if (dims.empty()) return;
+    dims.insert(dims.begin(), extra, 1);
+    op.inputs[shorter] = auxOp("reshape", op.name + "_batched", {op.inputs[shorter]},
+                               d.output + "_batched" + std::to_string(shorter), {{"shape", dims}});
   }
   // ONNX Pad in constant mode (F.pad, nn.ZeroPad2d; RWKV's token shift pads the sequence by one before
   // and cuts one after): per padded axis, a slice where a side is negative (it removes), then a concat of

@@ -1260,7 +1260,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "threshold_selects.onnx",
                                            "norm_weight_shapes.onnx",
                                            "jax_einsums.onnx",
-                                           "pads_and_reductions.onnx"};
+                                           "pads_and_reductions.onnx",
+                                           "rank_broadcast_matmuls.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
