@@ -189,13 +189,18 @@ double parseNumber(const std::string& key, const std::string& value) {
 // side's tile divides the other's (reshapeStreams); narrow the tile (for the whole graph) to the largest
 // divisor of the given one at which every reshape does, as a symbolic side of another size needs.
 int64_t tileForReshapes(const TypedGraph& g, int64_t tile) {
+  // A view of a view streams its first base (lower/kernels.cpp): each reshape against that root.
+  std::map<std::string, std::string> root;
+  for (const Op& op : g.graph->ops)
+    if (op.op == "reshape") {
+      auto base = root.find(op.inputs[0]);
+      root[op.output] = base != root.end() ? base->second : op.inputs[0];
+    }
   for (int64_t t = tile; t > 1; --t) {
     if (tile % t != 0) continue;
     bool views = true;
-    for (const Op& op : g.graph->ops)
-      if (op.op == "reshape")
-        views = views && reshapeStreams(g.tensors.at(op.inputs[0]).shape.back(),
-                                        g.tensors.at(op.output).shape.back(), t);
+    for (const auto& [view, base] : root)
+      views = views && reshapeStreams(g.tensors.at(base).shape.back(), g.tensors.at(view).shape.back(), t);
     if (views) return t;
   }
   return 1;

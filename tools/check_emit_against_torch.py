@@ -123,6 +123,8 @@ def cases(m):
         ("pads_and_reductions_d96_h3_s12", lambda: m.PadsAndReductions(96, 3), (1, 12, 96), 17, None, []),
         ("rank_broadcast_matmuls", lambda: m.RankBroadcastMatmuls(), (1, 8, 64), 17, None, []),
         ("rank_broadcast_matmuls_d96_g3_s12", lambda: m.RankBroadcastMatmuls(96, 3), (1, 12, 96), 17, None, []),
+        ("logsumexp_pools", lambda: m.LogSumExpPools(), (1, 8, 64), 17, None, []),
+        ("logsumexp_pools_d96_s12", lambda: m.LogSumExpPools(96), (1, 12, 96), 17, None, []),
     ]
 
 

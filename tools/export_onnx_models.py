@@ -36,6 +36,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      width by 0.5 sliced back, torch.flip of a constant, a mean and an amax over two axes; opset 17
   rank_broadcast_matmuls.onnx
                      matmuls whose batch dims broadcast by rank alone ([1, g, s/g, d] @ [g, d, d] and back); opset 17
+  logsumexp_pools.onnx
+                     torch.logsumexp over the sequence (values past exp's f32 range) and the features, and an
+                     L1 norm (x.norm(p=1)); opset 17
   jax_einsums.onnx   attention as JAX ports write it: einsums by per-head weights [heads, d, head_dim] to heads
                      and back (two summed indices), and scores by a vector ("bsd,d->bs"); opset 17
   norm_weight_shapes.onnx
@@ -980,6 +983,23 @@ class RankBroadcastMatmuls(nn.Module):
         return back.reshape(b, s, d) + x
 
 
+class LogSumExpPools(nn.Module):
+    """torch.logsumexp over the sequence (a soft max-pool, of values up to a few hundred, where exp alone
+    overflows f32) and over the features, and an L1 norm (x.norm(p=1, dim=-1)) scaling the rows."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.lin(x)
+        pooled = torch.logsumexp(h * 100, dim=1, keepdim=True) / 100
+        feat = torch.logsumexp(h, dim=-1)
+        l1 = h.norm(p=1, dim=-1, keepdim=True)
+        return self.out(h / (l1 + 1) + pooled) + feat[..., None]
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -1029,7 +1049,8 @@ def main():
                         (lambda: BroadcastHeads(heads=8, kv_heads=2), "gqa_broadcast"),
                         (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects"),
                         (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums"),
-                        (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls")):
+                        (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls"),
+                        (LogSumExpPools, "logsumexp_pools")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

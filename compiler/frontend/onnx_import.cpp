@@ -800,6 +800,8 @@ class Importer {
                                                  "ReduceMax",
                                                  "ReduceL2",
                                                  "ReduceSumSquare",
+                                                 "ReduceL1",
+                                                 "ReduceLogSumExp",
                                                  "Softmax",
                                                  "Transpose",
                                                  "Reshape",
@@ -1994,9 +1996,14 @@ class Importer {
     if (auto it = direct.find(d.op); it != direct.end() && !byVector) {
       op.op = it->second;
       op.attrs = d.attrs;  // what pattern recognition found (gelu's approximation, a norm's eps)
-      for (const auto& in : d.inputs)
+      std::vector<std::string> values = d.inputs;
+      std::vector<int64_t> batched;  // the dims a stream operand is viewed as (alignMatmulRanks)
+      size_t view = op.op == "matmul" && values.size() == 2 ? alignMatmulRanks(d, values, batched) : 2;
+      for (const auto& in : values)
         if (!in.empty()) op.inputs.push_back(operand(in, op.name));
-      if (op.op == "matmul" && op.inputs.size() == 2) alignMatmulRanks(d, op);
+      if (view < 2)
+        op.inputs[view] = auxOp("reshape", op.name + "_batched", {op.inputs[view]},
+                                d.output + "_batched" + std::to_string(view), {{"shape", batched}});
     } else if (d.op == "Gemm") {  // alpha * A B + beta * C: alpha and beta folded into B and C, constants
       if (intAttr(n, "transA", 0)) {
         unsupported_.push_back(name + " (Gemm with transA)");
@@ -2089,9 +2096,13 @@ class Importer {
       for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
       op.attrs["axis"] = intAttr(n, "axis", 0);
     } else if (d.op == "ReduceMean" || d.op == "ReduceSum" || d.op == "ReduceMax" || d.op == "ReduceL2" ||
-               d.op == "ReduceSumSquare") {
+               d.op == "ReduceSumSquare" || d.op == "ReduceL1" || d.op == "ReduceLogSumExp") {
       std::vector<int64_t> axes = reductionAxes(n);
       int64_t rank = static_cast<int64_t>(shapeOf(d.inputs[0]).size());
+      if (d.inputs.size() > 1 && !d.inputs[1].empty() && !consts_.count(d.inputs[1])) {
+        unsupported_.push_back(name + " (" + d.op + " over axes computed at run time)");
+        return;
+      }
       if (axes.empty() && !intAttr(n, "noop_with_empty_axes", 0))  // every axis
         for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
       for (int64_t& a : axes) a = a < 0 ? a + rank : a;
@@ -2100,7 +2111,11 @@ class Importer {
       // Over another axis (a mean over the rows) or several (x.mean(dim=(-2, -1))): the reduced axes moved
       // last by a transpose, several merged into one by a view, then the reduction over the last.
       bool moved = several || (axes.size() == 1 && axes[0] != rank - 1);
+      // A log-sum-exp computes with the axis kept (its maximum subtracted and added back), then views
+      // the result as the node's shape where the node drops it.
+      const bool lse = d.op == "ReduceLogSumExp", viewed = moved || (lse && intAttr(n, "keepdims", 1) == 0);
       if (axes.empty() || axes.front() < 0 || axes.back() >= rank ||
+          (viewed && !hasConcreteShape(d.output)) ||
           std::adjacent_find(axes.begin(), axes.end()) != axes.end() ||
           (moved && !hasConcreteShape(d.output)) || (several && constantDims(d.inputs[0]).empty())) {
         unsupported_.push_back(name + " (" + d.op +
@@ -2130,12 +2145,12 @@ class Importer {
                          {{"shape", merged}});
         }
       }
-      std::map<std::string, AttrValue> attrs = {{"axis", int64_t{-1}},
-                                                {"keepdims", moved ? int64_t{1} : intAttr(n, "keepdims", 1)}};
+      std::map<std::string, AttrValue> attrs = {
+          {"axis", int64_t{-1}}, {"keepdims", viewed ? int64_t{1} : intAttr(n, "keepdims", 1)}};
       // The last step is the node's op; after a moved axis, a view to the node's shape follows it.
       auto finish = [&](const std::string& kind, std::vector<std::string> inputs,
                         std::map<std::string, AttrValue> at) {
-        if (!moved) {
+        if (!viewed) {
           op.op = kind;
           op.inputs = std::move(inputs);
           op.attrs = std::move(at);
@@ -2154,6 +2169,17 @@ class Importer {
           finish("sqrt", {auxOp("reduce_sum", op.name + "_sum", {squares}, d.output + "_sum", attrs)}, {});
         else
           finish("reduce_sum", {squares}, attrs);
+      } else if (d.op == "ReduceL1") {  // the sum of the magnitudes: x.norm(p=1, dim=-1)
+        finish("reduce_sum", {auxOp("abs", op.name + "_abs", {source}, d.output + "_abs")}, attrs);
+      } else if (lse) {  // m + log(sum(exp(x - m))), m the maximum: torch.logsumexp, finite where exp is not
+        std::string m = auxOp("reduce_max", op.name + "_max", {source}, d.output + "_max", attrs);
+        std::string e = auxOp("exp", op.name + "_exp",
+                              {auxOp("sub", op.name + "_shifted", {source, m}, d.output + "_shifted")},
+                              d.output + "_exp");
+        std::string l =
+            auxOp("log", op.name + "_log",
+                  {auxOp("reduce_sum", op.name + "_sum", {e}, d.output + "_sum", attrs)}, d.output + "_log");
+        finish("add", {l, m}, {});
       } else {
         finish(d.op == "ReduceMean"  ? "reduce_mean"
                : d.op == "ReduceSum" ? "reduce_sum"
@@ -2465,29 +2491,29 @@ class Importer {
   // and ONNX allow): the operand of lower rank, batched too, takes leading dims of 1 (a constant laid out
   // so, a stream viewed so), where the other's extra leading dims are all 1. A rank-2 right side is a
   // weight every batch shares, as the matmul op takes it.
-  void alignMatmulRanks(const Dyn& d, Op& op) {
+  // Of `values` (the node's operands): a constant operand renamed to the constant laid out so; for a stream,
+  // its index (with `dims`, its view), 2 when none is.
+  size_t alignMatmulRanks(const Dyn& d, std::vector<std::string>& values, std::vector<int64_t>& dims) {
     std::vector<Expr> a = shapeOf(d.inputs[0]), b = shapeOf(d.inputs[1]);
-    if (a.size() == b.size() || b.size() == 2 || a.size() < 2 || b.size() < 2) return;
+    if (a.size() == b.size() || b.size() == 2 || a.size() < 2 || b.size() < 2) return 2;
     size_t shorter = a.size() < b.size() ? 0 : 1;
     const std::vector<Expr>& longShape = shorter == 0 ? b : a;
     size_t extra = longShape.size() - (shorter == 0 ? a : b).size();
     for (size_t i = 0; i < extra; ++i)
       if (!longShape[i].isConstant() || longShape[i].eval() != 1)
-        return;  // a true broadcast: left to the checks
-    const std::string& value = d.inputs[shorter];
+        return 2;  // a true broadcast: left to the checks
+    const std::string value = values[shorter];
     if (auto c = consts_.find(value); c != consts_.end()) {
       Const k = c->second;
       k.dims.insert(k.dims.begin(), extra, 1);
-      std::string name = freeOfModel(value + "_batched");
-      consts_[name] = k;
-      op.inputs[shorter] = weightFrom(name, name);
-      return;
+      values[shorter] = freeOfModel(value + "_batched");
+      consts_[values[shorter]] = k;
+      return 2;
     }
-    std::vector<int64_t> dims = constantDims(value);
-    if (dims.empty()) return;
+    dims = constantDims(value);
+    if (dims.empty()) return 2;
     dims.insert(dims.begin(), extra, 1);
-    op.inputs[shorter] = auxOp("reshape", op.name + "_batched", {op.inputs[shorter]},
-                               d.output + "_batched" + std::to_string(shorter), {{"shape", dims}});
+    return shorter;
   }
   // ONNX Pad in constant mode (F.pad, nn.ZeroPad2d; RWKV's token shift pads the sequence by one before
   // and cuts one after): per padded axis, a slice where a side is negative (it removes), then a concat of
@@ -2570,6 +2596,7 @@ class Importer {
       parts.push_back(x);
       if (st.after > 0) block(st.after, "_after");
       dim += std::max<int64_t>(0, st.before) + std::max<int64_t>(0, st.after);
+      if (parts.size() == 1) continue;  // only cut along this axis: the slice above is the step
       if (last) {
         op.op = "concat";
         op.inputs = parts;

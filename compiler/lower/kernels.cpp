@@ -297,7 +297,25 @@ class Lowering {
   // A reshape view as a stream of its own, which its base's producer writes in the view's canonical order
   // (through an adapter where their tiles differ: streams.cpp), when its base is made on chip row-major at
   // a tile that one of the view's divides. False for a base from HBM (a DMA reads the view itself).
+  // A reshape view must keep its base's row-major token sequence up to an adapter (reshapeStreams), and
+  // may not change a symbolic last dimension, whose tiles are padded.
+  void checkReshapeTiles(const std::string& name) const {
+    const std::string& baseName = views_.at(name).base;
+    const int64_t vt = canonicalOrder(info(name), opt_.tile).element.back(),
+                  bt = canonicalOrder(info(baseName), opt_.tile).element.back();
+    const Expr &last = info(name).shape.back(), &baseLast = info(baseName).shape.back();
+    if (vt != bt && !reshapeStreams(baseLast, last, opt_.tile))
+      throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
+                                                      "' changes the stream's tile (" + std::to_string(bt) +
+                                                      " to " + std::to_string(vt) + " elements)"));
+    if ((!last.isConstant() || !baseLast.isConstant()) && last != baseLast && vt > 1)
+      throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
+                                                      "' changes a symbolic last dimension (" +
+                                                      baseLast.str() + " to " + last.str() +
+                                                      "), whose tiles are padded"));
+  }
   bool ownStream(const std::string& name) {
+    checkReshapeTiles(name);
     const std::string& baseName = views_.at(name).base;
     auto prod = kg_.producer.find(baseName);
     if (prod == kg_.producer.end()) return false;
@@ -334,16 +352,7 @@ class Lowering {
         StreamOrder canonical = canonicalOrder(info(name), opt_.tile);
         StreamOrder base = canonicalOrder(info(v.base), opt_.tile);
         bool retile = canonical.element.back() != base.element.back();
-        if (retile && !reshapeStreams(info(v.base).shape.back(), info(name).shape.back(), opt_.tile))
-          throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
-                                                          "' changes the stream's tile (" +
-                                                          std::to_string(base.element.back()) + " to " +
-                                                          std::to_string(canonical.element.back()) + " elements)"));
-        const Expr &last = info(name).shape.back(), &baseLast = info(v.base).shape.back();
-        if ((!last.isConstant() || !baseLast.isConstant()) && last != baseLast && canonical.element.back() > 1)
-          throw UserError(formatError(info(name).loc, "unsupported: the reshape producing '" + name +
-                                                          "' changes a symbolic last dimension (" + baseLast.str() +
-                                                          " to " + last.str() + "), whose tiles are padded"));
+        checkReshapeTiles(name);
         if (order != canonical || retile) {
           ownStream(name);
           break;

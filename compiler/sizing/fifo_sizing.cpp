@@ -587,8 +587,7 @@ SizingResult sizeForBits(const Network& net, const SizingOptions& options, const
         Network boundedNet;
         SizingResult r = sizeWith(net, progs, bounded, false, boundedNet);
         if (!r.trueDeadlock && !r.pinnedDeadlock && r.totalBits < free->totalBits && keepsLatency(r, 0.01)) {
-          r.cyclesUnbounded = free->cyclesUnbounded;  // the latency it kept; occupancies its own run's
-          r.rounds += free->rounds;
+          takeUnboundedFigures(r, *free);  // as a paced result: the unbounded run's cycles and occupancies
           r.replaysBounded = true;
           free = r;
           sized = std::move(boundedNet);

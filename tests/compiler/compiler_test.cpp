@@ -1390,6 +1390,16 @@ TEST(Compiler, AReshapeToAnotherTileGoesThroughAnAdapter) {
   EXPECT_FALSE(r.deadlock);
   EXPECT_EQ(r.fifos.at(static_cast<size_t>(c.network.findFifo("a1>retile"))).tokens, 4);
   EXPECT_EQ(r.fifos.at(static_cast<size_t>(c.network.findFifo("m1>retile"))).tokens, 64);
+  // A view of a view streams its first base: [9, 2] (tile 2) to [3, 6] (6) to [6, 3] (3) is 2 against 3,
+  // which no adapter joins, whatever each step alone allows: the graph's tile narrows to 2 (3 in 1s).
+  CompileResult chain = compileText(
+      "graph: chain\ninputs: [{name: x, shape: [9, 2]}]\nops:\n"
+      "  - {name: r, op: relu, inputs: [x], output: h}\n"
+      "  - {name: a, op: reshape, inputs: [h], output: h1, shape: [3, 6]}\n"
+      "  - {name: b, op: reshape, inputs: [h1], output: h2, shape: [6, 3]}\n"
+      "  - {name: e, op: exp, inputs: [h2], output: y}\noutputs: [y]\n");
+  EXPECT_EQ(chain.options.tile, 2);
+  EXPECT_FALSE(simulate(chain.network).deadlock);
   try {
     compileText(
         "graph: v\ninputs: [{name: x, shape: [4, 16]}]\nops:\n"
