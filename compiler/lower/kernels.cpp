@@ -294,9 +294,6 @@ class Lowering {
       return {};
     return dims;
   }
-  // A reshape view as a stream of its own, which its base's producer writes in the view's canonical order
-  // (through an adapter where their tiles differ: streams.cpp), when its base is made on chip row-major at
-  // a tile that one of the view's divides. False for a base from HBM (a DMA reads the view itself).
   // A reshape view must keep its base's row-major token sequence up to an adapter (reshapeStreams), and
   // may not change a symbolic last dimension, whose tiles are padded.
   void checkReshapeTiles(const std::string& name) const {
@@ -314,6 +311,9 @@ class Lowering {
                                                       baseLast.str() + " to " + last.str() +
                                                       "), whose tiles are padded"));
   }
+  // A reshape view as a stream of its own, which its base's producer writes in the view's canonical order
+  // (through an adapter where their tiles differ: streams.cpp), when its base is made on chip row-major at
+  // a tile that one of the view's divides. False for a base from HBM (a DMA reads the view itself).
   bool ownStream(const std::string& name) {
     checkReshapeTiles(name);
     const std::string& baseName = views_.at(name).base;
