@@ -450,9 +450,11 @@ TEST(Cli, ReplaysWaitOnceInFrontOfTheirConverters) {
   EXPECT_TRUE(sized["replays_bounded"].get<bool>());
   EXPECT_FALSE(sized["paced"].get<bool>());
   EXPECT_LE(sized["cycles_sized"].get<int64_t>() * 100, sized["cycles_unbounded"].get<int64_t>() * 101);
-  for (const auto& f : sized["fifos"])
-    if (f["name"] == "qh>scores" || f["name"] == "om>o_proj")
+  for (const auto& f : sized["fifos"]) {
+    if (f["name"] == "qh>scores" || f["name"] == "om>o_proj") {
       EXPECT_LE(f["depth"].get<int64_t>(), 3) << f["name"];
+    }
+  }
   EXPECT_LT(sized["intermediate_bytes"].get<int64_t>() * 10, sized["unfused_bytes"].get<int64_t>() * 3);
 }
 
