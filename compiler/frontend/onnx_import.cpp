@@ -306,6 +306,12 @@ int64_t intAttr(const onnx::NodeProto& n, const char* name, int64_t fallback) {
   return fallback;
 }
 
+// A float element type: float32, double, float16 or bfloat16.
+bool isFloatType(int64_t type) {
+  return type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE ||
+         type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16;
+}
+
 std::string stringAttr(const onnx::NodeProto& n, const char* name, const std::string& fallback) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return a.s();
@@ -710,11 +716,15 @@ class Importer {
     }
     return shape;
   }
+  // The element type shape inference gave a value (UNDEFINED when it typed none).
+  int32_t elemTypeOf(const std::string& name) const {
+    auto it = types_.find(name);
+    return it != types_.end() && it->second->has_tensor_type() ? it->second->tensor_type().elem_type()
+                                                               : onnx::TensorProto::UNDEFINED;
+  }
   // Whether shape inference typed the value as an integer tensor (shape arithmetic: int64).
   bool integerValue(const std::string& name) const {
-    auto it = types_.find(name);
-    if (it == types_.end() || !it->second->has_tensor_type()) return false;
-    switch (it->second->tensor_type().elem_type()) {
+    switch (elemTypeOf(name)) {
       case onnx::TensorProto::INT64: case onnx::TensorProto::INT32: case onnx::TensorProto::INT16:
       case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: case onnx::TensorProto::UINT16:
       case onnx::TensorProto::UINT32: case onnx::TensorProto::UINT64:
@@ -1473,12 +1483,9 @@ class Importer {
       if (d.dead || (d.op != "Cast" && d.op != "Identity") || consts_.count(d.inputs[0]) ||
           isModelOutput(d.output))
         continue;
-      if (d.op == "Cast") {
-        int64_t to = intAttr(*d.node, "to", onnx::TensorProto::FLOAT);
-        bool floats = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE ||
-                      to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16;
-        if (!floats || roundsFloatStream(d) || !isFloatValue(d.inputs[0])) continue;
-      }
+      if (d.op == "Cast" && (!isFloatType(intAttr(*d.node, "to", onnx::TensorProto::FLOAT)) ||
+                             roundsFloatStream(d) || !isFloatType(elemTypeOf(d.inputs[0]))))
+        continue;
       for (auto& c : dyn_)
         for (auto& in : c.inputs)
           if (in == d.output && &c != &d) in = d.inputs[0];
@@ -1486,23 +1493,12 @@ class Importer {
       alias_[d.output] = d.inputs[0];
     }
   }
-  // Whether a value is a float tensor as ONNX's shape inference types it.
-  bool isFloatValue(const std::string& v) const {
-    auto t = types_.find(v);
-    if (t == types_.end() || !t->second->has_tensor_type()) return false;
-    int32_t e = t->second->tensor_type().elem_type();
-    return e == onnx::TensorProto::FLOAT || e == onnx::TensorProto::DOUBLE ||
-           e == onnx::TensorProto::FLOAT16 || e == onnx::TensorProto::BFLOAT16;
-  }
   // A Cast of a float32 stream to 16 bits in a float32 model: the design computes in f32 and would not
   // round it (refused when emitted).
   bool roundsFloatStream(const Dyn& d) const {
     int64_t to = intAttr(*d.node, "to", onnx::TensorProto::FLOAT);
     if (to != onnx::TensorProto::FLOAT16 && to != onnx::TensorProto::BFLOAT16) return false;
-    auto from = types_.find(d.inputs[0]);
-    int32_t fromType = from != types_.end() && from->second->has_tensor_type()
-                           ? from->second->tensor_type().elem_type()
-                           : onnx::TensorProto::UNDEFINED;
+    int32_t fromType = elemTypeOf(d.inputs[0]);
     for (const auto& in : model_.graph().input())
       if (in.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT16 ||
           in.type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
@@ -1963,8 +1959,7 @@ class Importer {
         graph_.ops.push_back(op);
         return;
       }
-      if (to != onnx::TensorProto::FLOAT && to != onnx::TensorProto::DOUBLE && to != onnx::TensorProto::FLOAT16 &&
-          to != onnx::TensorProto::BFLOAT16) {
+      if (!isFloatType(to)) {
         unsupported_.push_back(name + " (Cast of a stream to an integer type)");
         return;
       }
@@ -2117,7 +2112,7 @@ class Importer {
       if (axes.empty() || axes.front() < 0 || axes.back() >= rank ||
           (viewed && !hasConcreteShape(d.output)) ||
           std::adjacent_find(axes.begin(), axes.end()) != axes.end() ||
-          (moved && !hasConcreteShape(d.output)) || (several && constantDims(d.inputs[0]).empty())) {
+          (several && constantDims(d.inputs[0]).empty())) {
         unsupported_.push_back(name + " (" + d.op +
                                " over axes it cannot resolve, or of a shape not known at import)");
         return;
@@ -2394,8 +2389,7 @@ class Importer {
       op.op = "concat";
       op.inputs.assign(static_cast<size_t>(axes.back().second), x);
       op.attrs["axis"] = axes.back().first;
-    } else if (d.op ==
-               "Pad") {  // constant padding: a concat with blocks of the value, a slice where negative
+    } else if (d.op == "Pad") {
       if (!pad(d, op)) return;
     } else if (d.op == "Einsum") {
       if (!einsum(d, op)) {
