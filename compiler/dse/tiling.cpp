@@ -22,6 +22,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 
 #include "compiler/dse/cost_model.h"
@@ -298,14 +299,26 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
 // gate and up), so the budget goes to the matmuls the layer waits for.
 class LayerEstimate {
  public:
-  using Cost = std::function<MatmulCost(const std::string& op, int64_t tk, int64_t rowBlock)>;
+  /// A matmul's cost by its slot: its place among the graph's matmuls in name order (the order of the
+  /// tile and row block maps the search passes).
+  using Cost = std::function<MatmulCost(size_t slot, int64_t tk, int64_t rowBlock)>;
   LayerEstimate(const TypedGraph& graph, const CompileOptions& options, const Platform& platform,
-                std::map<std::string, double> otherCycles, std::map<std::string, double> otherLatency, Cost cost)
-      : other_(std::move(otherCycles)), latency_(std::move(otherLatency)), cost_(std::move(cost)) {
+                const std::map<std::string, double>& otherCycles,
+                const std::map<std::string, double>& otherLatency, Cost cost)
+      : cost_(std::move(cost)) {
     bandwidth_ = platform.hbm.channels * channelBytesPerCycle(platform);
     prefetchBytes_ = static_cast<double>(options.onchipBudgetBytes);
+    std::map<std::string, size_t> slots;
+    for (const Op& op : graph.graph->ops)
+      if (isMatmul(op)) slots.emplace(op.name, 0);
+    for (auto& [name, slot] : slots) slot = matmuls_++;
+    std::map<std::string, size_t> made;  // a tensor's producing step, of those before
     for (const Op& op : graph.graph->ops) {
-      Step step{&op, isMatmul(op), writesPanels(graph, op), {}};
+      Step step;
+      step.op = &op;
+      step.matmul = isMatmul(op);
+      step.panels = writesPanels(graph, op);
+      if (step.matmul) step.slot = slots.at(op.name);
       auto rows = [&](const std::string& t) { return rowsOf(graph.tensors.at(t), options.maxima); };
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         bool whole = false;
@@ -317,70 +330,85 @@ class LayerEstimate {
         } else if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") {
           whole = i == 0 && rows(op.output) == 1;
         }
-        step.whole.push_back(whole);
+        auto from = made.find(op.inputs[i]);
+        if (from != made.end()) step.inputs.push_back({from->second, whole, i == 0});  // (else from HBM)
       }
+      if (auto it = otherCycles.find(op.name); !step.matmul && it != otherCycles.end()) {
+        step.own = it->second;
+        // A stall pipeline holds its last `latency` cycles of results until later inputs push them out:
+        // an op of fewer iterations than its latency (a decode step's softmax over 16 heads of 3 tokens)
+        // gives its first output only when that part of its input has come.
+        if (step.own > 0) step.held = std::min(1.0, otherLatency.at(op.name) / step.own);
+      }
+      made[op.output] = steps_.size();
       steps_.push_back(std::move(step));
     }
   }
 
-  /// The estimate at these reduction tiles and row blocks.
+  /// The estimate at these reduction tiles and row blocks (each keyed by every matmul's name).
   double cycles(const std::map<std::string, int64_t>& tk, const std::map<std::string, int64_t>& rowBlock) {
-    struct Span {
-      double first = 0, last = 0;
-    };
-    std::map<std::string, Span> spans;
-    std::map<std::string, MatmulCost> costs;
+    tiles_.clear();
+    blocks_.clear();
+    for (const auto& [name, t] : tk) tiles_.push_back(t);
+    for (const auto& [name, b] : rowBlock) blocks_.push_back(b);
+    if (tiles_.size() != matmuls_ || blocks_.size() != matmuls_)
+      throw std::logic_error("LayerEstimate: a tile and a row block for each matmul expected");
+    costs_.resize(matmuls_);
+    spans_.resize(steps_.size());
     double end = 0, totalBytes = 0;
-    for (const Step& step : steps_)
-      if (step.matmul)
-        totalBytes +=
-            (costs[step.op->name] = cost_(step.op->name, tk.at(step.op->name), rowBlock.at(step.op->name)))
-                .bytes;
-    for (const Step& step : steps_) {
-      const Op& op = *step.op;
-      double own = 0, weight = 0, ahead = 0, held = 0;
+    for (size_t m = 0; m < matmuls_; ++m) totalBytes += (costs_[m] = cost_(m, tiles_[m], blocks_[m])).bytes;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& step = steps_[i];
+      double own = step.own, weight = 0, ahead = 0;
       if (step.matmul) {
-        const MatmulCost& c = costs[op.name];
+        const MatmulCost& c = costs_[step.slot];
         own = c.iterations;
         weight = c.hbm;
         // The part of its weight read ahead into on-chip FIFOs before the matmul starts: the on-chip
         // budget shared among the weights by their bytes.
         if (c.bytes > 0) ahead = c.hbm * std::min(1.0, prefetchBytes_ / totalBytes);
-      } else if (auto it = other_.find(op.name); it != other_.end()) {
-        own = it->second;
-        // A stall pipeline holds its last `latency` cycles of results until later inputs push them out:
-        // an op of fewer iterations than its latency (a decode step's softmax over 16 heads of 3 tokens)
-        // gives its first output only when that part of its input has come.
-        if (own > 0) held = std::min(1.0, latency_.at(op.name) / own);
       }
       Span s;
       double streamedLast = 0;
-      for (size_t i = 0; i < op.inputs.size(); ++i) {
-        auto it = spans.find(op.inputs[i]);
-        if (it == spans.end()) continue;  // from HBM
-        bool whole = step.whole[i] || (step.panels && i == 0 && rowBlock.at(op.name) == 0);
-        const Span& in = it->second;
-        s.first = std::max(s.first, whole ? in.last : in.first + held * (in.last - in.first));
-        if (!whole) streamedLast = std::max(streamedLast, it->second.last);
+      for (size_t j = 0; j < step.inputs.size(); ++j) {
+        const Input& input = step.inputs[j];
+        bool whole = input.whole || (step.panels && j == 0 && input.first && blocks_[step.slot] == 0);
+        const Span& in = spans_[input.step];
+        s.first = std::max(s.first, whole ? in.last : in.first + step.held * (in.last - in.first));
+        if (!whole) streamedLast = std::max(streamedLast, in.last);
       }
       s.last = std::max({s.first + own, s.first + weight - ahead, streamedLast, weight});
       end = std::max(end, s.last);
-      spans[op.output] = s;
+      spans_[i] = s;
     }
     return std::max(end, totalBytes / bandwidth_);
   }
 
  private:
+  struct Span {
+    double first = 0, last = 0;
+  };
+  struct Input {
+    size_t step;  ///< the step making it
+    bool whole;
+    bool first = false;  ///< the op's first input (A of a matmul)
+  };
   struct Step {
-    const Op* op;
-    bool matmul, panels;  // panels: writesPanels (every row needed whole when weight-stationary)
-    std::vector<bool> whole;
+    const Op* op = nullptr;
+    bool matmul = false,
+         panels = false;        // panels: writesPanels (every row needed whole when weight-stationary)
+    size_t slot = 0;            // a matmul's
+    std::vector<Input> inputs;  // those made by earlier steps
+    double own = 0, held = 0;   // an op not a matmul: its iterations, and the share of them it holds
   };
   static bool isMatmul(const Op& op) { return op.op == "matmul" || op.op == "linear"; }
-  std::map<std::string, double> other_, latency_;
   Cost cost_;
   double bandwidth_ = 1, prefetchBytes_ = 0;
+  size_t matmuls_ = 0;
   std::vector<Step> steps_;
+  std::vector<int64_t> tiles_, blocks_;  // per call, by slot
+  std::vector<MatmulCost> costs_;
+  std::vector<Span> spans_;
 };
 
 }  // namespace
@@ -515,14 +543,16 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   if (at.empty()) at.push_back(options);
   std::vector<LayerEstimate> estimates;
   const std::map<std::string, double> latencies = other.latencies(graph);
-  std::vector<std::map<std::tuple<std::string, int64_t, int64_t>, MatmulCost>> sampleMemo(at.size());
+  std::vector<std::map<std::tuple<size_t, int64_t, int64_t>, MatmulCost>> sampleMemo(at.size());
+  std::vector<const Op*> slotOps;  // the matmuls in name order (LayerEstimate's slots)
+  for (const auto& [name, op] : ops) slotOps.push_back(op);
   for (size_t j = 0; j < at.size(); ++j)
     estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima), latencies,
-                           [&, j](const std::string& name, int64_t t, int64_t block) {
-                             auto key = std::make_tuple(name, t, block);
+                           [&, j](size_t slot, int64_t t, int64_t block) {
+                             auto key = std::make_tuple(slot, t, block);
                              auto it = sampleMemo[j].find(key);
                              if (it != sampleMemo[j].end()) return it->second;
-                             MatmulCost c = costOf(graph, *ops.at(name), t, block, platform, at[j]);
+                             MatmulCost c = costOf(graph, *slotOps[slot], t, block, platform, at[j]);
                              return sampleMemo[j].emplace(key, c).first->second;
                            });
   // Memoised by the design point (each matmul's tile and block, in name order): the rounds and starts
