@@ -165,6 +165,18 @@ std::string fingerprint(const std::string& text) {
 namespace {
 
 // Copies `from`'s results into p, keeping p's own settings.
+// A compiled network's text, and what it does not say: the symbols' maxima and the stream tile (where
+// sizing samples them) and the kernels' buffers (sized for those maxima), which decide the bytes and the
+// resources.
+std::string networkKey(const CompileResult& c) {
+  std::ostringstream key;
+  key << emitNetwork(c.network) << "\nmaxima:";
+  for (const auto& [symbol, maximum] : c.options.maxima) key << " " << symbol << "=" << maximum;
+  key << "\ntile: " << c.options.tile << "\nbuffers:";
+  for (const Kernel& k : c.kernels.kernels) key << " " << k.bufferBytes;
+  return key.str();
+}
+
 void takeResults(Point& p, const Point& from) {
   std::vector<std::string> settings = std::move(p.settings);
   p = from;
@@ -205,18 +217,13 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     std::vector<std::string> settings = base;
     settings.insert(settings.end(), p.settings.begin(), p.settings.end());
     try {
-      CompileResult c = compileGraph(graph, platform, parseCompileOptions(settings, platform));
+      // Without the channel assignment's simulations, which depend on the network and the symbols'
+      // maxima alone: each distinct network pays them once, below.
+      CompileOptions options = parseCompileOptions(settings, platform);
+      options.phaseChannels = false;
+      CompileResult c = compileGraph(graph, platform, options);
       c.network.sourceSettings = settings;
-      // The network's text, and what it does not say: the symbols' maxima and the stream tile (where
-      // sizing samples them) and the kernels' buffers (sized for those maxima), which decide the bytes
-      // and the resources.
-      std::ostringstream key;
-      key << emitNetwork(c.network) << "\nmaxima:";
-      for (const auto& [symbol, maximum] : c.options.maxima) key << " " << symbol << "=" << maximum;
-      key << "\ntile: " << c.options.tile << "\nbuffers:";
-      for (const Kernel& k : c.kernels.kernels) key << " " << k.bufferBytes;
-      text[i] = key.str();
-      p.network = fingerprint(text[i]);
+      text[i] = networkKey(c);
       compiled[i] = std::move(c);
     } catch (const UserError& err) {
       p.status = Point::Status::kRejected;
@@ -242,6 +249,13 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     size_t i = distinct[d];
     CompileResult& c = *compiled[i];
     Point& p = points[i];
+    try {
+      assignPhaseChannels(c, platform);
+      p.network = fingerprint(networkKey(c));
+    } catch (const UserError& err) {
+      p.status = Point::Status::kRejected;
+      p.message = err.what();
+    }
     p.schedules = c.schedules;
     p.laneIi = c.options.laneIi;
     p.laneIiOf = c.options.laneIiOf;
