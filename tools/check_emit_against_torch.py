@@ -125,6 +125,8 @@ def cases(m):
         ("rank_broadcast_matmuls_d96_g3_s12", lambda: m.RankBroadcastMatmuls(96, 3), (1, 12, 96), 17, None, []),
         ("logsumexp_pools", lambda: m.LogSumExpPools(), (1, 8, 64), 17, None, []),
         ("logsumexp_pools_d96_s12", lambda: m.LogSumExpPools(96), (1, 12, 96), 17, None, []),
+        ("rounding_ops", lambda: m.RoundingOps(), (1, 8, 64), 17, None, []),
+        ("rounding_ops_d96_s12", lambda: m.RoundingOps(96), (1, 12, 96), 17, None, []),
     ]
 
 

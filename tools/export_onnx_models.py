@@ -39,6 +39,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   logsumexp_pools.onnx
                      torch.logsumexp over the sequence (values past exp's f32 range) and the features, and an
                      L1 norm (x.norm(p=1)); opset 17
+  rounding_ops.onnx  fake quantisation as quantisation-aware training writes it (torch.round(h / s).clamp(..) * s),
+                     floor and ceil of data, torch.sign, torch.remainder (x - floor(x / y) * y) and torch.fmod
+                     (Mod, fmod=1); opset 17
   jax_einsums.onnx   attention as JAX ports write it: einsums by per-head weights [heads, d, head_dim] to heads
                      and back (two summed indices), and scores by a vector ("bsd,d->bs"); opset 17
   norm_weight_shapes.onnx
@@ -1000,6 +1003,24 @@ class LogSumExpPools(nn.Module):
         return self.out(h / (l1 + 1) + pooled) + feat[..., None]
 
 
+class RoundingOps(nn.Module):
+    """Functions of data that jump: fake quantisation as quantisation-aware training writes it (round half to
+    even, clamped), floor and ceil, sign, and the two float remainders (torch.remainder, torch.fmod)."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.lin(x)
+        q = torch.round(h / 0.05).clamp(-128, 127) * 0.05
+        f = torch.floor(h * 4) / 4 + torch.ceil(h * 2) / 8
+        s = torch.sign(h) * h.abs().sqrt()
+        r = torch.remainder(h, 0.75) + torch.fmod(h, 0.5)
+        return self.out(q + f + s + r)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -1050,7 +1071,7 @@ def main():
                         (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects"),
                         (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums"),
                         (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls"),
-                        (LogSumExpPools, "logsumexp_pools")):
+                        (LogSumExpPools, "logsumexp_pools"), (RoundingOps, "rounding_ops")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

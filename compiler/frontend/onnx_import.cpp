@@ -854,6 +854,10 @@ class Importer {
                                                  "Celu",
                                                  "PRelu",
                                                  "Sign",
+                                                 "Floor",
+                                                 "Ceil",
+                                                 "Round",
+                                                 "Mod",
                                                  "LogSoftmax"};
     // Shape arithmetic that could not be folded: a Shape of a value with a symbolic dimension, and what is
     // computed from it, named as such (the dynamic reshapes and masks it feeds need constant shapes).
@@ -1945,10 +1949,19 @@ class Importer {
     std::string whereStream;
     Const whereBias;
     static const std::map<std::string, std::string> direct = {
-        {"MatMul", "matmul"}, {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Tanh", "tanh"},
-        {"Exp", "exp"}, {"gelu", "gelu"}, {"silu", "silu"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"},
-        {"rmsnorm", "rmsnorm"}, {"Erf", "erf"}, {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"}, {"Abs", "abs"}, {"Max", "max"},
-        {"Min", "min"}, {"Pow", "pow"}, {"Log", "log"}, {"Softplus", "softplus"}};
+        {"MatMul", "matmul"},   {"Add", "add"},
+        {"Sub", "sub"},         {"Mul", "mul"},
+        {"Div", "div"},         {"Tanh", "tanh"},
+        {"Exp", "exp"},         {"gelu", "gelu"},
+        {"silu", "silu"},       {"Relu", "relu"},
+        {"Sigmoid", "sigmoid"}, {"layernorm", "layernorm"},
+        {"rmsnorm", "rmsnorm"}, {"Erf", "erf"},
+        {"Sqrt", "sqrt"},       {"Reciprocal", "reciprocal"},
+        {"Abs", "abs"},         {"Max", "max"},
+        {"Min", "min"},         {"Pow", "pow"},
+        {"Log", "log"},         {"Softplus", "softplus"},
+        {"Floor", "floor"},     {"Ceil", "ceil"},
+        {"Round", "round"},     {"Sign", "sign"}};
     if (d.op == "Cast" && !consts_.count(d.inputs[0])) {
       int64_t to = intAttr(n, "to", onnx::TensorProto::FLOAT);
       if (to == onnx::TensorProto::BOOL) {  // 1 where x is not 0 (NaN too), as torch's bool(): (x == 0) == 0
@@ -1999,6 +2012,13 @@ class Importer {
       if (view < 2)
         op.inputs[view] = auxOp("reshape", op.name + "_batched", {op.inputs[view]},
                                 d.output + "_batched" + std::to_string(view), {{"shape", batched}});
+    } else if (d.op == "Mod" && d.inputs.size() == 2) {  // of floats: C's fmod (ONNX asks fmod=1 for them)
+      if (intAttr(n, "fmod", 0) == 0) {
+        unsupported_.push_back(name + " (Mod of a stream with fmod=0: an integer remainder)");
+        return;
+      }
+      op.op = "fmod";
+      for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
     } else if (d.op == "Gemm") {  // alpha * A B + beta * C: alpha and beta folded into B and C, constants
       if (intAttr(n, "transA", 0)) {
         unsupported_.push_back(name + " (Gemm with transA)");
@@ -2312,11 +2332,6 @@ class Importer {
           auxOp("max", op.name + "_pos", {x, zero}, d.output + "_pos"),
           auxOp("mul", op.name + "_tail",
                 {auxOp("min", op.name + "_neg", {x, zero}, d.output + "_neg"), slope}, d.output + "_tail")};
-    } else if (d.op == "Sign") {  // (x > 0) - (x < 0): 1, -1 or 0 (0 for NaN, where ONNX gives NaN)
-      std::string x = operand(d.inputs[0], op.name), zero = scalarWeight(op.name + "_zero", 0.0);
-      op.op = "sub";
-      op.inputs = {auxOp("greater", op.name + "_pos", {x, zero}, d.output + "_pos"),
-                   auxOp("less", op.name + "_neg", {x, zero}, d.output + "_neg")};
     } else if (d.op == "LogSoftmax") {
       // (x - m) - log(sum(exp(x - m))), m the row's maximum: as torch's log_softmax computes it, finite
       // where softmax's log would underflow to -inf.

@@ -16,7 +16,8 @@ const std::vector<std::pair<std::string, int>>& elementwiseOps() {
       {"min", 2},     {"select", 2},     {"pow", 2},   {"gelu", 1},          {"silu", 1},
       {"relu", 1},    {"sigmoid", 1},    {"exp", 1},   {"tanh", 1},          {"erf", 1},
       {"sqrt", 1},    {"reciprocal", 1}, {"abs", 1},   {"log", 1},           {"softplus", 1},
-      {"greater", 2}, {"less", 2},       {"equal", 2}, {"greater_equal", 2}, {"less_equal", 2}};
+      {"greater", 2}, {"less", 2},       {"equal", 2}, {"greater_equal", 2}, {"less_equal", 2},
+      {"floor", 1},   {"ceil", 1},       {"round", 1}, {"sign", 1},          {"fmod", 2}};
   return ops;
 }
 

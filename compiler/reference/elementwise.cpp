@@ -28,6 +28,7 @@ float elementwiseValue(const Op& op, float a, float b) {
   if (k == "min") return st_min(a, b);
   if (k == "select") return b != 0.0f ? a : 0.0f;  // a where b holds, else 0 (not a * b: inf * 0 is NaN)
   if (k == "pow") return std::pow(a, b);
+  if (k == "fmod") return std::fmod(a, b);
   if (k == "greater") return a > b ? 1.0f : 0.0f;  // a comparison: 1 where it holds (never for NaN), else 0
   if (k == "less") return a < b ? 1.0f : 0.0f;
   if (k == "equal") return a == b ? 1.0f : 0.0f;
@@ -41,6 +42,10 @@ float elementwiseValue(const Op& op, float a, float b) {
   if (k == "softplus") return st_softplus(a);
   if (k == "reciprocal") return 1.0f / a;
   if (k == "abs") return std::fabs(a);
+  if (k == "floor") return std::floor(a);
+  if (k == "ceil") return std::ceil(a);
+  if (k == "round") return std::nearbyint(a);  // half to even (the default rounding mode), as torch.round
+  if (k == "sign") return a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a;  // 0 and NaN stay themselves
   if (k == "silu") return st_silu(a);
   if (k == "relu") return a < 0.0f ? 0.0f : a;  // NaN stays NaN, as in torch
   if (k == "sigmoid") return st_sigmoid(a);
@@ -58,6 +63,7 @@ std::string elementwiseCode(const Op& op, const std::string& a, const std::strin
   if (k == "min") return "st_min(" + a + ", " + b + ")";
   if (k == "select") return "(" + b + " != 0.0f ? " + a + " : 0.0f)";
   if (k == "pow") return "std::pow(" + a + ", " + b + ")";
+  if (k == "fmod") return "std::fmod(" + a + ", " + b + ")";
   static const std::map<std::string, std::string> compare = {
       {"greater", " > "}, {"less", " < "}, {"equal", " == "}, {"greater_equal", " >= "}, {"less_equal", " <= "}};
   if (auto c = compare.find(k); c != compare.end()) return "(" + a + c->second + b + " ? 1.0f : 0.0f)";
@@ -65,6 +71,9 @@ std::string elementwiseCode(const Op& op, const std::string& a, const std::strin
   if (k == "softplus") return "st_softplus(" + a + ")";
   if (k == "reciprocal") return "1.0f / " + a;
   if (k == "abs") return "std::fabs(" + a + ")";
+  if (k == "floor" || k == "ceil") return "std::" + k + "(" + a + ")";
+  if (k == "round") return "std::nearbyint(" + a + ")";
+  if (k == "sign") return "(" + a + " > 0.0f ? 1.0f : " + a + " < 0.0f ? -1.0f : " + a + ")";
   if (k == "silu") return "st_silu(" + a + ")";
   if (k == "relu") return a + " < 0.0f ? 0.0f : " + a;
   if (k == "sigmoid") return "st_sigmoid(" + a + ")";

@@ -1262,7 +1262,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "jax_einsums.onnx",
                                            "pads_and_reductions.onnx",
                                            "rank_broadcast_matmuls.onnx",
-                                           "logsumexp_pools.onnx"};
+                                           "logsumexp_pools.onnx",
+                                           "rounding_ops.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;

@@ -84,6 +84,28 @@ TEST(Reference, FunctionsAndComparisons) {
   expectNear({relu[1], relu[2], relu[3], relu[5]}, {1, 0, 4, 0});
 }
 
+// Functions that jump, as torch computes them: round goes half to even (torch.round(2.5) = 2,
+// torch.round(-0.5) = -0), sign keeps 0 and NaN, fmod takes the dividend's sign (torch.fmod(-7, 2) = -1).
+TEST(Reference, RoundingFunctions) {
+  std::string decls = "inputs: [{name: x, shape: [2, 4]}]\nweights: [{name: r, shape: [4]}]\n";
+  std::map<std::string, Tensor> v = {{"x", {{2, 4}, {2.5f, -0.5f, 1.75f, -7, 3.5f, 0, -1.25f, NAN}}},
+                                     {"r", {{4}, {2, 0.75f, 0.5f, 2}}}};
+  auto op = [&](const std::string& kind, bool binary) {
+    return run("  - {name: f, op: " + kind + ", inputs: [x" + (binary ? ", r" : "") + "], output: y}\n",
+               decls, v, "y");
+  };
+  auto first = [](const std::vector<float>& y) { return std::vector<float>(y.begin(), y.begin() + 7); };
+  EXPECT_EQ(first(op("round", false)), (std::vector<float>{2, -0.0f, 2, -7, 4, 0, -1}));
+  EXPECT_TRUE(std::signbit(op("round", false)[1]));
+  EXPECT_EQ(first(op("floor", false)), (std::vector<float>{2, -1, 1, -7, 3, 0, -2}));
+  EXPECT_EQ(first(op("ceil", false)), (std::vector<float>{3, -0.0f, 2, -7, 4, 0, -1}));
+  auto sign = op("sign", false);
+  EXPECT_EQ(first(sign), (std::vector<float>{1, -1, 1, -1, 1, 0, -1}));
+  EXPECT_TRUE(std::isnan(sign[7]));
+  // 2.5 mod 2, -0.5 mod 0.75, 1.75 mod 0.5, -7 mod 2; 3.5 mod 2, 0 mod 0.75, -1.25 mod 0.5.
+  EXPECT_EQ(first(op("fmod", true)), (std::vector<float>{0.5f, -0.5f, 0.25f, -1, 1.5f, 0, -0.25f}));
+}
+
 // A causal softmax over scores [2 heads, 2 rows, 3 keys]: the 2 rows are the last 2 of 3 positions, so
 // row 0 keeps keys 0..1 and row 1 all three; the masked key weighs exactly 0.
 TEST(Reference, CausalSoftmaxKeepsTheKeysUpToItsRow) {
