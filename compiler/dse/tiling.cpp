@@ -81,6 +81,7 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   d.tile = d.tkFixed = o.tile;
   // Without quantisation the emitted kernels compute in f32 whatever the dtypes (dse/cost_model.cpp).
   d.arithmetic = o.quant != "w4a8" ? "f32" : w.dtype == "i4" && a.dtype == "i8" ? "w4a8" : a.dtype;
+  d.fromHbm = w.role == TensorRole::kWeight || w.role == TensorRole::kInput;
   // Integer arithmetic over a constant K past kReachTk whose tiles (multiples of its stream tile that
   // divide it) jump more than 4 times past the largest up to kReachTk (1,376 = 32 * 43: 16, 32, then 688):
   // growing K's tile would take 21 times the DSPs in one step, so the search grows the output tile over N
@@ -98,9 +99,22 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
       }
     if (reach < kReachTk && next > 4 * reach && d.N % (2 * d.tn) == 0) d.unrollsN = true, d.tkFixed = reach;
   }
+  // The same in f32 over a weight from HBM where K's first tile past the stream tile is more than 4 times
+  // it (K = 80 = 16 * 5: 16, then 80, 5 times the DSPs at 5 a MAC, which no budget takes): the output tile
+  // grows, K's tile stays the stream tile (a SwiGLU MLP of width 80 stopped at Tk 16 with two thirds of
+  // the DSPs unused, slower than at width 96).
+  if (d.arithmetic == "f32" && !d.unrollsN && d.kConstant && out.shape.back().isConstant() && d.fromHbm &&
+      !o.pinnedTk.count(op.name)) {
+    int64_t step = tileFor(a.shape.back(), o.tile), next = d.K;
+    for (int64_t g = 2 * step; g <= d.K; g += step)
+      if (d.K % g == 0) {
+        next = g;
+        break;
+      }
+    if (next > 4 * step && d.N % (2 * d.tn) == 0) d.unrollsN = true, d.tkFixed = step;
+  }
   if (auto pin = o.pinnedTn.find(op.name); pin != o.pinnedTn.end() && !d.unrollsN) d.tn = pin->second;
   d.weightBits = dtypeBits(w.dtype);
-  d.fromHbm = w.role == TensorRole::kWeight || w.role == TensorRole::kInput;
   return d;
 }
 
