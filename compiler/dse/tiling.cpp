@@ -359,18 +359,14 @@ class LayerEstimate {
     }
   }
 
-  /// The estimate at these reduction tiles and row blocks (each keyed by every matmul's name).
-  double cycles(const std::map<std::string, int64_t>& tk, const std::map<std::string, int64_t>& rowBlock) {
-    tiles_.clear();
-    blocks_.clear();
-    for (const auto& [name, t] : tk) tiles_.push_back(t);
-    for (const auto& [name, b] : rowBlock) blocks_.push_back(b);
-    if (tiles_.size() != matmuls_ || blocks_.size() != matmuls_)
+  /// The estimate at these reduction tiles and row blocks, by slot.
+  double cycles(const std::vector<int64_t>& tiles, const std::vector<int64_t>& blocks) {
+    if (tiles.size() != matmuls_ || blocks.size() != matmuls_)
       throw std::logic_error("LayerEstimate: a tile and a row block for each matmul expected");
     costs_.resize(matmuls_);
     spans_.resize(steps_.size());
     double end = 0, totalBytes = 0;
-    for (size_t m = 0; m < matmuls_; ++m) totalBytes += (costs_[m] = cost_(m, tiles_[m], blocks_[m])).bytes;
+    for (size_t m = 0; m < matmuls_; ++m) totalBytes += (costs_[m] = cost_(m, tiles[m], blocks[m])).bytes;
     for (size_t i = 0; i < steps_.size(); ++i) {
       const Step& step = steps_[i];
       double own = step.own, weight = 0, ahead = 0;
@@ -386,7 +382,7 @@ class LayerEstimate {
       double streamedLast = 0;
       for (size_t j = 0; j < step.inputs.size(); ++j) {
         const Input& input = step.inputs[j];
-        bool whole = input.whole || (step.panels && j == 0 && input.first && blocks_[step.slot] == 0);
+        bool whole = input.whole || (step.panels && input.first && blocks[step.slot] == 0);
         const Span& in = spans_[input.step];
         s.first = std::max(s.first, whole ? in.last : in.first + step.held * (in.last - in.first));
         if (!whole) streamedLast = std::max(streamedLast, in.last);
@@ -420,7 +416,6 @@ class LayerEstimate {
   double bandwidth_ = 1, prefetchBytes_ = 0;
   size_t matmuls_ = 0;
   std::vector<Step> steps_;
-  std::vector<int64_t> tiles_, blocks_;  // per call, by slot
   std::vector<MatmulCost> costs_;
   std::vector<Span> spans_;
 };
@@ -465,14 +460,16 @@ int64_t rowBlockOf(const TypedGraph& graph, const Op& op, int64_t tk, const Plat
 std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platform& platform,
                                             const CompileOptions& options, double* estimate, double* over,
                                             std::map<std::string, int64_t>* blocks, int64_t* start) {
-  std::map<std::string, int64_t> tk;
-  std::map<std::string, const Op*> ops;
-  std::map<std::string, MatmulDims> dims;
+  // The search works on the matmuls by slot, their place in name order (LayerEstimate's): a design point
+  // is a tile and a row block per slot.
+  using Tiles = std::vector<int64_t>;
+  std::map<std::string, std::pair<const Op*, MatmulDims>> byName;
+  std::map<std::string, int64_t> firstTile;
   for (const Op& op : graph.graph->ops) {
     if (op.op != "matmul" && op.op != "linear") continue;
     MatmulDims d = dimsOf(graph, op, options);
     // A symbolic K: padded tiles of the stream tile, the search's tile then Tn (unrollsN).
-    tk[op.name] = d.unrollsN ? d.tn : d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;
+    int64_t t = d.unrollsN ? d.tn : d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;
     if (auto pin = options.pinnedTn.find(op.name); pin != options.pinnedTn.end()) {
       int64_t step = tileFor(graph.tensors.at(op.output).shape.back(), options.tile);
       if (!graph.tensors.at(op.output).shape.back().isConstant())
@@ -481,7 +478,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
         throw pinError(options, op, "tn", pin->second,
                        "the output tile must be a multiple of " + std::to_string(step) + " that divides N (" +
                            std::to_string(d.N) + ")");
-      if (d.unrollsN) tk[op.name] = pin->second;
+      if (d.unrollsN) t = pin->second;
     }
     if (auto pin = options.pinnedTk.find(op.name); pin != options.pinnedTk.end()) {
       if (d.kConstant ? d.K % pin->second != 0 : pin->second != options.tile)
@@ -490,54 +487,62 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
                            (d.kConstant ? std::to_string(d.K)
                                         : "symbolic: the stream tile " + std::to_string(options.tile)) +
                            ")");
-      if (!d.unrollsN) tk[op.name] = pin->second;  // (where the search's tile is Tn, tk.OP only checks)
+      if (!d.unrollsN) t = pin->second;  // (where the search's tile is Tn, tk.OP only checks)
     }
-    ops[op.name] = &op;
-    dims[op.name] = d;
+    byName[op.name] = {&op, d};
+    firstTile[op.name] = t;
   }
-  auto dspOf = [&](const std::string& name, int64_t t) {
-    const MatmulDims& d = dims.at(name);
-    return static_cast<double>(d.tkAt(t) * d.tnAt(t)) * dspPerMac(d.arithmetic);
+  const size_t n = byName.size();
+  std::vector<std::string> names;
+  std::vector<const Op*> ops;
+  std::vector<MatmulDims> dims;
+  Tiles tk;
+  for (const auto& [name, od] : byName) {
+    names.push_back(name);
+    ops.push_back(od.first);
+    dims.push_back(od.second);
+    tk.push_back(firstTile.at(name));
+  }
+  auto dspOf = [&](size_t i, int64_t t) {
+    return static_cast<double>(dims[i].tkAt(t) * dims[i].tnAt(t)) * dspPerMac(dims[i].arithmetic);
   };
   // A tile the options fix: tk.OP, or tn.OP where the search's tile is Tn.
-  auto pinned = [&](const std::string& name) {
-    return (dims.at(name).unrollsN ? options.pinnedTn : options.pinnedTk).count(name) > 0;
+  auto pinned = [&](size_t i) {
+    return (dims[i].unrollsN ? options.pinnedTn : options.pinnedTk).count(names[i]) > 0;
   };
-  std::map<std::pair<std::string, int64_t>, std::pair<MatmulCost, int64_t>> memo;  // cost, row block
-  auto costAt = [&](const std::string& name, int64_t t) -> const std::pair<MatmulCost, int64_t>& {
-    auto it = memo.find({name, t});
-    if (it != memo.end()) return it->second;
-    const Op& op = *ops.at(name);
-    int64_t block = rowBlockOf(graph, op, t, platform, options);
-    return memo
-        .emplace(std::make_pair(name, t),
-                 std::make_pair(costOf(graph, op, t, block, platform, options), block))
+  std::vector<std::map<int64_t, std::pair<MatmulCost, int64_t>>> memo(n);  // by tile: cost, row block
+  auto costAt = [&](size_t i, int64_t t) -> const std::pair<MatmulCost, int64_t>& {
+    auto it = memo[i].find(t);
+    if (it != memo[i].end()) return it->second;
+    int64_t block = rowBlockOf(graph, *ops[i], t, platform, options);
+    return memo[i]
+        .emplace(t, std::make_pair(costOf(graph, *ops[i], t, block, platform, options), block))
         .first->second;
   };
-  auto cycles = [&](const std::string& name, int64_t t) {
-    const MatmulCost& c = costAt(name, t).first;
+  auto cycles = [&](size_t i, int64_t t) {
+    const MatmulCost& c = costAt(i, t).first;
     return std::max(c.iterations, c.hbm);
   };
   Schedules atStreamTile;
-  for (const auto& [name, t] : tk) atStreamTile[name].tk = t;
+  for (size_t i = 0; i < n; ++i) atStreamTile[names[i]].tk = tk[i];
   OtherKernels other = otherKernels(graph, options, atStreamTile);
   double budget = options.unrollBudget * static_cast<double>(platform.kernelResources().dsp) - other.dsp;
-  auto dspsOf = [&](const std::map<std::string, int64_t>& tiles) {
+  auto dspsOf = [&](const Tiles& tiles) {
     double dsp = 0;
-    for (const auto& [name, t] : tiles) dsp += dspOf(name, t);
+    for (size_t i = 0; i < n; ++i) dsp += dspOf(i, tiles[i]);
     return dsp;
   };
   // Over the budget at the stream tile: halve the reduction tile that slows its matmul least (a constant
   // K only; a padded symbolic K keeps the tile its stream is padded to).
   while (dspsOf(tk) > budget) {
-    std::string best;
+    size_t best = n;
     double bestCycles = 0;
-    for (const auto& [name, t] : tk) {
-      if (!dims.at(name).kConstant || dims.at(name).unrollsN || t % 2 != 0 || pinned(name)) continue;
-      double c = cycles(name, t / 2);
-      if (best.empty() || c < bestCycles) best = name, bestCycles = c;
+    for (size_t i = 0; i < n; ++i) {
+      if (!dims[i].kConstant || dims[i].unrollsN || tk[i] % 2 != 0 || pinned(i)) continue;
+      double c = cycles(i, tk[i] / 2);
+      if (best == n || c < bestCycles) best = i, bestCycles = c;
     }
-    if (best.empty()) break;
+    if (best == n) break;
     tk[best] /= 2;
   }
   // Then unroll where the layer waits: of every doubling of one to four matmuls' tiles that fits
@@ -558,28 +563,24 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   std::vector<LayerEstimate> estimates;
   const std::map<std::string, double> latencies = other.latencies(graph);
   std::vector<std::map<std::tuple<size_t, int64_t, int64_t>, MatmulCost>> sampleMemo(at.size());
-  std::vector<const Op*> slotOps;  // the matmuls in name order (LayerEstimate's slots)
-  for (const auto& [name, op] : ops) slotOps.push_back(op);
   for (size_t j = 0; j < at.size(); ++j)
     estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima), latencies,
                            [&, j](size_t slot, int64_t t, int64_t block) {
                              auto key = std::make_tuple(slot, t, block);
                              auto it = sampleMemo[j].find(key);
                              if (it != sampleMemo[j].end()) return it->second;
-                             MatmulCost c = costOf(graph, *slotOps[slot], t, block, platform, at[j]);
+                             MatmulCost c = costOf(graph, *ops[slot], t, block, platform, at[j]);
                              return sampleMemo[j].emplace(key, c).first->second;
                            });
-  // Memoised by the design point (each matmul's tile and block, in name order): the rounds and starts
-  // below price the same points again.
+  // Memoised by the design point (each matmul's tile and block): the rounds and starts below price the
+  // same points again.
   std::map<std::vector<int64_t>, double> layerMemo;
-  auto layerCyclesAt = [&](const std::map<std::string, int64_t>& tiles,
-                           const std::map<std::string, int64_t>& rows) {
+  auto layerCyclesAt = [&](const Tiles& tiles, const Tiles& rows) {
     std::vector<int64_t> key;
-    key.reserve(2 * tiles.size());
-    for (const auto& [name, t] : tiles) {
-      auto r = rows.find(name);
-      key.push_back(t);
-      key.push_back(r == rows.end() ? -1 : r->second);
+    key.reserve(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      key.push_back(tiles[i]);
+      key.push_back(rows[i]);
     }
     if (auto it = layerMemo.find(key); it != layerMemo.end()) return it->second;
     double sum = 0;
@@ -587,20 +588,17 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     return layerMemo[key] = sum / static_cast<double>(estimates.size());
   };
   // Row blocks a start sets or the layer estimate already doubled (finishBlocks, below): a later round prices
-  // its tiles at them, not at each matmul's own smallest block.
-  std::map<std::string, int64_t> floors;
-  auto blocksAt = [&](const std::map<std::string, int64_t>& tiles) {
-    std::map<std::string, int64_t> rows;
-    for (const auto& [name, t] : tiles) {
-      int64_t own = costAt(name, t).second;
-      auto floor = floors.find(name);
-      rows[name] = own > 0 && floor != floors.end() ? std::max(own, floor->second) : own;
+  // its tiles at them, not at each matmul's own smallest block. 0: none.
+  Tiles floors(n, 0);
+  auto blocksAt = [&](const Tiles& tiles) {
+    Tiles rows(n);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t own = costAt(i, tiles[i]).second;
+      rows[i] = own > 0 && floors[i] > 0 ? std::max(own, floors[i]) : own;
     }
     return rows;
   };
-  auto layerCycles = [&](const std::map<std::string, int64_t>& tiles) {
-    return layerCyclesAt(tiles, blocksAt(tiles));
-  };
+  auto layerCycles = [&](const Tiles& tiles) { return layerCyclesAt(tiles, blocksAt(tiles)); };
   // At the tiles found: each matmul's row block streams its weight no slower than its iterations, but the
   // layer's weights share the channels, and the layer takes no fewer cycles than all their bytes over all
   // of them (a 128-row attention's four projections in 2-row blocks: 136 MB, more cycles than any
@@ -608,38 +606,34 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // most, while one does (pinned blocks and a row block policy stay). The estimate does not price the
   // block of A and of output a matmul keeps on chip (each double-buffered), so a doubled block must stay
   // within the matmul's share of the on-chip budget.
-  const int64_t blockShare =
-      options.onchipBudgetBytes / std::max<int64_t>(1, static_cast<int64_t>(dims.size()));
-  auto blockBytes = [&](const std::string& name, int64_t b) {
-    const MatmulDims& d = dims.at(name);
-    return 2 * b * (d.K + d.N) * (d.arithmetic == "f32" ? 4 : 1);
+  const int64_t blockShare = options.onchipBudgetBytes / std::max<int64_t>(1, static_cast<int64_t>(n));
+  auto blockBytes = [&](size_t i, int64_t b) {
+    return 2 * b * (dims[i].K + dims[i].N) * (dims[i].arithmetic == "f32" ? 4 : 1);
   };
-  auto finishBlocks = [&](const std::map<std::string, int64_t>& tiles) {
-    std::map<std::string, int64_t> rows = blocksAt(tiles);
+  auto finishBlocks = [&](const Tiles& tiles) {
+    Tiles rows = blocksAt(tiles);
     double now = layerCyclesAt(tiles, rows);
     while (options.rowBlockPolicy < 0) {
-      std::string pick;
+      size_t pick = n;
       double pickCycles = now * (1 - 1e-6);
-      for (const auto& [name, b] : rows) {
-        int64_t M = dims.at(name).M;
+      for (size_t i = 0; i < n; ++i) {
+        int64_t M = dims[i].M, b = rows[i];
         int64_t next = b > 0 ? nextRowBlock(M, b) : 0;
-        if (next <= 0 || next >= M || options.pinnedRowBlock.count(name)) continue;
-        if (blockShare > 0 && blockBytes(name, next) > blockShare) continue;
-        auto trial = rows;
-        trial[name] = next;
+        if (next <= 0 || next >= M || options.pinnedRowBlock.count(names[i])) continue;
+        if (blockShare > 0 && blockBytes(i, next) > blockShare) continue;
+        Tiles trial = rows;
+        trial[i] = next;
         double c = layerCyclesAt(tiles, trial);
-        if (c < pickCycles) pick = name, pickCycles = c;
+        if (c < pickCycles) pick = i, pickCycles = c;
       }
-      if (pick.empty()) break;
-      rows[pick] = nextRowBlock(dims.at(pick).M, rows[pick]);
+      if (pick == n) break;
+      rows[pick] = nextRowBlock(dims[pick].M, rows[pick]);
       now = pickCycles;
     }
     *estimate = now;
     *over = std::max(0.0, dspsOf(tiles) - budget);
     return rows;
   };
-  std::vector<std::string> names;
-  for (const auto& [name, t] : tk) names.push_back(name);
   // The next reduction tile of a matmul: the smallest multiple of its stream tile that divides K, above t
   // (K = 896 grows 128 -> 224 -> 448, not only by doubling; K = 1,720 = 8 * 5 * 43, whose stream tile is 8,
   // grows 8 -> 40 -> 344 where no tile between divides it); 0 where none is.
@@ -649,8 +643,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     return d.unrollsN ? d.tn : d.kConstant ? tileFor(Expr(d.K), options.tile) : 0;
   };
   auto extentOf = [](const MatmulDims& d) { return d.unrollsN ? d.N : d.K; };
-  auto grown = [&](const std::string& name, int64_t t) -> int64_t {
-    const MatmulDims& d = dims.at(name);
+  auto grown = [&](size_t i, int64_t t) -> int64_t {
+    const MatmulDims& d = dims[i];
     int64_t step = stepOf(d), extent = extentOf(d);
     if (step == 0) return 0;
     for (int64_t g = (t / step + 1) * step; g <= extent && g <= kMaxTk; g += step)
@@ -661,8 +655,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // of the stream tile (or t is the stream tile or below), else the largest multiple of the stream tile
   // below t that divides K (304 = 16 * 19 of K = 4,864 goes to 256, not 152; 40 of K = 1,720 to 8); 0
   // where none is.
-  auto shrunk = [&](const std::string& name, int64_t t) -> int64_t {
-    const MatmulDims& d = dims.at(name);
+  auto shrunk = [&](size_t i, int64_t t) -> int64_t {
+    const MatmulDims& d = dims[i];
     int64_t step = stepOf(d), extent = extentOf(d);
     if (step == 0 || (d.unrollsN && t <= step)) return 0;
     if (t % 2 == 0 && extent % (t / 2) == 0 && (t <= step || (t / 2) % step == 0)) return t / 2;
@@ -670,20 +664,21 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       if (extent % g == 0) return g;
     return 0;
   };
-  auto canDouble = [&](const std::string& name) {
-    int64_t t = tk.at(name), g = grown(name, t);
-    return g > 0 && !pinned(name) && cycles(name, g) < cycles(name, t);
+  auto canDouble = [&](size_t i) {
+    int64_t t = tk[i], g = grown(i, t);
+    return g > 0 && !pinned(i) && cycles(i, g) < cycles(i, t);
   };
   // Four at once in a decode layer (kv_append, <= 10 matmuls): its q, k and v run side by side, and
   // attention needs all three (the token's own key and value), while o streams beside them. The exchanges
   // below, each group repaired by halving others, keep to three.
   bool appends = std::any_of(graph.graph->ops.begin(), graph.graph->ops.end(),
                              [](const Op& op) { return op.op == "kv_append"; });
-  size_t maxGroup = appends && names.size() <= 10 ? 4 : names.size() <= 16 ? 3 : names.size() <= 64 ? 2 : 1;
+  size_t maxGroup = appends && n <= 10 ? 4 : n <= 16 ? 3 : n <= 64 ? 2 : 1;
+  using Group = std::vector<size_t>;
   // Every group of at most `most` growable matmuls, in a fixed order.
-  auto groups = [&](const std::vector<std::string>& growable, size_t most) {
-    std::vector<std::vector<std::string>> out;
-    std::vector<std::string> group;
+  auto groups = [&](const Group& growable, size_t most) {
+    std::vector<Group> out;
+    Group group;
     std::function<void(size_t)> visit = [&](size_t from) {
       if (!group.empty()) out.push_back(group);
       if (group.size() == most) return;
@@ -696,20 +691,20 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     visit(0);
     return out;
   };
-  auto doubled = [&](std::map<std::string, int64_t> tiles, const std::vector<std::string>& group) {
-    for (const auto& name : group) tiles[name] = grown(name, tiles[name]);
+  auto doubled = [&](Tiles tiles, const Group& group) {
+    for (size_t i : group) tiles[i] = grown(i, tiles[i]);
     return tiles;
   };
   auto grow = [&] {
     for (int exchanges = 0;;) {
-      std::vector<std::string> growable;
-      for (const auto& name : names)
-        if (canDouble(name)) growable.push_back(name);
+      Group growable;
+      for (size_t i = 0; i < n; ++i)
+        if (canDouble(i)) growable.push_back(i);
       double now = layerCycles(tk), used = dspsOf(tk);
-      std::vector<std::string> bestGroup;
+      Group bestGroup;
       double bestRate = 0;
-      for (const auto& group : groups(growable, maxGroup)) {
-        auto trial = doubled(tk, group);
+      for (const Group& group : groups(growable, maxGroup)) {
+        Tiles trial = doubled(tk, group);
         double dsp = dspsOf(trial);
         if (dsp > budget) continue;
         double rate = (now - layerCycles(trial)) / (dsp - used);
@@ -722,30 +717,29 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       // No doubling that fits helps: try one that does not fit, paid for by halving other matmuls' tiles
       // (each time the one that lengthens the layer least per DSP freed), kept when the layer is shorter.
       if (exchanges++ == 16) return;
-      std::map<std::string, int64_t> best;
+      Tiles best;
       double bestCycles = now * (1 - 1e-6);
       // (Groups of one beyond 16 matmuls: each trial repairs by as many estimates as there are matmuls.)
-      std::vector<std::vector<std::string>> trials;
-      if (names.size() <= 16)
+      std::vector<Group> trials;
+      if (n <= 16)
         trials = groups(growable, std::min<size_t>(maxGroup, 3));
       else
-        for (const auto& name : growable) trials.push_back({name});
-      for (const auto& group : trials) {
-        auto trial = doubled(tk, group);
+        for (size_t i : growable) trials.push_back({i});
+      for (const Group& group : trials) {
+        Tiles trial = doubled(tk, group);
         while (dspsOf(trial) > budget) {
-          std::string cut;
+          size_t cut = n;
           double cutRate = 0, trialCycles = layerCycles(trial);
           int64_t cutTo = 0;
-          for (const auto& [name, t] : trial) {
-            int64_t to = shrunk(name, t);
-            if (to == 0 || pinned(name) || std::find(group.begin(), group.end(), name) != group.end())
-              continue;
-            auto halved = trial;
-            halved[name] = to;
-            double rate = (layerCycles(halved) - trialCycles) / (dspOf(name, t) - dspOf(name, to));
-            if (cut.empty() || rate < cutRate) cut = name, cutRate = rate, cutTo = to;
+          for (size_t i = 0; i < n; ++i) {
+            int64_t to = shrunk(i, trial[i]);
+            if (to == 0 || pinned(i) || std::find(group.begin(), group.end(), i) != group.end()) continue;
+            Tiles halved = trial;
+            halved[i] = to;
+            double rate = (layerCycles(halved) - trialCycles) / (dspOf(i, trial[i]) - dspOf(i, to));
+            if (cut == n || rate < cutRate) cut = i, cutRate = rate, cutTo = to;
           }
-          if (cut.empty()) break;
+          if (cut == n) break;
           trial[cut] = cutTo;
         }
         if (dspsOf(trial) > budget) continue;
@@ -765,8 +759,9 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // with tiles grown for its own block, leave no one doubling that shortens the layer: a 128-row layer of
   // 8 heads and 2 KV heads, W4A8, kept q, k, v and o in 1-row blocks, 82,221 cycles, against 52,956 in
   // 4-row blocks). The start whose design the layer estimate finds shortest wins, the first of equals.
-  const std::map<std::string, int64_t> initial = tk;
-  std::map<std::string, int64_t> bestTiles;
+  const Tiles initial = tk;
+  Tiles bestTiles, bestRows;
+  bool found = false;
   double bestEstimate = 0, bestOver = 0;
   int64_t bestStart = 0;
   // A caller that names the start (the one kept at the lane II's first search) runs that one alone, or the
@@ -774,29 +769,29 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   std::vector<int64_t> starts =
       *start >= 0 ? std::vector<int64_t>{*start, 0} : std::vector<int64_t>{0, 2, 4, 8};
   for (int64_t from : starts) {
-    if (*start >= 0 && !bestTiles.empty()) break;
+    if (*start >= 0 && found) break;
     if (from > 0 && options.rowBlockPolicy >= 0) continue;
     tk = initial;
-    floors.clear();
+    std::fill(floors.begin(), floors.end(), 0);
     bool raises = false;
-    for (const auto& [name, t] : tk) {
-      int64_t M = dims.at(name).M, own = costAt(name, t).second;
+    for (size_t i = 0; i < n; ++i) {
+      int64_t M = dims[i].M, own = costAt(i, tk[i]).second;
       if (from == 0 || own <= 0 || own >= from || from >= M || M % from != 0 ||
-          options.pinnedRowBlock.count(name) || (blockShare > 0 && blockBytes(name, from) > blockShare))
+          options.pinnedRowBlock.count(names[i]) || (blockShare > 0 && blockBytes(i, from) > blockShare))
         continue;
-      floors[name] = from;
+      floors[i] = from;
       raises = true;
     }
     if (from > 0 && !raises) continue;
     double startEstimate = 0, startOver = 0;
     for (int round = 0;; ++round) {
       grow();
-      std::map<std::string, int64_t> rows = finishBlocks(tk);
+      Tiles rows = finishBlocks(tk);
       startEstimate = *estimate, startOver = *over;
       if (round == 8 || rows == blocksAt(tk)) {
-        if (bestTiles.empty() || startEstimate < bestEstimate * (1 - 1e-9)) {
-          bestTiles = tk, bestEstimate = startEstimate, *blocks = rows;
-          bestOver = startOver, bestStart = from;
+        if (!found || startEstimate < bestEstimate * (1 - 1e-9)) {
+          bestTiles = tk, bestEstimate = startEstimate, bestRows = rows;
+          bestOver = startOver, bestStart = from, found = true;
         }
         break;
       }
@@ -806,7 +801,13 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   *estimate = bestEstimate;
   *over = bestOver;
   *start = bestStart;
-  return bestTiles;
+  std::map<std::string, int64_t> out;
+  blocks->clear();
+  for (size_t i = 0; i < bestTiles.size(); ++i) {
+    out[names[i]] = bestTiles[i];
+    (*blocks)[names[i]] = bestRows[i];
+  }
+  return out;
 }
 
 }  // namespace
