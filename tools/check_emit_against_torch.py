@@ -127,6 +127,8 @@ def cases(m):
         ("logsumexp_pools_d96_s12", lambda: m.LogSumExpPools(96), (1, 12, 96), 17, None, []),
         ("rounding_ops", lambda: m.RoundingOps(), (1, 8, 64), 17, None, []),
         ("rounding_ops_d96_s12", lambda: m.RoundingOps(96), (1, 12, 96), 17, None, []),
+        ("axis_softmaxes", lambda: m.AxisSoftmaxes(), (1, 8, 64), 17, None, []),
+        ("axis_softmaxes_d96_s12", lambda: m.AxisSoftmaxes(96), (1, 12, 96), 17, None, []),
     ]
 
 

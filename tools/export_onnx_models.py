@@ -42,6 +42,8 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   rounding_ops.onnx  fake quantisation as quantisation-aware training writes it (torch.round(h / s).clamp(..) * s),
                      floor and ceil of data, torch.sign, torch.remainder (x - floor(x / y) * y) and torch.fmod
                      (Mod, fmod=1); opset 17
+  axis_softmaxes.onnx
+                     log_softmax and softmax over the sequence (dim=1, dim=-2) instead of the features; opset 17
   jax_einsums.onnx   attention as JAX ports write it: einsums by per-head weights [heads, d, head_dim] to heads
                      and back (two summed indices), and scores by a vector ("bsd,d->bs"); opset 17
   norm_weight_shapes.onnx
@@ -1021,6 +1023,22 @@ class RoundingOps(nn.Module):
         return self.out(q + f + s + r)
 
 
+class AxisSoftmaxes(nn.Module):
+    """log_softmax and softmax over the sequence instead of the features (a log-probability over positions,
+    attention-pooling weights)."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.lin(x)
+        lp = torch.log_softmax(h, dim=1)
+        w = torch.softmax(h * 0.5, dim=-2)
+        return self.out(lp * 0.1 + w * x.shape[1])
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -1071,7 +1089,8 @@ def main():
                         (MoreActivations, "more_activations"), (ThresholdSelects, "threshold_selects"),
                         (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums"),
                         (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls"),
-                        (LogSumExpPools, "logsumexp_pools"), (RoundingOps, "rounding_ops")):
+                        (LogSumExpPools, "logsumexp_pools"), (RoundingOps, "rounding_ops"),
+                        (AxisSoftmaxes, "axis_softmaxes")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

@@ -2335,14 +2335,22 @@ class Importer {
     } else if (d.op == "LogSoftmax") {
       // (x - m) - log(sum(exp(x - m))), m the row's maximum: as torch's log_softmax computes it, finite
       // where softmax's log would underflow to -inf.
+      // Over another axis (log_softmax(dim=1)): that axis swapped with the last by a transpose, as for
+      // Softmax, and swapped back after.
       int64_t rank = static_cast<int64_t>(shapeOf(d.output).size()), axis = intAttr(n, "axis", -1);
       if (axis < 0) axis += rank;
-      if (axis != rank - 1) {
-        unsupported_.push_back(name + " (LogSoftmax over an axis other than the last)");
+      if (axis < 0 || axis >= rank) {
+        unsupported_.push_back(name + " (LogSoftmax over axis " + std::to_string(intAttr(n, "axis", -1)) +
+                               " of a rank-" + std::to_string(rank) + " value)");
         return;
       }
+      std::vector<int64_t> swap(static_cast<size_t>(rank));
+      std::iota(swap.begin(), swap.end(), int64_t{0});
+      std::swap(swap[static_cast<size_t>(axis)], swap.back());
       std::map<std::string, AttrValue> row = {{"axis", int64_t{-1}}, {"keepdims", int64_t{1}}};
       std::string x = operand(d.inputs[0], op.name);
+      if (axis != rank - 1)
+        x = auxOp("transpose", op.name + "_axis_last", {x}, d.output + "_axis_last", {{"perm", swap}});
       std::string shifted = auxOp("sub", op.name + "_shifted",
                                   {x, auxOp("reduce_max", op.name + "_max", {x}, d.output + "_max", row)},
                                   d.output + "_shifted");
@@ -2351,6 +2359,12 @@ class Importer {
                 {auxOp("exp", op.name + "_exp", {shifted}, d.output + "_exp")}, d.output + "_sum", row);
       op.op = "sub";
       op.inputs = {shifted, auxOp("log", op.name + "_log", {sum}, d.output + "_log")};
+      if (axis != rank - 1) {
+        std::string last = auxOp("sub", op.name + "_last", op.inputs, d.output + "_last");
+        op.op = "transpose";
+        op.inputs = {last};
+        op.attrs = {{"perm", swap}};
+      }
     } else if (d.op == "Flatten") {  // a view: [prod(dims before axis), prod(dims from it)]
       if (!hasConcreteShape(d.output)) {
         unsupported_.push_back(name + " (Flatten of a symbolic shape)");

@@ -1263,7 +1263,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "pads_and_reductions.onnx",
                                            "rank_broadcast_matmuls.onnx",
                                            "logsumexp_pools.onnx",
-                                           "rounding_ops.onnx"};
+                                           "rounding_ops.onnx",
+                                           "axis_softmaxes.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
