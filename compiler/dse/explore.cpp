@@ -164,7 +164,6 @@ std::string fingerprint(const std::string& text) {
 
 namespace {
 
-// Copies `from`'s results into p, keeping p's own settings.
 // A compiled network's text, and what it does not say: the symbols' maxima and the stream tile (where
 // sizing samples them) and the kernels' buffers (sized for those maxima), which decide the bytes and the
 // resources.
@@ -177,6 +176,7 @@ std::string networkKey(const CompileResult& c) {
   return key.str();
 }
 
+// Copies `from`'s results into p, keeping p's own settings.
 void takeResults(Point& p, const Point& from) {
   std::vector<std::string> settings = std::move(p.settings);
   p = from;
@@ -252,9 +252,12 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     try {
       assignPhaseChannels(c, platform);
       p.network = fingerprint(networkKey(c));
-    } catch (const UserError& err) {
+    } catch (const UserError& err) {  // as a point that does not compile
       p.status = Point::Status::kRejected;
       p.message = err.what();
+      compiled[i].reset();
+      report(true);
+      return;
     }
     p.schedules = c.schedules;
     p.laneIi = c.options.laneIi;

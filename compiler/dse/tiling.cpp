@@ -103,8 +103,9 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   // it (K = 80 = 16 * 5: 16, then 80, 5 times the DSPs at 5 a MAC, which no budget takes): the output tile
   // grows, K's tile stays the stream tile (a SwiGLU MLP of width 80 stopped at Tk 16 with two thirds of
   // the DSPs unused, slower than at width 96).
-  if (d.arithmetic == "f32" && !d.unrollsN && d.kConstant && out.shape.back().isConstant() && d.fromHbm &&
-      !o.pinnedTk.count(op.name)) {
+  if (o.f32OutputTiles && d.arithmetic == "f32" && !d.unrollsN && d.kConstant &&
+      out.shape.back().isConstant() && d.fromHbm && !o.pinnedTk.count(op.name) &&
+      !o.pinnedTn.count(op.name)) {
     int64_t step = tileFor(a.shape.back(), o.tile), next = d.K;
     for (int64_t g = 2 * step; g <= d.K; g += step)
       if (d.K % g == 0) {
@@ -823,7 +824,10 @@ std::string missingOp(const std::string& key, const Graph& graph) {
   return std::string("the graph has no ") + (matmulOnly ? "matmul" : "op") + " named '" + name + "'";
 }
 
-Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
+namespace {
+
+Schedules searchSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options,
+                          double* overOut) {
   // Pins of ops the graph does not have: said at their line in a schedule file, else as the --set.
   std::vector<std::string> keys;
   for (const auto& [name, value] : options.pinnedTk) keys.push_back("tk." + name);
@@ -910,7 +914,33 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
       if (d.tnAt(t) != tileFor(graph.tensors.at(op.output).shape.back(), options.tile)) s.tn = d.tnAt(t);
     }
   }
+  *overOut = bestOver;
   return schedules;
+}
+
+}  // namespace
+
+Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
+  CompileOptions given = options;
+  double over = 0;
+  Schedules schedules = searchSchedules(graph, platform, options, &over);
+  // Over the DSP budget with f32 matmuls growing their output tiles (their reduction tiles stay at the
+  // stream tile, where the search cannot halve them): searched again without, the design least over kept.
+  bool widened = false;
+  for (const Op& op : graph.graph->ops)
+    if ((op.op == "matmul" || op.op == "linear") && given.f32OutputTiles) {
+      CompileOptions off = given;
+      off.f32OutputTiles = false;
+      widened = widened || dimsOf(graph, op, given).unrollsN != dimsOf(graph, op, off).unrollsN;
+    }
+  if (over == 0 || !widened) return schedules;
+  CompileOptions retry = given;
+  retry.f32OutputTiles = false;
+  double retryOver = 0;
+  Schedules without = searchSchedules(graph, platform, retry, &retryOver);
+  if (!(retryOver < over)) return schedules;
+  options = retry;
+  return without;
 }
 
 }  // namespace stc

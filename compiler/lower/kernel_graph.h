@@ -38,6 +38,10 @@ struct CompileOptions {
   /// row_block=N, the loop order of every matmul that writes panels and is not pinned: -1 (auto) the
   /// search's row block; 0 every row (weight-stationary: column panels outer); N blocks of gcd(N, M) rows
   int64_t rowBlockPolicy = -1;
+  /// An f32 matmul over a weight whose K has no tile between the stream tile and 4 times it grows its
+  /// output tile (dse/tiling.cpp, dimsOf). chooseSchedules turns it off where the design is over the DSP
+  /// budget with it: such a matmul's reduction tile cannot then be halved below the stream tile.
+  bool f32OutputTiles = true;
   std::map<std::string, SourceLoc> pinOrigin;     ///< "tk.OP", "row_block.OP": where a schedule file set it
   Bindings maxima;                   ///< the largest value of each symbol, for buffer sizes (default 4096)
   /// dim.NAME=N: an ONNX model's dynamic axis NAME fixed to N at import (frontend/onnx_import.h), so that

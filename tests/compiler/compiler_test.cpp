@@ -606,6 +606,13 @@ TEST(Compiler, AnF32ReductionWithoutAMiddleTileUnrollsItsOutput) {
   EXPECT_LT(narrowCycles, wideCycles);
   // Pinned, K's tile is honoured.
   EXPECT_EQ(compileText(swiglu(80), {"quant=none", "tk.proj=80"}).schedules.at("proj").tk, 80);
+  // Over the budget at the stream tiles (a tenth of the DSPs: 875, the projection alone 1,280 at Tk 16,
+  // Tn 16), the search halves K's tile below the stream tile as before (with the output tile growing, it
+  // could not: 1,428 DSPs).
+  CompileResult tight = compileText(swiglu(80), {"quant=none", "unroll_budget=0.1"});
+  EXPECT_LT(tight.schedules.at("proj").tk, 16);
+  EXPECT_EQ(tight.schedules.at("proj").tn, 0);
+  EXPECT_LE(tight.report.resources.dsp, 0.1 * defaultPlatform().kernelResources().dsp);
 }
 
 std::string errorOf(const std::string& text, const std::vector<std::string>& settings = {}) {
