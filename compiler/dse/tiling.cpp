@@ -315,7 +315,7 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
 class LayerEstimate {
  public:
   /// A matmul's cost by its slot: its place among the graph's matmuls in name order (the order of the
-  /// tile and row block maps the search passes).
+  /// tile and row block vectors the search passes).
   using Cost = std::function<MatmulCost(size_t slot, int64_t tk, int64_t rowBlock)>;
   LayerEstimate(const TypedGraph& graph, const CompileOptions& options, const Platform& platform,
                 const std::map<std::string, double>& otherCycles,
@@ -926,16 +926,14 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   Schedules schedules = searchSchedules(graph, platform, options, &over);
   // Over the DSP budget with f32 matmuls growing their output tiles (their reduction tiles stay at the
   // stream tile, where the search cannot halve them): searched again without, the design least over kept.
-  bool widened = false;
-  for (const Op& op : graph.graph->ops)
-    if ((op.op == "matmul" || op.op == "linear") && given.f32OutputTiles) {
-      CompileOptions off = given;
-      off.f32OutputTiles = false;
-      widened = widened || dimsOf(graph, op, given).unrollsN != dimsOf(graph, op, off).unrollsN;
-    }
-  if (over == 0 || !widened) return schedules;
+  if (over == 0 || !given.f32OutputTiles) return schedules;
   CompileOptions retry = given;
   retry.f32OutputTiles = false;
+  bool widened = false;
+  for (const Op& op : graph.graph->ops)
+    if (op.op == "matmul" || op.op == "linear")
+      widened = widened || dimsOf(graph, op, given).unrollsN != dimsOf(graph, op, retry).unrollsN;
+  if (!widened) return schedules;
   double retryOver = 0;
   Schedules without = searchSchedules(graph, platform, retry, &retryOver);
   if (!(retryOver < over)) return schedules;
