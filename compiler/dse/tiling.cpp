@@ -59,6 +59,10 @@ struct MatmulDims {
   int64_t tnAt(int64_t t) const { return unrollsN ? t : tn; }
 };
 
+bool isMatmul(const Op& op) {
+  return op.op == "matmul" || op.op == "linear";
+}
+
 // The rows of a tensor: the product of every dimension but the last, symbols at their maxima.
 double rowsOf(const TensorInfo& t, const Bindings& maxima) {
   double r = 1;
@@ -165,7 +169,7 @@ std::map<std::string, int> stripeCaps(const TypedGraph& graph, const Platform& p
   for (const Op& op : graph.graph->ops) {
     int s = 0;
     for (const auto& in : op.inputs) s = std::max(s, stage.count(in) ? stage.at(in) : 0);
-    bool matmul = op.op == "matmul" || op.op == "linear";
+    bool matmul = isMatmul(op);
     bool barrier = false;
     if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") barrier = rows(op.output) == 1;
     if (matmul) {
@@ -318,19 +322,16 @@ class LayerEstimate {
   /// tile and row block vectors the search passes).
   using Cost = std::function<MatmulCost(size_t slot, int64_t tk, int64_t rowBlock)>;
   LayerEstimate(const TypedGraph& graph, const CompileOptions& options, const Platform& platform,
-                const std::map<std::string, double>& otherCycles,
+                const std::vector<const Op*>& matmuls, const std::map<std::string, double>& otherCycles,
                 const std::map<std::string, double>& otherLatency, Cost cost)
-      : cost_(std::move(cost)) {
+      : cost_(std::move(cost)), matmuls_(matmuls.size()) {
     bandwidth_ = platform.hbm.channels * channelBytesPerCycle(platform);
     prefetchBytes_ = static_cast<double>(options.onchipBudgetBytes);
     std::map<std::string, size_t> slots;
-    for (const Op& op : graph.graph->ops)
-      if (isMatmul(op)) slots.emplace(op.name, 0);
-    for (auto& [name, slot] : slots) slot = matmuls_++;
+    for (size_t m = 0; m < matmuls.size(); ++m) slots[matmuls[m]->name] = m;
     std::map<std::string, size_t> made;  // a tensor's producing step, of those before
     for (const Op& op : graph.graph->ops) {
       Step step;
-      step.op = &op;
       step.matmul = isMatmul(op);
       step.panels = writesPanels(graph, op);
       if (step.matmul) step.slot = slots.at(op.name);
@@ -381,8 +382,7 @@ class LayerEstimate {
       }
       Span s;
       double streamedLast = 0;
-      for (size_t j = 0; j < step.inputs.size(); ++j) {
-        const Input& input = step.inputs[j];
+      for (const Input& input : step.inputs) {
         bool whole = input.whole || (step.panels && input.first && blocks[step.slot] == 0);
         const Span& in = spans_[input.step];
         s.first = std::max(s.first, whole ? in.last : in.first + step.held * (in.last - in.first));
@@ -405,14 +405,12 @@ class LayerEstimate {
     bool first = false;  ///< the op's first input (A of a matmul)
   };
   struct Step {
-    const Op* op = nullptr;
     bool matmul = false,
          panels = false;        // panels: writesPanels (every row needed whole when weight-stationary)
     size_t slot = 0;            // a matmul's
     std::vector<Input> inputs;  // those made by earlier steps
     double own = 0, held = 0;   // an op not a matmul: its iterations, and the share of them it holds
   };
-  static bool isMatmul(const Op& op) { return op.op == "matmul" || op.op == "linear"; }
   Cost cost_;
   double bandwidth_ = 1, prefetchBytes_ = 0;
   size_t matmuls_ = 0;
@@ -464,10 +462,9 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // The search works on the matmuls by slot, their place in name order (LayerEstimate's): a design point
   // is a tile and a row block per slot.
   using Tiles = std::vector<int64_t>;
-  std::map<std::string, std::pair<const Op*, MatmulDims>> byName;
-  std::map<std::string, int64_t> firstTile;
+  std::map<std::string, std::tuple<const Op*, MatmulDims, int64_t>> byName;  // op, dims, first tile
   for (const Op& op : graph.graph->ops) {
-    if (op.op != "matmul" && op.op != "linear") continue;
+    if (!isMatmul(op)) continue;
     MatmulDims d = dimsOf(graph, op, options);
     // A symbolic K: padded tiles of the stream tile, the search's tile then Tn (unrollsN).
     int64_t t = d.unrollsN ? d.tn : d.kConstant ? tileFor(Expr(d.K), options.tile) : options.tile;
@@ -490,19 +487,18 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
                            ")");
       if (!d.unrollsN) t = pin->second;  // (where the search's tile is Tn, tk.OP only checks)
     }
-    byName[op.name] = {&op, d};
-    firstTile[op.name] = t;
+    byName[op.name] = {&op, d, t};
   }
   const size_t n = byName.size();
   std::vector<std::string> names;
   std::vector<const Op*> ops;
   std::vector<MatmulDims> dims;
   Tiles tk;
-  for (const auto& [name, od] : byName) {
+  for (const auto& [name, first] : byName) {
     names.push_back(name);
-    ops.push_back(od.first);
-    dims.push_back(od.second);
-    tk.push_back(firstTile.at(name));
+    ops.push_back(std::get<0>(first));
+    dims.push_back(std::get<1>(first));
+    tk.push_back(std::get<2>(first));
   }
   auto dspOf = [&](size_t i, int64_t t) {
     return static_cast<double>(dims[i].tkAt(t) * dims[i].tnAt(t)) * dspPerMac(dims[i].arithmetic);
@@ -565,7 +561,7 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   const std::map<std::string, double> latencies = other.latencies(graph);
   std::vector<std::map<std::tuple<size_t, int64_t, int64_t>, MatmulCost>> sampleMemo(at.size());
   for (size_t j = 0; j < at.size(); ++j)
-    estimates.emplace_back(graph, at[j], platform, other.cycles(graph, at[j].maxima), latencies,
+    estimates.emplace_back(graph, at[j], platform, ops, other.cycles(graph, at[j].maxima), latencies,
                            [&, j](size_t slot, int64_t t, int64_t block) {
                              auto key = std::make_tuple(slot, t, block);
                              auto it = sampleMemo[j].find(key);
@@ -931,7 +927,7 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   retry.f32OutputTiles = false;
   bool widened = false;
   for (const Op& op : graph.graph->ops)
-    if (op.op == "matmul" || op.op == "linear")
+    if (isMatmul(op))
       widened = widened || dimsOf(graph, op, given).unrollsN != dimsOf(graph, op, retry).unrollsN;
   if (!widened) return schedules;
   double retryOver = 0;
