@@ -988,14 +988,18 @@ class RankBroadcastMatmuls(nn.Module):
         return back.reshape(b, s, d) + x
 
 
-class LogSumExpPools(nn.Module):
-    """torch.logsumexp over the sequence (a soft max-pool, of values up to a few hundred, where exp alone
-    overflows f32) and over the features, and an L1 norm (x.norm(p=1, dim=-1)) scaling the rows."""
+class InOut(nn.Module):
+    """A block between two linear layers of width d: `lin` in, `out` after (forward is the subclass's)."""
 
     def __init__(self, d=64):
         super().__init__()
         self.lin = nn.Linear(d, d)
         self.out = nn.Linear(d, d)
+
+
+class LogSumExpPools(InOut):
+    """torch.logsumexp over the sequence (a soft max-pool, of values up to a few hundred, where exp alone
+    overflows f32) and over the features, and an L1 norm (x.norm(p=1, dim=-1)) scaling the rows."""
 
     def forward(self, x):
         h = self.lin(x)
@@ -1005,14 +1009,9 @@ class LogSumExpPools(nn.Module):
         return self.out(h / (l1 + 1) + pooled) + feat[..., None]
 
 
-class RoundingOps(nn.Module):
+class RoundingOps(InOut):
     """Functions of data that jump: fake quantisation as quantisation-aware training writes it (round half to
     even, clamped), floor and ceil, sign, and the two float remainders (torch.remainder, torch.fmod)."""
-
-    def __init__(self, d=64):
-        super().__init__()
-        self.lin = nn.Linear(d, d)
-        self.out = nn.Linear(d, d)
 
     def forward(self, x):
         h = self.lin(x)
@@ -1023,14 +1022,9 @@ class RoundingOps(nn.Module):
         return self.out(q + f + s + r)
 
 
-class AxisSoftmaxes(nn.Module):
+class AxisSoftmaxes(InOut):
     """log_softmax and softmax over the sequence instead of the features (a log-probability over positions,
     attention-pooling weights)."""
-
-    def __init__(self, d=64):
-        super().__init__()
-        self.lin = nn.Linear(d, d)
-        self.out = nn.Linear(d, d)
 
     def forward(self, x):
         h = self.lin(x)
