@@ -468,11 +468,17 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
       if (value != "on" && value != "off")
         throw UserError("stc compile: error: --set slr_split expects on or off, got '" + value + "'");
       o.splitSlrs = value == "on";
+    } else if (key == "fusion_joins") {
+      if (value != "whole" && value != "trimmed")
+        throw UserError("stc compile: error: --set fusion_joins expects whole or trimmed, got '" + value +
+                        "'");
+      o.joinsAtBounds = value == "whole";
     } else if (key == "quant") {
       if (value != "w4a8" && value != "none")
         throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");
       o.quant = value;
-    } else if (key.rfind("max_", 0) == 0 && key.size() > 4) o.maxima[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
+    } else if (key.rfind("max_", 0) == 0 && key.size() > 4)
+      o.maxima[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else if (key.rfind("tk.", 0) == 0 && key.size() > 3)
       o.pinnedTk[key.substr(3)] = atMost(positiveInt(), kMaxTk);
     else if (key.rfind("tn.", 0) == 0 && key.size() > 3)
@@ -489,10 +495,10 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
     else if (key.rfind("dim.", 0) == 0 && key.size() > 4)
       o.importDims[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else
-      throw UserError(
-          "stc compile: error: unknown setting '" + key +
-          "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, "
-          "slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP, dim.AXIS)");
+      throw UserError("stc compile: error: unknown setting '" + key +
+                      "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, "
+                      "max_SYMBOL, row_block, "
+                      "slr_split, fusion_joins, tk.OP, tn.OP, row_block.OP, lane_ii.OP, dim.AXIS)");
   }
   return o;
 }

@@ -1,7 +1,9 @@
 // Greedy fusion. Walk the kernels in topological order; a kernel joins the open group when the group's
 // on-chip bytes plus its own stay within the budget, where its own are its internal buffer and, per
 // input, the edge's FIFO and converter buffer (a producer in the open group feeds it on chip; any other
-// tensor comes from HBM). Otherwise it opens the next group.
+// tensor comes from HBM). Otherwise it opens the next group. A joined stream's FIFO counts at its bound,
+// the whole tensor, unless CompileOptions::joinsAtBounds is off (then at its least depth: the caller
+// sizes the design and weighs its memory at the sized depths).
 #include "compiler/dse/fusion.h"
 
 #include <set>
@@ -23,7 +25,15 @@ int64_t kernelBytes(const KernelGraph& g, size_t k, const std::vector<int>& grou
       if (p.out) continue;
       auto it = g.producer.find(p.tensor);
       bool onChip = it != g.producer.end() && group[static_cast<size_t>(it->second.kernel)] == open;
-      int64_t edge = edgeBytes(planEdge(g, p, onChip, options), p);
+      EdgePlan plan;
+      if (p.joinKeep && !options.joinsAtBounds) {
+        KernelPort trimmed = p;
+        trimmed.keepTokens = 0;
+        plan = planEdge(g, trimmed, onChip, options);
+      } else {
+        plan = planEdge(g, p, onChip, options);
+      }
+      int64_t edge = edgeBytes(plan, p);
       bytes += edge;
       if (onChip) intermediate += edge;
     }

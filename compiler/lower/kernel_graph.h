@@ -53,6 +53,11 @@ struct CompileOptions {
   /// slr_split=off: a fused group that no SLR holds stays one kernel (unpinned) instead of one per SLR
   /// (pipeline.h, splitAtSlrs).
   bool splitSlrs = true;
+  /// fusion_joins=trimmed (off): fusion counts a joined stream's kept tokens (KernelPort::joinKeep) at
+  /// its FIFO's least depth instead of its bound, the whole tensor until FIFO sizing trims it
+  /// (dse/fusion.cpp): fewer groups, without their HBM round trips, where the sized streams are short
+  /// (a long prompt's probabilities waiting for V). The sized figures then tell the design's memory.
+  bool joinsAtBounds = true;
 };
 
 /// The schedule of one matmul: dse/tiling.cpp chooses it, lower/kernels.cpp applies it.

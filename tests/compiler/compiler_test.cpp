@@ -260,6 +260,40 @@ TEST(Compiler, FusionRespectsTheBudgetAndMovesTheBoundary) {
   }
 }
 
+// A fork joined again (h to exp and sigmoid, their results added) keeps each joined stream whole at the
+// compiler's bound, [1024, 64] f32 = 256 KiB, until sizing trims it: under a budget of 100,000 bytes fusion
+// splits the kernels into groups that run one after another through HBM. fusion_joins=trimmed counts those
+// streams at their least depth: one group, which the sizer holds in a few tokens per stream (the
+// difference of the exp and sigmoid pipelines' latencies, 13 tokens), within the budget, in fewer cycles
+// than the groups one after another take (each at least one pass of the 4,096 tokens; sized here 4,675
+// cycles against 21,809, the second group reading the first's results back from HBM).
+TEST(Compiler, TrimmedJoinsFuseWhatTheirBoundsSplit) {
+  const std::string graph =
+      "graph: fork\ninputs: [{name: x, shape: [1024, 64]}]\n"
+      "ops:\n  - {name: h, op: relu, inputs: [x], output: hx}\n"
+      "  - {name: a, op: exp, inputs: [hx], output: ea}\n"
+      "  - {name: b, op: sigmoid, inputs: [hx], output: nb}\n"
+      "  - {name: y, op: add, inputs: [ea, nb], output: o}\noutputs: [o]\n";
+  CompileResult whole = compileText(graph, {"onchip_budget_bytes=100000"});
+  CompileResult trimmed = compileText(graph, {"onchip_budget_bytes=100000", "fusion_joins=trimmed"});
+  EXPECT_GE(whole.report.groups, 2);
+  EXPECT_EQ(trimmed.report.groups, 1);
+  EXPECT_LE(trimmed.report.onchipBytesFused, 100000);
+  EXPECT_THROW(compileText(graph, {"fusion_joins=maybe"}), UserError);
+  sizing::SizingResult sizedWhole, sizedTrimmed;
+  Network a, b;
+  sizedWhole = sizing::sizeFifos(whole.network, sizing::SizingOptions{}, a);
+  sizedTrimmed = sizing::sizeFifos(trimmed.network, sizing::SizingOptions{}, b);
+  ASSERT_GT(sizedWhole.cyclesSized, 0);
+  ASSERT_GT(sizedTrimmed.cyclesSized, 0);
+  EXPECT_FALSE(simulate(b).deadlock);
+  EXPECT_LT(sizedTrimmed.cyclesSized * 4, sizedWhole.cyclesSized * 3)
+      << sizedTrimmed.cyclesSized << " vs " << sizedWhole.cyclesSized;
+  trimmed.network = b;
+  EXPECT_LE(intermediateBytesAtDepths(trimmed), 100000);
+  for (const char* join : {"ea>y", "nb>y"}) EXPECT_LE(fifoNamed(b, join).depth, 32) << join;
+}
+
 TEST(Compiler, ResourcesAddUp) {
   // Two independent MLPs in one graph cost what each costs alone (no unrolling: the budget is tiny; a
   // fixed stripe cap, since by default the two share the channels of the stage they run in together).
@@ -779,7 +813,8 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, tk.OP, tn.OP, row_block.OP, lane_ii.OP, dim.AXIS)");
+      "lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, fusion_joins, tk.OP, tn.OP, row_block.OP, "
+      "lane_ii.OP, dim.AXIS)");
   EXPECT_EQ(errorOf(mlp, {"slr_split=maybe"}), "stc compile: error: --set slr_split expects on or off, got 'maybe'");
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");

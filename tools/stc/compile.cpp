@@ -90,10 +90,11 @@ int compile(const CompileArgs& a) {
   std::snprintf(
       line, sizeof line,
       "%s: %d kernels, %d converters, %d DMAs, %d FIFOs in %d group(s); on-chip %lld bytes; intermediate "
-      "results %lld bytes streamed at the compiler's bounds, %lld kept whole (%.1f%%; stc size-fifos sizes "
+      "results %lld bytes streamed at the compiler's bounds%s, %lld kept whole (%.1f%%; stc size-fifos sizes "
       "them)\n",
       result.network.name.c_str(), r.kernels, r.converters, r.dmas, r.fifos, r.groups,
       static_cast<long long>(r.onchipBytesFused), static_cast<long long>(r.onchipBytesIntermediate),
+      result.options.joinsAtBounds ? "" : " (joined streams at their least depths: fusion_joins=trimmed)",
       static_cast<long long>(r.onchipBytesUnfused),
       r.onchipBytesUnfused
           ? 100.0 * static_cast<double>(r.onchipBytesIntermediate) / static_cast<double>(r.onchipBytesUnfused)
@@ -127,7 +128,9 @@ Runner addCompile(CLI::App& app) {
       "lane_ii (II of the kernels of f32 lanes, which share their operators over it; 0: chosen), "
       "lane_ii.OP (an op's own lane II), "
       "max_stripe (0: each weight its stage's share of the channels), max_SYMBOL (largest value of a symbol, "
-      "for buffer sizes), row_block (every matmul's "
+      "for buffer sizes), fusion_joins (whole: fusion counts a joined stream's FIFO at its bound, the "
+      "whole tensor; trimmed: at its least depth, fewer groups, the sizer then sets its depth), "
+      "row_block (every matmul's "
       "loop order: auto, 0 weight-stationary, N rows per block), tk.OP and row_block.OP (pin a matmul's "
       "reduction tile and rows per block; row_block 0: every row), dim.AXIS (an ONNX model's dynamic axis "
       "fixed at import, so that the shape arithmetic over it folds)");
