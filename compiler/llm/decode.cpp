@@ -187,11 +187,11 @@ DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, Co
   return d;
 }
 
-int64_t Estimator::prefillRows(int64_t prompt) const {
+int64_t paddedPrefillRows(const ModelSpec& model, int64_t prompt) {
   int64_t rows = 1;
   while (rows < prompt && rows < 16) rows *= 2;
   if (prompt > 16) rows = (prompt + 15) / 16 * 16;
-  return std::min(rows, std::max(prompt, model_.maxCtx));
+  return std::min(rows, std::max(prompt, model.maxCtx));
 }
 
 std::vector<int64_t> Estimator::rowOptions(int64_t prompt) const {

@@ -89,6 +89,13 @@ struct DecodeResult {
   double wallSeconds = 0;
 };
 
+/// The rows a prompt's prefill runs: the prompt padded to a power of two up to 16 rows, beyond that to a
+/// multiple of 16 (the host pads the prompt; the padded rows come after it, where its causal attention
+/// never looks), at most max_ctx; so a prompt of 127 runs as 128, in row blocks, instead of
+/// weight-stationary (127 rows have no block but 1), and TTFT never falls as the prompt grows. `stc dse
+/// MODEL --prompt N` explores the same layer.
+int64_t paddedPrefillRows(const ModelSpec& model, int64_t prompt);
+
 /// Compiles and simulates a model's networks; results of identical invocations (the same network bound to
 /// the same values, Network::boundValues) are computed once and reused. Simulations run in parallel
 /// (oneTBB); results do not depend on the number of threads.
@@ -111,11 +118,8 @@ class Estimator {
   const Network& decodeLayer() const { return decodeLayer_.network; }
 
  private:
-  /// The rows a prompt's prefill runs: the prompt padded to a power of two up to 16 rows, beyond that to
-  /// a multiple of 16 (the host pads the prompt, the padded rows masked), at most max_ctx; so a prompt
-  /// of 127 runs as 128, in row blocks, instead of weight-stationary (127 rows have no block but 1), and
-  /// TTFT never falls as the prompt grows.
-  int64_t prefillRows(int64_t prompt) const;
+  /// The rows a prompt's prefill runs (paddedPrefillRows).
+  int64_t prefillRows(int64_t prompt) const { return paddedPrefillRows(model_, prompt); }
   /// The rows of the smaller prefill designs a prompt may run, its other tokens as decode steps: up to 16
   /// tokens every power of two below the prompt (1 for one token), so that a prompt of 3 may run 1 row and
   /// two steps where the 2-row design is slower than a step; beyond, 16, 32, 64 and 128 below it and the

@@ -432,6 +432,33 @@ TEST(Cli, DesignsThatWaitInTheirWritersAreSizedPaced) {
   EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], sized["cycles_sized"]);
 }
 
+// stc dse MODEL --prompt N explores the layer stc simulate runs the prompt on: 19 tokens pad to 32 rows
+// (a multiple of 16 beyond 16), so the sweep is --prompt 32's point for point, and it says so; 32 needs no
+// padding and says nothing.
+TEST(Cli, DsePadsAPromptAsTheDecodeEstimatePadsIt) {
+  std::string dir = ::testing::TempDir() + "padded/";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "space.yaml") << "space: {tile: [16]}\n";
+  auto run = [&](int prompt) {
+    return stc("dse " STC_SOURCE_DIR "/models/gpt2-tiny.yaml --prompt " + std::to_string(prompt) +
+               " --space " + dir + "space.yaml -j 1 -o " + dir + std::to_string(prompt));
+  };
+  Outcome odd = run(19), even = run(32);
+  ASSERT_EQ(odd.code, 0) << odd.out;
+  ASSERT_EQ(even.code, 0) << even.out;
+  EXPECT_NE(odd.out.find("a prompt of 19 tokens runs on the prefill layer of 32 rows"), std::string::npos)
+      << odd.out;
+  EXPECT_EQ(even.out.find("a prompt of"), std::string::npos) << even.out;
+  auto text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string csv = text(dir + "19/points.csv");
+  EXPECT_NE(csv.find("\n0,ok,"), std::string::npos) << csv;
+  EXPECT_EQ(csv, text(dir + "32/points.csv"));
+}
+
 // A BERT-base attention over 64 rows, not causal (models/graphs/attention_encoder.yaml, W4A8): q waits for
 // the last key in front of the scores, and the merged heads in front of o_proj. Sized from the unbounded
 // run, both waited behind their converters, each row once per key tile or column panel it is replayed

@@ -19,6 +19,7 @@
 #include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/model_spec.h"
 #include "compiler/ir/yaml_io.h"
+#include "compiler/llm/decode.h"
 #include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
 
@@ -43,9 +44,16 @@ Subject loadSubject(const DseArgs& a, const Platform& platform) {
         if (a.prompt && (*a.prompt < 1 || *a.prompt > model.maxCtx))
           throw UserError("stc dse: error: --prompt must be 1 to the model's max_ctx (" +
                           std::to_string(model.maxCtx) + ")");
-        // (A prompt's K and V held on chip within the default on-chip budget, as the decode estimator's.)
+        // The prompt padded to the prefill layer's rows, its K and V held on chip within the default
+        // on-chip budget: the layer `stc simulate --decode` runs it on.
+        int64_t rows = a.prompt ? llm::paddedPrefillRows(model, *a.prompt) : 0;
+        if (a.prompt && rows != *a.prompt)
+          s.note = "a prompt of " + std::to_string(*a.prompt) + " tokens runs on the prefill layer of " +
+                   std::to_string(rows) +
+                   " rows (padded as stc simulate pads it; its causal attention never reads the rows after "
+                   "the prompt)";
         s.graph = a.prompt ? buildPrefillLayer(
-                                 model, *a.prompt,
+                                 model, rows,
                                  parseCompileOptions({"quant=" + model.quant}, platform).onchipBudgetBytes)
                            : buildDecodeLayer(model);
         s.base = {"quant=" + model.quant, "max_ctx=" + std::to_string(model.maxCtx)};
@@ -122,6 +130,7 @@ int writeResults(const dse::Exploration& e, const Sweep& s, const DseArgs& a,
     deadlocked += p.status == dse::Point::Status::kDeadlock;
     fit += p.status == dse::Point::Status::kOk && p.fits;
   }
+  if (!s.subject.note.empty()) std::printf("%s: %s\n", s.subject.graph.name.c_str(), s.subject.note.c_str());
   std::printf("%s: %zu points, %d distinct networks sized; %d rejected, %d deadlocked, %d fit; %s\n",
               s.subject.graph.name.c_str(), e.points.size(), e.compiledNetworks, rejected, deadlocked, fit,
               took.c_str());
@@ -235,8 +244,10 @@ Runner addDse(CLI::App& app) {
   app.add_option("--pick", a->pick,
                  "write a point's sized network and schedule: cycles (the fastest front point), onchip (the "
                  "front's fewest on-chip bytes), dsp (its fewest DSPs), or a point's number");
-  app.add_option("--prompt", a->prompt,
-                 "a model's prefill layer of this many rows (default: its decode layer)");
+  app.add_option(
+      "--prompt", a->prompt,
+      "a model's prefill layer for a prompt of this many tokens, its rows padded as stc simulate pads "
+      "them (a multiple of 16 beyond 16 rows; default: its decode layer)");
   app.add_option("--ctx", a->ctx, "bind the KV-cache length symbol ctx");
   app.add_option("--bind", a->binds, "bind a symbol, NAME=N (repeatable)");
   app.add_option("--set", a->settings, "compiler setting for every point, KEY=VALUE (see stc compile)");

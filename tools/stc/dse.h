@@ -31,6 +31,7 @@ struct Subject {
   Graph graph;
   std::vector<std::string> base;  ///< the model's quantisation and context, then --set
   bool fromModel = false;
+  std::string note;  ///< said before the summary: a prompt padded to the prefill layer's rows
 };
 
 /// Everything a sweep needs, read from its arguments and checked before anything runs.
