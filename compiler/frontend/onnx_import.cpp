@@ -359,6 +359,7 @@ class Importer {
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
     if (!unsupported_.empty()) throw unsupportedError();
     bypassFloatCasts();
+    dropEmptyOperands();
     recognisePatterns();
     for (size_t i = 0; i < dyn_.size(); ++i)
       if (!dyn_[i].dead) emit(dyn_[i]);
@@ -1497,6 +1498,27 @@ class Importer {
       alias_[d.output] = d.inputs[0];
     }
   }
+  // A zero-size operand of a Concat adds nothing (x[..., rot:] where the rotary covers the whole head:
+  // Qwen-1's, GPT-NeoX's or StableLM's partial rotary at a fraction of 1.0): dropped, one operand left
+  // read through, and a zero-size value nothing reads any more (that slice) goes too.
+  void dropEmptyOperands() {
+    auto empty = [&](const std::string& v) {  // (a value the import made has no inferred shape: not empty)
+      if (!hasShape(v)) return false;
+      std::vector<Expr> shape = shapeOf(v);
+      return std::any_of(shape.begin(), shape.end(),
+                         [](const Expr& e) { return e.isConstant() && e.eval() == 0; });
+    };
+    for (auto& d : dyn_) {
+      if (d.dead || d.op != "Concat" || consts_.count(d.output) ||
+          std::all_of(d.inputs.begin(), d.inputs.end(), empty))
+        continue;
+      d.inputs.erase(std::remove_if(d.inputs.begin(), d.inputs.end(), empty), d.inputs.end());
+      if (d.inputs.size() == 1) d.op = "Identity";
+    }
+    for (auto& d : dyn_)
+      if (!d.dead && empty(d.output) && !isModelOutput(d.output) && consumers(d.output).empty())
+        d.dead = true;
+  }
   // A Cast of a float32 stream to 16 bits in a float32 model: the design computes in f32 and would not
   // round it (refused when emitted).
   bool roundsFloatStream(const Dyn& d) const {
@@ -1643,13 +1665,17 @@ class Importer {
       nodes.push_back(center);
       nodes.push_back(mean1);
     }
-    // Normalised: Div(centered or x, sqrt), or Mul(x, Div(1, sqrt)) / Mul(x, Reciprocal(sqrt)).
+    // Normalised: Div(centered or x, sqrt), or Mul(x, Div(1, sqrt)) / Mul(x, Reciprocal(sqrt)); the
+    // numerator the statistics were taken of (w * (y * rsqrt(mean(x^2) + eps)) is no norm of y).
+    const std::string numerator = layer ? center->output : x;
     Dyn* normed = nullptr;
     for (Dyn* c : consumers(sqrt.output)) {
-      if (c->op == "Div" && c->inputs[1] == sqrt.output) normed = c;
+      if (c->op == "Div" && c->inputs[1] == sqrt.output && c->inputs[0] == numerator) normed = c;
       if ((c->op == "Div" && isConst(c->inputs[0], 1.0)) || c->op == "Reciprocal") {
+        Dyn* product = soleConsumer(c->output, "Mul");
+        if (!product || other(*product, c->output) != numerator) continue;
         nodes.push_back(c);
-        normed = soleConsumer(c->output, "Mul");
+        normed = product;
       }
     }
     if (!normed) return;
@@ -1685,6 +1711,8 @@ class Importer {
         last = bias;
       }
     }
+    // Statistics read elsewhere too (a mean and std that de-normalise later, v + eps reused) keep the ops.
+    if (!selfContained(nodes, last)) return;
     std::string eps = other(*add, mean2->output);
     replace(nodes, last, layer ? "layernorm" : "rmsnorm", inputs);
     if (consts_.count(eps) && consts_.at(eps).v.size() == 1) last->attrs["eps"] = consts_.at(eps).v[0];

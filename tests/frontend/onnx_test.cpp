@@ -1110,6 +1110,78 @@ TEST(Onnx, NormsOfAStreamAreSumsOfSquares) {
   for (size_t i = 0; i < 8; ++i) EXPECT_NEAR(y[i], x[i] / 5 + 25, 1e-5) << i;
 }
 
+// An RMS scaling is an rmsnorm only of the tensor whose mean of squares it divides by, and only where its
+// statistics are its own: w * (y / sqrt(mean(x^2) + eps)) with y = 2x + 1 (a branch scaled by the RMS of
+// its input) stays ops, as does a norm whose mean of squares is added to the result again (v reused).
+// Before, the first became rmsnorm(x) * w, y computed and dropped (wrong values, which the interpreter
+// shared), and the second stopped the import ("uses '..', which is not defined before it").
+TEST(Onnx, AnRmsScalingOfAnotherTensorOrSharedStatisticsIsNoNorm) {
+  for (bool otherNumerator : {true, false}) {
+    SCOPED_TRACE(otherNumerator ? "numerator 2x + 1" : "mean of squares read again");
+    onnx::ModelProto m = modelWithInput(17, "scaling", {2, 4});
+    onnx::GraphProto* g = m.mutable_graph();
+    addInitializer(g, "two", {}, {2.0});
+    addInitializer(g, "one", {}, {1.0});
+    addInitializer(g, "eps", {}, {0.0});
+    addInitializer(g, "w", {4}, {1.0, 2.0, 3.0, 4.0});
+    auto* mean = addNode(g, "ReduceMean", {"sq"}, "v");
+    auto* a = mean->add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(-1);
+    addNode(g, "Pow", {"x", "two"}, "sq");
+    addNode(g, "Mul", {"x", "two"}, "x2");
+    addNode(g, "Add", {"x2", "one"}, "y0");
+    addNode(g, "Add", {"v", "eps"}, "ve");
+    addNode(g, "Sqrt", {"ve"}, "rms");
+    addNode(g, "Div", {otherNumerator ? "y0" : "x", "rms"}, "unit");
+    addNode(g, "Mul", {"unit", "w"}, otherNumerator ? "y" : "scaled");
+    if (!otherNumerator) addNode(g, "Add", {"scaled", "v"}, "y");
+    g->add_output()->set_name("y");
+    // ONNX wants nodes in topological order: the mean after its Pow.
+    std::swap(*g->mutable_node(0), *g->mutable_node(1));
+    Graph graph = importOnnx(writeModel(m, "scaling.onnx"));
+    EXPECT_EQ(opCounts(graph)["rmsnorm"], 0);
+    std::vector<float> x = {3, 4, 0, 0, 1, -1, 1, -1};  // mean squares 6.25 and 1: RMS 2.5 and 1
+    std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
+    for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+    std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+    ASSERT_EQ(y.size(), 8u);
+    for (size_t i = 0; i < 8; ++i) {
+      float rms = i < 4 ? 2.5f : 1.0f, ms = rms * rms, w = static_cast<float>(i % 4 + 1);
+      float want = otherNumerator ? (2 * x[i] + 1) / rms * w : x[i] / rms * w + ms;
+      EXPECT_NEAR(y[i], want, 1e-5) << i;
+    }
+  }
+}
+
+// A rotary over the whole head written as a partial one (Qwen-1, GPT-NeoX at rotary_pct 1.0): x[..., :8]
+// and x[..., 8:], the second empty, concatenated back. The empty operand adds nothing and is dropped;
+// before, its slice [8, 8) stopped the import ("is not inside dimension 8").
+TEST(Onnx, AnEmptySliceConcatenatedAddsNothing) {
+  onnx::ModelProto m = modelWithInput(17, "full_rotary", {2, 8});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "zero", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "eight", {1}, {8}, onnx::TensorProto::INT64);
+  addInitializer(g, "last", {1}, {-1}, onnx::TensorProto::INT64);
+  addNode(g, "Slice", {"x", "zero", "eight", "last"}, "rot");
+  addNode(g, "Slice", {"x", "eight", "eight", "last"}, "pass");
+  addNode(g, "Tanh", {"rot"}, "turned");
+  auto* cat = addNode(g, "Concat", {"turned", "pass"}, "y");
+  auto* axis = cat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(-1);
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "full_rotary.onnx"));
+  std::vector<float> x = {-2, -1, -0.5f, 0, 0.25f, 0.5f, 1, 3, 4, -4, 2, -3, 0.1f, -0.1f, 1.5f, -1.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 8}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), 16u);
+  for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(y[i], std::tanh(x[i]), 1e-6) << i;
+}
+
 // A reduction over another axis than the last (a mean over the rows, mean pooling) is the axis moved
 // last by a transpose, reduced, and viewed as the node's shape: kept (keepdims) or dropped.
 TEST(Onnx, ReductionsOverAnotherAxisMoveItLast) {
