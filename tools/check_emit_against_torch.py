@@ -53,6 +53,43 @@ class ReluMlp(torch.nn.Module):
         return torch.sigmoid(self.down(torch.relu(self.up(x))))
 
 
+class FullRotaryAsPartial(torch.nn.Module):
+    """A rotary over the whole head written as a partial one (Qwen-1, GPT-NeoX at rotary_pct 1.0):
+    x[..., :rot] turned, x[..., rot:] empty, concatenated back."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+        inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+        angles = torch.outer(torch.arange(8).float(), inv)
+        self.register_buffer("cos", torch.cat((angles, angles), -1).cos())
+        self.register_buffer("sin", torch.cat((angles, angles), -1).sin())
+
+    def forward(self, x):
+        h = self.proj(x)
+        rot = h.shape[-1]
+        h_rot, h_pass = h[..., :rot], h[..., rot:]
+        half = rot // 2
+        turned = torch.cat((-h_rot[..., half:], h_rot[..., :half]), -1)
+        return torch.cat((h_rot * self.cos + turned * self.sin, h_pass), -1)
+
+
+class SharedRmsStatistics(torch.nn.Module):
+    """A branch scaled by the RMS of another tensor, with (shared) a norm whose mean of squares is used
+    again: neither is an rmsnorm of what it scales."""
+
+    def __init__(self, d=32, shared=True):
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+        self.weight = torch.nn.Parameter(1 + 0.3 * torch.randn(d))
+        self.shared = shared
+
+    def forward(self, x):
+        v = x.pow(2).mean(-1, keepdim=True)
+        scaled = self.weight * (self.proj(x) * torch.rsqrt(v + 1e-6))
+        return scaled + self.weight * (x * torch.rsqrt(v + 1e-6)) + v if self.shared else scaled
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -66,6 +103,9 @@ def cases(m):
         ("llama_block_d48_h3_kv1_s6", lambda: m.LlamaBlock(48, 3, 1, 96, 6), (1, 6, 48), 17, None, []),
         ("llama_block_d48_h6_kv2_s6", lambda: m.LlamaBlock(48, 6, 2, 96, 6), (1, 6, 48), 17, None, []),
         ("relu_sigmoid_mlp", lambda: ReluMlp(), (5, 40), 15, None, []),
+        ("full_rotary_as_partial", lambda: FullRotaryAsPartial(), (1, 8, 32), 17, None, []),
+        ("shared_rms_statistics", lambda: SharedRmsStatistics(), (1, 8, 32), 14, None, []),
+        ("rms_of_another_tensor", lambda: SharedRmsStatistics(shared=False), (1, 8, 32), 17, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
         ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
         # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.
