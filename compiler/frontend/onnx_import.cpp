@@ -1502,22 +1502,32 @@ class Importer {
   // Qwen-1's, GPT-NeoX's or StableLM's partial rotary at a fraction of 1.0): dropped, one operand left
   // read through, and a zero-size value nothing reads any more (that slice) goes too.
   void dropEmptyOperands() {
-    auto empty = [&](const std::string& v) {  // (a value the import made has no inferred shape: not empty)
-      if (!hasShape(v)) return false;
-      std::vector<Expr> shape = shapeOf(v);
-      return std::any_of(shape.begin(), shape.end(),
-                         [](const Expr& e) { return e.isConstant() && e.eval() == 0; });
+    auto empty = [&](const std::string& v) {  // (no shape known, or a dim of unknown size: not empty)
+      try {
+        if (!hasShape(v)) return false;
+        std::vector<Expr> shape = shapeOf(v);
+        return std::any_of(shape.begin(), shape.end(),
+                           [](const Expr& e) { return e.isConstant() && e.eval() == 0; });
+      } catch (const UserError&) {
+        return false;
+      }
     };
     for (auto& d : dyn_) {
       if (d.dead || d.op != "Concat" || consts_.count(d.output) ||
           std::all_of(d.inputs.begin(), d.inputs.end(), empty))
         continue;
-      d.inputs.erase(std::remove_if(d.inputs.begin(), d.inputs.end(), empty), d.inputs.end());
+      std::vector<std::string> kept;
+      for (const std::string& in : d.inputs)
+        if (!empty(in)) kept.push_back(in);
+      if (kept.size() == 1 && consts_.count(kept[0])) continue;  // (a constant aliased would go undeclared)
+      d.inputs = std::move(kept);
       if (d.inputs.size() == 1) d.op = "Identity";
     }
-    for (auto& d : dyn_)
-      if (!d.dead && empty(d.output) && !isModelOutput(d.output) && consumers(d.output).empty())
-        d.dead = true;
+    // Readers before the values they read (the nodes are in topological order): a chain of zero-size
+    // values (a slice, then a cast) goes whole.
+    for (auto d = dyn_.rbegin(); d != dyn_.rend(); ++d)
+      if (!d->dead && empty(d->output) && !isModelOutput(d->output) && consumers(d->output).empty())
+        d->dead = true;
   }
   // A Cast of a float32 stream to 16 bits in a float32 model: the design computes in f32 and would not
   // round it (refused when emitted).
@@ -1680,6 +1690,9 @@ class Importer {
     }
     if (!normed) return;
     nodes.push_back(normed);
+    // Statistics read elsewhere too (a mean and std that de-normalise later, v + eps reused) keep the ops;
+    // checked before the scale's weights are made (the scale and bias below are sole readers).
+    if (!selfContained(nodes, normed)) return;
     Dyn* scale = soleConsumer(normed->output, "Mul");
     if (!scale || !consts_.count(other(*scale, normed->output))) return;
     // The norm's scale and bias are [D]: a constant [1, 1, D] is one, read as [D]; any other (Cohere's
@@ -1711,8 +1724,7 @@ class Importer {
         last = bias;
       }
     }
-    // Statistics read elsewhere too (a mean and std that de-normalise later, v + eps reused) keep the ops.
-    if (!selfContained(nodes, last)) return;
+    if (!selfContained(nodes, last)) return;  // (a model output within: a later pattern node reads it)
     std::string eps = other(*add, mean2->output);
     replace(nodes, last, layer ? "layernorm" : "rmsnorm", inputs);
     if (consts_.count(eps) && consts_.at(eps).v.size() == 1) last->attrs["eps"] = consts_.at(eps).v[0];

@@ -93,7 +93,7 @@ struct DecodeResult {
 /// multiple of 16 (the host pads the prompt; the padded rows come after it, where its causal attention
 /// never looks), at most max_ctx; so a prompt of 127 runs as 128, in row blocks, instead of
 /// weight-stationary (127 rows have no block but 1), and TTFT never falls as the prompt grows. `stc dse
-/// MODEL --prompt N` explores the same layer.
+/// MODEL --prompt N` explores the layer of these rows.
 int64_t paddedPrefillRows(const ModelSpec& model, int64_t prompt);
 
 /// Compiles and simulates a model's networks; results of identical invocations (the same network bound to

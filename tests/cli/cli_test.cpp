@@ -432,9 +432,9 @@ TEST(Cli, DesignsThatWaitInTheirWritersAreSizedPaced) {
   EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], sized["cycles_sized"]);
 }
 
-// stc dse MODEL --prompt N explores the layer stc simulate runs the prompt on: 19 tokens pad to 32 rows
-// (a multiple of 16 beyond 16), so the sweep is --prompt 32's point for point, and it says so; 32 needs no
-// padding and says nothing.
+// stc dse MODEL --prompt N explores the prefill layer padded as stc simulate --decode pads it: 19 tokens pad
+// to 32 rows (a multiple of 16 beyond 16), so the sweep is --prompt 32's point for point, and it says so; 32
+// needs no padding and says nothing.
 TEST(Cli, DsePadsAPromptAsTheDecodeEstimatePadsIt) {
   std::string dir = ::testing::TempDir() + "padded/";
   std::filesystem::remove_all(dir);
@@ -447,7 +447,7 @@ TEST(Cli, DsePadsAPromptAsTheDecodeEstimatePadsIt) {
   Outcome odd = run(19), even = run(32);
   ASSERT_EQ(odd.code, 0) << odd.out;
   ASSERT_EQ(even.code, 0) << even.out;
-  EXPECT_NE(odd.out.find("a prompt of 19 tokens runs on the prefill layer of 32 rows"), std::string::npos)
+  EXPECT_NE(odd.out.find("a prompt of 19 tokens pads to the prefill layer of 32 rows"), std::string::npos)
       << odd.out;
   EXPECT_EQ(even.out.find("a prompt of"), std::string::npos) << even.out;
   auto text = [](const std::string& path) {

@@ -1112,12 +1112,16 @@ TEST(Onnx, NormsOfAStreamAreSumsOfSquares) {
 
 // An RMS scaling is an rmsnorm only of the tensor whose mean of squares it divides by, and only where its
 // statistics are its own: w * (y / sqrt(mean(x^2) + eps)) with y = 2x + 1 (a branch scaled by the RMS of
-// its input) stays ops, as does a norm whose mean of squares is added to the result again (v reused).
+// its input), or y times the reciprocal, stays ops, as does a norm whose mean of squares is added to the
+// result again (v reused).
 // Before, the first became rmsnorm(x) * w, y computed and dropped (wrong values, which the interpreter
 // shared), and the second stopped the import ("uses '..', which is not defined before it").
 TEST(Onnx, AnRmsScalingOfAnotherTensorOrSharedStatisticsIsNoNorm) {
-  for (bool otherNumerator : {true, false}) {
-    SCOPED_TRACE(otherNumerator ? "numerator 2x + 1" : "mean of squares read again");
+  for (int variant : {0, 1, 2}) {
+    const bool otherNumerator = variant < 2, reciprocal = variant == 1;
+    SCOPED_TRACE(variant == 0   ? "(2x + 1) / rms"
+                 : variant == 1 ? "(2x + 1) * (1 / rms)"
+                                : "mean of squares read again");
     onnx::ModelProto m = modelWithInput(17, "scaling", {2, 4});
     onnx::GraphProto* g = m.mutable_graph();
     addInitializer(g, "two", {}, {2.0});
@@ -1134,7 +1138,12 @@ TEST(Onnx, AnRmsScalingOfAnotherTensorOrSharedStatisticsIsNoNorm) {
     addNode(g, "Add", {"x2", "one"}, "y0");
     addNode(g, "Add", {"v", "eps"}, "ve");
     addNode(g, "Sqrt", {"ve"}, "rms");
-    addNode(g, "Div", {otherNumerator ? "y0" : "x", "rms"}, "unit");
+    if (reciprocal) {
+      addNode(g, "Reciprocal", {"rms"}, "inv");
+      addNode(g, "Mul", {"y0", "inv"}, "unit");
+    } else {
+      addNode(g, "Div", {otherNumerator ? "y0" : "x", "rms"}, "unit");
+    }
     addNode(g, "Mul", {"unit", "w"}, otherNumerator ? "y" : "scaled");
     if (!otherNumerator) addNode(g, "Add", {"scaled", "v"}, "y");
     g->add_output()->set_name("y");

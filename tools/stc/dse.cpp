@@ -44,13 +44,14 @@ Subject loadSubject(const DseArgs& a, const Platform& platform) {
         if (a.prompt && (*a.prompt < 1 || *a.prompt > model.maxCtx))
           throw UserError("stc dse: error: --prompt must be 1 to the model's max_ctx (" +
                           std::to_string(model.maxCtx) + ")");
-        // The prompt padded to the prefill layer's rows, its K and V held on chip within the default
-        // on-chip budget: the layer `stc simulate --decode` runs it on.
+        // The prompt padded to the prefill layer's rows as `stc simulate --decode` pads it (which also
+        // weighs smaller designs with the prompt's last tokens as decode steps), its K and V held on chip
+        // within the default on-chip budget.
         int64_t rows = a.prompt ? llm::paddedPrefillRows(model, *a.prompt) : 0;
         if (a.prompt && rows != *a.prompt)
-          s.note = "a prompt of " + std::to_string(*a.prompt) + " tokens runs on the prefill layer of " +
+          s.note = "a prompt of " + std::to_string(*a.prompt) + " tokens pads to the prefill layer of " +
                    std::to_string(rows) +
-                   " rows (padded as stc simulate pads it; its causal attention never reads the rows after "
+                   " rows (as stc simulate --decode pads it; its causal attention never reads the rows after "
                    "the prompt)";
         s.graph = a.prompt ? buildPrefillLayer(
                                  model, rows,
