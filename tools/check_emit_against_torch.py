@@ -90,6 +90,44 @@ class SharedRmsStatistics(torch.nn.Module):
         return scaled + self.weight * (x * torch.rsqrt(v + 1e-6)) + v if self.shared else scaled
 
 
+class SliceAssignedMask(torch.nn.Module):
+    """Causal attention over a mask written by in-place slice assignment, as reference code builds it:
+    BLOOM's _make_causal_mask (a bool table, `mask[:, past:] = ids[:, None] < ids[None, :]`) or, with
+    llama=True, Hugging Face Llama 4.40's _update_causal_mask (a triu of the dtype's minimum, its first
+    columns refilled where a padding mask of the last `padded` tokens says). Both export ScatterND of
+    constants."""
+
+    def __init__(self, d=32, heads=2, llama=False, padded=2):
+        super().__init__()
+        self.heads, self.llama, self.padded = heads, llama, padded
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def mask(self, b, s, dtype):
+        if not self.llama:
+            mask = torch.empty((s, s), dtype=torch.bool)
+            ids = torch.arange(s)
+            mask[:, 0:] = ids[:, None] < ids[None, :]
+            return torch.zeros((s, s), dtype=dtype).masked_fill(mask, torch.finfo(dtype).min)
+        low = torch.finfo(dtype).min
+        causal = torch.triu(torch.full((s, s), fill_value=low, dtype=dtype), diagonal=1)
+        causal = causal[None, None, :, :].expand(b, 1, -1, -1).clone()
+        attention_mask = torch.ones(b, s)
+        attention_mask[:, s - self.padded:] = 0
+        padding = causal[..., :s].eq(0.0) * attention_mask[:, None, None, :].eq(0.0)
+        causal[..., :s] = causal[..., :s].masked_fill(padding, low)
+        return causal
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = self.qkv(x).split(d, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in (q, k, v))
+        scores = q @ k.transpose(-1, -2) / hd**0.5 + self.mask(b, s, x.dtype)
+        y = torch.softmax(scores, dim=-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -106,6 +144,8 @@ def cases(m):
         ("full_rotary_as_partial", lambda: FullRotaryAsPartial(), (1, 8, 32), 17, None, []),
         ("shared_rms_statistics", lambda: SharedRmsStatistics(), (1, 8, 32), 14, None, []),
         ("rms_of_another_tensor", lambda: SharedRmsStatistics(shared=False), (1, 8, 32), 17, None, []),
+        ("bloom_slice_assigned_mask", lambda: SliceAssignedMask(), (1, 8, 32), 17, None, []),
+        ("llama440_padded_mask_s12", lambda: SliceAssignedMask(48, 3, llama=True, padded=3), (1, 12, 48), 14, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
         ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
         # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.

@@ -195,6 +195,91 @@ bool cumsumConst(const Const& x, int64_t axis, bool exclusive, bool reverse, Con
   return true;
 }
 
+// Combines an update into an element as ScatterND's and ScatterElements' `reduction` says (none
+// replaces); false for a reduction ONNX does not define.
+bool scatterInto(double& into, double update, const std::string& reduction) {
+  if (reduction == "none")
+    into = update;
+  else if (reduction == "add")
+    into += update;
+  else if (reduction == "mul")
+    into *= update;
+  else if (reduction == "max")
+    into = std::max(into, update);
+  else if (reduction == "min")
+    into = std::min(into, update);
+  else
+    return false;
+  return true;
+}
+
+// ONNX ScatterND of tables (a mask written by slice assignment, BLOOM's `mask[:, past:] = ...`): each
+// index tuple of `indices`' last axis names a slice of `data` that the matching block of `updates`
+// replaces or is combined into; false when an index falls outside data or the shapes do not agree.
+bool scatterNDConst(const Const& data, const Const& indices, const Const& updates,
+                    const std::string& reduction, Const& out) {
+  if (indices.dims.empty() || static_cast<int64_t>(data.v.size()) != data.count() ||
+      static_cast<int64_t>(indices.v.size()) != indices.count() ||
+      static_cast<int64_t>(updates.v.size()) != updates.count())
+    return false;
+  size_t depth = static_cast<size_t>(indices.dims.back()), lead = indices.dims.size() - 1;
+  if (depth > data.dims.size()) return false;
+  std::vector<int64_t> expected(indices.dims.begin(),
+                                indices.dims.end() - 1);  // updates: indices' lead, data's tail
+  expected.insert(expected.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(depth), data.dims.end());
+  if (updates.dims != expected) return false;
+  int64_t slice = 1, tuples = 1;
+  for (size_t a = depth; a < data.dims.size(); ++a) slice *= data.dims[a];
+  for (size_t a = 0; a < lead; ++a) tuples *= indices.dims[a];
+  out = data;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t at = 0;
+    for (size_t a = 0; a < depth; ++a) {
+      int64_t i = static_cast<int64_t>(indices.v[static_cast<size_t>(t) * depth + a]), size = data.dims[a];
+      if (i < 0) i += size;
+      if (i < 0 || i >= size) return false;
+      at = at * size + i;
+    }
+    for (int64_t e = 0; e < slice; ++e)
+      if (!scatterInto(out.v[static_cast<size_t>(at * slice + e)],
+                       updates.v[static_cast<size_t>(t * slice + e)], reduction))
+        return false;
+  }
+  return true;
+}
+
+// ONNX ScatterElements of tables: element e of `updates` goes to data at e's own position with its
+// `axis` coordinate replaced by indices[e]; false when an index falls outside data or shapes disagree.
+bool scatterElementsConst(const Const& data, const Const& indices, const Const& updates, int64_t axis,
+                          const std::string& reduction, Const& out) {
+  int64_t rank = static_cast<int64_t>(data.dims.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || indices.dims != updates.dims ||
+      static_cast<int64_t>(indices.dims.size()) != rank ||
+      static_cast<int64_t>(data.v.size()) != data.count() ||
+      static_cast<int64_t>(indices.v.size()) != indices.count() ||
+      static_cast<int64_t>(updates.v.size()) != updates.count())
+    return false;
+  out = data;
+  for (int64_t flat = 0; flat < indices.count(); ++flat) {
+    int64_t rem = flat, at = 0, stride = 1;
+    for (int64_t a = rank; a-- > 0;) {
+      int64_t i = rem % indices.dims[static_cast<size_t>(a)], size = data.dims[static_cast<size_t>(a)];
+      rem /= indices.dims[static_cast<size_t>(a)];
+      if (a == axis) {
+        i = static_cast<int64_t>(indices.v[static_cast<size_t>(flat)]);
+        if (i < 0) i += size;
+      }
+      if (i < 0 || i >= size) return false;
+      at += i * stride;
+      stride *= size;
+    }
+    if (!scatterInto(out.v[static_cast<size_t>(at)], updates.v[static_cast<size_t>(flat)], reduction))
+      return false;
+  }
+  return true;
+}
+
 // Numpy broadcasting of two constants through f; a UserError when their shapes do not broadcast.
 Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
   size_t rank = std::max(a.dims.size(), b.dims.size());
@@ -1301,6 +1386,14 @@ class Importer {
       out.dims = {static_cast<int64_t>(out.v.size())};
     } else if (reductions().count(op)) {  // of a table (the element count of a shape, for var's n - 1)
       if (!reduceConst(n, in(0), out)) return false;
+    } else if (op == "ScatterND") {  // of tables (a mask written by slice assignment)
+      if (n.input_size() != 3 ||
+          !scatterNDConst(in(0), in(1), in(2), stringAttr(n, "reduction", "none"), out))
+        return false;
+    } else if (op == "ScatterElements" || op == "Scatter") {
+      if (n.input_size() != 3 || !scatterElementsConst(in(0), in(1), in(2), intAttr(n, "axis", 0),
+                                                       stringAttr(n, "reduction", "none"), out))
+        return false;
     } else if (op == "CumSum") {  // of a table (OPT's positions: cumsum of a mask of ones)
       if (n.input_size() != 2 || in(1).v.size() != 1 ||
           !cumsumConst(in(0), static_cast<int64_t>(in(1).v[0]), intAttr(n, "exclusive", 0) != 0,

@@ -1086,6 +1086,46 @@ TEST(Onnx, ReductionsAndRunningSumsOfConstantsFold) {
   EXPECT_EQ(graph.ops.size(), 8u);
 }
 
+// A mask written by slice assignment (BLOOM's `mask[:, past:] = ...`, an in-place write of a table)
+// exports ScatterND or ScatterElements over constants: folded, each value here worked by hand, a
+// negative index counted from the end and `reduction` honoured.
+TEST(Onnx, ScattersIntoConstantsFold) {
+  onnx::ModelProto m = modelWithInput(17, "scatters", {2, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "zeros", {2, 3}, {0, 0, 0, 0, 0, 0});
+  addInitializer(g, "cells", {2, 2}, {0, 1, 1, 2}, onnx::TensorProto::INT64);  // (0, 1) and (1, 2)
+  addInitializer(g, "cell_values", {2}, {5, 7});
+  addInitializer(g, "last_row", {1, 1}, {-1}, onnx::TensorProto::INT64);
+  addInitializer(g, "row_values", {1, 3}, {1, 2, 3});
+  addInitializer(g, "columns", {2, 1}, {2, 0}, onnx::TensorProto::INT64);
+  addInitializer(g, "column_values", {2, 1}, {9, 8});
+  addNode(g, "ScatterND", {"zeros", "cells", "cell_values"}, "cells_set");  // [[0 5 0] [0 0 7]]
+  auto* add =
+      addNode(g, "ScatterND", {"cells_set", "last_row", "row_values"}, "rows_added");  // [[0 5 0] [1 2 10]]
+  auto* reduction = add->add_attribute();
+  reduction->set_name("reduction");
+  reduction->set_type(onnx::AttributeProto::STRING);
+  reduction->set_s("add");
+  auto* elements =
+      addNode(g, "ScatterElements", {"zeros", "columns", "column_values"}, "placed");  // [[0 0 9] [8 0 0]]
+  auto* axis = elements->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  addNode(g, "Add", {"rows_added", "placed"}, "table");  // [[0 5 9] [9 2 10]]
+  addNode(g, "Add", {"x", "table"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "scatters.onnx"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  const float table[6] = {0, 5, 9, 9, 2, 10};
+  ASSERT_EQ(y.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y[i], x[i] + table[i]) << i;
+  EXPECT_EQ(graph.ops.size(), 1u);  // the scatters folded into the one table added
+}
+
 // x.norm(dim=-1) (ReduceL2, as F.normalize exports it) is the square root of a sum of squares, and
 // ReduceSumSquare the sum itself, of a stream over its last axis.
 TEST(Onnx, NormsOfAStreamAreSumsOfSquares) {
