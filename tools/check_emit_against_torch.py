@@ -128,6 +128,36 @@ class SliceAssignedMask(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, s, d))
 
 
+class MetaKvCache(torch.nn.Module):
+    """Meta llama's attention with its KV cache written in place and read back (start_pos tokens already
+    cached, here zeros): self.cache_k[:b, start:start + s] = xk; keys = self.cache_k[:b, :start + s],
+    and the causal mask widened over the cached columns. Exports ScatterND of a stream."""
+
+    def __init__(self, d=32, heads=2, start=0, max_batch=2, max_seq=16):
+        super().__init__()
+        self.heads, self.start = heads, start
+        self.wq = torch.nn.Linear(d, d, bias=False)
+        self.wk = torch.nn.Linear(d, d, bias=False)
+        self.wv = torch.nn.Linear(d, d, bias=False)
+        self.wo = torch.nn.Linear(d, d, bias=False)
+        self.register_buffer("cache_k", torch.zeros(max_batch, max_seq, heads, d // heads))
+        self.register_buffer("cache_v", torch.zeros(max_batch, max_seq, heads, d // heads))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd, p = d // self.heads, self.start
+        xq, xk, xv = (w(x).view(b, s, self.heads, hd) for w in (self.wq, self.wk, self.wv))
+        self.cache_k[:b, p:p + s] = xk
+        self.cache_v[:b, p:p + s] = xv
+        keys, values = self.cache_k[:b, :p + s], self.cache_v[:b, :p + s]
+        q, keys, values = xq.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2)
+        mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
+        mask = torch.cat([torch.zeros((s, p)), mask], dim=1)  # (torch.hstack, which ONNX export lacks)
+        scores = q @ keys.transpose(2, 3) / hd**0.5 + mask
+        y = torch.softmax(scores, dim=-1) @ values
+        return self.wo(y.transpose(1, 2).reshape(b, s, d))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -146,6 +176,8 @@ def cases(m):
         ("rms_of_another_tensor", lambda: SharedRmsStatistics(shared=False), (1, 8, 32), 17, None, []),
         ("bloom_slice_assigned_mask", lambda: SliceAssignedMask(), (1, 8, 32), 17, None, []),
         ("llama440_padded_mask_s12", lambda: SliceAssignedMask(48, 3, llama=True, padded=3), (1, 12, 48), 14, None, []),
+        ("meta_kv_cache_write", lambda: MetaKvCache(), (1, 8, 32), 17, None, []),
+        ("meta_kv_cache_write_start3_d48_h3", lambda: MetaKvCache(48, 3, start=3), (1, 6, 48), 17, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
         ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
         # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.

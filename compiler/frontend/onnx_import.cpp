@@ -452,6 +452,7 @@ class Importer {
     foldInterleavedKvHeads();
     shareRepeatedKvHeads();
     foldBroadcastBatches();
+    sliceThroughConcats();
     for (const auto& out : model_.graph().output()) graph_.outputs.push_back(resolve(out.name()));
     graph_.name = model_.graph().name().empty() ? "onnx_model" : symbolName(model_.graph().name());
     graph_.loc = loc();
@@ -929,6 +930,7 @@ class Importer {
                                                  "Einsum",
                                                  "Tile",
                                                  "Pad",
+                                                 "ScatterND",
                                                  "Log",
                                                  "Softplus",
                                                  "LeakyRelu",
@@ -2553,6 +2555,8 @@ class Importer {
       op.attrs["axis"] = axes.back().first;
     } else if (d.op == "Pad") {
       if (!pad(d, op)) return;
+    } else if (d.op == "ScatterND") {
+      if (!scatter(d, op)) return;
     } else if (d.op == "Einsum") {
       if (!einsum(d, op)) {
         unsupported_.push_back(name + " (Einsum other than a product over one index, as a matmul computes)");
@@ -2760,6 +2764,120 @@ class Importer {
         return true;
       }
       x = auxOp("concat", op.name + tag, parts, d.output + tag, {{"axis", st.axis}});
+    }
+    return true;
+  }
+  // ScatterND of a stream (Meta llama's KV cache written in place, cache_k[:b, start:start + s] = xk, and
+  // read back): constant indices that name a box of the data in its own order, one update each (no
+  // reduction). The result is the updates viewed as the box, surrounded axis by axis, the last axis
+  // innermost, by the data's parts outside it (constant blocks, or slices of a data stream), concatenated;
+  // a read of the box alone reads the updates themselves (sliceThroughConcats).
+  bool scatter(const Dyn& d, Op& op) {
+    const std::string name = nodeName(*d.node);
+    auto refuse = [&](const std::string& why) {
+      unsupported_.push_back(name + " (ScatterND " + why + ")");
+      return false;
+    };
+    if (stringAttr(*d.node, "reduction", "none") != "none") return refuse("of a stream with a reduction");
+    if (d.inputs.size() != 3 || !consts_.count(d.inputs[1]) || !consts_.at(d.inputs[1]).known)
+      return refuse("at indices computed at run time");
+    std::vector<int64_t> dims = constantDims(d.inputs[0]);
+    const Const& idx = consts_.at(d.inputs[1]);
+    if (dims.empty()) return refuse("into a tensor whose shape is not known at import");
+    size_t depth = idx.dims.empty() ? 0 : static_cast<size_t>(idx.dims.back());
+    if (depth == 0 || depth > dims.size() || idx.v.size() % depth)
+      return refuse("with index tuples of the wrong length");
+    size_t tuples = idx.v.size() / depth;
+    std::vector<int64_t> lo(depth, INT64_MAX), hi(depth, INT64_MIN), at(idx.v.size());
+    for (size_t i = 0; i < idx.v.size(); ++i) {
+      int64_t size = dims[i % depth], k = static_cast<int64_t>(idx.v[i]);
+      if (k < 0) k += size;
+      if (k < 0 || k >= size) return refuse("at an index outside the data");
+      at[i] = k;
+      lo[i % depth] = std::min(lo[i % depth], k);
+      hi[i % depth] = std::max(hi[i % depth], k + 1);
+    }
+    std::vector<int64_t> box = dims;  // the updates' extent: the box on the indexed axes, the data's after
+    int64_t boxTuples = 1;
+    for (size_t a = 0; a < depth; ++a) {
+      box[a] = tuples ? hi[a] - lo[a] : 0;
+      boxTuples *= box[a];
+    }
+    bool dense = tuples > 0 && boxTuples == static_cast<int64_t>(tuples);
+    for (size_t t = 0; dense && t < tuples; ++t) {  // tuple t is lo + t unravelled over the box, row-major
+      int64_t rem = static_cast<int64_t>(t);
+      for (size_t a = depth; dense && a-- > 0;) {
+        dense = at[t * depth + a] == lo[a] + rem % box[a];
+        rem /= box[a];
+      }
+    }
+    if (!dense) return refuse("of a stream at indices that are not a box of the data in its order");
+    std::string x = operand(d.inputs[2], op.name);
+    if (constantDims(d.inputs[2]) != box) {
+      x = auxOp("reshape", op.name + "_box", {x}, d.output + "_box", {{"shape", box}});
+      madeShapes_[x] = box;
+    }
+    const bool constant = consts_.count(d.inputs[0]) > 0;
+    std::vector<int64_t> current = box;  // x's extent as the axes are filled in, the last first
+    auto block = [&](size_t axis, int64_t from, int64_t to,
+                     const char* side) {  // the data outside x on `axis`
+      std::vector<int64_t> bdims = current, start(dims.size(), 0);
+      bdims[axis] = to - from;
+      for (size_t a = 0; a < depth; ++a) start[a] = a == axis ? from : current[a] == dims[a] ? 0 : lo[a];
+      std::string tag = "_axis" + std::to_string(axis) + side;
+      if (constant) {
+        const Const& data = consts_.at(d.inputs[0]);
+        Const c{bdims, {}};
+        c.known = data.known;
+        for (int64_t flat = 0; flat < c.count(); ++flat) {
+          int64_t rem = flat, src = 0, stride = 1;
+          for (size_t a = dims.size(); a-- > 0;) {
+            src += (start[a] + rem % bdims[a]) * stride;
+            rem /= bdims[a];
+            stride *= dims[a];
+          }
+          c.v.push_back(data.v.at(static_cast<size_t>(src)));
+        }
+        std::string w = freeOfModel(d.output + tag);
+        consts_[w] = c;
+        return weightFrom(w, w);
+      }
+      std::string part = resolve(d.inputs[0]);
+      std::vector<int64_t> partDims = dims;
+      for (size_t a = 0; a < depth; ++a) {
+        if (start[a] == 0 && bdims[a] == dims[a]) continue;
+        partDims[a] = bdims[a];
+        part = auxOp("slice", op.name + tag, {part}, d.output + tag,
+                     {{"axis", static_cast<int64_t>(a)}, {"start", start[a]}, {"end", start[a] + bdims[a]}});
+        madeShapes_[part] = partDims;
+      }
+      return part;
+    };
+    size_t outermost = depth;  // the first axis x does not fill: the last concatenation
+    for (size_t a = 0; a < depth && outermost == depth; ++a)
+      if (box[a] != dims[a]) outermost = a;
+    if (outermost == depth) {  // the updates fill the data: the data is not read
+      op.op = "reshape";
+      op.inputs = {x};
+      op.attrs["shape"] = dims;
+      return true;
+    }
+    for (size_t a = depth; a-- > outermost;) {
+      if (box[a] == dims[a]) continue;
+      std::vector<std::string> parts;
+      if (lo[a] > 0) parts.push_back(block(a, 0, lo[a], "_before"));
+      parts.push_back(x);
+      if (hi[a] < dims[a]) parts.push_back(block(a, hi[a], dims[a], "_after"));
+      current[a] = dims[a];
+      if (a == outermost) {
+        op.op = "concat";
+        op.inputs = parts;
+        op.attrs["axis"] = static_cast<int64_t>(a);
+        return true;
+      }
+      x = auxOp("concat", op.name + "_axis" + std::to_string(a), parts,
+                d.output + "_axis" + std::to_string(a), {{"axis", static_cast<int64_t>(a)}});
+      madeShapes_[x] = current;
     }
     return true;
   }
@@ -3126,6 +3244,86 @@ class Importer {
       mm.output = made;
     }
     if (!before.empty()) spliceAround(before, after, {});
+  }
+
+  // A slice of a concatenation along the same axis that reads one of its parts, or a run of whole parts,
+  // reads those (a KV cache written in place by ScatterND and read back where it was written reads the
+  // new keys themselves); a slice of exactly one part is that part. Then the concatenations (and what
+  // only they read) that nothing reads any more are dropped, with their constant blocks.
+  void sliceThroughConcats() {
+    auto integer = [](const Op& op, const char* key) {
+      return static_cast<int64_t>(numberAttr(op, key, -1));
+    };
+    std::set<std::string> bypassed, renamed;
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::map<std::string, size_t> made;
+      for (size_t i = 0; i < graph_.ops.size(); ++i) made[graph_.ops[i].output] = i;
+      for (Op& sl : graph_.ops) {
+        if (sl.op != "slice" || renamed.count(sl.output)) continue;
+        auto it = made.find(sl.inputs.at(0));
+        if (it == made.end() || graph_.ops[it->second].op != "concat") continue;
+        const Op cat = graph_.ops[it->second];
+        int64_t axis = integer(sl, "axis"), start = integer(sl, "start"), end = integer(sl, "end");
+        if (axis < 0 || integer(cat, "axis") != axis) continue;
+        std::vector<std::string> run;  // the parts the slice reads, and where the first begins
+        int64_t offset = 0, first = 0;
+        bool whole = true;
+        for (const std::string& part : cat.inputs) {
+          std::vector<int64_t> dims = constantDims(part);
+          if (dims.size() <= static_cast<size_t>(axis)) {
+            run.clear();
+            break;
+          }
+          int64_t next = offset + dims[static_cast<size_t>(axis)];
+          if (next > start && offset < end) {
+            if (run.empty()) first = offset;
+            run.push_back(part);
+            whole = whole && start <= offset && next <= end;
+          }
+          offset = next;
+        }
+        if (run.empty() || (run.size() > 1 && !whole)) continue;
+        bypassed.insert(cat.output);
+        changed = true;
+        if (run.size() > 1) {
+          sl.op = "concat";
+          sl.inputs = run;
+          sl.attrs = {{"axis", axis}};
+        } else if (whole && !isModelOutput(sl.output) && !declared_.count(run[0])) {
+          renamed.insert(sl.output);
+          alias_[sl.output] = run[0];
+          for (Op& reader : graph_.ops)
+            for (std::string& in : reader.inputs)
+              if (in == sl.output) in = run[0];
+        } else {
+          sl.inputs[0] = run[0];
+          sl.attrs["start"] = start - first;
+          sl.attrs["end"] = end - first;
+        }
+      }
+    }
+    // Drop the bypassed concatenations nothing reads, and the ops made for them alone.
+    std::set<std::string> dead;
+    for (std::set<std::string> candidates = bypassed; !candidates.empty();) {
+      std::set<std::string> next;
+      for (const Op& op : graph_.ops) {
+        if (!candidates.count(op.output) || dead.count(op.output) || isModelOutput(op.output)) continue;
+        bool read = false;
+        for (const Op& reader : graph_.ops)
+          if (!dead.count(reader.output) && !renamed.count(reader.output))
+            read = read || std::count(reader.inputs.begin(), reader.inputs.end(), op.output) > 0;
+        if (read) continue;
+        dead.insert(op.output);
+        next.insert(op.inputs.begin(), op.inputs.end());
+      }
+      candidates = std::move(next);
+    }
+    dead.insert(renamed.begin(), renamed.end());
+    if (dead.empty()) return;
+    std::map<size_t, std::vector<Op>> none;
+    spliceAround(none, none, dead);
+    dropUnread();
   }
 
   // Rebuilds the op list with before[i] inserted ahead of op i and after[i] behind it, leaving out the

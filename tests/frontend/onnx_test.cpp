@@ -1126,6 +1126,66 @@ TEST(Onnx, ScattersIntoConstantsFold) {
   EXPECT_EQ(graph.ops.size(), 1u);  // the scatters folded into the one table added
 }
 
+// ScatterND of a stream at indices that form a box: rows 1 and 2 of a stream replaced by a table (the
+// data's other rows sliced around it), and a stream written into a table of zeros and read back where
+// it was written (Meta llama's KV cache, cache[:b, :s] = xk; keys = cache[:b, :s]) reads the stream
+// itself: no concatenation, no cache, left in the graph. Values worked by hand.
+TEST(Onnx, ScatterOfAStreamIntoABoxIsAConcatenation) {
+  onnx::ModelProto m = modelWithInput(17, "scatter_stream", {4, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "rows", {2, 1}, {1, 2}, onnx::TensorProto::INT64);
+  addInitializer(g, "table", {2, 3}, {7, 8, 9, 1, 2, 3});
+  addNode(g, "ScatterND", {"x", "rows", "table"}, "y");  // [x0; 7 8 9; 1 2 3; x3]
+  addInitializer(g, "cache", {6, 3}, std::vector<double>(18, 0.0));
+  addInitializer(g, "first_four", {4, 1}, {0, 1, 2, 3}, onnx::TensorProto::INT64);
+  addNode(g, "ScatterND", {"cache", "first_four", "x"}, "written");
+  addInitializer(g, "zero", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "four", {1}, {4}, onnx::TensorProto::INT64);
+  addNode(g, "Slice", {"written", "zero", "four", "zero"}, "keys");  // x itself
+  addNode(g, "Neg", {"keys"}, "z");
+  g->add_output()->set_name("y");
+  g->add_output()->set_name("z");
+  Graph graph = importOnnx(writeModel(m, "scatter_stream.onnx"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f, 4.0f, 5.0f, 6.0f, -2.0f, -3.0f, 1.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{4, 3}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  std::vector<float> y = out.at(graph.outputs.at(0)).data, z = out.at(graph.outputs.at(1)).data;
+  const float expected[12] = {0.5f, -1.0f, 2.0f, 7, 8, 9, 1, 2, 3, -2.0f, -3.0f, 1.5f};
+  ASSERT_EQ(y.size(), 12u);
+  ASSERT_EQ(z.size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_FLOAT_EQ(y[i], expected[i]) << i;
+    EXPECT_FLOAT_EQ(z[i], -x[i]) << i;
+  }
+  auto counts = opCounts(graph);
+  EXPECT_EQ(counts["concat"], 1);  // y's; the cache's is gone
+  EXPECT_EQ(counts["slice"], 2);   // x's rows 0 and 3
+  EXPECT_EQ(counts["mul"], 1);     // z = -1 * x
+  EXPECT_EQ(graph.ops.size(), 4u);
+  for (const auto& w : graph.weights)
+    EXPECT_EQ(w.name.find("written"), std::string::npos) << w.name;  // no cache
+}
+
+// A scatter of a stream the design cannot express is refused by name: indices that are not a box.
+TEST(Onnx, ScatterOfAStreamOutsideABoxIsRefusedByName) {
+  onnx::ModelProto m = modelWithInput(17, "scatter_refused", {4, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "rows", {2, 1}, {2, 0}, onnx::TensorProto::INT64);  // out of order
+  addInitializer(g, "table", {2, 3}, {7, 8, 9, 1, 2, 3});
+  addNode(g, "ScatterND", {"x", "rows", "table"}, "y");
+  g->add_output()->set_name("y");
+  try {
+    importOnnx(writeModel(m, "scatter_refused.onnx"));
+    FAIL() << "expected a refusal";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "(ScatterND of a stream at indices that are not a box of the data in its order)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // x.norm(dim=-1) (ReduceL2, as F.normalize exports it) is the square root of a sum of squares, and
 // ReduceSumSquare the sum itself, of a stream over its last axis.
 TEST(Onnx, NormsOfAStreamAreSumsOfSquares) {
