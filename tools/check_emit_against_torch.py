@@ -183,6 +183,8 @@ def cases(m):
         # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.
         ("causal_attention_seq", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
         ("causal_attention_seq_s12", lambda: m.CausalSelfAttention(), (1, 12, 64), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=12"]),
+        # The same with --bind alone (the symbolic dims bound below): stc fixes the axis at import.
+        ("causal_attention_seq_bound", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
         ("causal_tril_seq", lambda: m.CausalSelfAttention(mask="tril"), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),
         ("gqa_attention", lambda: m.GqaAttention(), (1, 8, 64), 17, None, []),
         ("gqa_attention_seq", lambda: m.GqaAttention(), (1, 8, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, ["--set", "dim.seq=8"]),

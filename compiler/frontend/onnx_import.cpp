@@ -483,7 +483,8 @@ class Importer {
     if (symbolic && !freeAxes_.empty()) {
       std::string fix;
       for (const std::string& a : freeAxes_) fix += (fix.empty() ? "" : " ") + std::string("--set dim.") + a + "=N";
-      msg += "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: " + fix + ")";
+      msg += "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: " +
+             fix + "; simulate, size-fifos, emit and run also fix an axis --bind gives a value)";
     }
     return UserError(msg);
   }

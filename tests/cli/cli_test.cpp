@@ -135,6 +135,34 @@ TEST(Cli, BadInputsExitOne) {
                    "/models/graphs/attention_decode.yaml has no symbol 'seq' (its symbols: ctx)\n");
 }
 
+// An ONNX export whose shape arithmetic over a dynamic axis needs the axis fixed, run with --bind alone
+// (as the torch check binds every symbolic input dimension): the axis is fixed at import at the bound
+// value, as --set dim.seq=8 fixes it, with a note; the same results as that setting gives, byte for byte.
+// Bound to nothing, the import's refusal still ends with the way out.
+TEST(Cli, ABoundAxisIsFixedAtImportWhereTheShapeArithmeticNeedsIt) {
+  const std::string model = STC_SOURCE_DIR "/models/onnx/causal_attention_seq.onnx";
+  Outcome bound = stc("simulate " + model + " --bind seq=8"),
+          set = stc("simulate " + model + " --set dim.seq=8");
+  ASSERT_EQ(bound.code, 0) << bound.out;
+  ASSERT_EQ(set.code, 0) << set.out;
+  const std::string note =
+      "stc simulate: note: " + model +
+      ": its shape arithmetic over a dynamic axis folds only with the axis fixed: imported "
+      "with dim.seq=8 from --bind, as --set dim.seq=8 would (a design for that size alone)\n";
+  ASSERT_EQ(bound.out.rfind(note, 0), 0u) << bound.out;
+  EXPECT_EQ(bound.out.substr(note.size()), set.out);
+  Outcome free = stc("simulate " + model);
+  EXPECT_EQ(free.code, 1);
+  EXPECT_NE(free.out.find(
+                "--set dim.seq=N; simulate, size-fifos, emit and run also fix an axis --bind gives a value)"),
+            std::string::npos)
+      << free.out;
+  std::string dir = ::testing::TempDir() + "bound_axis";
+  Outcome emitted = stc("emit " + model + " --bind seq=8 --force -o " + dir);
+  ASSERT_EQ(emitted.code, 0) << emitted.out;
+  EXPECT_NE(emitted.out.find("stc emit: note: " + model), std::string::npos) << emitted.out;
+}
+
 // A deadlocked run whose DMAs read ahead of the blocked tasks: the channels served bursts past the last
 // event, and their busy share is over the time they served (it was 116% over the run's cycles).
 TEST(Cli, DeadlockedRunKeepsChannelsWithinTheirTime) {

@@ -1613,7 +1613,9 @@ TEST(Onnx, ShapesComputedFromASymbolicDimensionAreListedNodeByNode) {
   EXPECT_EQ(msg.find("c_proj"), std::string::npos);
   // The list ends with the way out: fixing the axis at import.
   const std::string hint =
-      "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: --set dim.seq=N)";
+      "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: --set "
+      "dim.seq=N; "
+      "simulate, size-fifos, emit and run also fix an axis --bind gives a value)";
   EXPECT_EQ(msg.substr(msg.size() - hint.size()), hint) << msg;
 }
 

@@ -73,6 +73,11 @@ std::map<std::string, int64_t> parseSetDepths(const std::string& command, const 
 /// Warns on standard error for each binding outside the range the network's depths were sized for.
 void warnOutsideSizedRange(const Network& net, const std::string& path, const Bindings& bindings);
 
+/// `settings` with each dynamic axis of an ONNX model fixed at import at the value `bindings` give it
+/// (dim.AXIS=N added) where the import with the axis free stops at shape arithmetic over it, with a note
+/// on standard error; unchanged for any other file, or where the import goes through or stops elsewhere.
+std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const std::string& path,
+                                              std::vector<std::string> settings, const Bindings& bindings);
 /// Whether path names an ONNX file (by its extension).
 bool isOnnxPath(const std::string& path);
 /// A graph file, or an ONNX model named after its file; UserError for any other file.

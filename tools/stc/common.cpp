@@ -171,6 +171,30 @@ std::map<std::string, int64_t> importDims(const std::vector<std::string>& settin
   return dims;
 }
 
+std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const std::string& path,
+                                              std::vector<std::string> settings, const Bindings& bindings) {
+  if (!isOnnxPath(path) || bindings.empty()) return settings;
+  std::map<std::string, int64_t> dims = importDims(settings, path);
+  std::string why;
+  try {
+    importOnnx(path, dims);
+    return settings;
+  } catch (const UserError& e) {
+    why = e.what();
+  }
+  std::string fixed;
+  for (const auto& [symbol, value] : bindings) {
+    if (dims.count(symbol) || why.find("--set dim." + symbol + "=N") == std::string::npos) continue;
+    settings.push_back("dim." + symbol + "=" + std::to_string(value));
+    fixed += (fixed.empty() ? "" : ", ") + settings.back();
+  }
+  if (!fixed.empty())  // (otherwise the import, run again, says why it stops)
+    std::cerr << command << ": note: " << path
+              << ": its shape arithmetic over a dynamic axis folds only with the axis fixed: imported with "
+              << fixed << " from --bind, as --set " << fixed << " would (a design for that size alone)\n";
+  return settings;
+}
+
 Graph loadGraphFile(const std::string& path, const std::vector<std::string>& settings) {
   std::map<std::string, int64_t> dims = importDims(settings, path);
   if (isOnnxPath(path)) {
@@ -216,14 +240,16 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
                            const std::set<std::string>& ranged) const {
   if (isOnnxPath(path)) {
     bindings = parseSymbolBindings(command, ctx, binds);
-    Network net = compileGraph(importOnnx(path, importDims(settings, path)), platformArg,
-                               parseCompileOptions(settings, platformArg)).network;
+    std::vector<std::string> fixed = fixBoundAxesAtImport(command, path, settings, bindings);
+    Network net = compileGraph(importOnnx(path, importDims(fixed, path)), platformArg,
+                               parseCompileOptions(fixed, platformArg))
+                      .network;
     net.sourceFile = path;
-    net.sourceSettings = settings;
+    net.sourceSettings = fixed;
     for (const std::string& s : net.symbols())
       if (!bindings.count(s))
         throw UserError(path + ": error: the model uses symbol '" + s + "': bind it with --bind " + s + "=N");
-    refuseUnusedBindings(command, net.symbols(), bindings, path, importDims(settings, path));
+    refuseUnusedBindings(command, net.symbols(), bindings, path, importDims(fixed, path));
     return net;
   }
   std::string text = readTextFile(path);

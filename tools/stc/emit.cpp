@@ -363,8 +363,9 @@ void checkProjectFolder(const EmitArgs& a, const std::string& command) {
                     ", which replacing it would delete");
 }
 
-int emitCommand(const EmitArgs& a, const std::string& command) {
+int emitCommand(const EmitArgs& args, const std::string& command) {
   auto begin = std::chrono::steady_clock::now();
+  EmitArgs a = args;  // (its settings with the axes --bind fixes at import)
   Stages st;
   st.verbose = a.verbose;
   st.json = a.json;
@@ -382,6 +383,7 @@ int emitCommand(const EmitArgs& a, const std::string& command) {
                       ", which the project replaces: write it elsewhere");
   }
   Bindings given = parseSymbolBindings(command, a.input.ctx, a.input.binds);
+  a.input.settings = fixBoundAxesAtImport(command, a.input.path, a.input.settings, given);
   Platform platform = a.input.loadPlatformArg();
   Loaded loaded = loadGraph(a, command);
   std::vector<std::string> settings = loaded.settings;
