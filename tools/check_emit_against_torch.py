@@ -158,6 +158,47 @@ class MetaKvCache(torch.nn.Module):
         return self.wo(y.transpose(1, 2).reshape(b, s, d))
 
 
+class RowsMaskedWhole(torch.nn.Module):
+    """Attention whose mask leaves some query rows no key (torch then weighs their keys evenly):
+    kind "left_pad": causal and the first `pad` tokens padded, masked_fill(~keep, -1e4) (the padded rows
+    masked whole); "pooled_keys": queries against keys pooled 2:1, bottom-right causal with the dtype's
+    minimum added (rows before the first key masked whole); "eye": torch.eye masks each row's own key
+    but row 0's, then causal."""
+
+    def __init__(self, d=48, heads=3, kind="left_pad", pad=2):
+        super().__init__()
+        self.heads, self.kind, self.pad = heads, kind, pad
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def split(self, t):
+        b, s, d = t.shape
+        return t.view(b, s, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=-1)
+        if self.kind == "pooled_keys":
+            k, v = k[:, ::2], v[:, ::2]
+        q, k, v = self.split(q), self.split(k), self.split(v)
+        scores = q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5
+        R, K = scores.shape[-2], scores.shape[-1]
+        if self.kind == "left_pad":
+            attention_mask = torch.ones(b, s, dtype=torch.bool)
+            attention_mask[:, :self.pad] = False
+            keep = torch.tril(torch.ones(s, s, dtype=torch.bool))[None, None] & attention_mask[:, None, None, :]
+            scores = scores.masked_fill(~keep, -1e4)
+        elif self.kind == "pooled_keys":
+            scores = scores + torch.full((R, K), torch.finfo(x.dtype).min).triu(1 + K - R)
+        else:
+            eye = torch.eye(s, dtype=torch.bool)
+            eye[0, 0] = False
+            scores = scores.masked_fill(eye, float("-inf"))
+            scores = scores.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), float("-inf"))
+        y = torch.softmax(scores, dim=-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -178,6 +219,10 @@ def cases(m):
         ("llama440_padded_mask_s12", lambda: SliceAssignedMask(48, 3, llama=True, padded=3), (1, 12, 48), 14, None, []),
         ("meta_kv_cache_write", lambda: MetaKvCache(), (1, 8, 32), 17, None, []),
         ("meta_kv_cache_write_start3_d48_h3", lambda: MetaKvCache(48, 3, start=3), (1, 6, 48), 17, None, []),
+        ("left_pad_fill_neg1e4", lambda: RowsMaskedWhole(), (1, 8, 48), 17, None, []),
+        ("left_pad_fill_neg1e4_d40_h5_s13_pad3", lambda: RowsMaskedWhole(40, 5, pad=3), (1, 13, 40), 17, None, []),
+        ("pooled_keys_bottom_right", lambda: RowsMaskedWhole(kind="pooled_keys"), (1, 8, 48), 17, None, []),
+        ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
         ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
         # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.

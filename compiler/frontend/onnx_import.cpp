@@ -872,6 +872,21 @@ class Importer {
       consts_[n.output(0)] = c;
       return;
     }
+    if (op == "EyeLike" && n.input_size() == 1 &&
+        (consts_.count(n.input(0)) || hasConcreteShape(n.input(0)))) {
+      // Ones on the diagonal k of a matrix of the input's shape (torch.eye in a mask): its values unread.
+      std::vector<int64_t> dims =
+          consts_.count(n.input(0)) ? consts_.at(n.input(0)).dims : std::vector<int64_t>{};
+      if (!consts_.count(n.input(0)))
+        for (const auto& e : shapeOf(n.input(0))) dims.push_back(e.eval());
+      if (dims.size() == 2) {
+        Const eye{dims, std::vector<double>(static_cast<size_t>(dims[0] * dims[1]), 0.0)};
+        for (int64_t i = 0, k = intAttr(n, "k", 0); i < dims[0]; ++i)
+          if (i + k >= 0 && i + k < dims[1]) eye.v[static_cast<size_t>(i * dims[1] + i + k)] = 1;
+        consts_[n.output(0)] = eye;
+        return;
+      }
+    }
     if (allConst && fold(n)) return;
     if (op == "Split" || op == "Slice" ||
         (op == "Gather" && n.input_size() == 2 && !consts_.count(n.input(0)) &&
@@ -1929,17 +1944,28 @@ class Importer {
     // at most -1e4 (once scaled by what the scores are scaled by after it), whatever the stream holds
     // (before a softmax: a weight of 0 or about 0); masked_fill with 0 or any other value sets those
     // scores, and is a select on data.
+    // And only where each row (along the last axis, the softmax's) keeps a score: a row all masked is the
+    // constant alone, which a softmax weighs evenly (torch's left-padded rows), where the scores plus it
+    // would weigh as the scores do.
     bool negligible = true;
+    Const masked;  // 1 where the constant is selected
     try {
-      bias = broadcast(consts_.at(where.inputs[0]), consts_.at(where.inputs[streamWhenTrue ? 2 : 1]),
-                       [&](double c, double y) {
-                         if ((c != 0) == streamWhenTrue) return 0.0;
-                         negligible = negligible && y * scaledBy <= -1e4;
-                         return y;
-                       });
+      const Const &cond = consts_.at(where.inputs[0]),
+                  &value = consts_.at(where.inputs[streamWhenTrue ? 2 : 1]);
+      bias = broadcast(cond, value, [&](double c, double y) {
+        if ((c != 0) == streamWhenTrue) return 0.0;
+        negligible = negligible && y * scaledBy <= -1e4;
+        return y;
+      });
+      masked =
+          broadcast(cond, value, [&](double c, double) { return (c != 0) == streamWhenTrue ? 0.0 : 1.0; });
     } catch (const UserError&) {  // not a bias: the Where is a select on data (emit)
       return false;
     }
+    int64_t row = masked.dims.empty() ? 1 : masked.dims.back();
+    for (int64_t start = 0; negligible && row > 0 && start < masked.count(); start += row)
+      negligible = !std::all_of(masked.v.begin() + start, masked.v.begin() + start + row,
+                                [](double x) { return x != 0; });
     return negligible;
   }
   bool isModelOutput(const std::string& value) const {
@@ -2011,6 +2037,7 @@ class Importer {
     if (!hasConcreteShape(stream) || shapeOf(stream) != shapeOf(softmax.inputs[0])) return;  // the mask broadcasts it
     int64_t R = scores[static_cast<size_t>(rank - 2)], K = scores.back();
     size_t b = bias.dims.size();
+    if (R > K) return;  // rows before the first key masked whole: a causal softmax keeps the diagonal
     if (!bias.known || b < 2 || bias.dims[b - 2] != R || bias.dims[b - 1] != K || bias.count() != R * K) return;
     for (int64_t i = 0; i < R; ++i)
       for (int64_t j = 0; j < K; ++j) {

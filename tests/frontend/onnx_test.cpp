@@ -622,6 +622,70 @@ TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
   }
 }
 
+// A fill of -1e4 before a softmax is an added constant only where every row keeps a score: a row masked
+// whole (left padding: torch weighs its keys evenly, the constant alone) makes it a select. An added
+// mask with more rows than keys (queries against pooled keys, triu(1 + K - R) of the dtype's minimum) is
+// no causal softmax (it keeps no key in rows 0 .. R - K - 1, which it weighs evenly too). EyeLike
+// (torch.eye in a mask) folds from its input's shape. Every weight here worked by hand.
+TEST(Onnx, RowsMaskedWholeWeighTheirKeysEvenly) {
+  onnx::ModelProto m = modelWithInput(17, "masked_rows", {4, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  const std::vector<double> padded = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};  // rows 0 and 3 masked whole
+  addInitializer(g, "padded", {4, 3}, padded);
+  addInitializer(g, "fill", {}, {-1e4});
+  addNode(g, "Cast", {"padded"}, "mask")->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto to;
+    to.set_name("to");
+    to.set_type(onnx::AttributeProto::INT);
+    to.set_i(onnx::TensorProto::BOOL);
+    return to;
+  }());
+  addNode(g, "Where", {"mask", "fill", "x"}, "filled");
+  addNode(g, "Softmax", {"filled"}, "probs");
+  const double low = -3.4028234663852886e38;  // finfo(float32).min; row i keeps keys j <= i + K - R = i - 1
+  addInitializer(g, "bottom_right", {4, 3}, {low, low, low, 0, low, low, 0, 0, low, 0, 0, 0});
+  addNode(g, "Add", {"x", "bottom_right"}, "scores");
+  addNode(g, "Softmax", {"scores"}, "right");
+  addNode(g, "EyeLike", {"x"}, "eye");  // ones at (i, i) of [4, 3]
+  addNode(g, "Add", {"x", "eye"}, "diag");
+  g->add_output()->set_name("probs");
+  g->add_output()->set_name("right");
+  g->add_output()->set_name("diag");
+  Graph graph = importOnnx(writeModel(m, "masked_rows.onnx"));
+  int causal = 0;
+  for (const auto& op : graph.ops) causal += isCausal(op);
+  EXPECT_EQ(causal, 0);
+  EXPECT_GT(opCounts(graph)["select"], 0);  // (an added constant before)
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f, 1.0f, 1.5f, -2.0f, -3.0f, 0.75f, 1.25f};
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{4, 3}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  std::vector<float> probs = out.at(graph.outputs.at(0)).data, right = out.at(graph.outputs.at(1)).data,
+                     diag = out.at(graph.outputs.at(2)).data;
+  ASSERT_EQ(probs.size(), 12u);
+  ASSERT_EQ(right.size(), 12u);
+  ASSERT_EQ(diag.size(), 12u);
+  for (size_t i = 0; i < 4; ++i) {
+    bool whole = padded[i * 3] != 0 && padded[i * 3 + 1] != 0 && padded[i * 3 + 2] != 0;
+    auto weight = [&](size_t j) {  // exp(-1e4) is 0 in any float; a row all at -1e4 is even
+      return whole ? 1.0 : padded[i * 3 + j] != 0 ? 0.0 : std::exp(static_cast<double>(x[i * 3 + j]));
+    };
+    auto kept = [&](size_t j) {
+      return i == 0 ? 1.0 : j < i ? std::exp(static_cast<double>(x[i * 3 + j])) : 0.0;
+    };
+    double sum = 0, keptSum = 0;
+    for (size_t j = 0; j < 3; ++j) {
+      sum += weight(j);
+      keptSum += kept(j);
+    }
+    for (size_t j = 0; j < 3; ++j) {
+      EXPECT_NEAR(probs[i * 3 + j], weight(j) / sum, 1e-6) << i << "," << j;
+      EXPECT_NEAR(right[i * 3 + j], kept(j) / keptSum, 1e-6) << i << "," << j;
+      EXPECT_FLOAT_EQ(diag[i * 3 + j], x[i * 3 + j] + (i == j ? 1.0f : 0.0f)) << i << "," << j;
+    }
+  }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
