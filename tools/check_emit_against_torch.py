@@ -199,6 +199,34 @@ class RowsMaskedWhole(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, s, d))
 
 
+class GqaIndexSelect(torch.nn.Module):
+    """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
+    tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
+
+    def __init__(self, d=64, heads=4, kv=2, tiled=False):
+        super().__init__()
+        self.h, self.kv, self.hd, self.tiled = heads, kv, d // heads, tiled
+        self.q_proj = torch.nn.Linear(d, d, bias=False)
+        self.k_proj = torch.nn.Linear(d, kv * self.hd, bias=False)
+        self.v_proj = torch.nn.Linear(d, kv * self.hd, bias=False)
+        self.o_proj = torch.nn.Linear(d, d, bias=False)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.h, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+        if self.tiled:
+            idx = torch.arange(self.h) % self.kv
+            k, v = k[:, idx], v[:, idx]
+        else:
+            idx = torch.arange(self.h) // (self.h // self.kv)
+            k, v = k.index_select(1, idx), v.index_select(1, idx)
+        w = q @ k.transpose(-2, -1) / self.hd**0.5 + torch.full((s, s), float("-inf")).triu(1)
+        o = torch.softmax(w, -1) @ v
+        return self.o_proj(o.transpose(1, 2).reshape(b, s, -1))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -223,6 +251,8 @@ def cases(m):
         ("left_pad_fill_neg1e4_d40_h5_s13_pad3", lambda: RowsMaskedWhole(40, 5, pad=3), (1, 13, 40), 17, None, []),
         ("pooled_keys_bottom_right", lambda: RowsMaskedWhole(kind="pooled_keys"), (1, 8, 48), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
+        ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
+        ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
         ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
         # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.

@@ -1093,6 +1093,37 @@ class Importer {
         if (i == 0) first = k;
         run = k == first + static_cast<int64_t>(i) && k >= 0 && k < size;
       }
+      if (!run && idx.known && idx.dims.size() == 1 && !idx.v.empty() && axis >= 0 && axis < rank &&
+          shape[static_cast<size_t>(axis)].isConstant()) {
+        // Indices of one axis in several runs (index_select of heads at arange(h) // rep, grouped-query
+        // attention's K and V): a slice per run, concatenated along the axis.
+        size = shape[static_cast<size_t>(axis)].eval();
+        std::vector<std::pair<int64_t, int64_t>> runs;  // [start, end)
+        for (double v : idx.v) {
+          int64_t k = static_cast<int64_t>(v);
+          if (k < 0) k += size;
+          if (k < 0 || k >= size) {
+            unsupported_.push_back(nodeName(n) + " (Gather of a stream at an index outside its axis)");
+            return;
+          }
+          if (!runs.empty() && runs.back().second == k)
+            ++runs.back().second;
+          else
+            runs.push_back({k, k + 1});
+        }
+        Dyn both;
+        both.node = &n;
+        both.op = "concat";
+        both.output = n.output(0);
+        both.attrs = {{"axis", axis}};
+        for (size_t r = 0; r < runs.size(); ++r) {
+          both.inputs.push_back(madeValue(n.output(0) + "__run" + std::to_string(r)));
+          add(both.inputs.back(), axis, runs[r].first, runs[r].second);
+        }
+        producer_[both.output] = dyn_.size();
+        dyn_.push_back(both);
+        return;
+      }
       if (!run) {
         unsupported_.push_back(nodeName(n) +
                                " (Gather of a stream at indices that are not a run of one axis)");
@@ -2223,9 +2254,10 @@ class Importer {
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};
       op.attrs = d.attrs;
-    } else if (d.op == "concat") {  // a slice's last element after its others (sliceNodes)
+    } else if (d.op ==
+               "concat") {  // a slice's last element after its others, or a Gather's runs (sliceNodes)
       op.op = "concat";
-      op.inputs = {operand(d.inputs[0], op.name), operand(d.inputs[1], op.name)};
+      for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
       op.attrs = d.attrs;
     } else if (d.op == "slice") {
       op.op = "slice";

@@ -931,7 +931,7 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
       compileGraph(graph, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}), {}).deadlock);
 
-  // What is still refused is listed by name: a negative step, indices that are not a run.
+  // What is still refused is listed by name: a negative step, an index past the axis (rows 0 and 2 of 2).
   onnx::ModelProto bad = modelWithInput(17, "bad_steps", {2, 12});
   g = bad.mutable_graph();
   addInitializer(g, "s10", {1}, {10}, onnx::TensorProto::INT64);
@@ -954,8 +954,8 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   EXPECT_EQ(errorOf(badPath),
             badPath +
                 ": error: unsupported: 3 node(s):\n  reversed_node (Slice other than one axis "
-                "with a positive step)\n  apart_rows_node (Gather of a stream at indices that are not a "
-                "run of one axis)\n  stepped_node (Slice other than one axis with a positive step)");
+                "with a positive step)\n  apart_rows_node (Gather of a stream at an index outside its "
+                "axis)\n  stepped_node (Slice other than one axis with a positive step)");
 }
 
 // x * cos + rotate_half(x) * sin over constant tables is one rope op only when the tables are rope's:
@@ -1229,6 +1229,25 @@ TEST(Onnx, ScatterOfAStreamIntoABoxIsAConcatenation) {
   EXPECT_EQ(graph.ops.size(), 4u);
   for (const auto& w : graph.weights)
     EXPECT_EQ(w.name.find("written"), std::string::npos) << w.name;  // no cache
+}
+
+// A Gather of a stream at indices in several runs (index_select of heads at arange(h) // rep) is a slice
+// per run, concatenated: [3, 4, 0, 0, 1, 2] takes columns 3..4, 0, then 0..2 (three runs, one repeat).
+TEST(Onnx, AGatherOfAStreamInRunsIsConcatenatedSlices) {
+  onnx::ModelProto m = modelWithInput(17, "gather_runs", {2, 5});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "columns", {6}, {3, 4, 0, 0, 1, 2}, onnx::TensorProto::INT64);
+  auto* gather = addNode(g, "Gather", {"x", "columns"}, "y");
+  auto* axis = gather->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "gather_runs.onnx"));
+  EXPECT_EQ(opCounts(graph), (std::map<std::string, int>{{"slice", 3}, {"concat", 1}}));
+  std::vector<float> x = {0, 1, 2, 3, 4, 10, 11, 12, 13, 14};
+  std::vector<float> y = interpret(graph, {{"x", Tensor{{2, 5}, x}}}).at(graph.outputs.at(0)).data;
+  EXPECT_EQ(y, (std::vector<float>{3, 4, 0, 0, 1, 2, 13, 14, 10, 10, 11, 12}));
 }
 
 // A scatter of a stream the design cannot express is refused by name: indices that are not a box.
