@@ -94,16 +94,21 @@ class SliceAssignedMask(torch.nn.Module):
     """Causal attention over a mask written by in-place slice assignment, as reference code builds it:
     BLOOM's _make_causal_mask (a bool table, `mask[:, past:] = ids[:, None] < ids[None, :]`) or, with
     llama=True, Hugging Face Llama 4.40's _update_causal_mask (a triu of the dtype's minimum, its first
-    columns refilled where a padding mask of the last `padded` tokens says). Both export ScatterND of
-    constants."""
+    columns refilled where a padding mask of the last `padded` tokens says); with nonzero=True, -inf put
+    at the coordinates triu(1).nonzero() lists. All export ScatterND of constants."""
 
-    def __init__(self, d=32, heads=2, llama=False, padded=2):
+    def __init__(self, d=32, heads=2, llama=False, padded=2, nonzero=False):
         super().__init__()
-        self.heads, self.llama, self.padded = heads, llama, padded
+        self.heads, self.llama, self.padded, self.nonzero = heads, llama, padded, nonzero
         self.qkv = torch.nn.Linear(d, 3 * d)
         self.out = torch.nn.Linear(d, d)
 
     def mask(self, b, s, dtype):
+        if self.nonzero:  # index_put_ at the coordinates nonzero() lists (NonZero, then ScatterND)
+            at = torch.ones(s, s).triu(1).nonzero()
+            mask = torch.zeros(s, s, dtype=dtype)
+            mask.index_put_((at[:, 0], at[:, 1]), torch.tensor(float("-inf")))
+            return mask
         if not self.llama:
             mask = torch.empty((s, s), dtype=torch.bool)
             ids = torch.arange(s)
@@ -244,6 +249,7 @@ def cases(m):
         ("shared_rms_statistics", lambda: SharedRmsStatistics(), (1, 8, 32), 14, None, []),
         ("rms_of_another_tensor", lambda: SharedRmsStatistics(shared=False), (1, 8, 32), 17, None, []),
         ("bloom_slice_assigned_mask", lambda: SliceAssignedMask(), (1, 8, 32), 17, None, []),
+        ("index_put_at_nonzero", lambda: SliceAssignedMask(nonzero=True), (1, 8, 32), 17, None, []),
         ("llama440_padded_mask_s12", lambda: SliceAssignedMask(48, 3, llama=True, padded=3), (1, 12, 48), 14, None, []),
         ("meta_kv_cache_write", lambda: MetaKvCache(), (1, 8, 32), 17, None, []),
         ("meta_kv_cache_write_start3_d48_h3", lambda: MetaKvCache(48, 3, start=3), (1, 6, 48), 17, None, []),

@@ -864,7 +864,10 @@ class Importer {
       if (!in.empty() && !consts_.count(in)) allConst = false;
     if (op == "Shape" && (consts_.count(n.input(0)) || hasConcreteShape(n.input(0)))) {
       Const c{{0}, {}};
-      for (const auto& d : shapeOf(n.input(0))) c.v.push_back(static_cast<double>(d.eval()));
+      if (consts_.count(n.input(0)))  // (a folded NonZero's dims, which shape inference leaves symbolic)
+        for (int64_t d : consts_.at(n.input(0)).dims) c.v.push_back(static_cast<double>(d));
+      else
+        for (const auto& d : shapeOf(n.input(0))) c.v.push_back(static_cast<double>(d.eval()));
       int64_t rank = static_cast<int64_t>(c.v.size()), start = intAttr(n, "start", 0), end = intAttr(n, "end", rank);
       auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + rank : x, rank)); };
       c.v = std::vector<double>(c.v.begin() + clamp(start), c.v.begin() + std::max(clamp(start), clamp(end)));
@@ -1435,6 +1438,23 @@ class Importer {
       out.dims = {static_cast<int64_t>(out.v.size())};
     } else if (reductions().count(op)) {  // of a table (the element count of a shape, for var's n - 1)
       if (!reduceConst(n, in(0), out)) return false;
+    } else if (op == "NonZero" && n.input_size() == 1 &&
+               static_cast<int64_t>(in(0).v.size()) == in(0).count()) {
+      // The coordinates of a table's nonzero elements, [rank, count] (mask.nonzero(), index_put_ at them).
+      const Const& x = in(0);
+      std::vector<std::vector<double>> at(x.dims.size());
+      for (int64_t flat = 0; flat < x.count(); ++flat) {
+        if (x.v[static_cast<size_t>(flat)] == 0) continue;
+        for (size_t a = x.dims.size(), rem = static_cast<size_t>(flat); a-- > 0;) {
+          at[a].push_back(static_cast<double>(rem % static_cast<size_t>(x.dims[a])));
+          rem /= static_cast<size_t>(x.dims[a]);
+        }
+      }
+      out.dims = {static_cast<int64_t>(x.dims.size()), 0};
+      for (const auto& coordinates : at) {
+        out.v.insert(out.v.end(), coordinates.begin(), coordinates.end());
+        out.dims[1] = static_cast<int64_t>(coordinates.size());
+      }
     } else if (op == "ScatterND") {  // of tables (a mask written by slice assignment)
       if (n.input_size() != 3 ||
           !scatterNDConst(in(0), in(1), in(2), stringAttr(n, "reduction", "none"), out))

@@ -1190,6 +1190,28 @@ TEST(Onnx, ScattersIntoConstantsFold) {
   EXPECT_EQ(graph.ops.size(), 1u);  // the scatters folded into the one table added
 }
 
+// The coordinates of a constant's nonzero elements fold (mask.index_put_ at mask.nonzero()): NonZero of
+// [[0 1 0] [1 0 1]] is [[0 1 1] [1 0 2]]; transposed, they place 5, 6 and 7 into a table of zeros.
+TEST(Onnx, NonZeroOfAConstantFolds) {
+  onnx::ModelProto m = modelWithInput(17, "nonzero", {2, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "where", {2, 3}, {0, 1, 0, 1, 0, 1});
+  addInitializer(g, "zeros", {2, 3}, {0, 0, 0, 0, 0, 0});
+  addInitializer(g, "placed", {3}, {5, 6, 7});
+  addNode(g, "NonZero", {"where"}, "coordinates");                  // [2, 3]
+  addNode(g, "Transpose", {"coordinates"}, "tuples");               // [3, 2]
+  addNode(g, "ScatterND", {"zeros", "tuples", "placed"}, "table");  // [[0 5 0] [6 0 7]]
+  addNode(g, "Add", {"x", "table"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "nonzero.onnx"));
+  EXPECT_EQ(graph.ops.size(), 1u);
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  EXPECT_EQ(y, (std::vector<float>{0.5f, 4.0f, 2.0f, 6.25f, 3.0f, 6.5f}));
+}
+
 // ScatterND of a stream at indices that form a box: rows 1 and 2 of a stream replaced by a table (the
 // data's other rows sliced around it), and a stream written into a table of zeros and read back where
 // it was written (Meta llama's KV cache, cache[:b, :s] = xk; keys = cache[:b, :s]) reads the stream
