@@ -232,6 +232,37 @@ class GqaIndexSelect(torch.nn.Module):
         return self.o_proj(o.transpose(1, 2).reshape(b, s, -1))
 
 
+class HfStaticCache(torch.nn.Module):
+    """Hugging Face's StaticCache: K and V written into zero caches of max_len positions at cache_position
+    (k_out.index_copy_(2, cache_position, k), or with assign=True k_out[:, :, cache_position] = k), and
+    attention over every cached position, those past each row masked by the dtype's minimum. Exports
+    ScatterElements (or ScatterND) of a stream."""
+
+    def __init__(self, d=48, heads=3, max_len=12, assign=False):
+        super().__init__()
+        self.h, self.hd, self.max_len, self.assign = heads, d // heads, max_len, assign
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.o = torch.nn.Linear(d, d)
+        self.register_buffer("k_cache", torch.zeros(1, heads, max_len, d // heads))
+        self.register_buffer("v_cache", torch.zeros(1, heads, max_len, d // heads))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = (t.view(b, s, self.h, self.hd).transpose(1, 2) for t in self.qkv(x).split(d, -1))
+        cache_position = torch.arange(s)
+        k_out, v_out = self.k_cache.clone(), self.v_cache.clone()
+        if self.assign:
+            k_out[:, :, cache_position] = k
+            v_out[:, :, cache_position] = v
+        else:
+            k_out.index_copy_(2, cache_position, k)
+            v_out.index_copy_(2, cache_position, v)
+        causal = torch.triu(torch.full((s, self.max_len), torch.finfo(x.dtype).min), diagonal=1)
+        causal *= torch.arange(self.max_len) > cache_position.reshape(-1, 1)
+        w = q @ k_out.transpose(-2, -1) / self.hd**0.5 + causal[None, None]
+        return self.o((torch.softmax(w, -1) @ v_out).transpose(1, 2).reshape(b, s, d))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -259,6 +290,8 @@ def cases(m):
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),
+        ("hf_static_cache_index_copy", lambda: HfStaticCache(), (1, 8, 48), 17, None, []),
+        ("hf_static_cache_assign_d64_h4_max16", lambda: HfStaticCache(64, 4, 16, assign=True), (1, 8, 64), 17, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),
         ("causal_attention", lambda: m.CausalSelfAttention(), (1, 8, 64), 14, None, []),
         # With a symbolic sequence, fixed at import (--set dim.seq=8): the shape arithmetic folds.

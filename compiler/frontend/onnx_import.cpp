@@ -950,6 +950,7 @@ class Importer {
                                                  "Tile",
                                                  "Pad",
                                                  "ScatterND",
+                                                 "ScatterElements",
                                                  "Log",
                                                  "Softplus",
                                                  "LeakyRelu",
@@ -2635,7 +2636,7 @@ class Importer {
       op.attrs["axis"] = axes.back().first;
     } else if (d.op == "Pad") {
       if (!pad(d, op)) return;
-    } else if (d.op == "ScatterND") {
+    } else if (d.op == "ScatterND" || d.op == "ScatterElements") {
       if (!scatter(d, op)) return;
     } else if (d.op == "Einsum") {
       if (!einsum(d, op)) {
@@ -2847,6 +2848,61 @@ class Importer {
     }
     return true;
   }
+  // The box ScatterND's index tuples (of `depth` coordinates each) fill, one update each in the box's
+  // row-major order: lo and hi per indexed axis; false for any other indices.
+  static bool scatterNDBox(const Const& idx, const std::vector<int64_t>& dims, size_t depth,
+                           std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
+    if (depth == 0 || depth > dims.size() || idx.v.size() % depth || idx.v.empty()) return false;
+    size_t tuples = idx.v.size() / depth;
+    lo.assign(depth, INT64_MAX);
+    hi.assign(depth, INT64_MIN);
+    std::vector<int64_t> at(idx.v.size());
+    for (size_t i = 0; i < idx.v.size(); ++i) {
+      int64_t size = dims[i % depth], k = static_cast<int64_t>(idx.v[i]);
+      if (k < 0) k += size;
+      if (k < 0 || k >= size) return false;
+      at[i] = k;
+      lo[i % depth] = std::min(lo[i % depth], k);
+      hi[i % depth] = std::max(hi[i % depth], k + 1);
+    }
+    int64_t boxTuples = 1;
+    for (size_t a = 0; a < depth; ++a) boxTuples *= hi[a] - lo[a];
+    if (boxTuples != static_cast<int64_t>(tuples)) return false;
+    for (size_t t = 0; t < tuples; ++t) {  // tuple t is lo + t unravelled over the box
+      int64_t rem = static_cast<int64_t>(t);
+      for (size_t a = depth; a-- > 0;) {
+        if (at[t * depth + a] != lo[a] + rem % (hi[a] - lo[a])) return false;
+        rem /= hi[a] - lo[a];
+      }
+    }
+    return true;
+  }
+  // The box ScatterElements' indices fill: each update's own position but along `axis`, where the index
+  // is a run from the first (start + the position); false for any other indices.
+  static bool scatterElementsBox(const Const& idx, const std::vector<int64_t>& dims,
+                                 const std::vector<int64_t>& updates, int64_t axis, std::vector<int64_t>& lo,
+                                 std::vector<int64_t>& hi) {
+    int64_t rank = static_cast<int64_t>(dims.size());
+    if (axis < 0 || axis >= rank || idx.dims != updates || static_cast<int64_t>(updates.size()) != rank ||
+        static_cast<int64_t>(idx.v.size()) != idx.count() || idx.v.empty())
+      return false;
+    int64_t size = dims[static_cast<size_t>(axis)], length = updates[static_cast<size_t>(axis)], inner = 1;
+    for (int64_t a = axis + 1; a < rank; ++a) inner *= updates[static_cast<size_t>(a)];
+    auto normal = [&](double v) {
+      return static_cast<int64_t>(v) < 0 ? static_cast<int64_t>(v) + size : static_cast<int64_t>(v);
+    };
+    int64_t start = normal(idx.v[0]);
+    if (start < 0 || start + length > size) return false;
+    for (int64_t flat = 0; flat < idx.count(); ++flat)
+      if (normal(idx.v[static_cast<size_t>(flat)]) != start + (flat / inner) % length) return false;
+    lo.assign(static_cast<size_t>(rank), 0);
+    hi = updates;
+    for (int64_t a = 0; a < rank; ++a)
+      if (updates[static_cast<size_t>(a)] > dims[static_cast<size_t>(a)]) return false;
+    lo[static_cast<size_t>(axis)] = start;
+    hi[static_cast<size_t>(axis)] = start + length;
+    return true;
+  }
   // ScatterND of a stream (Meta llama's KV cache written in place, cache_k[:b, start:start + s] = xk, and
   // read back): constant indices that name a box of the data in its own order, one update each (no
   // reduction). The result is the updates viewed as the box, surrounded axis by axis, the last axis
@@ -2855,7 +2911,7 @@ class Importer {
   bool scatter(const Dyn& d, Op& op) {
     const std::string name = nodeName(*d.node);
     auto refuse = [&](const std::string& why) {
-      unsupported_.push_back(name + " (ScatterND " + why + ")");
+      unsupported_.push_back(name + " (" + d.op + " " + why + ")");
       return false;
     };
     if (stringAttr(*d.node, "reduction", "none") != "none") return refuse("of a stream with a reduction");
@@ -2864,34 +2920,22 @@ class Importer {
     std::vector<int64_t> dims = constantDims(d.inputs[0]);
     const Const& idx = consts_.at(d.inputs[1]);
     if (dims.empty()) return refuse("into a tensor whose shape is not known at import");
-    size_t depth = idx.dims.empty() ? 0 : static_cast<size_t>(idx.dims.back());
-    if (depth == 0 || depth > dims.size() || idx.v.size() % depth)
-      return refuse("with index tuples of the wrong length");
-    size_t tuples = idx.v.size() / depth;
-    std::vector<int64_t> lo(depth, INT64_MAX), hi(depth, INT64_MIN), at(idx.v.size());
-    for (size_t i = 0; i < idx.v.size(); ++i) {
-      int64_t size = dims[i % depth], k = static_cast<int64_t>(idx.v[i]);
-      if (k < 0) k += size;
-      if (k < 0 || k >= size) return refuse("at an index outside the data");
-      at[i] = k;
-      lo[i % depth] = std::min(lo[i % depth], k);
-      hi[i % depth] = std::max(hi[i % depth], k + 1);
+    size_t depth = 0;
+    std::vector<int64_t> lo, hi;  // the box on the first `depth` axes
+    if (d.op == "ScatterND") {
+      depth = idx.dims.empty() ? 0 : static_cast<size_t>(idx.dims.back());
+      if (!scatterNDBox(idx, dims, depth, lo, hi))
+        return refuse("of a stream at indices that are not a box of the data in its order");
+    } else {  // ScatterElements (index_copy_ at positions arange(s) + start): a run along its axis
+      depth = dims.size();
+      int64_t axis = intAttr(*d.node, "axis", 0);
+      if (axis < 0) axis += static_cast<int64_t>(depth);
+      std::vector<int64_t> updates = constantDims(d.inputs[2]);
+      if (!scatterElementsBox(idx, dims, updates, axis, lo, hi))
+        return refuse("of a stream at indices that are not a run along its axis");
     }
     std::vector<int64_t> box = dims;  // the updates' extent: the box on the indexed axes, the data's after
-    int64_t boxTuples = 1;
-    for (size_t a = 0; a < depth; ++a) {
-      box[a] = tuples ? hi[a] - lo[a] : 0;
-      boxTuples *= box[a];
-    }
-    bool dense = tuples > 0 && boxTuples == static_cast<int64_t>(tuples);
-    for (size_t t = 0; dense && t < tuples; ++t) {  // tuple t is lo + t unravelled over the box, row-major
-      int64_t rem = static_cast<int64_t>(t);
-      for (size_t a = depth; dense && a-- > 0;) {
-        dense = at[t * depth + a] == lo[a] + rem % box[a];
-        rem /= box[a];
-      }
-    }
-    if (!dense) return refuse("of a stream at indices that are not a box of the data in its order");
+    for (size_t a = 0; a < depth; ++a) box[a] = hi[a] - lo[a];
     std::string x = operand(d.inputs[2], op.name);
     if (constantDims(d.inputs[2]) != box) {
       x = auxOp("reshape", op.name + "_box", {x}, d.output + "_box", {{"shape", box}});

@@ -1272,6 +1272,36 @@ TEST(Onnx, AGatherOfAStreamInRunsIsConcatenatedSlices) {
   EXPECT_EQ(y, (std::vector<float>{3, 4, 0, 0, 1, 2, 13, 14, 10, 10, 11, 12}));
 }
 
+// ScatterElements of a stream whose indices run along the axis (index_copy_ at cache_position, Hugging
+// Face's StaticCache) is the same box: rows 1 and 2 of a table of zeros are x; indices out of order are
+// refused by name.
+TEST(Onnx, ScatterElementsOfAStreamAlongARunIsABox) {
+  for (bool run : {true, false}) {
+    onnx::ModelProto m = modelWithInput(17, "scatter_elements", {2, 3});
+    onnx::GraphProto* g = m.mutable_graph();
+    addInitializer(g, "cache", {4, 3}, std::vector<double>(12, 0.0));
+    addInitializer(g, "rows", {2, 3},
+                   run ? std::vector<double>{1, 1, 1, 2, 2, 2} : std::vector<double>{2, 2, 2, 1, 1, 1},
+                   onnx::TensorProto::INT64);
+    addNode(g, "ScatterElements", {"cache", "rows", "x"}, "y");
+    g->add_output()->set_name("y");
+    std::string path = writeModel(m, "scatter_elements.onnx");
+    if (!run) {
+      EXPECT_NE(
+          errorOf(path).find("(ScatterElements of a stream at indices that are not a run along its axis)"),
+          std::string::npos)
+          << errorOf(path);
+      continue;
+    }
+    Graph graph = importOnnx(path);
+    std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f};
+    std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3}, x}}};
+    for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+    std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+    EXPECT_EQ(y, (std::vector<float>{0, 0, 0, 0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f, 0, 0, 0}));
+  }
+}
+
 // A scatter of a stream the design cannot express is refused by name: indices that are not a box.
 TEST(Onnx, ScatterOfAStreamOutsideABoxIsRefusedByName) {
   onnx::ModelProto m = modelWithInput(17, "scatter_refused", {4, 3});
