@@ -864,10 +864,7 @@ class Importer {
       if (!in.empty() && !consts_.count(in)) allConst = false;
     if (op == "Shape" && (consts_.count(n.input(0)) || hasConcreteShape(n.input(0)))) {
       Const c{{0}, {}};
-      if (consts_.count(n.input(0)))  // (a folded NonZero's dims, which shape inference leaves symbolic)
-        for (int64_t d : consts_.at(n.input(0)).dims) c.v.push_back(static_cast<double>(d));
-      else
-        for (const auto& d : shapeOf(n.input(0))) c.v.push_back(static_cast<double>(d.eval()));
+      for (const auto& d : shapeOf(n.input(0))) c.v.push_back(static_cast<double>(d.eval()));
       int64_t rank = static_cast<int64_t>(c.v.size()), start = intAttr(n, "start", 0), end = intAttr(n, "end", rank);
       auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + rank : x, rank)); };
       c.v = std::vector<double>(c.v.begin() + clamp(start), c.v.begin() + std::max(clamp(start), clamp(end)));
@@ -1439,7 +1436,7 @@ class Importer {
       out.dims = {static_cast<int64_t>(out.v.size())};
     } else if (reductions().count(op)) {  // of a table (the element count of a shape, for var's n - 1)
       if (!reduceConst(n, in(0), out)) return false;
-    } else if (op == "NonZero" && n.input_size() == 1 &&
+    } else if (op == "NonZero" && n.input_size() == 1 && in(0).known &&  // (not of stand-in zeros: its count)
                static_cast<int64_t>(in(0).v.size()) == in(0).count()) {
       // The coordinates of a table's nonzero elements, [rank, count] (mask.nonzero(), index_put_ at them).
       const Const& x = in(0);
@@ -3378,7 +3375,8 @@ class Importer {
     auto integer = [](const Op& op, const char* key) {
       return static_cast<int64_t>(numberAttr(op, key, -1));
     };
-    std::set<std::string> bypassed, renamed;
+    std::set<std::string> bypassed, renamed, outputs;  // outputs: the model's, and what they stand for
+    for (const auto& out : model_.graph().output()) outputs.insert({out.name(), resolve(out.name())});
     for (bool changed = true; changed;) {
       changed = false;
       std::map<std::string, size_t> made;
@@ -3414,7 +3412,7 @@ class Importer {
           sl.op = "concat";
           sl.inputs = run;
           sl.attrs = {{"axis", axis}};
-        } else if (whole && !isModelOutput(sl.output) && !declared_.count(run[0])) {
+        } else if (whole && !outputs.count(sl.output) && !declared_.count(run[0])) {
           renamed.insert(sl.output);
           alias_[sl.output] = run[0];
           for (Op& reader : graph_.ops)
@@ -3432,7 +3430,7 @@ class Importer {
     for (std::set<std::string> candidates = bypassed; !candidates.empty();) {
       std::set<std::string> next;
       for (const Op& op : graph_.ops) {
-        if (!candidates.count(op.output) || dead.count(op.output) || isModelOutput(op.output)) continue;
+        if (!candidates.count(op.output) || dead.count(op.output) || outputs.count(op.output)) continue;
         bool read = false;
         for (const Op& reader : graph_.ops)
           if (!dead.count(reader.output) && !renamed.count(reader.output))

@@ -1302,6 +1302,32 @@ TEST(Onnx, ScatterElementsOfAStreamAlongARunIsABox) {
   }
 }
 
+// A cache written in place, read back where it was written and also a model output through an Identity
+// (an output that is the cache whole): the read is the stream, and the cache stays for the output.
+TEST(Onnx, AScatteredCacheThatIsAlsoAnOutputStays) {
+  onnx::ModelProto m = modelWithInput(17, "cache_out", {2, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "cache", {3, 3}, std::vector<double>(9, 0.0));
+  addInitializer(g, "first_two", {2, 1}, {0, 1}, onnx::TensorProto::INT64);
+  addNode(g, "ScatterND", {"cache", "first_two", "x"}, "written");
+  addInitializer(g, "zero", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "two", {1}, {2}, onnx::TensorProto::INT64);
+  addNode(g, "Slice", {"written", "zero", "two", "zero"}, "keys");
+  addNode(g, "Identity", {"keys"}, "keys_out");    // the read, an output
+  addNode(g, "Identity", {"written"}, "present");  // the cache, an output
+  g->add_output()->set_name("keys_out");
+  g->add_output()->set_name("present");
+  Graph graph = importOnnx(writeModel(m, "cache_out.onnx"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  EXPECT_EQ(out.at(graph.outputs.at(0)).data, x);
+  EXPECT_EQ(out.at(graph.outputs.at(1)).data,
+            (std::vector<float>{0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f, 0, 0, 0}));
+  for (const std::string& o : graph.outputs) EXPECT_NE(o, "x");  // no output is the input itself
+}
+
 // A scatter of a stream the design cannot express is refused by name: indices that are not a box.
 TEST(Onnx, ScatterOfAStreamOutsideABoxIsRefusedByName) {
   onnx::ModelProto m = modelWithInput(17, "scatter_refused", {4, 3});

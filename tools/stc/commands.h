@@ -73,9 +73,9 @@ std::map<std::string, int64_t> parseSetDepths(const std::string& command, const 
 /// Warns on standard error for each binding outside the range the network's depths were sized for.
 void warnOutsideSizedRange(const Network& net, const std::string& path, const Bindings& bindings);
 
-/// `settings` with each dynamic axis of an ONNX model fixed at import at the value `bindings` give it
-/// (dim.AXIS=N added) where the import with the axis free stops at shape arithmetic over it, with a note
-/// on standard error; unchanged for any other file, or where the import goes through or stops elsewhere.
+/// `settings` with the dynamic axes of an ONNX model whose shape arithmetic stops its import fixed at the
+/// values `bindings` give them (dim.AXIS=N added; of several, only those the import needs), with a note on
+/// standard error; unchanged for any other file, or where the import goes through, or fails even so.
 std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const std::string& path,
                                               std::vector<std::string> settings, const Bindings& bindings);
 /// Whether path names an ONNX file (by its extension).

@@ -174,7 +174,15 @@ std::map<std::string, int64_t> importDims(const std::vector<std::string>& settin
 std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const std::string& path,
                                               std::vector<std::string> settings, const Bindings& bindings) {
   if (!isOnnxPath(path) || bindings.empty()) return settings;
-  std::map<std::string, int64_t> dims = importDims(settings, path);
+  const std::map<std::string, int64_t> dims = importDims(settings, path);
+  auto imports = [&](const std::map<std::string, int64_t>& fixed) {
+    try {
+      importOnnx(path, fixed);
+      return true;
+    } catch (const UserError&) {
+      return false;
+    }
+  };
   std::string why;
   try {
     importOnnx(path, dims);
@@ -182,16 +190,28 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
   } catch (const UserError& e) {
     why = e.what();
   }
-  std::string fixed;
+  std::map<std::string, int64_t> fixed =
+      dims;  // every bound axis the refusal names, then those not needed left out
+  for (const auto& [symbol, value] : bindings)
+    if (!dims.count(symbol) && why.find("--set dim." + symbol + "=N") != std::string::npos)
+      fixed[symbol] = value;
+  if (fixed.size() == dims.size() || !imports(fixed))
+    return settings;  // the import, run again, says why it stops
   for (const auto& [symbol, value] : bindings) {
-    if (dims.count(symbol) || why.find("--set dim." + symbol + "=N") == std::string::npos) continue;
-    settings.push_back("dim." + symbol + "=" + std::to_string(value));
-    fixed += (fixed.empty() ? "" : ", ") + settings.back();
+    if (dims.count(symbol) || !fixed.count(symbol) || fixed.size() == dims.size() + 1) continue;
+    std::map<std::string, int64_t> fewer = fixed;
+    fewer.erase(symbol);
+    if (imports(fewer)) fixed = std::move(fewer);
   }
-  if (!fixed.empty())  // (otherwise the import, run again, says why it stops)
-    std::cerr << command << ": note: " << path
-              << ": its shape arithmetic over a dynamic axis folds only with the axis fixed: imported with "
-              << fixed << " from --bind, as --set " << fixed << " would (a design for that size alone)\n";
+  std::string text;
+  for (const auto& [symbol, value] : fixed) {
+    if (dims.count(symbol)) continue;
+    settings.push_back("dim." + symbol + "=" + std::to_string(value));
+    text += (text.empty() ? "" : " ") + settings.back();
+  }
+  std::cerr << command << ": note: " << path
+            << ": its shape arithmetic over a dynamic axis folds only with the axis fixed: imported with "
+            << text << " from --bind, as --set " << text << " would (a design for that size alone)\n";
   return settings;
 }
 
