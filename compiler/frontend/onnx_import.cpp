@@ -224,8 +224,8 @@ bool scatterNDConst(const Const& data, const Const& indices, const Const& update
     return false;
   size_t depth = static_cast<size_t>(indices.dims.back()), lead = indices.dims.size() - 1;
   if (depth > data.dims.size()) return false;
-  std::vector<int64_t> expected(indices.dims.begin(),
-                                indices.dims.end() - 1);  // updates: indices' lead, data's tail
+  // The updates' dims: the indices' but the last, then the data's past the indexed axes.
+  std::vector<int64_t> expected(indices.dims.begin(), indices.dims.end() - 1);
   expected.insert(expected.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(depth), data.dims.end());
   if (updates.dims != expected) return false;
   int64_t slice = 1, tuples = 1;
@@ -2272,8 +2272,7 @@ class Importer {
       op.op = "reshape";
       op.inputs = {operand(d.inputs[0], op.name)};
       op.attrs = d.attrs;
-    } else if (d.op ==
-               "concat") {  // a slice's last element after its others, or a Gather's runs (sliceNodes)
+    } else if (d.op == "concat") {  // a stepped slice's last element, or a Gather's runs (sliceNodes)
       op.op = "concat";
       for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
       op.attrs = d.attrs;
@@ -2901,10 +2900,11 @@ class Importer {
     return true;
   }
   // ScatterND of a stream (Meta llama's KV cache written in place, cache_k[:b, start:start + s] = xk, and
-  // read back): constant indices that name a box of the data in its own order, one update each (no
-  // reduction). The result is the updates viewed as the box, surrounded axis by axis, the last axis
-  // innermost, by the data's parts outside it (constant blocks, or slices of a data stream), concatenated;
-  // a read of the box alone reads the updates themselves (sliceThroughConcats).
+  // read back), or ScatterElements (index_copy_ at cache positions): constant indices that name a box of
+  // the data in its own order, one update each (no reduction). The result is the updates viewed as the
+  // box, surrounded axis by axis, the last axis innermost, by the data's parts outside it (constant
+  // blocks, or slices of a data stream), concatenated; a read of the box alone reads the updates
+  // themselves (sliceThroughConcats).
   bool scatter(const Dyn& d, Op& op) {
     const std::string name = nodeName(*d.node);
     auto refuse = [&](const std::string& why) {
@@ -2940,8 +2940,8 @@ class Importer {
     }
     const bool constant = consts_.count(d.inputs[0]) > 0;
     std::vector<int64_t> current = box;  // x's extent as the axes are filled in, the last first
-    auto block = [&](size_t axis, int64_t from, int64_t to,
-                     const char* side) {  // the data outside x on `axis`
+    // The data outside x on `axis`, from `from` to `to`.
+    auto block = [&](size_t axis, int64_t from, int64_t to, const char* side) {
       std::vector<int64_t> bdims = current, start(dims.size(), 0);
       bdims[axis] = to - from;
       for (size_t a = 0; a < depth; ++a) start[a] = a == axis ? from : current[a] == dims[a] ? 0 : lo[a];

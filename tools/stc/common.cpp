@@ -190,8 +190,8 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
   } catch (const UserError& e) {
     why = e.what();
   }
-  std::map<std::string, int64_t> fixed =
-      dims;  // every bound axis the refusal names, then those not needed left out
+  // Every bound axis the refusal names, then those the import does not need left out.
+  std::map<std::string, int64_t> fixed = dims;
   for (const auto& [symbol, value] : bindings)
     if (!dims.count(symbol) && why.find("--set dim." + symbol + "=N") != std::string::npos)
       fixed[symbol] = value;
