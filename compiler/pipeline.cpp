@@ -473,6 +473,11 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
         throw UserError("stc compile: error: --set fusion_joins expects whole or trimmed, got '" + value +
                         "'");
       o.joinsAtBounds = value == "whole";
+    } else if (key == "stripe_estimate") {
+      if (value != "aligned" && value != "channels")
+        throw UserError("stc compile: error: --set stripe_estimate expects aligned or channels, got '" +
+                        value + "'");
+      o.alignedStripeEstimate = value == "aligned";
     } else if (key == "quant") {
       if (value != "w4a8" && value != "none")
         throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");
@@ -495,10 +500,11 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
     else if (key.rfind("dim.", 0) == 0 && key.size() > 4)
       o.importDims[key.substr(4)] = atMost(positiveInt(), int64_t{1} << 24);
     else
-      throw UserError("stc compile: error: unknown setting '" + key +
-                      "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, "
-                      "max_SYMBOL, row_block, "
-                      "slr_split, fusion_joins, tk.OP, tn.OP, row_block.OP, lane_ii.OP, dim.AXIS)");
+      throw UserError(
+          "stc compile: error: unknown setting '" + key +
+          "' (known: tile, unroll_budget, onchip_budget_bytes, quant, lane_ii, max_stripe, "
+          "max_SYMBOL, row_block, "
+          "slr_split, fusion_joins, stripe_estimate, tk.OP, tn.OP, row_block.OP, lane_ii.OP, dim.AXIS)");
   }
   return o;
 }

@@ -141,8 +141,9 @@ class Estimator {
     int64_t bound = 0;
     std::optional<SizedDesign> sized;
   };
-  /// The row blocks (up to 256 rows: sizing longer ones costs minutes), then every matmul weight-
-  /// stationary (one block of every row, each weight read once). Row blocks are usually faster, but
+  /// The row blocks (up to 256 rows: sizing longer ones costs minutes) as the unroll search chooses them
+  /// with each of its HBM estimates (one candidate where both give the same network), then every matmul
+  /// weight-stationary (one block of every row, each weight read once). Row blocks are usually faster, but
   /// blocks whose stages run at different paces can need FIFOs deeper than the memory left.
   std::vector<PrefillCandidate> prefillCandidates(int64_t rows) const;
   /// For each row count of the batch (in parallel): its candidates sized where they can still win, the

@@ -28,10 +28,13 @@ struct CompileOptions {
   int maxStripe = 0;                 ///< most HBM channels one weight stream is striped across; 0: its
                                      ///< share of the channels among the weight streams of its stage
   std::map<std::string, int> stripeCap;  ///< derived (dse/tiling.cpp, stripeCaps): each weight's cap
-  /// The unroll search's estimate of a weight's HBM cycles: off, over the channels its tile needs
-  /// (stripesFor); on, over the beat-aligned stripes the lowering gives it (wholeStripes). The LLM
-  /// decode layer is compiled both ways and the faster sized design kept (llm/decode.cpp).
-  bool alignedStripeEstimate = false;
+  /// The unroll search's estimate of a weight's HBM cycles: on (stripe_estimate=aligned, the default),
+  /// over the beat-aligned stripes the lowering gives it (wholeStripes); off (stripe_estimate=channels),
+  /// over the channels its tile needs (stripesFor), which may be more than it gets (a 1,024-byte tile
+  /// needs 18 channels of a cap of 10, and the lowering splits it into 8 beat-aligned stripes: its 2-row
+  /// blocks then wait on HBM). The LLM decode layer is compiled both ways and the faster sized design kept
+  /// (llm/decode.cpp).
+  bool alignedStripeEstimate = true;
   std::map<std::string, int64_t> pinnedTk;        ///< tk.OP=N: a matmul's reduction tile, as given
   std::map<std::string, int64_t> pinnedTn;        ///< tn.OP=N: a matmul's output tile, as given
   std::map<std::string, int64_t> pinnedRowBlock;  ///< row_block.OP=N: a matmul's row block (0: every row)

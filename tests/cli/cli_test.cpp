@@ -427,7 +427,9 @@ TEST(Cli, DesignsThatWaitInTheirWritersAreSizedPaced) {
   std::string dir = ::testing::TempDir() + "paced/";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "space.yaml") << "space: {tile: [16]}\n";
+  // Its row blocks as the unroll search chose them when it priced a weight over the channels its tile needs
+  // (stripe_estimate=channels): over the stripes the weights get, the layer waits less in its writers.
+  std::ofstream(dir + "space.yaml") << "space: {tile: [16], stripe_estimate: [channels]}\n";
   Outcome o = stc("dse " STC_SOURCE_DIR "/models/gpt2.yaml --prompt 128 --space " + dir + "space.yaml -j 1 -o " + dir +
                   "out --pick 0");
   ASSERT_EQ(o.code, 0) << o.out;
@@ -438,7 +440,9 @@ TEST(Cli, DesignsThatWaitInTheirWritersAreSizedPaced) {
   EXPECT_TRUE(point["fits"].get<bool>()) << point;
   EXPECT_TRUE(point["paced"].get<bool>()) << point;
   EXPECT_LE(point["cycles"].get<int64_t>() * 100, point["cycles_unbounded"].get<int64_t>() * 101) << point;
-  Outcome c = stc("compile " + dir + "out/picked.graph.yaml --set quant=w4a8 -o " + dir + "layer.yaml");
+  Outcome c =
+      stc("compile " + dir + "out/picked.graph.yaml --set quant=w4a8 --set stripe_estimate=channels -o " +
+          dir + "layer.yaml");
   ASSERT_EQ(c.code, 0) << c.out;
   Outcome s = stc("size-fifos " + dir + "layer.yaml -o " + dir + "sized.yaml --json");
   ASSERT_EQ(s.code, 0) << s.out;
@@ -539,7 +543,8 @@ TEST(Cli, DesignsOverTheDeviceAreSizedPaced) {
   std::string graph(std::istreambuf_iterator<char>(layerIn), {});
   replace(graph, "causal: true", "causal: false");
   std::ofstream(dir + "open.yaml") << graph;
-  Outcome c = stc("compile " + dir + "open.yaml --set quant=w4a8 -p " + dir + "small.yaml -o " + dir + "layer.yaml");
+  Outcome c = stc("compile " + dir + "open.yaml --set quant=w4a8 --set stripe_estimate=channels -p " + dir +
+                  "small.yaml -o " + dir + "layer.yaml");
   ASSERT_EQ(c.code, 0) << c.out;
   Outcome s = stc("size-fifos " + dir + "layer.yaml -p " + dir + "small.yaml -o " + dir + "sized.yaml --json");
   ASSERT_EQ(s.code, 0) << s.out;
@@ -562,7 +567,8 @@ TEST(Cli, DesignsOverTheDeviceAreSizedPaced) {
 TEST(Cli, APacedDesignBuysMemoryWithAFewPercentOfCycles) {
   Outcome o =
       stc("size-fifos " + std::string(STC_SOURCE_DIR) + "/models/graphs/attention_rope_prefill.yaml " +
-          "--set quant=w4a8 -o " + ::testing::TempDir() + "rope_sized.yaml --json");
+          "--set quant=w4a8 --set stripe_estimate=channels -o " + ::testing::TempDir() +
+          "rope_sized.yaml --json");
   ASSERT_EQ(o.code, 0) << o.out;
   nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["paced_why"], "fewer_bits");
@@ -573,6 +579,47 @@ TEST(Cli, APacedDesignBuysMemoryWithAFewPercentOfCycles) {
   EXPECT_GT(sized * 100, unbounded * 101);
   EXPECT_LE(static_cast<double>(sized), static_cast<double>(unbounded) * (1 + tolerance));
   EXPECT_LT(j["intermediate_bytes"].get<int64_t>() * 4, j["unfused_bytes"].get<int64_t>());
+}
+
+// GPT-2 medium's 128-row causal attention (W4A8): q_proj's weight (1024 x 1024 at 4 bits, 512 KiB) is read
+// once per row block, in tiles of 128 x 16 (1,024 bytes an iteration). Its stage's three projections share
+// the 32 channels, ten each, and the lowering splits the tile into beat-aligned stripes: 8 of 128 bytes. In
+// 2-row blocks the weight takes 64 x 512 KiB / (8 x 57.5 bytes a cycle) = 72,944 cycles, more than the
+// matmul's 65,536 iterations; in 4-row blocks, 36,472. Priced over the 18 channels the tile needs (capped at
+// 10: 58,356 cycles) the search kept 2-row blocks, and the sized design waited on HBM.
+TEST(Cli, TheUnrollSearchPricesAWeightOverTheStripesItGets) {
+  struct Design {
+    nlohmann::json schedules;
+    std::string network;
+    int64_t cycles = 0;
+  };
+  auto design = [&](const std::string& estimate) {
+    Design d;
+    std::string net = ::testing::TempDir() + "stripes_" + estimate + ".yaml";
+    Outcome c = stc("compile " STC_SOURCE_DIR
+                    "/models/graphs/attention_prefill.yaml --set quant=w4a8 "
+                    "--set stripe_estimate=" +
+                    estimate + " -o " + net + " --json");
+    EXPECT_EQ(c.code, 0) << c.out;
+    if (c.code != 0) return d;
+    d.schedules = nlohmann::json::parse(c.out)["schedules"];
+    std::ifstream in(net);
+    d.network.assign(std::istreambuf_iterator<char>(in), {});
+    Outcome s = stc("size-fifos " + net + " -o " + net + ".sized --json");
+    EXPECT_EQ(s.code, 0) << s.out;
+    if (s.code == 0) d.cycles = nlohmann::json::parse(s.out)["cycles_sized"].get<int64_t>();
+    return d;
+  };
+  Design aligned = design("aligned"), channels = design("channels");
+  int stripes = 0;
+  for (size_t at = aligned.network.find("name: load_w_q.s"); at != std::string::npos;
+       at = aligned.network.find("name: load_w_q.s", at + 1))
+    ++stripes;
+  EXPECT_EQ(stripes, 8);
+  EXPECT_EQ(aligned.schedules["q_proj"]["tk"], 128) << aligned.schedules;
+  EXPECT_EQ(aligned.schedules["q_proj"]["row_block"], 4) << aligned.schedules;
+  EXPECT_EQ(channels.schedules["q_proj"]["row_block"], 2) << channels.schedules;
+  EXPECT_LT(aligned.cycles * 100, channels.cycles * 95) << aligned.cycles << " " << channels.cycles;
 }
 
 TEST(Cli, SizeFifosWritesTheSizedNetwork) {

@@ -811,11 +811,13 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(
       errorOf(mlp, {"tiles=4"}),
       "stc compile: error: unknown setting 'tiles' (known: tile, unroll_budget, onchip_budget_bytes, quant, "
-      "lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, fusion_joins, tk.OP, tn.OP, row_block.OP, "
-      "lane_ii.OP, dim.AXIS)");
+      "lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, fusion_joins, stripe_estimate, tk.OP, tn.OP, "
+      "row_block.OP, lane_ii.OP, dim.AXIS)");
   EXPECT_EQ(errorOf(mlp, {"slr_split=maybe"}), "stc compile: error: --set slr_split expects on or off, got 'maybe'");
   EXPECT_EQ(errorOf(mlp, {"fusion_joins=maybe"}),
             "stc compile: error: --set fusion_joins expects whole or trimmed, got 'maybe'");
+  EXPECT_EQ(errorOf(mlp, {"stripe_estimate=both"}),
+            "stc compile: error: --set stripe_estimate expects aligned or channels, got 'both'");
   EXPECT_EQ(errorOf(mlp, {"row_block=many"}),
             "stc compile: error: --set row_block expects auto, 0 (every row) or rows per block, got 'many'");
   EXPECT_EQ(errorOf(mlp, {"quant=w3a7"}), "stc compile: error: --set quant expects w4a8 or none, got 'w3a7'");
@@ -1301,9 +1303,10 @@ TEST(Compiler, TransposedHeadsStreamInTheOrderTheirProducerMakes) {
 // row block, paced by its matmul over the whole run, so the channels are busy as long as the run and each
 // one's load is its bytes: no channel carries more than the largest DMA alone (a projection's stripe, 4 MiB,
 // which does not split) or 6% over the mean. When each DMA was seen as a burst at the end of its run,
-// w_o's 32 stripes went one a channel onto the projections' (5.2 MB on 24 channels, 1.3 MB on 8).
+// w_o's 32 stripes went one a channel onto the projections' (5.2 MB on 24 channels, 1.3 MB on 8). Its
+// 2-row blocks are the unroll search's when it prices a weight over the channels its tile needs.
 TEST(Compiler, ChannelsCarryAStreamingLayersBytesEvenly) {
-  CompileResult c = compileFile("attention_prefill.yaml", {"quant=w4a8"});
+  CompileResult c = compileFile("attention_prefill.yaml", {"quant=w4a8", "stripe_estimate=channels"});
   std::vector<int64_t> bytes(32, 0);
   int64_t total = 0, largest = 0;
   for (const Task& t : c.network.tasks) {

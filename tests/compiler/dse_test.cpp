@@ -228,7 +228,7 @@ TEST(Dse, SpaceFileErrors) {
   EXPECT_EQ(spaceError("space:\n  tiles: [8]\n"),
             "space.yaml:2:11: error: field 'tiles': unknown setting 'tiles' (known: tile, unroll_budget, "
             "onchip_budget_bytes, quant, lane_ii, max_stripe, max_SYMBOL, row_block, slr_split, "
-            "fusion_joins, tk.OP, tn.OP, row_block.OP, "
+            "fusion_joins, stripe_estimate, tk.OP, tn.OP, row_block.OP, "
             "lane_ii.OP, dim.AXIS)");
   // An ONNX model's dynamic axis is fixed once, at import, before the sweep.
   EXPECT_EQ(spaceError("space:\n  dim.seq: [8]\n"),

@@ -130,6 +130,8 @@ Runner addCompile(CLI::App& app) {
       "max_stripe (0: each weight its stage's share of the channels), max_SYMBOL (largest value of a symbol, "
       "for buffer sizes), fusion_joins (whole: fusion counts a joined stream's FIFO at its bound, the "
       "whole tensor; trimmed: at its least depth, fewer groups, the sizer then sets its depth), "
+      "stripe_estimate (aligned: the unroll search prices a weight over the beat-aligned stripes it gets; "
+      "channels: over the channels its tile needs), "
       "row_block (every matmul's "
       "loop order: auto, 0 weight-stationary, N rows per block), tk.OP and row_block.OP (pin a matmul's "
       "reduction tile and rows per block; row_block 0: every row), dim.AXIS (an ONNX model's dynamic axis "
