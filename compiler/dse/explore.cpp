@@ -176,11 +176,14 @@ std::string networkKey(const CompileResult& c) {
   return key.str();
 }
 
-// Copies `from`'s results into p, keeping p's own settings.
+// Copies `from`'s results into p, keeping p's own settings and its own compile report's figures (the same
+// network may be counted otherwise: fusion_joins=trimmed counts joined streams at their least depths).
 void takeResults(Point& p, const Point& from) {
-  std::vector<std::string> settings = std::move(p.settings);
+  Point own = std::move(p);
   p = from;
-  p.settings = std::move(settings);
+  p.settings = std::move(own.settings);
+  p.intermediateBytes = own.intermediateBytes;
+  p.unfusedBytes = own.unfusedBytes;
 }
 
 }  // namespace
@@ -223,6 +226,8 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
       options.phaseChannels = false;
       CompileResult c = compileGraph(graph, platform, options);
       c.network.sourceSettings = settings;
+      p.intermediateBytes = c.report.onchipBytesIntermediate;
+      p.unfusedBytes = c.report.onchipBytesUnfused;
       text[i] = networkKey(c);
       compiled[i] = std::move(c);
     } catch (const UserError& err) {

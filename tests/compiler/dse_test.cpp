@@ -9,6 +9,7 @@
 #include <random>
 
 #include "compiler/dse/explore.h"
+#include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
 #include "compiler/sizing/fifo_sizing.h"
 #include "sim/engine.h"
@@ -170,6 +171,29 @@ TEST(Dse, PointsAreWhatCompilingAndSizingThemAloneGives) {
   EXPECT_THROW(pickPoint(e, "fastest"), UserError);
   EXPECT_THROW(checkPick("12", e.points.size()), UserError);
   EXPECT_EQ(checkPick("11", e.points.size()), 11u);
+}
+
+// Points that compile to the same network share its sizing and simulation, but each keeps its own compile
+// report: models/graphs/misc_ops.yaml counts its joined streams at their bounds (fusion_joins=whole) or at
+// their least depths (trimmed), for the same network.
+TEST(Dse, ASharedNetworkKeepsEachPointsOwnCompileReport) {
+  std::string path = STC_SOURCE_DIR "/models/graphs/misc_ops.yaml";
+  Graph graph = parseGraph(readTextFile(path), path);
+  Platform platform = defaultPlatform();
+  Space space;
+  space.knobs = {knob("fusion_joins", {"whole", "trimmed"})};
+  Exploration e = explore(graph, platform, {"quant=w4a8"}, space, {});
+  ASSERT_EQ(e.points.size(), 2u);
+  EXPECT_EQ(e.compiledNetworks, 1);
+  EXPECT_EQ(e.points[1].sameAs, 0);
+  EXPECT_EQ(e.points[1].cycles, e.points[0].cycles);
+  for (size_t i = 0; i < 2; ++i) {
+    CompileResult c =
+        compileGraph(graph, platform, parseCompileOptions({"quant=w4a8", e.points[i].settings[0]}, platform));
+    EXPECT_EQ(e.points[i].intermediateBytes, c.report.onchipBytesIntermediate) << i;
+    EXPECT_EQ(e.points[i].unfusedBytes, c.report.onchipBytesUnfused) << i;
+  }
+  EXPECT_LT(e.points[1].intermediateBytes, e.points[0].intermediateBytes);
 }
 
 // A space evaluated in pieces of any size and in any order, each point written out as a chunk file stores
