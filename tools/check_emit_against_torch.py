@@ -168,7 +168,9 @@ class RowsMaskedWhole(torch.nn.Module):
     kind "left_pad": causal and the first `pad` tokens padded, masked_fill(~keep, -1e4) (the padded rows
     masked whole); "pooled_keys": queries against keys pooled 2:1, bottom-right causal with the dtype's
     minimum added (rows before the first key masked whole); "eye": torch.eye masks each row's own key
-    but row 0's, then causal."""
+    but row 0's, then causal; "pad_then_fill": Hugging Face's extended padding mask ((1 - m) * min) added,
+    then masked_fill(triu(1), min) (the padded rows' kept keys hold min too: every key ties);
+    "pad_then_where": the same with -1e4 and torch.where(tril, scores, -1e4)."""
 
     def __init__(self, d=48, heads=3, kind="left_pad", pad=2):
         super().__init__()
@@ -193,6 +195,15 @@ class RowsMaskedWhole(torch.nn.Module):
             attention_mask[:, :self.pad] = False
             keep = torch.tril(torch.ones(s, s, dtype=torch.bool))[None, None] & attention_mask[:, None, None, :]
             scores = scores.masked_fill(~keep, -1e4)
+        elif self.kind in ("pad_then_fill", "pad_then_where"):
+            low = torch.finfo(x.dtype).min if self.kind == "pad_then_fill" else -1e4
+            attention_mask = torch.ones(b, s)
+            attention_mask[:, :self.pad] = 0
+            scores = scores + (1.0 - attention_mask[:, None, None, :]) * low
+            if self.kind == "pad_then_fill":
+                scores = scores.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), low)
+            else:
+                scores = torch.where(torch.tril(torch.ones(s, s, dtype=torch.bool)), scores, torch.tensor(low))
         elif self.kind == "pooled_keys":
             scores = scores + torch.full((R, K), torch.finfo(x.dtype).min).triu(1 + K - R)
         else:
@@ -287,6 +298,8 @@ def cases(m):
         ("left_pad_fill_neg1e4", lambda: RowsMaskedWhole(), (1, 8, 48), 17, None, []),
         ("left_pad_fill_neg1e4_d40_h5_s13_pad3", lambda: RowsMaskedWhole(40, 5, pad=3), (1, 13, 40), 17, None, []),
         ("pooled_keys_bottom_right", lambda: RowsMaskedWhole(kind="pooled_keys"), (1, 8, 48), 17, None, []),
+        ("padding_added_then_causal_fill", lambda: RowsMaskedWhole(kind="pad_then_fill", pad=3), (1, 8, 48), 17, None, []),
+        ("padding_added_then_causal_where_d64_h4_s12", lambda: RowsMaskedWhole(64, 4, kind="pad_then_where", pad=4), (1, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

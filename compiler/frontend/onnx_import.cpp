@@ -2015,7 +2015,57 @@ class Importer {
     for (int64_t start = 0; negligible && row > 0 && start < masked.count(); start += row)
       negligible = !std::all_of(masked.v.begin() + start, masked.v.begin() + start + row,
                                 [](double x) { return x != 0; });
-    return negligible;
+    return negligible && fillStandsApart(stream, masked, bias);
+  }
+
+  // Whether a finite fill (`bias` where `masked` is 1; -inf stands apart from anything) weighs ~0 before a
+  // softmax beside the rest of its row: that rest must not be pushed to the fill's scale by a bias added
+  // upstream. Scores with a padding mask added ((1 - m) * min, then a causal fill of min) have rows whose
+  // every kept key holds about min, which torch weighs evenly with the filled ones, where a causal softmax
+  // would weigh the kept ones alone. Walking from the stream back through casts, scalings and additions:
+  // a constant added must leave each row (with the filled keys) a key above -1e3; a bias of data (an
+  // attention mask as a model input), whose values are unknown, never does.
+  bool fillStandsApart(const std::string& stream, const Const& masked, const Const& bias) const {
+    if (std::all_of(bias.v.begin(), bias.v.end(), [](double x) { return x == 0 || std::isinf(x); }))
+      return true;
+    std::string v = stream;
+    for (int steps = 0; steps < 64; ++steps) {
+      auto it = producer_.find(v);
+      if (it == producer_.end()) return true;  // the model's input: the scores as given
+      const Dyn& d = dyn_[it->second];
+      auto constant = [&](size_t i) { return i < d.inputs.size() && consts_.count(d.inputs[i]) > 0; };
+      if ((d.op == "Cast" || d.op == "Identity") && !d.inputs.empty()) {
+        v = d.inputs[0];
+      } else if ((d.op == "Mul" || d.op == "Div") && d.inputs.size() == 2 && constant(1) != constant(0)) {
+        size_t c = constant(0) ? 0 : 1;
+        if (d.op == "Div" && c == 0) return false;
+        const Const& k = consts_.at(d.inputs[c]);
+        if (!k.known || k.v.size() != 1 || !(std::fabs(k.v[0]) <= 1e3)) return false;
+        v = d.inputs[1 - c];
+      } else if ((d.op == "Add" || d.op == "Sub") && d.inputs.size() == 2) {
+        if (constant(0) == constant(1)) return false;  // data plus data: a bias of unknown values
+        size_t c = constant(0) ? 0 : 1;
+        if (d.op == "Sub" && c == 0) return false;
+        const Const& added = consts_.at(d.inputs[c]);
+        if (!added.known) return false;
+        try {
+          Const apart = broadcast(masked, added, [&](double m, double y) {
+            return m == 0 && (d.op == "Sub" ? -y : y) > -1e3 ? 1.0 : 0.0;
+          });
+          int64_t row = apart.dims.empty() ? 1 : apart.dims.back();
+          for (int64_t start = 0; row > 0 && start < apart.count(); start += row)
+            if (std::none_of(apart.v.begin() + start, apart.v.begin() + start + row,
+                             [](double x) { return x != 0; }))
+              return false;
+        } catch (const UserError&) {
+          return false;
+        }
+        v = d.inputs[1 - c];
+      } else {
+        return true;  // the scores' product, or an op of them bounded by it
+      }
+    }
+    return false;
   }
   bool isModelOutput(const std::string& value) const {
     for (const auto& out : model_.graph().output())
@@ -2080,6 +2130,9 @@ class Importer {
       bool first = consts_.count(m->inputs[0]) > 0;
       stream = m->inputs[first ? 1 : 0];
       bias = consts_.at(m->inputs[first ? 0 : 1]);
+      Const masked = bias;
+      for (double& x : masked.v) x = x != 0 ? 1.0 : 0.0;
+      if (!bias.known || !fillStandsApart(stream, masked, bias)) return;
     } else {
       return;
     }

@@ -686,6 +686,70 @@ TEST(Onnx, RowsMaskedWholeWeighTheirKeysEvenly) {
   }
 }
 
+// A causal fill of the dtype's minimum after a padding mask of the same minimum was added (Hugging Face's
+// extended attention mask, then masked_fill(triu(1), min)): the padded rows' kept keys hold the minimum too
+// (x + min rounds to min in f32), so every key of those rows ties and torch weighs them evenly, filled ones
+// included. That is no causal softmax (it weighed the kept keys alone): the fill is a select there. A bias
+// that leaves each row a key above -1e3 (ALiBi's) keeps the causal softmax. Worked by hand.
+TEST(Onnx, AFillAfterAnAddedPaddingMaskIsNoCausalSoftmax) {
+  onnx::ModelProto m = modelWithInput(17, "padded_then_causal", {4, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  const double low = -3.4028234663852886e38;            // finfo(float32).min
+  addInitializer(g, "padding", {4}, {low, low, 0, 0});  // keys 0 and 1 padded: rows 0 and 1 keep no other
+  addInitializer(g, "alibi", {4}, {-3, -2, -1, 0});
+  addInitializer(g, "fill", {}, {low});
+  std::vector<double> future;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) future.push_back(j > i ? 1 : 0);
+  addInitializer(g, "future", {4, 4}, future);
+  addNode(g, "Cast", {"future"}, "triu")->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto to;
+    to.set_name("to");
+    to.set_type(onnx::AttributeProto::INT);
+    to.set_i(onnx::TensorProto::BOOL);
+    return to;
+  }());
+  addNode(g, "Add", {"x", "padding"}, "padded");
+  addNode(g, "Where", {"triu", "fill", "padded"}, "filled");
+  addNode(g, "Softmax", {"filled"}, "probs");
+  addNode(g, "Add", {"x", "alibi"}, "biased");
+  addNode(g, "Where", {"triu", "fill", "biased"}, "causal");
+  addNode(g, "Softmax", {"causal"}, "alibi_probs");
+  g->add_output()->set_name("probs");
+  g->add_output()->set_name("alibi_probs");
+  Graph graph = importOnnx(writeModel(m, "padded_then_causal.onnx"));
+  int causal = 0;
+  for (const auto& op : graph.ops) causal += isCausal(op);
+  EXPECT_EQ(causal, 1);  // the ALiBi softmax alone
+  std::vector<float> x = {0.5f,  -1.0f, 2.0f,  0.25f, 3.0f, -0.5f, 1.0f,  1.5f,
+                          -2.0f, -3.0f, 0.75f, 1.25f, 0.1f, 0.2f,  -0.3f, 0.4f};
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{4, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  std::vector<float> probs = out.at(graph.outputs.at(0)).data, alibi = out.at(graph.outputs.at(1)).data;
+  ASSERT_EQ(probs.size(), 16u);
+  ASSERT_EQ(alibi.size(), 16u);
+  const double bias[4] = {-3, -2, -1, 0};
+  for (size_t i = 0; i < 4; ++i) {
+    // Rows 0 and 1: every key at the minimum, even. Rows 2 and 3: keys 2 .. i, as exp(x).
+    auto weight = [&](size_t j) {
+      return i < 2 ? 1.0 : j >= 2 && j <= i ? std::exp(static_cast<double>(x[i * 4 + j])) : 0.0;
+    };
+    auto kept = [&](size_t j) {
+      return j <= i ? std::exp(static_cast<double>(x[i * 4 + j]) + bias[j]) : 0.0;
+    };
+    double sum = 0, keptSum = 0;
+    for (size_t j = 0; j < 4; ++j) {
+      sum += weight(j);
+      keptSum += kept(j);
+    }
+    for (size_t j = 0; j < 4; ++j) {
+      EXPECT_NEAR(probs[i * 4 + j], weight(j) / sum, 1e-6) << i << "," << j;
+      EXPECT_NEAR(alibi[i * 4 + j], kept(j) / keptSum, 1e-6) << i << "," << j;
+    }
+  }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
