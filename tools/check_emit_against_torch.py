@@ -170,7 +170,9 @@ class RowsMaskedWhole(torch.nn.Module):
     minimum added (rows before the first key masked whole); "eye": torch.eye masks each row's own key
     but row 0's, then causal; "pad_then_fill": Hugging Face's extended padding mask ((1 - m) * min) added,
     then masked_fill(triu(1), min) (the padded rows' kept keys hold min too: every key ties);
-    "pad_then_where": the same with -1e4 and torch.where(tril, scores, -1e4)."""
+    "pad_then_where": the same with -1e4 and torch.where(tril, scores, -1e4); "pad_fill_then_fill": the
+    padded keys filled with min, then the causal fill of min; "pad_added_viewed": the padding mask added
+    to [b, h, s, s], viewed as [b * h, s, s] (OPT, BART), then the causal fill of min."""
 
     def __init__(self, d=48, heads=3, kind="left_pad", pad=2):
         super().__init__()
@@ -204,6 +206,17 @@ class RowsMaskedWhole(torch.nn.Module):
                 scores = scores.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), low)
             else:
                 scores = torch.where(torch.tril(torch.ones(s, s, dtype=torch.bool)), scores, torch.tensor(low))
+        elif self.kind in ("pad_fill_then_fill", "pad_added_viewed"):
+            low = torch.finfo(x.dtype).min
+            padded = torch.zeros(s, dtype=torch.bool)
+            padded[:self.pad] = True
+            causal = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
+            if self.kind == "pad_fill_then_fill":
+                scores = scores.masked_fill(padded, low).masked_fill(causal, low)
+            else:
+                scores = (scores + padded.float() * low).view(b * self.heads, s, K).masked_fill(causal, low)
+                y = torch.softmax(scores, dim=-1).view(b, self.heads, s, K) @ v
+                return self.out(y.transpose(1, 2).reshape(b, s, d))
         elif self.kind == "pooled_keys":
             scores = scores + torch.full((R, K), torch.finfo(x.dtype).min).triu(1 + K - R)
         else:
@@ -300,6 +313,8 @@ def cases(m):
         ("pooled_keys_bottom_right", lambda: RowsMaskedWhole(kind="pooled_keys"), (1, 8, 48), 17, None, []),
         ("padding_added_then_causal_fill", lambda: RowsMaskedWhole(kind="pad_then_fill", pad=3), (1, 8, 48), 17, None, []),
         ("padding_added_then_causal_where_d64_h4_s12", lambda: RowsMaskedWhole(64, 4, kind="pad_then_where", pad=4), (1, 12, 64), 17, None, []),
+        ("padding_filled_then_causal_fill", lambda: RowsMaskedWhole(kind="pad_fill_then_fill", pad=3), (1, 8, 48), 17, None, []),
+        ("padding_added_viewed_then_causal_fill_d64_h4_s12", lambda: RowsMaskedWhole(64, 4, kind="pad_added_viewed", pad=4), (1, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

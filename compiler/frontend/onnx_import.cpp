@@ -310,6 +310,14 @@ Const broadcast(const Const& a, const Const& b, const std::function<double(doubl
   return out;
 }
 
+// Whether every row of c (along its last axis: a softmax's keys) has an entry for which pred holds.
+bool everyRowHas(const Const& c, const std::function<bool(double)>& pred) {
+  int64_t row = c.dims.empty() ? 1 : c.dims.back();
+  for (int64_t start = 0; row > 0 && start < c.count(); start += row)
+    if (std::none_of(c.v.begin() + start, c.v.begin() + start + row, pred)) return false;
+  return true;
+}
+
 // x with its axes permuted (perm empty: reversed); false when x's values are not all there.
 bool transposeConst(const Const& x, std::vector<int64_t> perm, Const& out) {
   size_t rank = x.dims.size();
@@ -2011,61 +2019,87 @@ class Importer {
     } catch (const UserError&) {  // not a bias: the Where is a select on data (emit)
       return false;
     }
-    int64_t row = masked.dims.empty() ? 1 : masked.dims.back();
-    for (int64_t start = 0; negligible && row > 0 && start < masked.count(); start += row)
-      negligible = !std::all_of(masked.v.begin() + start, masked.v.begin() + start + row,
-                                [](double x) { return x != 0; });
-    return negligible && fillStandsApart(stream, masked, bias);
+    return negligible && everyRowHas(masked, [](double x) { return x == 0; }) &&
+           fillStandsApart(stream, masked, bias, scaledBy);
   }
 
   // Whether a finite fill (`bias` where `masked` is 1; -inf stands apart from anything) weighs ~0 before a
-  // softmax beside the rest of its row: that rest must not be pushed to the fill's scale by a bias added
-  // upstream. Scores with a padding mask added ((1 - m) * min, then a causal fill of min) have rows whose
-  // every kept key holds about min, which torch weighs evenly with the filled ones, where a causal softmax
-  // would weigh the kept ones alone. Walking from the stream back through casts, scalings and additions:
-  // a constant added must leave each row (with the filled keys) a key above -1e3; a bias of data (an
-  // attention mask as a model input), whose values are unknown, never does.
-  bool fillStandsApart(const std::string& stream, const Const& masked, const Const& bias) const {
+  // softmax beside the rest of its row: that rest must not be pushed to the fill's scale upstream. Scores
+  // with a padding mask added ((1 - m) * min) or filled (masked_fill(pad, min)), then a causal fill of min,
+  // have rows whose every kept key holds about min, which torch weighs evenly with the filled ones, where a
+  // causal softmax would weigh the kept ones alone. Walking from the stream back to the scores' product
+  // (MatMul, Gemm, Einsum; or a Tanh, bounded) through casts, positive scalings, reshapes, constants added
+  // and constants selected, each key is valued as the softmax sees it (`scaledBy`: the scaling after the
+  // fill): the constant an inner select put there, else the sum of the constants added. Each row must keep
+  // a key, not filled, above -1e3. Anything else upstream (a bias of data, an attention mask as a model
+  // input, whose values are unknown; a select on data) never stands apart.
+  bool fillStandsApart(const std::string& stream, const Const& masked, const Const& bias,
+                       double scaledBy) const {
     if (std::all_of(bias.v.begin(), bias.v.end(), [](double x) { return x == 0 || std::isinf(x); }))
       return true;
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    Const filled = masked, added = masked, selected = masked;  // in the fill's shape, broadcast as they grow
+    std::fill(added.v.begin(), added.v.end(), 0.0);
+    std::fill(selected.v.begin(), selected.v.end(), kNone);
+    auto keep = [](double x, double) { return x; };
+    double scale = scaledBy;
+    bool reshaped = false;  // a constant met past a reshape no longer lines up with the fill's keys
     std::string v = stream;
-    for (int steps = 0; steps < 64; ++steps) {
-      auto it = producer_.find(v);
-      if (it == producer_.end()) return true;  // the model's input: the scores as given
-      const Dyn& d = dyn_[it->second];
-      auto constant = [&](size_t i) { return i < d.inputs.size() && consts_.count(d.inputs[i]) > 0; };
-      if ((d.op == "Cast" || d.op == "Identity") && !d.inputs.empty()) {
-        v = d.inputs[0];
-      } else if ((d.op == "Mul" || d.op == "Div") && d.inputs.size() == 2 && constant(1) != constant(0)) {
-        size_t c = constant(0) ? 0 : 1;
-        if (d.op == "Div" && c == 0) return false;
-        const Const& k = consts_.at(d.inputs[c]);
-        if (!k.known || k.v.size() != 1 || !(std::fabs(k.v[0]) <= 1e3)) return false;
-        v = d.inputs[1 - c];
-      } else if ((d.op == "Add" || d.op == "Sub") && d.inputs.size() == 2) {
-        if (constant(0) == constant(1)) return false;  // data plus data: a bias of unknown values
-        size_t c = constant(0) ? 0 : 1;
-        if (d.op == "Sub" && c == 0) return false;
-        const Const& added = consts_.at(d.inputs[c]);
-        if (!added.known) return false;
-        try {
-          Const apart = broadcast(masked, added, [&](double m, double y) {
-            return m == 0 && (d.op == "Sub" ? -y : y) > -1e3 ? 1.0 : 0.0;
+    try {
+      for (int steps = 0;; ++steps) {
+        if (steps == 64) return false;
+        auto it = producer_.find(v);
+        if (it == producer_.end()) break;  // the model's input: the scores as given
+        const Dyn& d = dyn_[it->second];
+        auto constant = [&](size_t i) { return i < d.inputs.size() && consts_.count(d.inputs[i]) > 0; };
+        if (d.op == "MatMul" || d.op == "Gemm" || d.op == "Einsum" || d.op == "Tanh") break;
+        bool binary = d.inputs.size() == 2 && constant(0) != constant(1);
+        size_t c = binary && constant(0) ? 0 : 1;  // the constant of a binary op, the stream the other
+        bool commutes = d.op == "Mul" || d.op == "Add";
+        if (d.op == "Cast" || d.op == "Identity") {
+          v = d.inputs[0];
+        } else if ((d.op == "Reshape" || d.op == "Transpose" || d.op == "Expand" || d.op == "Squeeze" ||
+                    d.op == "Unsqueeze" || d.op == "Flatten") &&
+                   !d.inputs.empty() && !constant(0)) {
+          reshaped = true;
+          v = d.inputs[0];
+        } else if ((d.op == "Mul" || d.op == "Div") && binary && (commutes || c == 1)) {
+          const Const& k = consts_.at(d.inputs[c]);
+          if (!k.known || k.v.size() != 1 || !(k.v[0] >= 1e-3 && k.v[0] <= 1e3)) return false;
+          scale *= d.op == "Mul" ? k.v[0] : 1 / k.v[0];
+          v = d.inputs[1 - c];
+        } else if ((d.op == "Add" || d.op == "Sub") && binary && (commutes || c == 1) && !reshaped) {
+          const Const& k = consts_.at(d.inputs[c]);
+          if (!k.known) return false;
+          double sign = d.op == "Sub" ? -1 : 1;
+          added = broadcast(added, k, [&](double a, double y) { return a + sign * y * scale; });
+          filled = broadcast(filled, added, keep);
+          selected = broadcast(selected, added, keep);
+          v = d.inputs[1 - c];
+        } else if (d.op == "Where" && d.inputs.size() == 3 && constant(0) && constant(1) != constant(2) &&
+                   !reshaped) {
+          bool streamWhenTrue = !constant(1);
+          const Const &cond = consts_.at(d.inputs[0]), &value = consts_.at(d.inputs[streamWhenTrue ? 2 : 1]);
+          if (!cond.known || !value.known) return false;
+          Const put = broadcast(cond, value, [&](double k, double y) {
+            return (k != 0) == streamWhenTrue ? kNone : y * scale;
           });
-          int64_t row = apart.dims.empty() ? 1 : apart.dims.back();
-          for (int64_t start = 0; row > 0 && start < apart.count(); start += row)
-            if (std::none_of(apart.v.begin() + start, apart.v.begin() + start + row,
-                             [](double x) { return x != 0; }))
-              return false;
-        } catch (const UserError&) {
+          // The select nearest the fill decides a key: one further upstream is overwritten there.
+          selected = broadcast(selected, put, [](double s, double p) { return std::isnan(s) ? p : s; });
+          filled = broadcast(filled, selected, keep);
+          added = broadcast(added, selected, keep);
+          v = d.inputs[streamWhenTrue ? 1 : 2];
+        } else {
           return false;
         }
-        v = d.inputs[1 - c];
-      } else {
-        return true;  // the scores' product, or an op of them bounded by it
       }
+      Const value = broadcast(added, selected, [](double a, double s) { return std::isnan(s) ? a : s; });
+      Const apart =
+          broadcast(filled, value, [](double f, double x) { return f == 0 && x > -1e3 ? 1.0 : 0.0; });
+      return everyRowHas(apart, [](double x) { return x != 0; });
+    } catch (const UserError&) {
+      return false;
     }
-    return false;
   }
   bool isModelOutput(const std::string& value) const {
     for (const auto& out : model_.graph().output())
@@ -2132,7 +2166,7 @@ class Importer {
       bias = consts_.at(m->inputs[first ? 0 : 1]);
       Const masked = bias;
       for (double& x : masked.v) x = x != 0 ? 1.0 : 0.0;
-      if (!bias.known || !fillStandsApart(stream, masked, bias)) return;
+      if (!bias.known || !fillStandsApart(stream, masked, bias, factor)) return;
     } else {
       return;
     }

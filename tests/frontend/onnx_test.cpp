@@ -247,6 +247,14 @@ onnx::TensorProto* addInitializer(onnx::GraphProto* g, const std::string& name,
   return t;
 }
 
+// A Cast of `from` to bool, named `to`: a mask as torch exports it.
+void castToBool(onnx::GraphProto* g, const std::string& from, const std::string& to) {
+  onnx::AttributeProto* type = addNode(g, "Cast", {from}, to)->add_attribute();
+  type->set_name("to");
+  type->set_type(onnx::AttributeProto::INT);
+  type->set_i(onnx::TensorProto::BOOL);
+}
+
 // stc's interpreter on g against torch's output for torch's input: `io` holds the input, then the output
 // of the same size (raw little-endian f32, NAME.io.bin as the exporter writes it), within 1e-5 + 1e-4 |y|.
 void expectTorchOutput(const Graph& g, const std::string& io) {
@@ -595,13 +603,7 @@ TEST(Onnx, AFillOfZeroBeforeASoftmaxIsASelect) {
   k->set_name("upper");
   k->set_type(onnx::AttributeProto::INT);
   k->set_i(1);
-  addNode(g, "Cast", {"above"}, "mask")->add_attribute()->CopyFrom([] {
-    onnx::AttributeProto to;
-    to.set_name("to");
-    to.set_type(onnx::AttributeProto::INT);
-    to.set_i(onnx::TensorProto::BOOL);
-    return to;
-  }());
+  castToBool(g, "above", "mask");
   addNode(g, "Where", {"mask", "zero", "x"}, "filled");
   addNode(g, "Softmax", {"filled"}, "probs");
   g->add_output()->set_name("probs");
@@ -633,13 +635,7 @@ TEST(Onnx, RowsMaskedWholeWeighTheirKeysEvenly) {
   const std::vector<double> padded = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};  // rows 0 and 3 masked whole
   addInitializer(g, "padded", {4, 3}, padded);
   addInitializer(g, "fill", {}, {-1e4});
-  addNode(g, "Cast", {"padded"}, "mask")->add_attribute()->CopyFrom([] {
-    onnx::AttributeProto to;
-    to.set_name("to");
-    to.set_type(onnx::AttributeProto::INT);
-    to.set_i(onnx::TensorProto::BOOL);
-    return to;
-  }());
+  castToBool(g, "padded", "mask");
   addNode(g, "Where", {"mask", "fill", "x"}, "filled");
   addNode(g, "Softmax", {"filled"}, "probs");
   const double low = -3.4028234663852886e38;  // finfo(float32).min; row i keeps keys j <= i + K - R = i - 1
@@ -702,13 +698,7 @@ TEST(Onnx, AFillAfterAnAddedPaddingMaskIsNoCausalSoftmax) {
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) future.push_back(j > i ? 1 : 0);
   addInitializer(g, "future", {4, 4}, future);
-  addNode(g, "Cast", {"future"}, "triu")->add_attribute()->CopyFrom([] {
-    onnx::AttributeProto to;
-    to.set_name("to");
-    to.set_type(onnx::AttributeProto::INT);
-    to.set_i(onnx::TensorProto::BOOL);
-    return to;
-  }());
+  castToBool(g, "future", "triu");
   addNode(g, "Add", {"x", "padding"}, "padded");
   addNode(g, "Where", {"triu", "fill", "padded"}, "filled");
   addNode(g, "Softmax", {"filled"}, "probs");
@@ -746,6 +736,68 @@ TEST(Onnx, AFillAfterAnAddedPaddingMaskIsNoCausalSoftmax) {
     for (size_t j = 0; j < 4; ++j) {
       EXPECT_NEAR(probs[i * 4 + j], weight(j) / sum, 1e-6) << i << "," << j;
       EXPECT_NEAR(alibi[i * 4 + j], kept(j) / keptSum, 1e-6) << i << "," << j;
+    }
+  }
+}
+
+// Fills stacked before a softmax: the padded keys filled with the dtype's minimum, then the causal fill of
+// the same minimum (rows 0 and 1 keep only padded keys: every key ties at the minimum, torch weighs them
+// evenly); an inner fill whose condition is data (x > 0.4 fills row 0's one kept key); an inner fill of
+// -1e4 on key 3 alone, which leaves every row a kept key and so keeps the causal softmax. Each softmax is
+// checked against a softmax in double of the rows built by hand.
+TEST(Onnx, StackedFillsAreACausalSoftmaxOnlyWhereEachRowKeepsAKey) {
+  onnx::ModelProto m = modelWithInput(17, "stacked_fills", {4, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  const double low = -3.4028234663852886e38;  // finfo(float32).min
+  std::vector<double> future;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) future.push_back(j > i ? 1 : 0);
+  addInitializer(g, "future_f", {4, 4}, future);
+  addInitializer(g, "padded_f", {4}, {1, 1, 0, 0});
+  addInitializer(g, "last_f", {4}, {0, 0, 0, 1});
+  for (const char* mask : {"future", "padded", "last"}) castToBool(g, std::string(mask) + "_f", mask);
+  addInitializer(g, "fill", {}, {low});
+  addInitializer(g, "far", {}, {-1e4});
+  addInitializer(g, "cut", {}, {0.4});
+  addNode(g, "Where", {"padded", "fill", "x"}, "pad_filled");
+  addNode(g, "Where", {"future", "fill", "pad_filled"}, "both");
+  addNode(g, "Softmax", {"both"}, "padded_probs");
+  addNode(g, "Greater", {"x", "cut"}, "high");
+  addNode(g, "Where", {"high", "fill", "x"}, "data_filled");
+  addNode(g, "Where", {"future", "fill", "data_filled"}, "data_both");
+  addNode(g, "Softmax", {"data_both"}, "data_probs");
+  addNode(g, "Where", {"last", "far", "x"}, "last_filled");
+  addNode(g, "Where", {"future", "fill", "last_filled"}, "last_both");
+  addNode(g, "Softmax", {"last_both"}, "last_probs");
+  for (const char* out : {"padded_probs", "data_probs", "last_probs"}) g->add_output()->set_name(out);
+  Graph graph = importOnnx(writeModel(m, "stacked_fills.onnx"));
+  int causal = 0;
+  for (const auto& op : graph.ops) causal += isCausal(op);
+  EXPECT_EQ(causal, 1);  // the last alone
+  std::vector<float> x = {0.5f,  -1.0f, 2.0f,  0.25f, 3.0f, -0.5f, 1.0f,  1.5f,
+                          -2.0f, -3.0f, 0.75f, 1.25f, 0.1f, 0.2f,  -0.3f, 0.4f};
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{4, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  // The scores each softmax reads, by hand; `low` ties with `low` (max subtracted first).
+  auto scores = [&](int which, size_t i, size_t j) {
+    double s = x[i * 4 + j];
+    if (j > i) return low;
+    if (which == 0 && j < 2) return low;
+    if (which == 1 && s > 0.4f) return low;
+    if (which == 2 && j == 3) return -1e4;
+    return s;
+  };
+  for (int which = 0; which < 3; ++which) {
+    std::vector<float> probs = out.at(graph.outputs.at(static_cast<size_t>(which))).data;
+    ASSERT_EQ(probs.size(), 16u);
+    for (size_t i = 0; i < 4; ++i) {
+      double top = low, sum = 0;
+      for (size_t j = 0; j < 4; ++j) top = std::max(top, scores(which, i, j));
+      for (size_t j = 0; j < 4; ++j) sum += std::exp(scores(which, i, j) - top);
+      for (size_t j = 0; j < 4; ++j)
+        EXPECT_NEAR(probs[i * 4 + j], std::exp(scores(which, i, j) - top) / sum, 1e-6)
+            << which << ": " << i << "," << j;
     }
   }
 }
@@ -852,11 +904,7 @@ TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
   addInitializer(g, "w", {4, 3}, w);
   addNode(g, "Greater", {"x", "zero"}, "positive");
   addNode(g, "Where", {"positive", "x", "low"}, "kept");
-  auto* cast = addNode(g, "Cast", {"x"}, "nonzero");
-  auto* to = cast->add_attribute();
-  to->set_name("to");
-  to->set_type(onnx::AttributeProto::INT);
-  to->set_i(onnx::TensorProto::BOOL);
+  castToBool(g, "x", "nonzero");
   addNode(g, "Where", {"nonzero", "two", "three"}, "picked");
   auto* e = addNode(g, "Einsum", {"x", "w"}, "projected");
   auto* eq = e->add_attribute();
