@@ -478,6 +478,7 @@ CompileOptions parseCompileOptions(const std::vector<std::string>& settings, con
         throw UserError("stc compile: error: --set stripe_estimate expects aligned or channels, got '" +
                         value + "'");
       o.alignedStripeEstimate = value == "aligned";
+      o.alignedStripeEstimateGiven = true;
     } else if (key == "quant") {
       if (value != "w4a8" && value != "none")
         throw UserError("stc compile: error: --set quant expects w4a8 or none, got '" + value + "'");

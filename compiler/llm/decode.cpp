@@ -144,6 +144,34 @@ SizedDesign sizeDesign(CompileResult& design, const Platform& platform, const Re
   return best->figures;
 }
 
+namespace {
+
+// `g` compiled and sized within `memory`. The unroll search estimates weight streams over the channels a
+// tile needs, or over the beat-aligned stripes the lowering will give it
+// (CompileOptions::alignedStripeEstimate). Neither estimate ranks designs as the simulation does every time
+// (Gemma-2-2B's decode MLP: 185 tokens/s with the first, 228 with the second; GPT-2's P.V and several
+// prefills the other way), so unless the settings give one, both are compiled and sized, and the faster
+// kept (the first on a tie; sized once when both give the same network).
+CompileResult compileSizedEitherEstimate(const Graph& g, const Platform& platform,
+                                         const CompileOptions& options, const Resources& memory) {
+  CompileOptions estimates[2] = {options, options};
+  estimates[0].alignedStripeEstimate = false;
+  estimates[1].alignedStripeEstimate = true;
+  if (options.alignedStripeEstimateGiven) {
+    CompileResult design = compileGraph(g, platform, options);
+    sizeDesign(design, platform, memory);
+    return design;
+  }
+  CompileResult designs[2];
+  SizedDesign figures[2];
+  tbb::parallel_for(0, 2, [&](int i) { designs[i] = compileGraph(g, platform, estimates[i]); });
+  const int count = emitNetwork(designs[0].network) == emitNetwork(designs[1].network) ? 1 : 2;
+  tbb::parallel_for(0, count, [&](int i) { figures[i] = sizeDesign(designs[i], platform, memory); });
+  return std::move(designs[count == 2 && preferred(figures[1], figures[0]) ? 1 : 0]);
+}
+
+}  // namespace
+
 DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, CompileOptions options,
                             double decodeBudget) {
   options.maxima.emplace("ctx", model.maxCtx);  // unless the settings pin it
@@ -164,27 +192,13 @@ DeviceDesigns compileDevice(const ModelSpec& model, const Platform& platform, Co
       it = has(headGraph, it->first) ? std::next(it) : (head.*pins).erase(it);
   }
   DeviceDesigns d;
-  d.head = compileGraph(headGraph, platform, head);
   // Memory: the head within its share, the decode layer within what the head and the prefill's share
   // leave.
-  sizeDesign(d.head, platform, memoryShare(platform, kHeadShare));
+  d.head = compileSizedEitherEstimate(headGraph, platform, head, memoryShare(platform, kHeadShare));
   Resources left = memoryShare(platform, 1 - kPrefillShare);
   left.bram18k -= d.head.report.resources.bram18k;
   left.uram -= d.head.report.resources.uram;
-  // The decode layer's unroll search estimates weight streams over the channels a tile needs, or over the
-  // beat-aligned stripes the lowering will give it (CompileOptions::alignedStripeEstimate). Neither
-  // estimate ranks designs as the simulation does every time (Gemma-2-2B's MLP: 185 tokens/s with the
-  // first, 228 with the second; GPT-2's P.V and several prefills the other way), so both are compiled
-  // and sized, and the faster kept (the first on a tie; sized once when both give the same network).
-  CompileOptions aligned = decode;
-  decode.alignedStripeEstimate = false;
-  aligned.alignedStripeEstimate = true;
-  CompileResult designs[2];
-  SizedDesign figures[2];
-  tbb::parallel_for(0, 2, [&](int i) { designs[i] = compileGraph(decodeGraph, platform, i == 0 ? decode : aligned); });
-  const int count = emitNetwork(designs[0].network) == emitNetwork(designs[1].network) ? 1 : 2;
-  tbb::parallel_for(0, count, [&](int i) { figures[i] = sizeDesign(designs[i], platform, left); });
-  d.decodeLayer = std::move(designs[count == 2 && preferred(figures[1], figures[0]) ? 1 : 0]);
+  d.decodeLayer = compileSizedEitherEstimate(decodeGraph, platform, decode, left);
   return d;
 }
 

@@ -32,9 +32,10 @@ struct CompileOptions {
   /// over the beat-aligned stripes the lowering gives it (wholeStripes); off (stripe_estimate=channels),
   /// over the channels its tile needs (stripesFor), which may be more than it gets (a 1,024-byte tile
   /// needs 18 channels of a cap of 10, and the lowering splits it into 8 beat-aligned stripes: its 2-row
-  /// blocks then wait on HBM). The LLM decode layer is compiled both ways and the faster sized design kept
-  /// (llm/decode.cpp).
+  /// blocks then wait on HBM). An LLM's decode layer and head are compiled both ways and the faster sized
+  /// design kept (llm/decode.cpp), unless the settings give the estimate (alignedStripeEstimateGiven).
   bool alignedStripeEstimate = true;
+  bool alignedStripeEstimateGiven = false;        ///< stripe_estimate was set: one estimate, as given
   std::map<std::string, int64_t> pinnedTk;        ///< tk.OP=N: a matmul's reduction tile, as given
   std::map<std::string, int64_t> pinnedTn;        ///< tn.OP=N: a matmul's output tile, as given
   std::map<std::string, int64_t> pinnedRowBlock;  ///< row_block.OP=N: a matmul's row block (0: every row)

@@ -177,6 +177,7 @@ TEST(Decode, PredictionsRunOnTheSizedDesignAtEveryCtx) {
   CompileOptions atShare = options;
   atShare.maxima["ctx"] = m.maxCtx;
   atShare.unrollBudget = kDecodeShare;
+  atShare.alignedStripeEstimate = d.decodeLayer.options.alignedStripeEstimate;  // the estimate kept
   CompileResult compiled = compileGraph(buildDecodeLayer(m), defaultPlatform(), atShare);
   ASSERT_EQ(compiled.network.fifos.size(), d.decodeLayer.network.fifos.size());
   int resized = 0;
@@ -290,6 +291,15 @@ TEST(Decode, TheDecodeLayerIsTheFasterOfBothStripeEstimates) {
   ASSERT_TRUE(a.withinMemory && b.withinMemory);
   EXPECT_NE(a.cycles, b.cycles);
   EXPECT_EQ(emitNetwork(device.decodeLayer.network), emitNetwork((b.cycles < a.cycles ? beats : needed).network));
+  EXPECT_EQ(device.decodeLayer.schedules.at("gate_op").tk, 64);
+
+  // An estimate the settings give (`stc emit MODEL --set stripe_estimate=channels`) is the only one
+  // compiled, for the head as for the decode layer.
+  DeviceDesigns given =
+      compileDevice(m, platform, parseCompileOptions({"quant=w4a8", "stripe_estimate=channels"}, platform));
+  EXPECT_FALSE(given.decodeLayer.options.alignedStripeEstimate);
+  EXPECT_FALSE(given.head.options.alignedStripeEstimate);
+  EXPECT_EQ(given.decodeLayer.schedules.at("gate_op").tk, 96);
 }
 
 // A prompt attends causally to the keys it makes: with a KV head per query head (GPT-2) the prefill layer
