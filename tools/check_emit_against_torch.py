@@ -228,6 +228,74 @@ class RowsMaskedWhole(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, s, d))
 
 
+class PaddingThenCausalInf(torch.nn.Module):
+    """Left padding filled with a moderate value (-1e4, or float16's minimum), then the causal mask of -inf
+    (masked_fill, torch.where, or an added triu of -inf). A padded query row i (i < pad) has its keys
+    0 .. i all at the fill: torch weighs them evenly, where the scores plus the fill would weigh as the
+    scores do."""
+
+    def __init__(self, d=48, heads=3, pad=3, fill=-1e4, causal="fill"):
+        super().__init__()
+        self.heads, self.pad, self.fill, self.causal = heads, pad, fill, causal
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        scores = q @ k.transpose(-1, -2) / hd ** 0.5
+        attention_mask = torch.ones(b, s)
+        attention_mask[:, :self.pad] = 0
+        scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, self.fill)
+        future = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
+        if self.causal == "fill":
+            scores = scores.masked_fill(future, float("-inf"))
+        elif self.causal == "where":
+            scores = torch.where(~future, scores, torch.tensor(float("-inf")))
+        else:
+            scores = scores + torch.zeros(s, s).masked_fill(future, float("-inf"))
+        y = torch.softmax(scores, dim=-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
+class CausalInfThenPaddingMin(torch.nn.Module):
+    """nanoGPT's causal masked_fill(-inf) (or torch.where(tril, s, -inf)), then Hugging Face's padding mask of
+    the dtype's minimum, added ((1 - m) * min) or filled (masked_fill(padded, min)). A padded query row keeps
+    its future keys at -inf (weight 0) and its padded past keys at min, weighed evenly; lse writes the softmax
+    as exp(s - logsumexp(s))."""
+
+    def __init__(self, d=48, heads=3, pad=3, causal="fill", padding="add", lse=False):
+        super().__init__()
+        self.heads, self.pad, self.causal, self.padding, self.lse = heads, pad, causal, padding, lse
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        low = torch.finfo(x.dtype).min
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        scores = q @ k.transpose(-1, -2) / hd ** 0.5
+        keep = torch.tril(torch.ones(s, s, dtype=torch.bool))
+        if self.causal == "fill":
+            scores = scores.masked_fill(~keep, float("-inf"))
+        else:
+            scores = torch.where(keep, scores, torch.tensor(float("-inf")))
+        attention_mask = torch.ones(b, s)
+        attention_mask[:, :self.pad] = 0
+        if self.padding == "add":
+            scores = scores + (1.0 - attention_mask[:, None, None, :]) * low
+        else:
+            scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, low)
+        if self.lse:
+            p = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True))
+        else:
+            p = torch.softmax(scores, dim=-1)
+        y = p @ v
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -315,6 +383,10 @@ def cases(m):
         ("padding_added_then_causal_where_d64_h4_s12", lambda: RowsMaskedWhole(64, 4, kind="pad_then_where", pad=4), (1, 12, 64), 17, None, []),
         ("padding_filled_then_causal_fill", lambda: RowsMaskedWhole(kind="pad_fill_then_fill", pad=3), (1, 8, 48), 17, None, []),
         ("padding_added_viewed_then_causal_fill_d64_h4_s12", lambda: RowsMaskedWhole(64, 4, kind="pad_added_viewed", pad=4), (1, 12, 64), 17, None, []),
+        ("padding_fill_then_causal_inf_fill_s10", lambda: PaddingThenCausalInf(), (1, 10, 48), 17, None, []),
+        ("padding_fp16min_then_causal_inf_added_d40_h5", lambda: PaddingThenCausalInf(40, 5, 4, -65504.0, "add"), (1, 10, 40), 17, None, []),
+        ("causal_inf_fill_then_padding_min_added", lambda: CausalInfThenPaddingMin(), (1, 8, 48), 17, None, []),
+        ("causal_inf_where_then_padding_min_fill_lse_d64_h4_s12", lambda: CausalInfThenPaddingMin(64, 4, 4, "where", "fill", lse=True), (1, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

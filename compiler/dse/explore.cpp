@@ -267,8 +267,6 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     p.schedules = c.schedules;
     p.laneIi = c.options.laneIi;
     p.laneIiOf = c.options.laneIiOf;
-    p.intermediateBytes = c.report.onchipBytesIntermediate;
-    p.unfusedBytes = c.report.onchipBytesUnfused;
     for (const auto& [symbol, value] : bindings) {
       auto maximum = c.options.maxima.find(symbol);
       if (maximum != c.options.maxima.end() && value > maximum->second) {

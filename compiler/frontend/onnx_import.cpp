@@ -1991,7 +1991,10 @@ class Importer {
   // Where(mask, stream, c) or Where(mask, c, stream) with a constant mask and c: the stream, and the constant
   // that adding to it selects c (0 where the stream is selected), where c is negligible before a softmax
   // (below); false for any other Where.
-  bool whereAsBias(const Dyn& where, std::string& stream, Const& bias, double scaledBy = 1) const {
+  // `softmax`, when given, is the Where's reader: under a causal softmax a row keeps only the keys the
+  // causal mask leaves it.
+  bool whereAsBias(const Dyn& where, std::string& stream, Const& bias, double scaledBy = 1,
+                   const Dyn* softmax = nullptr) const {
     if (where.op != "Where" || where.inputs.size() != 3 || !consts_.count(where.inputs[0]) ||
         consts_.count(where.inputs[1]) == consts_.count(where.inputs[2]))
       return false;
@@ -2018,6 +2021,20 @@ class Importer {
           broadcast(cond, value, [&](double c, double) { return (c != 0) == streamWhenTrue ? 0.0 : 1.0; });
     } catch (const UserError&) {  // not a bias: the Where is a select on data (emit)
       return false;
+    }
+    if (softmax && softmax->attrs.count("causal")) {  // the keys it drops count as masked
+      if (!hasConcreteShape(softmax->inputs[0]) || shapeOf(softmax->inputs[0]).size() < 2) return false;
+      std::vector<Expr> scores = shapeOf(softmax->inputs[0]);
+      int64_t R = scores[scores.size() - 2].eval(), K = scores.back().eval();
+      Const dropped;
+      dropped.dims = {R, K};
+      for (int64_t i = 0; i < R; ++i)
+        for (int64_t j = 0; j < K; ++j) dropped.v.push_back(j > i + K - R ? 1.0 : 0.0);
+      try {
+        masked = broadcast(masked, dropped, [](double m, double d) { return d != 0 ? 1.0 : m; });
+      } catch (const UserError&) {
+        return false;
+      }
     }
     return negligible && everyRowHas(masked, [](double x) { return x == 0; }) &&
            fillStandsApart(stream, masked, bias, scaledBy);
@@ -2542,7 +2559,8 @@ class Importer {
     } else if (d.op == "Gather" && consts_.count(d.inputs[0])) {
       op.op = "embedding";
       op.inputs = {operand(d.inputs[1], op.name), operand(d.inputs[0], op.name)};
-    } else if (d.op == "Where" && whereAsBias(d, whereStream, whereBias) && masksBeforeSoftmax(d)) {
+    } else if (d.op == "Where" && masksBeforeSoftmax(d) &&
+               whereAsBias(d, whereStream, whereBias, 1, consumers(d.output)[0])) {
       // A mask before a softmax (masked_fill with -inf or a large negative number that is not causal, a
       // padding mask): adding the constant where the stream is not selected gives those keys a weight of 0
       // (-inf) or about 0, as the select does.
@@ -2554,8 +2572,8 @@ class Importer {
       // A select on data, as a + (b - a) would round: select(a, c) + select(b, c == 0), with c 1 where
       // the condition holds and 0 elsewhere (a comparison's output) and select(x, m) x where m is not 0,
       // else 0: exact, whatever the branch not taken holds (a product by 0 would make its inf NaN).
-      std::string c = operand(d.inputs[0], op.name), a = finiteOperand(d.inputs[1], op.name),
-                  b = finiteOperand(d.inputs[2], op.name);
+      std::string c = operand(d.inputs[0], op.name), a = selectOperand(d.inputs[1], op.name),
+                  b = selectOperand(d.inputs[2], op.name);
       if (a.empty() || b.empty()) {
         unsupported_.push_back(name + " (Where selecting a constant NaN)");
         return;
@@ -2792,24 +2810,17 @@ class Importer {
     graph_.ops.push_back(op);
     return op.output;
   }
-  // A select's operand: an infinite constant as the largest float of its sign (no weight holds an infinity;
-  // a softmax weighs -FLT_MAX as it does -inf); empty for a constant holding NaN.
-  std::string finiteOperand(const std::string& v, const std::string& user) {
+  // A select's operand: empty for a constant holding NaN (refused), else the operand. An infinite constant
+  // stays infinite, as torch's: the select takes it exactly (not by a product, which would make inf * 0
+  // NaN), and a nanoGPT causal fill of -inf followed by an added padding mask of the dtype's minimum must
+  // leave the future keys at -inf, not at -FLT_MAX + min (-inf only where both masks meet), which a
+  // softmax would weigh evenly with the padded ones.
+  std::string selectOperand(const std::string& v, const std::string& user) {
     auto c = consts_.find(v);
-    if (c == consts_.end()) return operand(v, user);
-    Const finite = c->second;
-    bool changed = false;
-    for (double& x : finite.v) {
-      if (std::isnan(x)) return "";
-      if (std::isinf(x)) {
-        x = x < 0 ? -std::numeric_limits<float>::max() : std::numeric_limits<float>::max();
-        changed = true;
-      }
-    }
-    if (!changed) return operand(v, user);
-    std::string name = freeOfModel((v.empty() ? user : v) + "_finite");
-    consts_[name] = finite;
-    return weightFrom(name, name);
+    if (c != consts_.end() &&
+        std::any_of(c->second.v.begin(), c->second.v.end(), [](double x) { return std::isnan(x); }))
+      return "";
+    return operand(v, user);
   }
   // A MatMul whose operands' batch dims broadcast by rank alone ([1, 2, 4, 64] x [2, 64, 64], as numpy
   // and ONNX allow): the operand of lower rank, batched too, takes leading dims of 1 (a constant laid out

@@ -802,6 +802,61 @@ TEST(Onnx, StackedFillsAreACausalSoftmaxOnlyWhereEachRowKeepsAKey) {
   }
 }
 
+// A fill before a causal mask of -inf, and a padding mask of the dtype's minimum after one (keys 0 and 1
+// padded). Padded keys filled with -1e4, then the causal fill: rows 0 and 1 keep only padded keys, all at
+// -1e4, which torch weighs evenly; the causal softmax must read the fill as a select there, not as -1e4
+// added to the scores. The causal fill of -inf first, then the padding mask of min added: the future keys
+// stay at -inf (weight 0) and the padded past ones round to min (x + min is min in f32), so row 0 weighs key
+// 0 alone and row 1 keys 0 and 1 evenly (an -inf taken as -FLT_MAX spread them over the future keys too).
+// Checked against a softmax in double of the rows built by hand.
+TEST(Onnx, MasksOfMinimaAndInfinitiesKeepTheirTies) {
+  onnx::ModelProto m = modelWithInput(17, "min_and_inf", {4, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  const double low = -3.4028234663852886e38, inf = std::numeric_limits<double>::infinity();
+  std::vector<double> future;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) future.push_back(j > i ? 1 : 0);
+  addInitializer(g, "future_f", {4, 4}, future);
+  addInitializer(g, "padded_f", {4}, {1, 1, 0, 0});
+  for (const char* mask : {"future", "padded"}) castToBool(g, std::string(mask) + "_f", mask);
+  addInitializer(g, "far", {}, {-1e4});
+  addInitializer(g, "minus_inf", {}, {-inf});
+  addInitializer(g, "padding", {4}, {low, low, 0, 0});
+  addNode(g, "Where", {"padded", "far", "x"}, "pad_filled");
+  addNode(g, "Where", {"future", "minus_inf", "pad_filled"}, "then_causal");
+  addNode(g, "Softmax", {"then_causal"}, "fill_probs");
+  addNode(g, "Where", {"future", "minus_inf", "x"}, "causal_first");
+  addNode(g, "Add", {"causal_first", "padding"}, "then_padding");
+  addNode(g, "Softmax", {"then_padding"}, "add_probs");
+  for (const char* out : {"fill_probs", "add_probs"}) g->add_output()->set_name(out);
+  Graph graph = importOnnx(writeModel(m, "min_and_inf.onnx"));
+  int causal = 0;
+  for (const auto& op : graph.ops) causal += isCausal(op);
+  EXPECT_EQ(causal, 1);  // the first
+  std::vector<float> x = {0.5f,  -1.0f, 2.0f,  0.25f, 3.0f, -0.5f, 1.0f,  1.5f,
+                          -2.0f, -3.0f, 0.75f, 1.25f, 0.1f, 0.2f,  -0.3f, 0.4f};
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{4, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  auto scores = [&](int which, size_t i, size_t j) {
+    if (j > i) return -inf;
+    if (j < 2) return which == 0 ? -1e4 : low;
+    return static_cast<double>(x[i * 4 + j]);
+  };
+  for (int which = 0; which < 2; ++which) {
+    std::vector<float> probs = out.at(graph.outputs.at(static_cast<size_t>(which))).data;
+    ASSERT_EQ(probs.size(), 16u);
+    for (size_t i = 0; i < 4; ++i) {
+      double top = -inf, sum = 0;
+      for (size_t j = 0; j < 4; ++j) top = std::max(top, scores(which, i, j));
+      for (size_t j = 0; j < 4; ++j) sum += std::exp(scores(which, i, j) - top);
+      for (size_t j = 0; j < 4; ++j)
+        EXPECT_NEAR(probs[i * 4 + j], std::exp(scores(which, i, j) - top) / sum, 1e-6)
+            << which << ": " << i << "," << j;
+    }
+  }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
@@ -888,11 +943,11 @@ TEST(Onnx, AStreamRoundedTo16BitsIsRefused) {
                 "design computes in f32 and would not round it)");
 }
 
-// Selects on data: an infinite constant operand is the largest float of its sign, a NaN in the stream does
-// not show through where it is not selected (as torch's), bool() of a stream is 1 for every value not 0 (NaN
+// Selects on data: an infinite constant operand stays infinite (as torch's), a NaN in the stream does not
+// show through where it is not selected (as torch's), bool() of a stream is 1 for every value not 0 (NaN
 // too), an einsum by an initializer is sized (ONNX 1.12 gives its rank alone) so that a softmax can follow,
 // and malformed Tile and Where nodes are listed, not crashed on.
-TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
+TEST(Onnx, SelectsOnDataAreExact) {
   onnx::ModelProto m = modelWithInput(17, "selects", {2, 4});
   onnx::GraphProto* g = m.mutable_graph();
   addInitializer(g, "zero", {}, {0.0f});
@@ -927,7 +982,7 @@ TEST(Onnx, SelectsOnDataStayFiniteAndExact) {
   ASSERT_EQ(picked.size(), 8u);
   for (size_t i = 0; i < 8; ++i) {
     // A NaN is not positive: the constant is kept there (a product of the branch not taken by 0 made it NaN).
-    EXPECT_EQ(kept[i], x[i] > 0 ? x[i] : -std::numeric_limits<float>::max()) << i;
+    EXPECT_EQ(kept[i], x[i] > 0 ? x[i] : -std::numeric_limits<float>::infinity()) << i;
     EXPECT_EQ(picked[i], x[i] != 0 ? 2.0f : 3.0f) << i;                             // bool(NaN) is true
   }
   // Malformed: a Tile of no copies and a Where of two inputs are listed by name.
