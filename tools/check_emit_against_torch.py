@@ -296,6 +296,32 @@ class CausalInfThenPaddingMin(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, s, d))
 
 
+class DataMasks(torch.nn.Module):
+    """Masks of data combined with constant ones by &, | and ^ (ONNX And, Or and Xor of streams): keys whose
+    embedding sums above a threshold, key 0 always, under the causal mask; a bias of 1 where two tests of
+    the data disagree."""
+
+    def __init__(self, d=48, heads=3):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        scores = q @ k.transpose(-1, -2) / hd ** 0.5
+        first = torch.zeros(s, dtype=torch.bool)
+        first[0] = True
+        keys = (x.sum(-1) > -2.0) | first
+        keep = torch.tril(torch.ones(s, s, dtype=torch.bool)) & keys[:, None, None, :]
+        odd = (x.mean(-1) > 0) ^ (x[..., 0] > 0)
+        scores = scores.masked_fill(~keep, float("-inf")) + odd[:, None, None, :].float()
+        y = torch.softmax(scores, dim=-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -387,6 +413,8 @@ def cases(m):
         ("padding_fp16min_then_causal_inf_added_d40_h5", lambda: PaddingThenCausalInf(40, 5, 4, -65504.0, "add"), (1, 10, 40), 17, None, []),
         ("causal_inf_fill_then_padding_min_added", lambda: CausalInfThenPaddingMin(), (1, 8, 48), 17, None, []),
         ("causal_inf_where_then_padding_min_fill_lse_d64_h4_s12", lambda: CausalInfThenPaddingMin(64, 4, 4, "where", "fill", lse=True), (1, 12, 64), 17, None, []),
+        ("data_masks", lambda: DataMasks(), (1, 8, 48), 17, None, []),
+        ("data_masks_d64_h4_s12_b2", lambda: DataMasks(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

@@ -950,6 +950,9 @@ class Importer {
                                                  "GreaterOrEqual",
                                                  "LessOrEqual",
                                                  "Not",
+                                                 "And",
+                                                 "Or",
+                                                 "Xor",
                                                  "Clip",
                                                  "Einsum",
                                                  "Tile",
@@ -2307,9 +2310,10 @@ class Importer {
       alias_[d.output] = d.inputs[0];
       return;
     }
-    static const std::map<std::string, size_t> arity = {{"Where", 3}, {"Greater", 2}, {"Less", 2}, {"Equal", 2},
-                                                        {"GreaterOrEqual", 2}, {"LessOrEqual", 2}, {"Tile", 2},
-                                                        {"Not", 1}, {"Einsum", 2}};
+    static const std::map<std::string, size_t> arity = {
+        {"Where", 3},          {"Greater", 2},     {"Less", 2}, {"Equal", 2},
+        {"GreaterOrEqual", 2}, {"LessOrEqual", 2}, {"Tile", 2}, {"Not", 1},
+        {"Einsum", 2},         {"And", 2},         {"Or", 2},   {"Xor", 2}};
     if (auto a = arity.find(d.op); a != arity.end() && (d.inputs.size() != a->second ||
         std::any_of(d.inputs.begin(), d.inputs.end(), [](const std::string& in) { return in.empty(); }))) {
       unsupported_.push_back(name + " (" + d.op + " of " + std::to_string(d.inputs.size()) + " inputs)");
@@ -2590,6 +2594,18 @@ class Importer {
     } else if (d.op == "Not") {  // of a comparison's 0 and 1
       op.op = "equal";
       op.inputs = {operand(d.inputs[0], op.name), scalarWeight(op.name + "_zero", 0.0)};
+    } else if (d.op == "And" || d.op == "Or" || d.op == "Xor") {
+      // Of booleans, which are 0 and 1 here (comparisons, Not, casts to bool, constants): And the lesser, Or
+      // the greater, Xor 1 where they differ.
+      std::string a = operand(d.inputs[0], op.name), b = operand(d.inputs[1], op.name);
+      if (d.op == "Xor") {
+        op.op = "equal";
+        op.inputs = {auxOp("equal", op.name + "_same", {a, b}, d.output + "_same"),
+                     scalarWeight(op.name + "_zero", 0.0)};
+      } else {
+        op.op = d.op == "And" ? "min" : "max";
+        op.inputs = {a, b};
+      }
     } else if (d.op == "LeakyRelu") {  // max(x, alpha x) for 0 <= alpha <= 1, min(x, alpha x) above
       double alpha = floatAttr(n, "alpha", 0.01);
       std::string x = operand(d.inputs[0], op.name);

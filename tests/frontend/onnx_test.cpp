@@ -857,6 +857,44 @@ TEST(Onnx, MasksOfMinimaAndInfinitiesKeepTheirTies) {
   }
 }
 
+// And, Or and Xor of streams (booleans of data: comparisons) with each other and with a constant mask, as
+// an attention mask given as input meets a causal one (`causal & attention_mask.bool()`): 1 where the
+// logic holds, 0 elsewhere, worked by hand.
+TEST(Onnx, LogicOfStreamsIsOneWhereItHolds) {
+  onnx::ModelProto m = modelWithInput(17, "logic", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "zero", {}, {0});
+  addInitializer(g, "one", {}, {1});
+  addInitializer(g, "kept_f", {4}, {1, 0, 1, 0});
+  castToBool(g, "kept_f", "kept");
+  addNode(g, "Greater", {"x", "zero"}, "positive");
+  addNode(g, "Less", {"x", "one"}, "below_one");
+  addNode(g, "And", {"positive", "kept"}, "and_const");
+  addNode(g, "Or", {"positive", "kept"}, "or_const");
+  addNode(g, "Xor", {"positive", "below_one"}, "xor_data");
+  addNode(g, "And", {"positive", "below_one"}, "and_data");
+  for (const char* v : {"and_const", "or_const", "xor_data", "and_data"}) {
+    auto* to = addNode(g, "Cast", {v}, std::string(v) + "_f")->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT);
+    g->add_output()->set_name(std::string(v) + "_f");
+  }
+  Graph graph = importOnnx(writeModel(m, "logic.onnx"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.0f, 1.0f, 0.25f, -0.5f, 3.0f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  const float kept[4] = {1, 0, 1, 0};
+  for (size_t i = 0; i < 8; ++i) {
+    bool positive = x[i] > 0, below = x[i] < 1, k = kept[i % 4] != 0;
+    EXPECT_EQ(out.at(graph.outputs.at(0)).data.at(i), positive && k ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(1)).data.at(i), positive || k ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(2)).data.at(i), positive != below ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(3)).data.at(i), positive && below ? 1.0f : 0.0f) << i;
+  }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
