@@ -322,6 +322,28 @@ class DataMasks(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, s, d))
 
 
+class NanToNumRows(torch.nn.Module):
+    """A causal mask of -inf and left padding: the padded query rows keep no key, their softmax is NaN in
+    torch, and torch.nan_to_num (IsNaN and IsInf of a stream) zeroes them."""
+
+    def __init__(self, d=48, heads=3, pad=2):
+        super().__init__()
+        self.heads, self.pad = heads, pad
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        valid = torch.ones(s, dtype=torch.bool)
+        valid[:self.pad] = False
+        keep = torch.tril(torch.ones(s, s, dtype=torch.bool)) & valid
+        w = (q @ k.transpose(-1, -2) / hd ** 0.5).masked_fill(~keep, float("-inf"))
+        p = torch.nan_to_num(torch.softmax(w, dim=-1), nan=0.0)
+        return self.out((p @ v).transpose(1, 2).reshape(b, s, d))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -415,6 +437,8 @@ def cases(m):
         ("causal_inf_where_then_padding_min_fill_lse_d64_h4_s12", lambda: CausalInfThenPaddingMin(64, 4, 4, "where", "fill", lse=True), (1, 12, 64), 17, None, []),
         ("data_masks", lambda: DataMasks(), (1, 8, 48), 17, None, []),
         ("data_masks_d64_h4_s12_b2", lambda: DataMasks(64, 4), (2, 12, 64), 17, None, []),
+        ("nan_to_num_rows", lambda: NanToNumRows(), (1, 8, 48), 17, None, []),
+        ("nan_to_num_rows_d64_h4_s12_pad5", lambda: NanToNumRows(64, 4, 5), (1, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

@@ -953,6 +953,8 @@ class Importer {
                                                  "And",
                                                  "Or",
                                                  "Xor",
+                                                 "IsNaN",
+                                                 "IsInf",
                                                  "Clip",
                                                  "Einsum",
                                                  "Tile",
@@ -2606,6 +2608,23 @@ class Importer {
         op.op = d.op == "And" ? "min" : "max";
         op.inputs = {a, b};
       }
+    } else if (d.op == "IsNaN") {  // x == x fails for NaN alone (torch.nan_to_num, torch.isnan)
+      std::string x = operand(d.inputs[0], op.name);
+      op.op = "equal";
+      op.inputs = {auxOp("equal", op.name + "_self", {x, x}, d.output + "_self"),
+                   scalarWeight(op.name + "_zero", 0.0)};
+    } else if (d.op == "IsInf") {  // |x| == inf, or x == -inf or +inf alone where one sign is not detected
+      bool negative = intAttr(n, "detect_negative", 1) != 0, positive = intAttr(n, "detect_positive", 1) != 0;
+      const double inf = std::numeric_limits<double>::infinity();
+      std::string x = operand(d.inputs[0], op.name);
+      op.op = "equal";
+      if (negative == positive)  // both: |x| == inf; neither: |x| < -1, 0 everywhere
+        op.op = negative ? "equal" : "less";
+      if (negative == positive)
+        op.inputs = {auxOp("abs", op.name + "_abs", {x}, d.output + "_abs"),
+                     scalarWeight(op.name + "_inf", negative ? inf : -1.0)};
+      else
+        op.inputs = {x, scalarWeight(op.name + "_inf", negative ? -inf : inf)};
     } else if (d.op == "LeakyRelu") {  // max(x, alpha x) for 0 <= alpha <= 1, min(x, alpha x) above
       double alpha = floatAttr(n, "alpha", 0.01);
       std::string x = operand(d.inputs[0], op.name);

@@ -858,8 +858,9 @@ TEST(Onnx, MasksOfMinimaAndInfinitiesKeepTheirTies) {
 }
 
 // And, Or and Xor of streams (booleans of data: comparisons) with each other and with a constant mask, as
-// an attention mask given as input meets a causal one (`causal & attention_mask.bool()`): 1 where the
-// logic holds, 0 elsewhere, worked by hand.
+// an attention mask given as input meets a causal one (`causal & attention_mask.bool()`), and IsNaN and
+// IsInf of a stream (torch.nan_to_num), of either sign, one or none: 1 where the logic holds, 0 elsewhere,
+// worked by hand.
 TEST(Onnx, LogicOfStreamsIsOneWhereItHolds) {
   onnx::ModelProto m = modelWithInput(17, "logic", {2, 4});
   onnx::GraphProto* g = m.mutable_graph();
@@ -873,7 +874,23 @@ TEST(Onnx, LogicOfStreamsIsOneWhereItHolds) {
   addNode(g, "Or", {"positive", "kept"}, "or_const");
   addNode(g, "Xor", {"positive", "below_one"}, "xor_data");
   addNode(g, "And", {"positive", "below_one"}, "and_data");
-  for (const char* v : {"and_const", "or_const", "xor_data", "and_data"}) {
+  addNode(g, "IsNaN", {"x"}, "nan");
+  addNode(g, "IsInf", {"x"}, "inf");
+  auto isInf = [&](const char* out, int64_t negative, int64_t positive) {
+    onnx::NodeProto* n = addNode(g, "IsInf", {"x"}, out);
+    for (auto [key, value] :
+         {std::pair{"detect_negative", negative}, std::pair{"detect_positive", positive}}) {
+      auto* a = n->add_attribute();
+      a->set_name(key);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(value);
+    }
+  };
+  isInf("minus_inf", 1, 0);
+  isInf("plus_inf", 0, 1);
+  isInf("no_inf", 0, 0);
+  for (const char* v :
+       {"and_const", "or_const", "xor_data", "and_data", "nan", "inf", "minus_inf", "plus_inf", "no_inf"}) {
     auto* to = addNode(g, "Cast", {v}, std::string(v) + "_f")->add_attribute();
     to->set_name("to");
     to->set_type(onnx::AttributeProto::INT);
@@ -881,7 +898,8 @@ TEST(Onnx, LogicOfStreamsIsOneWhereItHolds) {
     g->add_output()->set_name(std::string(v) + "_f");
   }
   Graph graph = importOnnx(writeModel(m, "logic.onnx"));
-  std::vector<float> x = {0.5f, -1.0f, 2.0f, 0.0f, 1.0f, 0.25f, -0.5f, 3.0f};
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.5f, -inf, 2.0f, 0.0f, std::nanf(""), inf, -0.5f, 3.0f};
   std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   auto out = interpret(graph, values);
@@ -892,6 +910,11 @@ TEST(Onnx, LogicOfStreamsIsOneWhereItHolds) {
     EXPECT_EQ(out.at(graph.outputs.at(1)).data.at(i), positive || k ? 1.0f : 0.0f) << i;
     EXPECT_EQ(out.at(graph.outputs.at(2)).data.at(i), positive != below ? 1.0f : 0.0f) << i;
     EXPECT_EQ(out.at(graph.outputs.at(3)).data.at(i), positive && below ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(4)).data.at(i), i == 4 ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(5)).data.at(i), i == 1 || i == 5 ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(6)).data.at(i), i == 1 ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(7)).data.at(i), i == 5 ? 1.0f : 0.0f) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(8)).data.at(i), 0.0f) << i;
   }
 }
 
