@@ -2017,6 +2017,7 @@ class Importer {
     try {
       const Const &cond = consts_.at(where.inputs[0]),
                   &value = consts_.at(where.inputs[streamWhenTrue ? 2 : 1]);
+      if (!cond.known || !value.known) return false;  // held outside the file: a select of what emit reads
       bias = broadcast(cond, value, [&](double c, double y) {
         if ((c != 0) == streamWhenTrue) return 0.0;
         negligible = negligible && y * scaledBy <= -1e4;
@@ -2045,21 +2046,40 @@ class Importer {
            fillStandsApart(stream, masked, bias, scaledBy);
   }
 
-  // Whether a finite fill (`bias` where `masked` is 1; -inf stands apart from anything) weighs ~0 before a
-  // softmax beside the rest of its row: that rest must not be pushed to the fill's scale upstream. Scores
-  // with a padding mask added ((1 - m) * min) or filled (masked_fill(pad, min)), then a causal fill of min,
-  // have rows whose every kept key holds about min, which torch weighs evenly with the filled ones, where a
-  // causal softmax would weigh the kept ones alone. Walking from the stream back to the scores' product
-  // (MatMul, Gemm, Einsum; or a Tanh, bounded) through casts, positive scalings, reshapes, constants added
-  // and constants selected, each key is valued as the softmax sees it (`scaledBy`: the scaling after the
-  // fill): the constant an inner select put there, else the sum of the constants added. Each row must keep
-  // a key, not filled, above -1e3. Anything else upstream (a bias of data, an attention mask as a model
-  // input, whose values are unknown; a select on data) never stands apart.
+  // Whether a fill (`bias` where `masked` is 1) weighs ~0 before a softmax beside the rest of its row, as
+  // the causal softmax or an added bias that stands for it would weigh it. Walking from the stream back to
+  // the scores' product (MatMul, Gemm, Einsum; or a Tanh, bounded) through casts, positive scalings,
+  // reshapes, constants added and constants selected, each key is valued as the softmax sees it
+  // (`scaledBy`: the scaling after the fill): the constant an inner select put there plus those added after
+  // it, else the sum of the constants added.
+  // A finite fill: each row must keep a key, not filled, above -1e3 (scores with a padding mask added,
+  // (1 - m) * min, or filled, masked_fill(pad, min), then a causal fill of min, have rows whose every kept
+  // key holds about min, which torch weighs evenly with the filled ones), and every filled key must be at
+  // most 1e3 before the fill is added (a select of 1e5 there would outweigh -1e4). Anything else upstream (a
+  // bias of data, an attention mask as a model input, whose values are unknown; a select on data) never
+  // stands apart. A fill of -inf stands apart from any finite value: only a constant of +inf or NaN met on
+  // the way (-inf + inf is NaN) keeps it from doing so.
   bool fillStandsApart(const std::string& stream, const Const& masked, const Const& bias,
                        double scaledBy) const {
-    if (std::all_of(bias.v.begin(), bias.v.end(), [](double x) { return x == 0 || std::isinf(x); }))
-      return true;
+    const bool infinite =
+        std::all_of(bias.v.begin(), bias.v.end(), [](double x) { return x == 0 || std::isinf(x); });
+    auto unbounded = [](const Const& c) {
+      return std::any_of(c.v.begin(), c.v.end(), [](double x) { return std::isnan(x) || x == HUGE_VAL; });
+    };
     constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    // The constants broadcast together hold at most 2^25 keys (a padding mask of [8, 1, 1, 4096] under a
+    // causal softmax would take 8 x 4096 x 4096): past that the fill stays a select.
+    auto grown = [](const Const& a, const Const& b, const std::function<double(double, double)>& f) {
+      int64_t count = 1;
+      for (size_t i = 0, rank = std::max(a.dims.size(), b.dims.size()); i < rank; ++i) {
+        auto dim = [&](const Const& c) {
+          return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())];
+        };
+        count *= std::max(dim(a), dim(b));
+        if (count > (int64_t{1} << 25)) throw UserError("too many keys");
+      }
+      return broadcast(a, b, f);
+    };
     Const filled = masked, added = masked, selected = masked;  // in the fill's shape, broadcast as they grow
     std::fill(added.v.begin(), added.v.end(), 0.0);
     std::fill(selected.v.begin(), selected.v.end(), kNone);
@@ -2078,6 +2098,38 @@ class Importer {
         bool binary = d.inputs.size() == 2 && constant(0) != constant(1);
         size_t c = binary && constant(0) ? 0 : 1;  // the constant of a binary op, the stream the other
         bool commutes = d.op == "Mul" || d.op == "Add";
+        bool where = d.op == "Where" && d.inputs.size() == 3 && constant(0) && constant(1) != constant(2);
+        if (infinite) {  // only a constant of +inf or NaN upstream matters
+          if (d.op == "Cast" || d.op == "Identity" || d.op == "Reshape" || d.op == "Transpose" ||
+              d.op == "Expand" || d.op == "Squeeze" || d.op == "Unsqueeze" || d.op == "Flatten") {
+            if (d.inputs.empty() || constant(0)) return true;
+            v = d.inputs[0];
+          } else if ((d.op == "Mul" || d.op == "Div") && binary && (commutes || c == 1)) {
+            const Const& k = consts_.at(d.inputs[c]);
+            if (k.known &&
+                std::any_of(k.v.begin(), k.v.end(), [](double x) { return !(x > 0) || std::isinf(x); }))
+              return false;  // -inf turned, or made NaN (a constant held outside the file: a weight, finite)
+            v = d.inputs[1 - c];
+          } else if ((d.op == "Add" || d.op == "Sub") && binary && (commutes || c == 1)) {
+            const Const& k = consts_.at(d.inputs[c]);
+            Const turned = k;
+            if (d.op == "Sub")
+              for (double& x : turned.v) x = -x;
+            if (k.known && unbounded(turned)) return false;
+            v = d.inputs[1 - c];
+          } else if (where) {
+            bool streamWhenTrue = !constant(1);
+            const Const& value = consts_.at(d.inputs[streamWhenTrue ? 2 : 1]);
+            if (value.known && unbounded(value)) return false;
+            v = d.inputs[streamWhenTrue ? 1 : 2];
+          } else {  // the scores' product, or data: finite wherever its constants are
+            for (size_t i = 0; i < d.inputs.size(); ++i)
+              if (constant(i) && consts_.at(d.inputs[i]).known && unbounded(consts_.at(d.inputs[i])))
+                return false;
+            return true;
+          }
+          continue;
+        }
         if (d.op == "Cast" || d.op == "Identity") {
           v = d.inputs[0];
         } else if ((d.op == "Reshape" || d.op == "Transpose" || d.op == "Expand" || d.op == "Squeeze" ||
@@ -2094,31 +2146,36 @@ class Importer {
           const Const& k = consts_.at(d.inputs[c]);
           if (!k.known) return false;
           double sign = d.op == "Sub" ? -1 : 1;
-          added = broadcast(added, k, [&](double a, double y) { return a + sign * y * scale; });
-          filled = broadcast(filled, added, keep);
-          selected = broadcast(selected, added, keep);
+          added = grown(added, k, [&](double a, double y) { return a + sign * y * scale; });
+          filled = grown(filled, added, keep);
+          selected = grown(selected, added, keep);
           v = d.inputs[1 - c];
-        } else if (d.op == "Where" && d.inputs.size() == 3 && constant(0) && constant(1) != constant(2) &&
-                   !reshaped) {
+        } else if (where && !reshaped) {
           bool streamWhenTrue = !constant(1);
           const Const &cond = consts_.at(d.inputs[0]), &value = consts_.at(d.inputs[streamWhenTrue ? 2 : 1]);
           if (!cond.known || !value.known) return false;
-          Const put = broadcast(cond, value, [&](double k, double y) {
+          // The constant it puts, plus those added between it and the fill.
+          Const put = grown(cond, value, [&](double k, double y) {
             return (k != 0) == streamWhenTrue ? kNone : y * scale;
           });
+          put = grown(put, added, [](double p, double a) { return std::isnan(p) ? p : p + a; });
           // The select nearest the fill decides a key: one further upstream is overwritten there.
-          selected = broadcast(selected, put, [](double s, double p) { return std::isnan(s) ? p : s; });
-          filled = broadcast(filled, selected, keep);
-          added = broadcast(added, selected, keep);
+          selected = grown(selected, put, [](double s, double p) { return std::isnan(s) ? p : s; });
+          filled = grown(filled, selected, keep);
+          added = grown(added, selected, keep);
           v = d.inputs[streamWhenTrue ? 1 : 2];
         } else {
           return false;
         }
       }
-      Const value = broadcast(added, selected, [](double a, double s) { return std::isnan(s) ? a : s; });
-      Const apart =
-          broadcast(filled, value, [](double f, double x) { return f == 0 && x > -1e3 ? 1.0 : 0.0; });
-      return everyRowHas(apart, [](double x) { return x != 0; });
+      if (infinite) return true;
+      Const value = grown(added, selected, [](double a, double s) { return std::isnan(s) ? a : s; });
+      // 1 for a kept key above -1e3, -1 for a filled key above 1e3 (or NaN), 0 otherwise.
+      Const apart = grown(filled, value, [](double f, double x) {
+        return f == 0 ? (x > -1e3 ? 1.0 : 0.0) : (x <= 1e3 ? 0.0 : -1.0);
+      });
+      return std::none_of(apart.v.begin(), apart.v.end(), [](double x) { return x < 0; }) &&
+             everyRowHas(apart, [](double x) { return x > 0; });
     } catch (const UserError&) {
       return false;
     }
@@ -2257,7 +2314,12 @@ class Importer {
   // A Where whose only reader is a softmax (its selected constants -inf or at most -1e4: whereAsBias).
   bool masksBeforeSoftmax(const Dyn& where) {
     auto readers = consumers(where.output);
-    return readers.size() == 1 && readers[0]->op == "Softmax" && !isModelOutput(where.output);
+    if (readers.size() != 1 || readers[0]->op != "Softmax" || isModelOutput(where.output)) return false;
+    // Over the last axis, along which the rows are checked (one over another axis is a select).
+    if (!hasShape(where.output)) return false;
+    int64_t axis = intAttr(*readers[0]->node, "axis", -1),
+            rank = static_cast<int64_t>(shapeOf(where.output).size());
+    return axis == -1 || axis == rank - 1;
   }
 
   void emit(Dyn& d) {

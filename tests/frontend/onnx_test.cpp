@@ -857,6 +857,69 @@ TEST(Onnx, MasksOfMinimaAndInfinitiesKeepTheirTies) {
   }
 }
 
+// Fills a bias cannot stand for (from a second reading): a padded key selected to 0 and then -1e4 added,
+// under a causal fill of -1e4 (rows 0 and 1 hold -1e4 at every key: torch weighs them evenly); a key
+// selected to 1e5 and then filled with -1e4 (the fill sets it: weight ~0, where 1e5 - 1e4 would take every
+// weight); a fill before a softmax over the first axis (its column 0 is -1e4 throughout: even), whose rows
+// are not the ones checked. Each is a select: no causal softmax, values from a softmax in double of the
+// rows built by hand.
+TEST(Onnx, FillsABiasCannotStandForStaySelects) {
+  onnx::ModelProto m = modelWithInput(17, "no_bias", {4, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  std::vector<double> future;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) future.push_back(j > i ? 1 : 0);
+  addInitializer(g, "future_f", {4, 4}, future);
+  addInitializer(g, "padded_f", {4}, {1, 1, 0, 0});
+  addInitializer(g, "last_f", {4}, {0, 0, 0, 1});
+  addInitializer(g, "first_f", {4}, {1, 0, 0, 0});
+  for (const char* mask : {"future", "padded", "last", "first"})
+    castToBool(g, std::string(mask) + "_f", mask);
+  addInitializer(g, "zero", {}, {0});
+  addInitializer(g, "far", {}, {-1e4});
+  addInitializer(g, "huge", {}, {1e5});
+  addInitializer(g, "pad_bias", {4}, {-1e4, -1e4, 0, 0});
+  addNode(g, "Where", {"padded", "zero", "x"}, "zeroed");
+  addNode(g, "Add", {"zeroed", "pad_bias"}, "pad_added");
+  addNode(g, "Where", {"future", "far", "pad_added"}, "causal_after");
+  addNode(g, "Softmax", {"causal_after"}, "zeroed_probs");
+  addNode(g, "Where", {"last", "huge", "x"}, "raised");
+  addNode(g, "Where", {"last", "far", "raised"}, "refilled");
+  addNode(g, "Softmax", {"refilled"}, "raised_probs");
+  addNode(g, "Where", {"first", "far", "x"}, "column");
+  auto* axis = addNode(g, "Softmax", {"column"}, "column_probs")->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  for (const char* out : {"zeroed_probs", "raised_probs", "column_probs"}) g->add_output()->set_name(out);
+  Graph graph = importOnnx(writeModel(m, "no_bias.onnx"));
+  for (const auto& op : graph.ops) EXPECT_FALSE(isCausal(op)) << op.name;
+  std::vector<float> x = {0.5f,  -1.0f, 2.0f,  0.25f, 3.0f, -0.5f, 1.0f,  1.5f,
+                          -2.0f, -3.0f, 0.75f, 1.25f, 0.1f, 0.2f,  -0.3f, 0.4f};
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{4, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  auto scores = [&](int which, size_t i, size_t j) {
+    double s = x[i * 4 + j];
+    if (which == 0) return j > i || j < 2 ? -1e4 : s;
+    if (which == 1) return j == 3 ? -1e4 : s;
+    return j == 0 ? -1e4 : s;
+  };
+  for (int which = 0; which < 3; ++which) {
+    std::vector<float> probs = out.at(graph.outputs.at(static_cast<size_t>(which))).data;
+    ASSERT_EQ(probs.size(), 16u);
+    for (size_t a = 0; a < 4; ++a) {  // a row (a column for the last)
+      auto at = [&](size_t b) { return which == 2 ? scores(which, b, a) : scores(which, a, b); };
+      double top = -1e30, sum = 0;
+      for (size_t b = 0; b < 4; ++b) top = std::max(top, at(b));
+      for (size_t b = 0; b < 4; ++b) sum += std::exp(at(b) - top);
+      for (size_t b = 0; b < 4; ++b)
+        EXPECT_NEAR(probs[which == 2 ? b * 4 + a : a * 4 + b], std::exp(at(b) - top) / sum, 1e-6)
+            << which << ": " << a << "," << b;
+    }
+  }
+}
+
 // And, Or and Xor of streams (booleans of data: comparisons) with each other and with a constant mask, as
 // an attention mask given as input meets a causal one (`causal & attention_mask.bool()`), and IsNaN and
 // IsInf of a stream (torch.nan_to_num), of either sign, one or none: 1 where the logic holds, 0 elsewhere,
