@@ -344,6 +344,27 @@ class NanToNumRows(torch.nn.Module):
         return self.out((p @ v).transpose(1, 2).reshape(b, s, d))
 
 
+class TriangularScores(torch.nn.Module):
+    """Causal linear attention (RetNet, GLA and linear-transformer reference code): the scores' lower
+    triangle kept by torch.tril, times a decay, and a strictly upper one by triu(1) subtracted (ONNX Trilu of
+    a stream), no softmax."""
+
+    def __init__(self, d=48, heads=3):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        scores = q @ k.transpose(-1, -2) / hd
+        decay = 0.9 ** (torch.arange(s)[:, None] - torch.arange(s)[None, :]).abs().float()
+        w = scores.tril() * decay - 0.1 * torch.triu(scores, diagonal=1)
+        return self.out((w @ v).transpose(1, 2).reshape(b, s, d))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -439,6 +460,8 @@ def cases(m):
         ("data_masks_d64_h4_s12_b2", lambda: DataMasks(64, 4), (2, 12, 64), 17, None, []),
         ("nan_to_num_rows", lambda: NanToNumRows(), (1, 8, 48), 17, None, []),
         ("nan_to_num_rows_d64_h4_s12_pad5", lambda: NanToNumRows(64, 4, 5), (1, 12, 64), 17, None, []),
+        ("triangular_scores", lambda: TriangularScores(), (1, 8, 48), 17, None, []),
+        ("triangular_scores_d64_h4_s12_b2", lambda: TriangularScores(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

@@ -955,6 +955,7 @@ class Importer {
                                                  "Xor",
                                                  "IsNaN",
                                                  "IsInf",
+                                                 "Trilu",
                                                  "Clip",
                                                  "Einsum",
                                                  "Tile",
@@ -2670,6 +2671,26 @@ class Importer {
         op.op = d.op == "And" ? "min" : "max";
         op.inputs = {a, b};
       }
+    } else if (d.op == "Trilu") {  // of a stream: a select of it by the triangle's constant mask
+      std::string x = operand(d.inputs[0], op.name);
+      bool kGiven = d.inputs.size() > 1 && !d.inputs[1].empty();
+      if (!hasConcreteShape(d.inputs[0]) || shapeOf(d.inputs[0]).size() < 2 ||
+          (kGiven && (!consts_.count(d.inputs[1]) || consts_.at(d.inputs[1]).v.size() != 1))) {
+        unsupported_.push_back(name + " (Trilu of a symbolic shape or by a diagonal computed at run time)");
+        return;
+      }
+      std::vector<Expr> shape = shapeOf(d.inputs[0]);
+      int64_t rows = shape[shape.size() - 2].eval(), cols = shape.back().eval();
+      int64_t k = kGiven ? static_cast<int64_t>(consts_.at(d.inputs[1]).v[0]) : 0;
+      bool upper = intAttr(n, "upper", 1) != 0;
+      Const kept;
+      kept.dims = {rows, cols};
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) kept.v.push_back((upper ? j - i >= k : j - i <= k) ? 1.0 : 0.0);
+      std::string mask = freeOfModel(d.output + "_triangle");
+      consts_[mask] = kept;
+      op.op = "select";
+      op.inputs = {x, weightFrom(mask, mask)};
     } else if (d.op == "IsNaN") {  // x == x fails for NaN alone (torch.nan_to_num, torch.isnan)
       std::string x = operand(d.inputs[0], op.name);
       op.op = "equal";

@@ -981,6 +981,38 @@ TEST(Onnx, LogicOfStreamsIsOneWhereItHolds) {
   }
 }
 
+// Trilu of a stream (torch.tril and triu of scores: causal linear attention) keeps its triangle of the last
+// two dims, the diagonal moved by k, and zeroes the rest: lower with k 0, upper with k 1, lower with k -1,
+// worked by hand on a [2, 3, 4] input.
+TEST(Onnx, TriluOfAStreamKeepsItsTriangle) {
+  onnx::ModelProto m = modelWithInput(17, "trilu", {2, 3, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "one", {}, {1}, onnx::TensorProto::INT64);
+  addInitializer(g, "minus_one", {}, {-1}, onnx::TensorProto::INT64);
+  auto trilu = [&](const std::vector<std::string>& ins, const std::string& out, int64_t upper) {
+    auto* a = addNode(g, "Trilu", ins, out)->add_attribute();
+    a->set_name("upper");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(upper);
+    g->add_output()->set_name(out);
+  };
+  trilu({"x"}, "lower", 0);
+  trilu({"x", "one"}, "strictly_upper", 1);
+  trilu({"x", "minus_one"}, "strictly_lower", 0);
+  Graph graph = importOnnx(writeModel(m, "trilu.onnx"));
+  std::vector<float> x;
+  for (int i = 0; i < 24; ++i) x.push_back(static_cast<float>(i) - 7.5f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  for (size_t f = 0; f < 24; ++f) {
+    int64_t i = static_cast<int64_t>(f / 4 % 3), j = static_cast<int64_t>(f % 4);
+    EXPECT_EQ(out.at(graph.outputs.at(0)).data.at(f), j <= i ? x[f] : 0.0f) << f;
+    EXPECT_EQ(out.at(graph.outputs.at(1)).data.at(f), j >= i + 1 ? x[f] : 0.0f) << f;
+    EXPECT_EQ(out.at(graph.outputs.at(2)).data.at(f), j <= i - 1 ? x[f] : 0.0f) << f;
+  }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
