@@ -365,6 +365,31 @@ class TriangularScores(torch.nn.Module):
         return self.out((w @ v).transpose(1, 2).reshape(b, s, d))
 
 
+class RopeCacheGather(torch.nn.Module):
+    """ChatGLM's rope cache [max, rot / 2, 2] (cos and sin stacked), kept as a buffer or built in forward,
+    taken at position ids repeated per batch (Tile and Gather of constants)."""
+
+    def __init__(self, d=32, max_seq=16, buffer=False):
+        super().__init__()
+        self.lin = torch.nn.Linear(d, d)
+        inv = 1.0 / (10000 ** (torch.arange(0, d // 2, 2).float() / (d // 2)))
+        self.register_buffer("inv_freq", inv)
+        self.max_seq, self.buffer = max_seq, buffer
+        ang = torch.outer(torch.arange(max_seq).float(), inv)
+        self.register_buffer("cache", torch.stack([ang.cos(), ang.sin()], -1))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        if self.buffer:
+            cache = self.cache
+        else:
+            ang = torch.outer(torch.arange(self.max_seq, dtype=torch.float), self.inv_freq)
+            cache = torch.stack([torch.cos(ang), torch.sin(ang)], dim=-1)
+        position_ids = torch.arange(s, dtype=torch.long).unsqueeze(0).repeat(b, 1)
+        c = cache[position_ids]
+        return self.lin(x) * c.reshape(b, s, -1).repeat(1, 1, 2)
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -462,6 +487,8 @@ def cases(m):
         ("nan_to_num_rows_d64_h4_s12_pad5", lambda: NanToNumRows(64, 4, 5), (1, 12, 64), 17, None, []),
         ("triangular_scores", lambda: TriangularScores(), (1, 8, 48), 17, None, []),
         ("triangular_scores_d64_h4_s12_b2", lambda: TriangularScores(64, 4), (2, 12, 64), 17, None, []),
+        ("rope_cache_gather", lambda: RopeCacheGather(), (1, 8, 32), 17, None, []),
+        ("rope_cache_gather_buffer_d64_s12_b2", lambda: RopeCacheGather(64, 16, True), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

@@ -1317,6 +1317,26 @@ class Importer {
         out = in(0);
         out.dims = dims;
       }
+    } else if (op == "Tile" && n.input_size() == 2 && in(1).v.size() == in(0).dims.size() &&
+               static_cast<int64_t>(in(0).v.size()) == in(0).count()) {
+      // Of a table (position ids repeated per batch: arange(s).unsqueeze(0).repeat(b, 1))
+      const Const& x = in(0);
+      out.dims = x.dims;
+      for (size_t a = 0; a < x.dims.size(); ++a) {
+        double r = in(1).v[a];
+        if (!(r >= 0) || r > 1024) return false;
+        out.dims[a] *= static_cast<int64_t>(r);
+      }
+      if (out.count() > (int64_t{1} << 24)) return false;
+      for (int64_t flat = 0; flat < out.count(); ++flat) {
+        int64_t from = 0, stride = 1, rem = flat;
+        for (size_t a = out.dims.size(); a-- > 0;) {
+          from += rem % out.dims[a] % x.dims[a] * stride;
+          rem /= out.dims[a];
+          stride *= x.dims[a];
+        }
+        out.v.push_back(x.v[static_cast<size_t>(from)]);
+      }
     } else if (op == "Gather" && n.input_size() == 2 && !in(0).dims.empty()) {
       // Along `axis` of a table of any rank (T5's relative-position bias: a [buckets, heads] table at
       // constant buckets); an index outside the axis is not folded.
@@ -2626,8 +2646,36 @@ class Importer {
       }
       op.attrs["shape"] = shape;
     } else if (d.op == "Gather" && consts_.count(d.inputs[0])) {
+      // Rows of a table at indices of data; a table of more dims, [V, a, b..], as the rows of [V, a * b..]
+      // viewed back (ChatGLM's rope cache [max, rot / 2, 2] at position ids).
+      const Const& table = consts_.at(d.inputs[0]);
+      int64_t rank = static_cast<int64_t>(table.dims.size()), axis = intAttr(n, "axis", 0);
+      if (axis < 0) axis += rank;
+      if (rank < 2 || axis != 0 || !hasConcreteShape(d.inputs[1])) {
+        unsupported_.push_back(name + " (Gather of a table of rank " + std::to_string(rank) + " along axis " +
+                               std::to_string(axis) + " at indices computed at run time)");
+        return;
+      }
       op.op = "embedding";
-      op.inputs = {operand(d.inputs[1], op.name), operand(d.inputs[0], op.name)};
+      std::string rows = d.inputs[0];
+      if (rank > 2) {
+        Const flat = table;
+        flat.dims = {table.dims[0], table.count() / std::max<int64_t>(table.dims[0], 1)};
+        rows = freeOfModel(d.inputs[0] + "_rows");
+        consts_[rows] = flat;
+        std::vector<int64_t> shape;
+        for (const Expr& e : shapeOf(d.inputs[1])) shape.push_back(e.eval());
+        shape.insert(shape.end(), table.dims.begin() + 1, table.dims.end());
+        std::string looked =
+            auxOp("embedding", op.name + "_rows", {operand(d.inputs[1], op.name), weightFrom(rows, rows)},
+                  d.output + "_rows");
+        op.op = "reshape";
+        op.inputs = {looked};
+        op.attrs["shape"] = shape;
+        graph_.ops.push_back(op);
+        return;
+      }
+      op.inputs = {operand(d.inputs[1], op.name), operand(rows, op.name)};
     } else if (d.op == "Where" && masksBeforeSoftmax(d) &&
                whereAsBias(d, whereStream, whereBias, 1, consumers(d.output)[0])) {
       // A mask before a softmax (masked_fill with -inf or a large negative number that is not causal, a

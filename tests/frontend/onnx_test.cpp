@@ -1013,6 +1013,43 @@ TEST(Onnx, TriluOfAStreamKeepsItsTriangle) {
   }
 }
 
+// A table of three dims at indices of data (ChatGLM's rope cache [max, rot / 2, 2] at position ids) is the
+// rows of [V, a * b] viewed back; along another axis than the first it is refused by name (it was an
+// embedding whose shape check failed). Values by hand.
+TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
+  for (int64_t axis : {0, 1}) {
+    onnx::ModelProto m = modelWithInput(17, "rows", {1, 3});
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::INT64);
+    onnx::GraphProto* g = m.mutable_graph();
+    std::vector<double> table;
+    for (int i = 0; i < 30; ++i) table.push_back(0.5 * i - 3);
+    addInitializer(g, "table", {5, 2, 3}, table);
+    auto* a = addNode(g, "Gather", {"table", "x"}, "y")->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(axis);
+    g->add_output()->set_name("y");
+    std::string path = writeModel(m, "rows" + std::to_string(axis) + ".onnx");
+    if (axis == 1) {
+      EXPECT_EQ(errorOf(path),
+                path +
+                    ": error: unsupported: 1 node(s):\n  y_node (Gather of a table of rank 3 along "
+                    "axis 1 at indices computed at run time)");
+      continue;
+    }
+    Graph graph = importOnnx(path);
+    std::map<std::string, Tensor> values = {{"x", Tensor{{1, 3}, {4, 0, 2}}}};
+    for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+    Tensor y = interpret(graph, values).at(graph.outputs.at(0));
+    EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 3, 2, 3}));
+    const int rows[3] = {4, 0, 2};
+    ASSERT_EQ(y.data.size(), 18u);
+    for (size_t f = 0; f < 18; ++f)
+      EXPECT_EQ(y.data[f], static_cast<float>(table[static_cast<size_t>(rows[f / 6] * 6) + f % 6])) << f;
+  }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
