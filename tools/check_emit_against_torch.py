@@ -390,6 +390,24 @@ class RopeCacheGather(torch.nn.Module):
         return self.lin(x) * c.reshape(b, s, -1).repeat(1, 1, 2)
 
 
+class BatchlessRightMatmul(torch.nn.Module):
+    """Queries at batch 2 times a per-head table [h, hd, n] with no batch axis (or [1, h, hd, n]): MatMul
+    batch dims that broadcast a constant (Transformer-XL's relative keys, per-head projections)."""
+
+    def __init__(self, d=32, heads=4, n=8, unsqueeze=False):
+        super().__init__()
+        self.h, self.hd, self.unsqueeze = heads, d // heads, unsqueeze
+        self.q = torch.nn.Linear(d, d)
+        self.r = torch.nn.Parameter(torch.randn(heads, d // heads, n))
+        self.o = torch.nn.Linear(heads * n, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q = self.q(x).view(b, s, self.h, self.hd).transpose(1, 2)
+        r = self.r.unsqueeze(0) if self.unsqueeze else self.r
+        return self.o((q @ r).transpose(1, 2).reshape(b, s, -1))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -489,6 +507,8 @@ def cases(m):
         ("triangular_scores_d64_h4_s12_b2", lambda: TriangularScores(64, 4), (2, 12, 64), 17, None, []),
         ("rope_cache_gather", lambda: RopeCacheGather(), (1, 8, 32), 17, None, []),
         ("rope_cache_gather_buffer_d64_s12_b2", lambda: RopeCacheGather(64, 16, True), (2, 12, 64), 17, None, []),
+        ("batchless_right_matmul_b2", lambda: BatchlessRightMatmul(), (2, 8, 32), 17, None, []),
+        ("batchless_right_matmul_unsqueezed_b3_d48_h3_n6", lambda: BatchlessRightMatmul(48, 3, 6, True), (3, 10, 48), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

@@ -2995,6 +2995,34 @@ class Importer {
   // Of `values` (the node's operands): a constant operand renamed to the constant laid out so; for a stream,
   // its index (with `dims`, its view), 2 when none is.
   size_t alignMatmulRanks(const Dyn& d, std::vector<std::string>& values, std::vector<int64_t>& dims) {
+    // A constant whose batch dims broadcast against the other operand's (a per-head table [h, k, n] against
+    // [b, h, m, k], [1, h, k, n] at batch 2, learned queries not repeated per batch): laid out at the
+    // result's batch dims, a copy where it broadcasts, when the other operand needs none.
+    for (size_t side : {size_t{0}, size_t{1}}) {
+      auto c = consts_.find(values[side]);
+      if (c == consts_.end() || !hasConcreteShape(d.inputs[1 - side])) continue;
+      std::vector<int64_t> own = c->second.dims, other;
+      for (const Expr& e : shapeOf(d.inputs[1 - side])) other.push_back(e.eval());
+      if (own.size() < 3 || other.size() < 3) continue;  // a matrix is a weight every batch shares
+      size_t rank = std::max(own.size(), other.size());
+      std::vector<int64_t> target(rank, 1);
+      bool fits = true;
+      for (size_t i = 0; i + 2 < rank; ++i) {
+        int64_t x = i < rank - own.size() ? 1 : own[i - (rank - own.size())];
+        int64_t y = i < rank - other.size() ? 1 : other[i - (rank - other.size())];
+        fits = fits && (x == y || x == 1 || y == 1);
+        target[i] = std::max(x, y);
+      }
+      target[rank - 2] = own[own.size() - 2];
+      target[rank - 1] = own.back();
+      bool otherWhole = other.size() == rank && std::equal(other.begin(), other.end() - 2, target.begin());
+      if (!fits || !otherWhole || target == own || Const{target, {}}.count() > (int64_t{1} << 24)) continue;
+      Const zeros{target, std::vector<double>(static_cast<size_t>(Const{target, {}}.count()), 0.0)};
+      Const k = broadcast(c->second, zeros, [](double v, double) { return v; });
+      values[side] = freeOfModel(values[side] + "_batched");
+      consts_[values[side]] = k;
+      return 2;
+    }
     std::vector<Expr> a = shapeOf(d.inputs[0]), b = shapeOf(d.inputs[1]);
     if (a.size() == b.size() || b.size() == 2 || a.size() < 2 || b.size() < 2) return 2;
     size_t shorter = a.size() < b.size() ? 0 : 1;

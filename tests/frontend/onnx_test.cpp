@@ -1050,6 +1050,35 @@ TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
   }
 }
 
+// A MatMul whose constant operand's batch dims broadcast against the stream's (a per-head table [h, k, n]
+// with no batch axis, times queries [b, h, m, k] at batch 2): the table laid out per batch. It stopped with
+// "batch dimensions differ". Values by hand.
+TEST(Onnx, AConstantBroadcastsOverTheBatchOfAMatMul) {
+  onnx::ModelProto m = modelWithInput(17, "batchless", {2, 2, 3, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  std::vector<double> r;
+  for (int i = 0; i < 2 * 4 * 5; ++i) r.push_back(0.25 * (i % 7) - 0.5);
+  addInitializer(g, "r", {2, 4, 5}, r);
+  addNode(g, "MatMul", {"x", "r"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "batchless.onnx"));
+  std::vector<float> x;
+  for (int i = 0; i < 48; ++i) x.push_back(0.125f * static_cast<float>(i % 11) - 0.5f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 2, 3, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  Tensor y = interpret(graph, values).at(graph.outputs.at(0));
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 2, 3, 5}));
+  ASSERT_EQ(y.data.size(), 60u);
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t h = 0; h < 2; ++h)
+      for (size_t i = 0; i < 3; ++i)
+        for (size_t j = 0; j < 5; ++j) {
+          double sum = 0;
+          for (size_t k = 0; k < 4; ++k) sum += x[((b * 2 + h) * 3 + i) * 4 + k] * r[(h * 4 + k) * 5 + j];
+          EXPECT_NEAR(y.data[((b * 2 + h) * 3 + i) * 5 + j], sum, 1e-6) << b << h << i << j;
+        }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
