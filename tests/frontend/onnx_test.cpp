@@ -247,6 +247,23 @@ onnx::TensorProto* addInitializer(onnx::GraphProto* g, const std::string& name,
   return t;
 }
 
+// A 4 x 4 softmax output against a softmax in double of scores(row, key) along each row (`byColumn`: along
+// each column), the maximum subtracted first, so that keys tied at the dtype's minimum or at -inf weigh as
+// torch weighs them.
+void expectSoftmaxOf(const std::vector<float>& probs, const std::function<double(size_t, size_t)>& scores,
+                     const std::string& what, bool byColumn = false) {
+  ASSERT_EQ(probs.size(), 16u) << what;
+  for (size_t a = 0; a < 4; ++a) {
+    auto at = [&](size_t b) { return byColumn ? scores(b, a) : scores(a, b); };
+    double top = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (size_t b = 0; b < 4; ++b) top = std::max(top, at(b));
+    for (size_t b = 0; b < 4; ++b) sum += std::exp(at(b) - top);
+    for (size_t b = 0; b < 4; ++b)
+      EXPECT_NEAR(probs[byColumn ? b * 4 + a : a * 4 + b], std::exp(at(b) - top) / sum, 1e-6)
+          << what << ": " << a << "," << b;
+  }
+}
+
 // A Cast of `from` to bool, named `to`: a mask as torch exports it.
 void castToBool(onnx::GraphProto* g, const std::string& from, const std::string& to) {
   onnx::AttributeProto* type = addNode(g, "Cast", {from}, to)->add_attribute();
@@ -789,16 +806,9 @@ TEST(Onnx, StackedFillsAreACausalSoftmaxOnlyWhereEachRowKeepsAKey) {
     return s;
   };
   for (int which = 0; which < 3; ++which) {
-    std::vector<float> probs = out.at(graph.outputs.at(static_cast<size_t>(which))).data;
-    ASSERT_EQ(probs.size(), 16u);
-    for (size_t i = 0; i < 4; ++i) {
-      double top = low, sum = 0;
-      for (size_t j = 0; j < 4; ++j) top = std::max(top, scores(which, i, j));
-      for (size_t j = 0; j < 4; ++j) sum += std::exp(scores(which, i, j) - top);
-      for (size_t j = 0; j < 4; ++j)
-        EXPECT_NEAR(probs[i * 4 + j], std::exp(scores(which, i, j) - top) / sum, 1e-6)
-            << which << ": " << i << "," << j;
-    }
+    expectSoftmaxOf(
+        out.at(graph.outputs.at(static_cast<size_t>(which))).data,
+        [&](size_t i, size_t j) { return scores(which, i, j); }, std::to_string(which));
   }
 }
 
@@ -844,16 +854,9 @@ TEST(Onnx, MasksOfMinimaAndInfinitiesKeepTheirTies) {
     return static_cast<double>(x[i * 4 + j]);
   };
   for (int which = 0; which < 2; ++which) {
-    std::vector<float> probs = out.at(graph.outputs.at(static_cast<size_t>(which))).data;
-    ASSERT_EQ(probs.size(), 16u);
-    for (size_t i = 0; i < 4; ++i) {
-      double top = -inf, sum = 0;
-      for (size_t j = 0; j < 4; ++j) top = std::max(top, scores(which, i, j));
-      for (size_t j = 0; j < 4; ++j) sum += std::exp(scores(which, i, j) - top);
-      for (size_t j = 0; j < 4; ++j)
-        EXPECT_NEAR(probs[i * 4 + j], std::exp(scores(which, i, j) - top) / sum, 1e-6)
-            << which << ": " << i << "," << j;
-    }
+    expectSoftmaxOf(
+        out.at(graph.outputs.at(static_cast<size_t>(which))).data,
+        [&](size_t i, size_t j) { return scores(which, i, j); }, std::to_string(which));
   }
 }
 
@@ -906,17 +909,9 @@ TEST(Onnx, FillsABiasCannotStandForStaySelects) {
     return j == 0 ? -1e4 : s;
   };
   for (int which = 0; which < 3; ++which) {
-    std::vector<float> probs = out.at(graph.outputs.at(static_cast<size_t>(which))).data;
-    ASSERT_EQ(probs.size(), 16u);
-    for (size_t a = 0; a < 4; ++a) {  // a row (a column for the last)
-      auto at = [&](size_t b) { return which == 2 ? scores(which, b, a) : scores(which, a, b); };
-      double top = -1e30, sum = 0;
-      for (size_t b = 0; b < 4; ++b) top = std::max(top, at(b));
-      for (size_t b = 0; b < 4; ++b) sum += std::exp(at(b) - top);
-      for (size_t b = 0; b < 4; ++b)
-        EXPECT_NEAR(probs[which == 2 ? b * 4 + a : a * 4 + b], std::exp(at(b) - top) / sum, 1e-6)
-            << which << ": " << a << "," << b;
-    }
+    expectSoftmaxOf(
+        out.at(graph.outputs.at(static_cast<size_t>(which))).data,
+        [&](size_t i, size_t j) { return scores(which, i, j); }, std::to_string(which), which == 2);
   }
 }
 
