@@ -408,6 +408,26 @@ class BatchlessRightMatmul(torch.nn.Module):
         return self.o((q @ r).transpose(1, 2).reshape(b, s, -1))
 
 
+class EllipsisEinsumAttention(torch.nn.Module):
+    """Attention written as lucidrains-style code writes it: einsum("... i d, ... j d -> ... i j") for the
+    scores and einsum("... i j, ... j d -> ... i d") for the mix (an Einsum with an ellipsis)."""
+
+    def __init__(self, d=48, heads=3):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        sim = torch.einsum("... i d, ... j d -> ... i j", q, k) * hd ** -0.5
+        attn = sim.softmax(dim=-1)
+        y = torch.einsum("... i j, ... j d -> ... i d", attn, v)
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -509,6 +529,8 @@ def cases(m):
         ("rope_cache_gather_buffer_d64_s12_b2", lambda: RopeCacheGather(64, 16, True), (2, 12, 64), 17, None, []),
         ("batchless_right_matmul_b2", lambda: BatchlessRightMatmul(), (2, 8, 32), 17, None, []),
         ("batchless_right_matmul_unsqueezed_b3_d48_h3_n6", lambda: BatchlessRightMatmul(48, 3, 6, True), (3, 10, 48), 17, None, []),
+        ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
+        ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),

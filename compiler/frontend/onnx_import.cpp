@@ -562,19 +562,47 @@ class Importer {
   }
 
   // The two operands and the result of an Einsum's equation, spaces removed; false for another form (one
-  // operand, an implicit result, an ellipsis).
-  static bool einsumTerms(const onnx::NodeProto& n, std::string& a, std::string& b, std::string& c) {
+  // operand, an implicit result). An ellipsis (`... i d, ... j d -> ... i j`) stands for the dims of its
+  // operand the letters leave, named by capitals the equation does not use, aligned at the right across
+  // operands as numpy broadcasts them; false where an operand's rank is not known.
+  bool einsumTerms(const onnx::NodeProto& n, std::string& a, std::string& b, std::string& c) const {
     std::string eq;
     for (const auto& at : n.attribute())
       if (at.name() == "equation")
         for (char ch : at.s())
           if (ch != ' ') eq += ch;
     size_t arrow = eq.find("->"), comma = eq.find(',');
-    if (n.input_size() != 2 || arrow == std::string::npos || comma == std::string::npos || comma > arrow ||
-        eq.find("...") != std::string::npos)
+    if (n.input_size() != 2 || arrow == std::string::npos || comma == std::string::npos || comma > arrow)
       return false;
     a = eq.substr(0, comma), b = eq.substr(comma + 1, arrow - comma - 1), c = eq.substr(arrow + 2);
-    return true;
+    if (eq.find("...") == std::string::npos) return true;
+    auto rankOf = [&](const std::string& v) -> int64_t {
+      if (auto k = consts_.find(v); k != consts_.end()) return static_cast<int64_t>(k->second.dims.size());
+      std::vector<int64_t> dims;
+      int type = 0;
+      if (hasShape(v)) return static_cast<int64_t>(shapeOf(v).size());
+      return knownDims(v, dims, type) ? static_cast<int64_t>(dims.size()) : -1;
+    };
+    std::string* terms[2] = {&a, &b};
+    int64_t spans[2] = {0, 0}, most = 0;
+    for (int i = 0; i < 2; ++i) {
+      size_t at = terms[i]->find("...");
+      if (at == std::string::npos) continue;
+      int64_t rank = rankOf(n.input(i)), letters = static_cast<int64_t>(terms[i]->size()) - 3;
+      if (rank < letters || terms[i]->find("...", at + 3) != std::string::npos) return false;
+      spans[i] = rank - letters;
+      most = std::max(most, spans[i]);
+    }
+    std::string names;
+    for (char ch = 'Z'; ch >= 'A' && static_cast<int64_t>(names.size()) < most; --ch)
+      if (eq.find(ch) == std::string::npos) names.insert(names.begin(), ch);
+    if (static_cast<int64_t>(names.size()) < most) return false;
+    for (int i = 0; i < 2; ++i)
+      if (size_t at = terms[i]->find("..."); at != std::string::npos)
+        terms[i]->replace(at, 3, names.substr(static_cast<size_t>(most - spans[i])));
+    if (size_t at = c.find("..."); at != std::string::npos) c.replace(at, 3, names);
+    return a.find('.') == std::string::npos && b.find('.') == std::string::npos &&
+           c.find('.') == std::string::npos;
   }
 
   // ONNX's shape inference gives an Einsum's result its rank alone: its sizes from the operands' (each

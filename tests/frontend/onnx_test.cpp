@@ -1074,6 +1074,36 @@ TEST(Onnx, AConstantBroadcastsOverTheBatchOfAMatMul) {
         }
 }
 
+// An Einsum with an ellipsis (lucidrains-style "... i d, ... j d -> ... i j") is the product its letters
+// and the operands' ranks spell: here a batched x w^T over the leading dim. It was refused. Values by hand.
+TEST(Onnx, AnEllipsisEinsumIsTheProductItSpells) {
+  onnx::ModelProto m = modelWithInput(17, "ellipsis", {2, 3, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  std::vector<double> w;
+  for (int i = 0; i < 2 * 5 * 4; ++i) w.push_back(0.25 * (i % 9) - 1.0);
+  addInitializer(g, "w", {2, 5, 4}, w);
+  auto* e = addNode(g, "Einsum", {"x", "w"}, "y")->add_attribute();
+  e->set_name("equation");
+  e->set_type(onnx::AttributeProto::STRING);
+  e->set_s("... i d, ... j d -> ... i j");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "ellipsis.onnx"));
+  std::vector<float> x;
+  for (int i = 0; i < 24; ++i) x.push_back(0.125f * static_cast<float>(i % 7) - 0.25f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  Tensor y = interpret(graph, values).at(graph.outputs.at(0));
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 3, 5}));
+  ASSERT_EQ(y.data.size(), 30u);
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 5; ++j) {
+        double sum = 0;
+        for (size_t k = 0; k < 4; ++k) sum += x[(b * 3 + i) * 4 + k] * w[(b * 5 + j) * 4 + k];
+        EXPECT_NEAR(y.data[(b * 3 + i) * 5 + j], sum, 1e-6) << b << i << j;
+      }
+}
+
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
 // with its bounds as inputs (either left out), Round half to even; an index table clamped so fed an
 // embedding that no emission could gather (Shaw's relative positions).
