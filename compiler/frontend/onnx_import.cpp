@@ -580,8 +580,12 @@ class Importer {
       if (auto k = consts_.find(v); k != consts_.end()) return static_cast<int64_t>(k->second.dims.size());
       std::vector<int64_t> dims;
       int type = 0;
-      if (hasShape(v)) return static_cast<int64_t>(shapeOf(v).size());
-      return knownDims(v, dims, type) ? static_cast<int64_t>(dims.size()) : -1;
+      if (knownDims(v, dims, type)) return static_cast<int64_t>(dims.size());
+      try {  // (a dim of unknown size throws: the rank alone is wanted)
+        if (hasShape(v)) return static_cast<int64_t>(shapeOf(v).size());
+      } catch (const UserError&) {
+      }
+      return -1;
     };
     std::string* terms[2] = {&a, &b};
     int64_t spans[2] = {0, 0}, most = 0;
@@ -2679,9 +2683,10 @@ class Importer {
       const Const& table = consts_.at(d.inputs[0]);
       int64_t rank = static_cast<int64_t>(table.dims.size()), axis = intAttr(n, "axis", 0);
       if (axis < 0) axis += rank;
-      if (rank < 2 || axis != 0 || !hasConcreteShape(d.inputs[1])) {
+      if (rank < 2 || axis != 0 || (rank > 2 && !hasConcreteShape(d.inputs[1]))) {
         unsupported_.push_back(name + " (Gather of a table of rank " + std::to_string(rank) + " along axis " +
-                               std::to_string(axis) + " at indices computed at run time)");
+                               std::to_string(axis) + " at indices computed at run time" +
+                               (rank > 2 && axis == 0 ? ", of a symbolic shape" : "") + ")");
         return;
       }
       op.op = "embedding";
@@ -3044,7 +3049,16 @@ class Importer {
       target[rank - 2] = own[own.size() - 2];
       target[rank - 1] = own.back();
       bool otherWhole = other.size() == rank && std::equal(other.begin(), other.end() - 2, target.begin());
-      if (!fits || !otherWhole || target == own || Const{target, {}}.count() > (int64_t{1} << 24)) continue;
+      // A right side whose 1s are its last batch dims ([1, k, n] at [b, m, k], [kv, 1, k, n] at [kv, rep, s,
+      // k]) folds those batches into rows and stays shared (foldBroadcastBatches): no copy.
+      bool foldsIntoRows = side == 1 && own.size() == rank, broadcasting = false;
+      for (size_t i = 0; foldsIntoRows && i + 2 < rank; ++i) {
+        broadcasting = broadcasting || own[i] != target[i];
+        foldsIntoRows = !broadcasting || own[i] == 1;
+      }
+      if (!fits || !otherWhole || target == own || foldsIntoRows ||
+          Const{target, {}}.count() > (int64_t{1} << 24))
+        continue;
       Const zeros{target, std::vector<double>(static_cast<size_t>(Const{target, {}}.count()), 0.0)};
       Const k = broadcast(c->second, zeros, [](double v, double) { return v; });
       values[side] = freeOfModel(values[side] + "_batched");

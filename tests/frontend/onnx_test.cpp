@@ -1035,6 +1035,25 @@ TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
     }
     Graph graph = importOnnx(path);
     std::map<std::string, Tensor> values = {{"x", Tensor{{1, 3}, {4, 0, 2}}}};
+    {  // a table of two dims at ids of a symbolic length stays an embedding
+      onnx::ModelProto e = m;
+      auto* dim = e.mutable_graph()
+                      ->mutable_input(0)
+                      ->mutable_type()
+                      ->mutable_tensor_type()
+                      ->mutable_shape()
+                      ->mutable_dim(1);
+      dim->set_dim_param("seq");
+      onnx::TensorProto* t = e.mutable_graph()->mutable_initializer(0);
+      t->clear_dims();
+      t->add_dims(5);
+      t->add_dims(6);
+      e.mutable_graph()->clear_output();
+      e.mutable_graph()->add_output()->set_name("y");
+      Graph embedded = importOnnx(writeModel(e, "ids_seq.onnx"));
+      ASSERT_EQ(embedded.ops.size(), 1u);
+      EXPECT_EQ(embedded.ops[0].op, "embedding");
+    }
     for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
     Tensor y = interpret(graph, values).at(graph.outputs.at(0));
     EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 3, 2, 3}));
@@ -1072,6 +1091,15 @@ TEST(Onnx, AConstantBroadcastsOverTheBatchOfAMatMul) {
           for (size_t k = 0; k < 4; ++k) sum += x[((b * 2 + h) * 3 + i) * 4 + k] * r[(h * 4 + k) * 5 + j];
           EXPECT_NEAR(y.data[((b * 2 + h) * 3 + i) * 5 + j], sum, 1e-6) << b << h << i << j;
         }
+  // A right side of [1, k, n] at [b, m, k] folds the batch into rows: the weight is not copied per batch.
+  onnx::ModelProto shared = modelWithInput(17, "shared", {2, 3, 4});
+  addInitializer(shared.mutable_graph(), "w", {1, 4, 5}, std::vector<double>(r.begin(), r.begin() + 20));
+  addNode(shared.mutable_graph(), "MatMul", {"x", "w"}, "y");
+  shared.mutable_graph()->add_output()->set_name("y");
+  Graph folded = importOnnx(writeModel(shared, "shared.onnx"));
+  size_t held = 0;
+  for (const auto& [weight, v] : folded.values) held += v.size();
+  EXPECT_EQ(held, 20u);
 }
 
 // An Einsum with an ellipsis (lucidrains-style "... i d, ... j d -> ... i j") is the product its letters
@@ -1102,6 +1130,28 @@ TEST(Onnx, AnEllipsisEinsumIsTheProductItSpells) {
         for (size_t k = 0; k < 4; ++k) sum += x[(b * 3 + i) * 4 + k] * w[(b * 5 + j) * 4 + k];
         EXPECT_NEAR(y.data[(b * 3 + i) * 5 + j], sum, 1e-6) << b << i << j;
       }
+}
+
+// A Tile of constants folds (position ids repeated per batch): [2, 3] tiled (2, 2) is [4, 6], row r and
+// column c holding t[r % 2][c % 3], added to x here and checked by hand.
+TEST(Onnx, ATileOfConstantsFolds) {
+  onnx::ModelProto m = modelWithInput(17, "tiled", {4, 6});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "t", {2, 3}, {1, 2, 3, 4, 5, 6});
+  addInitializer(g, "repeats", {2}, {2, 2}, onnx::TensorProto::INT64);
+  addNode(g, "Tile", {"t", "repeats"}, "tiled");
+  addNode(g, "Add", {"x", "tiled"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "tiled.onnx"));
+  EXPECT_EQ(opCounts(graph)["tile"], 0);
+  std::vector<float> x(24, 0.5f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{4, 6}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  Tensor y = interpret(graph, values).at(graph.outputs.at(0));
+  ASSERT_EQ(y.data.size(), 24u);
+  for (size_t r = 0; r < 4; ++r)
+    for (size_t c = 0; c < 6; ++c)
+      EXPECT_EQ(y.data[r * 6 + c], 0.5f + static_cast<float>((r % 2) * 3 + c % 3 + 1)) << r << "," << c;
 }
 
 // Index arithmetic on constants folds: Mod (Python's sign of the divisor, and fmod's of the dividend), Clip
