@@ -30,6 +30,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -280,19 +281,43 @@ bool scatterElementsConst(const Const& data, const Const& indices, const Const& 
   return true;
 }
 
+// The numpy broadcast of shapes a and b; none when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcastDims(const std::vector<int64_t>& a,
+                                                  const std::vector<int64_t>& b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// Trilu's mask of a [rows, cols] matrix: 1 where the upper (j - i >= k) or lower (j - i <= k) triangle
+// keeps the value, 0 elsewhere.
+Const triangle(int64_t rows, int64_t cols, int64_t k, bool upper) {
+  Const kept;
+  kept.dims = {rows, cols};
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) kept.v.push_back((upper ? j - i >= k : j - i <= k) ? 1.0 : 0.0);
+  return kept;
+}
+
 // Numpy broadcasting of two constants through f; a UserError when their shapes do not broadcast.
 Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
-  size_t rank = std::max(a.dims.size(), b.dims.size());
+  std::optional<std::vector<int64_t>> dims = broadcastDims(a.dims, b.dims);
+  if (!dims)
+    throw UserError("constants of shapes " + dimsText(a.dims) + " and " + dimsText(b.dims) +
+                    " do not broadcast");
+  size_t rank = dims->size();
   Const out;
   out.known = a.known && b.known;
-  out.dims.assign(rank, 1);
-  auto dimAt = [&](const Const& c, size_t i) { return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())]; };
-  for (size_t i = 0; i < rank; ++i) {
-    if (dimAt(a, i) != dimAt(b, i) && dimAt(a, i) != 1 && dimAt(b, i) != 1)
-      throw UserError("constants of shapes " + dimsText(a.dims) + " and " + dimsText(b.dims) +
-                      " do not broadcast");
-    out.dims[i] = dimAt(a, i) == 1 ? dimAt(b, i) : dimAt(a, i);
-  }
+  out.dims = *dims;
+  auto dimAt = [&](const Const& c, size_t i) {
+    return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())];
+  };
   int64_t n = out.count();
   for (int64_t flat = 0; flat < n; ++flat) {
     int64_t ia = 0, ib = 0, sa = 1, sb = 1, rem = flat;
@@ -1487,12 +1512,8 @@ class Importer {
       if (r < 2) return false;
       int64_t k = n.input_size() > 1 && !n.input(1).empty() ? static_cast<int64_t>(in(1).v.at(0)) : 0;
       bool upper = intAttr(n, "upper", 1) != 0;
-      int64_t rows = out.dims[r - 2], cols = out.dims[r - 1];
-      for (int64_t flat = 0; flat < out.count(); ++flat) {
-        int64_t j = flat % cols, i = (flat / cols) % rows;
-        bool keep = upper ? j - i >= k : j - i <= k;
-        if (!keep) out.v[static_cast<size_t>(flat)] = 0;
-      }
+      out = broadcast(out, triangle(out.dims[r - 2], out.dims[r - 1], k, upper),
+                      [](double x, double keep) { return keep != 0 ? x : 0.0; });
     } else if (op == "Transpose") {  // of a table (a rope table's frequencies against positions)
       if (!transposeConst(in(0), intsAttr(n, "perm"), out)) return false;
     } else if (op == "MatMul") {  // of tables (inv_freq @ position_ids, as Hugging Face's rotary writes it)
@@ -2085,10 +2106,13 @@ class Importer {
       if (!hasConcreteShape(softmax->inputs[0]) || shapeOf(softmax->inputs[0]).size() < 2) return false;
       std::vector<Expr> scores = shapeOf(softmax->inputs[0]);
       int64_t R = scores[scores.size() - 2].eval(), K = scores.back().eval();
+      Op causal;
+      causal.op = "softmax";
+      causal.attrs = softmax->attrs;
       Const dropped;
       dropped.dims = {R, K};
       for (int64_t i = 0; i < R; ++i)
-        for (int64_t j = 0; j < K; ++j) dropped.v.push_back(j > i + K - R ? 1.0 : 0.0);
+        for (int64_t j = 0; j < K; ++j) dropped.v.push_back(j < keptKeys(causal, i, R, K) ? 0.0 : 1.0);
       try {
         masked = broadcast(masked, dropped, [](double m, double d) { return d != 0 ? 1.0 : m; });
       } catch (const UserError&) {
@@ -2124,13 +2148,8 @@ class Importer {
     // causal softmax would take 8 x 4096 x 4096): past that the fill stays a select.
     auto grown = [](const Const& a, const Const& b, const std::function<double(double, double)>& f) {
       int64_t count = 1;
-      for (size_t i = 0, rank = std::max(a.dims.size(), b.dims.size()); i < rank; ++i) {
-        auto dim = [&](const Const& c) {
-          return i < rank - c.dims.size() ? int64_t{1} : c.dims[i - (rank - c.dims.size())];
-        };
-        count *= std::max(dim(a), dim(b));
-        if (count > (int64_t{1} << 25)) throw UserError("too many keys");
-      }
+      for (int64_t dim : broadcastDims(a.dims, b.dims).value_or(std::vector<int64_t>{}))
+        if ((count *= dim) > (int64_t{1} << 25)) throw UserError("too many keys");
       return broadcast(a, b, f);
     };
     Const filled = masked, added = masked, selected = masked;  // in the fill's shape, broadcast as they grow
@@ -2165,10 +2184,10 @@ class Importer {
             v = d.inputs[1 - c];
           } else if ((d.op == "Add" || d.op == "Sub") && binary && (commutes || c == 1)) {
             const Const& k = consts_.at(d.inputs[c]);
-            Const turned = k;
-            if (d.op == "Sub")
-              for (double& x : turned.v) x = -x;
-            if (k.known && unbounded(turned)) return false;
+            const double raised = d.op == "Sub" ? -HUGE_VAL : HUGE_VAL;  // +inf once added
+            if (k.known &&
+                std::any_of(k.v.begin(), k.v.end(), [&](double x) { return std::isnan(x) || x == raised; }))
+              return false;
             v = d.inputs[1 - c];
           } else if (where) {
             bool streamWhenTrue = !constant(1);
@@ -2764,12 +2783,8 @@ class Importer {
       int64_t rows = shape[shape.size() - 2].eval(), cols = shape.back().eval();
       int64_t k = kGiven ? static_cast<int64_t>(consts_.at(d.inputs[1]).v[0]) : 0;
       bool upper = intAttr(n, "upper", 1) != 0;
-      Const kept;
-      kept.dims = {rows, cols};
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) kept.v.push_back((upper ? j - i >= k : j - i <= k) ? 1.0 : 0.0);
       std::string mask = freeOfModel(d.output + "_triangle");
-      consts_[mask] = kept;
+      consts_[mask] = triangle(rows, cols, k, upper);
       op.op = "select";
       op.inputs = {x, weightFrom(mask, mask)};
     } else if (d.op == "IsNaN") {  // x == x fails for NaN alone (torch.nan_to_num, torch.isnan)
@@ -2781,14 +2796,14 @@ class Importer {
       bool negative = intAttr(n, "detect_negative", 1) != 0, positive = intAttr(n, "detect_positive", 1) != 0;
       const double inf = std::numeric_limits<double>::infinity();
       std::string x = operand(d.inputs[0], op.name);
-      op.op = "equal";
-      if (negative == positive)  // both: |x| == inf; neither: |x| < -1, 0 everywhere
+      if (negative == positive) {  // both: |x| == inf; neither: |x| < -1, 0 everywhere
         op.op = negative ? "equal" : "less";
-      if (negative == positive)
         op.inputs = {auxOp("abs", op.name + "_abs", {x}, d.output + "_abs"),
                      scalarWeight(op.name + "_inf", negative ? inf : -1.0)};
-      else
+      } else {
+        op.op = "equal";
         op.inputs = {x, scalarWeight(op.name + "_inf", negative ? -inf : inf)};
+      }
     } else if (d.op == "LeakyRelu") {  // max(x, alpha x) for 0 <= alpha <= 1, min(x, alpha x) above
       double alpha = floatAttr(n, "alpha", 0.01);
       std::string x = operand(d.inputs[0], op.name);
@@ -3037,17 +3052,12 @@ class Importer {
       std::vector<int64_t> own = c->second.dims, other;
       for (const Expr& e : shapeOf(d.inputs[1 - side])) other.push_back(e.eval());
       if (own.size() < 3 || other.size() < 3) continue;  // a matrix is a weight every batch shares
-      size_t rank = std::max(own.size(), other.size());
-      std::vector<int64_t> target(rank, 1);
-      bool fits = true;
-      for (size_t i = 0; i + 2 < rank; ++i) {
-        int64_t x = i < rank - own.size() ? 1 : own[i - (rank - own.size())];
-        int64_t y = i < rank - other.size() ? 1 : other[i - (rank - other.size())];
-        fits = fits && (x == y || x == 1 || y == 1);
-        target[i] = std::max(x, y);
-      }
-      target[rank - 2] = own[own.size() - 2];
-      target[rank - 1] = own.back();
+      std::optional<std::vector<int64_t>> batch =
+          broadcastDims({own.begin(), own.end() - 2}, {other.begin(), other.end() - 2});
+      if (!batch) continue;
+      std::vector<int64_t> target = *batch;
+      target.insert(target.end(), own.end() - 2, own.end());
+      size_t rank = target.size();
       bool otherWhole = other.size() == rank && std::equal(other.begin(), other.end() - 2, target.begin());
       // A right side whose 1s are its last batch dims ([1, k, n] at [b, m, k], [kv, 1, k, n] at [kv, rep, s,
       // k]) folds those batches into rows and stays shared (foldBroadcastBatches): no copy.
@@ -3056,8 +3066,7 @@ class Importer {
         broadcasting = broadcasting || own[i] != target[i];
         foldsIntoRows = !broadcasting || own[i] == 1;
       }
-      if (!fits || !otherWhole || target == own || foldsIntoRows ||
-          Const{target, {}}.count() > (int64_t{1} << 24))
+      if (!otherWhole || target == own || foldsIntoRows || Const{target, {}}.count() > (int64_t{1} << 24))
         continue;
       Const zeros{target, std::vector<double>(static_cast<size_t>(Const{target, {}}.count()), 0.0)};
       Const k = broadcast(c->second, zeros, [](double v, double) { return v; });

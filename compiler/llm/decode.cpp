@@ -154,14 +154,14 @@ namespace {
 // kept (the first on a tie; sized once when both give the same network).
 CompileResult compileSizedEitherEstimate(const Graph& g, const Platform& platform,
                                          const CompileOptions& options, const Resources& memory) {
-  CompileOptions estimates[2] = {options, options};
-  estimates[0].alignedStripeEstimate = false;
-  estimates[1].alignedStripeEstimate = true;
   if (options.alignedStripeEstimateGiven) {
     CompileResult design = compileGraph(g, platform, options);
     sizeDesign(design, platform, memory);
     return design;
   }
+  CompileOptions estimates[2] = {options, options};
+  estimates[0].alignedStripeEstimate = false;
+  estimates[1].alignedStripeEstimate = true;
   CompileResult designs[2];
   SizedDesign figures[2];
   tbb::parallel_for(0, 2, [&](int i) { designs[i] = compileGraph(g, platform, estimates[i]); });
