@@ -43,6 +43,13 @@ void quantize(TypedGraph& g) {
   for (auto& [name, t] : g.tensors) t.dtype = matmulWeights.count(name) ? "i4" : "i8";
 }
 
+// Unquantised, the design holds and streams every tensor in f32, as the emitted project does: a mask
+// declared bool, ids declared i64, an f16 input all move as 32-bit values (before, their widths were
+// their declared ones, and the emitted f32 project's tokens did not match its DMAs').
+void holdInF32(TypedGraph& g) {
+  for (auto& [name, t] : g.tensors) t.dtype = "f32";
+}
+
 // Memory for a buffer of `bytes`: LUTRAM up to 512 bytes (64 bits per LUT), BRAM_18K up to 64 blocks,
 // URAM beyond.
 void addBuffer(int64_t bytes, Resources& r) {
@@ -593,7 +600,10 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   CompileResult out;
   for (const auto& s : typed.symbols())
     if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
-  if (options.quant == "w4a8") quantize(typed);
+  if (options.quant == "w4a8")
+    quantize(typed);
+  else
+    holdInF32(typed);
   options.tile = tileForReshapes(typed, options.tile);
   if (options.tile > 1) out.report.warnings = narrowStreamWarnings(typed, options.tile);
   options.stripeCap = stripeCaps(typed, platform, options);

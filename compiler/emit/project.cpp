@@ -1312,9 +1312,13 @@ class ProjectWriter {
         } else if (auto rows = idRange_.find(t.name); rows != idRange_.end()) {  // token ids: whole rows of the table
           for (int64_t k = 0; k < n; ++k)
             v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, static_cast<double>(rows->second)))));
+        } else if (t.dtype == "i1") {  // a mask: 0 or 1
+          for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, 2))));
         } else {
           for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(rng.uniform(-1, 1)));
         }
+        if (t.dtype == "i1" && !(layer > 0 && i == 0))  // given values too: 1 where not 0, as torch's bool()
+          for (float& x : v.data) x = x != 0 ? 1.0f : 0.0f;
         if (!(layer > 0 && i == 0)) inputs.insert(inputs.end(), v.data.begin(), v.data.end());
         values[t.name] = std::move(v);
       }

@@ -1205,8 +1205,9 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   for (int k = 0; k < role.sharedLoops; ++k) c.close();
 }
 
-// An embedding lookup: for each output token, the row of the table its token id names (clamped to the
-// table, as the reference does), read from `ids` (the graph input) and `mem` (the table, row-major).
+// An embedding lookup: for each output token, the row of the table its token id names (-V .. -1 counting
+// from the end, as ONNX's Gather; clamped to the table past that, as the reference does), read from `ids`
+// (the graph input) and `mem` (the table, row-major).
 void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
   const TensorInfo& table = ctx.compiled->kernels.tensors.at(role.tensor);
@@ -1220,8 +1221,9 @@ void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, cons
   std::vector<std::string> rowVars;
   for (int k = 0; k + 1 < n; ++k) rowVars.push_back("i" + std::to_string(k));
   c.line("const float token = ids[" + rowMajor(rowTrips, rowVars) + "];");
-  c.line("const long id = token < 0 ? 0 : token > " + std::to_string(V - 1) + " ? " + std::to_string(V - 1) +
-         " : static_cast<long>(token);");
+  c.line("const float wrapped = token < 0 ? token + " + std::to_string(V) + ".0f : token;");
+  c.line("const long id = wrapped < 0 ? 0 : wrapped > " + std::to_string(V - 1) + " ? " +
+         std::to_string(V - 1) + " : static_cast<long>(wrapped);");
   c.line(tokenOf(T, ctx.dtype(o.dtype)) + " out;");
   openElements(c, "e", T);
   c.line("out.v[e] = " + mem + "[id * " + D + " + " + dataCoord(o, o.map.numResults() - 1, "i", "e") + "];");

@@ -1241,6 +1241,60 @@ TEST(Emit, InputsFromAFileAndTheSameBytesEveryTime) {
   EXPECT_FALSE(readAll(a + "/data/inputs.bin") == readAll(c + "/data/inputs.bin"));
 }
 
+// Bool inputs and token ids as torch reads them. A bool input holds 1 where the value given is not 0 (0.5
+// and -2 are true; And of two masks is their min, which 0.5 would break), and 0 or 1 when drawn (it was
+// drawn from (-1, 1)). An id of -V .. -1 counts from the end of the table, as ONNX's Gather does; past the
+// table the id is its first or last row. Every input of another type than f32 moves as f32 (before, the
+// masks' 1-bit tokens did not compile).
+TEST(Emit, MasksAndIdsAreReadAsTorchReadsThem) {
+  std::string path = ::testing::TempDir() + "masks_ids.yaml";
+  std::ofstream(path)
+      << "graph: masks_ids\n"
+         "inputs: [{name: m, shape: [4, 16], dtype: i1}, {name: n, shape: [4, 16], dtype: i1},\n"
+         "         {name: ids, shape: [4], dtype: i64}]\n"
+         "weights: [{name: table, shape: [6, 16]}]\n"
+         "ops:\n"
+         "  - {name: both, op: min, inputs: [m, n], output: y}\n"
+         "  - {name: embed, op: embedding, inputs: [ids, table], output: e}\n"
+         "outputs: [y, e]\n";
+  auto floats = [](const std::string& file) {
+    std::string bytes = readAll(file);
+    std::vector<float> v(bytes.size() / 4);
+    std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    return v;
+  };
+  std::string drawn = fresh("masks_drawn");
+  ASSERT_EQ(stc("emit " + path + " -o " + drawn).code, 0);
+  std::vector<float> in = floats(drawn + "/data/inputs.bin");
+  ASSERT_EQ(in.size(), 4u * 16 * 2 + 4);
+  EXPECT_TRUE(std::all_of(in.begin(), in.begin() + 128, [](float x) { return x == 0 || x == 1; }));
+  EXPECT_GT(std::count(in.begin(), in.begin() + 128, 1.0f), 32);
+  EXPECT_GT(std::count(in.begin(), in.begin() + 128, 0.0f), 32);
+  Outcome m = shell("make -s -C " + drawn + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
+
+  std::vector<float> given(4 * 16 * 2, 0.0f);
+  std::fill(given.begin(), given.begin() + 32, 0.5f);  // m: rows 0 and 1
+  std::fill(given.begin() + 64, given.end(), -2.0f);   // n: everywhere
+  for (float id : {-1.0f, -6.0f, -7.0f, 9.0f}) given.push_back(id);
+  std::string file = ::testing::TempDir() + "masks_ids.bin";
+  std::ofstream(file, std::ios::binary)
+      .write(reinterpret_cast<const char*>(given.data()), static_cast<std::streamsize>(given.size() * 4));
+  std::string dir = fresh("masks_given");
+  ASSERT_EQ(stc("emit " + path + " -o " + dir + " --inputs " + file).code, 0);
+  std::vector<float> y = floats(dir + "/data/expected.bin");
+  ASSERT_EQ(y.size(), 4u * 16 * 2);
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(y[i], i < 32 ? 1.0f : 0.0f) << i;
+  auto row = [&](size_t r) {
+    return std::vector<float>(y.begin() + 64 + 16 * r, y.begin() + 64 + 16 * (r + 1));
+  };
+  EXPECT_EQ(row(0), row(3));  // -1: the last row; 9: past it, the last
+  EXPECT_EQ(row(1), row(2));  // -6: the first row; -7: before it, the first
+  EXPECT_NE(row(0), row(1));
+  m = shell("make -s -C " + dir + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
+}
+
 TEST(Emit, RefusesAndExplains) {
   std::string dir = fresh("refuse");
   fs::create_directories(dir);
