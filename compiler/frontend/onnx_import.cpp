@@ -2954,6 +2954,12 @@ class Importer {
     } else if (d.op == "ScatterND" || d.op == "ScatterElements") {
       if (!scatter(d, op)) return;
     } else if (d.op == "Einsum") {
+      if (einsumBroadcasts(*d.node)) {
+        unsupported_.push_back(name +
+                               " (Einsum whose operands give an index different extents: an ellipsis "
+                               "broadcast, 1 against more; expand the operand first)");
+        return;
+      }
       if (!einsum(d, op)) {
         unsupported_.push_back(name + " (Einsum other than a product over one index, as a matmul computes)");
         return;
@@ -3430,6 +3436,22 @@ class Importer {
         auxOp("matmul", op.name + "_product", {x, weightFrom(name, name)}, d.output + "_product");
     madeShapes_[made] = product;
     return finish("reshape", made, {{"shape", kept}}, ms + n, "_kept", kept);
+  }
+
+  // Whether an index of both operands of Einsum `n` has extent 1 in one and more in the other: numpy
+  // broadcasts an ellipsis so (`... i d, ... j d` over [1, h, s, d] and [b, h, s, d]), a matmul does not.
+  bool einsumBroadcasts(const onnx::NodeProto& n) const {
+    std::string terms[3];
+    if (!einsumTerms(n, terms[0], terms[1], terms[2])) return false;
+    std::vector<int64_t> dims[2];
+    for (int i = 0; i < 2; ++i) {
+      int type = 0;
+      if (!knownDims(n.input(i), dims[i], type) || dims[i].size() != terms[i].size()) return false;
+    }
+    for (size_t i = 0; i < terms[0].size(); ++i)
+      if (size_t j = terms[1].find(terms[0][i]); j != std::string::npos && dims[0][i] != dims[1][j])
+        return true;
+    return false;
   }
 
   bool einsum(Dyn& d, Op& op) {

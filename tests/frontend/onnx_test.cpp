@@ -1130,6 +1130,18 @@ TEST(Onnx, AnEllipsisEinsumIsTheProductItSpells) {
         for (size_t k = 0; k < 4; ++k) sum += x[(b * 3 + i) * 4 + k] * w[(b * 5 + j) * 4 + k];
         EXPECT_NEAR(y.data[(b * 3 + i) * 5 + j], sum, 1e-6) << b << i << j;
       }
+  // An ellipsis that broadcasts (w's batch of 1 against x's 2) is refused by name (it was "batch dimensions
+  // differ", from the matmul it became).
+  onnx::ModelProto wide = modelWithInput(17, "ellipsis_broadcast", {2, 3, 4});
+  addInitializer(wide.mutable_graph(), "w", {1, 5, 4}, std::vector<double>(w.begin(), w.begin() + 20));
+  *wide.mutable_graph()->add_node() = g->node(0);
+  wide.mutable_graph()->add_output()->set_name("y");
+  std::string error = errorOf(writeModel(wide, "ellipsis_broadcast.onnx"));
+  EXPECT_NE(
+      error.find("y_node (Einsum whose operands give an index different extents: an ellipsis broadcast, 1 "
+                 "against more; expand the operand first)"),
+      std::string::npos)
+      << error;
 }
 
 // A Tile of constants folds (position ids repeated per batch): [2, 3] tiled (2, 2) is [4, 6], row r and
