@@ -428,6 +428,22 @@ class EllipsisEinsumAttention(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, s, d))
 
 
+class RunningMeans(torch.nn.Module):
+    """Running sums of a stream (torch.cumsum along the last dim, ONNX CumSum): the running mean of the
+    features, then a projection; and the running count of positive features, as Hugging Face counts
+    positions from a mask (attention_mask.cumsum(-1) - 1)."""
+
+    def __init__(self, d=40):
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        counts = torch.arange(1, x.shape[-1] + 1, dtype=x.dtype)
+        mean = torch.cumsum(x, dim=-1) / counts
+        positions = (x > 0).to(x.dtype).cumsum(-1) - 1
+        return self.proj(mean) + positions
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -529,6 +545,8 @@ def cases(m):
         ("rope_cache_gather_buffer_d64_s12_b2", lambda: RopeCacheGather(64, 16, True), (2, 12, 64), 17, None, []),
         ("batchless_right_matmul_b2", lambda: BatchlessRightMatmul(), (2, 8, 32), 17, None, []),
         ("batchless_right_matmul_unsqueezed_b3_d48_h3_n6", lambda: BatchlessRightMatmul(48, 3, 6, True), (3, 10, 48), 17, None, []),
+        ("running_means", lambda: RunningMeans(), (1, 8, 40), 17, None, []),
+        ("running_means_d64_b2_op13", lambda: RunningMeans(64), (2, 5, 64), 13, None, []),
         ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
         ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),

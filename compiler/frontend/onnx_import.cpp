@@ -1011,6 +1011,7 @@ class Importer {
                                                  "Or",
                                                  "Xor",
                                                  "IsNaN",
+                                                 "CumSum",
                                                  "IsInf",
                                                  "Trilu",
                                                  "Clip",
@@ -2787,6 +2788,34 @@ class Importer {
       consts_[mask] = triangle(rows, cols, k, upper);
       op.op = "select";
       op.inputs = {x, weightFrom(mask, mask)};
+    } else if (d.op ==
+               "CumSum") {  // of a stream along its last axis: x @ U, U[i][j] 1 where x_i enters sum j
+      std::vector<Expr> shape = hasConcreteShape(d.inputs[0]) ? shapeOf(d.inputs[0]) : std::vector<Expr>{};
+      int64_t rank = static_cast<int64_t>(shape.size()), axis = -1;
+      if (d.inputs.size() == 2 && consts_.count(d.inputs[1]) && consts_.at(d.inputs[1]).v.size() == 1)
+        axis = static_cast<int64_t>(consts_.at(d.inputs[1]).v[0]);
+      if (rank == 0 || (axis != -1 && axis != rank - 1)) {
+        unsupported_.push_back(
+            name + " (CumSum of a stream along another axis than its last, or of a symbolic shape)");
+        return;
+      }
+      int64_t size = shape.back().eval();
+      if (size > 2048) {
+        unsupported_.push_back(name + " (CumSum of a stream along more than 2048 values)");
+        return;
+      }
+      bool exclusive = intAttr(n, "exclusive", 0) != 0, reverse = intAttr(n, "reverse", 0) != 0;
+      Const sums;
+      sums.dims = {size, size};
+      for (int64_t i = 0; i < size; ++i)
+        for (int64_t j = 0; j < size; ++j) {
+          bool enters = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+          sums.v.push_back(enters ? 1.0 : 0.0);
+        }
+      std::string table = freeOfModel(d.output + "_sums");
+      consts_[table] = sums;
+      op.op = "matmul";
+      op.inputs = {operand(d.inputs[0], op.name), weightFrom(table, table)};
     } else if (d.op == "IsNaN") {  // x == x fails for NaN alone (torch.nan_to_num, torch.isnan)
       std::string x = operand(d.inputs[0], op.name);
       op.op = "equal";

@@ -1144,6 +1144,44 @@ TEST(Onnx, AnEllipsisEinsumIsTheProductItSpells) {
       << error;
 }
 
+// CumSum of a stream along its last axis is a product by a triangle of ones: plain, exclusive (each value
+// out of its own sum), reverse (summed from the end) and both, worked by hand on x = [1, 2, 3, 4] and
+// [-1, 0.5, 2, -3]. Along another axis it is refused by name.
+TEST(Onnx, CumSumOfAStreamIsAProductByATriangle) {
+  onnx::ModelProto m = modelWithInput(17, "cumsum", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "last", {}, {-1}, onnx::TensorProto::INT64);
+  for (auto [out, exclusive, reverse] : {std::tuple{"plain", 0, 0}, std::tuple{"exclusive", 1, 0},
+                                         std::tuple{"reverse", 0, 1}, std::tuple{"both", 1, 1}}) {
+    onnx::NodeProto* n = addNode(g, "CumSum", {"x", "last"}, out);
+    for (auto [key, value] : {std::pair{"exclusive", exclusive}, std::pair{"reverse", reverse}}) {
+      auto* a = n->add_attribute();
+      a->set_name(key);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(value);
+    }
+    g->add_output()->set_name(out);
+  }
+  Graph graph = importOnnx(writeModel(m, "cumsum.onnx"));
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, {1, 2, 3, 4, -1, 0.5f, 2, -3}}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  const std::vector<std::vector<float>> want = {{1, 3, 6, 10, -1, -0.5f, 1.5f, -1.5f},
+                                                {0, 1, 3, 6, 0, -1, -0.5f, 1.5f},
+                                                {10, 9, 7, 4, -1.5f, -0.5f, -1, -3},
+                                                {9, 7, 4, 0, -0.5f, -1, -3, 0}};
+  for (size_t o = 0; o < want.size(); ++o)
+    for (size_t i = 0; i < 8; ++i)
+      EXPECT_FLOAT_EQ(out.at(graph.outputs.at(o)).data.at(i), want[o][i]) << o << " " << i;
+  onnx::ModelProto rows = modelWithInput(17, "cumsum_rows", {2, 4});
+  addInitializer(rows.mutable_graph(), "first", {}, {0}, onnx::TensorProto::INT64);
+  addNode(rows.mutable_graph(), "CumSum", {"x", "first"}, "y");
+  rows.mutable_graph()->add_output()->set_name("y");
+  std::string error = errorOf(writeModel(rows, "cumsum_rows.onnx"));
+  EXPECT_NE(error.find("y_node (CumSum of a stream along another axis than its last"), std::string::npos)
+      << error;
+}
+
 // A Tile of constants folds (position ids repeated per batch): [2, 3] tiled (2, 2) is [4, 6], row r and
 // column c holding t[r % 2][c % 3], added to x here and checked by hand.
 TEST(Onnx, ATileOfConstantsFolds) {
