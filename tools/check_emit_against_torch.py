@@ -444,6 +444,20 @@ class RunningMeans(torch.nn.Module):
         return self.proj(mean) + positions
 
 
+class TruncatedFeatures(torch.nn.Module):
+    """Features truncated to a grid by a cast to int64 and back (fake quantisation as older code writes it,
+    (x * 16).long().float() / 16), and a mask cast to int32 and back, then a projection."""
+
+    def __init__(self, d=40):
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        grid = (x * 16).long().float() / 16
+        mask = (x > 0.25).int().float()
+        return self.proj(grid) * (1 + mask)
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -547,6 +561,8 @@ def cases(m):
         ("batchless_right_matmul_unsqueezed_b3_d48_h3_n6", lambda: BatchlessRightMatmul(48, 3, 6, True), (3, 10, 48), 17, None, []),
         ("running_means", lambda: RunningMeans(), (1, 8, 40), 17, None, []),
         ("running_means_d64_b2_op13", lambda: RunningMeans(64), (2, 5, 64), 13, None, []),
+        ("truncated_features", lambda: TruncatedFeatures(), (1, 8, 40), 17, None, []),
+        ("truncated_features_d64_b2_op13", lambda: TruncatedFeatures(64), (2, 5, 64), 13, None, []),
         ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
         ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),

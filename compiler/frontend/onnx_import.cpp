@@ -2428,8 +2428,21 @@ class Importer {
         graph_.ops.push_back(op);
         return;
       }
-      if (!isFloatType(to)) {
-        unsupported_.push_back(name + " (Cast of a stream to an integer type)");
+      std::vector<int64_t> dims;
+      int from = onnx::TensorProto::UNDEFINED;
+      bool floatSource = !knownDims(d.inputs[0], dims, from) || isFloatType(from);
+      if (floatSource && (to == onnx::TensorProto::INT32 || to == onnx::TensorProto::INT64)) {
+        // toward zero, as torch's .long() and ONNX's Cast: sign(x) * floor(|x|)
+        std::string x = operand(d.inputs[0], op.name);
+        op.op = "mul";
+        op.inputs = {auxOp("sign", op.name + "_sign", {x}, d.output + "_sign"),
+                     auxOp("floor", op.name + "_floor",
+                           {auxOp("abs", op.name + "_abs", {x}, d.output + "_abs")}, d.output + "_floor")};
+        graph_.ops.push_back(op);
+        return;
+      }
+      if (!isFloatType(to) && floatSource) {  // a narrow integer would wrap what a wider one holds
+        unsupported_.push_back(name + " (Cast of a float stream to an integer type narrower than 32 bits)");
         return;
       }
       // The design computes in f32 (or W4A8): a float32 stream of a float32 model rounded to 16 bits and back

@@ -1182,6 +1182,49 @@ TEST(Onnx, CumSumOfAStreamIsAProductByATriangle) {
       << error;
 }
 
+// A Cast of a float stream to int64 or int32 rounds toward zero, as torch's .long() (it was refused); a
+// mask cast so stays as it is; a cast to int8 is refused by name (it would wrap). By hand on six values.
+TEST(Onnx, ACastOfAStreamToIntegersRoundsTowardZero) {
+  onnx::ModelProto m = modelWithInput(17, "casts", {6});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto cast = [&](const std::string& from, const std::string& to, int type) {
+    auto* a = addNode(g, "Cast", {from}, to)->add_attribute();
+    a->set_name("to");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(type);
+  };
+  addInitializer(g, "zero", {}, {0});
+  cast("x", "as_long", onnx::TensorProto::INT64);
+  cast("as_long", "long_f", onnx::TensorProto::FLOAT);
+  cast("x", "as_int", onnx::TensorProto::INT32);
+  cast("as_int", "int_f", onnx::TensorProto::FLOAT);
+  addNode(g, "Greater", {"x", "zero"}, "positive");
+  cast("positive", "positive_long", onnx::TensorProto::INT64);
+  cast("positive_long", "positive_f", onnx::TensorProto::FLOAT);
+  for (const char* out : {"long_f", "int_f", "positive_f"}) g->add_output()->set_name(out);
+  Graph graph = importOnnx(writeModel(m, "casts.onnx"));
+  std::vector<float> x = {-2.5f, -0.5f, 0.0f, 0.7f, 3.9f, -7.0f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{6}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  const std::vector<float> truncated = {-2, 0, 0, 0, 3, -7}, positive = {0, 0, 0, 1, 1, 0};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(out.at(graph.outputs.at(0)).data.at(i), truncated[i]) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(1)).data.at(i), truncated[i]) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(2)).data.at(i), positive[i]) << i;
+  }
+  onnx::ModelProto narrow = modelWithInput(17, "narrow", {6});
+  auto* a = addNode(narrow.mutable_graph(), "Cast", {"x"}, "y")->add_attribute();
+  a->set_name("to");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(onnx::TensorProto::INT8);
+  narrow.mutable_graph()->add_output()->set_name("y");
+  std::string error = errorOf(writeModel(narrow, "narrow.onnx"));
+  EXPECT_NE(error.find("y_node (Cast of a float stream to an integer type narrower than 32 bits)"),
+            std::string::npos)
+      << error;
+}
+
 // A Tile of constants folds (position ids repeated per batch): [2, 3] tiled (2, 2) is [4, 6], row r and
 // column c holding t[r % 2][c % 3], added to x here and checked by hand.
 TEST(Onnx, ATileOfConstantsFolds) {
