@@ -458,6 +458,19 @@ class TruncatedFeatures(torch.nn.Module):
         return self.proj(grid) * (1 + mask)
 
 
+class FlippedFeatures(torch.nn.Module):
+    """torch.flip of a stream's features (ONNX Slice with step -1 along the last axis), mixed with the
+    features as they are."""
+
+    def __init__(self, d=40):
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+        self.back = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.proj(x) + self.back(torch.flip(torch.relu(x), [-1]))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -563,6 +576,8 @@ def cases(m):
         ("running_means_d64_b2_op13", lambda: RunningMeans(64), (2, 5, 64), 13, None, []),
         ("truncated_features", lambda: TruncatedFeatures(), (1, 8, 40), 17, None, []),
         ("truncated_features_d64_b2_op13", lambda: TruncatedFeatures(64), (2, 5, 64), 13, None, []),
+        ("flipped_features", lambda: FlippedFeatures(), (1, 8, 40), 17, None, []),
+        ("flipped_features_d64_b2_op13", lambda: FlippedFeatures(64), (2, 5, 64), 13, None, []),
         ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
         ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),

@@ -1219,8 +1219,8 @@ class Importer {
     auto given = [&](int i) { return n.input_size() > i && !n.input(i).empty(); };
     if (!starts || !ends || starts->v.size() != 1 || ends->v.size() != 1 ||
         (given(3) && (!axes || axes->v.size() != 1)) ||
-        (given(4) && (!steps || steps->v.size() != 1 || !(steps->v[0] >= 1)))) {
-      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with a positive step)");
+        (given(4) && (!steps || steps->v.size() != 1 || !(steps->v[0] >= 1 || steps->v[0] <= -1)))) {
+      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with a step)");
       return;
     }
     int64_t axis = axes ? static_cast<int64_t>(axes->v[0]) : 0;
@@ -1230,6 +1230,39 @@ class Importer {
       return;
     }
     int64_t size = shape[static_cast<size_t>(axis)].eval();
+    if (steps &&
+        steps->v[0] <= -1) {  // walking back (torch.flip): along the last axis, a product by a selection
+      if (axis != rank - 1 || size > 2048) {
+        unsupported_.push_back(nodeName(n) +
+                               " (Slice with a negative step along another axis than the last, or " +
+                               "along more than 2048 values)");
+        return;
+      }
+      // ONNX: start in [0, size - 1], end in [-1, size - 1]; elements start, start + step, .. above end.
+      auto at = [&](double x, int64_t low) {
+        int64_t v = x < -1e15 ? -size - 1 : x > 1e15 ? size : static_cast<int64_t>(x);
+        if (v < 0) v += size;
+        return std::max<int64_t>(low, std::min(v, size - 1));
+      };
+      int64_t first = at(starts->v[0], 0), last = at(ends->v[0], -1);
+      int64_t step = static_cast<int64_t>(std::max(steps->v[0], -static_cast<double>(size)));
+      std::vector<int64_t> taken;
+      for (int64_t i = first; i > last; i += step) taken.push_back(i);
+      if (taken.empty()) {
+        unsupported_.push_back(nodeName(n) + " (Slice that takes nothing)");
+        return;
+      }
+      Const pick;
+      pick.dims = {size, static_cast<int64_t>(taken.size())};
+      pick.v.assign(static_cast<size_t>(size) * taken.size(), 0.0);
+      for (size_t j = 0; j < taken.size(); ++j)
+        pick.v[static_cast<size_t>(taken[j]) * taken.size() + j] = 1.0;
+      std::string table = madeValue(n.output(0) + "__reversed");
+      consts_[table] = pick;
+      push("MatMul", n.input(0), n.output(0), {});
+      dyn_.back().inputs.push_back(table);
+      return;
+    }
     auto clamp = [&](double x) {
       int64_t v = x < -1e15 ? 0 : x > 1e15 ? size : static_cast<int64_t>(x);
       if (v < 0) v += size;
