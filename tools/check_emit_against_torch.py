@@ -7,7 +7,8 @@ reproduce the torch module's output.
 For each module of tools/export_onnx_models.py (Mlp, Gpt2Block, LlamaBlock, plus variants with other
 dimensions), with fixed seeds: random weights (norm weights and biases perturbed away from 1 and 0),
 exported to ONNX exactly as export_onnx_models.py does; a random input x written to inputs.bin (the
-graph inputs in order, raw little-endian f32); `stc emit MODEL.onnx -o DIR --inputs inputs.bin
+graph inputs in order, raw little-endian f32; a case may add a second input, `mask`, an int64 or bool
+padding mask or lengths, exported with torch.onnx.export directly); `stc emit MODEL.onnx -o DIR --inputs inputs.bin
 --bind SYM=N` for each symbolic dimension, then `make -C DIR csim`; DIR/data/outputs.bin is compared
 with torch's y = module(x). PASS when |out - y| <= 1e-3 + 1e-3 |y| everywhere. Each line also gives the
 csim's own difference from data/expected.bin (stc's f32 interpreter) to tell importer/interpreter
@@ -471,6 +472,88 @@ class FlippedFeatures(torch.nn.Module):
         return self.proj(x) + self.back(torch.flip(torch.relu(x), [-1]))
 
 
+class PaddedAttention(torch.nn.Module):
+    """Causal self-attention under a padding mask given as a second model input, `mask`, as Hugging Face
+    passes it: `extended` an int64 attention_mask, (1 - mask.to(dtype)) * finfo.min added; `where` a bool
+    mask, torch.where(mask & tril, scores, finfo.min); `lengths` int64 lengths per batch row,
+    masked_fill(~(arange(s) < lengths & tril), -inf)."""
+
+    def __init__(self, d=48, heads=3, kind="extended"):
+        super().__init__()
+        self.heads, self.kind = heads, kind
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x, mask):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.view(b, s, self.heads, hd).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        scores = q @ k.transpose(-1, -2) / hd ** 0.5
+        tril = torch.tril(torch.ones(s, s, dtype=torch.bool))
+        low = torch.finfo(scores.dtype).min
+        if self.kind == "extended":
+            scores = scores + (1.0 - mask[:, None, None, :].to(scores.dtype)) * low
+            scores = scores.masked_fill(~tril, low)
+        elif self.kind == "where":
+            scores = torch.where(mask[:, None, None, :] & tril, scores, torch.tensor(low))
+        else:
+            keep = (torch.arange(s)[None, :] < mask[:, None])[:, None, None, :] & tril
+            scores = scores.masked_fill(~keep, float("-inf"))
+        y = torch.softmax(scores, dim=-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b, s, d))
+
+
+def padding(pad, dtype):
+    """A [b, s] mask of 1s whose row i has its last pad * (i + 1) tokens 0, in `dtype`."""
+    def make(b, s):
+        m = torch.ones(b, s)
+        for i in range(b):
+            m[i, s - pad * (i + 1):] = 0
+        return m.to(dtype)
+    return make
+
+
+class GptjGatheredRotary(torch.nn.Module):
+    """GPT-J's attention as Hugging Face writes it now: the sin/cos table taken at position ids by
+    torch.gather (ONNX GatherElements of constants), split, repeat_interleave'd, and applied to the rotary
+    part of each head by rotate_every_two; torch.where of a bool buffer with finfo.min, then the division by
+    sqrt(head_dim)."""
+
+    def __init__(self, d=128, heads=4, rotary=16, max_pos=64):
+        super().__init__()
+        self.heads, self.hd, self.rotary = heads, d // heads, rotary
+        self.q = torch.nn.Linear(d, d, bias=False)
+        self.k = torch.nn.Linear(d, d, bias=False)
+        self.v = torch.nn.Linear(d, d, bias=False)
+        self.out = torch.nn.Linear(d, d, bias=False)
+        self.register_buffer("bias", torch.tril(torch.ones(max_pos, max_pos, dtype=torch.bool))[None, None])
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, rotary, 2, dtype=torch.int64) / rotary))
+        angles = torch.einsum("i , j -> i j", torch.arange(max_pos, dtype=torch.int64).float(), inv_freq).float()
+        self.embed_positions = torch.cat((torch.sin(angles), torch.cos(angles)), dim=1)
+
+    @staticmethod
+    def rotate_every_two(x):
+        return torch.stack((-x[:, :, :, 1::2], x[:, :, :, ::2]), dim=-1).flatten(-2)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        position_ids = torch.arange(0, s, dtype=torch.long).unsqueeze(0).repeat(b, 1)
+        q = self.q(x).view(b, s, self.heads, self.hd)
+        k = self.k(x).view(b, s, self.heads, self.hd)
+        v = self.v(x).view(b, s, self.heads, self.hd).permute(0, 2, 1, 3)
+        table = self.embed_positions.repeat(position_ids.shape[0], 1, 1)
+        sincos = torch.gather(table, 1, position_ids.unsqueeze(-1).repeat(1, 1, table.shape[-1]))
+        sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
+        sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
+        cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+        turned = [torch.cat([t[..., :self.rotary] * cos + self.rotate_every_two(t[..., :self.rotary]) * sin,
+                             t[..., self.rotary:]], dim=-1).permute(0, 2, 1, 3) for t in (q, k)]
+        w = turned[0] @ turned[1].transpose(-1, -2)
+        w = torch.where(self.bias[:, :, :s, :s], w, torch.tensor(torch.finfo(w.dtype).min)) / self.hd ** 0.5
+        y = torch.softmax(w, dim=-1) @ v
+        return self.out(y.permute(0, 2, 1, 3).reshape(b, s, d))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -578,6 +661,15 @@ def cases(m):
         ("truncated_features_d64_b2_op13", lambda: TruncatedFeatures(64), (2, 5, 64), 13, None, []),
         ("flipped_features", lambda: FlippedFeatures(), (1, 8, 40), 17, None, []),
         ("flipped_features_d64_b2_op13", lambda: FlippedFeatures(64), (2, 5, 64), 13, None, []),
+        ("gptj_gathered_rotary_s7", lambda: GptjGatheredRotary(), (1, 7, 128), 17, None, []),
+        ("gptj_gathered_rotary_hd96_r32_b2_op15", lambda: GptjGatheredRotary(192, 2, 32), (2, 13, 192), 15, None, []),
+        # a second input, `mask` (the case's last field makes it from the batch and the sequence length)
+        ("padded_int64_extended_mask", lambda: PaddedAttention(), (2, 13, 48), 17, None, [],
+         padding(3, torch.int64)),
+        ("padded_bool_where_mask_s7_op14", lambda: PaddedAttention(64, 4, "where"), (2, 7, 64), 14, None, [],
+         padding(2, torch.bool)),
+        ("padded_int64_lengths", lambda: PaddedAttention(48, 3, "lengths"), (2, 13, 48), 17, None, [],
+         lambda b, s: torch.tensor([9, 13][:b], dtype=torch.int64)),
         ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
         ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
@@ -662,25 +754,37 @@ def perturb_norms(model, m):
                     sub.bias.copy_(0.2 * torch.randn_like(sub.bias))
 
 
-def check(m, stc, work, name, factory, shape, opset, dynamic, flags):
+def check(m, stc, work, name, factory, shape, opset, dynamic, flags, second=None):
+    """One case; `second`, when given, makes a second model input `mask` from (batch, sequence length)."""
     torch.manual_seed(1234)
     model = factory().eval()
     perturb_norms(model, m)
     x = torch.randn(*shape)
+    args = (x,) if second is None else (x, second(x.shape[0], x.shape[1]))
     with torch.no_grad():
-        y = model(x).numpy().astype(np.float32)
+        y = model(*args).numpy().astype(np.float32)
     os.makedirs(work, exist_ok=True)
     m.OUT = work
-    with contextlib.redirect_stdout(io.StringIO()):
-        m.export(model, x, name + ".onnx", opset, dynamic)  # the exporter's own call (it reseeds torch)
     path = os.path.join(work, name + ".onnx")
+    with contextlib.redirect_stdout(io.StringIO()):
+        if second is None:
+            m.export(model, x, name + ".onnx", opset, dynamic)  # the exporter's own call (it reseeds torch)
+        else:
+            torch.manual_seed(0)
+            torch.onnx.export(model, args, path, opset_version=opset, input_names=["x", "mask"],
+                              output_names=["y"], dynamic_axes=dynamic, do_constant_folding=True)
     graph = onnx.load(path).graph
     inits = {i.name for i in graph.initializer}
     inputs = [i for i in graph.input if i.name not in inits]
-    assert [i.name for i in inputs] == ["x"], f"unexpected graph inputs {[i.name for i in inputs]}"
-    binds = [f"{d.dim_param}={n}" for d, n in zip(inputs[0].type.tensor_type.shape.dim, x.shape) if d.dim_param]
-    bin_path = os.path.join(work, name + ".inputs.bin")
-    x.numpy().astype("<f4").tofile(bin_path)
+    names = ["x", "mask"][:len(args)]
+    assert [i.name for i in inputs] == names, f"unexpected graph inputs {[i.name for i in inputs]}"
+    binds = []
+    for i, value in zip(inputs, args):
+        for d, n in zip(i.type.tensor_type.shape.dim, value.shape):
+            if d.dim_param and f"{d.dim_param}={n}" not in binds:
+                binds.append(f"{d.dim_param}={n}")
+    bin_path = os.path.join(work, name + ".inputs.bin")  # every input as f32, in order
+    np.concatenate([a.numpy().astype("<f4").reshape(-1) for a in args]).tofile(bin_path)
     proj = os.path.join(work, name)
     refusal = flags == REFUSED
     cmd = [stc, "emit", path, "-o", proj, "--inputs", bin_path, "--force", *([] if refusal else flags)]

@@ -196,6 +196,37 @@ bool cumsumConst(const Const& x, int64_t axis, bool exclusive, bool reverse, Con
   return true;
 }
 
+// ONNX GatherElements of tables: out[p] = data[p with p[axis] = indices[p]] (a negative index counts from
+// the end); false where the ranks differ, an index falls outside, or another axis of indices is longer.
+bool gatherElementsConst(const Const& data, const Const& indices, int64_t axis, Const& out) {
+  size_t rank = data.dims.size();
+  if (axis < 0) axis += static_cast<int64_t>(rank);
+  if (indices.dims.size() != rank || axis < 0 || axis >= static_cast<int64_t>(rank) ||
+      static_cast<int64_t>(data.v.size()) != data.count() ||
+      static_cast<int64_t>(indices.v.size()) != indices.count())
+    return false;
+  for (size_t a = 0; a < rank; ++a)
+    if (static_cast<int64_t>(a) != axis && indices.dims[a] > data.dims[a]) return false;
+  out = Const{indices.dims, {}};
+  out.v.reserve(indices.v.size());
+  std::vector<int64_t> at(rank, 0);
+  for (size_t flat = 0; flat < indices.v.size(); ++flat) {
+    int64_t i = static_cast<int64_t>(indices.v[flat]), size = data.dims[static_cast<size_t>(axis)];
+    if (i < 0) i += size;
+    if (i < 0 || i >= size) return false;
+    int64_t src = 0;
+    for (size_t a = 0; a < rank; ++a)
+      src = src * data.dims[a] + (static_cast<int64_t>(a) == axis ? i : at[a]);
+    out.v.push_back(data.v[static_cast<size_t>(src)]);
+    for (size_t a = rank; a-- > 0;)  // the next position, row-major
+      if (++at[a] < indices.dims[a])
+        break;
+      else
+        at[a] = 0;
+  }
+  return true;
+}
+
 // Combines an update into an element as ScatterND's and ScatterElements' `reduction` says (none
 // replaces); false for a reduction ONNX does not define.
 bool scatterInto(double& into, double update, const std::string& reduction) {
@@ -1582,6 +1613,8 @@ class Importer {
       if (n.input_size() != 3 || !scatterElementsConst(in(0), in(1), in(2), intAttr(n, "axis", 0),
                                                        stringAttr(n, "reduction", "none"), out))
         return false;
+    } else if (op == "GatherElements") {  // of tables (GPT-J's sin/cos rows at repeated position ids)
+      if (n.input_size() != 2 || !gatherElementsConst(in(0), in(1), intAttr(n, "axis", 0), out)) return false;
     } else if (op == "CumSum") {  // of a table (OPT's positions: cumsum of a mask of ones)
       if (n.input_size() != 2 || in(1).v.size() != 1 ||
           !cumsumConst(in(0), static_cast<int64_t>(in(1).v[0]), intAttr(n, "exclusive", 0) != 0,
@@ -2516,12 +2549,18 @@ class Importer {
         op.inputs[view] = auxOp("reshape", op.name + "_batched", {op.inputs[view]},
                                 d.output + "_batched" + std::to_string(view), {{"shape", batched}});
     } else if (d.op == "Mod" && d.inputs.size() == 2) {  // of floats: C's fmod (ONNX asks fmod=1 for them)
-      if (intAttr(n, "fmod", 0) == 0) {
-        unsupported_.push_back(name + " (Mod of a stream with fmod=0: an integer remainder)");
-        return;
+      std::string x = operand(d.inputs[0], op.name), y = operand(d.inputs[1], op.name);
+      if (intAttr(n, "fmod", 0) ==
+          0) {  // of integers (torch's % of ints): the divisor's sign, x - floor(x / y) y
+        // (exact for integers below 2^24: a quotient that is not whole is rounded less than 1/|y| away)
+        std::string quotient = auxOp("div", op.name + "_quotient", {x, y}, d.output + "_quotient");
+        std::string whole = auxOp("floor", op.name + "_floor", {quotient}, d.output + "_floor");
+        op.op = "sub";
+        op.inputs = {x, auxOp("mul", op.name + "_taken", {whole, y}, d.output + "_taken")};
+      } else {
+        op.op = "fmod";
+        op.inputs = {x, y};
       }
-      op.op = "fmod";
-      for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
     } else if (d.op == "Gemm") {  // alpha * A B + beta * C: alpha and beta folded into B and C, constants
       if (intAttr(n, "transA", 0)) {
         unsupported_.push_back(name + " (Gemm with transA)");

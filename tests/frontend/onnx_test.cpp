@@ -1256,6 +1256,37 @@ TEST(Onnx, ASliceOfAStreamWalkingBackSelectsItsElements) {
       << error;
 }
 
+// Mod with fmod=0 of a stream (torch's % of integers) takes the divisor's sign, as Python's %: by hand,
+// 7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2, -7 % -3 = -1, 6 % 3 = 0, 0 % 5 = 0 (it was refused).
+TEST(Onnx, AnIntegerRemainderOfAStreamTakesTheDivisorsSign) {
+  onnx::ModelProto m = modelWithInput(17, "remainders", {6});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "by", {6}, {3, 3, -3, -3, 3, 5});
+  addNode(g, "Mod", {"x", "by"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "remainders.onnx"));
+  std::map<std::string, Tensor> values = {{"x", Tensor{{6}, {7, -7, 7, -7, 6, 0}}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  EXPECT_EQ(interpret(graph, values).at(graph.outputs.at(0)).data, (std::vector<float>{1, 2, -2, -1, 0, 0}));
+}
+
+// GatherElements of constants folds (GPT-J's torch.gather of its sin/cos table at position ids repeated
+// over the rotary dims): t [3, 2] = [[1, 2], [3, 4], [5, 6]] gathered along axis 0 at [[2, 0], [-3, 2]] is
+// [[5, 2], [1, 6]], added to x and checked by hand.
+TEST(Onnx, GatherElementsOfConstantsFolds) {
+  onnx::ModelProto m = modelWithInput(17, "gathered", {2, 2});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "t", {3, 2}, {1, 2, 3, 4, 5, 6});
+  addInitializer(g, "at", {2, 2}, {2, 0, -3, 2}, onnx::TensorProto::INT64);
+  addNode(g, "GatherElements", {"t", "at"}, "rows");
+  addNode(g, "Add", {"x", "rows"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "gathered.onnx"));
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 2}, {10, 20, 30, 40}}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  EXPECT_EQ(interpret(graph, values).at(graph.outputs.at(0)).data, (std::vector<float>{15, 22, 31, 46}));
+}
+
 // A Tile of constants folds (position ids repeated per batch): [2, 3] tiled (2, 2) is [4, 6], row r and
 // column c holding t[r % 2][c % 3], added to x here and checked by hand.
 TEST(Onnx, ATileOfConstantsFolds) {
