@@ -554,6 +554,21 @@ class GptjGatheredRotary(torch.nn.Module):
         return self.out(y.permute(0, 2, 1, 3).reshape(b, s, d))
 
 
+class EdgePaddedFeatures(torch.nn.Module):
+    """F.pad of a stream's features in replicate and reflect modes (ONNX Pad edge and reflect along the
+    last axis), each followed by a projection back to the width."""
+
+    def __init__(self, d=40):
+        super().__init__()
+        self.edge = torch.nn.Linear(d + 3, d)
+        self.mirror = torch.nn.Linear(d + 5, d)
+
+    def forward(self, x):
+        h = torch.tanh(x)
+        return self.edge(torch.nn.functional.pad(h, (2, 1), mode="replicate")) + \
+            self.mirror(torch.nn.functional.pad(h, (1, 4), mode="reflect"))
+
+
 class GqaIndexSelect(torch.nn.Module):
     """Grouped-query attention whose K and V heads are picked by index_select at arange(h) // rep (or,
     tiled, k[:, arange(h) % kv]): a Gather of heads at indices that are not one run."""
@@ -663,6 +678,8 @@ def cases(m):
         ("flipped_features_d64_b2_op13", lambda: FlippedFeatures(64), (2, 5, 64), 13, None, []),
         ("gptj_gathered_rotary_s7", lambda: GptjGatheredRotary(), (1, 7, 128), 17, None, []),
         ("gptj_gathered_rotary_hd96_r32_b2_op15", lambda: GptjGatheredRotary(192, 2, 32), (2, 13, 192), 15, None, []),
+        ("edge_padded_features", lambda: EdgePaddedFeatures(), (1, 8, 40), 17, None, []),
+        ("edge_padded_features_d64_b2_op13", lambda: EdgePaddedFeatures(64), (2, 5, 64), 13, None, []),
         # a second input, `mask` (the case's last field makes it from the batch and the sequence length)
         ("padded_int64_extended_mask", lambda: PaddedAttention(), (2, 13, 48), 17, None, [],
          padding(3, torch.int64)),

@@ -1312,7 +1312,7 @@ class ProjectWriter {
         } else if (auto rows = idRange_.find(t.name); rows != idRange_.end()) {  // token ids: whole rows of the table
           for (int64_t k = 0; k < n; ++k)
             v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, static_cast<double>(rows->second)))));
-        } else if (t.dtype == "i1") {  // a mask: 0 or 1
+        } else if (t.dtype == "i1" || t.dtype == "i32" || t.dtype == "i64") {  // a mask (or lengths): 0 or 1
           for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, 2))));
         } else {
           for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(rng.uniform(-1, 1)));

@@ -1205,9 +1205,8 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   for (int k = 0; k < role.sharedLoops; ++k) c.close();
 }
 
-// An embedding lookup: for each output token, the row of the table its token id names (-V .. -1 counting
-// from the end, as ONNX's Gather; clamped to the table past that, as the reference does), read from `ids`
-// (the graph input) and `mem` (the table, row-major).
+// An embedding lookup: for each output token, the row of the table its token id names (embeddingRow, as
+// the references take it), read from `ids` (the graph input) and `mem` (the table, row-major).
 void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
   const TensorInfo& table = ctx.compiled->kernels.tensors.at(role.tensor);

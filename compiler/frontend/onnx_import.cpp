@@ -1251,7 +1251,7 @@ class Importer {
     if (!starts || !ends || starts->v.size() != 1 || ends->v.size() != 1 ||
         (given(3) && (!axes || axes->v.size() != 1)) ||
         (given(4) && (!steps || steps->v.size() != 1 || !(steps->v[0] >= 1 || steps->v[0] <= -1)))) {
-      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with a step)");
+      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with a constant non-zero step)");
       return;
     }
     int64_t axis = axes ? static_cast<int64_t>(axes->v[0]) : 0;
@@ -1263,10 +1263,10 @@ class Importer {
     int64_t size = shape[static_cast<size_t>(axis)].eval();
     if (steps &&
         steps->v[0] <= -1) {  // walking back (torch.flip): along the last axis, a product by a selection
-      if (axis != rank - 1 || size > 2048) {
+      if (axis != rank - 1 || size > 2048 || rank < 2) {
         unsupported_.push_back(nodeName(n) +
-                               " (Slice with a negative step along another axis than the last, or " +
-                               "along more than 2048 values)");
+                               " (Slice with a negative step along another axis than the last, " +
+                               "along more than 2048 values, or of rank 1)");
         return;
       }
       // ONNX: start in [0, size - 1], end in [-1, size - 1]; elements start, start + step, .. above end.
@@ -2494,21 +2494,16 @@ class Importer {
         graph_.ops.push_back(op);
         return;
       }
-      std::vector<int64_t> dims;
-      int from = onnx::TensorProto::UNDEFINED;
-      bool floatSource = !knownDims(d.inputs[0], dims, from) || isFloatType(from);
+      int from = elemTypeOf(d.inputs[0]);
+      bool floatSource = from == onnx::TensorProto::UNDEFINED || isFloatType(from);
       if (floatSource && (to == onnx::TensorProto::INT32 || to == onnx::TensorProto::INT64)) {
-        // toward zero, as torch's .long() and ONNX's Cast: sign(x) * floor(|x|)
-        std::string x = operand(d.inputs[0], op.name);
-        op.op = "mul";
-        op.inputs = {auxOp("sign", op.name + "_sign", {x}, d.output + "_sign"),
-                     auxOp("floor", op.name + "_floor",
-                           {auxOp("abs", op.name + "_abs", {x}, d.output + "_abs")}, d.output + "_floor")};
+        towardZero(op, operand(d.inputs[0], op.name), d.output);  // torch's .long(), ONNX's Cast
         graph_.ops.push_back(op);
         return;
       }
-      if (!isFloatType(to) && floatSource) {  // a narrow integer would wrap what a wider one holds
-        unsupported_.push_back(name + " (Cast of a float stream to an integer type narrower than 32 bits)");
+      if (!isFloatType(to) && floatSource) {  // a narrower or unsigned integer would wrap what int64 holds
+        unsupported_.push_back(name +
+                               " (Cast of a float stream to an integer type other than int32 and int64)");
         return;
       }
       // The design computes in f32 (or W4A8): a float32 stream of a float32 model rounded to 16 bits and back
@@ -2533,6 +2528,12 @@ class Importer {
     if (auto a = arity.find(d.op); a != arity.end() && (d.inputs.size() != a->second ||
         std::any_of(d.inputs.begin(), d.inputs.end(), [](const std::string& in) { return in.empty(); }))) {
       unsupported_.push_back(name + " (" + d.op + " of " + std::to_string(d.inputs.size()) + " inputs)");
+      return;
+    }
+    if (d.op == "Div" && d.inputs.size() == 2 && integerValue(d.output)) {  // of integers: toward zero (ONNX)
+      std::string x = operand(d.inputs[0], op.name), y = operand(d.inputs[1], op.name);
+      towardZero(op, auxOp("div", op.name + "_quotient", {x, y}, d.output + "_quotient"), d.output);
+      graph_.ops.push_back(op);
       return;
     }
     const bool byVector = d.op == "MatMul" && d.inputs.size() == 2 && consts_.count(d.inputs[1]) &&
@@ -2876,12 +2877,13 @@ class Importer {
     } else if (d.op ==
                "CumSum") {  // of a stream along its last axis: x @ U, U[i][j] 1 where x_i enters sum j
       std::vector<Expr> shape = hasConcreteShape(d.inputs[0]) ? shapeOf(d.inputs[0]) : std::vector<Expr>{};
-      int64_t rank = static_cast<int64_t>(shape.size()), axis = -1;
+      int64_t rank = static_cast<int64_t>(shape.size()), axis = rank;
       if (d.inputs.size() == 2 && consts_.count(d.inputs[1]) && consts_.at(d.inputs[1]).v.size() == 1)
         axis = static_cast<int64_t>(consts_.at(d.inputs[1]).v[0]);
-      if (rank == 0 || (axis != -1 && axis != rank - 1)) {
-        unsupported_.push_back(
-            name + " (CumSum of a stream along another axis than its last, or of a symbolic shape)");
+      if (rank < 2 || (axis != -1 && axis != rank - 1)) {
+        unsupported_.push_back(name +
+                               " (CumSum of a stream along another axis than its last, along an axis " +
+                               "computed at run time, or of a shape symbolic or of rank 1)");
         return;
       }
       int64_t size = shape.back().eval();
@@ -3218,13 +3220,59 @@ class Importer {
   // ONNX Pad in constant mode (F.pad, nn.ZeroPad2d; RWKV's token shift pads the sequence by one before
   // and cuts one after): per padded axis, a slice where a side is negative (it removes), then a concat of
   // blocks of the pad value (weights) before and after. The last step is `op`; false (noted) when refused.
+  // `op` as x rounded toward zero, sign(x) * floor(|x|) (its helpers named after `output`).
+  void towardZero(Op& op, const std::string& x, const std::string& output) {
+    op.op = "mul";
+    op.inputs = {auxOp("sign", op.name + "_sign", {x}, output + "_sign"),
+                 auxOp("floor", op.name + "_floor", {auxOp("abs", op.name + "_abs", {x}, output + "_abs")},
+                       output + "_floor")};
+  }
+
+  // Pad in mode edge (torch's replicate), reflect or wrap (circular) along the last axis alone, by amounts
+  // of at most 2,048 values in all: each value a copy of one of the input's, so a product by a selection
+  // S [n, n + before + after], S[src(j)][j] = 1.
+  bool padFromItsValues(const Dyn& d, Op& op, const std::string& mode, const std::vector<int64_t>& dims,
+                        const std::vector<int64_t>& axes, const std::vector<double>& pads,
+                        const std::function<bool(const std::string&)>& refuse) {
+    int64_t last = static_cast<int64_t>(dims.size()) - 1, before = 0, after = 0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      auto b = static_cast<int64_t>(pads[i]), a = static_cast<int64_t>(pads[i + axes.size()]);
+      if ((b != 0 || a != 0) && axes[i] != last)
+        return refuse("in mode '" + mode + "' along another axis than the last");
+      if (axes[i] == last) before = b, after = a;
+    }
+    int64_t n = dims.back(), width = n + before + after;
+    if (before < 0 || after < 0 || width > 2048 || (mode == "reflect" && (before >= n || after >= n)))
+      return refuse("in mode '" + mode +
+                    "' by amounts it cannot take (negative, past the axis, or over 2048)");
+    Const pick;
+    pick.dims = {n, width};
+    pick.v.assign(static_cast<size_t>(n * width), 0.0);
+    for (int64_t j = 0; j < width; ++j) {
+      int64_t i = j - before;
+      if (mode == "edge")
+        i = std::max<int64_t>(0, std::min(n - 1, i));
+      else if (mode == "reflect")
+        i = i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
+      else
+        i = ((i % n) + n) % n;
+      pick.v[static_cast<size_t>(i * width + j)] = 1.0;
+    }
+    std::string table = freeOfModel(d.output + "_padded");
+    consts_[table] = pick;
+    op.op = "matmul";
+    op.inputs = {operand(d.inputs[0], op.name), weightFrom(table, table)};
+    return true;
+  }
+
   bool pad(const Dyn& d, Op& op) {
     const std::string name = nodeName(*d.node);
     auto refuse = [&](const std::string& why) {
       unsupported_.push_back(name + " (Pad " + why + ")");
       return false;
     };
-    if (auto mode = stringAttr(*d.node, "mode", "constant"); mode != "constant")
+    const std::string mode = stringAttr(*d.node, "mode", "constant");
+    if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
       return refuse("in mode '" + mode + "'");
     std::vector<int64_t> dims = constantDims(d.inputs[0]);
     if (dims.empty()) return refuse("of a tensor whose shape is not known at import");
@@ -3246,6 +3294,7 @@ class Importer {
     if (pads.size() != 2 * axes.size())
       return refuse("with " + std::to_string(pads.size()) + " amounts for " + std::to_string(axes.size()) +
                     " axes");
+    if (mode != "constant") return padFromItsValues(d, op, mode, dims, axes, pads, refuse);
     struct Step {
       int64_t axis, before, after;
     };

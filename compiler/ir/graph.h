@@ -69,6 +69,10 @@ bool isCausal(const Op& op);
 /// The keys row r of R keeps, of K (all K without the attribute).
 int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K);
 
+/// The row of a table of V rows an embedding takes for token id `id`: -V .. -1 count from the end (ONNX's
+/// Gather, torch's indexing); past the table, its first or last row. (The emitted lookup computes the same.)
+int64_t embeddingRow(float id, int64_t V);
+
 /// kv_append's cache axis, 1 or 2 (`axis`, -1 meaning 2); other values are left for shape inference to refuse.
 int64_t kvAppendAxis(const Op& op);
 

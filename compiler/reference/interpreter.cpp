@@ -231,11 +231,7 @@ std::map<std::string, Tensor> interpret(const Graph& graph, const std::map<std::
       int64_t D = table.shape.back(), V = table.shape.front();
       out.shape = outShape;
       for (float id : ids.data) {
-        // -V .. -1 count from the end (ONNX's Gather, torch); past the table, its first or last row
-        float wrapped = id < 0 ? id + static_cast<float>(V) : id;
-        int64_t row = wrapped < 0                           ? 0
-                      : wrapped > static_cast<float>(V - 1) ? V - 1
-                                                            : static_cast<int64_t>(wrapped);
+        int64_t row = embeddingRow(id, V);
         out.data.insert(out.data.end(), table.data.begin() + row * D, table.data.begin() + (row + 1) * D);
       }
     } else {

@@ -326,7 +326,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       int64_t V = table.shape.front(), Dt = table.shape.back();
       size_t pos = 0;
       for (float id : idv.data) {
-        int64_t row = id < 0 ? 0 : id > static_cast<float>(V - 1) ? V - 1 : static_cast<int64_t>(id);
+        int64_t row = embeddingRow(id, V);
         for (int64_t e = 0; e < Dt; ++e) out.q[pos++] = table.q[static_cast<size_t>(row * Dt + e)];
       }
     } else {

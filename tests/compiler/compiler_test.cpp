@@ -790,6 +790,10 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(errorOf("graph: g\ninputs: [{name: x, shape: [4, 8]}, {name: z, shape: [3, 8]}]\nops:\n"
                     "  - {name: s, op: add, inputs: [x, z], output: y}\noutputs: [y]\n"),
             "g.yaml:4:5: error: op 's' (add): shapes [4, 8] and [3, 8] do not broadcast");
+  // A scalar result (a reshape of [1] to []) is refused (it crashed the tile choice).
+  EXPECT_EQ(errorOf("graph: g\ninputs: [{name: x, shape: [1]}]\nops:\n"
+                    "  - {name: s, op: reshape, inputs: [x], output: y, shape: []}\noutputs: [y]\n"),
+            "g.yaml:4:5: error: op 's': its result has no dimensions (a scalar); keep a dimension of 1");
   // rope rotates heads of head_dim in two halves: it must be even and divide the row.
   EXPECT_EQ(
       errorOf("graph: g\ninputs: [{name: x, shape: [4, 240]}]\nops:\n"

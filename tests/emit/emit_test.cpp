@@ -1293,6 +1293,11 @@ TEST(Emit, MasksAndIdsAreReadAsTorchReadsThem) {
   EXPECT_NE(row(0), row(1));
   m = shell("make -s -C " + dir + " csim");
   EXPECT_EQ(m.code, 0) << m.out;
+  // The W4A8 reference takes the same rows (it clamped -1 to row 0, and the csim failed its own check).
+  std::string quantized = fresh("masks_w4a8");
+  ASSERT_EQ(stc("emit " + path + " -o " + quantized + " --set quant=w4a8 --inputs " + file).code, 0);
+  m = shell("make -s -C " + quantized + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
 }
 
 TEST(Emit, RefusesAndExplains) {

@@ -1180,6 +1180,20 @@ TEST(Onnx, CumSumOfAStreamIsAProductByATriangle) {
   std::string error = errorOf(writeModel(rows, "cumsum_rows.onnx"));
   EXPECT_NE(error.find("y_node (CumSum of a stream along another axis than its last"), std::string::npos)
       << error;
+  // an axis given at run time (it was taken as the last)
+  onnx::ModelProto given = modelWithInput(17, "cumsum_given", {2, 4});
+  auto* axis = given.mutable_graph()->add_input();
+  axis->set_name("axis");
+  axis->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  axis->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  addNode(given.mutable_graph(), "CumSum", {"x", "axis"}, "y");
+  given.mutable_graph()->add_output()->set_name("y");
+  error = errorOf(writeModel(given, "cumsum_given.onnx"));
+  EXPECT_NE(
+      error.find("y_node (CumSum of a stream along another axis than its last, along an axis computed at run "
+                 "time"),
+      std::string::npos)
+      << error;
 }
 
 // A Cast of a float stream to int64 or int32 rounds toward zero, as torch's .long() (it was refused); a
@@ -1201,17 +1215,23 @@ TEST(Onnx, ACastOfAStreamToIntegersRoundsTowardZero) {
   addNode(g, "Greater", {"x", "zero"}, "positive");
   cast("positive", "positive_long", onnx::TensorProto::INT64);
   cast("positive_long", "positive_f", onnx::TensorProto::FLOAT);
-  for (const char* out : {"long_f", "int_f", "positive_f"}) g->add_output()->set_name(out);
+  // integers divided (torch's // of ints exports so): toward zero, as ONNX's Div of integers
+  addInitializer(g, "three", {}, {3}, onnx::TensorProto::INT64);
+  addNode(g, "Div", {"as_long", "three"}, "thirds");
+  cast("thirds", "thirds_f", onnx::TensorProto::FLOAT);
+  for (const char* out : {"long_f", "int_f", "positive_f", "thirds_f"}) g->add_output()->set_name(out);
   Graph graph = importOnnx(writeModel(m, "casts.onnx"));
   std::vector<float> x = {-2.5f, -0.5f, 0.0f, 0.7f, 3.9f, -7.0f};
   std::map<std::string, Tensor> values = {{"x", Tensor{{6}, x}}};
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   auto out = interpret(graph, values);
-  const std::vector<float> truncated = {-2, 0, 0, 0, 3, -7}, positive = {0, 0, 0, 1, 1, 0};
+  const std::vector<float> truncated = {-2, 0, 0, 0, 3, -7}, positive = {0, 0, 0, 1, 1, 0},
+                           thirds = {0, 0, 0, 0, 1, -2};
   for (size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(out.at(graph.outputs.at(0)).data.at(i), truncated[i]) << i;
     EXPECT_EQ(out.at(graph.outputs.at(1)).data.at(i), truncated[i]) << i;
     EXPECT_EQ(out.at(graph.outputs.at(2)).data.at(i), positive[i]) << i;
+    EXPECT_EQ(out.at(graph.outputs.at(3)).data.at(i), thirds[i]) << i;
   }
   onnx::ModelProto narrow = modelWithInput(17, "narrow", {6});
   auto* a = addNode(narrow.mutable_graph(), "Cast", {"x"}, "y")->add_attribute();
@@ -1220,7 +1240,7 @@ TEST(Onnx, ACastOfAStreamToIntegersRoundsTowardZero) {
   a->set_i(onnx::TensorProto::INT8);
   narrow.mutable_graph()->add_output()->set_name("y");
   std::string error = errorOf(writeModel(narrow, "narrow.onnx"));
-  EXPECT_NE(error.find("y_node (Cast of a float stream to an integer type narrower than 32 bits)"),
+  EXPECT_NE(error.find("y_node (Cast of a float stream to an integer type other than int32 and int64)"),
             std::string::npos)
       << error;
 }
@@ -1285,6 +1305,37 @@ TEST(Onnx, GatherElementsOfConstantsFolds) {
   std::map<std::string, Tensor> values = {{"x", Tensor{{2, 2}, {10, 20, 30, 40}}}};
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   EXPECT_EQ(interpret(graph, values).at(graph.outputs.at(0)).data, (std::vector<float>{15, 22, 31, 46}));
+}
+
+// Pad of a stream along its last axis in mode edge (torch's replicate), reflect and wrap (circular) copies
+// the input's values: [1, 2, 3, 4] padded by 2 before and 1 after is [1, 1, 1, 2, 3, 4, 4], [3, 2, 1, 2,
+// 3, 4, 3] and [3, 4, 1, 2, 3, 4, 1], by hand. Along another axis it is refused by name.
+TEST(Onnx, APadOfAStreamCopiesItsEdgesReflectionsOrWraps) {
+  auto padded = [](const std::string& mode, int64_t axis) {
+    onnx::ModelProto m = modelWithInput(17, "pad_" + mode, {2, 4});
+    onnx::GraphProto* g = m.mutable_graph();
+    addInitializer(g, "amounts", {2}, {2, 1}, onnx::TensorProto::INT64);
+    addInitializer(g, "axes", {1}, {static_cast<double>(axis)}, onnx::TensorProto::INT64);
+    onnx::AttributeProto* a = addNode(g, "Pad", {"x", "amounts", "", "axes"}, "y")->add_attribute();
+    a->set_name("mode");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(mode);
+    g->add_output()->set_name("y");
+    return writeModel(m, "pad_" + mode + std::to_string(axis) + ".onnx");
+  };
+  const std::map<std::string, std::vector<float>> want = {
+      {"edge", {1, 1, 1, 2, 3, 4, 4}}, {"reflect", {3, 2, 1, 2, 3, 4, 3}}, {"wrap", {3, 4, 1, 2, 3, 4, 1}}};
+  for (const auto& [mode, row] : want) {
+    Graph graph = importOnnx(padded(mode, -1));
+    std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, {1, 2, 3, 4, -1, -2, -3, -4}}}};
+    for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+    std::vector<float> expected = row;
+    for (float v : row) expected.push_back(-v);
+    EXPECT_EQ(interpret(graph, values).at(graph.outputs.at(0)).data, expected) << mode;
+  }
+  std::string error = errorOf(padded("edge", 0));
+  EXPECT_NE(error.find("y_node (Pad in mode 'edge' along another axis than the last)"), std::string::npos)
+      << error;
 }
 
 // A Tile of constants folds (position ids repeated per batch): [2, 3] tiled (2, 2) is [4, 6], row r and
@@ -1570,7 +1621,8 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   EXPECT_EQ(errorOf(badPath),
             badPath +
                 ": error: unsupported: 2 node(s):\n  apart_rows_node (Gather of a stream at an "
-                "index outside its axis)\n  stepped_node (Slice other than one axis with a step)");
+                "index outside its axis)\n  stepped_node (Slice other than one axis with a constant non-zero "
+                "step)");
 }
 
 // x * cos + rotate_half(x) * sin over constant tables is one rope op only when the tables are rope's:
