@@ -1251,7 +1251,8 @@ class Importer {
     if (!starts || !ends || starts->v.size() != 1 || ends->v.size() != 1 ||
         (given(3) && (!axes || axes->v.size() != 1)) ||
         (given(4) && (!steps || steps->v.size() != 1 || !(steps->v[0] >= 1 || steps->v[0] <= -1)))) {
-      unsupported_.push_back(nodeName(n) + " (Slice other than one axis with a constant non-zero step)");
+      unsupported_.push_back(nodeName(n) +
+                             " (Slice other than one axis with constant starts, ends and a non-zero step)");
       return;
     }
     int64_t axis = axes ? static_cast<int64_t>(axes->v[0]) : 0;
@@ -3241,7 +3242,14 @@ class Importer {
         return refuse("in mode '" + mode + "' along another axis than the last");
       if (axes[i] == last) before = b, after = a;
     }
+    if (dims.size() < 2) return refuse("in mode '" + mode + "' of a stream of rank 1");
     int64_t n = dims.back(), width = n + before + after;
+    if (before == 0 && after == 0) {  // no padding: the same tensor
+      op.op = "reshape";
+      op.inputs = {operand(d.inputs[0], op.name)};
+      op.attrs["shape"] = dims;
+      return true;
+    }
     if (before < 0 || after < 0 || width > 2048 || (mode == "reflect" && (before >= n || after >= n)))
       return refuse("in mode '" + mode +
                     "' by amounts it cannot take (negative, past the axis, or over 2048)");

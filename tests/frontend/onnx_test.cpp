@@ -1333,6 +1333,19 @@ TEST(Onnx, APadOfAStreamCopiesItsEdgesReflectionsOrWraps) {
     for (float v : row) expected.push_back(-v);
     EXPECT_EQ(interpret(graph, values).at(graph.outputs.at(0)).data, expected) << mode;
   }
+  // As torch exports F.pad(x, (2, 1), mode="replicate"): two inputs, amounts for every axis.
+  onnx::ModelProto every = modelWithInput(13, "pad_every_axis", {2, 4});
+  addInitializer(every.mutable_graph(), "amounts", {4}, {0, 2, 0, 1}, onnx::TensorProto::INT64);
+  onnx::AttributeProto* mode = addNode(every.mutable_graph(), "Pad", {"x", "amounts"}, "y")->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("edge");
+  every.mutable_graph()->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(every, "pad_every_axis.onnx"));
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, {1, 2, 3, 4, -1, -2, -3, -4}}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  EXPECT_EQ(interpret(graph, values).at(graph.outputs.at(0)).data,
+            (std::vector<float>{1, 1, 1, 2, 3, 4, 4, -1, -1, -1, -2, -3, -4, -4}));
   std::string error = errorOf(padded("edge", 0));
   EXPECT_NE(error.find("y_node (Pad in mode 'edge' along another axis than the last)"), std::string::npos)
       << error;
@@ -1618,11 +1631,12 @@ TEST(Onnx, StepsIndicesAndConstantMatmulsOfStreams) {
   addNode(g, "Slice", {"x", "s0", "e12", "last", "step"}, "stepped");
   for (const char* out : {"apart_rows", "stepped"}) g->add_output()->set_name(out);
   std::string badPath = writeModel(bad, "bad_steps.onnx");
-  EXPECT_EQ(errorOf(badPath),
-            badPath +
-                ": error: unsupported: 2 node(s):\n  apart_rows_node (Gather of a stream at an "
-                "index outside its axis)\n  stepped_node (Slice other than one axis with a constant non-zero "
-                "step)");
+  EXPECT_EQ(
+      errorOf(badPath),
+      badPath +
+          ": error: unsupported: 2 node(s):\n  apart_rows_node (Gather of a stream at an "
+          "index outside its axis)\n  stepped_node (Slice other than one axis with constant starts, ends "
+          "and a non-zero step)");
 }
 
 // x * cos + rotate_half(x) * sin over constant tables is one rope op only when the tables are rope's:
