@@ -50,6 +50,23 @@ void holdInF32(TypedGraph& g) {
   for (auto& [name, t] : g.tensors) t.dtype = "f32";
 }
 
+// Every tensor held in HBM (an input, a weight, an output), at the largest values of its symbols, fits the
+// platform's HBM: one past it is refused by name (a [2^18, 2^18] input ran the channel assignment's
+// simulation for minutes before).
+void requireHbmRoom(const TypedGraph& g, const Platform& platform, const CompileOptions& options) {
+  const int64_t room = int64_t{platform.hbm.channels} * platform.hbm.channelBytes;
+  for (const auto& [name, t] : g.tensors) {
+    if (t.role == TensorRole::kIntermediate) continue;
+    int64_t elements = 1;
+    for (const Expr& d : t.shape) elements *= d.eval(options.maxima);  // at most 2^40 (checkSize)
+    int64_t bytes = (elements * dtypeBits(t.dtype) + 7) / 8;
+    if (bytes > room)
+      throw UserError(formatError(t.loc, "tensor '" + name + "' holds " + std::to_string(bytes) +
+                                             " bytes, more than the platform's HBM (" + std::to_string(room) +
+                                             " bytes)"));
+  }
+}
+
 // Memory for a buffer of `bytes`: LUTRAM up to 512 bytes (64 bits per LUT), BRAM_18K up to 64 blocks,
 // URAM beyond.
 void addBuffer(int64_t bytes, Resources& r) {
@@ -604,6 +621,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
     quantize(typed);
   else
     holdInF32(typed);
+  requireHbmRoom(typed, platform, options);
   options.tile = tileForReshapes(typed, options.tile);
   if (options.tile > 1) out.report.warnings = narrowStreamWarnings(typed, options.tile);
   options.stripeCap = stripeCaps(typed, platform, options);

@@ -1429,6 +1429,10 @@ class Importer {
       } else if (!foldedDims(n, dims)) {
         return false;
       }
+      for (int64_t d : dims)
+        if (d < 0 && op == "ConstantOfShape")
+          throw UserError(path_ + ": error: " + op + " '" + nodeName(n) + "' makes a dimension of " +
+                          std::to_string(d));
       if (op == "Expand") out = broadcast(in(0), Const{dims, std::vector<double>(static_cast<size_t>(Const{dims, {}}.count()), 0)}, [](double a, double) { return a; });
       else if (op == "ConstantOfShape") {
         double value = 0;

@@ -790,6 +790,12 @@ TEST(Compiler, Errors) {
   EXPECT_EQ(errorOf("graph: g\ninputs: [{name: x, shape: [4, 8]}, {name: z, shape: [3, 8]}]\nops:\n"
                     "  - {name: s, op: add, inputs: [x, z], output: y}\noutputs: [y]\n"),
             "g.yaml:4:5: error: op 's' (add): shapes [4, 8] and [3, 8] do not broadcast");
+  // A tensor past the platform's HBM is refused by name (a [2^18, 2^18] input ran for minutes).
+  EXPECT_EQ(
+      errorOf("graph: g\ninputs: [{name: x, shape: [262144, 262144]}]\nops:\n"
+              "  - {name: r, op: relu, inputs: [x], output: y}\noutputs: [y]\n"),
+      "g.yaml:2:10: error: tensor 'x' holds 274877906944 bytes, more than the platform's HBM (17179869184 "
+      "bytes)");
   // A scalar result (a reshape of [1] to []) is refused (it crashed the tile choice).
   EXPECT_EQ(errorOf("graph: g\ninputs: [{name: x, shape: [1]}]\nops:\n"
                     "  - {name: s, op: reshape, inputs: [x], output: y, shape: []}\noutputs: [y]\n"),

@@ -2548,6 +2548,16 @@ TEST(Onnx, ConstantsThatDoNotBroadcastAndTheDefaultPerm) {
 }
 
 TEST(Onnx, Errors) {
+  {  // a ConstantOfShape of a negative dimension (it stopped with the vector's length_error)
+    onnx::ModelProto m = modelWithInput(17, "negative_shape", {4, 5});
+    addInitializer(m.mutable_graph(), "shape", {1}, {-1}, onnx::TensorProto::INT64);
+    addNode(m.mutable_graph(), "ConstantOfShape", {"shape"}, "c");
+    addNode(m.mutable_graph(), "Add", {"x", "c"}, "y");
+    m.mutable_graph()->add_output()->set_name("y");
+    std::string error = errorOf(writeModel(m, "negative_shape.onnx"));
+    EXPECT_NE(error.find("ConstantOfShape 'c_node' makes a dimension of -1"), std::string::npos) << error;
+  }
+
   std::string text = ::testing::TempDir() + "not.onnx";
   std::ofstream(text) << "graph: not onnx\n";
   EXPECT_EQ(errorOf(text), text + ": error: not an ONNX model (the file does not parse as an ONNX ModelProto)");
