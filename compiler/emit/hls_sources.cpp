@@ -180,9 +180,9 @@ class SourceEmitter {
     for (const Task* t : tasks) {
       const TaskRole& r = role(*t);
       if (r.kind != TaskRole::kConverterWrite) continue;
-      std::string dtype = ctx_.dtype(r.order.dtype);
+      std::string dtype = r.order.dtype;
       c.line("typedef " + emit::storageOf(dtype).type + " " + ctx_.blockType(firstOut(*t)) + "[" +
-             std::to_string(emit::regionUnits(ctx_, r)) + "];");
+             std::to_string(emit::regionUnits(r)) + "];");
     }
     c.blank();
     std::map<std::string, std::string> fnNames;
@@ -246,8 +246,8 @@ class SourceEmitter {
                  "> " + var + ";  // converter buffer: the network's " + std::to_string(f.depth) +
                  " written region(s), the one read and the one filled");
           const TaskRole& region = *regionOf_.at(fifo);
-          int64_t factor = emit::regionBanks(ctx_, region);
-          if (factor >= emit::regionUnits(ctx_, region))
+          int64_t factor = emit::regionBanks(region);
+          if (factor >= emit::regionUnits(region))
             c.line("#pragma HLS ARRAY_PARTITION variable=" + var + " type=complete dim=1");
           else if (factor > 1)
             c.line("#pragma HLS ARRAY_PARTITION variable=" + var +
@@ -483,10 +483,10 @@ class SourceEmitter {
   int64_t bufferDepth(const Task& t) const {
     const TaskRole& r = role(t);
     const Bindings& maxima = compiled_.options.maxima;
-    std::string dtype = ctx_.dtype(r.order.dtype);
+    std::string dtype = r.order.dtype;
     int64_t units = 1;
     if (r.packed) {
-      units = emit::storageUnits(ctx_, r.order) / r.stripes;
+      units = emit::storageUnits(r.order) / r.stripes;
       for (const Expr& trip : r.order.trips) units *= trip.eval(maxima);
     } else {
       for (const Expr& d : compiled_.kernels.tensors.at(r.tensor).shape) units *= d.eval(maxima);

@@ -102,10 +102,10 @@ class KernelBody {
   int64_t ii(size_t ph) const { return task_.phases[ph].ii; }
   const TensorInfo& info(const std::string& tensor) const { return ctx_.compiled->kernels.tensors.at(tensor); }
   void read(size_t ph, size_t p, const std::string& var) {
-    readPort(ctx_, c_, var, storageUnits(ctx_, port(ph, p).order), fifos(ph, p), ctx_.dtype(port(ph, p).order.dtype));
+    readPort(ctx_, c_, var, storageUnits(port(ph, p).order), fifos(ph, p), port(ph, p).order.dtype);
   }
   std::string portTok(size_t ph, size_t p) const {
-    return tokenOf(storageUnits(ctx_, port(ph, p).order), ctx_.dtype(port(ph, p).order.dtype));
+    return tokenOf(storageUnits(port(ph, p).order), port(ph, p).order.dtype);
   }
   // A token read at an outer level of the flattened loop: declared before it, read where the loops inside
   // its level start (a port of level L reads at the first iteration of the loops inside L).
@@ -113,8 +113,7 @@ class KernelBody {
   void readHeld(size_t ph, size_t p, const std::string& var, const FlatLoop& f) {
     std::string cond = f.first(level(ph, p));
     if (!cond.empty()) c_.open("if (" + cond + ")");
-    readPort(ctx_, c_, var, storageUnits(ctx_, port(ph, p).order), fifos(ph, p),
-             ctx_.dtype(port(ph, p).order.dtype), false);
+    readPort(ctx_, c_, var, storageUnits(port(ph, p).order), fifos(ph, p), port(ph, p).order.dtype, false);
     if (!cond.empty()) c_.close();
   }
   int level(size_t ph, size_t p) const {
@@ -163,7 +162,7 @@ class KernelBody {
     return target + " = " + (quant() ? req(v, ctx_.scale(port(ph, p).tensor)) : v) + ";";
   }
   std::string outTok(size_t ph, size_t p, int64_t elements) const {
-    return tokenOf(elements, ctx_.dtype(port(ph, p).order.dtype));
+    return tokenOf(elements, port(ph, p).order.dtype);
   }
   void write(size_t ph, size_t p, const std::string& var) { writePort(ctx_, c_, var, fifos(ph, p)); }
   size_t outPort(size_t ph) const {
@@ -303,7 +302,7 @@ class KernelBody {
     for (const Expr& e : W.shape) dims += "[" + cxx(e) + "]";
     // Static: as large as the right side (a stack could not hold it in the C simulation); every key a row
     // reads is stored in the same call before it is read.
-    c_.line("static " + storageOf(ctx_.dtype(hp.order.dtype)).type + " held" + dims + ";");
+    c_.line("static " + storageOf(hp.order.dtype).type + " held" + dims + ";");
     bool alongN = kernel_.heldKeys == Kernel::HeldKeys::kAlongN;
     c_.line("#pragma HLS ARRAY_PARTITION variable=held cyclic factor=" + std::to_string(alongN ? Tn : Tk) +
             " dim=" + std::to_string(d.key + 1));
@@ -320,7 +319,7 @@ class KernelBody {
     size_t r = W.shape.size();
     std::string cond = f.first(level(0, 1));
     if (!cond.empty()) c_.open("if (" + cond + ")");
-    readPort(ctx_, c_, "fresh_key", storageUnits(ctx_, hp.order), fifos(0, 1), ctx_.dtype(hp.order.dtype), false);
+    readPort(ctx_, c_, "fresh_key", storageUnits(hp.order), fifos(0, 1), hp.order.dtype, false);
     openElements(c_, "e", tokenElements(hp.order));
     std::string at;
     for (size_t i = 0; i < r; ++i) at += "[" + dataCoord(hp.order, static_cast<int>(i), "i", "e") + "]";
@@ -333,7 +332,7 @@ class KernelBody {
     std::string key = alongN ? pn + " * " + std::to_string(Tn) + " + n" : pk + " * " + std::to_string(Tk) + " + k";
     std::string other = alongN ? pk + " * " + std::to_string(Tk) + " + k" : pn + " * " + std::to_string(Tn) + " + n";
     std::string row = "i" + std::to_string(d.rowLoop);
-    c_.line(tokenOf(Tk * Tn, ctx_.dtype(hp.order.dtype)) + " w;");
+    c_.line(tokenOf(Tk * Tn, hp.order.dtype) + " w;");
     openElements(c_, "k", Tk);
     openElements(c_, "n", Tn);
     std::string at2;
@@ -733,7 +732,7 @@ class KernelBody {
     if (axis < 0) axis += rank;
     int64_t capacity = 1;
     for (const Expr& d : outT.shape) capacity *= d.eval(ctx_.compiled->options.maxima);
-    c_.line("static " + storageOf(ctx_.dtype(outT.dtype)).type + " buf[" + std::to_string(capacity) + "];");
+    c_.line("static " + storageOf(outT.dtype).type + " buf[" + std::to_string(capacity) + "];");
     std::string offset = "0";
     for (size_t i = 0; i + 1 < kernel_.phases.size(); ++i) {
       const TensorInfo& inT = info(op_.inputs[i]);
@@ -766,8 +765,11 @@ class KernelBody {
     int64_t T = tokenElements(o.order);
     c_.line(outTok(last, 0, T) + " out;");
     openElements(c_, "e", T);
-    c_.line("out.v[e] = " + insideOr(insideTensor(outT, o.order, "i", "e"), "buf[" + elementIndex(outT, o.order, "i", "e") + "]",
-                                     storageOf(ctx_.dtype(outT.dtype)).type + "(0)") + ";");
+    c_.line("out.v[e] = " +
+            insideOr(insideTensor(outT, o.order, "i", "e"),
+                     "buf[" + elementIndex(outT, o.order, "i", "e") + "]",
+                     storageOf(outT.dtype).type + "(0)") +
+            ";");
     c_.close();
     write(last, 0, "out");
     f.close();
@@ -935,7 +937,7 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   std::string address;
   if (role.packed) {  // the buffer is the stream: beat after beat
     if (role.ratio > 1) trips = groupedTrips(o.trips, role.ratio);
-    beats = role.ratio > 1 ? 1 : storageUnits(ctx, o) / role.stripes / per;
+    beats = role.ratio > 1 ? 1 : storageUnits(o) / role.stripes / per;
     c.line("long t = 0;");
     address = beats == 1 ? "t" : "t * " + std::to_string(beats);
   } else {
@@ -952,7 +954,7 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   // apart; lower/streams.cpp) moves each beat straight through.
   const bool beatFifo = beats > 1 && fifoUnits == per;
   if (beats > 1) {
-    if (!beatFifo) c.line(tokenOf(per * beats, ctx.dtype(o.dtype)) + " tok;");
+    if (!beatFifo) c.line(tokenOf(per * beats, o.dtype) + " tok;");
     trips.push_back(Expr(beats));
   }
   FlatLoop f(c, trips, "i", static_cast<int>(trips.size()));
@@ -977,8 +979,8 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
 // from the 512-bit token `wide`.
 void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
-  const std::string dtype = ctx.dtype(o.dtype);
-  int64_t E = storageUnits(ctx, o), part = E / role.stripes;
+  const std::string dtype = o.dtype;
+  int64_t E = storageUnits(o), part = E / role.stripes;
   std::string out = ctx.fifoVar(firstPort(task, PortDir::kOut));
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
   if (!role.packed && E != tokenElements(o))
@@ -1040,8 +1042,8 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
 
 void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
-  const std::string dtype = ctx.dtype(o.dtype);
-  int64_t E = storageUnits(ctx, o);
+  const std::string dtype = o.dtype;
+  int64_t E = storageUnits(o);
   if (E != tokenElements(o)) throw UserError("unsupported: HLS emission of '" + task.name + "': an int4 tensor written to HBM");
   DmaPort port = dmaPort(*ctx.compiled, ctx.quant != nullptr, role);
   if (port.beats()) return dmaBeats(ctx, task, role, port, mem, c);
@@ -1076,7 +1078,7 @@ void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Cod
   std::string in = firstPort(task, PortDir::kIn), out = firstPort(task, PortDir::kOut);
   bool split = role.kind == TaskRole::kSplit;
   int64_t narrow = ctx.elements(split ? out : in), r = role.ratio;
-  const std::string dtype = ctx.dtype(role.order.dtype);
+  const std::string dtype = role.order.dtype;
   // One flattened loop over (wide token, narrow token): the wide side is read or written once per r.
   c.line(tokenOf(narrow * r, dtype) + " wide;");
   FlatLoop f(c, {ph.trip[0], Expr(r)}, "i", 2);
@@ -1170,15 +1172,15 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   FlatLoop f(c, o.trips, "i", n, role.sharedLoops);  // the region's loops, flattened
   f.open(label + "_region", task.phases.at(0).ii, &ctx.compiled->options.maxima, task.phases.at(0).latency);
   int64_t E = tokenElements(o);
-  const std::string dtype = ctx.dtype(o.dtype);
-  bool int4 = storageUnits(ctx, o) != E;  // two weights a byte, in the token and in the block
+  const std::string dtype = o.dtype;
+  bool int4 = storageUnits(o) != E;  // two weights a byte, in the token and in the block
   bool bytewise = int4 && pairedBytes(role, o);
   std::string index = regionIndex(role, o, "e");
   if (writer) {
     std::vector<std::string> feeds;  // one FIFO, or the stripes of a weight re-streamed per row block
     for (const Port& p : task.phases.at(0).ports)
       if (p.dir == PortDir::kIn) feeds.push_back(p.fifo);
-    readPort(ctx, c, "tok", storageUnits(ctx, o), feeds, dtype);
+    readPort(ctx, c, "tok", storageUnits(o), feeds, dtype);
     if (bytewise) {  // the token's bytes are the block's: one store a byte, no read-modify-write
       openElements(c, "e", E / 2);
       c.line("block[(" + regionIndex(role, o, "2 * e") + ") / 2] = tok.v[e];");
@@ -1188,7 +1190,7 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
     }
     c.close();
   } else {
-    c.line(tokenOf(storageUnits(ctx, o), dtype) + " tok" + (int4 ? " = {}" : "") + ";");
+    c.line(tokenOf(storageUnits(o), dtype) + " tok" + (int4 ? " = {}" : "") + ";");
     if (bytewise) {
       openElements(c, "e", E / 2);
       c.line("tok.v[e] = block[(" + regionIndex(role, o, "2 * e") + ") / 2];");
@@ -1223,7 +1225,7 @@ void gather(const EmitContext& ctx, const Task& task, const TaskRole& role, cons
   c.line("const float wrapped = token < 0 ? token + " + std::to_string(V) + ".0f : token;");
   c.line("const long id = wrapped < 0 ? 0 : wrapped > " + std::to_string(V - 1) + " ? " +
          std::to_string(V - 1) + " : static_cast<long>(wrapped);");
-  c.line(tokenOf(T, ctx.dtype(o.dtype)) + " out;");
+  c.line(tokenOf(T, o.dtype) + " out;");
   openElements(c, "e", T);
   c.line("out.v[e] = " + mem + "[id * " + D + " + " + dataCoord(o, o.map.numResults() - 1, "i", "e") + "];");
   c.close();
@@ -1246,8 +1248,8 @@ std::string tokenOf(int64_t units, const std::string& dtype) {
   return "Tok<" + std::to_string(units) + (st.type == "float" ? "" : ", " + st.type) + ">";
 }
 
-int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order) {
-  std::string d = ctx.dtype(order.dtype);
+int64_t storageUnits(const StreamOrder& order) {
+  std::string d = order.dtype;
   return tokenElements(order) * dtypeBits(d) / storageOf(d).bits;
 }
 
@@ -1287,7 +1289,6 @@ std::string floatLiteral(float v) {
 }
 
 std::string EmitContext::fifoDtype(const std::string& fifo) const {
-  if (!quant) return "f32";
   auto it = fifoDtypes.find(fifo);
   return it == fifoDtypes.end() ? "f32" : it->second;
 }
@@ -1312,8 +1313,8 @@ int64_t regionElements(const TaskRole& role) {
   return n;
 }
 
-int64_t regionUnits(const EmitContext& ctx, const TaskRole& role) {
-  std::string dtype = ctx.dtype(role.order.dtype);
+int64_t regionUnits(const TaskRole& role) {
+  std::string dtype = role.order.dtype;
   int64_t bits = storageOf(dtype).bits;
   return (regionElements(role) * dtypeBits(dtype) + bits - 1) / bits;
 }
@@ -1321,9 +1322,9 @@ int64_t regionUnits(const EmitContext& ctx, const TaskRole& role) {
 namespace {
 
 // The storage units of the block one token of `order` touches, relative to its first one's.
-std::vector<int64_t> tokenUnits(const EmitContext& ctx, const TaskRole& role, const StreamOrder& order) {
+std::vector<int64_t> tokenUnits(const TaskRole& role, const StreamOrder& order) {
   std::vector<int64_t> units;
-  int64_t E = tokenElements(order), perUnit = storageUnits(ctx, order) == E ? 1 : 2;  // int4: two a byte
+  int64_t E = tokenElements(order), perUnit = storageUnits(order) == E ? 1 : 2;  // int4: two a byte
   for (int64_t e = 0; e < E; ++e) units.push_back(elementOffset(role, order, e) / perUnit);
   std::sort(units.begin(), units.end());
   units.erase(std::unique(units.begin(), units.end()), units.end());
@@ -1342,14 +1343,14 @@ bool separates(const std::vector<int64_t>& units, int64_t factor) {
 
 }  // namespace
 
-int64_t regionBanks(const EmitContext& ctx, const TaskRole& role) {
-  std::vector<int64_t> w = tokenUnits(ctx, role, role.order), r = tokenUnits(ctx, role, role.target);
+int64_t regionBanks(const TaskRole& role) {
+  std::vector<int64_t> w = tokenUnits(role, role.order), r = tokenUnits(role, role.target);
   // HLS must see which bank each access of the unrolled token takes: every loop moves a token by a
   // multiple of the factor, so a token's first unit is always in bank 0 (an int4 stride must be whole bytes).
   std::vector<int64_t> strides = loopStrides(role, role.order), rs = loopStrides(role, role.target);
   strides.insert(strides.end(), rs.begin(), rs.end());
-  bool int4 = storageUnits(ctx, role.order) != tokenElements(role.order);
-  int64_t all = regionUnits(ctx, role);
+  bool int4 = storageUnits(role.order) != tokenElements(role.order);
+  int64_t all = regionUnits(role);
   for (int64_t f = static_cast<int64_t>(std::max(w.size(), r.size())); f < all; ++f) {
     bool aligned = true;
     for (int64_t s : strides) aligned = aligned && (int4 ? s % 2 == 0 && (s / 2) % f == 0 : s % f == 0);

@@ -21,10 +21,8 @@ struct EmitContext {
   const QuantPlan* quant = nullptr;  ///< W4A8 scales; null: every stream carries f32
   std::map<std::string, const Fifo*> fifos;  ///< by name
   std::map<std::string, std::string> fifoIds;  ///< a unique identifier per FIFO
-  std::map<std::string, std::string> fifoDtypes;  ///< the dtype of each FIFO's elements (W4A8 only)
+  std::map<std::string, std::string> fifoDtypes;  ///< the dtype of each FIFO's elements
   std::string fifoVar(const std::string& fifo) const { return "s_" + fifoIds.at(fifo); }
-  /// The dtype a stream of `dtype` carries in the emitted code: itself under W4A8, f32 otherwise.
-  std::string dtype(const std::string& d) const { return quant ? d : "f32"; }
   std::string fifoDtype(const std::string& fifo) const;
   /// Storage units per token of a FIFO (f32, int8 or int32 elements; bytes of two int4 weights).
   int64_t elements(const std::string& fifo) const;
@@ -46,8 +44,8 @@ Storage storageOf(const std::string& dtype);
 /// The token type of `units` storage units of dtype.
 std::string tokenOf(int64_t units, const std::string& dtype);
 
-/// Storage units of one token of order (the ctx's dtype).
-int64_t storageUnits(const EmitContext& ctx, const StreamOrder& order);
+/// Storage units of one token of order.
+int64_t storageUnits(const StreamOrder& order);
 
 /// How a DMA's m_axi port is accessed. A port whose every access is one whole 512-bit beat at a beat's
 /// address is typed as the beat, `Tok<per, T>` (UG1399: an aggregate on an m_axi interface is one wide
@@ -75,10 +73,10 @@ void emitTaskBody(const EmitContext& ctx, const Task& task, const TaskRole& role
 /// The region block's element count of a converter task.
 int64_t regionElements(const TaskRole& role);
 /// Storage units of a converter's region block (two int4 weights a byte).
-int64_t regionUnits(const EmitContext& ctx, const TaskRole& role);
+int64_t regionUnits(const TaskRole& role);
 /// The cyclic partition factor of a converter's region block under which every token its writer stores
 /// and every token its reader loads touches each bank once, so that both run at II=1: the smallest
 /// factor that separates the storage units of one token in both orders (a bank per unit when none does).
-int64_t regionBanks(const EmitContext& ctx, const TaskRole& role);
+int64_t regionBanks(const TaskRole& role);
 
 }  // namespace stc::emit

@@ -336,6 +336,17 @@ Const triangle(int64_t rows, int64_t cols, int64_t k, bool upper) {
   return kept;
 }
 
+// A matrix whose product picks values: S [n, sources.size()], 1 at [sources[j]][j], so that column j
+// copies value sources[j] (torch.flip, a Pad of edge, reflect or wrap).
+Const selection(int64_t n, const std::vector<int64_t>& sources) {
+  Const pick;
+  pick.dims = {n, static_cast<int64_t>(sources.size())};
+  pick.v.assign(static_cast<size_t>(n) * sources.size(), 0.0);
+  for (size_t j = 0; j < sources.size(); ++j)
+    pick.v[static_cast<size_t>(sources[j]) * sources.size() + j] = 1.0;
+  return pick;
+}
+
 // Numpy broadcasting of two constants through f; a UserError when their shapes do not broadcast.
 Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
   std::optional<std::vector<int64_t>> dims = broadcastDims(a.dims, b.dims);
@@ -1284,13 +1295,8 @@ class Importer {
         unsupported_.push_back(nodeName(n) + " (Slice that takes nothing)");
         return;
       }
-      Const pick;
-      pick.dims = {size, static_cast<int64_t>(taken.size())};
-      pick.v.assign(static_cast<size_t>(size) * taken.size(), 0.0);
-      for (size_t j = 0; j < taken.size(); ++j)
-        pick.v[static_cast<size_t>(taken[j]) * taken.size() + j] = 1.0;
       std::string table = madeValue(n.output(0) + "__reversed");
-      consts_[table] = pick;
+      consts_[table] = selection(size, taken);
       push("MatMul", n.input(0), n.output(0), {});
       dyn_.back().inputs.push_back(table);
       return;
@@ -2556,9 +2562,9 @@ class Importer {
                                 d.output + "_batched" + std::to_string(view), {{"shape", batched}});
     } else if (d.op == "Mod" && d.inputs.size() == 2) {  // of floats: C's fmod (ONNX asks fmod=1 for them)
       std::string x = operand(d.inputs[0], op.name), y = operand(d.inputs[1], op.name);
-      if (intAttr(n, "fmod", 0) ==
-          0) {  // of integers (torch's % of ints): the divisor's sign, x - floor(x / y) y
-        // (exact for integers below 2^24: a quotient that is not whole is rounded less than 1/|y| away)
+      if (intAttr(n, "fmod", 0) == 0) {
+        // Of integers (torch's % of ints): the divisor's sign, x - floor(x / y) y (exact for integers below
+        // 2^24: a quotient that is not whole is rounded less than 1/|y| away).
         std::string quotient = auxOp("div", op.name + "_quotient", {x, y}, d.output + "_quotient");
         std::string whole = auxOp("floor", op.name + "_floor", {quotient}, d.output + "_floor");
         op.op = "sub";
@@ -2879,8 +2885,8 @@ class Importer {
       consts_[mask] = triangle(rows, cols, k, upper);
       op.op = "select";
       op.inputs = {x, weightFrom(mask, mask)};
-    } else if (d.op ==
-               "CumSum") {  // of a stream along its last axis: x @ U, U[i][j] 1 where x_i enters sum j
+    } else if (d.op == "CumSum") {
+      // Of a stream along its last axis: x @ U, U[i][j] 1 where x_i enters sum j.
       std::vector<Expr> shape = hasConcreteShape(d.inputs[0]) ? shapeOf(d.inputs[0]) : std::vector<Expr>{};
       int64_t rank = static_cast<int64_t>(shape.size()), axis = rank;
       if (d.inputs.size() == 2 && consts_.count(d.inputs[1]) && consts_.at(d.inputs[1]).v.size() == 1)
@@ -2896,16 +2902,10 @@ class Importer {
         unsupported_.push_back(name + " (CumSum of a stream along more than 2048 values)");
         return;
       }
+      // x_i enters sum j where j - i >= 0 (exclusive: >= 1); reverse: j - i <= 0 (exclusive: <= -1).
       bool exclusive = intAttr(n, "exclusive", 0) != 0, reverse = intAttr(n, "reverse", 0) != 0;
-      Const sums;
-      sums.dims = {size, size};
-      for (int64_t i = 0; i < size; ++i)
-        for (int64_t j = 0; j < size; ++j) {
-          bool enters = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
-          sums.v.push_back(enters ? 1.0 : 0.0);
-        }
       std::string table = freeOfModel(d.output + "_sums");
-      consts_[table] = sums;
+      consts_[table] = triangle(size, size, exclusive ? (reverse ? -1 : 1) : 0, !reverse);
       op.op = "matmul";
       op.inputs = {operand(d.inputs[0], op.name), weightFrom(table, table)};
     } else if (d.op == "IsNaN") {  // x == x fails for NaN alone (torch.nan_to_num, torch.isnan)
@@ -3222,9 +3222,6 @@ class Importer {
     dims.insert(dims.begin(), extra, 1);
     return shorter;
   }
-  // ONNX Pad in constant mode (F.pad, nn.ZeroPad2d; RWKV's token shift pads the sequence by one before
-  // and cuts one after): per padded axis, a slice where a side is negative (it removes), then a concat of
-  // blocks of the pad value (weights) before and after. The last step is `op`; false (noted) when refused.
   // `op` as x rounded toward zero, sign(x) * floor(|x|) (its helpers named after `output`).
   void towardZero(Op& op, const std::string& x, const std::string& output) {
     op.op = "mul";
@@ -3234,8 +3231,8 @@ class Importer {
   }
 
   // Pad in mode edge (torch's replicate), reflect or wrap (circular) along the last axis alone, by amounts
-  // of at most 2,048 values in all: each value a copy of one of the input's, so a product by a selection
-  // S [n, n + before + after], S[src(j)][j] = 1.
+  // of at most 2,048 values in all: each value a copy of one of the input's, so a product by a
+  // selection(n, sources) of n + before + after columns.
   bool padFromItsValues(const Dyn& d, Op& op, const std::string& mode, const std::vector<int64_t>& dims,
                         const std::vector<int64_t>& axes, const std::vector<double>& pads,
                         const std::function<bool(const std::string&)>& refuse) {
@@ -3257,9 +3254,7 @@ class Importer {
     if (before < 0 || after < 0 || width > 2048 || (mode == "reflect" && (before >= n || after >= n)))
       return refuse("in mode '" + mode +
                     "' by amounts it cannot take (negative, past the axis, or over 2048)");
-    Const pick;
-    pick.dims = {n, width};
-    pick.v.assign(static_cast<size_t>(n * width), 0.0);
+    std::vector<int64_t> sources;
     for (int64_t j = 0; j < width; ++j) {
       int64_t i = j - before;
       if (mode == "edge")
@@ -3268,15 +3263,18 @@ class Importer {
         i = i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
       else
         i = ((i % n) + n) % n;
-      pick.v[static_cast<size_t>(i * width + j)] = 1.0;
+      sources.push_back(i);
     }
     std::string table = freeOfModel(d.output + "_padded");
-    consts_[table] = pick;
+    consts_[table] = selection(n, sources);
     op.op = "matmul";
     op.inputs = {operand(d.inputs[0], op.name), weightFrom(table, table)};
     return true;
   }
 
+  // ONNX Pad in constant mode (F.pad, nn.ZeroPad2d; RWKV's token shift pads the sequence by one before
+  // and cuts one after): per padded axis, a slice where a side is negative (it removes), then a concat of
+  // blocks of the pad value (weights) before and after. The last step is `op`; false (noted) when refused.
   bool pad(const Dyn& d, Op& op) {
     const std::string name = nodeName(*d.node);
     auto refuse = [&](const std::string& why) {

@@ -282,8 +282,7 @@ TypedGraph inferShapes(const Graph& graph) {
       std::vector<Expr> shape = inferOp(op, in);
       if (shape.empty())  // a scalar (a squeeze of [1]): a stream's tokens run along a last dimension
         throw UserError(formatError(
-            op.loc,
-            "op '" + op.name + "': its result has no dimensions (a scalar); keep " + "a dimension of 1"));
+            op.loc, "op '" + op.name + "': its result has no dimensions (a scalar); keep a dimension of 1"));
       checkSize(shape, formatError(op.loc, "op '" + op.name + "': its result " + shapeText(shape)));
       // Activations keep the dtype of the first input that is not a weight (or of input 0); an embedding's
       // rows the table's, whatever integer type its ids have.

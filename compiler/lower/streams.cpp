@@ -433,7 +433,7 @@ class Builder {
   // Whether the emitted DMA of a row-major `tensor` in `order` moves its tokens as aligned 512-bit beats
   // (rowMajorBeats; compiler/emit stores f32 unless W4A8, int8 a byte, int4 not as whole elements).
   bool wholeBeats(const std::string& tensor, const StreamOrder& order) const {
-    const std::string dtype = o_.quant == "w4a8" ? order.dtype : "f32";
+    const std::string& dtype = order.dtype;
     if (dtype == "i4" || order.tokenBits() != tokenElements(order) * dtypeBits(dtype)) return false;
     int64_t per = kDmaTokenBits / dtypeBits(dtype);
     return rowMajorBeats(g_.tensors.at(tensor), order, 1, per, 1).reason.empty();
