@@ -472,6 +472,20 @@ class FlippedFeatures(torch.nn.Module):
         return self.proj(x) + self.back(torch.flip(torch.relu(x), [-1]))
 
 
+class LastTokenHead(torch.nn.Module):
+    """The next token's logits as a model's head writes them: the final norm, then the LM head of the last
+    position alone (`h[:, -1, :]`, an ONNX Gather at -1 along the sequence)."""
+
+    def __init__(self, d=48, vocab=80):
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+        self.norm = torch.nn.LayerNorm(d)
+        self.lm_head = torch.nn.Linear(d, vocab, bias=False)
+
+    def forward(self, x):
+        return self.lm_head(self.norm(torch.relu(self.proj(x)))[:, -1, :])
+
+
 class PaddedAttention(torch.nn.Module):
     """Causal self-attention under a padding mask given as a second model input, `mask`, as Hugging Face
     passes it: `extended` an int64 attention_mask, (1 - mask.to(dtype)) * finfo.min added; `where` a bool
@@ -680,6 +694,10 @@ def cases(m):
         ("gptj_gathered_rotary_hd96_r32_b2_op15", lambda: GptjGatheredRotary(192, 2, 32), (2, 13, 192), 15, None, []),
         ("edge_padded_features", lambda: EdgePaddedFeatures(), (1, 8, 40), 17, None, []),
         ("edge_padded_features_d64_b2_op13", lambda: EdgePaddedFeatures(64), (2, 5, 64), 13, None, []),
+        # the sequence a dynamic axis, bound by --bind alone (the check binds it): fixed at import
+        ("last_token_head_seq_bound", lambda: LastTokenHead(), (1, 9, 48), 17, {"x": {1: "seq"}}, []),
+        ("last_token_head_d64_b2_seq_bound_op14", lambda: LastTokenHead(64, 96), (2, 5, 64), 14, {"x": {1: "seq"}},
+         []),
         # a second input, `mask` (the case's last field makes it from the batch and the sequence length)
         ("padded_int64_extended_mask", lambda: PaddedAttention(), (2, 13, 48), 17, None, [],
          padding(3, torch.int64)),

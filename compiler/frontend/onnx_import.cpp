@@ -1240,8 +1240,10 @@ class Importer {
         return;
       }
       if (!run) {
-        unsupported_.push_back(nodeName(n) +
-                               " (Gather of a stream at indices that are not a run of one axis)");
+        bool symbolic = axis >= 0 && axis < rank && !shape[static_cast<size_t>(axis)].isConstant();
+        unsupported_.push_back(
+            nodeName(n) + (symbolic ? " (Gather of a stream along a symbolic dimension)"
+                                    : " (Gather of a stream at indices that are not a run of one axis)"));
         return;
       }
       int64_t end = first + static_cast<int64_t>(idx.v.size());

@@ -1064,6 +1064,38 @@ TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
   }
 }
 
+// The last token's row of a stream whose sequence is a dynamic axis (`x[:, -1, :]`, a Gather at -1, before
+// an LM head): refused with the way out while the axis is symbolic (it said "indices that are not a run",
+// so `--bind seq=N` did not fix the axis at import), and the row itself once the axis is fixed.
+TEST(Onnx, TheLastTokenOfADynamicAxisNeedsTheAxisFixed) {
+  onnx::ModelProto m = modelWithInput(17, "last_token", {1, 3, 2});
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_param("seq");
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "last", {}, {-1}, onnx::TensorProto::INT64);
+  onnx::AttributeProto* axis = addNode(g, "Gather", {"x", "last"}, "y")->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  g->add_output()->set_name("y");
+  std::string path = writeModel(m, "last_token.onnx");
+  EXPECT_EQ(errorOf(path),
+            path +
+                ": error: unsupported: 1 node(s):\n  y_node (Gather of a stream along a symbolic "
+                "dimension)\n(the shape arithmetic over the model's dynamic axes folds once they "
+                "are fixed at import: --set dim.seq=N; simulate, size-fifos, emit and run also "
+                "fix an axis --bind gives a value)");
+  Graph graph = importOnnx(path, {{"seq", 3}});
+  Tensor y = interpret(graph, {{"x", Tensor{{1, 3, 2}, {1, 2, 3, 4, 5, 6}}}}).at(graph.outputs.at(0));
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(y.data, (std::vector<float>{5, 6}));
+}
+
 // A MatMul whose constant operand's batch dims broadcast against the stream's (a per-head table [h, k, n]
 // with no batch axis, times queries [b, h, m, k] at batch 2): the table laid out per batch. It stopped with
 // "batch dimensions differ". Values by hand.
