@@ -445,6 +445,22 @@ class RunningMeans(torch.nn.Module):
         return self.proj(mean) + positions
 
 
+class SequenceRunningMeans(torch.nn.Module):
+    """A running mean over the sequence, h.cumsum(1) / positions (a causal mean-pool, as token mixers and
+    linear-attention baselines write it), and a running sum from the end (cumsum with reverse is not in torch:
+    flip, cumsum, flip), added to the features."""
+
+    def __init__(self, d=40):
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.proj(x)
+        mean = h.cumsum(1) / torch.arange(1, h.shape[1] + 1, dtype=h.dtype)[None, :, None]
+        return self.out(h + mean) + torch.relu(x).cumsum(-2) * 0.1
+
+
 class TruncatedFeatures(torch.nn.Module):
     """Features truncated to a grid by a cast to int64 and back (fake quantisation as older code writes it,
     (x * 16).long().float() / 16), and a mask cast to int32 and back, then a projection."""
@@ -686,6 +702,9 @@ def cases(m):
         ("batchless_right_matmul_unsqueezed_b3_d48_h3_n6", lambda: BatchlessRightMatmul(48, 3, 6, True), (3, 10, 48), 17, None, []),
         ("running_means", lambda: RunningMeans(), (1, 8, 40), 17, None, []),
         ("running_means_d64_b2_op13", lambda: RunningMeans(64), (2, 5, 64), 13, None, []),
+        ("sequence_running_means", lambda: SequenceRunningMeans(), (1, 8, 40), 17, None, []),
+        ("sequence_running_means_d64_b2_seq_bound_op13", lambda: SequenceRunningMeans(64), (2, 5, 64), 13,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, []),
         ("truncated_features", lambda: TruncatedFeatures(), (1, 8, 40), 17, None, []),
         ("truncated_features_d64_b2_op13", lambda: TruncatedFeatures(64), (2, 5, 64), 13, None, []),
         ("flipped_features", lambda: FlippedFeatures(), (1, 8, 40), 17, None, []),

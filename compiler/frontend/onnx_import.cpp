@@ -2888,18 +2888,20 @@ class Importer {
       op.op = "select";
       op.inputs = {x, weightFrom(mask, mask)};
     } else if (d.op == "CumSum") {
-      // Of a stream along its last axis: x @ U, U[i][j] 1 where x_i enters sum j.
+      // Of a stream along its last axis: x @ U, U[i][j] 1 where x_i enters sum j. Along another axis (a
+      // running sum over the sequence), that axis swapped with the last before and after.
       std::vector<Expr> shape = hasConcreteShape(d.inputs[0]) ? shapeOf(d.inputs[0]) : std::vector<Expr>{};
-      int64_t rank = static_cast<int64_t>(shape.size()), axis = rank;
+      int64_t rank = static_cast<int64_t>(shape.size()), axis = -1 - rank;
       if (d.inputs.size() == 2 && consts_.count(d.inputs[1]) && consts_.at(d.inputs[1]).v.size() == 1)
         axis = static_cast<int64_t>(consts_.at(d.inputs[1]).v[0]);
-      if (rank < 2 || (axis != -1 && axis != rank - 1)) {
+      if (axis < 0) axis += rank;
+      if (rank < 2 || axis < 0 || axis >= rank) {
         unsupported_.push_back(name +
-                               " (CumSum of a stream along another axis than its last, along an axis " +
-                               "computed at run time, or of a shape symbolic or of rank 1)");
+                               " (CumSum of a stream along an axis computed at run time or out of range, " +
+                               "or of a shape symbolic or of rank 1)");
         return;
       }
-      int64_t size = shape.back().eval();
+      int64_t size = shape[static_cast<size_t>(axis)].eval();
       if (size > 2048) {
         unsupported_.push_back(name + " (CumSum of a stream along more than 2048 values)");
         return;
@@ -2908,8 +2910,20 @@ class Importer {
       bool exclusive = intAttr(n, "exclusive", 0) != 0, reverse = intAttr(n, "reverse", 0) != 0;
       std::string table = freeOfModel(d.output + "_sums");
       consts_[table] = triangle(size, size, exclusive ? (reverse ? -1 : 1) : 0, !reverse);
-      op.op = "matmul";
-      op.inputs = {operand(d.inputs[0], op.name), weightFrom(table, table)};
+      std::string x = operand(d.inputs[0], op.name);
+      if (axis == rank - 1) {
+        op.op = "matmul";
+        op.inputs = {x, weightFrom(table, table)};
+      } else {
+        std::vector<int64_t> swap(static_cast<size_t>(rank));
+        std::iota(swap.begin(), swap.end(), int64_t{0});
+        std::swap(swap[static_cast<size_t>(axis)], swap.back());
+        x = auxOp("transpose", op.name + "_axis_last", {x}, d.output + "_axis_last", {{"perm", swap}});
+        op.op = "transpose";
+        op.inputs = {
+            auxOp("matmul", op.name + "_summed", {x, weightFrom(table, table)}, d.output + "_summed")};
+        op.attrs = {{"perm", swap}};
+      }
     } else if (d.op == "IsNaN") {  // x == x fails for NaN alone (torch.nan_to_num, torch.isnan)
       std::string x = operand(d.inputs[0], op.name);
       op.op = "equal";
