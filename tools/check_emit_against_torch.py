@@ -447,8 +447,8 @@ class RunningMeans(torch.nn.Module):
 
 class SequenceRunningMeans(torch.nn.Module):
     """A running mean over the sequence, h.cumsum(1) / positions (a causal mean-pool, as token mixers and
-    linear-attention baselines write it), and a running sum from the end (cumsum with reverse is not in torch:
-    flip, cumsum, flip), added to the features."""
+    linear-attention baselines write it), and a running sum over the sequence of the rectified input
+    (cumsum(-2)), added to the features."""
 
     def __init__(self, d=40):
         super().__init__()

@@ -508,9 +508,9 @@ class SourceEmitter {
     std::string type = port(t).type();
     return t.kind == TaskKind::kDmaRead ? "const " + type + "* " : type + "* ";
   }
-  emit::DmaPort port(const Task& t) const { return emit::dmaPort(compiled_, ctx_.quant != nullptr, role(t)); }
+  emit::DmaPort port(const Task& t) const { return emit::dmaPort(compiled_, role(t)); }
   std::string portNote(const TaskRole& r) const {
-    emit::DmaPort p = emit::dmaPort(compiled_, ctx_.quant != nullptr, r);
+    emit::DmaPort p = emit::dmaPort(compiled_, r);
     return p.beats() ? ", a 512-bit beat an access" : "; element port: " + p.reason;
   }
 

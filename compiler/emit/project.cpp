@@ -248,7 +248,7 @@ class ProjectWriter {
       b.arg = dmaArgs_.at(t.name);
       b.readOnly = t.kind == TaskKind::kDmaRead;
       b.type = typeOf(r.order.dtype);
-      b.port = emit::dmaPort(compiled_, quant_, r).type();
+      b.port = emit::dmaPort(compiled_, r).type();
       if (r.kind == TaskRole::kGather) {  // the table and the ids, row-major, as the graph has them
         const Op& op = graph_.ops[static_cast<size_t>(kg_.kernels[static_cast<size_t>(r.kernel)].opIndex)];
         for (const std::string& name : {op.inputs[1], op.inputs[0]})
@@ -304,7 +304,7 @@ class ProjectWriter {
   }
 
   // The C++ element type of a stream of dtype in this project.
-  std::string typeOf(const std::string& dtype) const { return emit::storageOf(quant_ ? dtype : "f32").type; }
+  std::string typeOf(const std::string& dtype) const { return emit::storageOf(dtype).type; }
   bool isEpilogue(const std::string& tensor) const {
     return std::any_of(epilogues_.begin(), epilogues_.end(), [&](const auto& e) { return e.first == tensor; });
   }

@@ -985,7 +985,7 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
   if (!role.packed && E != tokenElements(o))
     throw UserError("unsupported: HLS emission of '" + task.name + "': a row-major " + dtype + " tensor read from HBM");
-  DmaPort port = dmaPort(*ctx.compiled, ctx.quant != nullptr, role);
+  DmaPort port = dmaPort(*ctx.compiled, role);
   if (port.beats()) return dmaBeats(ctx, task, role, port, mem, c);
   // A packed token wider than an AXI beat (512 bits) is read a beat per iteration, so that the loop's one
   // m_axi access a cycle holds at II=1: the token is written at its last beat.
@@ -1045,7 +1045,7 @@ void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, co
   const std::string dtype = o.dtype;
   int64_t E = storageUnits(o);
   if (E != tokenElements(o)) throw UserError("unsupported: HLS emission of '" + task.name + "': an int4 tensor written to HBM");
-  DmaPort port = dmaPort(*ctx.compiled, ctx.quant != nullptr, role);
+  DmaPort port = dmaPort(*ctx.compiled, role);
   if (port.beats()) return dmaBeats(ctx, task, role, port, mem, c);
   std::string in = ctx.fifoVar(firstPort(task, PortDir::kIn));
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
@@ -1255,8 +1255,8 @@ int64_t storageUnits(const StreamOrder& order) {
 
 std::string DmaPort::type() const { return beats() ? tokenOf(per, dtype) : storageOf(dtype).type; }
 
-DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role) {
-  const std::string dtype = quant ? role.order.dtype : "f32";
+DmaPort dmaPort(const CompileResult& compiled, const TaskRole& role) {
+  const std::string& dtype = role.order.dtype;
   const Storage st = storageOf(dtype);
   DmaPort p;
   p.dtype = dtype;

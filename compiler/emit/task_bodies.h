@@ -21,7 +21,9 @@ struct EmitContext {
   const QuantPlan* quant = nullptr;  ///< W4A8 scales; null: every stream carries f32
   std::map<std::string, const Fifo*> fifos;  ///< by name
   std::map<std::string, std::string> fifoIds;  ///< a unique identifier per FIFO
-  std::map<std::string, std::string> fifoDtypes;  ///< the dtype of each FIFO's elements
+  /// The dtype of each FIFO's elements: its order's, f32 throughout an unquantised design (compileGraph types
+  /// every tensor f32 there, pipeline.cpp: holdInF32).
+  std::map<std::string, std::string> fifoDtypes;
   std::string fifoVar(const std::string& fifo) const { return "s_" + fifoIds.at(fifo); }
   std::string fifoDtype(const std::string& fifo) const;
   /// Storage units per token of a FIFO (f32, int8 or int32 elements; bytes of two int4 weights).
@@ -60,7 +62,7 @@ struct DmaPort {
   /// The pointee type of the top function's argument: tokenOf(per, dtype), or the element's storage type.
   std::string type() const;
 };
-DmaPort dmaPort(const CompileResult& compiled, bool quant, const TaskRole& role);
+DmaPort dmaPort(const CompileResult& compiled, const TaskRole& role);
 
 /// An f32 literal that reads back as exactly v (infinities and NaN through std::numeric_limits).
 std::string floatLiteral(float v);

@@ -347,6 +347,15 @@ Const selection(int64_t n, const std::vector<int64_t>& sources) {
   return pick;
 }
 
+// The permutation that swaps `axis` with the last of `rank` axes: an op over the last axis applied along
+// another between two transposes by it (its own inverse).
+std::vector<int64_t> swapWithLast(int64_t rank, int64_t axis) {
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  std::swap(perm[static_cast<size_t>(axis)], perm.back());
+  return perm;
+}
+
 // Numpy broadcasting of two constants through f; a UserError when their shapes do not broadcast.
 Const broadcast(const Const& a, const Const& b, const std::function<double(double, double)>& f) {
   std::optional<std::vector<int64_t>> dims = broadcastDims(a.dims, b.dims);
@@ -870,13 +879,15 @@ class Importer {
         if (std::find(n.output().begin(), n.output().end(), name) != n.output().end()) node = &n;
       if (!node) return "";
       std::string shapeless, shapes;
+      std::vector<std::vector<Expr>> known;  // the inputs' shapes, where every one is known
       for (const auto& in : node->input()) {
         if (in.empty()) continue;
         std::string text = "?";
         if (hasShape(in)) {
           try {
             std::string dims;
-            for (const Expr& d : shapeOf(in)) dims += (dims.empty() ? "" : ", ") + d.str();
+            known.push_back(shapeOf(in));
+            for (const Expr& d : known.back()) dims += (dims.empty() ? "" : ", ") + d.str();
             text = "[" + dims + "]";
           } catch (const UserError&) {  // a dimension of unknown size
             text = "[?]";
@@ -886,10 +897,21 @@ class Importer {
         }
         shapes += (shapes.empty() ? "" : ", ") + text;
       }
-      if (shapeless.empty())
-        return ": shape inference gives none to node '" + node->name() + "' (" + node->op_type() +
-               "), whose inputs are " + shapes + " (shapes that do not broadcast, or a fixed axis beyond what the model's own tensors hold)";
-      name = shapeless;
+      if (!shapeless.empty()) {
+        name = shapeless;
+        continue;
+      }
+      std::string why =
+          "shapes that do not broadcast, or a fixed axis beyond what the model's own tensors hold";
+      // A product whose operands do not meet (an export's reshape that put the wrong axis last).
+      if (node->op_type() == "MatMul" && known.size() == 2 && known[0].size() >= 2 && known[1].size() >= 2) {
+        const Expr &k = known[0].back(), &rows = known[1][known[1].size() - 2];
+        if (k.isConstant() && rows.isConstant() && k.eval() != rows.eval())
+          why = "the left operand's last dimension, " + k.str() + ", is not the right one's second last, " +
+                rows.str();
+      }
+      return ": shape inference gives none to node '" + node->name() + "' (" + node->op_type() +
+             "), whose inputs are " + shapes + " (" + why + ")";
     }
     return "";
   }
@@ -1240,7 +1262,9 @@ class Importer {
         return;
       }
       if (!run) {
-        bool symbolic = axis >= 0 && axis < rank && !shape[static_cast<size_t>(axis)].isConstant();
+        // A run of one axis but for a symbolic extent: fixing the axis at import (--bind seq=N) takes it.
+        bool symbolic = idx.known && idx.dims.size() <= 1 && !idx.v.empty() && axis >= 0 && axis < rank &&
+                        !shape[static_cast<size_t>(axis)].isConstant();
         unsupported_.push_back(
             nodeName(n) + (symbolic ? " (Gather of a stream along a symbolic dimension)"
                                     : " (Gather of a stream at indices that are not a run of one axis)"));
@@ -2767,9 +2791,7 @@ class Importer {
       if (axis >= 0 && axis < rank - 1) {
         // Over another axis (softmax(dim=-2)): that axis swapped with the last by a transpose, the softmax
         // over the last, and the same swap back (opset 13 on: one axis, not the flattened ones after it).
-        std::vector<int64_t> swap(static_cast<size_t>(rank));
-        std::iota(swap.begin(), swap.end(), int64_t{0});
-        std::swap(swap[static_cast<size_t>(axis)], swap.back());
+        std::vector<int64_t> swap = swapWithLast(rank, axis);
         std::string moved = auxOp("transpose", op.name + "_axis_last", {op.inputs[0]},
                                   d.output + "_axis_last", {{"perm", swap}});
         std::string soft = auxOp("softmax", op.name + "_softmax", {moved}, d.output + "_softmax", op.attrs);
@@ -2891,17 +2913,18 @@ class Importer {
       // Of a stream along its last axis: x @ U, U[i][j] 1 where x_i enters sum j. Along another axis (a
       // running sum over the sequence), that axis swapped with the last before and after.
       std::vector<Expr> shape = hasConcreteShape(d.inputs[0]) ? shapeOf(d.inputs[0]) : std::vector<Expr>{};
-      int64_t rank = static_cast<int64_t>(shape.size()), axis = -1 - rank;
+      const int64_t rank = static_cast<int64_t>(shape.size());
+      std::optional<int64_t> axis;  // unset: not a constant of one value
       if (d.inputs.size() == 2 && consts_.count(d.inputs[1]) && consts_.at(d.inputs[1]).v.size() == 1)
         axis = static_cast<int64_t>(consts_.at(d.inputs[1]).v[0]);
-      if (axis < 0) axis += rank;
-      if (rank < 2 || axis < 0 || axis >= rank) {
+      if (axis && *axis < 0) *axis += rank;
+      if (rank < 2 || !axis || *axis < 0 || *axis >= rank) {
         unsupported_.push_back(name +
                                " (CumSum of a stream along an axis computed at run time or out of range, " +
                                "or of a shape symbolic or of rank 1)");
         return;
       }
-      int64_t size = shape[static_cast<size_t>(axis)].eval();
+      int64_t size = shape[static_cast<size_t>(*axis)].eval();
       if (size > 2048) {
         unsupported_.push_back(name + " (CumSum of a stream along more than 2048 values)");
         return;
@@ -2911,13 +2934,11 @@ class Importer {
       std::string table = freeOfModel(d.output + "_sums");
       consts_[table] = triangle(size, size, exclusive ? (reverse ? -1 : 1) : 0, !reverse);
       std::string x = operand(d.inputs[0], op.name);
-      if (axis == rank - 1) {
+      if (*axis == rank - 1) {
         op.op = "matmul";
         op.inputs = {x, weightFrom(table, table)};
       } else {
-        std::vector<int64_t> swap(static_cast<size_t>(rank));
-        std::iota(swap.begin(), swap.end(), int64_t{0});
-        std::swap(swap[static_cast<size_t>(axis)], swap.back());
+        std::vector<int64_t> swap = swapWithLast(rank, *axis);
         x = auxOp("transpose", op.name + "_axis_last", {x}, d.output + "_axis_last", {{"perm", swap}});
         op.op = "transpose";
         op.inputs = {
@@ -3012,9 +3033,7 @@ class Importer {
                                " of a rank-" + std::to_string(rank) + " value)");
         return;
       }
-      std::vector<int64_t> swap(static_cast<size_t>(rank));
-      std::iota(swap.begin(), swap.end(), int64_t{0});
-      std::swap(swap[static_cast<size_t>(axis)], swap.back());
+      std::vector<int64_t> swap = swapWithLast(rank, axis);
       std::map<std::string, AttrValue> row = {{"axis", int64_t{-1}}, {"keepdims", int64_t{1}}};
       std::string x = operand(d.inputs[0], op.name);
       if (axis != rank - 1)
@@ -3288,9 +3307,10 @@ class Importer {
     return true;
   }
 
-  // ONNX Pad in constant mode (F.pad, nn.ZeroPad2d; RWKV's token shift pads the sequence by one before
-  // and cuts one after): per padded axis, a slice where a side is negative (it removes), then a concat of
-  // blocks of the pad value (weights) before and after. The last step is `op`; false (noted) when refused.
+  // ONNX Pad; its other modes are padFromItsValues'. In constant mode (F.pad, nn.ZeroPad2d; RWKV's token
+  // shift pads the sequence by one before and cuts one after): per padded axis, a slice where a side is
+  // negative (it removes), then a concat of blocks of the pad value (weights) before and after. The last
+  // step is `op`; false (noted) when refused.
   bool pad(const Dyn& d, Op& op) {
     const std::string name = nodeName(*d.node);
     auto refuse = [&](const std::string& why) {

@@ -1094,6 +1094,16 @@ TEST(Onnx, TheLastTokenOfADynamicAxisNeedsTheAxisFixed) {
   Tensor y = interpret(graph, {{"x", Tensor{{1, 3, 2}, {1, 2, 3, 4, 5, 6}}}}).at(graph.outputs.at(0));
   EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(y.data, (std::vector<float>{5, 6}));
+  // Indices that fixing the axis would not make a run (a [2, 2] table of them) keep their own reason, and
+  // no way out that would not work.
+  onnx::ModelProto pairs = m;
+  pairs.mutable_graph()->clear_initializer();
+  addInitializer(pairs.mutable_graph(), "last", {2, 2}, {0, 1, 1, 2}, onnx::TensorProto::INT64);
+  std::string pairsPath = writeModel(pairs, "token_pairs.onnx");
+  EXPECT_EQ(errorOf(pairsPath),
+            pairsPath +
+                ": error: unsupported: 1 node(s):\n  y_node (Gather of a stream at indices "
+                "that are not a run of one axis)");
 }
 
 // A MatMul whose constant operand's batch dims broadcast against the stream's (a per-head table [h, k, n]
@@ -1228,6 +1238,7 @@ TEST(Onnx, CumSumOfAStreamIsAProductByATriangle) {
   EXPECT_EQ(out.at(running.outputs.at(0)).shape, (std::vector<int64_t>{2, 3, 2}));
   EXPECT_EQ(out.at(running.outputs.at(0)).data,
             (std::vector<float>{-4, -3, -5, -3, -3, 0, 6, 7, 15, 17, 27, 30}));
+  EXPECT_EQ(out.at(running.outputs.at(1)).shape, (std::vector<int64_t>{2, 3, 2}));
   EXPECT_EQ(out.at(running.outputs.at(1)).data,
             (std::vector<float>{-3, 0, 1, 3, 2, 3, 27, 30, 21, 23, 12, 13}));
   // an axis given at run time (it was taken as the last)
@@ -2566,6 +2577,24 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
                      "'/Where' (Where), whose inputs are [1, 1, 16, 16], [], [1, 4, 32, 32] (shapes that do not "
                      "broadcast, or a fixed axis beyond what the model's own tensors hold)");
   }
+}
+
+// A MatMul whose operands do not meet (torch 1.13 exports Qwen3's repeat_interleave after a rotary built in
+// forward with a reshape target of [b, -1, 0, 0], which puts head_dim second last): the message says which
+// dimensions differ, not "shapes that do not broadcast". The value named first is the one the import needed.
+TEST(Onnx, AMatMulWhoseOperandsDoNotMeetSaysWhichDimensionsDiffer) {
+  onnx::ModelProto m = modelWithInput(17, "unmet", {2, 7, 16});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "v", {2, 7, 4}, std::vector<double>(56, 0.25));
+  addNode(g, "MatMul", {"x", "v"}, "s");
+  addNode(g, "Softmax", {"s"}, "y");
+  g->add_output()->set_name("y");
+  std::string path = writeModel(m, "unmet.onnx");
+  EXPECT_EQ(errorOf(path),
+            path +
+                ": error: value 'y' has no inferred shape: shape inference gives none to node "
+                "'s_node' (MatMul), whose inputs are [2, 7, 16], [2, 7, 4] (the left operand's last "
+                "dimension, 16, is not the right one's second last, 7)");
 }
 
 // Two constants whose shapes do not broadcast ([2] and [3]) are not folded, read past the smaller one: the
