@@ -180,7 +180,7 @@ class SourceEmitter {
     for (const Task* t : tasks) {
       const TaskRole& r = role(*t);
       if (r.kind != TaskRole::kConverterWrite) continue;
-      std::string dtype = r.order.dtype;
+      const std::string& dtype = r.order.dtype;
       c.line("typedef " + emit::storageOf(dtype).type + " " + ctx_.blockType(firstOut(*t)) + "[" +
              std::to_string(emit::regionUnits(r)) + "];");
     }
@@ -483,7 +483,7 @@ class SourceEmitter {
   int64_t bufferDepth(const Task& t) const {
     const TaskRole& r = role(t);
     const Bindings& maxima = compiled_.options.maxima;
-    std::string dtype = r.order.dtype;
+    const std::string& dtype = r.order.dtype;
     int64_t units = 1;
     if (r.packed) {
       units = emit::storageUnits(r.order) / r.stripes;

@@ -979,7 +979,7 @@ void dmaBeats(const EmitContext& ctx, const Task& task, const TaskRole& role, co
 // from the 512-bit token `wide`.
 void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
-  const std::string dtype = o.dtype;
+  const std::string& dtype = o.dtype;
   int64_t E = storageUnits(o), part = E / role.stripes;
   std::string out = ctx.fifoVar(firstPort(task, PortDir::kOut));
   const TensorInfo& t = ctx.compiled->kernels.tensors.at(role.tensor);
@@ -1042,7 +1042,7 @@ void dmaLoad(const EmitContext& ctx, const Task& task, const TaskRole& role, con
 
 void dmaStore(const EmitContext& ctx, const Task& task, const TaskRole& role, const std::string& mem, Code& c) {
   const StreamOrder& o = role.order;
-  const std::string dtype = o.dtype;
+  const std::string& dtype = o.dtype;
   int64_t E = storageUnits(o);
   if (E != tokenElements(o)) throw UserError("unsupported: HLS emission of '" + task.name + "': an int4 tensor written to HBM");
   DmaPort port = dmaPort(*ctx.compiled, role);
@@ -1078,7 +1078,7 @@ void adapter(const EmitContext& ctx, const Task& task, const TaskRole& role, Cod
   std::string in = firstPort(task, PortDir::kIn), out = firstPort(task, PortDir::kOut);
   bool split = role.kind == TaskRole::kSplit;
   int64_t narrow = ctx.elements(split ? out : in), r = role.ratio;
-  const std::string dtype = role.order.dtype;
+  const std::string& dtype = role.order.dtype;
   // One flattened loop over (wide token, narrow token): the wide side is read or written once per r.
   c.line(tokenOf(narrow * r, dtype) + " wide;");
   FlatLoop f(c, {ph.trip[0], Expr(r)}, "i", 2);
@@ -1172,7 +1172,7 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   FlatLoop f(c, o.trips, "i", n, role.sharedLoops);  // the region's loops, flattened
   f.open(label + "_region", task.phases.at(0).ii, &ctx.compiled->options.maxima, task.phases.at(0).latency);
   int64_t E = tokenElements(o);
-  const std::string dtype = o.dtype;
+  const std::string& dtype = o.dtype;
   bool int4 = storageUnits(o) != E;  // two weights a byte, in the token and in the block
   bool bytewise = int4 && pairedBytes(role, o);
   std::string index = regionIndex(role, o, "e");
@@ -1249,7 +1249,7 @@ std::string tokenOf(int64_t units, const std::string& dtype) {
 }
 
 int64_t storageUnits(const StreamOrder& order) {
-  std::string d = order.dtype;
+  const std::string& d = order.dtype;
   return tokenElements(order) * dtypeBits(d) / storageOf(d).bits;
 }
 
@@ -1314,7 +1314,7 @@ int64_t regionElements(const TaskRole& role) {
 }
 
 int64_t regionUnits(const TaskRole& role) {
-  std::string dtype = role.order.dtype;
+  const std::string& dtype = role.order.dtype;
   int64_t bits = storageOf(dtype).bits;
   return (regionElements(role) * dtypeBits(dtype) + bits - 1) / bits;
 }

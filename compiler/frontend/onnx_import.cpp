@@ -879,7 +879,7 @@ class Importer {
         if (std::find(n.output().begin(), n.output().end(), name) != n.output().end()) node = &n;
       if (!node) return "";
       std::string shapeless, shapes;
-      std::vector<std::vector<Expr>> known;  // the inputs' shapes, where every one is known
+      std::vector<std::vector<Expr>> known;  // the shapes of the inputs that have one
       for (const auto& in : node->input()) {
         if (in.empty()) continue;
         std::string text = "?";
@@ -2791,13 +2791,7 @@ class Importer {
       if (axis >= 0 && axis < rank - 1) {
         // Over another axis (softmax(dim=-2)): that axis swapped with the last by a transpose, the softmax
         // over the last, and the same swap back (opset 13 on: one axis, not the flattened ones after it).
-        std::vector<int64_t> swap = swapWithLast(rank, axis);
-        std::string moved = auxOp("transpose", op.name + "_axis_last", {op.inputs[0]},
-                                  d.output + "_axis_last", {{"perm", swap}});
-        std::string soft = auxOp("softmax", op.name + "_softmax", {moved}, d.output + "_softmax", op.attrs);
-        op.op = "transpose";
-        op.inputs = {soft};
-        op.attrs = {{"perm", swap}};
+        alongAxis(op, d.output, rank, axis, "softmax", "_softmax", {op.inputs[0]}, op.attrs);
       }
     } else if (d.op == "Transpose") {
       op.op = "transpose";
@@ -2938,12 +2932,7 @@ class Importer {
         op.op = "matmul";
         op.inputs = {x, weightFrom(table, table)};
       } else {
-        std::vector<int64_t> swap = swapWithLast(rank, *axis);
-        x = auxOp("transpose", op.name + "_axis_last", {x}, d.output + "_axis_last", {{"perm", swap}});
-        op.op = "transpose";
-        op.inputs = {
-            auxOp("matmul", op.name + "_summed", {x, weightFrom(table, table)}, d.output + "_summed")};
-        op.attrs = {{"perm", swap}};
+        alongAxis(op, d.output, rank, *axis, "matmul", "_summed", {x, weightFrom(table, table)}, {});
       }
     } else if (d.op == "IsNaN") {  // x == x fails for NaN alone (torch.nan_to_num, torch.isnan)
       std::string x = operand(d.inputs[0], op.name);
@@ -3256,6 +3245,19 @@ class Importer {
     if (dims.empty()) return 2;
     dims.insert(dims.begin(), extra, 1);
     return shorter;
+  }
+  // `op` as `kind` over the last axis of its inputs, applied along `axis` of inputs[0] instead: that axis
+  // swapped with the last by a transpose before (`_axis_last`), `kind` (`suffix`) on the rest of `inputs`
+  // as they are, and the same swap back as `op` itself (helpers named after `output`).
+  void alongAxis(Op& op, const std::string& output, int64_t rank, int64_t axis, const std::string& kind,
+                 const std::string& suffix, std::vector<std::string> inputs,
+                 std::map<std::string, AttrValue> attrs) {
+    std::vector<int64_t> swap = swapWithLast(rank, axis);
+    inputs[0] =
+        auxOp("transpose", op.name + "_axis_last", {inputs[0]}, output + "_axis_last", {{"perm", swap}});
+    op.op = "transpose";
+    op.inputs = {auxOp(kind, op.name + suffix, std::move(inputs), output + suffix, std::move(attrs))};
+    op.attrs = {{"perm", swap}};
   }
   // `op` as x rounded toward zero, sign(x) * floor(|x|) (its helpers named after `output`).
   void towardZero(Op& op, const std::string& x, const std::string& output) {
