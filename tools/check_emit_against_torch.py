@@ -796,6 +796,8 @@ def cases(m):
         ("rounding_ops_d96_s12", lambda: m.RoundingOps(96), (1, 12, 96), 17, None, []),
         ("axis_softmaxes", lambda: m.AxisSoftmaxes(), (1, 8, 64), 17, None, []),
         ("axis_softmaxes_d96_s12", lambda: m.AxisSoftmaxes(96), (1, 12, 96), 17, None, []),
+        ("padding_mask_attention", lambda: m.PaddingMaskAttention(), (1, 8, 64), 17, None, []),
+        ("padding_mask_attention_d96_h6_s12_pad5", lambda: m.PaddingMaskAttention(96, 6, 12, 5), (1, 12, 96), 17, None, []),
     ]
 
 

@@ -87,6 +87,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      generate_square_subsequent_mask as src_mask; opset 17
   masked_fills.onnx  a padding mask of -inf over whole tiles of keys, and masked_fill of 0 over a bool triu
                      (a select), each before a softmax; 32 rows, opset 17
+  padding_mask_attention.onnx
+                     BERT's self-attention with Hugging Face's extended padding mask: (1 - attention_mask) *
+                     finfo.min added to every query's scores (not causal), the last 3 of 8 keys padded; opset 17
   input_views.onnx   the input viewed as heads, its halves swapped (slices and a cat) and its first head
                      expanded: views of an input read in orders of their own; opset 17
   mqa_broadcast.onnx, gqa_broadcast.onnx
@@ -812,6 +815,32 @@ class MaskedFills(nn.Module):
         return self.o(((padded + zeroed) @ v).transpose(1, 2).reshape(B, T, C))
 
 
+class PaddingMaskAttention(nn.Module):
+    """BERT's self-attention as Hugging Face writes it for a padded batch: the extended attention mask
+    (1 - attention_mask)[:, None, None, :] * finfo.min added to the scores of every query, not causal. The
+    projection's weights are scaled by `sharp`, so that each query weighs a few keys, as a trained model's
+    do (at initialisation every softmax is nearly even, and scores flattened by the mask would pass)."""
+
+    def __init__(self, d=64, heads=4, seq=8, pad=3, sharp=3.0):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        with torch.no_grad():
+            self.qkv.weight.mul_(sharp)
+        self.o = nn.Linear(d, d)
+        attention_mask = torch.ones(1, seq)
+        attention_mask[:, seq - pad:] = 0
+        self.register_buffer("attention_mask", attention_mask)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in self.qkv(x).split(C, dim=-1))
+        s = q @ k.transpose(-2, -1) / math.sqrt(C // self.heads)
+        extended = (1.0 - self.attention_mask[:, None, None, :T]) * torch.finfo(x.dtype).min
+        p = nn.functional.softmax(s + extended, dim=-1)
+        return self.o((p @ v).transpose(1, 2).reshape(B, T, C))
+
+
 class InputViews(nn.Module):
     """The input itself viewed as heads and read in orders of the view's own: its halves swapped
     (slices and a cat, as rotate_half does to q), and its first head expanded over the others."""
@@ -1084,7 +1113,7 @@ def main():
                         (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums"),
                         (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls"),
                         (LogSumExpPools, "logsumexp_pools"), (RoundingOps, "rounding_ops"),
-                        (AxisSoftmaxes, "axis_softmaxes")):
+                        (AxisSoftmaxes, "axis_softmaxes"), (PaddingMaskAttention, "padding_mask_attention")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

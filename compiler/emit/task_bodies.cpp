@@ -31,12 +31,16 @@ namespace {
 // A 512-bit DMA token of dtype.
 std::string wideToken(const std::string& dtype) { return tokenOf(512 / storageOf(dtype).bits, dtype); }
 
-// The dequantised value of int8 element `v` of tensor scale s, as an f32 expression.
+// The dequantised value of int8 element `v` of tensor scale s, as an f32 expression (reference/
+// quantized.h: dequantised).
 std::string deq(const std::string& v, const QuantScale& s) {
-  return "(static_cast<float>(" + v + ") * " + floatLiteral(s.scale) + ")";
+  std::string real = "(static_cast<float>(" + v + ") * " + floatLiteral(s.scale) + ")";
+  return s.masked ? "(" + v + " == -128 ? -INFINITY : " + real + ")" : real;
 }
 // Requantisation of f32 expression `v` into a tensor of scale s.
-std::string req(const std::string& v, const QuantScale& s) { return "st_q8((" + v + ") * " + floatLiteral(s.inverse) + ")"; }
+std::string req(const std::string& v, const QuantScale& s) {
+  return std::string(s.masked ? "st_q8_masked" : "st_q8") + "((" + v + ") * " + floatLiteral(s.inverse) + ")";
+}
 
 void pipeline(Code& c, int64_t ii) { c.line("#pragma HLS PIPELINE II=" + std::to_string(ii)); }
 
@@ -143,13 +147,13 @@ class KernelBody {
     const auto& ports = kernel_.phases[0].ports;
     for (size_t p = 0; p < ports.size(); ++p) {
       if (ports[p].out || ports[p].order.dtype != "i8") continue;
-      float scale = ctx_.scale(ports[p].tensor).scale;
+      const QuantScale& scale = ctx_.scale(ports[p].tensor);
       std::string name = "dq" + std::to_string(p);
       c_.line("static const float " + name + "[256] = {");
       for (int row = 0; row < 256; row += 8) {
         std::string line = "    ";
         for (int q = row - 128; q < row - 128 + 8; ++q)
-          line += floatLiteral(static_cast<float>(q) * scale) + (q == 127 ? "" : ", ");
+          line += floatLiteral(dequantised(q, scale)) + (q == 127 ? "" : ", ");
         c_.line(line);
       }
       c_.line("};");
@@ -202,8 +206,8 @@ class KernelBody {
     for (int row = 0; row < 256; row += 16) {
       std::string line = "    ";
       for (int q = row - 128; q < row - 128 + 16; ++q)
-        line += std::to_string(static_cast<int>(st_q8(elementwiseValue(op_, static_cast<float>(q) * in.scale, 0.0f) *
-                                                      res.inverse))) +
+        line += std::to_string(
+                    static_cast<int>(requantised(elementwiseValue(op_, dequantised(q, in), 0.0f), res))) +
                 (q == 127 ? "" : ", ");
       c_.line(line);
     }
@@ -585,8 +589,9 @@ class KernelBody {
   // cycle. Reset at a row's first token; the lanes merge at its last.
   void softmaxStats() {
     int64_t T = tokenElements(port(0, 0).order);
-    float scale = ctx_.scale(port(0, 0).tensor).scale;
-    SoftmaxTable table = softmaxTable(scale);
+    const QuantScale& in = ctx_.scale(port(0, 0).tensor);
+    const float scale = in.scale;
+    SoftmaxTable table = softmaxTable(scale, in.masked);
     auto emitTable = [&](const std::string& decl, auto values) {
       c_.line("static const " + decl + "[256] = {");
       for (size_t i = 0; i < values.size(); i += 8) {
@@ -604,6 +609,7 @@ class KernelBody {
     c_.line("#pragma HLS ARRAY_PARTITION variable=exp_exponent complete");
     c_.line("int lane_e0 = st_exp_empty, lane_e1 = st_exp_empty, q_max = -128;");
     c_.line("st_u64 lane_s0 = 0, lane_s1 = 0;");
+    if (in.masked) c_.line("long n_masked = 0;  // the row's masked keys (st_softmax_stats_masked)");
     FlatLoop f = flat(0);
     read(0, 0, "x");
     std::string first = f.first(level(0, 1)), last = f.last(level(0, 1));
@@ -619,6 +625,13 @@ class KernelBody {
     c_.line(ifInside(padded) +
             "s_tok += st_shr(exp_mantissa[x.v[e] + 128], e_tok - exp_exponent[x.v[e] + 128]);");
     c_.close();
+    if (in.masked) {  // an integer count: one addition a cycle
+      c_.line("int m_tok = 0;");
+      openElements(c_, "e", T);
+      c_.line(ifInside(padded) + "m_tok += x.v[e] == -128;");
+      c_.close();
+      c_.line("n_masked = (" + first + " ? 0 : n_masked) + m_tok;");
+    }
     c_.line("int e_new = " + first + " ? st_exp_empty : lane_e0;");
     c_.line("st_u64 s_new = " + first + " ? st_u64(0) : lane_s0;");
     c_.line("st_expsum_add(e_new, s_new, e_tok, s_tok);");
@@ -632,8 +645,12 @@ class KernelBody {
     c_.line("st_u64 s_row = lane_s0;");
     c_.line("st_expsum_add(e_row, s_row, lane_e1, lane_s1);");
     c_.line("Tok<2> stats;");
-    c_.line("st_softmax_stats(s_row, exp_mantissa[q_max + 128], q_max, " + floatLiteral(scale) +
-            ", &stats.v[0], &stats.v[1]);");
+    if (in.masked)
+      c_.line("st_softmax_stats_masked(s_row, exp_mantissa[q_max + 128], q_max, n_masked, " +
+              floatLiteral(scale) + ", &stats.v[0], &stats.v[1]);");
+    else
+      c_.line("st_softmax_stats(s_row, exp_mantissa[q_max + 128], q_max, " + floatLiteral(scale) +
+              ", &stats.v[0], &stats.v[1]);");
     write(0, 1, "stats");
     if (!last.empty()) c_.close();
     f.close();
@@ -666,6 +683,8 @@ class KernelBody {
     if (base == "softmax") v = "std::exp(" + x + " - stats.v[0]) * inv";
     else if (base == "layernorm") v = "(" + x + " - stats.v[0]) * inv";
     else v = x + " * inv";
+    if (base == "softmax" && quant() && ctx_.scale(port(0, 1).tensor).masked)  // st_softmax_stats_masked
+      v = "(stats.v[0] == -INFINITY ? inv : " + v + ")";
     if (base != "softmax") {
       if (!extra.empty()) v = "(" + v + ") * " + extra[0];
       if (extra.size() > 1) v += " + " + extra[1];

@@ -44,8 +44,141 @@ struct QValue {
   std::vector<int64_t> shape;
   std::vector<int8_t> q;
   QuantScale s;
-  float at(int64_t i) const { return static_cast<float>(q[static_cast<size_t>(i)]) * s.scale; }
+  float at(int64_t i) const { return dequantised(q[static_cast<size_t>(i)], s); }
 };
+
+// Keys a mask's fill set: those a softmax weighs at most e^-20 of its row's largest (20 below it), and
+// values at least 100 times the other keys' range below zero (a fill of -inf, the dtype's minimum, -1e4).
+constexpr double kNegligible = 20, kFill = 100;
+
+// The positions of a softmax's input x (rows of its last dimension) that a mask's fill set, or none where
+// no value is a fill. In each row, the keys kNegligible or more below the row's largest; and the rows
+// whose largest is itself a fill below the range of the rows before them (in the order of their
+// largest, descending): rows of masked keys alone.
+std::vector<bool> maskedKeys(const Tensor& x) {
+  const size_t D = x.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(x.shape.back(), 1));
+  const size_t rows = x.data.size() / D;
+  std::vector<double> largest(rows, -INFINITY), range(rows, 0);
+  std::vector<size_t> order(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    order[r] = r;
+    for (size_t i = 0; i < D; ++i) largest[r] = std::max(largest[r], static_cast<double>(x.data[r * D + i]));
+    for (size_t i = 0; i < D; ++i) {
+      const double v = x.data[r * D + i];
+      if (v >= largest[r] - kNegligible) range[r] = std::max(range[r], std::fabs(v));
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return largest[a] > largest[b]; });
+  std::vector<bool> whole(rows, false);
+  double kept = 0;
+  for (size_t r : order) {
+    if (kept > 0 && largest[r] < -kFill * kept)
+      whole[r] = true;
+    else
+      kept = std::max(kept, range[r]);
+  }
+  bool fill = false;
+  std::vector<bool> masked(x.data.size(), false);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t i = 0; i < D; ++i) {
+      const double v = x.data[r * D + i];
+      masked[r * D + i] = whole[r] || v < largest[r] - kNegligible;
+      fill = fill || v < -kFill * kept;
+    }
+  return fill ? masked : std::vector<bool>{};
+}
+
+// The softmax inputs and, back from each, the elementwise chain that brings a matmul's products to it
+// (the scores, scaled, a mask added or selected): each tensor with the softmax input whose rows it
+// follows. A tensor of the chain has a scale of its own (no copy shares it), is not a graph input or
+// output, and only its softmax and the chain's own elementwise ops read it: a masked key is masked for
+// every reader (the scores that another softmax also reads, unmasked, are not on the chain).
+std::map<std::string, std::string> maskChains(const Graph& graph, Classes& same) {
+  std::map<std::string, const Op*> producer;
+  std::map<std::string, std::vector<const Op*>> readers;
+  std::map<std::string, int> members;
+  std::set<std::string> products, ends;
+  for (const auto& t : graph.inputs) ends.insert(t.name);
+  ends.insert(graph.outputs.begin(), graph.outputs.end());
+  for (const Op& op : graph.ops) {
+    producer[op.output] = &op;
+    for (const std::string& in : op.inputs) readers[in].push_back(&op);
+    bool product = op.op == "matmul" || op.op == "linear";
+    for (const std::string& in : op.inputs)
+      product = product || (elementwiseArity(op.op) > 0 && products.count(in));
+    if (product) products.insert(op.output);
+  }
+  for (const Op& op : graph.ops) ++members[same.find(op.output)];
+  for (const auto& t : graph.inputs) ++members[same.find(t.name)];
+  std::map<std::string, std::set<std::string>> reach;  // tensor -> the softmax inputs it reaches back from
+  for (const Op& op : graph.ops) {
+    if (op.op != "softmax") continue;
+    std::vector<std::string> todo = {op.inputs[0]};
+    while (!todo.empty()) {
+      std::string t = todo.back();
+      todo.pop_back();
+      if (!products.count(t) || ends.count(t) || members[same.find(t)] != 1 ||
+          !reach[t].insert(op.inputs[0]).second)
+        continue;
+      const Op* p = producer[t];
+      if (p && elementwiseArity(p->op) > 0) todo.insert(todo.end(), p->inputs.begin(), p->inputs.end());
+    }
+  }
+  std::map<std::string, std::string> chain;
+  for (const auto& [t, xs] : reach)  // an elementwise op's result (a matmul's holds no fill)
+    if (xs.size() == 1 && producer[t] && elementwiseArity(producer[t]->op) > 0) chain[t] = *xs.begin();
+  for (bool changed = true; changed;) {  // drop the tensors a reader off their chain reads, back to the ends
+    changed = false;
+    for (auto it = chain.begin(); it != chain.end();) {
+      bool off = false;
+      for (const Op* r : readers[it->first]) {
+        auto on = chain.find(r->output);
+        off = off || !((r->op == "softmax" && r->inputs[0] == it->second) ||
+                       (elementwiseArity(r->op) > 0 && on != chain.end() && on->second == it->second));
+      }
+      changed = changed || off;
+      it = off ? chain.erase(it) : std::next(it);
+    }
+  }
+  return chain;
+}
+
+// Scales of the mask chains (maskChains) without the keys a mask's fill set (maskedKeys), for the
+// elementwise ops' results that hold the fill there, where that makes them smaller: the fill is -128,
+// which is -inf, and the other values saturate to -127 (st_q8_masked). (The scores before the mask is
+// added hold values at the masked keys, unused, that their computation in int8 may push past the
+// range: they keep their scales.)
+void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, Tensor>>& layers,
+                    Classes& same, std::map<std::string, double>& absmax, QuantPlan& plan) {
+  std::map<std::string, std::string> chain = maskChains(graph, same);
+  std::map<std::string, double> kept;
+  std::set<std::string> filled;
+  for (const auto& env : layers) {
+    std::map<std::string, std::vector<bool>> keys;
+    for (const auto& [t, x] : chain) {
+      auto tv = env.find(t), xv = env.find(x);
+      if (tv == env.end() || xv == env.end()) continue;
+      if (!keys.count(x)) keys[x] = maskedKeys(xv->second);
+      const std::vector<bool>& masked = keys[x];
+      const std::vector<float>& v = tv->second.data;
+      const bool rows = !masked.empty() && tv->second.shape == xv->second.shape;
+      double& m = kept[t];
+      double range = 0, low = 0;
+      for (size_t i = 0; i < v.size(); ++i)
+        if (!rows || !masked[i])
+          range = std::max(range, std::fabs(static_cast<double>(v[i])));
+        else
+          low = std::min(low, static_cast<double>(v[i]));
+      m = std::max(m, range);
+      if (rows && low < -kFill * range) filled.insert(t);
+    }
+  }
+  for (const std::string& t : filled)
+    if (kept[t] < absmax[same.find(t)]) {
+      plan.scales[t] = scaleFor(kept[t]);
+      plan.scales[t].masked = true;
+    }
+}
 
 }  // namespace
 
@@ -81,7 +214,12 @@ QuantPlan calibrate(const Graph& graph, const std::vector<std::map<std::string, 
   for (const auto& env : layers)
     for (const auto& [name, t] : env)
       if (!plan.int4.count(name) && !plan.ids.count(name)) plan.scales[name] = scaleFor(absmax[same.find(name)]);
+  calibrateMasks(graph, layers, same, absmax, plan);
   return plan;
+}
+
+int8_t requantised(float v, const QuantScale& s) {
+  return s.masked ? st_q8_masked(v * s.inverse) : st_q8(v * s.inverse);
 }
 
 std::vector<int8_t> quantizeValues(const std::vector<float>& x, const QuantScale& s) {
@@ -123,8 +261,9 @@ QuantWeights quantizeWeights(const Graph& graph, const QuantPlan& plan, const st
   return out;
 }
 
-SoftmaxTable softmaxTable(float scale) {
+SoftmaxTable softmaxTable(float scale, bool masked) {
   SoftmaxTable t;
+  t.masked = masked;
   const double c = static_cast<double>(scale) / std::log(2.0), limit = 1 << 28;
   for (int q = -128; q <= 127; ++q) {
     const double y = std::min(std::max(c * q, -limit), limit), e = std::ceil(y);
@@ -132,12 +271,14 @@ SoftmaxTable softmaxTable(float scale) {
     t.exponent[i] = static_cast<int32_t>(e);
     t.mantissa[i] = static_cast<uint32_t>(std::llround(std::exp2(y - e + 31)));  // in [2^30, 2^31]
   }
+  if (masked) t.mantissa[0] = 0;
   return t;
 }
 
 void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& table, float scale,
                      float* max, float* sum, int64_t kept) {
   int laneE[2] = {st_exp_empty, st_exp_empty}, qmax = -128;
+  long masked = 0;
   st_u64 laneS[2] = {0, 0};
   for (int64_t first = 0, j = 0; first < D; first += T, ++j) {  // tokens past the kept keys add nothing
     const int64_t end = std::min(std::min(D, kept), first + T);
@@ -148,12 +289,17 @@ void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& 
     for (int64_t i = first; i < end; ++i) {
       const size_t t = static_cast<size_t>(q[i] + 128);
       st += st_shr(table.mantissa[t], et - table.exponent[t]);
+      masked += q[i] == -128;
     }
     st_expsum_add(laneE[j % 2], laneS[j % 2], et, st);
     qmax = std::max(qmax, qt);
   }
   st_expsum_add(laneE[0], laneS[0], laneE[1], laneS[1]);
-  st_softmax_stats(laneS[0], table.mantissa[static_cast<size_t>(qmax + 128)], qmax, scale, max, sum);
+  const st_u64 mmax = table.mantissa[static_cast<size_t>(qmax + 128)];
+  if (table.masked)
+    st_softmax_stats_masked(laneS[0], mmax, qmax, masked, scale, max, sum);
+  else
+    st_softmax_stats(laneS[0], mmax, qmax, scale, max, sum);
 }
 
 std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph, const QuantPlan& plan,
@@ -204,7 +350,7 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
       forEachIndex(shape, [&](const std::vector<int64_t>& idx) {
         float x = in(0).at(offsetOf(idx, st[0]));
         float b = op.inputs.size() > 1 ? in(1).at(offsetOf(idx, st[1])) : 0.0f;
-        out.q[static_cast<size_t>(flat++)] = st_q8(elementwiseValue(op, x, b) * out.s.inverse);
+        out.q[static_cast<size_t>(flat++)] = requantised(elementwiseValue(op, x, b), out.s);
       });
     } else if (k == "softmax" || k == "layernorm" || k == "rmsnorm") {
       const QValue& x = in(0);
@@ -216,7 +362,8 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
         const int64_t base = row * D;
         float st0 = 0, st1 = 0;
         if (k == "softmax") {  // the .stats kernel
-          const SoftmaxTable& table = tables.try_emplace(op.inputs[0], softmaxTable(x.s.scale)).first->second;
+          const SoftmaxTable& table =
+              tables.try_emplace(op.inputs[0], softmaxTable(x.s.scale, x.s.masked)).first->second;
           auto token = plan.softmaxTokens.find(op.name);
           softmaxRowStats(&x.q[static_cast<size_t>(base)], D,
                           token == plan.softmaxTokens.end() ? 1 : token->second, table, x.s.scale, &st0,
@@ -238,7 +385,9 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
         for (int64_t i = 0; i < D; ++i) {
           float xv = x.at(base + i), v;
           if (k == "softmax") {
-            v = i < keptKeys(op, row % rowsR, rowsR, D) ? std::exp(xv - st0) * inv : 0.0f;
+            // A row of masked keys alone (st_softmax_stats_masked) weighs them evenly.
+            const bool even = x.s.masked && st0 == -std::numeric_limits<float>::infinity();
+            v = i < keptKeys(op, row % rowsR, rowsR, D) ? (even ? inv : std::exp(xv - st0) * inv) : 0.0f;
           } else {
             v = k == "layernorm" ? (xv - st0) * inv : xv * inv;
             if (scale) v = v * scale->at(i);

@@ -15,6 +15,11 @@
 //   softmax      integer statistics: the row's largest q and a block floating point sum of a table of
 //                exponentials, token by token in two lanes (softmaxTable, st_softmax_stats); then f32
 //                as below.
+//   masks        a softmax's input and the elementwise chain that brings a matmul's products to it, where
+//                a mask's fill (-inf, the dtype's minimum, -1e4) sets some keys far below their row's
+//                largest: calibrated without those keys, and its -128 is a masked key, -inf (QuantScale::
+//                masked). A row of masked keys alone weighs them evenly, as torch does keys all filled
+//                with one finite value.
 //   other ops    dequantise (float(q) * s, f32), compute in f32 exactly as the emitted kernel does
 //                (the same operations in the same order), requantise: st_q8(y * (1 / s_out)).
 //   rounding     st_q8 / st_q4 (compiler/emit/runtime/st_numeric.h): round half away from zero, then
@@ -22,6 +27,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -34,7 +40,17 @@ namespace stc {
 struct QuantScale {
   float scale = 1.0f;    ///< real = scale * q
   float inverse = 1.0f;  ///< 1 / scale, rounded to f32 once: requantisation multiplies by it
+  /// A softmax's input, or a tensor on the way to it, calibrated without the keys a mask's fill sets far
+  /// below the others (calibrate): its -128 is a masked key, whose real value is -inf.
+  bool masked = false;
 };
+
+/// The real value of int8 q of a tensor of scale s: scale * q, rounded once; -inf for a masked -128.
+inline float dequantised(int q, const QuantScale& s) {
+  return s.masked && q == -128 ? -std::numeric_limits<float>::infinity() : static_cast<float>(q) * s.scale;
+}
+/// f32 value v stored in a tensor of scale s: st_q8(v * inverse), or st_q8_masked for a masked tensor.
+int8_t requantised(float v, const QuantScale& s);
 
 struct QuantPlan {
   std::map<std::string, QuantScale> scales;  ///< every int8 tensor, by name
@@ -83,15 +99,19 @@ std::vector<int8_t> quantizeValues(const std::vector<float>& x, const QuantScale
 
 /// W4A8 softmax's exponentials for an input of scale `scale` (st_softmax_stats), index q + 128 for q in
 /// [-128, 127]: exp(scale * q) = mantissa * 2^(exponent - 31), exponent = ceil(q * scale / ln 2).
+/// For a masked input, -128's mantissa is 0: a masked key adds nothing.
 struct SoftmaxTable {
   std::array<uint32_t, 256> mantissa{};
   std::array<int32_t, 256> exponent{};
+  bool masked = false;
 };
-SoftmaxTable softmaxTable(float scale);
+SoftmaxTable softmaxTable(float scale, bool masked = false);
 
 /// A W4A8 softmax row's statistics (the maximum and the sum of exp(x - max)) as its .stats kernel takes
 /// them from D int8 scores q, T per token, of which the first `kept` count (a causal mask's row keeps a
-/// prefix of its keys; the kernel still steps through the other tokens, which add nothing).
+/// prefix of its keys; the kernel still steps through the other tokens, which add nothing). With a masked
+/// table, a row whose kept keys are all masked has the maximum -inf and the sum their count
+/// (st_softmax_stats_masked).
 void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& table, float scale,
                      float* max, float* sum, int64_t kept = INT64_MAX);
 

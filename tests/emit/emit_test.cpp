@@ -579,6 +579,12 @@ TEST(EmitW4A8, TorchIdiomsStayWithinTheDocumentedBound) {
   expectBitExact(model("onnx/tiled_mlp.onnx"), "q_onnx_tiled", "--set quant=w4a8", 0.99);
   expectBitExact(model("onnx/rope_in_forward.onnx"), "q_onnx_rope_forward", "--set quant=w4a8", 0.98);
   expectBitExact(model("onnx/sliding_window_attention.onnx"), "q_onnx_sliding", "--set quant=w4a8", 0.98);
+  // BERT's padding mask, finfo.min added to peaked scores: calibrated without the padded keys, whose -128
+  // is -inf (reference/quantized.h, "masks"). The fill set the scores' scale before, every score was 0
+  // and each query weighed the kept keys evenly: cosine 0.799.
+  expectBitExact(model("onnx/padding_mask_attention.onnx"), "q_onnx_padding_mask", "--set quant=w4a8", 0.99);
+  EXPECT_NE(sources(::testing::TempDir() + "emit_q_onnx_padding_mask").find("st_softmax_stats_masked("),
+            std::string::npos);
 }
 
 // Blocks of other model families as reference implementations write them (tools/export_onnx_models.py):

@@ -2345,7 +2345,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "rank_broadcast_matmuls.onnx",
                                            "logsumexp_pools.onnx",
                                            "rounding_ops.onnx",
-                                           "axis_softmaxes.onnx"};
+                                           "axis_softmaxes.onnx",
+                                           "padding_mask_attention.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;

@@ -200,6 +200,102 @@ TEST(W4A8, SoftmaxRowStatisticsMatchADoubleSumAtAnyTokenWidth) {
   EXPECT_EQ(sum, 4.0f);  // the four zeros; exp(-78.75) is below the 31-bit mantissa's last bit
 }
 
+// Requantisation into a masked tensor: -128 only for a mask's fill, 100 times the range (12,700 steps) or
+// more below zero; any other value saturates to -127; the rest is st_q8.
+TEST(W4A8, AMaskedTensorKeepsMinus128ForTheFill) {
+  EXPECT_EQ(st_q8_masked(-std::numeric_limits<float>::infinity()), -128);
+  EXPECT_EQ(st_q8_masked(-3.4e38f), -128);
+  EXPECT_EQ(st_q8_masked(-12700.0f), -128);
+  EXPECT_EQ(st_q8_masked(-12699.0f), -127);
+  EXPECT_EQ(st_q8_masked(-128.0f), -127);
+  EXPECT_EQ(st_q8_masked(-126.5f), -127);
+  EXPECT_EQ(st_q8_masked(-2.5f), -3);
+  EXPECT_EQ(st_q8_masked(200.0f), 127);
+  EXPECT_EQ(st_q8_masked(std::numeric_limits<float>::quiet_NaN()), 0);
+  QuantScale masked{0.5f, 2.0f, true}, plain{0.5f, 2.0f, false};
+  EXPECT_EQ(dequantised(-128, masked), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(dequantised(-128, plain), -64.0f);
+  EXPECT_EQ(dequantised(-127, masked), -63.5f);
+  EXPECT_EQ(requantised(-1e30f, masked), -128);
+  EXPECT_EQ(requantised(-1e30f, plain), -128);
+  EXPECT_EQ(requantised(-300.0f, masked), -127);  // -600 steps: past the range, not a fill
+}
+
+// A masked table's -128 adds nothing: the sum is the unmasked keys' alone, at every token width, the
+// maximum their largest; a row whose kept keys are all masked has the maximum -inf and the sum their
+// count (the causal prefix's: 3 of 4 here). Without masked keys, the masked table gives the same bits.
+TEST(W4A8, MaskedKeysAddNothingToASoftmaxRow) {
+  const float scale = 0.05f;
+  SoftmaxTable masked = softmaxTable(scale, true), plain = softmaxTable(scale);
+  EXPECT_EQ(masked.mantissa[0], 0u);
+  EXPECT_GE(plain.mantissa[0], 1u << 30);
+  std::vector<int8_t> row = {10, -128, 20, -128, -128, 0};
+  const double want = std::exp(0.05 * (10 - 20)) + 1.0 + std::exp(0.05 * (0 - 20));
+  for (int64_t T : {1, 2, 3, 6}) {
+    float max = 0, sum = 0;
+    softmaxRowStats(row.data(), 6, T, masked, scale, &max, &sum);
+    EXPECT_EQ(max, 20.0f * scale) << T;
+    EXPECT_NEAR(sum, want, want * 1e-7) << T;
+  }
+  std::vector<int8_t> none = {-128, -128, -128, -128};
+  float max = 0, sum = 0;
+  softmaxRowStats(none.data(), 4, 2, masked, scale, &max, &sum, 3);
+  EXPECT_EQ(max, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(sum, 3.0f);
+  std::vector<int8_t> kept = {5, -127, 33, 0, 2, -90};
+  float m1 = 0, s1 = 0, m2 = 0, s2 = 0;
+  softmaxRowStats(kept.data(), 6, 2, masked, scale, &m1, &s1);
+  softmaxRowStats(kept.data(), 6, 2, plain, scale, &m2, &s2);
+  EXPECT_EQ(m1, m2);
+  EXPECT_EQ(s1, s2);
+}
+
+// Scores with a padding mask of the dtype's minimum added, softmax after: the sum calibrates on the kept
+// keys alone (its scale 2 / 127, not 3.4e38 / 127) and is masked; the matmul's scores keep the range of
+// all their values (3, at a masked key). The quantised softmax then weighs the kept keys as f32 does, to
+// a few steps of the probabilities' scale, the masked keys 0, and the row masked whole evenly (torch:
+// the minimum plus each score rounds to the minimum, a tie). With the fill setting the scale, every
+// score was 0: row 0 weighed its two keys 0.5 each.
+TEST(W4A8, APaddingMaskDoesNotSetTheScoresScale) {
+  Graph g = parseGraph(
+      "graph: t\ninputs: [{name: a, shape: [3, 2]}]\n"
+      "weights: [{name: k, shape: [2, 4]}, {name: m, shape: [3, 4]}]\n"
+      "ops:\n  - {name: mm, op: matmul, inputs: [a, k], output: s}\n"
+      "  - {name: mask, op: add, inputs: [s, m], output: x}\n"
+      "  - {name: sm, op: softmax, inputs: [x], output: p}\noutputs: [p]\n",
+      "t.yaml");
+  const float low = std::numeric_limits<float>::lowest();
+  // s = a k: row 0 [0.5, -0.25, 1, 0.75], row 1 [0.25, 0.5, -2, 0.1], row 2 [1.5, -0.75, 3, 2.25].
+  std::map<std::string, Tensor> v = {{"a", {{3, 2}, {1, 0, 0, 1, 3, 0}}},
+                                     {"k", {{2, 4}, {0.5f, -0.25f, 1.0f, 0.75f, 0.25f, 0.5f, -2.0f, 0.1f}}},
+                                     {"m", {{3, 4}, {0, 0, low, low, 0, 0, 0, low, low, low, low, low}}}};
+  QuantPlan plan = calibrate(g, {interpret(g, v)}, false);
+  EXPECT_TRUE(plan.of("x").masked);
+  EXPECT_FLOAT_EQ(plan.of("x").scale, 2.0f / 127);
+  EXPECT_FALSE(plan.of("s").masked);
+  EXPECT_FLOAT_EQ(plan.of("s").scale, 3.0f / 127);
+  EXPECT_FALSE(plan.of("p").masked);
+  QuantWeights qw = quantizeWeights(g, plan, v);
+  auto q = interpretQuantized(g, plan, qw, {{"a", quantizeValues(v.at("a").data, plan.of("a"))}}, {});
+  const std::vector<int8_t>& x = q.at("x");
+  EXPECT_EQ(std::vector<int8_t>(x.begin() + 2, x.begin() + 4), (std::vector<int8_t>{-128, -128}));
+  EXPECT_EQ(x[7], -128);
+  for (int i = 8; i < 12; ++i) EXPECT_EQ(x[static_cast<size_t>(i)], -128) << i;
+  const float e0 = 1.0f / (1.0f + std::exp(-0.75f));  // row 0: softmax(0.5, -0.25)
+  const float d1 = std::exp(0.25f) + std::exp(0.5f) + std::exp(-2.0f);
+  const std::vector<float> want = {
+      e0,    1 - e0, 0,     0,    std::exp(0.25f) / d1, std::exp(0.5f) / d1, std::exp(-2.0f) / d1, 0,
+      0.25f, 0.25f,  0.25f, 0.25f};
+  const std::vector<int8_t>& p = q.at("p");
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float got = dequantised(p[i], plan.of("p"));
+    EXPECT_NEAR(got, want[i], 3 * plan.of("p").scale) << i;
+    if (want[i] == 0) {
+      EXPECT_EQ(p[i], 0) << i;
+    }
+  }
+}
+
 // The emitted statistics kernel against the reference, bit for bit: rows.yaml's softmax stats task
 // (4 rows of 512 int8 scores) compiled alone with g++ from the emitted source, fed seeded scores, and its
 // maximum and sum compared with softmaxRowStats at the kernel's token width. (csim compares int8

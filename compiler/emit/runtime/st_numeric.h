@@ -38,6 +38,15 @@ inline st_i8 st_q8(float v) {
   return static_cast<st_i8>(static_cast<int>(r));
 }
 
+/// Requantisation into a masked tensor (stc's QuantScale::masked), whose -128 is a key a mask's fill set:
+/// -128 only for a fill, a value at least 100 times the tensor's range below zero (-inf, the dtype's
+/// minimum, -1e4 beside scores of a few units); any other value saturates to -127.
+inline st_i8 st_q8_masked(float v) {
+  const float r = std::round(v);
+  if (r <= -12700.0f) return -128;
+  return r <= -127.0f ? st_i8(-127) : st_q8(v);
+}
+
 /// Weight quantisation to int4: round half away from zero, saturate to [-8, 7].
 inline int st_q4(float v) {
   const float r = std::round(v);
@@ -139,4 +148,18 @@ inline void st_expsum_add(int& e, st_u64& s, int e2, st_u64 s2) {
 inline void st_softmax_stats(st_u64 S, st_u64 mmax, int qmax, float scale, float* max, float* sum) {
   *max = static_cast<float>(qmax) * scale;
   *sum = static_cast<float>(static_cast<double>(S) / static_cast<double>(mmax));
+}
+
+/// The statistics of a masked softmax input (stc's QuantScale::masked: its -128 is a key a mask's fill set
+/// far below the others, -inf, whose table mantissa is 0 and so adds nothing to S): as above, or where
+/// every key the row keeps is masked, the maximum -inf and the sum their count, so that the .apply kernel
+/// weighs them evenly (as torch weighs keys all filled with one finite value).
+inline void st_softmax_stats_masked(st_u64 S, st_u64 mmax, int qmax, long masked, float scale, float* max,
+                                    float* sum) {
+  if (qmax == -128) {
+    *max = -INFINITY;
+    *sum = static_cast<float>(masked);
+  } else {
+    st_softmax_stats(S, mmax, qmax, scale, max, sum);
+  }
 }
