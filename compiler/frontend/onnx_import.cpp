@@ -568,7 +568,7 @@ class Importer {
       std::string fix;
       for (const std::string& a : freeAxes_) fix += (fix.empty() ? "" : " ") + std::string("--set dim.") + a + "=N";
       msg += "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: " +
-             fix + "; simulate, size-fifos, emit and run also fix an axis --bind gives a value)";
+             fix + "; --bind NAME=N also fixes an axis where the import needs it)";
     }
     return UserError(msg);
   }

@@ -153,14 +153,43 @@ TEST(Cli, ABoundAxisIsFixedAtImportWhereTheShapeArithmeticNeedsIt) {
   EXPECT_EQ(bound.out.substr(note.size()), set.out);
   Outcome free = stc("simulate " + model);
   EXPECT_EQ(free.code, 1);
-  EXPECT_NE(free.out.find(
-                "--set dim.seq=N; simulate, size-fifos, emit and run also fix an axis --bind gives a value)"),
+  EXPECT_NE(free.out.find("--set dim.seq=N; --bind NAME=N also fixes an axis where the import needs it)"),
             std::string::npos)
       << free.out;
   std::string dir = ::testing::TempDir() + "bound_axis";
   Outcome emitted = stc("emit " + model + " --bind seq=8 --force -o " + dir);
   ASSERT_EQ(emitted.code, 0) << emitted.out;
   EXPECT_NE(emitted.out.find("stc emit: note: " + model), std::string::npos) << emitted.out;
+  // stc compile too: the same network as --set dim.seq=8 writes, byte for byte.
+  auto readFile = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string byBind = dir + ".bind.yaml", bySet = dir + ".set.yaml";
+  Outcome compiled = stc("compile " + model + " --bind seq=8 -o " + byBind);
+  ASSERT_EQ(compiled.code, 0) << compiled.out;
+  EXPECT_EQ(compiled.out.rfind("stc compile: note: " + model, 0), 0u) << compiled.out;
+  ASSERT_EQ(stc("compile " + model + " --set dim.seq=8 -o " + bySet).code, 0);
+  EXPECT_EQ(readFile(byBind), readFile(bySet));
+  // An axis the import does not need fixed stays a symbol of the network, said so; a graph's symbols
+  // always do, and --bind there is a mistake (no network written).
+  Outcome kept = stc("compile " STC_SOURCE_DIR "/models/onnx/mlp.onnx --bind seq=4 -o " + dir + ".mlp.yaml");
+  ASSERT_EQ(kept.code, 0) << kept.out;
+  EXPECT_EQ(
+      kept.out.rfind("stc compile: note: --bind seq=4: the network keeps the symbol seq (its import did "
+                     "not need the axis fixed): bind it where the network runs, or fix it here with --set "
+                     "dim.seq=4\n",
+                     0),
+      0u)
+      << kept.out;
+  EXPECT_NE(readFile(dir + ".mlp.yaml").find("seq"), std::string::npos);
+  Outcome graph = stc("compile " STC_SOURCE_DIR "/models/graphs/mlp.yaml --bind seq=4 -o " + dir + ".g.yaml");
+  EXPECT_EQ(graph.code, 1);
+  EXPECT_EQ(
+      graph.out,
+      "stc compile: error: --bind seq=4: a graph's symbols stay symbols in the network; bind them where it "
+      "runs (stc simulate, size-fifos, emit or run --bind)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + ".g.yaml"));
 }
 
 // A deadlocked run whose DMAs read ahead of the blocked tasks: the channels served bursts past the last

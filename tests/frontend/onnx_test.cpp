@@ -1088,8 +1088,8 @@ TEST(Onnx, TheLastTokenOfADynamicAxisNeedsTheAxisFixed) {
             path +
                 ": error: unsupported: 1 node(s):\n  y_node (Gather of a stream along a symbolic "
                 "dimension)\n(the shape arithmetic over the model's dynamic axes folds once they "
-                "are fixed at import: --set dim.seq=N; simulate, size-fifos, emit and run also "
-                "fix an axis --bind gives a value)");
+                "are fixed at import: --set dim.seq=N; --bind NAME=N also fixes an axis where the "
+                "import needs it)");
   Graph graph = importOnnx(path, {{"seq", 3}});
   Tensor y = interpret(graph, {{"x", Tensor{{1, 3, 2}, {1, 2, 3, 4, 5, 6}}}}).at(graph.outputs.at(0));
   EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 2}));
@@ -2516,7 +2516,7 @@ TEST(Onnx, ShapesComputedFromASymbolicDimensionAreListedNodeByNode) {
   const std::string hint =
       "\n(the shape arithmetic over the model's dynamic axes folds once they are fixed at import: --set "
       "dim.seq=N; "
-      "simulate, size-fifos, emit and run also fix an axis --bind gives a value)";
+      "--bind NAME=N also fixes an axis where the import needs it)";
   EXPECT_EQ(msg.substr(msg.size() - hint.size()), hint) << msg;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
 #include "tools/stc/commands.h"
@@ -16,7 +17,7 @@ namespace {
 
 struct CompileArgs {
   std::string input, output, report, platform, schedule, writeSchedule;
-  std::vector<std::string> settings;
+  std::vector<std::string> settings, binds;
   bool json = false;
   bool allowOverfit = false;
 };
@@ -50,17 +51,34 @@ int compile(const CompileArgs& a) {
     }
   Platform platform = platformFromArg(a.platform);
   Graph graph;
+  std::vector<std::string> settings = a.settings;
   if (isOnnxPath(a.input)) {
-    graph = importOnnx(a.input, importDims(a.settings, a.input));
+    // --bind fixes an axis at import where the shape arithmetic over it needs that, as simulate and emit
+    // do; the network keeps any other symbol, to be bound where it runs.
+    const Bindings bindings = parseSymbolBindings("stc compile", std::nullopt, a.binds);
+    settings = fixBoundAxesAtImport("stc compile", a.input, settings, bindings);
+    const std::map<std::string, int64_t> dims = importDims(settings, a.input);
+    graph = importOnnx(a.input, dims);
+    const std::set<std::string> symbols = inferShapes(graph).symbols();
+    refuseUnusedBindings("stc compile", symbols, bindings, a.input, dims);
+    for (const auto& [symbol, value] : bindings)
+      if (symbols.count(symbol))
+        std::cerr << "stc compile: note: --bind " << symbol << "=" << value
+                  << ": the network keeps the symbol " << symbol
+                  << " (its import did not need the axis fixed): bind it where the network runs, or "
+                  << "fix it here with --set dim." << symbol << "=" << value << "\n";
   } else {
+    if (!a.binds.empty())
+      throw UserError("stc compile: error: --bind " + a.binds.front() +
+                      ": a graph's symbols stay symbols in the " +
+                      "network; bind them where it runs (stc simulate, size-fifos, emit or run --bind)");
     importDims(a.settings, a.input);  // refuses dim.AXIS
     std::string text = readTextFile(a.input);
     if (detectFileKind(text, a.input) != FileKind::kGraph)
       throw UserError(a.input + ":1:1: error: expected a graph file (its first key 'graph') or an ONNX model");
     graph = parseGraph(text, a.input);
   }
-  CompileOptions options = parseCompileOptions(a.settings, platform);
-  std::vector<std::string> settings = a.settings;
+  CompileOptions options = parseCompileOptions(settings, platform);
   if (!a.schedule.empty()) {  // the file's pins, as settings too, so the network records them
     std::vector<std::string> pinned = applySchedule(loadSchedule(a.schedule), options);
     settings.insert(settings.end(), pinned.begin(), pinned.end());
@@ -136,6 +154,10 @@ Runner addCompile(CLI::App& app) {
       "loop order: auto, 0 weight-stationary, N rows per block), tk.OP and row_block.OP (pin a matmul's "
       "reduction tile and rows per block; row_block 0: every row), dim.AXIS (an ONNX model's dynamic axis "
       "fixed at import, so that the shape arithmetic over it folds)");
+  app.add_option(
+      "--bind", a->binds,
+      "NAME=N: an ONNX model's dynamic axis fixed at import where its shape arithmetic needs it, as "
+      "simulate and emit fix it (the network keeps other symbols; repeatable)");
   app.add_option(
       "--schedule", a->schedule,
       "schedule file pinning matmuls' tk and row_block (as --write-schedule writes it; --set wins)");
