@@ -47,94 +47,139 @@ struct QValue {
   float at(int64_t i) const { return dequantised(q[static_cast<size_t>(i)], s); }
 };
 
-// Keys a mask's fill set: those a softmax weighs at most e^-20 of its row's largest (20 below it), and
-// values at least 100 times the other keys' range below zero (a fill of -inf, the dtype's minimum, -1e4).
+// A mask's fill: a value at least kFill times the range of the others below zero (-inf, the dtype's
+// minimum, -1e4 beside scores of a few units), which st_q8_masked stores as -128. The range is first
+// sought among the keys within kNegligible of their row's largest (a weight of e^-20 of it).
 constexpr double kNegligible = 20, kFill = 100;
 
-// The positions of a softmax's input x (rows of its last dimension) that a mask's fill set, or none where
-// no value is a fill. In each row, the keys kNegligible or more below the row's largest; and the rows
-// whose largest is itself a fill below the range of the rows before them (in the order of their
-// largest, descending): rows of masked keys alone.
-std::vector<bool> maskedKeys(const Tensor& x) {
-  const size_t D = x.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(x.shape.back(), 1));
+enum class Key : uint8_t { kKept, kFill, kPast };  // kPast: past a causal row's keys, which it ignores
+
+// The keys of a softmax's input x (rows of its last dimension) that a mask's fill set, or none where no
+// value is a fill or where the fill cannot be stored as -128: every key left out of the range is a fill
+// at the final range, and a row of fills alone (which the quantised softmax weighs evenly) ties in f32,
+// as scores plus the dtype's minimum or -inf do (scores plus -1e4 do not: torch weighs them as scores).
+std::vector<Key> maskedKeys(const Tensor& x, const Op& softmax) {
+  const size_t rank = x.shape.size(),
+               D = rank ? static_cast<size_t>(std::max<int64_t>(x.shape.back(), 1)) : 1;
+  const int64_t R = rank >= 2 ? std::max<int64_t>(x.shape[rank - 2], 1) : 1;
   const size_t rows = x.data.size() / D;
-  std::vector<double> largest(rows, -INFINITY), range(rows, 0);
-  std::vector<size_t> order(rows);
+  std::vector<Key> keys(x.data.size(), Key::kKept);
+  std::vector<size_t> end(rows), order(rows);
+  std::vector<double> largest(rows, -INFINITY), seed(rows, 0);
+  std::vector<bool> ties(rows, true), whole(rows, false);
   for (size_t r = 0; r < rows; ++r) {
     order[r] = r;
-    for (size_t i = 0; i < D; ++i) largest[r] = std::max(largest[r], static_cast<double>(x.data[r * D + i]));
-    for (size_t i = 0; i < D; ++i) {
-      const double v = x.data[r * D + i];
-      if (v >= largest[r] - kNegligible) range[r] = std::max(range[r], std::fabs(v));
+    end[r] = static_cast<size_t>(keptKeys(softmax, static_cast<int64_t>(r) % R, R, static_cast<int64_t>(D)));
+    end[r] = std::min(std::max<size_t>(end[r], 1), D);
+    for (size_t i = end[r]; i < D; ++i) keys[r * D + i] = Key::kPast;
+    const float* v = &x.data[r * D];
+    for (size_t i = 0; i < end[r]; ++i) {
+      largest[r] = std::max(largest[r], static_cast<double>(v[i]));
+      ties[r] = ties[r] && v[i] == v[0];
     }
+    for (size_t i = 0; i < end[r]; ++i)
+      if (v[i] >= largest[r] - kNegligible) seed[r] = std::max(seed[r], std::fabs(static_cast<double>(v[i])));
   }
+  // Rows in the order of their largest: a row whose largest is a fill beside the rows before it is filled
+  // whole.
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return largest[a] > largest[b]; });
-  std::vector<bool> whole(rows, false);
-  double kept = 0;
+  double range = 0;
   for (size_t r : order) {
-    if (kept > 0 && largest[r] < -kFill * kept)
-      whole[r] = true;
-    else
-      kept = std::max(kept, range[r]);
+    whole[r] = range > 0 && largest[r] < -kFill * range;
+    if (!whole[r]) range = std::max(range, seed[r]);
+  }
+  for (double before = -1; range != before;) {  // widened by every key that is not a fill at the range
+    before = range;
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t i = 0; i < end[r] && !whole[r]; ++i) {
+        const double v = x.data[r * D + i];
+        if (v >= -kFill * range) range = std::max(range, std::fabs(v));
+      }
   }
   bool fill = false;
-  std::vector<bool> masked(x.data.size(), false);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t i = 0; i < D; ++i) {
-      const double v = x.data[r * D + i];
-      masked[r * D + i] = whole[r] || v < largest[r] - kNegligible;
-      fill = fill || v < -kFill * kept;
+  for (size_t r = 0; r < rows; ++r) {
+    if (whole[r] && (!ties[r] || !(largest[r] < -kFill * range))) return {};
+    for (size_t i = 0; i < end[r]; ++i) {
+      const bool filled = whole[r] || x.data[r * D + i] < -kFill * range;
+      keys[r * D + i] = filled ? Key::kFill : Key::kKept;
+      fill = fill || filled;
     }
-  return fill ? masked : std::vector<bool>{};
+  }
+  return fill ? keys : std::vector<Key>{};
 }
 
-// The softmax inputs and, back from each, the elementwise chain that brings a matmul's products to it
-// (the scores, scaled, a mask added or selected): each tensor with the softmax input whose rows it
-// follows. A tensor of the chain has a scale of its own (no copy shares it), is not a graph input or
-// output, and only its softmax and the chain's own elementwise ops read it: a masked key is masked for
-// every reader (the scores that another softmax also reads, unmasked, are not on the chain).
-std::map<std::string, std::string> maskChains(const Graph& graph, Classes& same) {
+// Who makes and reads each tensor, and which tensors may be masked at all: those with a scale of their
+// own (no copy shares it), not a graph input or output (the host quantises those with st_q8).
+struct Uses {
   std::map<std::string, const Op*> producer;
   std::map<std::string, std::vector<const Op*>> readers;
-  std::map<std::string, int> members;
-  std::set<std::string> products, ends;
-  for (const auto& t : graph.inputs) ends.insert(t.name);
-  ends.insert(graph.outputs.begin(), graph.outputs.end());
+  std::set<std::string> own;
+
+  Uses(const Graph& graph, Classes& same) {
+    std::map<std::string, int> members;
+    std::set<std::string> ends;
+    for (const auto& t : graph.inputs) ends.insert(t.name);
+    ends.insert(graph.outputs.begin(), graph.outputs.end());
+    for (const Op& op : graph.ops) {
+      producer[op.output] = &op;
+      for (const std::string& in : op.inputs) readers[in].push_back(&op);
+      ++members[same.find(op.output)];
+    }
+    for (const auto& t : graph.inputs) ++members[same.find(t.name)];
+    for (const auto& t : graph.weights) ++members[same.find(t.name)];
+    for (const Op& op : graph.ops)
+      if (!ends.count(op.output) && members[same.find(op.output)] == 1) own.insert(op.output);
+    for (const auto& t : graph.weights)
+      if (members[same.find(t.name)] == 1) own.insert(t.name);
+  }
+  // Whether only elementwise ops and softmaxes read t (each reads a masked -128 as -inf).
+  bool readElementwise(const std::string& t) {
+    for (const Op* r : readers[t])
+      if (elementwiseArity(r->op) == 0 && r->op != "softmax") return false;
+    return true;
+  }
+};
+
+// The softmax inputs and, back from each, the elementwise chain that brings a matmul's products to it
+// (the scores, scaled, a mask added or selected): each elementwise result on it with the softmax whose
+// rows it follows. Only the chain's own elementwise ops and its softmax read a tensor of the chain, so
+// that a masked key is masked for every reader; one that leads to two softmax inputs is on neither.
+std::map<std::string, const Op*> maskChains(const Graph& graph, Uses& uses) {
+  std::set<std::string> products;
   for (const Op& op : graph.ops) {
-    producer[op.output] = &op;
-    for (const std::string& in : op.inputs) readers[in].push_back(&op);
     bool product = op.op == "matmul" || op.op == "linear";
     for (const std::string& in : op.inputs)
       product = product || (elementwiseArity(op.op) > 0 && products.count(in));
     if (product) products.insert(op.output);
   }
-  for (const Op& op : graph.ops) ++members[same.find(op.output)];
-  for (const auto& t : graph.inputs) ++members[same.find(t.name)];
-  std::map<std::string, std::set<std::string>> reach;  // tensor -> the softmax inputs it reaches back from
+  std::map<std::string, std::set<const Op*>> reach;  // tensor -> the softmaxes it reaches back from
   for (const Op& op : graph.ops) {
     if (op.op != "softmax") continue;
     std::vector<std::string> todo = {op.inputs[0]};
     while (!todo.empty()) {
       std::string t = todo.back();
       todo.pop_back();
-      if (!products.count(t) || ends.count(t) || members[same.find(t)] != 1 ||
-          !reach[t].insert(op.inputs[0]).second)
-        continue;
-      const Op* p = producer[t];
+      if (!products.count(t) || !uses.own.count(t) || !reach[t].insert(&op).second) continue;
+      const Op* p = uses.producer[t];
       if (p && elementwiseArity(p->op) > 0) todo.insert(todo.end(), p->inputs.begin(), p->inputs.end());
     }
   }
-  std::map<std::string, std::string> chain;
-  for (const auto& [t, xs] : reach)  // an elementwise op's result (a matmul's holds no fill)
-    if (xs.size() == 1 && producer[t] && elementwiseArity(producer[t]->op) > 0) chain[t] = *xs.begin();
+  std::map<std::string, const Op*> chain;
+  for (const auto& [t, ops] : reach) {  // an elementwise op's result (a matmul's holds no fill)
+    const Op* p = uses.producer[t];
+    std::set<std::string> inputs;
+    for (const Op* op : ops) inputs.insert(op->inputs[0]);
+    if (inputs.size() == 1 && p && elementwiseArity(p->op) > 0) chain[t] = *ops.begin();
+  }
   for (bool changed = true; changed;) {  // drop the tensors a reader off their chain reads, back to the ends
     changed = false;
     for (auto it = chain.begin(); it != chain.end();) {
       bool off = false;
-      for (const Op* r : readers[it->first]) {
+      for (const Op* r : uses.readers[it->first]) {
         auto on = chain.find(r->output);
-        off = off || !((r->op == "softmax" && r->inputs[0] == it->second) ||
-                       (elementwiseArity(r->op) > 0 && on != chain.end() && on->second == it->second));
+        off = off || !((r->op == "softmax" && r->inputs[0] == it->second->inputs[0]) ||
+                       (elementwiseArity(r->op) > 0 && on != chain.end() &&
+                        on->second->inputs[0] == it->second->inputs[0]));
       }
       changed = changed || off;
       it = off ? chain.erase(it) : std::next(it);
@@ -143,39 +188,56 @@ std::map<std::string, std::string> maskChains(const Graph& graph, Classes& same)
   return chain;
 }
 
-// Scales of the mask chains (maskChains) without the keys a mask's fill set (maskedKeys), for the
-// elementwise ops' results that hold the fill there, where that makes them smaller: the fill is -128,
-// which is -inf, and the other values saturate to -127 (st_q8_masked). (The scores before the mask is
-// added hold values at the masked keys, unused, that their computation in int8 may push past the
-// range: they keep their scales.)
+// Masked scales (QuantScale::masked: -128 is -inf, and st_q8_masked stores only a fill as -128):
+// - a tensor holding -inf that only elementwise ops and softmaxes read (a mask constant of -inf, a
+//   where of -inf): its scale from its finite values (from 1.0 before, a coarse step for them);
+// - the mask chains (maskChains): each elementwise result that holds a fill at the keys a fill set
+//   (maskedKeys), scaled by its values at the other keys, where that makes the scale smaller. (The
+//   scores before the mask is added hold values at the masked keys, unused, that their computation in
+//   int8 may push past the range: they keep their scales.)
 void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, Tensor>>& layers,
                     Classes& same, std::map<std::string, double>& absmax, QuantPlan& plan) {
-  std::map<std::string, std::string> chain = maskChains(graph, same);
-  std::map<std::string, double> kept;
-  std::set<std::string> filled;
+  Uses uses(graph, same);
+  std::map<std::string, double> finite;
+  std::set<std::string> infinite;
+  for (const auto& env : layers)
+    for (const auto& [t, x] : env) {
+      if (!uses.own.count(t) || plan.int4.count(t) || plan.ids.count(t)) continue;
+      double& m = finite[t];
+      for (float v : x.data)
+        if (std::isfinite(v))
+          m = std::max(m, std::fabs(static_cast<double>(v)));
+        else if (v < 0)
+          infinite.insert(t);
+    }
+  for (const std::string& t : infinite)
+    if (uses.readElementwise(t)) {
+      plan.scales[t] = scaleFor(finite[t]);
+      plan.scales[t].masked = true;
+    }
+  std::map<std::string, const Op*> chain = maskChains(graph, uses);
+  std::map<std::string, double> keptRange, lowest;
   for (const auto& env : layers) {
-    std::map<std::string, std::vector<bool>> keys;
-    for (const auto& [t, x] : chain) {
+    std::map<std::string, std::vector<Key>> keys;  // by softmax input
+    for (const auto& [t, softmax] : chain) {
+      const std::string& x = softmax->inputs[0];
       auto tv = env.find(t), xv = env.find(x);
       if (tv == env.end() || xv == env.end()) continue;
-      if (!keys.count(x)) keys[x] = maskedKeys(xv->second);
-      const std::vector<bool>& masked = keys[x];
+      if (!keys.count(x)) keys[x] = maskedKeys(xv->second, *softmax);
+      const std::vector<Key>& key = keys[x];
       const std::vector<float>& v = tv->second.data;
-      const bool rows = !masked.empty() && tv->second.shape == xv->second.shape;
-      double& m = kept[t];
-      double range = 0, low = 0;
-      for (size_t i = 0; i < v.size(); ++i)
-        if (!rows || !masked[i])
-          range = std::max(range, std::fabs(static_cast<double>(v[i])));
-        else
-          low = std::min(low, static_cast<double>(v[i]));
-      m = std::max(m, range);
-      if (rows && low < -kFill * range) filled.insert(t);
+      const bool aligned = !key.empty() && tv->second.shape == xv->second.shape;
+      double& range = keptRange[t];
+      for (size_t i = 0; i < v.size(); ++i) {
+        const Key k = aligned ? key[i] : Key::kKept;
+        if (k == Key::kKept) range = std::max(range, std::fabs(static_cast<double>(v[i])));
+        if (k == Key::kFill) lowest[t] = std::min(lowest[t], static_cast<double>(v[i]));
+      }
     }
   }
-  for (const std::string& t : filled)
-    if (kept[t] < absmax[same.find(t)]) {
-      plan.scales[t] = scaleFor(kept[t]);
+  for (const auto& [t, range] : keptRange)
+    if (lowest[t] < -kFill * range && range < absmax[same.find(t)]) {
+      plan.scales[t] = scaleFor(range);
       plan.scales[t].masked = true;
     }
 }
@@ -278,7 +340,7 @@ SoftmaxTable softmaxTable(float scale, bool masked) {
 void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& table, float scale,
                      float* max, float* sum, int64_t kept) {
   int laneE[2] = {st_exp_empty, st_exp_empty}, qmax = -128;
-  long masked = 0;
+  long maskedCount = 0;
   st_u64 laneS[2] = {0, 0};
   for (int64_t first = 0, j = 0; first < D; first += T, ++j) {  // tokens past the kept keys add nothing
     const int64_t end = std::min(std::min(D, kept), first + T);
@@ -289,7 +351,7 @@ void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& 
     for (int64_t i = first; i < end; ++i) {
       const size_t t = static_cast<size_t>(q[i] + 128);
       st += st_shr(table.mantissa[t], et - table.exponent[t]);
-      masked += q[i] == -128;
+      maskedCount += q[i] == -128;
     }
     st_expsum_add(laneE[j % 2], laneS[j % 2], et, st);
     qmax = std::max(qmax, qt);
@@ -297,7 +359,7 @@ void softmaxRowStats(const int8_t* q, int64_t D, int64_t T, const SoftmaxTable& 
   st_expsum_add(laneE[0], laneS[0], laneE[1], laneS[1]);
   const st_u64 mmax = table.mantissa[static_cast<size_t>(qmax + 128)];
   if (table.masked)
-    st_softmax_stats_masked(laneS[0], mmax, qmax, masked, scale, max, sum);
+    st_softmax_stats_masked(laneS[0], mmax, qmax, maskedCount, scale, max, sum);
   else
     st_softmax_stats(laneS[0], mmax, qmax, scale, max, sum);
 }

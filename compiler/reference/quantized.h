@@ -15,11 +15,11 @@
 //   softmax      integer statistics: the row's largest q and a block floating point sum of a table of
 //                exponentials, token by token in two lanes (softmaxTable, st_softmax_stats); then f32
 //                as below.
-//   masks        a softmax's input and the elementwise chain that brings a matmul's products to it, where
-//                a mask's fill (-inf, the dtype's minimum, -1e4) sets some keys far below their row's
-//                largest: calibrated without those keys, and its -128 is a masked key, -inf (QuantScale::
-//                masked). A row of masked keys alone weighs them evenly, as torch does keys all filled
-//                with one finite value.
+//   masks        a softmax's input and the elementwise results on its way from the scores that hold a
+//                mask's fill (-inf, the dtype's minimum, -1e4 beside scores of a few units), and tensors
+//                holding -inf that only elementwise ops and softmaxes read: scaled by their other values,
+//                and their -128 is the fill, -inf (QuantScale::masked, st_q8_masked); a row of masked
+//                keys alone weighs them evenly, as torch weighs keys that tie at the dtype's minimum.
 //   other ops    dequantise (float(q) * s, f32), compute in f32 exactly as the emitted kernel does
 //                (the same operations in the same order), requantise: st_q8(y * (1 / s_out)).
 //   rounding     st_q8 / st_q4 (compiler/emit/runtime/st_numeric.h): round half away from zero, then
@@ -40,8 +40,8 @@ namespace stc {
 struct QuantScale {
   float scale = 1.0f;    ///< real = scale * q
   float inverse = 1.0f;  ///< 1 / scale, rounded to f32 once: requantisation multiplies by it
-  /// A softmax's input, or a tensor on the way to it, calibrated without the keys a mask's fill sets far
-  /// below the others (calibrate): its -128 is a masked key, whose real value is -inf.
+  /// A tensor whose -128 is a mask's fill, -inf, scaled by its other values (reference/quantized.cpp:
+  /// calibrateMasks): a softmax's input or a tensor on the way to it, or one holding -inf.
   bool masked = false;
 };
 

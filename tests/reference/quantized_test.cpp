@@ -294,6 +294,21 @@ TEST(W4A8, APaddingMaskDoesNotSetTheScoresScale) {
       EXPECT_EQ(p[i], 0) << i;
     }
   }
+  // The same mask of -inf, a constant: its scale from its finite values (1.0 from zeros), masked, so that
+  // its -128 is -inf again and the sum's fill is -128 whatever the scores' range.
+  const float inf = std::numeric_limits<float>::infinity();
+  v["m"] = {{3, 4}, {0, 0, -inf, -inf, 0, 0, 0, -inf, -inf, -inf, -inf, -inf}};
+  QuantPlan infinite = calibrate(g, {interpret(g, v)}, false);
+  EXPECT_TRUE(infinite.of("m").masked);
+  EXPECT_FLOAT_EQ(infinite.of("m").scale, 1.0f);
+  EXPECT_TRUE(infinite.of("x").masked);
+  EXPECT_FLOAT_EQ(infinite.of("x").scale, 2.0f / 127);
+  // A fill of -1e4 over row 2 whole: the scores plus -1e4 do not tie (torch weighs them as the scores),
+  // which a row of -128s cannot say: no mask, the scale is the fill's as before.
+  v["m"] = {{3, 4}, {0, 0, -1e4f, -1e4f, 0, 0, 0, -1e4f, -1e4f, -1e4f, -1e4f, -1e4f}};
+  QuantPlan untied = calibrate(g, {interpret(g, v)}, false);
+  EXPECT_FALSE(untied.of("x").masked);
+  EXPECT_FLOAT_EQ(untied.of("x").scale, (1e4f + 0.75f) / 127);  // -0.75 - 1e4, row 2
 }
 
 // The emitted statistics kernel against the reference, bit for bit: rows.yaml's softmax stats task

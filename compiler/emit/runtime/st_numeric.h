@@ -154,11 +154,11 @@ inline void st_softmax_stats(st_u64 S, st_u64 mmax, int qmax, float scale, float
 /// far below the others, -inf, whose table mantissa is 0 and so adds nothing to S): as above, or where
 /// every key the row keeps is masked, the maximum -inf and the sum their count, so that the .apply kernel
 /// weighs them evenly (as torch weighs keys all filled with one finite value).
-inline void st_softmax_stats_masked(st_u64 S, st_u64 mmax, int qmax, long masked, float scale, float* max,
-                                    float* sum) {
+inline void st_softmax_stats_masked(st_u64 S, st_u64 mmax, int qmax, long masked_keys, float scale,
+                                    float* max, float* sum) {
   if (qmax == -128) {
     *max = -INFINITY;
-    *sum = static_cast<float>(masked);
+    *sum = static_cast<float>(masked_keys);
   } else {
     st_softmax_stats(S, mmax, qmax, scale, max, sum);
   }
