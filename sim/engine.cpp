@@ -454,6 +454,20 @@ Engine::Mark Engine::mark() const {
   return m;
 }
 
+// Whether a DMA is where the mark left it: no token moved, no burst issued, released or served, the same
+// bursts in flight at the same ticks. It takes no part in the period (a DMA write waiting for its first
+// token, a read whose reader is elsewhere) and stays so over the periods that repeat it: its FIFO's
+// period (fifoPeriod) has no access either.
+bool Engine::idleDma(const DmaState& d, const DmaMark& m) {
+  return d.issued == m.issued && d.released == m.released && d.burst == m.burst &&
+         d.burstLastToken == m.burstLastToken && d.releaseToken == m.releaseToken &&
+         d.servedBase == m.servedBase && d.servedCount == m.servedCount &&
+         d.lastRequestCycle == m.lastRequestCycle && d.lastResponseCycle == m.lastResponseCycle &&
+         d.waitingChannel == m.waitingChannel &&
+         std::equal(d.served.begin() + static_cast<std::ptrdiff_t>(d.servedHead), d.served.end(),
+                    m.served.begin(), m.served.end());
+}
+
 bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply) {
   const int64_t ticks = delta * program_.hbm.ticksPerCycle;
   auto moved = [&](int64_t now, int64_t was) { return now == was || now - was == delta; };
@@ -464,6 +478,7 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
     DmaState& d = dmas_[t];
     const DmaMark& dm = m.dmas[t];
     int64_t tokens = ts.events - m.tasks[t].events, bursts = d.issued - dm.issued;
+    if (tokens == 0 && idleDma(d, dm)) continue;  // waits on its FIFO with nothing in flight
     if (apply) {
       if (!d.write) d.released += repeats * bursts;
       for (int64_t* count : {&d.issued, &d.burst, &d.servedBase, &d.servedCount}) *count += repeats * bursts;

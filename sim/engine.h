@@ -181,6 +181,8 @@ class Engine {
     std::vector<ChannelMark> channels;
     std::vector<int64_t> groupLeft;
   };
+  /// Whether a DMA took no part in the period since its mark (hbmPeriod leaves it as it is).
+  static bool idleDma(const DmaState& d, const DmaMark& m);
   /// The HBM part of jumpFrom: checks the DMAs and channels, lowers `repeats`, or false when they are not
   /// the mark's moved by delta. With apply, applies `repeats` periods instead.
   bool hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply);
