@@ -109,26 +109,38 @@ std::vector<Key> maskedKeys(const Tensor& x, const Op& softmax) {
 }
 
 // Who makes and reads each tensor, and which tensors may be masked at all: those with a scale of their
-// own (no copy shares it), not a graph input or output (the host quantises those with st_q8).
+// own (no copy shares it), not a graph input or output (the host quantises those with st_q8). A mask
+// chain may also pass a reshape (a view keeps the elements' order): `viewed` holds the tensors of a class
+// that is one op's result and reshapes of it alone, none a graph input or output, masked together or not.
 struct Uses {
   std::map<std::string, const Op*> producer;
   std::map<std::string, std::vector<const Op*>> readers;
-  std::set<std::string> own;
+  std::set<std::string> own, viewed;
+  std::map<std::string, std::vector<std::string>> classOf;  // class -> its tensors
 
   Uses(const Graph& graph, Classes& same) {
-    std::map<std::string, int> members;
-    std::set<std::string> ends;
+    std::map<std::string, int> members, views;
+    std::set<std::string> ends, badClass;
     for (const auto& t : graph.inputs) ends.insert(t.name);
     ends.insert(graph.outputs.begin(), graph.outputs.end());
     for (const Op& op : graph.ops) {
       producer[op.output] = &op;
       for (const std::string& in : op.inputs) readers[in].push_back(&op);
-      ++members[same.find(op.output)];
+      const std::string c = same.find(op.output);
+      ++members[c];
+      if (op.op == "reshape") ++views[c];
+      classOf[c].push_back(op.output);
+      if (ends.count(op.output)) badClass.insert(c);
     }
     for (const auto& t : graph.inputs) ++members[same.find(t.name)];
     for (const auto& t : graph.weights) ++members[same.find(t.name)];
-    for (const Op& op : graph.ops)
-      if (!ends.count(op.output) && members[same.find(op.output)] == 1) own.insert(op.output);
+    for (const Op& op : graph.ops) {
+      const std::string c = same.find(op.output);
+      if (!ends.count(op.output) && members[c] == 1) own.insert(op.output);
+      if (!badClass.count(c) && members[c] == views[c] + 1 &&
+          static_cast<int>(classOf[c].size()) == members[c])
+        viewed.insert(op.output);
+    }
     for (const auto& t : graph.weights)
       if (members[same.find(t.name)] == 1) own.insert(t.name);
   }
@@ -145,11 +157,11 @@ struct Uses {
 // rows it follows. Only the chain's own elementwise ops and its softmax read a tensor of the chain, so
 // that a masked key is masked for every reader; one that leads to two softmax inputs is on neither.
 std::map<std::string, const Op*> maskChains(const Graph& graph, Uses& uses) {
+  auto link = [](const Op& op) { return elementwiseArity(op.op) > 0 || op.op == "reshape"; };
   std::set<std::string> products;
   for (const Op& op : graph.ops) {
     bool product = op.op == "matmul" || op.op == "linear";
-    for (const std::string& in : op.inputs)
-      product = product || (elementwiseArity(op.op) > 0 && products.count(in));
+    for (const std::string& in : op.inputs) product = product || (link(op) && products.count(in));
     if (product) products.insert(op.output);
   }
   std::map<std::string, std::set<const Op*>> reach;  // tensor -> the softmaxes it reaches back from
@@ -159,17 +171,18 @@ std::map<std::string, const Op*> maskChains(const Graph& graph, Uses& uses) {
     while (!todo.empty()) {
       std::string t = todo.back();
       todo.pop_back();
-      if (!products.count(t) || !uses.own.count(t) || !reach[t].insert(&op).second) continue;
+      if (!products.count(t) || !(uses.own.count(t) || uses.viewed.count(t)) || !reach[t].insert(&op).second)
+        continue;
       const Op* p = uses.producer[t];
-      if (p && elementwiseArity(p->op) > 0) todo.insert(todo.end(), p->inputs.begin(), p->inputs.end());
+      if (p && link(*p)) todo.insert(todo.end(), p->inputs.begin(), p->inputs.end());
     }
   }
   std::map<std::string, const Op*> chain;
-  for (const auto& [t, ops] : reach) {  // an elementwise op's result (a matmul's holds no fill)
+  for (const auto& [t, ops] : reach) {  // an elementwise op's result or its view (a matmul's holds no fill)
     const Op* p = uses.producer[t];
     std::set<std::string> inputs;
     for (const Op* op : ops) inputs.insert(op->inputs[0]);
-    if (inputs.size() == 1 && p && elementwiseArity(p->op) > 0) chain[t] = *ops.begin();
+    if (inputs.size() == 1 && p && link(*p)) chain[t] = *ops.begin();
   }
   for (bool changed = true; changed;) {  // drop the tensors a reader off their chain reads, back to the ends
     changed = false;
@@ -178,8 +191,7 @@ std::map<std::string, const Op*> maskChains(const Graph& graph, Uses& uses) {
       for (const Op* r : uses.readers[it->first]) {
         auto on = chain.find(r->output);
         off = off || !((r->op == "softmax" && r->inputs[0] == it->second->inputs[0]) ||
-                       (elementwiseArity(r->op) > 0 && on != chain.end() &&
-                        on->second->inputs[0] == it->second->inputs[0]));
+                       (link(*r) && on != chain.end() && on->second->inputs[0] == it->second->inputs[0]));
       }
       changed = changed || off;
       it = off ? chain.erase(it) : std::next(it);
@@ -226,7 +238,8 @@ void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, 
       if (!keys.count(x)) keys[x] = maskedKeys(xv->second, *softmax);
       const std::vector<Key>& key = keys[x];
       const std::vector<float>& v = tv->second.data;
-      const bool aligned = !key.empty() && tv->second.shape == xv->second.shape;
+      // Elementwise results and their views: the softmax input's elements in its order, where as many.
+      const bool aligned = !key.empty() && v.size() == xv->second.data.size();
       double& range = keptRange[t];
       for (size_t i = 0; i < v.size(); ++i) {
         const Key k = aligned ? key[i] : Key::kKept;
@@ -235,11 +248,24 @@ void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, 
       }
     }
   }
-  for (const auto& [t, range] : keptRange)
-    if (lowest[t] < -kFill * range && range < absmax[same.find(t)]) {
+  // One scale a class (a result and its views, all on the chain, or one tensor).
+  std::map<std::string, double> classRange, classLowest;
+  for (const auto& [t, range] : keptRange) {
+    const std::string c = same.find(t);
+    classRange[c] = std::max(classRange[c], range);
+    classLowest[c] = std::min(classLowest[c], lowest[t]);
+  }
+  for (const auto& [c, range] : classRange) {
+    std::vector<std::string> members =
+        uses.classOf.count(c) ? uses.classOf.at(c) : std::vector<std::string>{c};
+    bool whole =
+        std::all_of(members.begin(), members.end(), [&](const std::string& t) { return keptRange.count(t); });
+    if (!whole || !(classLowest[c] < -kFill * range && range < absmax[c])) continue;
+    for (const std::string& t : members) {
       plan.scales[t] = scaleFor(range);
       plan.scales[t].masked = true;
     }
+  }
 }
 
 }  // namespace

@@ -311,6 +311,47 @@ TEST(W4A8, APaddingMaskDoesNotSetTheScoresScale) {
   EXPECT_FLOAT_EQ(untied.of("x").scale, (1e4f + 0.75f) / 127);  // -0.75 - 1e4, row 2
 }
 
+// The same mask added before a view (OPT and BART add the padding mask to [b, h, s, s], then view it as
+// [b * h, s, s]): the sum and its view share one scale (a copy keeps the int8 values), both calibrate on
+// the kept keys and are masked together, and the softmax weighs the rows as without the view. Where
+// something off the chain also reads the view, neither is masked and both keep the fill's scale.
+TEST(W4A8, AMaskAddedBeforeAViewIsMaskedWithIt) {
+  const std::string head =
+      "graph: t\ninputs: [{name: a, shape: [3, 2]}]\n"
+      "weights: [{name: k, shape: [2, 4]}, {name: m, shape: [3, 4]}]\n"
+      "ops:\n  - {name: mm, op: matmul, inputs: [a, k], output: s}\n"
+      "  - {name: mask, op: add, inputs: [s, m], output: x}\n"
+      "  - {name: view, op: reshape, inputs: [x], output: y, shape: [1, 3, 4]}\n"
+      "  - {name: sm, op: softmax, inputs: [y], output: p}\n";
+  const float low = std::numeric_limits<float>::lowest();
+  std::map<std::string, Tensor> v = {{"a", {{3, 2}, {1, 0, 0, 1, 3, 0}}},
+                                     {"k", {{2, 4}, {0.5f, -0.25f, 1.0f, 0.75f, 0.25f, 0.5f, -2.0f, 0.1f}}},
+                                     {"m", {{3, 4}, {0, 0, low, low, 0, 0, 0, low, low, low, low, low}}}};
+  Graph g = parseGraph(head + "outputs: [p]\n", "t.yaml");
+  QuantPlan plan = calibrate(g, {interpret(g, v)}, false);
+  for (const char* t : {"x", "y"}) {
+    EXPECT_TRUE(plan.of(t).masked) << t;
+    EXPECT_FLOAT_EQ(plan.of(t).scale, 2.0f / 127) << t;
+  }
+  EXPECT_FALSE(plan.of("s").masked);
+  QuantWeights qw = quantizeWeights(g, plan, v);
+  auto q = interpretQuantized(g, plan, qw, {{"a", quantizeValues(v.at("a").data, plan.of("a"))}}, {});
+  const float e0 = 1.0f / (1.0f + std::exp(-0.75f));  // row 0: softmax(0.5, -0.25)
+  const float d1 = std::exp(0.25f) + std::exp(0.5f) + std::exp(-2.0f);
+  const std::vector<float> want = {
+      e0,    1 - e0, 0,     0,    std::exp(0.25f) / d1, std::exp(0.5f) / d1, std::exp(-2.0f) / d1, 0,
+      0.25f, 0.25f,  0.25f, 0.25f};
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(dequantised(q.at("p")[i], plan.of("p")), want[i], 3 * plan.of("p").scale) << i;
+  Graph read =
+      parseGraph(head + "  - {name: dbl, op: mul, inputs: [y, y], output: z}\noutputs: [p, z]\n", "t.yaml");
+  QuantPlan off = calibrate(read, {interpret(read, v)}, false);
+  for (const char* t : {"x", "y"}) {
+    EXPECT_FALSE(off.of(t).masked) << t;
+    EXPECT_FLOAT_EQ(off.of(t).scale, static_cast<float>(-static_cast<double>(low) / 127)) << t;
+  }
+}
+
 // The emitted statistics kernel against the reference, bit for bit: rows.yaml's softmax stats task
 // (4 rows of 512 int8 scores) compiled alone with g++ from the emitted source, fed seeded scores, and its
 // maximum and sum compared with softmaxRowStats at the kernel's token width. (csim compares int8
