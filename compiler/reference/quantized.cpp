@@ -229,6 +229,7 @@ void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, 
     }
   std::map<std::string, const Op*> chain = maskChains(graph, uses);
   std::map<std::string, double> keptRange, lowest;
+  std::set<std::string> finiteFill;  // chain tensors with a finite fill (the dtype's minimum, -1e4)
   for (const auto& env : layers) {
     std::map<std::string, std::vector<Key>> keys;  // by softmax input
     for (const auto& [t, softmax] : chain) {
@@ -244,7 +245,10 @@ void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, 
       for (size_t i = 0; i < v.size(); ++i) {
         const Key k = aligned ? key[i] : Key::kKept;
         if (k == Key::kKept) range = std::max(range, std::fabs(static_cast<double>(v[i])));
-        if (k == Key::kFill) lowest[t] = std::min(lowest[t], static_cast<double>(v[i]));
+        if (k == Key::kFill) {
+          lowest[t] = std::min(lowest[t], static_cast<double>(v[i]));
+          if (std::isfinite(v[i])) finiteFill.insert(t);
+        }
       }
     }
   }
@@ -261,9 +265,12 @@ void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, 
     bool whole =
         std::all_of(members.begin(), members.end(), [&](const std::string& t) { return keptRange.count(t); });
     if (!whole || !(classLowest[c] < -kFill * range && range < absmax[c])) continue;
+    bool nanRows = std::none_of(members.begin(), members.end(),
+                                [&](const std::string& t) { return finiteFill.count(t); });
     for (const std::string& t : members) {
       plan.scales[t] = scaleFor(range);
       plan.scales[t].masked = true;
+      plan.scales[t].nanRows = nanRows;
     }
   }
 }
@@ -473,9 +480,11 @@ std::map<std::string, std::vector<int8_t>> interpretQuantized(const Graph& graph
         for (int64_t i = 0; i < D; ++i) {
           float xv = x.at(base + i), v;
           if (k == "softmax") {
-            // A row of masked keys alone (st_softmax_stats_masked) weighs them evenly.
-            const bool even = x.s.masked && st0 == -std::numeric_limits<float>::infinity();
-            v = i < keptKeys(op, row % rowsR, rowsR, D) ? (even ? inv : std::exp(xv - st0) * inv) : 0.0f;
+            // A row of masked keys alone (st_softmax_stats_masked) weighs them evenly, or is 0 where its
+            // fills are -inf (NaN in f32: QuantScale::nanRows).
+            const bool alone = x.s.masked && st0 == -std::numeric_limits<float>::infinity();
+            const float even = x.s.nanRows ? 0.0f : inv;
+            v = i < keptKeys(op, row % rowsR, rowsR, D) ? (alone ? even : std::exp(xv - st0) * inv) : 0.0f;
           } else {
             v = k == "layernorm" ? (xv - st0) * inv : xv * inv;
             if (scale) v = v * scale->at(i);

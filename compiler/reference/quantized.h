@@ -43,6 +43,10 @@ struct QuantScale {
   /// A tensor whose -128 is a mask's fill, -inf, scaled by its other values (reference/quantized.cpp:
   /// calibrateMasks): a softmax's input or a tensor on the way to it, or one holding -inf.
   bool masked = false;
+  /// Masked, and every fill it holds is -inf: a softmax row of its masked keys alone is NaN in f32 (torch's
+  /// softmax of -inf keys only), which the quantised softmax gives as 0 (torch.nan_to_num's default), not
+  /// as even weights (a row all filled with one finite value, which torch weighs evenly).
+  bool nanRows = false;
 };
 
 /// The real value of int8 q of a tensor of scale s: scale * q, rounded once; -inf for a masked -128.
@@ -104,6 +108,10 @@ struct SoftmaxTable {
   std::array<uint32_t, 256> mantissa{};
   std::array<int32_t, 256> exponent{};
   bool masked = false;
+  /// Masked, and every fill it holds is -inf: a softmax row of its masked keys alone is NaN in f32 (torch's
+  /// softmax of -inf keys only), which the quantised softmax gives as 0 (torch.nan_to_num's default), not
+  /// as even weights (a row all filled with one finite value, which torch weighs evenly).
+  bool nanRows = false;
 };
 SoftmaxTable softmaxTable(float scale, bool masked = false);
 

@@ -352,6 +352,40 @@ TEST(W4A8, AMaskAddedBeforeAViewIsMaskedWithIt) {
   }
 }
 
+// A row whose keys are all -inf is NaN in torch's softmax (torch.nan_to_num then zeroes it, as padded
+// query rows of a causal mask of -inf come out); the quantised softmax gives it 0, not the even weights a
+// row all filled with one finite value gets (the dtype's minimum, which torch weighs evenly).
+TEST(W4A8, ARowOfMinusInfAloneIsZeroNotEven) {
+  Graph g = parseGraph(
+      "graph: t\ninputs: [{name: a, shape: [3, 2]}]\n"
+      "weights: [{name: k, shape: [2, 4]}, {name: m, shape: [3, 4]}]\n"
+      "ops:\n  - {name: mm, op: matmul, inputs: [a, k], output: s}\n"
+      "  - {name: mask, op: add, inputs: [s, m], output: x}\n"
+      "  - {name: sm, op: softmax, inputs: [x], output: p}\noutputs: [p]\n",
+      "t.yaml");
+  const float inf = std::numeric_limits<float>::infinity(), low = std::numeric_limits<float>::lowest();
+  std::map<std::string, Tensor> v = {{"a", {{3, 2}, {1, 0, 0, 1, 3, 0}}},
+                                     {"k", {{2, 4}, {0.5f, -0.25f, 1.0f, 0.75f, 0.25f, 0.5f, -2.0f, 0.1f}}},
+                                     {"m", {{3, 4}, {-inf, -inf, -inf, -inf, 0, 0, 0, -inf, 0, 0, -inf, 0}}}};
+  for (float fill : {-inf, low}) {
+    for (int i : {0, 1, 2, 3, 7, 10}) v["m"].data[static_cast<size_t>(i)] = fill;
+    QuantPlan plan = calibrate(g, {interpret(g, v)}, false);
+    ASSERT_TRUE(plan.of("x").masked);
+    EXPECT_EQ(plan.of("x").nanRows, fill == -inf);
+    QuantWeights qw = quantizeWeights(g, plan, v);
+    auto q = interpretQuantized(g, plan, qw, {{"a", quantizeValues(v.at("a").data, plan.of("a"))}}, {});
+    const std::vector<int8_t>& p = q.at("p");
+    const int8_t even = st_q8(0.25f * plan.of("p").inverse);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(p[i], fill == -inf ? 0 : even) << i;
+    // Row 1 keeps three keys, row 2 three: their weights sum to about 1 either way.
+    for (size_t r = 1; r < 3; ++r) {
+      float sum = 0;
+      for (size_t i = 0; i < 4; ++i) sum += dequantised(p[r * 4 + i], plan.of("p"));
+      EXPECT_NEAR(sum, 1.0f, 4 * plan.of("p").scale) << r;
+    }
+  }
+}
+
 // The emitted statistics kernel against the reference, bit for bit: rows.yaml's softmax stats task
 // (4 rows of 512 int8 scores) compiled alone with g++ from the emitted source, fed seeded scores, and its
 // maximum and sum compared with softmaxRowStats at the kernel's token width. (csim compares int8
