@@ -455,12 +455,14 @@ Engine::Mark Engine::mark() const {
 }
 
 // Whether a DMA is where the mark left it: no token moved, no burst issued, released or served, the same
-// bursts in flight at the same ticks. It takes no part in the period (a DMA write waiting for its first
-// token, a read whose reader is elsewhere) and stays so over the periods that repeat it: its FIFO's
-// period (fifoPeriod) has no access either.
+// bursts in flight at the same ticks, and no request waiting on its channel (a waiting request's tick does
+// not move with the period's, and forceServe, which serves the earliest of all channels, would reach it
+// within the periods jumped). It takes no part in the period (a DMA write waiting for its first token, a
+// read whose reader is elsewhere) and stays so over the periods that repeat it: its FIFO's period
+// (fifoPeriod) has no access either.
 bool Engine::idleDma(const DmaState& d, const DmaMark& m) {
-  return d.issued == m.issued && d.released == m.released && d.burst == m.burst &&
-         d.burstLastToken == m.burstLastToken && d.releaseToken == m.releaseToken &&
+  return d.issued == d.servedCount && d.issued == m.issued && d.released == m.released &&
+         d.burst == m.burst && d.burstLastToken == m.burstLastToken && d.releaseToken == m.releaseToken &&
          d.servedBase == m.servedBase && d.servedCount == m.servedCount &&
          d.lastRequestCycle == m.lastRequestCycle && d.lastResponseCycle == m.lastResponseCycle &&
          d.waitingChannel == m.waitingChannel &&
