@@ -108,10 +108,6 @@ struct SoftmaxTable {
   std::array<uint32_t, 256> mantissa{};
   std::array<int32_t, 256> exponent{};
   bool masked = false;
-  /// Masked, and every fill it holds is -inf: a softmax row of its masked keys alone is NaN in f32 (torch's
-  /// softmax of -inf keys only), which the quantised softmax gives as 0 (torch.nan_to_num's default), not
-  /// as even weights (a row all filled with one finite value, which torch weighs evenly).
-  bool nanRows = false;
 };
 SoftmaxTable softmaxTable(float scale, bool masked = false);
 
