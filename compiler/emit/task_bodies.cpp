@@ -683,9 +683,11 @@ class KernelBody {
     if (base == "softmax") v = "std::exp(" + x + " - stats.v[0]) * inv";
     else if (base == "layernorm") v = "(" + x + " - stats.v[0]) * inv";
     else v = x + " * inv";
-    if (base == "softmax" && quant() && ctx_.scale(port(0, 1).tensor).masked)  // st_softmax_stats_masked
-      v = "(stats.v[0] == -INFINITY ? " +
-          std::string(ctx_.scale(port(0, 1).tensor).nanRows ? "0.0f" : "inv") + " : " + v + ")";
+    if (base == "softmax" && quant()) {  // st_softmax_stats_masked: a row of masked keys alone
+      const QuantScale& in = ctx_.scale(port(0, 1).tensor);
+      if (in.masked)
+        v = "(stats.v[0] == -INFINITY ? " + std::string(in.nanRows ? "0.0f" : "inv") + " : " + v + ")";
+    }
     if (base != "softmax") {
       if (!extra.empty()) v = "(" + v + ") * " + extra[0];
       if (extra.size() > 1) v += " + " + extra[1];

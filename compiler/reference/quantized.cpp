@@ -111,7 +111,8 @@ std::vector<Key> maskedKeys(const Tensor& x, const Op& softmax) {
 // Who makes and reads each tensor, and which tensors may be masked at all: those with a scale of their
 // own (no copy shares it), not a graph input or output (the host quantises those with st_q8). A mask
 // chain may also pass a reshape (a view keeps the elements' order): `viewed` holds the tensors of a class
-// that is one op's result and reshapes of it alone, none a graph input or output, masked together or not.
+// that is one op's result and reshapes of it alone, none a graph input or output, masked together or not
+// (every op result that is `own` is `viewed` too: its class is itself).
 struct Uses {
   std::map<std::string, const Op*> producer;
   std::map<std::string, std::vector<const Op*>> readers;
@@ -171,8 +172,7 @@ std::map<std::string, const Op*> maskChains(const Graph& graph, Uses& uses) {
     while (!todo.empty()) {
       std::string t = todo.back();
       todo.pop_back();
-      if (!products.count(t) || !(uses.own.count(t) || uses.viewed.count(t)) || !reach[t].insert(&op).second)
-        continue;
+      if (!products.count(t) || !uses.viewed.count(t) || !reach[t].insert(&op).second) continue;
       const Op* p = uses.producer[t];
       if (p && link(*p)) todo.insert(todo.end(), p->inputs.begin(), p->inputs.end());
     }
@@ -260,8 +260,7 @@ void calibrateMasks(const Graph& graph, const std::vector<std::map<std::string, 
     classLowest[c] = std::min(classLowest[c], lowest[t]);
   }
   for (const auto& [c, range] : classRange) {
-    std::vector<std::string> members =
-        uses.classOf.count(c) ? uses.classOf.at(c) : std::vector<std::string>{c};
+    const std::vector<std::string>& members = uses.classOf.at(c);  // chain tensors are op results
     bool whole =
         std::all_of(members.begin(), members.end(), [&](const std::string& t) { return keptRange.count(t); });
     if (!whole || !(classLowest[c] < -kFill * range && range < absmax[c])) continue;

@@ -250,6 +250,20 @@ TEST(W4A8, MaskedKeysAddNothingToASoftmaxRow) {
   EXPECT_EQ(s1, s2);
 }
 
+// Scores s = a k of 3 rows of 4 keys (row 0 [0.5, -0.25, 1, 0.75], row 1 [0.25, 0.5, -2, 0.1], row 2
+// [1.5, -0.75, 3, 2.25]) and a mask m added, x = s + m: the tests below add their softmax.
+constexpr const char* kMaskedScores =
+    "graph: t\ninputs: [{name: a, shape: [3, 2]}]\n"
+    "weights: [{name: k, shape: [2, 4]}, {name: m, shape: [3, 4]}]\n"
+    "ops:\n  - {name: mm, op: matmul, inputs: [a, k], output: s}\n"
+    "  - {name: mask, op: add, inputs: [s, m], output: x}\n";
+
+std::map<std::string, Tensor> maskedScoresValues(std::vector<float> mask) {
+  return {{"a", {{3, 2}, {1, 0, 0, 1, 3, 0}}},
+          {"k", {{2, 4}, {0.5f, -0.25f, 1.0f, 0.75f, 0.25f, 0.5f, -2.0f, 0.1f}}},
+          {"m", {{3, 4}, std::move(mask)}}};
+}
+
 // Scores with a padding mask of the dtype's minimum added, softmax after: the sum calibrates on the kept
 // keys alone (its scale 2 / 127, not 3.4e38 / 127) and is masked; the matmul's scores keep the range of
 // all their values (3, at a masked key). The quantised softmax then weighs the kept keys as f32 does, to
@@ -258,17 +272,10 @@ TEST(W4A8, MaskedKeysAddNothingToASoftmaxRow) {
 // score was 0: row 0 weighed its two keys 0.5 each.
 TEST(W4A8, APaddingMaskDoesNotSetTheScoresScale) {
   Graph g = parseGraph(
-      "graph: t\ninputs: [{name: a, shape: [3, 2]}]\n"
-      "weights: [{name: k, shape: [2, 4]}, {name: m, shape: [3, 4]}]\n"
-      "ops:\n  - {name: mm, op: matmul, inputs: [a, k], output: s}\n"
-      "  - {name: mask, op: add, inputs: [s, m], output: x}\n"
-      "  - {name: sm, op: softmax, inputs: [x], output: p}\noutputs: [p]\n",
+      std::string(kMaskedScores) + "  - {name: sm, op: softmax, inputs: [x], output: p}\noutputs: [p]\n",
       "t.yaml");
   const float low = std::numeric_limits<float>::lowest();
-  // s = a k: row 0 [0.5, -0.25, 1, 0.75], row 1 [0.25, 0.5, -2, 0.1], row 2 [1.5, -0.75, 3, 2.25].
-  std::map<std::string, Tensor> v = {{"a", {{3, 2}, {1, 0, 0, 1, 3, 0}}},
-                                     {"k", {{2, 4}, {0.5f, -0.25f, 1.0f, 0.75f, 0.25f, 0.5f, -2.0f, 0.1f}}},
-                                     {"m", {{3, 4}, {0, 0, low, low, 0, 0, 0, low, low, low, low, low}}}};
+  std::map<std::string, Tensor> v = maskedScoresValues({0, 0, low, low, 0, 0, 0, low, low, low, low, low});
   QuantPlan plan = calibrate(g, {interpret(g, v)}, false);
   EXPECT_TRUE(plan.of("x").masked);
   EXPECT_FLOAT_EQ(plan.of("x").scale, 2.0f / 127);
@@ -316,17 +323,11 @@ TEST(W4A8, APaddingMaskDoesNotSetTheScoresScale) {
 // the kept keys and are masked together, and the softmax weighs the rows as without the view. Where
 // something off the chain also reads the view, neither is masked and both keep the fill's scale.
 TEST(W4A8, AMaskAddedBeforeAViewIsMaskedWithIt) {
-  const std::string head =
-      "graph: t\ninputs: [{name: a, shape: [3, 2]}]\n"
-      "weights: [{name: k, shape: [2, 4]}, {name: m, shape: [3, 4]}]\n"
-      "ops:\n  - {name: mm, op: matmul, inputs: [a, k], output: s}\n"
-      "  - {name: mask, op: add, inputs: [s, m], output: x}\n"
-      "  - {name: view, op: reshape, inputs: [x], output: y, shape: [1, 3, 4]}\n"
-      "  - {name: sm, op: softmax, inputs: [y], output: p}\n";
+  const std::string head = std::string(kMaskedScores) +
+                           "  - {name: view, op: reshape, inputs: [x], output: y, shape: [1, 3, 4]}\n"
+                           "  - {name: sm, op: softmax, inputs: [y], output: p}\n";
   const float low = std::numeric_limits<float>::lowest();
-  std::map<std::string, Tensor> v = {{"a", {{3, 2}, {1, 0, 0, 1, 3, 0}}},
-                                     {"k", {{2, 4}, {0.5f, -0.25f, 1.0f, 0.75f, 0.25f, 0.5f, -2.0f, 0.1f}}},
-                                     {"m", {{3, 4}, {0, 0, low, low, 0, 0, 0, low, low, low, low, low}}}};
+  std::map<std::string, Tensor> v = maskedScoresValues({0, 0, low, low, 0, 0, 0, low, low, low, low, low});
   Graph g = parseGraph(head + "outputs: [p]\n", "t.yaml");
   QuantPlan plan = calibrate(g, {interpret(g, v)}, false);
   for (const char* t : {"x", "y"}) {
@@ -357,16 +358,11 @@ TEST(W4A8, AMaskAddedBeforeAViewIsMaskedWithIt) {
 // row all filled with one finite value gets (the dtype's minimum, which torch weighs evenly).
 TEST(W4A8, ARowOfMinusInfAloneIsZeroNotEven) {
   Graph g = parseGraph(
-      "graph: t\ninputs: [{name: a, shape: [3, 2]}]\n"
-      "weights: [{name: k, shape: [2, 4]}, {name: m, shape: [3, 4]}]\n"
-      "ops:\n  - {name: mm, op: matmul, inputs: [a, k], output: s}\n"
-      "  - {name: mask, op: add, inputs: [s, m], output: x}\n"
-      "  - {name: sm, op: softmax, inputs: [x], output: p}\noutputs: [p]\n",
+      std::string(kMaskedScores) + "  - {name: sm, op: softmax, inputs: [x], output: p}\noutputs: [p]\n",
       "t.yaml");
   const float inf = std::numeric_limits<float>::infinity(), low = std::numeric_limits<float>::lowest();
-  std::map<std::string, Tensor> v = {{"a", {{3, 2}, {1, 0, 0, 1, 3, 0}}},
-                                     {"k", {{2, 4}, {0.5f, -0.25f, 1.0f, 0.75f, 0.25f, 0.5f, -2.0f, 0.1f}}},
-                                     {"m", {{3, 4}, {-inf, -inf, -inf, -inf, 0, 0, 0, -inf, 0, 0, -inf, 0}}}};
+  std::map<std::string, Tensor> v =
+      maskedScoresValues({-inf, -inf, -inf, -inf, 0, 0, 0, -inf, 0, 0, -inf, 0});
   for (float fill : {-inf, low}) {
     for (int i : {0, 1, 2, 3, 7, 10}) v["m"].data[static_cast<size_t>(i)] = fill;
     QuantPlan plan = calibrate(g, {interpret(g, v)}, false);

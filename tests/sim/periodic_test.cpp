@@ -133,6 +133,21 @@ void expectSame(const sim::SimResult& got, const sim::SimResult& want, const std
   }
 }
 
+// Runs `text` with jumps and step by step, with either scheduler, curves and stalls recorded or not, and
+// expects every figure the same; returns whether the direct, unrecorded run jumped over half its events.
+bool matchesStepByStep(const std::string& text) {
+  bool jumped = false;
+  for (bool systemc : {false, true}) {
+    for (bool record : {false, true}) {
+      sim::SimResult want = simulateText(text, systemc, {}, stepByStep(record));
+      sim::SimResult got = simulateText(text, systemc, {}, periodic(record));
+      expectSame(got, want, text);
+      if (!systemc && !record) jumped = got.jumpedEvents > got.events / 2;
+    }
+  }
+  return jumped;
+}
+
 // A writer at ii 1 ahead of its reader at ii 2, through a FIFO of 400,000: the FIFO fills for 800,000 of
 // the million tokens, its writes needing no room, then the writer waits on every other read. The reads
 // come every other cycle from the first: 2j + the first's time, so the run ends at 2 (T - 1) + that + 1.
@@ -262,10 +277,6 @@ TEST(Periodic, RandomNetworksWithDeepFifosMatchStepByStep) {
   EXPECT_GT(jumped, 10);  // 16 of the 150 here (5 when a FIFO below its depth never repeated)
 }
 
-// DMA reads into consumers and producers into DMA writes, several to a channel, of random sizes, token
-// widths, paces and depths, some in a second group (gated DMAs on a channel another streams on): the HBM
-// model's state (requests, bursts in flight, the channel's time) moves with the rest, and channel
-// statistics and busy spans come out the same as step by step.
 // A DMA write whose data come only at the end (its writer reads a long weight stream first) waits, opened,
 // with nothing in flight, while the stream from HBM repeats: the periods jump over it, as over any task
 // that does not move, and every figure is the step-by-step run's.
@@ -318,18 +329,15 @@ TEST(Periodic, RandomNetworksWithIdleDmaWritesMatchStepByStep) {
                ", bytes: " + std::to_string(out * 8) + ", ports: [{fifo: " + o + ", dir: in}]}\n";
     }
     std::string text = "network: idle\nfifos:\n" + fifos + "tasks:\n" + tasks;
-    for (bool systemc : {false, true}) {
-      for (bool record : {false, true}) {
-        sim::SimResult want = simulateText(text, systemc, {}, stepByStep(record));
-        sim::SimResult got = simulateText(text, systemc, {}, periodic(record));
-        expectSame(got, want, text);
-        if (!systemc && !record) jumped += got.jumpedEvents > got.events / 2;
-      }
-    }
+    jumped += matchesStepByStep(text);
   }
   EXPECT_GT(jumped, 10);
 }
 
+// DMA reads into consumers and producers into DMA writes, several to a channel, of random sizes, token
+// widths, paces and depths, some in a second group (gated DMAs on a channel another streams on): the HBM
+// model's state (requests, bursts in flight, the channel's time) moves with the rest, and channel
+// statistics and busy spans come out the same as step by step.
 TEST(Periodic, RandomDmaNetworksMatchStepByStep) {
   std::mt19937 rng(20261127);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -358,14 +366,7 @@ TEST(Periodic, RandomDmaNetworksMatchStepByStep) {
       }
     }
     std::string text = "network: dmas\nfifos:\n" + fifos + "tasks:\n" + tasks;
-    for (bool systemc : {false, true}) {
-      for (bool record : {false, true}) {
-        sim::SimResult want = simulateText(text, systemc, {}, stepByStep(record));
-        sim::SimResult got = simulateText(text, systemc, {}, periodic(record));
-        expectSame(got, want, text);
-        if (!systemc && !record) jumped += got.jumpedEvents > got.events / 2;
-      }
-    }
+    jumped += matchesStepByStep(text);
   }
   EXPECT_GT(jumped, 20);  // 27 of the 60 here
 }
