@@ -222,6 +222,8 @@ bool Engine::run(int t) {
       time = ready;
       if (ts.start >= 0) {  // a wait before the first event delays the start; later ones are stalls
         (full ? ts.stallFull : ts.stallEmpty) += ready - earliest;
+        FifoState& charged = fifos_[static_cast<size_t>(stallFifo)];
+        (full ? charged.stallFull : charged.stallEmpty) += ready - earliest;
         if (config_.recordStalls) ts.stalls.push_back({earliest, ready, stallFifo, full});
       }
     }
@@ -432,8 +434,8 @@ Engine::Mark Engine::mark() const {
   m.fifos.reserve(fifos_.size());
   for (const FifoState& f : fifos_)
     m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.writeLog.size(), f.readLog.size(),
-                       f.writerWaiting, f.readerWaiting, f.writeTimes.runs(), f.readTimes.runs(),
-                       f.mergeW.runs(), f.mergeR.runs()});
+                       f.stallFull, f.stallEmpty, f.writerWaiting, f.readerWaiting, f.writeTimes.runs(),
+                       f.readTimes.runs(), f.mergeW.runs(), f.mergeR.runs()});
   m.dmas.resize(tasks_.size());
   for (size_t t = 0; t < tasks_.size(); ++t) {
     if (!program_.tasks[t].dma) continue;
@@ -653,6 +655,10 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
     f.read += repeats * read;
     f.writeLog.repeatLast(f.writeLog.size() - fm.logW, delta, repeats);
     f.readLog.repeatLast(f.readLog.size() - fm.logR, delta, repeats);
+  }
+  if (apply) {
+    f.stallFull += repeats * (f.stallFull - fm.stallFull);
+    f.stallEmpty += repeats * (f.stallEmpty - fm.stallEmpty);
   }
   return true;
 }
@@ -983,7 +989,7 @@ int64_t Engine::finalMaxOccupancy(const FifoState& f) const {
   return best;
 }
 
-SimResult Engine::result(double wallSeconds) const {
+SimResult Engine::result(double wallSeconds) {
   SimResult r;
   r.network = program_.name;
   r.wallSeconds = wallSeconds;
@@ -1027,9 +1033,11 @@ SimResult Engine::result(double wallSeconds) const {
     s.read = fs.read;
     s.writer = fs.writer;
     s.reader = fs.reader;
+    s.stallFull = fs.stallFull;
+    s.stallEmpty = fs.stallEmpty;
     if (fs.record) {
-      s.writeTimes = fs.writeLog.runs();
-      s.readTimes = fs.readLog.runs();
+      s.writeTimes = fifos_[f].writeLog.take();
+      s.readTimes = fifos_[f].readLog.take();
     }
     r.fifos.push_back(std::move(s));
   }

@@ -49,8 +49,9 @@ class Engine {
   /// Events advanced by periodic jumps rather than one by one.
   int64_t jumpedEvents() const { return jumpedEvents_; }
 
-  /// The outcome: times, statistics, curves and, if some task never finished, the wait-for cycle.
-  SimResult result(double wallSeconds) const;
+  /// The outcome: times, statistics, curves and, if some task never finished, the wait-for cycle. Called
+  /// once, at the end: the curves are moved out.
+  SimResult result(double wallSeconds);
 
  private:
   struct Cursor {  // the next event of one port in the current phase
@@ -82,6 +83,7 @@ class Engine {
     RunQueue readTimes;   // reads [written - depth, read), bounded FIFOs only
     RunQueue mergeW, mergeR;
     int64_t mergedW = 0, mergedR = 0, maxOccupancy = 0;
+    int64_t stallFull = 0, stallEmpty = 0;  // stall cycles charged to it
     bool occupancySettled = false;  // maxOccupancy reached the depth, which no write can exceed
     bool writerWaiting = false, readerWaiting = false;
     bool record = false;  // keeps its curves
@@ -158,7 +160,7 @@ class Engine {
     std::vector<CursorMark> cursors;
   };
   struct FifoMark {
-    int64_t written, read, mergedW, mergedR, logW, logR;
+    int64_t written, read, mergedW, mergedR, logW, logR, stallFull, stallEmpty;
     bool writerWaiting, readerWaiting;
     std::vector<TimeRun> writeTimes, readTimes, mergeW, mergeR;
   };

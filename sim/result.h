@@ -58,6 +58,10 @@ struct FifoStats {
   int64_t written = 0;
   int64_t read = 0;
   int writer = -1, reader = -1;
+  /// Stall cycles charged to this FIFO (the access ready last of a stage group, see TaskStats): its
+  /// writer's waits for room (a DMA write's for an outstanding slot) and its reader's for data. Over the
+  /// FIFOs they add up to the tasks' stallFull and stallEmpty; recorded or not, as the stall spans are.
+  int64_t stallFull = 0, stallEmpty = 0;
   std::vector<TimeRun> writeTimes, readTimes;  ///< token curves, when recorded
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace stc::sim {
@@ -88,6 +89,11 @@ class RunLog {
     ++size_;
   }
   const std::vector<TimeRun>& runs() const { return runs_; }
+  /// The runs, moved out: the log is left empty.
+  std::vector<TimeRun> take() {
+    size_ = 0;
+    return std::move(runs_);
+  }
   int64_t size() const { return size_; }
   /// Every time, expanded.
   std::vector<int64_t> times() const;

@@ -70,6 +70,8 @@ TEST(Periodic, BackpressureClosedForm) {
     sim::SimResult r = simulateText(s, systemc, {}, periodic(true));
     EXPECT_EQ(r.cycles, 3 * tokens + 9);
     EXPECT_EQ(task(r, "a").stallFull, 2 * (tokens - 3));
+    EXPECT_EQ(fifo(r, "f").stallFull, 2 * (tokens - 3));
+    EXPECT_EQ(fifo(r, "f").stallEmpty, 0);
     EXPECT_EQ(task(r, "b").stallEmpty, 0);
     EXPECT_EQ(fifo(r, "f").maxOccupancy, 2);
     EXPECT_GT(r.jumpedEvents, r.events * 99 / 100);
@@ -108,6 +110,8 @@ void expectSame(const sim::SimResult& got, const sim::SimResult& want, const std
     EXPECT_EQ(a.maxOccupancy, b.maxOccupancy) << text;
     EXPECT_EQ(a.written, b.written) << text;
     EXPECT_EQ(a.read, b.read) << text;
+    EXPECT_EQ(a.stallFull, b.stallFull) << text;
+    EXPECT_EQ(a.stallEmpty, b.stallEmpty) << text;
     // The same runs: the greedy run encoding of the same times.
     for (auto [x, y] : {std::pair{&a.writeTimes, &b.writeTimes}, {&a.readTimes, &b.readTimes}}) {
       ASSERT_EQ(x->size(), y->size()) << text;

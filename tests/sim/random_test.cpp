@@ -1,6 +1,6 @@
 // Random networks: the engine under both schedulers against the naive reference of reference.cpp, on
-// cycles, deadlock, per-task end and stalls, per-FIFO maximum occupancy and, on deadlock, every blocked
-// stage group's events that are not ready and the wait-for cycle.
+// cycles, deadlock, per-task end and stalls, per-FIFO maximum occupancy and stalls and, on deadlock, every
+// blocked stage group's events that are not ready and the wait-for cycle.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -40,7 +40,11 @@ TEST(RandomNetworks, EngineMatchesReference) {
         EXPECT_EQ(describe(got.tasks[t].waits), describe(want.waits[t])) << text;
         if (!systemc && want.waits[t].size() > 1) ++groupWaits;
       }
-      for (size_t f = 0; f < got.fifos.size(); ++f) EXPECT_EQ(got.fifos[f].maxOccupancy, want.maxOccupancy[f]) << text;
+      for (size_t f = 0; f < got.fifos.size(); ++f) {
+        EXPECT_EQ(got.fifos[f].maxOccupancy, want.maxOccupancy[f]) << text;
+        EXPECT_EQ(got.fifos[f].stallFull, want.fifoStallFull[f]) << text;
+        EXPECT_EQ(got.fifos[f].stallEmpty, want.fifoStallEmpty[f]) << text;
+      }
       EXPECT_EQ(describe(got.deadlockCycle), describe(want.cycle)) << text;
       EXPECT_EQ(want.cycle.empty(), !want.deadlock) << text;
     }

@@ -63,6 +63,8 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
   r.taskEnd.assign(net.tasks.size(), -1);
   r.stallFull.assign(net.tasks.size(), 0);
   r.stallEmpty.assign(net.tasks.size(), 0);
+  r.fifoStallFull.assign(nf, 0);
+  r.fifoStallEmpty.assign(nf, 0);
   // The time the event's dependency allows, or -1 when that dependency has not happened yet.
   auto readyOf = [&](const Ev& e) -> int64_t {
     size_t f = static_cast<size_t>(e.fifo);
@@ -92,7 +94,7 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
         const Ev& head = lists[t][pos[t]];
         int64_t earliest = pos[t] == 0 ? head.local : prevT[t] + (head.local - prevLocal[t]);
         int64_t ready = earliest;
-        int stallOrder = -1;  // the event ready last, the first of equals, takes the stall
+        int stallOrder = -1, stallFifo = -1;  // the event ready last, the first of equals, takes the stall
         bool blocked = false;
         for (size_t i = pos[t]; i < end; ++i) {
           int64_t x = readyOf(lists[t][i]);
@@ -100,10 +102,15 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
           if (x > ready) {
             ready = x;
             stallOrder = lists[t][i].order;
+            stallFifo = lists[t][i].fifo;
           }
         }
         if (blocked) break;
-        if (pos[t] > 0 && stallOrder >= 0) (stallOrder == 0 ? r.stallFull : r.stallEmpty)[t] += ready - earliest;
+        if (pos[t] > 0 && stallOrder >= 0) {
+          (stallOrder == 0 ? r.stallFull : r.stallEmpty)[t] += ready - earliest;
+          (stallOrder == 0 ? r.fifoStallFull : r.fifoStallEmpty)[static_cast<size_t>(stallFifo)] +=
+              ready - earliest;
+        }
         for (size_t i = pos[t]; i < end; ++i)
           (lists[t][i].order == 0 ? wt : rt)[static_cast<size_t>(lists[t][i].fifo)].push_back(ready);
         prevT[t] = ready;

@@ -21,7 +21,8 @@ struct ReferenceResult {
   bool deadlock = false;
   int64_t cycles = 0;
   std::vector<int64_t> taskEnd;  // one past the last event, -1 if none
-  std::vector<int64_t> stallFull, stallEmpty;
+  std::vector<int64_t> stallFull, stallEmpty;          // per task
+  std::vector<int64_t> fifoStallFull, fifoStallEmpty;  // per FIFO: the stalls charged to it
   std::vector<int64_t> maxOccupancy;
   std::vector<std::vector<ReferenceWait>> waits;  // per task: its blocked stage group's events not ready
   std::vector<ReferenceWait> cycle;               // the wait-for cycle, from its first task in the file
