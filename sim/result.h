@@ -58,9 +58,12 @@ struct FifoStats {
   int64_t written = 0;
   int64_t read = 0;
   int writer = -1, reader = -1;
-  /// Stall cycles charged to this FIFO (the access ready last of a stage group, see TaskStats): its
-  /// writer's waits for room (a DMA write's for an outstanding slot) and its reader's for data. Over the
-  /// FIFOs they add up to the tasks' stallFull and stallEmpty; recorded or not, as the stall spans are.
+  /// Stall cycles charged to this FIFO (to the access of a stage group ready last, the first in group
+  /// order among equals: Engine::run): its writer's waits for room and its reader's for data; a DMA's
+  /// waits on HBM go to its stream, FULL for a write (its reader) waiting for an outstanding slot, EMPTY
+  /// for a read (its writer) waiting for data. Over the FIFOs they add up to the tasks' stallFull and
+  /// stallEmpty; kept whether stall spans are recorded or not. (The timeline's per-FIFO stalls differ:
+  /// HBM waits apart, a deadlock's open waits in.)
   int64_t stallFull = 0, stallEmpty = 0;
   std::vector<TimeRun> writeTimes, readTimes;  ///< token curves, when recorded
 };
