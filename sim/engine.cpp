@@ -650,13 +650,11 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply) ||
       (bounded && !queuePeriod(fm.readTimes, f.readTimes, pops, read, delta, 1, writerWas, repeats, apply)))
     return false;
-  if (apply && (wrote > 0 || read > 0)) {
+  if (apply && (wrote > 0 || read > 0)) {  // a stall is charged to a FIFO its group accesses
     f.written += repeats * wrote;
     f.read += repeats * read;
     f.writeLog.repeatLast(f.writeLog.size() - fm.logW, delta, repeats);
     f.readLog.repeatLast(f.readLog.size() - fm.logR, delta, repeats);
-  }
-  if (apply) {
     f.stallFull += repeats * (f.stallFull - fm.stallFull);
     f.stallEmpty += repeats * (f.stallEmpty - fm.stallEmpty);
   }
@@ -1022,7 +1020,7 @@ SimResult Engine::result(double wallSeconds) {
                           s.waits.front().write, true});
   }
   for (size_t f = 0; f < fifos_.size(); ++f) {
-    const FifoState& fs = fifos_[f];
+    FifoState& fs = fifos_[f];
     FifoStats s;
     s.name = program_.fifos[f].name;
     s.width = program_.fifos[f].width;
@@ -1036,8 +1034,8 @@ SimResult Engine::result(double wallSeconds) {
     s.stallFull = fs.stallFull;
     s.stallEmpty = fs.stallEmpty;
     if (fs.record) {
-      s.writeTimes = fifos_[f].writeLog.take();
-      s.readTimes = fifos_[f].readLog.take();
+      s.writeTimes = fs.writeLog.take();
+      s.readTimes = fs.readLog.take();
     }
     r.fifos.push_back(std::move(s));
   }
