@@ -1312,8 +1312,11 @@ class ProjectWriter {
         } else if (auto rows = idRange_.find(t.name); rows != idRange_.end()) {  // token ids: whole rows of the table
           for (int64_t k = 0; k < n; ++k)
             v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, static_cast<double>(rows->second)))));
-        } else if (t.dtype == "i1" || t.dtype == "i32" || t.dtype == "i64") {  // a mask (or lengths): 0 or 1
-          for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, 2))));
+        } else if (t.dtype == "i1" || t.dtype == "i32" || t.dtype == "i64") {  // a mask (or lengths): 0 or 1;
+          // 1 or 2 where the integer divides (the same draws, shifted: no other input moves)
+          float shift = t.dtype != "i1" && divisors_.count(t.name) ? 1.0f : 0.0f;
+          for (int64_t k = 0; k < n; ++k)
+            v.data.push_back(static_cast<float>(std::floor(rng.uniform(0, 2))) + shift);
         } else {
           for (int64_t k = 0; k < n; ++k) v.data.push_back(static_cast<float>(rng.uniform(-1, 1)));
         }
@@ -1433,6 +1436,24 @@ class ProjectWriter {
     std::map<std::string, int64_t> out;
     for (const Op& op : graph_.ops)
       if (op.op == "embedding") out[op.inputs[0]] = kg_.tensors.at(op.inputs[1]).shape.front().eval(compiled_.options.maxima);
+    return out;
+  }();
+  // Tensors that divide (a div's or fmod's divisor, a reciprocal's or log's argument), and what they are
+  // copied or computed from alone (a reshape, a transpose, a one-input op): an integer input among them is
+  // drawn 1 or 2, not 0 or 1, so that the reference and csim compare numbers, not infinities.
+  std::set<std::string> divisors_ = [this] {
+    std::set<std::string> out;
+    for (const Op& op : graph_.ops) {
+      if ((op.op == "div" || op.op == "fmod") && op.inputs.size() > 1) out.insert(op.inputs[1]);
+      if ((op.op == "reciprocal" || op.op == "log") && !op.inputs.empty()) out.insert(op.inputs[0]);
+    }
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const Op& op : graph_.ops)
+        if (out.count(op.output) && op.inputs.size() == 1 &&
+            (op.op == "reshape" || op.op == "transpose" || op.op == "slice" || elementwiseArity(op.op) == 1))
+          grew = out.insert(op.inputs[0]).second || grew;
+    }
     return out;
   }();
   std::map<std::string, std::string> dmaArgs_ = emit::dmaArguments(net_);

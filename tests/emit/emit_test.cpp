@@ -1246,6 +1246,53 @@ TEST(Emit, InputsFromAFileAndTheSameBytesEveryTime) {
   EXPECT_FALSE(readAll(a + "/data/inputs.bin") == readAll(c + "/data/inputs.bin"));
 }
 
+// An integer input that divides (here through a reshape) is drawn 1 or 2, not 0 or 1: the reference's
+// quotients are numbers, not infinities. The draws are the same ones shifted by 1: the same graph with a
+// product instead of the quotient draws that input 0 or 1 at each place where it drew 1 or 2, and its
+// other inputs alike.
+TEST(Emit, AnIntegerDivisorIsDrawnAboveZero) {
+  auto graph = [](const std::string& op) {
+    std::string path = ::testing::TempDir() + "int_divisor_" + op + ".yaml";
+    std::ofstream(path) << "graph: int_divisor\n"
+                           "inputs: [{name: x, shape: [4, 16]}, {name: n, shape: [64], dtype: i32},\n"
+                           "         {name: m, shape: [4, 16], dtype: i64}]\n"
+                           "ops:\n"
+                           "  - {name: rows, op: reshape, inputs: [n], output: n2, shape: [4, 16]}\n"
+                           "  - {name: q, op: "
+                        << op
+                        << ", inputs: [x, n2], output: y}\n"
+                           "  - {name: z, op: add, inputs: [y, m], output: w}\n"
+                           "outputs: [w]\n";
+    return path;
+  };
+  auto floats = [](const std::string& file) {
+    std::string bytes = readAll(file);
+    std::vector<float> v(bytes.size() / 4);
+    std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    return v;
+  };
+  std::string div = fresh("int_divisor_div"), mul = fresh("int_divisor_mul");
+  ASSERT_EQ(stc("emit " + graph("div") + " -o " + div).code, 0);
+  ASSERT_EQ(stc("emit " + graph("mul") + " -o " + mul).code, 0);
+  std::vector<float> a = floats(div + "/data/inputs.bin"), b = floats(mul + "/data/inputs.bin");
+  ASSERT_EQ(a.size(), 64u * 3);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    bool divisor = i >= 64 && i < 128;
+    EXPECT_EQ(a[i], b[i] + (divisor ? 1.0f : 0.0f)) << i;
+    if (i >= 64) {
+      EXPECT_TRUE(b[i] == 0 || b[i] == 1) << i;
+    }
+  }
+  EXPECT_GT(std::count(a.begin() + 64, a.begin() + 128, 2.0f), 16);
+  EXPECT_GT(std::count(a.begin() + 128, a.end(), 0.0f), 16);  // the addend is not a divisor
+  std::vector<float> w = floats(div + "/data/expected.bin");
+  ASSERT_EQ(w.size(), 64u);
+  for (size_t i = 0; i < 64; ++i) EXPECT_FLOAT_EQ(w[i], a[i] / a[64 + i] + a[128 + i]) << i;
+  Outcome m = shell("make -s -C " + div + " csim");
+  EXPECT_EQ(m.code, 0) << m.out;
+}
+
 // Bool inputs and token ids as torch reads them. A bool input holds 1 where the value given is not 0 (0.5
 // and -2 are true; And of two masks is their min, which 0.5 would break), and 0 or 1 when drawn (it was
 // drawn from (-1, 1)). An id of -V .. -1 counts from the end of the table, as ONNX's Gather does; past the
