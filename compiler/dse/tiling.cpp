@@ -303,6 +303,43 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
   return o;
 }
 
+// The heads H of a tensor made head by head: a transpose or reshape of the output of a projection whose
+// row block is pinned to 0 (every row: chooseSchedules pins attention's projections so) and whose output
+// streams by heads (headDimOf); 0 for any other.
+int64_t headsOf(const TypedGraph& graph, std::string tensor, const CompileOptions& options) {
+  for (;;) {
+    const Op* made = nullptr;
+    for (const Op& op : graph.graph->ops)
+      if (op.output == tensor) made = &op;
+    if (!made) return 0;
+    if (made->op == "transpose" || made->op == "reshape") {
+      tensor = made->inputs[0];
+      continue;
+    }
+    int64_t D = headDimOf(graph, *made);
+    auto block = options.pinnedRowBlock.find(made->name);
+    if (D == 0 || block == options.pinnedRowBlock.end() || block->second != 0) return 0;
+    return graph.tensors.at(made->output).shape.back().eval() / D;
+  }
+}
+
+// Whether `tensor` streams heads outer: made by ops whose first inputs lead back to a tensor made head by
+// head (headsOf), as attention's scores, softmax and P.V are when its queries are.
+bool headsOuter(const TypedGraph& graph, std::string tensor, const CompileOptions& options) {
+  for (;;) {
+    if (headsOf(graph, tensor, options) > 0) return true;
+    const Op* made = nullptr;
+    for (const Op& op : graph.graph->ops)
+      if (op.output == tensor) made = &op;
+    if (!made || made->inputs.empty() ||
+        !(made->op == "transpose" || made->op == "reshape" || made->op == "softmax" ||
+          elementwiseArity(made->op) > 0 || isMatmul(*made)))
+      return false;
+    if (isMatmul(*made) && graph.tensors.at(made->inputs[1]).role != TensorRole::kIntermediate) return false;
+    tensor = made->inputs[0];
+  }
+}
+
 // The unroll search's estimate of a graph's cycles, symbols at their maxima. Ops run in graph order, a
 // tensor known by the cycle its first token comes and the cycle its last does. An input an op needs
 // whole before its first output (a one-row matmul's input, re-read per column tile unless the matmul
@@ -346,8 +383,20 @@ class LayerEstimate {
         } else if (op.op == "layernorm" || op.op == "rmsnorm" || op.op == "softmax") {
           whole = i == 0 && rows(op.output) == 1;
         }
+        // Rows that come heads outer (attention's output, when its projections are written by heads) are
+        // whole before a matmul over rows can start: the converter to rows holds them all.
+        if (i == 0 && graph.tensors.at(op.inputs[0]).shape.size() == 2 &&
+            headsOuter(graph, op.inputs[0], options))
+          whole = true;
+        // A right side made head by head (attention's keys and values from projections written by heads:
+        // headDimOf) is held a head at a time: the op starts once the first head is in.
+        double part = 0;
+        if (whole && i == 1)
+          if (int64_t heads = headsOf(graph, op.inputs[1], options); heads > 0)
+            whole = false, part = 1.0 / static_cast<double>(heads);
         auto from = made.find(op.inputs[i]);
-        if (from != made.end()) step.inputs.push_back({from->second, whole, i == 0});  // (else from HBM)
+        if (from != made.end())
+          step.inputs.push_back({from->second, whole, i == 0, part});  // (else from HBM)
       }
       if (auto it = otherCycles.find(op.name); !step.matmul && it != otherCycles.end()) {
         step.own = it->second;
@@ -385,7 +434,8 @@ class LayerEstimate {
       for (const Input& input : step.inputs) {
         bool whole = input.whole || (step.panels && input.first && blocks[step.slot] == 0);
         const Span& in = spans_[input.step];
-        s.first = std::max(s.first, whole ? in.last : in.first + step.held * (in.last - in.first));
+        double held = input.part > 0 ? input.part : step.held;
+        s.first = std::max(s.first, whole ? in.last : in.first + held * (in.last - in.first));
         if (!whole) streamedLast = std::max(streamedLast, in.last);
       }
       s.last = std::max({s.first + own, s.first + weight - ahead, streamedLast, weight});
@@ -403,6 +453,7 @@ class LayerEstimate {
     size_t step;  ///< the step making it
     bool whole;
     bool first = false;  ///< the op's first input (A of a matmul)
+    double part = 0;     ///< held a part at a time (a head of H: 1 / H), else 0
   };
   struct Step {
     bool matmul = false,
@@ -914,9 +965,9 @@ Schedules searchSchedules(const TypedGraph& graph, const Platform& platform, Com
   return schedules;
 }
 
-}  // namespace
-
-Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
+// The schedules, the pins as given (chooseSchedules adds attention's projections).
+Schedules chooseSchedulesAsPinned(const TypedGraph& graph, const Platform& platform,
+                                  CompileOptions& options) {
   CompileOptions given = options;
   double over = 0;
   Schedules schedules = searchSchedules(graph, platform, options, &over);
@@ -935,6 +986,31 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   if (!(retryOver < over)) return schedules;
   options = retry;
   return without;
+}
+
+}  // namespace
+
+Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
+  // Attention's projections of rows from HBM (headDimOf): weight-stationary, in column panels of a head,
+  // so that each head's keys, values and queries are complete a panel pass after they start and the
+  // converters in front of the scores hold a head instead of the tensor (the rows are read from HBM again
+  // for each panel). Unless the settings pin the op's row block or output tile, or every matmul's row
+  // block (row_block=N).
+  if (options.rowBlockPolicy >= 0) return chooseSchedulesAsPinned(graph, platform, options);
+  std::vector<std::string> heads;
+  for (const Op& op : graph.graph->ops) {
+    int64_t D = headDimOf(graph, op);
+    if (D == 0 || !writesPanels(graph, op) || graph.tensors.at(op.inputs[0]).role != TensorRole::kInput ||
+        D % tileFor(graph.tensors.at(op.output).shape.back(), options.tile) != 0 ||
+        options.pinnedTn.count(op.name) || options.pinnedRowBlock.count(op.name))
+      continue;
+    options.pinnedTn[op.name] = D;
+    options.pinnedRowBlock[op.name] = 0;
+    heads.push_back(op.name);
+  }
+  Schedules schedules = chooseSchedulesAsPinned(graph, platform, options);
+  for (const std::string& op : heads) options.pinnedTn.erase(op), options.pinnedRowBlock.erase(op);
+  return schedules;
 }
 
 }  // namespace stc

@@ -208,6 +208,42 @@ bool streamsInput(const TypedGraph& g, const Op& op) {
   return arrivalOf(g, op.inputs[0]) == Arrival::kSpread;
 }
 
+int64_t headDimOf(const TypedGraph& g, const Op& op) {
+  if (!isMatmul(op)) return 0;
+  const TensorInfo& outT = g.tensors.at(op.output);
+  if (outT.role != TensorRole::kIntermediate) return 0;
+  const Op* view = nullptr;
+  for (const Op& o : g.graph->ops)
+    if (std::count(o.inputs.begin(), o.inputs.end(), op.output)) {
+      if (view || o.op != "reshape") return 0;
+      view = &o;
+    }
+  if (!view || g.tensors.at(view->output).role != TensorRole::kIntermediate) return 0;
+  const std::vector<Expr>& vs = g.tensors.at(view->output).shape;
+  size_t r = outT.shape.size();
+  if (vs.size() != r + 1 || !vs[r].isConstant() || !vs[r - 1].isConstant() ||
+      !outT.shape[r - 1].isConstant() || vs[r - 1].eval() * vs[r].eval() != outT.shape[r - 1].eval())
+    return 0;
+  for (size_t d = 0; d + 1 < r; ++d)
+    if (vs[d] != outT.shape[d]) return 0;
+  bool read = false;
+  for (const Op& o : g.graph->ops) {
+    if (!std::count(o.inputs.begin(), o.inputs.end(), view->output)) continue;
+    if (o.op != "transpose") return 0;
+    auto perm = std::get<std::vector<int64_t>>(o.attrs.at("perm"));
+    auto at = [&](int64_t dim) { return std::find(perm.begin(), perm.end(), dim) - perm.begin(); };
+    if (at(static_cast<int64_t>(r) - 1) > at(static_cast<int64_t>(r) - 2)) return 0;  // rows before heads
+    // A product holding its keys causally (heldKeysOf) streams rows through the attention with the keys
+    // made so far: no tensor waits whole there, so heads first would only add the merged heads' wait.
+    for (const Op& m : g.graph->ops)
+      if (isMatmul(m) && std::count(m.inputs.begin(), m.inputs.end(), o.output) &&
+          heldKeysOf(g, m) != Kernel::HeldKeys::kNone)
+        return 0;
+    read = true;
+  }
+  return read ? vs[r].eval() : 0;
+}
+
 Kernel::HeldKeys heldKeysOf(const TypedGraph& g, const Op& op) {
   using HeldKeys = Kernel::HeldKeys;
   if (!isMatmul(op)) return HeldKeys::kNone;
@@ -273,8 +309,11 @@ class Lowering {
   // The order `tensor` streams in as made: its producer's port's, or a reshape view's canonical order when
   // its base streams row-major. None for a tensor from HBM (a DMA reads it in any order).
   std::optional<StreamOrder> producedOrder(const std::string& tensor) const {
+    if (auto own = kg_.viewOrder.find(tensor); own != kg_.viewOrder.end()) return own->second;
     if (auto v = views_.find(tensor); v != views_.end()) {
       auto base = producedOrder(v->second.base);
+      if (base && *base != canonicalOrder(info(v->second.base), base->element.back()))
+        return headsOrder(*base, info(tensor));
       if (!base || *base != canonicalOrder(info(v->second.base), opt_.tile)) return std::nullopt;
       return canonicalOrder(info(tensor), opt_.tile);
     }
@@ -321,6 +360,13 @@ class Lowering {
     if (prod == kg_.producer.end()) return false;
     StreamOrder canonical = canonicalOrder(info(name), opt_.tile);
     const StreamOrder& made = producedOrderOf(baseName);
+    std::optional<StreamOrder> heads;
+    if (made != canonicalOrder(info(baseName), made.element.back())) heads = headsOrder(made, info(name));
+    if (heads) {
+      kg_.producer[name] = prod->second;
+      kg_.viewOrder[name] = *heads;
+      return true;
+    }
     const int64_t mt = made.element.back(), vt = canonical.element.back();
     bool adapts = mt == vt || (info(name).shape.back().isConstant() &&
                                info(baseName).shape.back().isConstant() && (mt % vt == 0 || vt % mt == 0));
@@ -330,6 +376,65 @@ class Lowering {
     kg_.producer[name] = prod->second;
     kg_.viewOrder[name] = canonical;
     return true;
+  }
+  // The order of a view [.., M, H, D] of a base [.., M, H * D] made in column panels of Tn dividing D,
+  // panels outer (a weight-stationary matmul's, writtenByHeads): the panel loop split into the head and
+  // the panel within it, which stays a loop of one trip innermost where a panel is a head. None for any
+  // other base order or reshape.
+  std::optional<StreamOrder> headsOrder(const StreamOrder& made, const TensorInfo& view) const {
+    size_t r = made.element.size(), loops = made.trips.size();
+    if (view.shape.size() != r + 1 || r < 2 || !view.shape[r].isConstant() || !view.shape[r - 1].isConstant())
+      return std::nullopt;
+    int64_t H = view.shape[r - 1].eval(), D = view.shape[r].eval(), Tn = made.element.back();
+    const AffineExpr& last = made.map.results().back();
+    int pn = -1;
+    for (size_t l = 0; l < loops; ++l)
+      if (last.coeffs[l] != 0) {
+        if (pn >= 0 || last.coeffs[l] != 1) return std::nullopt;
+        pn = static_cast<int>(l);
+      }
+    if (pn < 0 || last.constant != 0 || D % Tn != 0 || made.steps[static_cast<size_t>(pn)] != Tn ||
+        made.trips[static_cast<size_t>(pn)] != Expr(H * D / Tn))
+      return std::nullopt;
+    for (size_t d = 0; d + 1 < r; ++d)
+      if (made.element[d] != 1 || made.map.results()[d].coeffs[static_cast<size_t>(pn)] != 0)
+        return std::nullopt;
+    // Loops: the panel loop becomes (head, panel in head); a head's one panel goes innermost.
+    size_t at = static_cast<size_t>(pn), inner = D == Tn ? loops : at + 1;
+    StreamOrder o;
+    o.dtype = made.dtype;
+    o.element.assign(r + 1, 1);
+    o.element.back() = Tn;
+    for (size_t l = 0; l < loops; ++l) {
+      o.trips.push_back(l == at ? Expr(H) : made.trips[l]);
+      o.steps.push_back(l == at ? 1 : made.steps[l]);
+      if (l == at && inner == at + 1) o.trips.push_back(Expr(D / Tn)), o.steps.push_back(Tn);
+    }
+    if (inner == loops) o.trips.push_back(Expr(1)), o.steps.push_back(Tn);
+    auto loopOf = [&](size_t l) { return l < at || inner == loops ? l : l == at ? l : l + 1; };
+    std::vector<AffineExpr> results;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      AffineExpr e{std::vector<int64_t>(loops + 1, 0), made.map.results()[d].constant};
+      for (size_t l = 0; l < loops; ++l) e.coeffs[loopOf(l)] = made.map.results()[d].coeffs[l];
+      results.push_back(e);
+    }
+    AffineExpr h{std::vector<int64_t>(loops + 1, 0), 0}, dIn{std::vector<int64_t>(loops + 1, 0), 0};
+    h.coeffs[at] = 1;
+    dIn.coeffs[inner] = 1;
+    results.push_back(h);
+    results.push_back(dIn);
+    o.map = AffineMap(static_cast<int>(loops + 1), results);
+    return o;
+  }
+  // Whether `base` is made head by head (headsOrder) for a reshape reading it.
+  bool madeByHeads(const std::string& base) const {
+    auto prod = kg_.producer.find(base);
+    if (prod == kg_.producer.end()) return false;
+    const StreamOrder& made = producedOrderOf(base);
+    if (made == canonicalOrder(info(base), made.element.back())) return false;
+    return std::any_of(g_.graph->ops.begin(), g_.graph->ops.end(), [&](const Op& o) {
+      return o.op == "reshape" && o.inputs[0] == base && headsOrder(made, info(o.output));
+    });
   }
   // Whether `tensor` may stream in an order other than its canonical one: an intermediate result that no
   // reshape reads (a view streams its base row-major).
@@ -353,7 +458,7 @@ class Lowering {
         StreamOrder base = canonicalOrder(info(v.base), opt_.tile);
         bool retile = canonical.element.back() != base.element.back();
         checkReshapeTiles(name);
-        if (order != canonical || retile) {
+        if (order != canonical || retile || madeByHeads(v.base)) {
           ownStream(name);
           break;
         }
@@ -571,6 +676,13 @@ class Lowering {
     add(std::move(kern));
   }
 
+  // Whether a weight-stationary matmul's column panels of Tn go to their readers as made, head by head
+  // (headsOrder; headDimOf gives D, which Tn divides).
+  bool writtenByHeads(const Op& op, int64_t Tn) const {
+    int64_t D = headDimOf(g_, op);
+    return D > 0 && D % Tn == 0;
+  }
+
   // Loop order: (batch.., m, n, k) reads a row of A once per output tile (the row sits in a converter)
   // and streams W once per row. With several rows and W in HBM, the schedule's row block B gives
   // (batch.., block, n, row, k): W streams once per block, a column panel held while the block's B rows
@@ -607,6 +719,7 @@ class Lowering {
     if (block > 0 && M.eval() % block != 0)
       unsupported(op,
                   "a row block of " + std::to_string(block) + " does not divide its " + M.str() + " rows");
+    bool byHeads = nOuter && block == 0 && writtenByHeads(op, Tn);
     auto append = appends_.find(op.inputs[1]);
     size_t pb = batch;  // the block loop, when blocked
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
@@ -702,6 +815,8 @@ class Lowering {
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),
                           in(right, order(w.dtype, we, wr, wLoops), wLevel)}};
     ph.ports.back().restream = block > 0;
+    // Made head by head, the matmul's rows from HBM are read again for each column panel, not held whole.
+    ph.ports.front().restream = byHeads && info(op.inputs[0]).role == TensorRole::kInput;
     size_t outLoops = nd - 1;                       // every loop but k
     int outLevel = static_cast<int>(outLoops) - 1;  // one output tile per (batch.., [block,] m, n)
     if (kOuter) {
@@ -767,6 +882,12 @@ class Lowering {
       outP = out(likeOutput(op.output + ".wide", outT.dtype), wide, outLevel);
     } else if (!nOuter) {
       outP = out(op.output, wide, outLevel);
+    } else if (byHeads) {  // panels out, read head by head through the reshape (headsOrder)
+      std::vector<AffineExpr> orr;
+      for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
+      orr.push_back(row(outLoops));
+      orr.push_back(unit(outLoops, pn));
+      outP = out(op.output, order(outT.dtype, wide.element, orr, outLoops), outLevel);
     } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
       std::vector<AffineExpr> orr;
       for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
@@ -815,7 +936,7 @@ class Lowering {
       add(std::move(e));
     }
     if (splitAfter) moveInto(".split", op.output + ".wide", canonical.element.back());
-    if (nOuter) moveInto(".rows", op.output + ".panels", canonical.element.back());
+    if (nOuter && !byHeads) moveInto(".rows", op.output + ".panels", canonical.element.back());
   }
 
   // Stats stream of a row op reading its rows in `xo`: one token per row, two f32 values (softmax: max and
