@@ -224,6 +224,15 @@ MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t t, int64_t rowB
                                                                               std::max(1, d.weightBits / 8))
                                                                : stripesFor(tileBytes, platform, options, op.inputs[1]);
   c.hbm = c.bytes / (stripes * channelBytesPerCycle(platform));
+  // Written by heads (panels of a head, every row: chooseSchedules' pins), the rows from HBM are read
+  // again for each column panel, on a DMA of their own beside the weight's.
+  const TensorInfo& a = graph.tensors.at(op.inputs[0]);
+  if (stationary && tn == headDimOf(graph, op) && a.role == TensorRole::kInput) {
+    double rowsBytes =
+        d.rows * static_cast<double>(d.K) * dtypeBits(a.dtype) / 8 * static_cast<double>(d.N / tn);
+    c.bytes += rowsBytes;
+    c.hbm = std::max(c.hbm, rowsBytes / channelBytesPerCycle(platform));
+  }
   return c;
 }
 
@@ -303,9 +312,15 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
   return o;
 }
 
+// Whether `tensor` is the output of an op of kind `kind`.
+bool madeBy(const TypedGraph& graph, const std::string& tensor, const std::string& kind) {
+  return std::any_of(graph.graph->ops.begin(), graph.graph->ops.end(),
+                     [&](const Op& op) { return op.output == tensor && op.op == kind; });
+}
+
 // The heads H of a tensor made head by head: a transpose or reshape of the output of a projection whose
-// row block is pinned to 0 (every row: chooseSchedules pins attention's projections so) and whose output
-// streams by heads (headDimOf); 0 for any other.
+// row block is pinned to 0 (every row) and output tile to a head (chooseSchedules pins attention's
+// projections so), whose output then streams by heads (headDimOf); 0 for any other.
 int64_t headsOf(const TypedGraph& graph, std::string tensor, const CompileOptions& options) {
   for (;;) {
     const Op* made = nullptr;
@@ -318,7 +333,13 @@ int64_t headsOf(const TypedGraph& graph, std::string tensor, const CompileOption
     }
     int64_t D = headDimOf(graph, *made);
     auto block = options.pinnedRowBlock.find(made->name);
-    if (D == 0 || block == options.pinnedRowBlock.end() || block->second != 0) return 0;
+    auto tn = options.pinnedTn.find(made->name);
+    const TensorInfo& out = graph.tensors.at(made->output);
+    int64_t M = out.shape[out.shape.size() - 2].eval();
+    if (D == 0 || block == options.pinnedRowBlock.end() || (block->second != 0 && block->second < M) ||
+        tn == options.pinnedTn.end() || tn->second != D ||
+        graph.tensors.at(made->inputs[0]).role != TensorRole::kInput)
+      return 0;
     return graph.tensors.at(made->output).shape.back().eval() / D;
   }
 }
@@ -384,8 +405,9 @@ class LayerEstimate {
           whole = i == 0 && rows(op.output) == 1;
         }
         // Rows that come heads outer (attention's output, when its projections are written by heads) are
-        // whole before a matmul over rows can start: the converter to rows holds them all.
-        if (i == 0 && graph.tensors.at(op.inputs[0]).shape.size() == 2 &&
+        // whole before a matmul over rows can start: the converter in front of it, after the reshape
+        // merging the heads, holds them all.
+        if (step.matmul && i == 0 && madeBy(graph, op.inputs[0], "reshape") &&
             headsOuter(graph, op.inputs[0], options))
           whole = true;
         // A right side made head by head (attention's keys and values from projections written by heads:
@@ -874,7 +896,7 @@ std::string missingOp(const std::string& key, const Graph& graph) {
 namespace {
 
 Schedules searchSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options,
-                          double* overOut) {
+                          double* overOut, double* estimateOut) {
   // Pins of ops the graph does not have: said at their line in a schedule file, else as the --set.
   std::vector<std::string> keys;
   for (const auto& [name, value] : options.pinnedTk) keys.push_back("tk." + name);
@@ -962,15 +984,27 @@ Schedules searchSchedules(const TypedGraph& graph, const Platform& platform, Com
     }
   }
   *overOut = bestOver;
+  *estimateOut = best;
   return schedules;
 }
 
-// The schedules, the pins as given (chooseSchedules adds attention's projections).
-Schedules chooseSchedulesAsPinned(const TypedGraph& graph, const Platform& platform,
-                                  CompileOptions& options) {
+// Attention's projections written by heads buy on-chip memory (a head of K and V held, not the tensors)
+// with cycles where the projections' panel passes and o_proj after them no longer overlap the attention:
+// taken while the unroll search's estimate of that design is at most this ratio of the rows-outer one's.
+constexpr double kHeadsEstimateRatio = 1.15;
+// And only over this many rows or more: below, the attention is too short beside the projections for the
+// heads' pipeline to fill (a BERT-base attention of 40 rows, 6 heads of 128: estimated 1.11x, sized 1.12x
+// the cycles, and its values read ahead into a FIFO of 1.1 Mbit that the rows-outer design does not need).
+constexpr int64_t kHeadsRows = 64;
+
+// The schedules, the pins as given (chooseSchedules adds attention's projections), and in `estimate` the
+// unroll search's estimate of the layer's cycles with them.
+Schedules chooseSchedulesAsPinned(const TypedGraph& graph, const Platform& platform, CompileOptions& options,
+                                  double* estimate, double* overOut = nullptr) {
   CompileOptions given = options;
   double over = 0;
-  Schedules schedules = searchSchedules(graph, platform, options, &over);
+  Schedules schedules = searchSchedules(graph, platform, options, &over, estimate);
+  if (overOut) *overOut = over;
   // Over the DSP budget with f32 matmuls growing their output tiles (their reduction tiles stay at the
   // stream tile, where the search cannot halve them): searched again without, the design least over kept.
   if (over == 0 || !given.f32OutputTiles) return schedules;
@@ -981,10 +1015,12 @@ Schedules chooseSchedulesAsPinned(const TypedGraph& graph, const Platform& platf
     if (isMatmul(op))
       widened = widened || dimsOf(graph, op, given).unrollsN != dimsOf(graph, op, retry).unrollsN;
   if (!widened) return schedules;
-  double retryOver = 0;
-  Schedules without = searchSchedules(graph, platform, retry, &retryOver);
+  double retryOver = 0, retryEstimate = 0;
+  Schedules without = searchSchedules(graph, platform, retry, &retryOver, &retryEstimate);
   if (!(retryOver < over)) return schedules;
   options = retry;
+  *estimate = retryEstimate;
+  if (overOut) *overOut = retryOver;
   return without;
 }
 
@@ -995,22 +1031,35 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   // so that each head's keys, values and queries are complete a panel pass after they start and the
   // converters in front of the scores hold a head instead of the tensor (the rows are read from HBM again
   // for each panel). Unless the settings pin the op's row block or output tile, or every matmul's row
-  // block (row_block=N).
-  if (options.rowBlockPolicy >= 0) return chooseSchedulesAsPinned(graph, platform, options);
-  std::vector<std::string> heads;
+  // block (row_block=N); only over kHeadsRows rows or more, and unless the unroll search's estimate of
+  // that design is more than kHeadsEstimateRatio times the rows-outer one's.
+  CompileOptions byHeads = options;
+  std::vector<std::string> pinned;
   for (const Op& op : graph.graph->ops) {
     int64_t D = headDimOf(graph, op);
-    if (D == 0 || !writesPanels(graph, op) || graph.tensors.at(op.inputs[0]).role != TensorRole::kInput ||
+    if (options.rowBlockPolicy >= 0 || D == 0 || !writesPanels(graph, op) ||
+        dimsOf(graph, op, options).M < kHeadsRows ||
+        graph.tensors.at(op.inputs[0]).role != TensorRole::kInput ||
         D % tileFor(graph.tensors.at(op.output).shape.back(), options.tile) != 0 ||
         options.pinnedTn.count(op.name) || options.pinnedRowBlock.count(op.name))
       continue;
-    options.pinnedTn[op.name] = D;
-    options.pinnedRowBlock[op.name] = 0;
-    heads.push_back(op.name);
+    byHeads.pinnedTn[op.name] = D;
+    byHeads.pinnedRowBlock[op.name] = 0;
+    pinned.push_back(op.name);
   }
-  Schedules schedules = chooseSchedulesAsPinned(graph, platform, options);
-  for (const std::string& op : heads) options.pinnedTn.erase(op), options.pinnedRowBlock.erase(op);
-  return schedules;
+  double rowsEstimate = 0, headsEstimate = 0, rowsOver = 0, headsOver = 0;
+  if (pinned.empty()) return chooseSchedulesAsPinned(graph, platform, options, &rowsEstimate);
+  Schedules heads = chooseSchedulesAsPinned(graph, platform, byHeads, &headsEstimate, &headsOver);
+  CompileOptions byRows = options;
+  Schedules rows = chooseSchedulesAsPinned(graph, platform, byRows, &rowsEstimate, &rowsOver);
+  if (headsOver > rowsOver ||
+      headsEstimate > kHeadsEstimateRatio * rowsEstimate) {  // over the DSPs, or slower
+    options = byRows;
+    return rows;
+  }
+  for (const std::string& op : pinned) byHeads.pinnedTn.erase(op), byHeads.pinnedRowBlock.erase(op);
+  options = byHeads;
+  return heads;
 }
 
 }  // namespace stc

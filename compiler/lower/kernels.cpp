@@ -234,11 +234,17 @@ int64_t headDimOf(const TypedGraph& g, const Op& op) {
     auto at = [&](int64_t dim) { return std::find(perm.begin(), perm.end(), dim) - perm.begin(); };
     if (at(static_cast<int64_t>(r) - 1) > at(static_cast<int64_t>(r) - 2)) return 0;  // rows before heads
     // A product holding its keys causally (heldKeysOf) streams rows through the attention with the keys
-    // made so far: no tensor waits whole there, so heads first would only add the merged heads' wait.
-    for (const Op& m : g.graph->ops)
-      if (isMatmul(m) && std::count(m.inputs.begin(), m.inputs.end(), o.output) &&
-          heldKeysOf(g, m) != Kernel::HeldKeys::kNone)
-        return 0;
+    // made so far: no tensor waits whole there, so heads first would only add the merged heads' wait. The
+    // products reading the heads, through elementwise ops (a scale) too.
+    for (std::vector<std::string> reach{o.output}; !reach.empty();) {
+      std::string t = reach.back();
+      reach.pop_back();
+      for (const Op& m : g.graph->ops) {
+        if (!std::count(m.inputs.begin(), m.inputs.end(), t)) continue;
+        if (isMatmul(m) && heldKeysOf(g, m) != Kernel::HeldKeys::kNone) return 0;
+        if (elementwiseArity(m.op) > 0) reach.push_back(m.output);
+      }
+    }
     read = true;
   }
   return read ? vs[r].eval() : 0;
@@ -377,15 +383,14 @@ class Lowering {
     kg_.viewOrder[name] = canonical;
     return true;
   }
-  // The order of a view [.., M, H, D] of a base [.., M, H * D] made in column panels of Tn dividing D,
-  // panels outer (a weight-stationary matmul's, writtenByHeads): the panel loop split into the head and
-  // the panel within it, which stays a loop of one trip innermost where a panel is a head. None for any
-  // other base order or reshape.
+  // The order of a view [.., M, H, D] of a base [.., M, H * D] made in column panels of one head, panels
+  // outer (a weight-stationary matmul's, writtenByHeads): the panel loop becomes the head loop, and the
+  // head's one panel a loop of one trip innermost. None for any other base order or reshape.
   std::optional<StreamOrder> headsOrder(const StreamOrder& made, const TensorInfo& view) const {
     size_t r = made.element.size(), loops = made.trips.size();
     if (view.shape.size() != r + 1 || r < 2 || !view.shape[r].isConstant() || !view.shape[r - 1].isConstant())
       return std::nullopt;
-    int64_t H = view.shape[r - 1].eval(), D = view.shape[r].eval(), Tn = made.element.back();
+    int64_t H = view.shape[r - 1].eval(), D = view.shape[r].eval();
     const AffineExpr& last = made.map.results().back();
     int pn = -1;
     for (size_t l = 0; l < loops; ++l)
@@ -393,39 +398,37 @@ class Lowering {
         if (pn >= 0 || last.coeffs[l] != 1) return std::nullopt;
         pn = static_cast<int>(l);
       }
-    if (pn < 0 || last.constant != 0 || D % Tn != 0 || made.steps[static_cast<size_t>(pn)] != Tn ||
-        made.trips[static_cast<size_t>(pn)] != Expr(H * D / Tn))
+    if (pn < 0 || last.constant != 0 || made.element.back() != D ||
+        made.steps[static_cast<size_t>(pn)] != D || made.trips[static_cast<size_t>(pn)] != Expr(H))
       return std::nullopt;
     for (size_t d = 0; d + 1 < r; ++d)
-      if (made.element[d] != 1 || made.map.results()[d].coeffs[static_cast<size_t>(pn)] != 0)
+      if (made.element[d] != 1 || made.map.results()[d].coeffs[static_cast<size_t>(pn)] != 0 ||
+          view.shape[d] != info(viewBaseOf(view.name)).shape[d])
         return std::nullopt;
-    // Loops: the panel loop becomes (head, panel in head); a head's one panel goes innermost.
-    size_t at = static_cast<size_t>(pn), inner = D == Tn ? loops : at + 1;
     StreamOrder o;
     o.dtype = made.dtype;
     o.element.assign(r + 1, 1);
-    o.element.back() = Tn;
-    for (size_t l = 0; l < loops; ++l) {
-      o.trips.push_back(l == at ? Expr(H) : made.trips[l]);
-      o.steps.push_back(l == at ? 1 : made.steps[l]);
-      if (l == at && inner == at + 1) o.trips.push_back(Expr(D / Tn)), o.steps.push_back(Tn);
-    }
-    if (inner == loops) o.trips.push_back(Expr(1)), o.steps.push_back(Tn);
-    auto loopOf = [&](size_t l) { return l < at || inner == loops ? l : l == at ? l : l + 1; };
+    o.element.back() = D;
+    o.trips = made.trips;
+    o.steps = made.steps;
+    o.steps[static_cast<size_t>(pn)] = 1;
+    o.trips.push_back(Expr(1));
+    o.steps.push_back(D);
     std::vector<AffineExpr> results;
     for (size_t d = 0; d + 1 < r; ++d) {
-      AffineExpr e{std::vector<int64_t>(loops + 1, 0), made.map.results()[d].constant};
-      for (size_t l = 0; l < loops; ++l) e.coeffs[loopOf(l)] = made.map.results()[d].coeffs[l];
+      AffineExpr e = made.map.results()[d];
+      e.coeffs.push_back(0);
       results.push_back(e);
     }
-    AffineExpr h{std::vector<int64_t>(loops + 1, 0), 0}, dIn{std::vector<int64_t>(loops + 1, 0), 0};
-    h.coeffs[at] = 1;
-    dIn.coeffs[inner] = 1;
+    AffineExpr h{std::vector<int64_t>(loops + 1, 0), 0}, inHead{std::vector<int64_t>(loops + 1, 0), 0};
+    h.coeffs[static_cast<size_t>(pn)] = 1;
+    inHead.coeffs[loops] = 1;
     results.push_back(h);
-    results.push_back(dIn);
+    results.push_back(inHead);
     o.map = AffineMap(static_cast<int>(loops + 1), results);
     return o;
   }
+  const std::string& viewBaseOf(const std::string& view) const { return views_.at(view).base; }
   // Whether `base` is made head by head (headsOrder) for a reshape reading it.
   bool madeByHeads(const std::string& base) const {
     auto prod = kg_.producer.find(base);
@@ -677,10 +680,11 @@ class Lowering {
   }
 
   // Whether a weight-stationary matmul's column panels of Tn go to their readers as made, head by head
-  // (headsOrder; headDimOf gives D, which Tn divides).
+  // (headsOrder): its rows come from HBM and a panel is a head (headDimOf gives D, which Tn is), as
+  // chooseSchedules pins it.
   bool writtenByHeads(const Op& op, int64_t Tn) const {
     int64_t D = headDimOf(g_, op);
-    return D > 0 && D % Tn == 0;
+    return D > 0 && D == Tn && info(op.inputs[0]).role == TensorRole::kInput;
   }
 
   // Loop order: (batch.., m, n, k) reads a row of A once per output tile (the row sits in a converter)
@@ -816,7 +820,7 @@ class Lowering {
                           in(right, order(w.dtype, we, wr, wLoops), wLevel)}};
     ph.ports.back().restream = block > 0;
     // Made head by head, the matmul's rows from HBM are read again for each column panel, not held whole.
-    ph.ports.front().restream = byHeads && info(op.inputs[0]).role == TensorRole::kInput;
+    ph.ports.front().restream = byHeads;
     size_t outLoops = nd - 1;                       // every loop but k
     int outLevel = static_cast<int>(outLoops) - 1;  // one output tile per (batch.., [block,] m, n)
     if (kOuter) {

@@ -1349,6 +1349,22 @@ TEST(Compiler, AttentionProjectionsWriteHeadByHead) {
   EXPECT_EQ(regionWidth(rows, "kt.cvt"), 64 * 768 * 8);
   EXPECT_LT(c.report.onchipBytesIntermediate, rows.report.onchipBytesIntermediate);
   EXPECT_FALSE(simulate(c.network).deadlock);
+  // The pins the compiler tried the heads with are not the user's: the options it returns have none.
+  EXPECT_TRUE(c.options.pinnedTn.empty());
+  EXPECT_TRUE(c.options.pinnedRowBlock.empty());
+  // 8 heads of 96 over 64 rows: a projection's panel of a head takes tk x 96 lanes, 1,536 at the least
+  // tile, and three of the next (3,072) do not fit the DSP budget beside o_proj, so the panels pass slowly
+  // and o_proj waits for all of them: the unroll search's estimate puts that design at 1.24x the rows-outer
+  // one (simulated 1.33x), above kHeadsEstimateRatio, and the projections keep their row blocks.
+  std::string text = readTextFile(graphFile("attention_encoder.yaml"));
+  int reshapes = 0;
+  for (size_t at = text.find("[64, 12, 64]"); at != std::string::npos;
+       at = text.find("[64, 12, 64]"), ++reshapes)
+    text.replace(at, 12, "[64, 8, 96]");
+  ASSERT_EQ(reshapes, 3);
+  CompileResult wide = compileText(text, {"quant=w4a8"});
+  for (const char* op : {"q_proj", "k_proj", "v_proj"}) EXPECT_GT(wide.schedules.at(op).rowBlock, 0) << op;
+  EXPECT_EQ(regionWidth(wide, "kt.cvt"), 64 * 768 * 8);
 }
 
 // Channels by token curves (dse/channels.cpp). In the 128-row W4A8 attention every weight is re-read per
