@@ -204,6 +204,20 @@ struct MatmulCost {
   double iterations = 0, hbm = 0, bytes = 0;
 };
 
+// Whether the options pin `op` to be written head by head: its output tile to the head size (headDimOf)
+// and its row block to every row, its rows from HBM (chooseSchedules pins attention's projections so,
+// and sets MatmulSchedule::byHeads where they hold).
+bool headsPinned(const TypedGraph& graph, const Op& op, const CompileOptions& options) {
+  int64_t D = headDimOf(graph, op);
+  auto tn = options.pinnedTn.find(op.name);
+  auto block = options.pinnedRowBlock.find(op.name);
+  if (D == 0 || !writesPanels(graph, op) || graph.tensors.at(op.inputs[0]).role != TensorRole::kInput ||
+      tn == options.pinnedTn.end() || tn->second != D || block == options.pinnedRowBlock.end())
+    return false;
+  const TensorInfo& out = graph.tensors.at(op.output);
+  return block->second == 0 || block->second >= out.shape[out.shape.size() - 2].eval();
+}
+
 MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t t, int64_t rowBlock,
                   const Platform& platform, const CompileOptions& options) {
   MatmulDims d = dimsOf(graph, op, options);
@@ -226,8 +240,8 @@ MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t t, int64_t rowB
   c.hbm = c.bytes / (stripes * channelBytesPerCycle(platform));
   // Written by heads (panels of a head, every row: chooseSchedules' pins), the rows from HBM are read
   // again for each column panel, on a DMA of their own beside the weight's.
-  const TensorInfo& a = graph.tensors.at(op.inputs[0]);
-  if (stationary && tn == headDimOf(graph, op) && a.role == TensorRole::kInput) {
+  if (headsPinned(graph, op, options)) {
+    const TensorInfo& a = graph.tensors.at(op.inputs[0]);
     double rowsBytes =
         d.rows * static_cast<double>(d.K) * dtypeBits(a.dtype) / 8 * static_cast<double>(d.N / tn);
     c.bytes += rowsBytes;
@@ -331,16 +345,8 @@ int64_t headsOf(const TypedGraph& graph, std::string tensor, const CompileOption
       tensor = made->inputs[0];
       continue;
     }
-    int64_t D = headDimOf(graph, *made);
-    auto block = options.pinnedRowBlock.find(made->name);
-    auto tn = options.pinnedTn.find(made->name);
-    const TensorInfo& out = graph.tensors.at(made->output);
-    int64_t M = out.shape[out.shape.size() - 2].eval();
-    if (D == 0 || block == options.pinnedRowBlock.end() || (block->second != 0 && block->second < M) ||
-        tn == options.pinnedTn.end() || tn->second != D ||
-        graph.tensors.at(made->inputs[0]).role != TensorRole::kInput)
-      return 0;
-    return graph.tensors.at(made->output).shape.back().eval() / D;
+    if (!headsPinned(graph, *made, options)) return 0;
+    return graph.tensors.at(made->output).shape.back().eval() / headDimOf(graph, *made);
   }
 }
 
@@ -1047,11 +1053,18 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
     byHeads.pinnedRowBlock[op.name] = 0;
     pinned.push_back(op.name);
   }
+  // The schedules written by heads: those the options pin so (the settings', or the ones added here).
+  auto mark = [&](Schedules schedules, const CompileOptions& pins) {
+    for (const Op& op : graph.graph->ops)
+      if (schedules.count(op.name) && headsPinned(graph, op, pins)) schedules[op.name].byHeads = true;
+    return schedules;
+  };
   double rowsEstimate = 0, headsEstimate = 0, rowsOver = 0, headsOver = 0;
-  if (pinned.empty()) return chooseSchedulesAsPinned(graph, platform, options, &rowsEstimate);
-  Schedules heads = chooseSchedulesAsPinned(graph, platform, byHeads, &headsEstimate, &headsOver);
+  if (pinned.empty()) return mark(chooseSchedulesAsPinned(graph, platform, options, &rowsEstimate), options);
+  Schedules heads =
+      mark(chooseSchedulesAsPinned(graph, platform, byHeads, &headsEstimate, &headsOver), byHeads);
   CompileOptions byRows = options;
-  Schedules rows = chooseSchedulesAsPinned(graph, platform, byRows, &rowsEstimate, &rowsOver);
+  Schedules rows = mark(chooseSchedulesAsPinned(graph, platform, byRows, &rowsEstimate, &rowsOver), byRows);
   if (headsOver > rowsOver ||
       headsEstimate > kHeadsEstimateRatio * rowsEstimate) {  // over the DSPs, or slower
     options = byRows;

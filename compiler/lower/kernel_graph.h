@@ -77,6 +77,10 @@ struct MatmulSchedule {
   /// stream tile for their readers; the search widens it where K is symbolic (P.V over ctx), whose
   /// reduction tile stays the stream tile the dimension is padded to.
   int64_t tn = 0;
+  /// Written head by head (every row, tn the head size, rows from HBM: dse/tiling.cpp, chooseSchedules):
+  /// the output streams through the reshape into heads in panel order, and its rows are read from HBM
+  /// again for each panel.
+  bool byHeads = false;
 };
 using Schedules = std::map<std::string, MatmulSchedule>;
 

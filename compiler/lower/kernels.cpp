@@ -679,14 +679,6 @@ class Lowering {
     add(std::move(kern));
   }
 
-  // Whether a weight-stationary matmul's column panels of Tn go to their readers as made, head by head
-  // (headsOrder): its rows come from HBM and a panel is a head (headDimOf gives D, which Tn is), as
-  // chooseSchedules pins it.
-  bool writtenByHeads(const Op& op, int64_t Tn) const {
-    int64_t D = headDimOf(g_, op);
-    return D > 0 && D == Tn && info(op.inputs[0]).role == TensorRole::kInput;
-  }
-
   // Loop order: (batch.., m, n, k) reads a row of A once per output tile (the row sits in a converter)
   // and streams W once per row. With several rows and W in HBM, the schedule's row block B gives
   // (batch.., block, n, row, k): W streams once per block, a column panel held while the block's B rows
@@ -723,7 +715,13 @@ class Lowering {
     if (block > 0 && M.eval() % block != 0)
       unsupported(op,
                   "a row block of " + std::to_string(block) + " does not divide its " + M.str() + " rows");
-    bool byHeads = nOuter && block == 0 && writtenByHeads(op, Tn);
+    // Written head by head (MatmulSchedule::byHeads): the column panels go to their readers as made,
+    // through the reshape into heads (headsOrder).
+    bool byHeads = schedule.byHeads;
+    if (byHeads &&
+        (!nOuter || block != 0 || Tn != headDimOf(g_, op) || info(op.inputs[0]).role != TensorRole::kInput))
+      unsupported(op, "written head by head, it needs every row in one block, an output tile of a head (" +
+                          std::to_string(headDimOf(g_, op)) + ") and its rows from HBM");
     auto append = appends_.find(op.inputs[1]);
     size_t pb = batch;  // the block loop, when blocked
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;

@@ -1320,7 +1320,9 @@ TEST(Compiler, AttentionProjectionsWriteHeadByHead) {
   for (const char* op : {"q_proj", "k_proj", "v_proj"}) {
     EXPECT_EQ(c.schedules.at(op).rowBlock, 0) << op;
     EXPECT_EQ(c.schedules.at(op).tn, 64) << op;
+    EXPECT_TRUE(c.schedules.at(op).byHeads) << op;
   }
+  EXPECT_FALSE(c.schedules.at("o_proj").byHeads);
   auto regionWidth = [](const CompileResult& r, const std::string& prefix) {
     for (const Fifo& f : r.network.fifos)
       if (f.isRegion() && f.name.compare(0, prefix.size(), prefix) == 0) return f.width;
@@ -1363,8 +1365,25 @@ TEST(Compiler, AttentionProjectionsWriteHeadByHead) {
     text.replace(at, 12, "[64, 8, 96]");
   ASSERT_EQ(reshapes, 3);
   CompileResult wide = compileText(text, {"quant=w4a8"});
-  for (const char* op : {"q_proj", "k_proj", "v_proj"}) EXPECT_GT(wide.schedules.at(op).rowBlock, 0) << op;
+  for (const char* op : {"q_proj", "k_proj", "v_proj"}) {
+    EXPECT_GT(wide.schedules.at(op).rowBlock, 0) << op;
+    EXPECT_FALSE(wide.schedules.at(op).byHeads) << op;
+  }
   EXPECT_EQ(regionWidth(wide, "kt.cvt"), 64 * 768 * 8);
+  // Below 64 rows the compiler keeps rows outer (kHeadsRows); pinning the projections' output tiles to the
+  // head and their row blocks to every row asks for heads all the same (o_proj's pin is no projection's).
+  std::string few = readTextFile(graphFile("attention_encoder.yaml"));
+  for (const std::string& from : {std::string("[64, 768]"), std::string("[64, 12, 64]")})
+    for (size_t at = few.find(from); at != std::string::npos; at = few.find(from)) few.replace(at, 3, "[48");
+  CompileResult rows48 = compileText(few, {"quant=w4a8"});
+  for (const char* op : {"q_proj", "k_proj", "v_proj"}) EXPECT_FALSE(rows48.schedules.at(op).byHeads) << op;
+  CompileResult pinned = compileText(
+      few, {"quant=w4a8", "tn.q_proj=64", "row_block.q_proj=0", "tn.k_proj=64", "row_block.k_proj=0",
+            "tn.v_proj=64", "row_block.v_proj=0", "tn.o_proj=64", "row_block.o_proj=0"});
+  for (const char* op : {"q_proj", "k_proj", "v_proj"}) EXPECT_TRUE(pinned.schedules.at(op).byHeads) << op;
+  EXPECT_FALSE(pinned.schedules.at("o_proj").byHeads);
+  EXPECT_EQ(regionWidth(pinned, "kt.cvt"), 48 * 64 * 8);
+  EXPECT_FALSE(simulate(pinned.network).deadlock);
 }
 
 // Channels by token curves (dse/channels.cpp). In the 128-row W4A8 attention every weight is re-read per
