@@ -211,8 +211,7 @@ bool headsPinned(const TypedGraph& graph, const Op& op, const CompileOptions& op
   int64_t D = headDimOf(graph, op);
   auto tn = options.pinnedTn.find(op.name);
   auto block = options.pinnedRowBlock.find(op.name);
-  if (D == 0 || !writesPanels(graph, op) || graph.tensors.at(op.inputs[0]).role != TensorRole::kInput ||
-      tn == options.pinnedTn.end() || tn->second != D || block == options.pinnedRowBlock.end())
+  if (D == 0 || tn == options.pinnedTn.end() || tn->second != D || block == options.pinnedRowBlock.end())
     return false;
   const TensorInfo& out = graph.tensors.at(op.output);
   return block->second == 0 || block->second >= out.shape[out.shape.size() - 2].eval();
@@ -326,20 +325,12 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
   return o;
 }
 
-// Whether `tensor` is the output of an op of kind `kind`.
-bool madeBy(const TypedGraph& graph, const std::string& tensor, const std::string& kind) {
-  return std::any_of(graph.graph->ops.begin(), graph.graph->ops.end(),
-                     [&](const Op& op) { return op.output == tensor && op.op == kind; });
-}
-
 // The heads H of a tensor made head by head: a transpose or reshape of the output of a projection whose
 // row block is pinned to 0 (every row) and output tile to a head (chooseSchedules pins attention's
 // projections so), whose output then streams by heads (headDimOf); 0 for any other.
 int64_t headsOf(const TypedGraph& graph, std::string tensor, const CompileOptions& options) {
   for (;;) {
-    const Op* made = nullptr;
-    for (const Op& op : graph.graph->ops)
-      if (op.output == tensor) made = &op;
+    const Op* made = producerOf(graph, tensor);
     if (!made) return 0;
     if (made->op == "transpose" || made->op == "reshape") {
       tensor = made->inputs[0];
@@ -355,9 +346,7 @@ int64_t headsOf(const TypedGraph& graph, std::string tensor, const CompileOption
 bool headsOuter(const TypedGraph& graph, std::string tensor, const CompileOptions& options) {
   for (;;) {
     if (headsOf(graph, tensor, options) > 0) return true;
-    const Op* made = nullptr;
-    for (const Op& op : graph.graph->ops)
-      if (op.output == tensor) made = &op;
+    const Op* made = producerOf(graph, tensor);
     if (!made || made->inputs.empty() ||
         !(made->op == "transpose" || made->op == "reshape" || made->op == "softmax" ||
           elementwiseArity(made->op) > 0 || isMatmul(*made)))
@@ -413,7 +402,8 @@ class LayerEstimate {
         // Rows that come heads outer (attention's output, when its projections are written by heads) are
         // whole before a matmul over rows can start: the converter in front of it, after the reshape
         // merging the heads, holds them all.
-        if (step.matmul && i == 0 && madeBy(graph, op.inputs[0], "reshape") &&
+        const Op* input = producerOf(graph, op.inputs[i]);
+        if (step.matmul && i == 0 && input && input->op == "reshape" &&
             headsOuter(graph, op.inputs[0], options))
           whole = true;
         // A right side made head by head (attention's keys and values from projections written by heads:
@@ -1043,9 +1033,7 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   std::vector<std::string> pinned;
   for (const Op& op : graph.graph->ops) {
     int64_t D = headDimOf(graph, op);
-    if (options.rowBlockPolicy >= 0 || D == 0 || !writesPanels(graph, op) ||
-        dimsOf(graph, op, options).M < kHeadsRows ||
-        graph.tensors.at(op.inputs[0]).role != TensorRole::kInput ||
+    if (options.rowBlockPolicy >= 0 || D == 0 || dimsOf(graph, op, options).M < kHeadsRows ||
         D % tileFor(graph.tensors.at(op.output).shape.back(), options.tile) != 0 ||
         options.pinnedTn.count(op.name) || options.pinnedRowBlock.count(op.name))
       continue;

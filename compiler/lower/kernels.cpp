@@ -156,6 +156,12 @@ StreamOrder layoutOrder(const TensorInfo& t, const std::vector<int>& dims, int64
   return o;
 }
 
+const Op* producerOf(const TypedGraph& g, const std::string& tensor) {
+  for (const Op& op : g.graph->ops)
+    if (op.output == tensor) return &op;
+  return nullptr;
+}
+
 namespace {
 
 // How a tensor made on chip arrives at its readers: spread over a long-running producer (an
@@ -163,12 +169,6 @@ namespace {
 // its producer (an input-streaming GEMV, a prefill matmul's column panels, a row op's second pass, a
 // copy through a converter).
 enum class Arrival { kFromHbm, kSpread, kAtOnce };
-
-const Op* producerOf(const TypedGraph& g, const std::string& tensor) {
-  for (const Op& op : g.graph->ops)
-    if (op.output == tensor) return &op;
-  return nullptr;
-}
 
 bool oneRow(const TensorInfo& t) {
   for (size_t i = 0; i + 1 < t.shape.size(); ++i)
@@ -209,7 +209,7 @@ bool streamsInput(const TypedGraph& g, const Op& op) {
 }
 
 int64_t headDimOf(const TypedGraph& g, const Op& op) {
-  if (!isMatmul(op)) return 0;
+  if (!writesPanels(g, op) || g.tensors.at(op.inputs[0]).role != TensorRole::kInput) return 0;
   const TensorInfo& outT = g.tensors.at(op.output);
   if (outT.role != TensorRole::kIntermediate) return 0;
   const Op* view = nullptr;
@@ -718,10 +718,11 @@ class Lowering {
     // Written head by head (MatmulSchedule::byHeads): the column panels go to their readers as made,
     // through the reshape into heads (headsOrder).
     bool byHeads = schedule.byHeads;
-    if (byHeads &&
-        (!nOuter || block != 0 || Tn != headDimOf(g_, op) || info(op.inputs[0]).role != TensorRole::kInput))
-      unsupported(op, "written head by head, it needs every row in one block, an output tile of a head (" +
-                          std::to_string(headDimOf(g_, op)) + ") and its rows from HBM");
+    if (byHeads && (block != 0 || Tn != headDimOf(g_, op)))
+      unsupported(op,
+                  "written head by head, it needs every row in one block, its rows from HBM and an output "
+                  "tile of a head (" +
+                      std::to_string(headDimOf(g_, op)) + ")");
     auto append = appends_.find(op.inputs[1]);
     size_t pb = batch;  // the block loop, when blocked
     size_t pm = nOuter ? batch + 1 : batch, pn = nOuter ? batch : batch + 1, pk = batch + 2;
@@ -884,19 +885,14 @@ class Lowering {
       outP = out(likeOutput(op.output + ".wide", outT.dtype), wide, outLevel);
     } else if (!nOuter) {
       outP = out(op.output, wide, outLevel);
-    } else if (byHeads) {  // panels out, read head by head through the reshape (headsOrder)
+    } else {  // panels out: read head by head through the reshape (headsOrder), or by a copy kernel
+              // reading them row-major (through a converter) for consumers
       std::vector<AffineExpr> orr;
       for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
       orr.push_back(row(outLoops));
       orr.push_back(unit(outLoops, pn));
-      outP = out(op.output, order(outT.dtype, wide.element, orr, outLoops), outLevel);
-    } else {  // panels out, then a copy kernel reading them row-major (through a converter) for consumers
-      std::vector<AffineExpr> orr;
-      for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
-      orr.push_back(row(outLoops));
-      orr.push_back(unit(outLoops, pn));
-      outP = out(likeOutput(op.output + ".panels", outT.dtype), order(outT.dtype, wide.element, orr, outLoops),
-                 outLevel);
+      outP = out(byHeads ? op.output : likeOutput(op.output + ".panels", outT.dtype),
+                 order(outT.dtype, wide.element, orr, outLoops), outLevel);
     }
     KernelPort accP = outP;  // with the epilogue apart: the int32 sums, in the order of the output
     if (shareIi > 1) {

@@ -38,11 +38,14 @@ StreamOrder layoutOrder(const TensorInfo& t, const std::vector<int>& dims, int64
 /// Whether matmul `op` runs column panel by column panel (n outer: several rows and a right side from
 /// HBM), writing its output only once each row's panels are in (a copy kernel then reads them row-major).
 bool writesPanels(const TypedGraph& graph, const Op& op);
-/// The head size D when a matmul's output [.., M, H * D] has one reader, a reshape into heads
-/// [.., M, H, D] that only transposes read, each taking the heads before the rows (attention's
-/// projections): weight-stationary in column panels dividing D, its output then streams head by head
-/// (no converter holds the tensor). 0 otherwise.
+/// The head size D when a matmul that writes panels (writesPanels) reads its rows from HBM and its output
+/// [.., M, H * D] has one reader, a reshape into heads [.., M, H, D] that only transposes read, each
+/// taking the heads before the rows, and no product there holds its keys causally (attention's
+/// projections): weight-stationary in column panels of D, its output can stream head by head (no
+/// converter holds the tensor). 0 otherwise.
 int64_t headDimOf(const TypedGraph& graph, const Op& op);
+/// The op whose output `tensor` is, or null (a graph input or weight).
+const Op* producerOf(const TypedGraph& graph, const std::string& tensor);
 
 /// Whether matmul `op` streams its input (k outer, two phases): a GEMV (one row) over a weight whose
 /// input arrives spread over the run of an output-stationary matmul (directly or through elementwise ops).
