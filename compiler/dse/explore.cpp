@@ -352,10 +352,21 @@ std::string stringFromJson(const nlohmann::json& j) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+nlohmann::json schedulesJson(const Schedules& schedules) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [op, s] : schedules) {
+    nlohmann::json& o = j[op] = {{"tk", s.tk}, {"row_block", s.rowBlock}};
+    if (s.tn > 0) o["tn"] = s.tn;
+    if (s.byHeads) o["by_heads"] = true;
+  }
+  return j;
+}
+
 nlohmann::json pointToJson(const Point& p) {
   nlohmann::json settings = nlohmann::json::array(), schedules = nlohmann::json::array();
   for (const std::string& s : p.settings) settings.push_back(jsonString(s));
-  for (const auto& [op, s] : p.schedules) schedules.push_back({jsonString(op), s.tk, s.rowBlock, s.tn});
+  for (const auto& [op, s] : p.schedules)
+    schedules.push_back({jsonString(op), s.tk, s.rowBlock, s.tn, s.byHeads});
   nlohmann::json laneIiOf = nlohmann::json::array();
   for (const auto& [op, ii] : p.laneIiOf) laneIiOf.push_back({jsonString(op), ii});
   const Resources& r = p.resources;
@@ -404,9 +415,10 @@ Point pointFromJson(const nlohmann::json& j, const std::string& where) {
     p.fits = j.at("fits").get<bool>();
     p.paced = j.at("paced").get<bool>();
     for (const nlohmann::json& s : j.at("schedules")) {
-      if (!s.is_array() || s.size() != 4)
-        throw UserError(where + ": error: field 'schedules': expected [op, tk, row_block, tn]");
-      p.schedules[stringFromJson(s[0])] = {s[1].get<int64_t>(), s[2].get<int64_t>(), s[3].get<int64_t>()};
+      if (!s.is_array() || s.size() != 5)
+        throw UserError(where + ": error: field 'schedules': expected [op, tk, row_block, tn, by_heads]");
+      p.schedules[stringFromJson(s[0])] = {s[1].get<int64_t>(), s[2].get<int64_t>(), s[3].get<int64_t>(),
+                                           s[4].get<bool>()};
     }
     p.laneIi = j.at("lane_ii").get<int64_t>();
     for (const nlohmann::json& s : j.at("lane_ii_of")) {
@@ -545,10 +557,7 @@ std::string pointsJson(const Exploration& e) {
                         {"lut", p.resources.lut}};
       j["fits"] = p.fits;
       j["paced"] = p.paced;
-      for (const auto& [op, s] : p.schedules) {
-        j["schedules"][op] = {{"tk", s.tk}, {"row_block", s.rowBlock}};
-        if (s.tn > 0) j["schedules"][op]["tn"] = s.tn;
-      }
+      if (!p.schedules.empty()) j["schedules"] = schedulesJson(p.schedules);
     }
     points.push_back(std::move(j));
   }

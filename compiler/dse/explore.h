@@ -35,6 +35,10 @@ Space defaultSpace(const Platform& platform);
 /// file's line naming the knob.
 Space loadSpace(const std::string& path, const Platform& platform);
 
+/// Each matmul's schedule as the reports print it: {op: {tk, row_block[, tn][, by_heads]}}, tn where
+/// wider than the stream's tile, by_heads where written head by head (MatmulSchedule::byHeads).
+nlohmann::json schedulesJson(const Schedules& schedules);
+
 /// What one point gave.
 struct Point {
   enum class Status { kOk, kRejected, kDeadlock };

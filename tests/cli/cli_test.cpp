@@ -655,6 +655,24 @@ TEST(Cli, TheUnrollSearchPricesAWeightOverTheStripesItGets) {
   EXPECT_LT(aligned.cycles * 100, channels.cycles * 95) << aligned.cycles << " " << channels.cycles;
 }
 
+// BERT-base's 64-row attention writes its projections head by head
+// (Compiler.AttentionProjectionsWriteHeadByHead): the compile report says so beside each projection's tiles,
+// a panel of one head (64 columns) over every row, and says nothing of the sort for o_proj, which reads the
+// merged heads in row blocks.
+TEST(Cli, TheCompileReportNamesTheProjectionsWrittenByHeads) {
+  Outcome c = stc("compile " STC_SOURCE_DIR "/models/graphs/attention_encoder.yaml --set quant=w4a8 -o " +
+                  ::testing::TempDir() + "heads.yaml --json");
+  ASSERT_EQ(c.code, 0) << c.out;
+  nlohmann::json schedules = nlohmann::json::parse(c.out)["schedules"];
+  for (const char* op : {"q_proj", "k_proj", "v_proj"}) {
+    EXPECT_EQ(schedules[op]["by_heads"], true) << op << " " << schedules;
+    EXPECT_EQ(schedules[op]["tn"], 64) << op;
+    EXPECT_EQ(schedules[op]["row_block"], 0) << op;
+  }
+  EXPECT_FALSE(schedules["o_proj"].contains("by_heads")) << schedules;
+  EXPECT_GT(schedules["o_proj"]["row_block"].get<int64_t>(), 0) << schedules;
+}
+
 TEST(Cli, SizeFifosWritesTheSizedNetwork) {
   std::string out = ::testing::TempDir() + "fj.sized.yaml";
   Outcome o = stc("size-fifos " + kNets + "fork_join.yaml -o " + out + " --json");

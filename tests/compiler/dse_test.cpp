@@ -230,9 +230,14 @@ TEST(Dse, PiecesMergeToTheWholeExploration) {
   Point odd = whole.points[0];  // bytes that are not UTF-8 (from a graph file's op name, say) kept exactly
   odd.message = "op 'a\xff\xfe'";
   odd.schedules["mm\xc3"] = {64, 4};
+  odd.schedules["heads"] = {32, 0, 64, true};  // written head by head: kept with its tiles
   Point back = pointFromJson(nlohmann::json::parse(pointToJson(odd).dump()), "chunk");
   EXPECT_EQ(back.message, odd.message);
   EXPECT_EQ(back.schedules.at("mm\xc3").tk, 64);
+  EXPECT_FALSE(back.schedules.at("mm\xc3").byHeads);
+  const MatmulSchedule& heads = back.schedules.at("heads");
+  EXPECT_EQ(std::vector<int64_t>({heads.tk, heads.rowBlock, heads.tn}), std::vector<int64_t>({32, 0, 64}));
+  EXPECT_TRUE(heads.byHeads);
   EXPECT_EQ(back.settings, odd.settings);
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/dse/explore.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/yaml_io.h"
@@ -91,10 +92,7 @@ int compile(const CompileArgs& a) {
     writeFileAtomic(a.writeSchedule, emitSchedule(schedulePins(result.schedules, result.options)));
   for (const std::string& w : result.report.warnings) std::cerr << w << "\n";
   nlohmann::json report = reportJson(result.report);
-  for (const auto& [op, sched] : result.schedules) {
-    report["schedules"][op] = {{"tk", sched.tk}, {"row_block", sched.rowBlock}};
-    if (sched.tn > 0) report["schedules"][op]["tn"] = sched.tn;
-  }
+  if (!result.schedules.empty()) report["schedules"] = dse::schedulesJson(result.schedules);
   report["lane_ii"] = result.options.laneIi;
   for (const auto& [op, ii] : result.options.laneIiOf) report["lane_ii_of"][op] = ii;
   writeFileAtomic(a.output, emitNetwork(result.network));
