@@ -308,9 +308,12 @@ void Estimator::sizePrefills(std::map<int64_t, std::vector<PrefillCandidate>> ba
     candidates.push_back(std::move(c));
   }
   // The winner is the first candidate the device holds (with the decode layer and the head) before one it
-  // does not, then within memory before not, then of the fewest cycles. Sized first the one of the lowest
-  // bound; then another only if it can still win: a candidate whose bound is above the cycles of one sized
-  // that the device holds within memory (or equal, coming after it) cannot.
+  // does not, then within memory before not, then of the fewest cycles. A candidate cannot win once a sized
+  // one that the device holds within memory has fewer cycles than its bound (or as many, coming before
+  // it): it is dropped unsized. Sized in waves, every row count of the batch together: while a row count
+  // has no such design, its unsized candidate of the lowest bound alone (the first, then the next when the
+  // device does not hold it: a design over the LUTs and its smaller twin have nearly the same bound); once
+  // it has one, all it has left that can still win.
   auto held = [&](const PrefillCandidate& c) { return holdsWith(c.design.report.resources); };
   auto better = [&](const PrefillCandidate& a, const PrefillCandidate& b) {
     return held(a) != held(b) ? held(a) : preferred(*a.sized, *b.sized);
@@ -319,29 +322,34 @@ void Estimator::sizePrefills(std::map<int64_t, std::vector<PrefillCandidate>> ba
     assignPhaseChannels(c.design, platform_);
     c.sized = sizeDesign(c.design, platform_, memory);
   };
-  auto lowest = [](const std::vector<PrefillCandidate>& c) {
-    size_t best = 0;
-    for (size_t i = 1; i < c.size(); ++i)
-      if (c[i].bound < c[best].bound) best = i;
-    return best;
+  auto reference = [&](const PrefillCandidate& c) { return c.sized && held(c) && c.sized->withinMemory; };
+  auto beaten = [&](const std::vector<PrefillCandidate>& c, size_t i) {
+    for (size_t r = 0; r < c.size(); ++r)
+      if (reference(c[r]) && (c[i].bound > c[r].sized->cycles || (c[i].bound == c[r].sized->cycles && i > r)))
+        return true;
+    return false;
   };
-  std::vector<size_t> firsts;
-  for (const auto& c : candidates) firsts.push_back(lowest(c));
-  tbb::parallel_for(size_t{0}, rows.size(), [&](size_t j) { size(candidates[j][firsts[j]]); });
-  std::vector<std::pair<size_t, size_t>> contenders;
-  for (size_t j = 0; j < rows.size(); ++j) {
-    size_t first = firsts[j];
-    const SizedDesign& k = *candidates[j][first].sized;
-    bool firstHeld = held(candidates[j][first]);
-    for (size_t i = 0; i < candidates[j].size(); ++i) {
-      int64_t b = candidates[j][i].bound;
-      bool beaten = dropByBound_ && firstHeld && k.withinMemory && (b > k.cycles || (b == k.cycles && i > first));
-      if (i != first && !beaten) contenders.emplace_back(j, i);
+  for (;;) {
+    std::vector<std::pair<size_t, size_t>> wave;
+    for (size_t j = 0; j < rows.size(); ++j) {
+      const std::vector<PrefillCandidate>& c = candidates[j];
+      std::vector<size_t> open;  // unsized, and able to win
+      for (size_t i = 0; i < c.size(); ++i)
+        if (!c[i].sized && !(dropByBound_ && beaten(c, i))) open.push_back(i);
+      if (open.empty()) continue;
+      if (dropByBound_ && std::none_of(c.begin(), c.end(), reference)) {
+        size_t lowest = open.front();
+        for (size_t i : open)
+          if (c[i].bound < c[lowest].bound) lowest = i;
+        open = {lowest};
+      }
+      for (size_t i : open) wave.emplace_back(j, i);
     }
+    if (wave.empty()) break;
+    tbb::parallel_for(size_t{0}, wave.size(),
+                      [&](size_t w) { size(candidates[wave[w].first][wave[w].second]); });
+    prefillDesignsSized_ += static_cast<int>(wave.size());
   }
-  tbb::parallel_for(size_t{0}, contenders.size(),
-                    [&](size_t c) { size(candidates[contenders[c].first][contenders[c].second]); });
-  prefillDesignsSized_ += static_cast<int>(rows.size() + contenders.size());
   for (size_t j = 0; j < rows.size(); ++j) {
     const PrefillCandidate* best = nullptr;
     for (const PrefillCandidate& c : candidates[j]) {

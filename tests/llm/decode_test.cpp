@@ -66,6 +66,24 @@ TEST(Decode, LatencyGrowsWithContextAndTtftWithPrompt) {
   EXPECT_NEAR(r[0].hostLoop.decodeTokensPerS, 4 / ((r[0].hostLoop.latencyMs - r[0].hostLoop.ttftMs) / 1000), 1e-6);
 }
 
+// The figures two estimators give for the same requests are the same, field by field.
+void expectSameFigures(const std::vector<DecodeResult>& a, const std::vector<DecodeResult>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].prefillRows, b[i].prefillRows);
+    EXPECT_EQ(a[i].deviceLoopPrefillRows, b[i].deviceLoopPrefillRows);
+    EXPECT_EQ(a[i].prefillLayerCycles, b[i].prefillLayerCycles);
+    EXPECT_EQ(a[i].deviceLoopPrefillLayerCycles, b[i].deviceLoopPrefillLayerCycles);
+    EXPECT_EQ(a[i].hostLoop.ttftMs, b[i].hostLoop.ttftMs);
+    EXPECT_EQ(a[i].deviceLoop.ttftMs, b[i].deviceLoop.ttftMs);
+    EXPECT_EQ(a[i].hostLoop.latencyMs, b[i].hostLoop.latencyMs);
+    EXPECT_EQ(a[i].prefillResources.dsp, b[i].prefillResources.dsp);
+    EXPECT_EQ(a[i].prefillResources.bram18k, b[i].prefillResources.bram18k);
+    EXPECT_EQ(a[i].prefillResources.uram, b[i].prefillResources.uram);
+    EXPECT_EQ(a[i].prefillResources.lut, b[i].prefillResources.lut);
+  }
+}
+
 // Prefill candidates dropped unsized at their lower bound (sim::lowerBoundCycles) could not have won:
 // every figure is the one sizing them all gives. GPT-2 at prompts 20 (32 rows padded, or 16 and 4 decode
 // steps) and 40 (48 or 32), three candidates each: row blocks under each stripe estimate, weight-stationary.
@@ -79,19 +97,31 @@ TEST(Decode, DesignsDroppedAtTheirBoundCouldNotHaveWon) {
   // Each weight-stationary design's bound is above their sized cycles, and so is the other row blocks' but
   // at 16 rows (157,790 against 158,605 cycles).
   EXPECT_EQ(dropping.prefillDesignsSized(), 4);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    EXPECT_EQ(a[i].prefillRows, b[i].prefillRows);
-    EXPECT_EQ(a[i].deviceLoopPrefillRows, b[i].deviceLoopPrefillRows);
-    EXPECT_EQ(a[i].prefillLayerCycles, b[i].prefillLayerCycles);
-    EXPECT_EQ(a[i].deviceLoopPrefillLayerCycles, b[i].deviceLoopPrefillLayerCycles);
-    EXPECT_EQ(a[i].hostLoop.ttftMs, b[i].hostLoop.ttftMs);
-    EXPECT_EQ(a[i].deviceLoop.ttftMs, b[i].deviceLoop.ttftMs);
-    EXPECT_EQ(a[i].hostLoop.latencyMs, b[i].hostLoop.latencyMs);
-    EXPECT_EQ(a[i].prefillResources.dsp, b[i].prefillResources.dsp);
-    EXPECT_EQ(a[i].prefillResources.bram18k, b[i].prefillResources.bram18k);
-    EXPECT_EQ(a[i].prefillResources.uram, b[i].prefillResources.uram);
-    EXPECT_EQ(a[i].prefillResources.lut, b[i].prefillResources.lut);
-  }
+  expectSameFigures(a, b);
+}
+
+// Where the device does not hold the candidate of the lowest bound (over the LUTs the decode layer and the
+// head leave), it is no reference to drop the others by: the next of the lowest bound is sized, alone, until
+// one the device holds within memory is; then only what can still beat it. The same requests as above
+// with SLR0's LUTs cut from 289,000 to 255,000: each row-block design is over them at compile time and
+// comes with a twin at nine tenths of its unroll budget, five candidates a row count. At 32 and 48 rows the
+// row blocks of the lowest bound (275,941 and 407,145) are not held once sized; their twins (281,664 and
+// 412,761) are, at 332,180 and 463,540 cycles, which every row-block candidate's bound is below and the
+// weight-stationary designs' (705,960 and 1,107,377) above: those two are dropped. At 16 rows the first is
+// held (158,605 cycles) and the weight-stationary design (337,311) is dropped as in the test above. All 15
+// sized otherwise; 14 when a first the device does not hold sized every other candidate of its row count.
+TEST(Decode, ADesignTheDeviceDoesNotHoldDropsNoOther) {
+  Platform tight = defaultPlatform();
+  ASSERT_TRUE(tight.slrShares);
+  ASSERT_EQ(tight.slrBudgets[0].lut, 289000);
+  tight.slrBudgets[0].lut = 255000;
+  std::vector<std::pair<int64_t, int64_t>> requests{{20, 2}, {40, 2}};
+  Estimator dropping(model("gpt2"), tight), all(model("gpt2"), tight);
+  all.setDropByBound(false);
+  std::vector<DecodeResult> a = dropping.runAll(requests), b = all.runAll(requests);
+  EXPECT_EQ(all.prefillDesignsSized(), 15);
+  EXPECT_EQ(dropping.prefillDesignsSized(), 12);
+  expectSameFigures(a, b);
 }
 
 // A prompt's prefill runs padded (a power of two up to 16 rows, then a multiple of 16), or as the largest
