@@ -658,6 +658,36 @@ class HfStaticCache(torch.nn.Module):
         return self.o((torch.softmax(w, -1) @ v_out).transpose(1, 2).reshape(b, s, d))
 
 
+class HfClampedCausalMask(torch.nn.Module):
+    """Hugging Face's attention before 4.31 (Llama; OPT with `view`): _make_causal_mask's triangle of 0 and
+    finfo.min expanded per batch and added to the scores, then clamped by torch.max(w, finfo.min); OPT
+    adds it to [b, h, s, s] and views the sum as [b * h, s, s] for the softmax. A causal softmax both."""
+
+    def __init__(self, d=64, heads=4, view=False):
+        super().__init__()
+        self.h, self.hd, self.view = heads, d // heads, view
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d, bias=view) for _ in range(4))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = (p(x).view(b, s, self.h, self.hd).transpose(1, 2) for p in (self.q, self.k, self.v))
+        mask = torch.full((s, s), torch.finfo(x.dtype).min)
+        cond = torch.arange(mask.size(-1))
+        mask.masked_fill_(cond < (cond + 1).view(mask.size(-1), 1), 0)
+        mask = mask[None, None, :, :].expand(b, 1, s, s)
+        if self.view:  # OPT: bmm over [b * h, s, hd], the mask added to a view as [b, h, s, s]
+            q, k, v = (t.reshape(b * self.h, s, self.hd) for t in (q * self.hd ** -0.5, k, v))
+            w = torch.bmm(q, k.transpose(1, 2)).view(b, self.h, s, s) + mask
+            w = torch.max(w, torch.tensor(torch.finfo(w.dtype).min)).view(b * self.h, s, s)
+            o = torch.bmm(torch.softmax(w, dim=-1), v).view(b, self.h, s, self.hd)
+        else:
+            w = torch.matmul(q, k.transpose(2, 3)) / (self.hd ** 0.5) + mask
+            w = torch.max(w, torch.tensor(torch.finfo(w.dtype).min))
+            w = torch.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+            o = torch.matmul(w, v)
+        return x + self.o(o.transpose(1, 2).reshape(b, s, d))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -729,6 +759,11 @@ def cases(m):
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),
         ("gqa_index_select", lambda: GqaIndexSelect(), (1, 8, 64), 17, None, []),
         ("gqa_index_tiled_d96_h6_kv3_s12", lambda: GqaIndexSelect(96, 6, 3, tiled=True), (1, 12, 96), 17, None, []),
+        ("hf_llama_clamped_causal_mask", lambda: HfClampedCausalMask(), (1, 8, 64), 17, None, []),
+        ("hf_llama_clamped_causal_mask_d48_h3_b2_op13", lambda: HfClampedCausalMask(48, 3), (2, 10, 48), 13, None, []),
+        ("opt_viewed_clamped_causal_mask", lambda: HfClampedCausalMask(view=True), (1, 8, 64), 17, None, []),
+        ("opt_viewed_clamped_causal_mask_d48_h3_b2_op14", lambda: HfClampedCausalMask(48, 3, True), (2, 10, 48), 14,
+         None, []),
         ("hf_static_cache_index_copy", lambda: HfStaticCache(), (1, 8, 48), 17, None, []),
         ("hf_static_cache_assign_d64_h4_max16", lambda: HfStaticCache(64, 4, 16, assign=True), (1, 8, 64), 17, None, []),
         ("pointwise", lambda: m.Pointwise(), (4, 32), 13, None, []),

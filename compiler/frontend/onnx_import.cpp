@@ -2383,14 +2383,47 @@ class Importer {
              (d->op == "Cast" && (intAttr(*d->node, "to", 0) == onnx::TensorProto::FLOAT ||
                                   intAttr(*d->node, "to", 0) == onnx::TensorProto::DOUBLE));
     };
+    // A view that keeps the last two dims, [.., R, K] (OPT adds its mask to [b, h, R, K], then views the
+    // sum as [b * h, R, K] for the softmax), keeps every row's keys where they were.
+    auto keepsRows = [&](const Dyn* d) {
+      if (d->op != "Reshape" || d->inputs.empty() || !hasConcreteShape(d->inputs[0]) ||
+          !hasConcreteShape(d->output))
+        return false;
+      std::vector<Expr> from = shapeOf(d->inputs[0]), to = shapeOf(d->output);
+      return from.size() >= 2 && to.size() >= 2 && from[from.size() - 1] == to[to.size() - 1] &&
+             from[from.size() - 2] == to[to.size() - 2];
+    };
     auto skipCasts = [&] {
-      while (sole(m) && castsToFloat(m) && !m->inputs.empty() && !consts_.count(m->inputs[0])) {
+      while (sole(m) && (castsToFloat(m) || keepsRows(m)) && !m->inputs.empty() &&
+             !consts_.count(m->inputs[0])) {
         reader = m;
         slot = 0;
         m = producer(m->inputs[0]);
       }
     };
     skipCasts();
+    // A clamp at the lowest float after the mask (Hugging Face's Llama before 4.31 and OPT:
+    // torch.max(scores + mask, finfo.min)) changes no score the causal softmax keeps (finite, above it)
+    // and none it drops (weighed 0 with the clamp too): it goes with the mask.
+    Dyn* clamp = nullptr;
+    Dyn* clampReader = reader;
+    size_t clampSlot = slot, clamped = 0;
+    if (sole(m) && m->op == "Max" && m->inputs.size() == 2) {
+      for (size_t i : {size_t{0}, size_t{1}}) {
+        auto c = consts_.find(m->inputs[1 - i]);
+        if (c == consts_.end() || !c->second.known || c->second.v.size() != 1 ||
+            !(c->second.v[0] <= static_cast<double>(std::numeric_limits<float>::lowest())) ||
+            consts_.count(m->inputs[i]))
+          continue;
+        clamp = m;
+        clamped = i;
+        reader = m;
+        slot = i;
+        m = producer(m->inputs[i]);
+        skipCasts();
+        break;
+      }
+    }
     double factor = 1;
     if (sole(m) && (m->op == "Mul" || m->op == "Div") && m->inputs.size() == 2) {
       for (size_t i : {size_t{0}, size_t{1}}) {
@@ -2425,18 +2458,25 @@ class Importer {
     } else {
       return;
     }
-    if (!hasConcreteShape(stream) || shapeOf(stream) != shapeOf(softmax.inputs[0])) return;  // the mask broadcasts it
+    if (!hasConcreteShape(stream) || shapeOf(stream) != shapeOf(m->output)) return;  // the mask broadcasts it
     int64_t R = scores[static_cast<size_t>(rank - 2)], K = scores.back();
     size_t b = bias.dims.size();
     if (R > K) return;  // rows before the first key masked whole: a causal softmax keeps the diagonal
-    if (!bias.known || b < 2 || bias.dims[b - 2] != R || bias.dims[b - 1] != K || bias.count() != R * K) return;
-    for (int64_t i = 0; i < R; ++i)
-      for (int64_t j = 0; j < K; ++j) {
-        double v = bias.v[static_cast<size_t>(i * K + j)] * factor;
-        if (j <= i + K - R ? v != 0 : !(v <= -1e4)) return;
-      }
+    // One [R, K] triangle, or one per batch (Hugging Face's mask expanded to [batch, 1, R, K]), all alike.
+    if (!bias.known || b < 2 || bias.dims[b - 2] != R || bias.dims[b - 1] != K || bias.count() % (R * K) != 0)
+      return;
+    for (int64_t at = 0; at < bias.count(); at += R * K)
+      for (int64_t i = 0; i < R; ++i)
+        for (int64_t j = 0; j < K; ++j) {
+          double v = bias.v[static_cast<size_t>(at + i * K + j)] * factor;
+          if (j <= i + K - R ? v != 0 : !(v <= -1e4)) return;
+        }
     m->dead = true;
     reader->inputs[slot] = stream;
+    if (clamp) {  // its reader reads what it did
+      clamp->dead = true;
+      clampReader->inputs[clampSlot] = clamp->inputs[clamped];
+    }
     softmax.attrs["causal"] = int64_t{1};
   }
 

@@ -757,6 +757,63 @@ TEST(Onnx, AFillAfterAnAddedPaddingMaskIsNoCausalSoftmax) {
   }
 }
 
+// Hugging Face's causal mask before 4.31, as Llama and OPT apply it: the [R, K] triangle of 0 and the
+// dtype's minimum expanded per batch ([2, 1, 4, 4] here), added to the scores, the sum clamped by
+// torch.max(w, finfo.min); OPT then views [b, h, R, K] as [b * h, R, K] for the softmax. The clamp changes
+// no kept score and no dropped key's weight (0 either way), and the view keeps every row's keys: both are
+// causal softmaxes, the clamp and the addition gone. A clamp at -1e4 would lift a kept score below it: that
+// softmax keeps its mask. Each row's weights worked in double, the keys past it 0.
+TEST(Onnx, ACausalMaskClampedAtTheLowestFloatOrViewedIsACausalSoftmax) {
+  onnx::ModelProto m = modelWithInput(17, "clamped_causal", {2, 3, 4, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  const double low = -3.4028234663852886e38;  // finfo(float32).min
+  std::vector<double> mask;
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) mask.push_back(j > i ? low : 0);
+  addInitializer(g, "mask", {2, 1, 4, 4}, mask);
+  addInitializer(g, "lowest", {}, {low});
+  addInitializer(g, "floor", {}, {-1e4});
+  addInitializer(g, "heads_merged", {3}, {6, 4, 4}, onnx::TensorProto::INT64);
+  addNode(g, "Add", {"x", "mask"}, "llama_masked");
+  addNode(g, "Max", {"llama_masked", "lowest"}, "llama_clamped");
+  addNode(g, "Softmax", {"llama_clamped"}, "llama_probs");
+  addNode(g, "Add", {"mask", "x"}, "opt_masked");
+  addNode(g, "Max", {"lowest", "opt_masked"}, "opt_clamped");
+  addNode(g, "Reshape", {"opt_clamped", "heads_merged"}, "opt_viewed");
+  addNode(g, "Softmax", {"opt_viewed"}, "opt_probs");
+  addNode(g, "Add", {"x", "mask"}, "floor_masked");
+  addNode(g, "Max", {"floor_masked", "floor"}, "floor_clamped");
+  addNode(g, "Softmax", {"floor_clamped"}, "floor_probs");
+  for (const char* out : {"llama_probs", "opt_probs", "floor_probs"}) g->add_output()->set_name(out);
+  Graph graph = importOnnx(writeModel(m, "clamped_causal.onnx"));
+  int causal = 0, maxima = 0;
+  for (const auto& op : graph.ops) {
+    causal += isCausal(op);
+    maxima += op.op == "max";
+  }
+  EXPECT_EQ(causal, 2);
+  EXPECT_EQ(maxima, 1);  // the clamp at -1e4
+  std::vector<float> x(96);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)) * 3);
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{2, 3, 4, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  for (size_t o = 0; o < 3; ++o) {
+    const std::vector<float>& probs = out.at(graph.outputs.at(o)).data;
+    ASSERT_EQ(probs.size(), 96u) << o;
+    for (size_t r = 0; r < 24; ++r) {  // (batch, head, row)
+      size_t i = r % 4;
+      double sum = 0;
+      for (size_t j = 0; j <= i; ++j) sum += std::exp(static_cast<double>(x[r * 4 + j]));
+      for (size_t j = 0; j < 4; ++j) {
+        double want = j <= i ? std::exp(static_cast<double>(x[r * 4 + j])) / sum : 0.0;
+        EXPECT_NEAR(probs[r * 4 + j], want, 1e-6) << o << ": " << r << "," << j;
+      }
+    }
+  }
+}
+
 // Fills stacked before a softmax: the padded keys filled with the dtype's minimum, then the causal fill of
 // the same minimum (rows 0 and 1 keep only padded keys: every key ties at the minimum, torch weighs them
 // evenly); an inner fill whose condition is data (x > 0.4 fills row 0's one kept key); an inner fill of
