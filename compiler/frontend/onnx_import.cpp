@@ -530,6 +530,7 @@ class Importer {
     bypassFloatCasts();
     dropEmptyOperands();
     recognisePatterns();
+    mergeViews();
     for (size_t i = 0; i < dyn_.size(); ++i)
       if (!dyn_[i].dead) emit(dyn_[i]);
     if (!unsupported_.empty()) throw unsupportedError();
@@ -1841,6 +1842,29 @@ class Importer {
         continue;
       if (d.op == "Cast" && (!isFloatType(intAttr(*d.node, "to", onnx::TensorProto::FLOAT)) ||
                              roundsFloatStream(d) || !isFloatType(elemTypeOf(d.inputs[0]))))
+        continue;
+      for (auto& c : dyn_)
+        for (auto& in : c.inputs)
+          if (in == d.output && &c != &d) in = d.inputs[0];
+      d.dead = true;
+      alias_[d.output] = d.inputs[0];
+    }
+  }
+  // A view of a view is one view of the first's input, and none where it gives the input's shape back
+  // (OPT views its scores as [b, h, R, K] for the mask and back as [b * h, R, K]: with the mask gone into
+  // the causal softmax, the two views meet). A view of a stream made in another order than its tensor's
+  // costs a converter that holds it whole, so two that cancel cost two for nothing.
+  void mergeViews() {
+    for (auto& d : dyn_) {
+      if (d.dead || d.op != "Reshape" || d.inputs.empty()) continue;
+      Dyn* p = producer(d.inputs[0]);
+      if (!p || p->dead || p->op != "Reshape" || p->inputs.empty() || consts_.count(p->inputs[0]) ||
+          consumers(p->output).size() != 1 || isModelOutput(p->output))
+        continue;
+      d.inputs[0] = p->inputs[0];
+      p->dead = true;
+      if (isModelOutput(d.output) || !hasConcreteShape(d.inputs[0]) || !hasConcreteShape(d.output) ||
+          shapeOf(d.inputs[0]) != shapeOf(d.output))
         continue;
       for (auto& c : dyn_)
         for (auto& in : c.inputs)

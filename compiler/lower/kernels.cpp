@@ -273,8 +273,12 @@ Kernel::HeldKeys heldKeysOf(const TypedGraph& g, const Op& op) {
       }
     if (!reader) return HeldKeys::kNone;
     if (reader->op == "softmax") return isCausal(*reader) && reader->inputs[0] == t ? HeldKeys::kAlongN : HeldKeys::kNone;
-    if (elementwiseArity(reader->op) == 0 || g.tensors.at(reader->output).shape != g.tensors.at(t).shape)
-      return HeldKeys::kNone;
+    const auto &from = g.tensors.at(t).shape, &to = g.tensors.at(reader->output).shape;
+    // Elementwise ops, and views that keep every row's keys where they were (OPT's [b * h, R, K] viewed
+    // as [b, h, R, K] for its mask, and back).
+    bool view = reader->op == "reshape" && from.size() >= 2 && to.size() >= 2 && from.back() == to.back() &&
+                from[from.size() - 2] == to[to.size() - 2];
+    if (!view && (elementwiseArity(reader->op) == 0 || to != from)) return HeldKeys::kNone;
     t = reader->output;
   }
 }

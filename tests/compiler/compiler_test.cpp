@@ -1484,6 +1484,22 @@ TEST(Compiler, CausalAttentionHoldsItsKeysAndStreamsItsRows) {
   CompileResult seen = compileText(causalAttention("true", "[y, s]"));
   EXPECT_EQ(kernelNamed(seen, "scores").heldKeys, Kernel::HeldKeys::kNone);
   EXPECT_EQ(kernelNamed(seen, "mix").heldKeys, Kernel::HeldKeys::kAlongK);
+  // Viewed on the way to the softmax with each row's keys kept where they were (OPT adds its mask to
+  // [b, h, R, K] and views the sum as [b * h, R, K]): the scores hold their keys as before. (The views of
+  // rows streamed heads inside cost converters here; the ONNX importer merges two that cancel.)
+  std::string viewed = causalAttention("true");
+  const std::string softmax = "inputs: [ss], output: p";
+  size_t at = viewed.find(softmax);
+  ASSERT_NE(at, std::string::npos);
+  viewed.replace(at, softmax.size(), "inputs: [ss3], output: p");
+  viewed.replace(viewed.find("  - {name: probs"), 0,
+                 "  - {name: as_batch, op: reshape, inputs: [ss], output: ss4, shape: [1, 4, 16, 16]}\n"
+                 "  - {name: as_heads, op: reshape, inputs: [ss4], output: ss3, shape: [4, 16, 16]}\n");
+  CompileResult v = compileText(viewed);
+  EXPECT_EQ(kernelNamed(v, "scores").heldKeys, Kernel::HeldKeys::kAlongN);
+  EXPECT_EQ(kernelNamed(v, "mix").heldKeys, Kernel::HeldKeys::kAlongK);
+  EXPECT_EQ(kernelNamed(v, "scores").bufferBytes, 4 * 16 * 16 * 4);
+  EXPECT_FALSE(simulate(v.network).deadlock);
 }
 
 // A whole decoder layer over 128 rows (models/graphs/decoder_prefill.yaml, W4A8): ln1 forks to the three

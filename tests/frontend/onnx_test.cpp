@@ -814,6 +814,48 @@ TEST(Onnx, ACausalMaskClampedAtTheLowestFloatOrViewedIsACausalSoftmax) {
   }
 }
 
+// A view of a view is one view of the first's input, and none where the shape comes back (OPT's scores
+// viewed as [b, h, R, K] and back, its mask gone between): x [6, 4, 4] viewed as [2, 3, 4, 4] and back reads
+// x itself; viewed as [2, 3, 16] then [6, 16], one view; a view that something else reads too stays, and
+// the view of it with it. Three reshapes in all; every output x's values, in its order, through a Relu.
+TEST(Onnx, ViewsOfViewsMerge) {
+  onnx::ModelProto m = modelWithInput(17, "views", {6, 4, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto shape = [&](const std::string& name, const std::vector<double>& dims) {
+    addInitializer(g, name, {static_cast<int64_t>(dims.size())}, dims, onnx::TensorProto::INT64);
+  };
+  shape("batch_heads", {2, 3, 4, 4});
+  shape("merged", {6, 4, 4});
+  shape("rows", {2, 3, 16});
+  shape("flat", {6, 16});
+  shape("wide", {2, 12, 4});
+  addNode(g, "Reshape", {"x", "batch_heads"}, "v1");
+  addNode(g, "Reshape", {"v1", "merged"}, "back");
+  addNode(g, "Relu", {"back"}, "y1");
+  addNode(g, "Reshape", {"x", "rows"}, "w1");
+  addNode(g, "Reshape", {"w1", "flat"}, "w2");
+  addNode(g, "Relu", {"w2"}, "y2");
+  addNode(g, "Reshape", {"x", "wide"}, "u1");
+  addNode(g, "Relu", {"u1"}, "y3");
+  addNode(g, "Reshape", {"u1", "merged"}, "u2");
+  addNode(g, "Relu", {"u2"}, "y4");
+  for (const char* out : {"y1", "y2", "y3", "y4"}) g->add_output()->set_name(out);
+  Graph graph = importOnnx(writeModel(m, "views.onnx"));
+  int reshapes = 0;
+  for (const auto& op : graph.ops) reshapes += op.op == "reshape";
+  EXPECT_EQ(reshapes, 3);
+  std::vector<float> x(96);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<double>(i % 7) - 3.0);
+  auto out = interpret(graph, {{graph.inputs.at(0).name, Tensor{{6, 4, 4}, x}}});
+  const std::vector<std::vector<int64_t>> shapes = {{6, 4, 4}, {6, 16}, {2, 12, 4}, {6, 4, 4}};
+  for (size_t o = 0; o < 4; ++o) {
+    const Tensor& y = out.at(graph.outputs.at(o));
+    EXPECT_EQ(y.shape, shapes[o]) << o;
+    ASSERT_EQ(y.data.size(), x.size()) << o;
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y.data[i], std::max(x[i], 0.0f)) << o << ": " << i;
+  }
+}
+
 // Fills stacked before a softmax: the padded keys filled with the dtype's minimum, then the causal fill of
 // the same minimum (rows 0 and 1 keep only padded keys: every key ties at the minimum, torch weighs them
 // evenly); an inner fill whose condition is data (x > 0.4 fills row 0's one kept key); an inner fill of
