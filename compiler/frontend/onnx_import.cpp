@@ -2435,9 +2435,11 @@ class Importer {
     if (sole(m) && m->op == "Max" && m->inputs.size() == 2) {
       for (size_t i : {size_t{0}, size_t{1}}) {
         auto c = consts_.find(m->inputs[1 - i]);
+        // (a constant of more dims than the scores would broadcast them: the clamp is no identity then)
         if (c == consts_.end() || !c->second.known || c->second.v.size() != 1 ||
             !(c->second.v[0] <= static_cast<double>(std::numeric_limits<float>::lowest())) ||
-            consts_.count(m->inputs[i]))
+            consts_.count(m->inputs[i]) || !hasConcreteShape(m->inputs[i]) || !hasConcreteShape(m->output) ||
+            shapeOf(m->inputs[i]) != shapeOf(m->output))
           continue;
         clamp = m;
         clamped = i;

@@ -762,7 +762,8 @@ TEST(Onnx, AFillAfterAnAddedPaddingMaskIsNoCausalSoftmax) {
 // torch.max(w, finfo.min); OPT then views [b, h, R, K] as [b * h, R, K] for the softmax. The clamp changes
 // no kept score and no dropped key's weight (0 either way), and the view keeps every row's keys: both are
 // causal softmaxes, the clamp and the addition gone. A clamp at -1e4 would lift a kept score below it: that
-// softmax keeps its mask. Each row's weights worked in double, the keys past it 0.
+// softmax keeps its mask, as does one whose second batch also pads key 0. Each row's weights worked in
+// double, the keys past it 0.
 TEST(Onnx, ACausalMaskClampedAtTheLowestFloatOrViewedIsACausalSoftmax) {
   onnx::ModelProto m = modelWithInput(17, "clamped_causal", {2, 3, 4, 4});
   onnx::GraphProto* g = m.mutable_graph();
@@ -785,7 +786,16 @@ TEST(Onnx, ACausalMaskClampedAtTheLowestFloatOrViewedIsACausalSoftmax) {
   addNode(g, "Add", {"x", "mask"}, "floor_masked");
   addNode(g, "Max", {"floor_masked", "floor"}, "floor_clamped");
   addNode(g, "Softmax", {"floor_clamped"}, "floor_probs");
-  for (const char* out : {"llama_probs", "opt_probs", "floor_probs"}) g->add_output()->set_name(out);
+  // A mask whose second batch also pads key 0 away is no causal triangle in every batch: it stays a mask,
+  // and so does its clamp.
+  std::vector<double> padded = mask;
+  for (int i = 0; i < 4; ++i) padded[static_cast<size_t>(16 + i * 4)] = low;
+  addInitializer(g, "padded", {2, 1, 4, 4}, padded);
+  addNode(g, "Add", {"x", "padded"}, "padded_masked");
+  addNode(g, "Max", {"padded_masked", "lowest"}, "padded_clamped");
+  addNode(g, "Softmax", {"padded_clamped"}, "padded_probs");
+  for (const char* out : {"llama_probs", "opt_probs", "floor_probs", "padded_probs"})
+    g->add_output()->set_name(out);
   Graph graph = importOnnx(writeModel(m, "clamped_causal.onnx"));
   int causal = 0, maxima = 0;
   for (const auto& op : graph.ops) {
@@ -793,21 +803,26 @@ TEST(Onnx, ACausalMaskClampedAtTheLowestFloatOrViewedIsACausalSoftmax) {
     maxima += op.op == "max";
   }
   EXPECT_EQ(causal, 2);
-  EXPECT_EQ(maxima, 1);  // the clamp at -1e4
+  EXPECT_EQ(maxima, 2);  // the clamp at -1e4 and the padded mask's
   std::vector<float> x(96);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)) * 3);
   std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{2, 3, 4, 4}, x}}};
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   auto out = interpret(graph, values);
-  for (size_t o = 0; o < 3; ++o) {
+  for (size_t o = 0; o < 4; ++o) {
     const std::vector<float>& probs = out.at(graph.outputs.at(o)).data;
     ASSERT_EQ(probs.size(), 96u) << o;
     for (size_t r = 0; r < 24; ++r) {  // (batch, head, row)
       size_t i = r % 4;
+      // The padded mask's second batch keeps keys 1 .. i; its row 0 keeps none: every key clamped to the
+      // minimum, tied, weighed evenly.
+      size_t first = o == 3 && r >= 12 ? 1 : 0;
       double sum = 0;
-      for (size_t j = 0; j <= i; ++j) sum += std::exp(static_cast<double>(x[r * 4 + j]));
+      for (size_t j = first; j <= i; ++j) sum += std::exp(static_cast<double>(x[r * 4 + j]));
       for (size_t j = 0; j < 4; ++j) {
-        double want = j <= i ? std::exp(static_cast<double>(x[r * 4 + j])) / sum : 0.0;
+        double want = first > i              ? 0.25
+                      : j >= first && j <= i ? std::exp(static_cast<double>(x[r * 4 + j])) / sum
+                                             : 0.0;
         EXPECT_NEAR(probs[r * 4 + j], want, 1e-6) << o << ": " << r << "," << j;
       }
     }
