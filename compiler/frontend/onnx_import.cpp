@@ -1831,6 +1831,14 @@ class Importer {
     last->attrs.clear();
   }
 
+  // Node d read through: gone, its readers read its first input, and its value resolves to it (alias_).
+  void readThrough(Dyn& d) {
+    for (auto& c : dyn_)
+      for (auto& in : c.inputs)
+        if (in == d.output && &c != &d) in = d.inputs[0];
+    d.dead = true;
+    alias_[d.output] = d.inputs[0];
+  }
   // Casts of a stream between float types that the design does not round (Identity, .to(torch.float32),
   // Hugging Face's RMSNorm casting to float32 and back to its input's dtype) read through, so that the
   // patterns around them are seen whole (the norm was 6 ops apart: qwen2_block.onnx compiled to 47 kernels,
@@ -1843,11 +1851,7 @@ class Importer {
       if (d.op == "Cast" && (!isFloatType(intAttr(*d.node, "to", onnx::TensorProto::FLOAT)) ||
                              roundsFloatStream(d) || !isFloatType(elemTypeOf(d.inputs[0]))))
         continue;
-      for (auto& c : dyn_)
-        for (auto& in : c.inputs)
-          if (in == d.output && &c != &d) in = d.inputs[0];
-      d.dead = true;
-      alias_[d.output] = d.inputs[0];
+      readThrough(d);
     }
   }
   // A view of a view is one view of the first's input, and none where it gives the input's shape back
@@ -1866,11 +1870,7 @@ class Importer {
       if (isModelOutput(d.output) || !hasConcreteShape(d.inputs[0]) || !hasConcreteShape(d.output) ||
           shapeOf(d.inputs[0]) != shapeOf(d.output))
         continue;
-      for (auto& c : dyn_)
-        for (auto& in : c.inputs)
-          if (in == d.output && &c != &d) in = d.inputs[0];
-      d.dead = true;
-      alias_[d.output] = d.inputs[0];
+      readThrough(d);
     }
   }
   // A zero-size operand of a Concat adds nothing (x[..., rot:] where the rotary covers the whole head:
