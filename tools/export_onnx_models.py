@@ -18,6 +18,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      triu(-inf) mask, reshape(bsz, q_len, -1); static and symbolic `seq`, opset 17
   gqa_interleave.onnx
                      the same with k.repeat_interleave(rep, dim=1), opset 17
+  gqa_bidirectional.onnx, gqa_bidirectional_seq.onnx
+                     the same with repeat_kv and no mask (a bidirectional encoder's GQA); static and
+                     symbolic `seq`, opset 17
   pointwise.onnx     Erf, Sigmoid, Pow, Sqrt, Reciprocal (rsqrt), Abs, Max, Min outside any pattern, opset 13
   select_mlp.onnx    selects and bounds on data: torch.where over comparisons (>, <, >=), a leaky ReLU
                      written as a where, clamp and hardtanh (Clip), an einsum projection; opset 17
@@ -251,11 +254,12 @@ def repeat_kv(h, n_rep):
 
 
 class GqaAttention(nn.Module):
-    """Hugging Face's Llama attention without rope: repeat_kv (or repeat_interleave), an additive causal mask."""
+    """Hugging Face's Llama attention without rope: repeat_kv (or repeat_interleave), an additive causal mask
+    (or none: bidirectional)."""
 
-    def __init__(self, d=64, heads=4, kv_heads=2, interleave=False):
+    def __init__(self, d=64, heads=4, kv_heads=2, interleave=False, causal=True):
         super().__init__()
-        self.heads, self.kv, self.dh, self.interleave = heads, kv_heads, d // heads, interleave
+        self.heads, self.kv, self.dh, self.interleave, self.causal = heads, kv_heads, d // heads, interleave, causal
         self.q_proj = nn.Linear(d, heads * self.dh, bias=False)
         self.k_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
         self.v_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
@@ -272,7 +276,8 @@ class GqaAttention(nn.Module):
         else:
             k, v = repeat_kv(k, rep), repeat_kv(v, rep)
         w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.dh)
-        w = w + torch.full((q_len, q_len), float("-inf")).triu(1)
+        if self.causal:
+            w = w + torch.full((q_len, q_len), float("-inf")).triu(1)
         w = nn.functional.softmax(w, dim=-1, dtype=torch.float32)
         o = torch.matmul(w, v).transpose(1, 2).contiguous().reshape(bsz, q_len, -1)
         return self.o_proj(o)
@@ -1113,11 +1118,12 @@ def main():
                         (NormWeightShapes, "norm_weight_shapes"), (JaxEinsums, "jax_einsums"),
                         (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls"),
                         (LogSumExpPools, "logsumexp_pools"), (RoundingOps, "rounding_ops"),
-                        (AxisSoftmaxes, "axis_softmaxes"), (PaddingMaskAttention, "padding_mask_attention")):
+                        (AxisSoftmaxes, "axis_softmaxes"), (PaddingMaskAttention, "padding_mask_attention"),
+                        (lambda: GqaAttention(causal=False), "gqa_bidirectional")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)
-        if name in ("qwen2_block", "gptj_block"):
+        if name in ("qwen2_block", "gptj_block", "gqa_bidirectional"):
             torch.manual_seed(0)
             export(block(), x, name + "_seq.onnx", 17, seq)
     return 0

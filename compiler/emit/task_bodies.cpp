@@ -303,9 +303,14 @@ class KernelBody {
     const TensorInfo& W = info(hp.tensor);
     HeldDims d = heldDims();
     std::string dims;
-    for (const Expr& e : W.shape) dims += "[" + cxx(e) + "]";
+    for (size_t i = 0; i < W.shape.size(); ++i)  // a head per group of copies (Kernel::heldGroup)
+      dims +=
+          "[" +
+          (static_cast<int>(i) == kernel_.heldGroupDim ? std::to_string(W.shape[i].eval() / kernel_.heldGroup)
+                                                       : cxx(W.shape[i])) +
+          "]";
     // Static: as large as the right side (a stack could not hold it in the C simulation); every key a row
-    // reads is stored in the same call before it is read.
+    // reads is stored in the same call before it is read. Copies of a head store its values again.
     c_.line("static " + storageOf(hp.order.dtype).type + " held" + dims + ";");
     bool alongN = kernel_.heldKeys == Kernel::HeldKeys::kAlongN;
     c_.line("#pragma HLS ARRAY_PARTITION variable=held cyclic factor=" + std::to_string(alongN ? Tn : Tk) +
@@ -325,8 +330,14 @@ class KernelBody {
     if (!cond.empty()) c_.open("if (" + cond + ")");
     readPort(ctx_, c_, "fresh_key", storageUnits(hp.order), fifos(0, 1), hp.order.dtype, false);
     openElements(c_, "e", tokenElements(hp.order));
+    // The held buffer's index of coordinate `c` of dim i: a group's head for copies (Kernel::heldGroup).
+    auto index = [&](size_t i, const std::string& c) {
+      return static_cast<int>(i) == kernel_.heldGroupDim
+                 ? "[(" + c + ") / " + std::to_string(kernel_.heldGroup) + "]"
+                 : "[" + c + "]";
+    };
     std::string at;
-    for (size_t i = 0; i < r; ++i) at += "[" + dataCoord(hp.order, static_cast<int>(i), "i", "e") + "]";
+    for (size_t i = 0; i < r; ++i) at += index(i, dataCoord(hp.order, static_cast<int>(i), "i", "e"));
     c_.line("held" + at + " = fresh_key.v[e];");
     c_.close();
     if (!cond.empty()) c_.close();
@@ -341,7 +352,9 @@ class KernelBody {
     openElements(c_, "n", Tn);
     std::string at2;
     for (size_t i = 0; i < r; ++i)
-      at2 += "[" + (i == d.key ? key : i == d.other ? other : dataCoord(hp.order, static_cast<int>(i), "i", "0")) + "]";
+      at2 += index(i, i == d.key     ? key
+                      : i == d.other ? other
+                                     : dataCoord(hp.order, static_cast<int>(i), "i", "0"));
     std::string zero = quant() ? "0" : "0.0f";
     c_.line("w.v[k * " + std::to_string(Tn) + " + n] = (" + key + ") <= " + row + " && (" + other + ") < " +
             cxx(W.shape[d.other]) + " ? held" + at2 + " : " + zero + ";");

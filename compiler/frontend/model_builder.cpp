@@ -185,7 +185,8 @@ Graph buildDecodeLayer(const ModelSpec& model) {
 }
 
 int64_t prefillHeldBytes(const ModelSpec& model, int64_t prompt) {
-  return prompt * model.heads * model.headDim * (model.quant == "w4a8" ? 1 : 4);
+  return prompt * model.kvHeads * model.headDim *
+         (model.quant == "w4a8" ? 1 : 4);  // a head per group of copies
 }
 
 Graph buildPrefillLayer(const ModelSpec& model, int64_t prompt, int64_t heldBytesLimit) {

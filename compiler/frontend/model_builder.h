@@ -18,11 +18,11 @@ Graph buildDecodeLayer(const ModelSpec& model);
 /// its values), as (cache input, output) pairs: the host appends one to the other after every token.
 std::vector<std::pair<std::string, std::string>> decodeLayerCaches(const Graph& layer);
 
-/// One decoder layer over a prompt of `prompt` tokens. With K (prompt x heads x head_dim, each KV head
-/// copied to the query heads sharing it, 8-bit under W4A8, else f32) within heldBytesLimit, its attention
-/// is causal and on chip: the scores and P.V hold K and V as the projections make them. Otherwise all
-/// query rows are grouped per KV head and attend, unmasked, to the prompt's keys and values read back
-/// from HBM.
+/// One decoder layer over a prompt of `prompt` tokens. With K (prompt x kv_heads x head_dim, held once per
+/// KV head though copied to the query heads sharing it, 8-bit under W4A8, else f32) within heldBytesLimit,
+/// its attention is causal and on chip: the scores and P.V hold K and V as the projections make them.
+/// Otherwise all query rows are grouped per KV head and attend, unmasked, to the prompt's keys and values
+/// read back from HBM.
 Graph buildPrefillLayer(const ModelSpec& model, int64_t prompt, int64_t heldBytesLimit = INT64_MAX);
 /// The bytes of a prompt's K (or V) that an on-chip causal attention holds in one kernel's buffer.
 int64_t prefillHeldBytes(const ModelSpec& model, int64_t prompt);

@@ -2409,16 +2409,12 @@ class Importer {
     };
     // A view that keeps the last two dims, [.., R, K] (OPT adds its mask to [b, h, R, K], then views the
     // sum as [b * h, R, K] for the softmax), keeps every row's keys where they were.
-    auto keepsRows = [&](const Dyn* d) {
-      if (d->op != "Reshape" || d->inputs.empty() || !hasConcreteShape(d->inputs[0]) ||
-          !hasConcreteShape(d->output))
-        return false;
-      std::vector<Expr> from = shapeOf(d->inputs[0]), to = shapeOf(d->output);
-      return from.size() >= 2 && to.size() >= 2 && from[from.size() - 1] == to[to.size() - 1] &&
-             from[from.size() - 2] == to[to.size() - 2];
+    auto rowView = [&](const Dyn* d) {
+      return d->op == "Reshape" && !d->inputs.empty() && hasConcreteShape(d->inputs[0]) &&
+             hasConcreteShape(d->output) && keepsRows(shapeOf(d->inputs[0]), shapeOf(d->output));
     };
     auto skipCasts = [&] {
-      while (sole(m) && (castsToFloat(m) || keepsRows(m)) && !m->inputs.empty() &&
+      while (sole(m) && (castsToFloat(m) || rowView(m)) && !m->inputs.empty() &&
              !consts_.count(m->inputs[0])) {
         reader = m;
         slot = 0;
@@ -3188,7 +3184,8 @@ class Importer {
   // (imported as a reshape, an add of zeros and a reshape). The heads of one group are adjacent, so the
   // attention's other operand [b, kv * rep, M, K] is read as [b, kv, rep * M, K], multiplied by the KV head
   // itself (through the same transpose, for K), and the product read back as [b, kv * rep, M, N]: one K and
-  // one V stream per group, and no copies.
+  // one V stream per group, and no copies. Not where a product would hold its keys (heldCausally): causal
+  // self-attention keeps the copies.
   std::vector<int64_t> constantDims(const std::string& value) const {
     if (auto it = madeShapes_.find(value); it != madeShapes_.end()) return it->second;
     std::vector<int64_t> dims;
@@ -3216,6 +3213,30 @@ class Importer {
           break;
         }
     return out;
+  }
+  // Whether attention product `mm` is one the lowering holds its keys in (lower/kernels.cpp: heldKeysOf,
+  // the same tests in the same order): P.V reading a causal softmax of as many keys as rows, or scores of
+  // as many keys as rows reaching a causal softmax through elementwise ops and views that keep each row's
+  // keys, each read once. Repeated heads read by such a product stay copies: the copies' products stream
+  // rows through the attention, each key as its row is made, and hold a KV head once for its copies
+  // (Kernel::heldGroup), where the grouped rows (a group's query heads outer, rows inside) wait for every
+  // query row; the 128-row export of 4 query heads over 2 KV heads (gqa_attention_seq.onnx) takes 6,692
+  // cycles under W4A8 with the copies against 12,846 grouped.
+  bool heldCausally(const Op& mm) {
+    std::vector<int64_t> o = constantDims(mm.output), a = constantDims(mm.inputs[0]);
+    if (o.size() < 2 || a.size() != o.size()) return false;
+    if (const Op* p = producerOp(mm.inputs[0]); p && isCausal(*p) && a.back() == o[o.size() - 2]) return true;
+    if (o.back() != o[o.size() - 2]) return false;
+    for (std::string t = mm.output;;) {
+      auto readers = consumerOps(t);
+      if (readers.size() != 1 || isModelOutput(t)) return false;
+      const Op& r = graph_.ops[readers[0]];
+      if (r.op == "softmax") return isCausal(r) && r.inputs[0] == t;
+      std::vector<int64_t> from = constantDims(t), to = constantDims(r.output);
+      bool view = r.op == "reshape" && keepsRows({from.begin(), from.end()}, {to.begin(), to.end()});
+      if (!view && (elementwiseArity(r.op) == 0 || from != to)) return false;
+      t = r.output;
+    }
   }
   bool allZeros(const std::string& weight) const {
     auto it = graph_.values.find(weight);
@@ -3943,6 +3964,8 @@ class Importer {
         if (a.size() != 4 || a[1] != kv * rep || constantDims(graph_.ops[m].output).size() != 4) ok = false;
         if (t != SIZE_MAX && isModelOutput(graph_.ops[t].output)) ok = false;
       }
+      for (const auto& [m, t] : uses)
+        if (heldCausally(graph_.ops[m])) ok = false;
       if (!ok || uses.empty()) continue;
       std::map<size_t, std::vector<Op>> before, after;  // ops to insert around each product
       for (const auto& [m, t] : uses) {

@@ -104,6 +104,11 @@ int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K) {
   return isCausal(op) ? std::max<int64_t>(0, std::min(K, r + K - R + 1)) : K;
 }
 
+bool keepsRows(const std::vector<Expr>& from, const std::vector<Expr>& to) {
+  return from.size() >= 2 && to.size() >= 2 && from.back() == to.back() &&
+         from[from.size() - 2] == to[to.size() - 2];
+}
+
 int64_t embeddingRow(float id, int64_t V) {
   float wrapped = id < 0 ? id + static_cast<float>(V) : id;
   return wrapped < 0 ? 0 : wrapped > static_cast<float>(V - 1) ? V - 1 : static_cast<int64_t>(wrapped);

@@ -68,6 +68,10 @@ std::string ropeOffset(const Op& op);
 bool isCausal(const Op& op);
 /// The keys row r of R keeps, of K (all K without the attribute).
 int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K);
+/// Whether a reshape from shape `from` to `to` keeps every row's keys where they were: both of rank 2 or
+/// more, the last two dims the same (OPT's scores [b * h, R, K] viewed as [b, h, R, K] and back), so that a
+/// causal mask or a held key means the same on either side.
+bool keepsRows(const std::vector<Expr>& from, const std::vector<Expr>& to);
 
 /// The row of a table of V rows an embedding takes for token id `id`: -V .. -1 count from the end (ONNX's
 /// Gather, torch's indexing); past the table, its first or last row. (The emitted lookup computes the same.)

@@ -159,6 +159,11 @@ struct Kernel {
   /// [Tk, Tn] tiles.
   enum class HeldKeys { kNone, kAlongN, kAlongK };
   HeldKeys heldKeys = HeldKeys::kNone;
+  /// A held right side whose dim heldGroupDim (a head dim) comes in groups of heldGroup equal heads
+  /// (repeat_kv's copies of a KV head, lower/kernels.cpp: copiesGroup): the buffer keeps one head per group
+  /// (bufferBytes), the copies arriving after the first store the same values again. 1: every head its own.
+  int64_t heldGroup = 1;
+  int heldGroupDim = -1;
   bool gather = false;       ///< an embedding lookup: a DMA read of table rows, no compute
   int64_t gatherBytes = 0;
   std::string gatherTable;

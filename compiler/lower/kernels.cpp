@@ -276,10 +276,56 @@ Kernel::HeldKeys heldKeysOf(const TypedGraph& g, const Op& op) {
     const auto &from = g.tensors.at(t).shape, &to = g.tensors.at(reader->output).shape;
     // Elementwise ops, and views that keep every row's keys where they were (OPT's [b * h, R, K] viewed
     // as [b, h, R, K] for its mask, and back).
-    bool view = reader->op == "reshape" && from.size() >= 2 && to.size() >= 2 && from.back() == to.back() &&
-                from[from.size() - 2] == to[to.size() - 2];
+    bool view = reader->op == "reshape" && keepsRows(from, to);
     if (!view && (elementwiseArity(reader->op) == 0 || to != from)) return HeldKeys::kNone;
     t = reader->output;
+  }
+}
+
+int64_t copiesGroup(const TypedGraph& g, const std::string& tensor, size_t dim) {
+  // The dim is followed back as a digit of the flat index: `span` values `inner` elements apart. A reshape
+  // keeps it; a transpose moves the dim holding it; at the add, its low part must be the copied dim.
+  auto dimsOf = [&](const std::string& t) {
+    std::vector<int64_t> d;
+    for (const Expr& e : g.tensors.at(t).shape) d.push_back(e.isConstant() ? e.eval() : 0);
+    return d;
+  };
+  auto strides = [](const std::vector<int64_t>& d) {
+    std::vector<int64_t> s(d.size(), 1);
+    for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
+    return s;
+  };
+  std::vector<int64_t> shape = dimsOf(tensor);
+  if (dim >= shape.size() || shape[dim] < 2 || std::count(shape.begin(), shape.end(), 0)) return 1;
+  int64_t inner = strides(shape)[dim], span = shape[dim];
+  for (std::string t = tensor;;) {
+    const Op* p = producerOf(g, t);
+    if (!p || p->inputs.empty()) return 1;
+    std::vector<int64_t> out = dimsOf(t), in = dimsOf(p->inputs[0]);
+    if (std::count(in.begin(), in.end(), 0)) return 1;
+    std::vector<int64_t> so = strides(out);
+    if (p->op == "transpose") {  // the digit inside one dim j of the output, which is the input's perm[j]
+      auto perm = std::get<std::vector<int64_t>>(p->attrs.at("perm"));
+      size_t j = 0;
+      while (j < out.size() && !(inner % so[j] == 0 && inner * span <= so[j] * out[j])) ++j;
+      if (j == out.size()) return 1;
+      inner = strides(in)[static_cast<size_t>(perm.at(j))] * (inner / so[j]);
+    } else if (p->op == "add" && p->inputs.size() == 2 && g.graph->values.count(p->inputs[1])) {
+      const auto& zeros = g.graph->values.at(p->inputs[1]);
+      if (!std::all_of(zeros.begin(), zeros.end(), [](float v) { return v == 0.0f; }) ||
+          in.size() != out.size())
+        return 1;
+      size_t copied = out.size();  // the one dim the zeros broadcast the input over
+      for (size_t i = 0; i < out.size(); ++i)
+        if (in[i] != out[i]) {
+          if (in[i] != 1 || copied != out.size()) return 1;
+          copied = i;
+        }
+      return copied < out.size() && so[copied] == inner && span % out[copied] == 0 ? out[copied] : 1;
+    } else if (p->op != "reshape") {
+      return 1;
+    }
+    t = p->inputs[0];
   }
 }
 
@@ -816,7 +862,12 @@ class Lowering {
     if (held != Kernel::HeldKeys::kNone) {
       int64_t other = w.shape[keyDim == rank - 1 ? rank - 2 : rank - 1].eval();
       kern.bufferBanks = other * std::min(held == Kernel::HeldKeys::kAlongN ? Tn : Tk, w.shape[keyDim].eval());
-      kern.bufferBytes = (product(w.shape).eval() * dtypeBits(w.dtype) + 7) / 8;
+      for (size_t d = 0; d < batch && kern.heldGroup == 1; ++d)
+        if (int64_t group = copiesGroup(g_, op.inputs[1], d); group > 1) {
+          kern.heldGroup = group;
+          kern.heldGroupDim = static_cast<int>(d);
+        }
+      kern.bufferBytes = (product(w.shape).eval() / kern.heldGroup * dtypeBits(w.dtype) + 7) / 8;
     }
     const std::string& right = append == appends_.end() ? op.inputs[1] : append->second->inputs[0];
     KernelPhase ph{trip, {in(op.inputs[0], order(a.dtype, ae, ar, aDims), kOuter ? static_cast<int>(pk) : -2),

@@ -57,6 +57,12 @@ bool streamsInput(const TypedGraph& graph, const Op& op);
 /// by nothing else (the keys past a row come out 0, which only the softmax may read: it weighs them 0).
 Kernel::HeldKeys heldKeysOf(const TypedGraph& graph, const Op& op);
 
+/// Whether dim `dim` of `tensor` holds copies: its index i reads the same values as (i / group) * group
+/// does, the tensor made by reshapes and transposes of an add of zeros broadcast over one dim (repeat_kv's
+/// expand of a KV head to the query heads that share it), that dim the inner part of `dim`. The group
+/// (>= 2), or 1.
+int64_t copiesGroup(const TypedGraph& graph, const std::string& tensor, size_t dim);
+
 /// Lowers every op; schedules give each matmul's reduction tile and row block (from dse/tiling.cpp).
 /// Throws UserError naming an op it cannot lower.
 KernelGraph lowerToKernels(const TypedGraph& graph, const CompileOptions& options,

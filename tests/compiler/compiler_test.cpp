@@ -1672,5 +1672,57 @@ TEST(Compiler, StreamsJoinedTwiceOrReadTwiceKeepWhatTheirReadersNeed) {
   EXPECT_FALSE(simulate(t.network).deadlock);
 }
 
+// repeat_kv's copies, K [8, 64] of 2 KV heads of 32 copied to 4 query heads: [8, 2, 1, 32] + zeros
+// [2, 1] -> [8, 2, 2, 32], viewed as [8, 4, 32] and transposed to K^T [4, 32, 8]. Heads 0, 1 and 2, 3 are
+// the same: a group of 2 along K^T's dim 0 and along the [8, 4, 32] view's dim 1, none along the others.
+// Copied the other way ([8, 1, 2, 32] + zeros [2, 1, 1]: torch's k.repeat(1, 2, 1), heads 0, 2 and 1, 3
+// alike), or added a weight that is not zeros, or of unknown values, no dim is a group.
+TEST(Compiler, CopiesOfKvHeadsAreFoundThroughViewsAndTransposes) {
+  auto typed = [](const std::vector<int64_t>& per, const std::vector<int64_t>& zerosShape,
+                  std::vector<float> zeros) {
+    Graph g;
+    g.name = "copies";
+    g.inputs.push_back({"k", {Expr(8), Expr(64)}, "f32", {}});
+    std::vector<Expr> zs;
+    for (int64_t d : zerosShape) zs.push_back(Expr(d));
+    g.weights.push_back({"zeros", zs, "f32", {}});
+    if (!zeros.empty()) g.values["zeros"] = zeros;
+    auto op = [&](const std::string& kind, std::vector<std::string> in, const std::string& out) -> Op& {
+      Op o;
+      o.name = out + "_op";
+      o.op = kind;
+      o.inputs = std::move(in);
+      o.output = out;
+      g.ops.push_back(o);
+      return g.ops.back();
+    };
+    op("reshape", {"k"}, "per").attrs["shape"] = per;
+    op("add", {"per", "zeros"}, "copied");
+    op("reshape", {"copied"}, "heads").attrs["shape"] = std::vector<int64_t>{8, 4, 32};
+    op("transpose", {"heads"}, "kt").attrs["perm"] = std::vector<int64_t>{1, 2, 0};
+    g.outputs = {"kt"};
+    return g;
+  };
+  {
+    Graph g = typed({8, 2, 1, 32}, {2, 1}, {0, 0});
+    TypedGraph t = inferShapes(g);
+    EXPECT_EQ(copiesGroup(t, "kt", 0), 2);
+    EXPECT_EQ(copiesGroup(t, "kt", 1), 1);
+    EXPECT_EQ(copiesGroup(t, "kt", 2), 1);
+    EXPECT_EQ(copiesGroup(t, "heads", 1), 2);
+    EXPECT_EQ(copiesGroup(t, "heads", 0), 1);
+  }
+  {
+    Graph g = typed({8, 1, 2, 32}, {2, 1, 1}, {0, 0});
+    TypedGraph t = inferShapes(g);
+    EXPECT_EQ(copiesGroup(t, "kt", 0), 1);
+    EXPECT_EQ(copiesGroup(t, "heads", 1), 1);
+  }
+  for (const std::vector<float>& w : {std::vector<float>{0, 0.5f}, std::vector<float>{}}) {
+    Graph g = typed({8, 2, 1, 32}, {2, 1}, w);
+    EXPECT_EQ(copiesGroup(inferShapes(g), "kt", 0), 1) << w.size();
+  }
+}
+
 }  // namespace
 }  // namespace stc

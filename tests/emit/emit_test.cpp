@@ -995,7 +995,7 @@ TEST(Emit, TorchIdiomsCsimMatchesTheReference) {
 }
 
 // An export with a dynamic sequence axis, fixed at import (--set dim.seq=8): its shape arithmetic folds,
-// repeat_kv becomes grouped-query attention, and the project's kernels compute what the reference does. The
+// repeat_kv's copies held a KV head per group, and the project's kernels compute what the reference does. The
 // network records the setting, so `stc emit` of the compiled network imports the model the same way.
 TEST(Emit, AnExportWithADynamicAxisFixedAtImport) {
   std::string out = emitAndSimulate(model("onnx/gqa_attention_seq.onnx"), "onnx_gqa_seq", "--set dim.seq=8");

@@ -360,7 +360,7 @@ TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
   EXPECT_EQ(held, 2);
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {}, defaultPlatform()), {}).deadlock);
   // GQA (TinyLlama: 4 KV heads for 32 query heads) too, each KV head copied to the 8 query heads that
-  // share it: the held K and V are 8 rows of 32 x 64 int8 each.
+  // share it: the held K and V are 8 rows of 4 x 64 int8 each, a head per group of 8 copies.
   ModelSpec llama = model("llama");
   Graph l = buildPrefillLayer(llama, 8);
   EXPECT_FALSE(reads(l, "k_cache") || reads(l, "v_cache"));
@@ -370,8 +370,11 @@ TEST(Decode, APromptAttendsCausallyToTheKeysItMakes) {
   for (const Kernel& k : lr.kernels.kernels) {
     if (k.heldKeys == Kernel::HeldKeys::kNone) continue;
     ++held;
-    EXPECT_EQ(k.bufferBytes, 8 * 32 * 64) << k.name;
+    EXPECT_EQ(k.bufferBytes, 8 * 4 * 64) << k.name;
+    EXPECT_EQ(k.heldGroup, 8) << k.name;
+    EXPECT_EQ(k.heldGroupDim, 0) << k.name;  // the heads of K^T [32, 64, 8] and of V [32, 8, 64]
   }
+  EXPECT_EQ(prefillHeldBytes(llama, 8), 8 * 4 * 64);
   EXPECT_EQ(held, 2);
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(lr.network, {}, defaultPlatform()), {}).deadlock);
   // A prompt whose K no kernel could hold within the budget reads K and V back from HBM, grouped per KV
