@@ -304,10 +304,12 @@ int64_t copiesGroup(const TypedGraph& g, const std::string& tensor, size_t dim) 
     std::vector<int64_t> out = dimsOf(t), in = dimsOf(p->inputs[0]);
     if (std::count(in.begin(), in.end(), 0)) return 1;
     std::vector<int64_t> so = strides(out);
-    if (p->op == "transpose") {  // the digit inside one dim j of the output, which is the input's perm[j]
+    if (p->op == "transpose") {
+      // The digit a digit of one dim j of the output (its values there a sub-digit dividing the dim), which
+      // is the input's perm[j].
       auto perm = std::get<std::vector<int64_t>>(p->attrs.at("perm"));
       size_t j = 0;
-      while (j < out.size() && !(inner % so[j] == 0 && inner * span <= so[j] * out[j])) ++j;
+      while (j < out.size() && !(inner % so[j] == 0 && (so[j] * out[j]) % (inner * span) == 0)) ++j;
       if (j == out.size()) return 1;
       inner = strides(in)[static_cast<size_t>(perm.at(j))] * (inner / so[j]);
     } else if (p->op == "add" && p->inputs.size() == 2 && g.graph->values.count(p->inputs[1])) {

@@ -1722,6 +1722,35 @@ TEST(Compiler, CopiesOfKvHeadsAreFoundThroughViewsAndTransposes) {
     Graph g = typed({8, 2, 1, 32}, {2, 1}, w);
     EXPECT_EQ(copiesGroup(inferShapes(g), "kt", 0), 1) << w.size();
   }
+  // A digit that straddles a transposed dim: per [2, 3, 1] + zeros [2] -> c [2, 3, 2] (c[x][r][k] =
+  // per[x][r]), viewed as [2, 2, 3], transposed to [2, 3, 2] and viewed as [3, 2, 2]: t's dim 1 is no group
+  // (t[0][0][1] is per[0][1], t[0][1][1] per[0][2]).
+  Graph g;
+  g.name = "straddle";
+  g.inputs.push_back({"per", {Expr(2), Expr(3), Expr(1)}, "f32", {}});
+  g.weights.push_back({"zeros", {Expr(2)}, "f32", {}});
+  g.values["zeros"] = {0, 0};
+  auto add = [&](const std::string& kind, const std::string& in, const std::string& out,
+                 const std::string& key, std::vector<int64_t> value) {
+    Op o;
+    o.name = out + "_op";
+    o.op = kind;
+    o.inputs = {in};
+    if (kind == "add")
+      o.inputs.push_back("zeros");
+    else
+      o.attrs[key] = std::move(value);
+    o.output = out;
+    g.ops.push_back(o);
+  };
+  add("add", "per", "c", "", {});
+  add("reshape", "c", "a", "shape", {2, 2, 3});
+  add("transpose", "a", "x", "perm", {0, 2, 1});
+  add("reshape", "x", "t", "shape", {3, 2, 2});
+  g.outputs = {"t"};
+  TypedGraph t = inferShapes(g);
+  EXPECT_EQ(copiesGroup(t, "t", 1), 1);
+  EXPECT_EQ(copiesGroup(t, "c", 2), 2);  // the copied dim itself: every copy alike
 }
 
 }  // namespace
