@@ -124,6 +124,7 @@ nlohmann::json resultJson(const SimResult& r, const std::optional<DepthFix>& fix
   j["cycles"] = r.deadlock ? json(nullptr) : json(r.cycles);
   j["deadlock"] = r.deadlock;
   j["events"] = r.events;
+  j["jumped_events"] = r.jumpedEvents;
   j["wall_seconds"] = r.wallSeconds;
   j["clock_mhz"] = clockMhz;
   if (!r.deadlock) j["latency_us"] = static_cast<double>(r.cycles) / clockMhz;

@@ -6,8 +6,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -339,9 +343,15 @@ std::string emitNetwork(const Network& net) {
 
 namespace {
 
+// The most elements a `fill` weight may hold (64 MB of f32 values).
+constexpr int64_t kMaxFillElements = int64_t{1} << 24;
+
 TensorDecl readTensor(const Reader& r, const YAML::Node& n, const char* list) {
   r.expectMap(n, list);
-  r.onlyKeys(n, {"name", "shape", "dtype"}, "a tensor");
+  if (std::string(list) == "weights")
+    r.onlyKeys(n, {"name", "shape", "dtype", "fill"}, "a weight");
+  else
+    r.onlyKeys(n, {"name", "shape", "dtype"}, "a tensor");
   TensorDecl t;
   t.loc = r.loc(n);
   t.name = r.str(r.required(n, "name", "a tensor"), "name");
@@ -390,6 +400,27 @@ Graph parseGraph(const std::string& text, const std::string& file) {
     r.expectSeq(n, list);
     for (const auto& t : n) (std::string(list) == "inputs" ? g.inputs : g.weights).push_back(readTensor(r, t, list));
   }
+  // A weight of one value everywhere (`fill`, as repeat_kv's expand of zeros writes its copies): its values
+  // are known, as an ONNX initializer's are.
+  if (YAML::Node n = root["weights"])
+    for (size_t i = 0; i < g.weights.size(); ++i) {
+      YAML::Node fill = n[i]["fill"];
+      if (!fill) continue;
+      double v = r.real(fill, "fill");
+      if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max())
+        r.error(fill, "fill", "expected a finite number, got '" + fill.Scalar() + "'");
+      int64_t elements = 1;
+      for (const Expr& d : g.weights[i].shape) {
+        if (!d.isConstant())
+          r.error(fill, "fill", "needs a constant shape; dimension '" + d.str() + "' is not");
+        if (d.eval() < 1) r.error(fill, "fill", "needs a shape of positive dimensions");
+        elements *= d.eval();
+        if (elements > kMaxFillElements)
+          r.error(fill, "fill",
+                  "a filled weight holds at most " + std::to_string(kMaxFillElements) + " elements");
+      }
+      g.values[g.weights[i].name] = std::vector<float>(static_cast<size_t>(elements), static_cast<float>(v));
+    }
   YAML::Node ops = r.required(root, "ops", "a graph file");
   r.expectSeq(ops, "ops");
   for (const auto& o : ops) {
@@ -417,6 +448,29 @@ Graph parseGraph(const std::string& text, const std::string& file) {
 
 Graph loadGraph(const std::string& path) { return parseGraph(readTextFile(path), path); }
 
+namespace {
+
+// The one value a weight holds everywhere, when its values are known, all equal, and as many as its
+// constant shape has elements (what `fill` writes); else nothing: the file does not carry other values.
+std::optional<float> fillOf(const Graph& g, const TensorDecl& t) {
+  auto known = g.values.find(t.name);
+  if (known == g.values.end() || known->second.empty()) return std::nullopt;
+  int64_t elements = 1;
+  for (const Expr& d : t.shape) {
+    if (!d.isConstant()) return std::nullopt;
+    elements *= d.eval();
+  }
+  const std::vector<float>& v = known->second;
+  if (!std::isfinite(v.front()) || static_cast<int64_t>(v.size()) != elements || elements > kMaxFillElements)
+    return std::nullopt;
+  // Bit for bit (-0 is not 0 to a reader that divides by it).
+  if (!std::all_of(v.begin(), v.end(), [&](float x) { return std::memcmp(&x, &v.front(), sizeof x) == 0; }))
+    return std::nullopt;
+  return v.front();
+}
+
+}  // namespace
+
 std::string emitGraph(const Graph& g) {
   YAML::Emitter out;
   auto tensors = [&](const char* key, const std::vector<TensorDecl>& list) {
@@ -428,7 +482,10 @@ std::string emitGraph(const Graph& g) {
         if (d.isConstant()) out << d.eval();
         else out << d.str();
       }
-      out << YAML::EndSeq << YAML::Key << "dtype" << YAML::Value << t.dtype << YAML::EndMap;
+      out << YAML::EndSeq << YAML::Key << "dtype" << YAML::Value << t.dtype;
+      if (std::optional<float> v = fillOf(g, t))
+        out << YAML::Key << "fill" << YAML::Value << static_cast<double>(*v);
+      out << YAML::EndMap;
     }
     out << YAML::EndSeq;
   };

@@ -975,6 +975,25 @@ TEST(Compiler, RowBlockSearchStartsFromSeveralBlocks) {
   EXPECT_LT(static_cast<double>(now) * 1.3, static_cast<double>(oneRow)) << now << " " << oneRow;
 }
 
+// A graph file's copies of KV heads (repeat_kv's add of zeros) are copies when the file says the weight
+// is zeros (`fill: 0`): the causal attention's held K and V keep one KV head per group of 4 query heads,
+// 128 rows x 2 KV heads x 64 int8 each; a weight of unknown values is no group, and they keep all 8.
+TEST(Compiler, AFilledCopiesWeightKeepsOneKvHeadPerGroup) {
+  std::string layer = readTextFile(graphFile("gqa_prefill.yaml"));
+  ASSERT_NE(layer.find("dtype: f32, fill: 0}"), std::string::npos);
+  auto held = [](const CompileResult& r) {
+    std::vector<std::pair<int64_t, int64_t>> out;  // (group, bytes) of each product holding its keys
+    for (const Kernel& k : r.kernels.kernels)
+      if (k.heldKeys != Kernel::HeldKeys::kNone) out.emplace_back(k.heldGroup, k.bufferBytes);
+    return out;
+  };
+  using Held = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(held(compileText(layer, {"quant=w4a8"})), (Held{{4, 128 * 2 * 64}, {4, 128 * 2 * 64}}));
+  std::string unknown = layer;
+  unknown.replace(unknown.find("dtype: f32, fill: 0}"), 20, "dtype: f32}");
+  EXPECT_EQ(held(compileText(unknown, {"quant=w4a8"})), (Held{{1, 128 * 8 * 64}, {1, 128 * 8 * 64}}));
+}
+
 // A pinned schedule is the one applied; one that cannot be is refused, naming the op.
 TEST(Compiler, PinnedSchedulesAreHonoured) {
   CompileResult r = compileText(kMlp128, {"quant=w4a8", "tk.up=64", "row_block.up=2", "row_block.down=0"});

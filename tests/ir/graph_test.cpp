@@ -41,5 +41,44 @@ TEST(Graph, ReportsEveryProblem) {
   EXPECT_EQ(d.messages()[1], "mlp.yaml:10:5: error: field 'inputs': op 'down' uses 'q', which is not defined before it");
 }
 
+// A weight of one value (`fill`) has its values known, as an ONNX initializer's are, and writes them back
+// as `fill`; weights of other values the file does not carry. A fill the file cannot hold is refused at its
+// line.
+TEST(Graph, AFilledWeightKnowsItsValues) {
+  std::string text = kMlp;
+  text.replace(text.find("dtype: i4}"), 10, "dtype: i4, fill: -0.5}");
+  Graph g = parseGraph(text, "mlp.yaml");
+  ASSERT_EQ(g.values.count("w1"), 1u);
+  EXPECT_EQ(g.values.at("w1"), std::vector<float>(64 * 256, -0.5f));
+  EXPECT_EQ(g.values.count("w2"), 0u);
+  std::string written = emitGraph(g);
+  EXPECT_NE(written.find("{name: w1, shape: [64, 256], dtype: i4, fill: -0.5}"), std::string::npos)
+      << written;
+  Graph again = parseGraph(written, "again.yaml");
+  EXPECT_EQ(again, g);
+  EXPECT_EQ(again.values, g.values);
+  g.values.at("w1")[7] = 1.0f;  // no longer one value: not written
+  EXPECT_EQ(parseGraph(emitGraph(g), "again.yaml").values.count("w1"), 0u);
+
+  auto error = [&](const std::string& from, const std::string& to) {
+    std::string bad = kMlp;
+    bad.replace(bad.find(from), from.size(), to);
+    try {
+      parseGraph(bad, "mlp.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("[256, 64], dtype: i4}", "[256, seq], dtype: i4, fill: 0}"),
+            "mlp.yaml:6:52: error: field 'fill': needs a constant shape; dimension 'seq' is not");
+  EXPECT_EQ(error("[256, 64], dtype: i4}", "[256, 64], dtype: i4, fill: zero}"),
+            "mlp.yaml:6:51: error: field 'fill': expected a number, got 'zero'");
+  EXPECT_EQ(error("[256, 64], dtype: i4}", "[256, 64], dtype: i4, fill: -inf}"),
+            "mlp.yaml:6:51: error: field 'fill': expected a finite number, got '-inf'");
+  EXPECT_EQ(error("[seq, 64], dtype: f32}", "[seq, 64], dtype: f32, fill: 0}"),
+            "mlp.yaml:3:45: error: field 'fill': unknown field of a tensor (known: name, shape, dtype)");
+}
+
 }  // namespace
 }  // namespace stc

@@ -27,6 +27,7 @@ TEST(Report, JsonFields) {
   EXPECT_EQ(j["cycles"], 9);
   EXPECT_EQ(j["deadlock"], false);
   EXPECT_EQ(j["events"], 8);
+  EXPECT_EQ(j["jumped_events"], 0);  // 8 events: too few to repeat a state
   EXPECT_TRUE(j["wall_seconds"].is_number());
   EXPECT_EQ(j["deadlock_cycle"].size(), 0u);
   EXPECT_EQ(j["tasks"][0], (nlohmann::json{{"name", "a"}, {"start", 0}, {"end", 8}, {"stall_full", 3},
