@@ -202,10 +202,11 @@ std::vector<char> converterReads(const sim::Program& prog) {
 }
 
 // `paced`: measure with every FIFO at least kDmaReadDepth deep and at least its depth in the network
-// instead of unbounded (step 5).
+// instead of unbounded (step 5), a converter's region at 1: three blocks, one written, one read and one
+// waiting, the least that keeps its writer at the reader's pace (at the network's 2, a KV cache's
+// converter was filled a region further ahead and sized so: 2.1 Mbit more a cache in a decode layer).
 // The measuring run's depths: unbounded; a stream from HBM (hbmStreams) kDmaReadDepth deep, or its
-// depth in the network if deeper, unless prefetching; paced ones at least the network's; a pinned FIFO
-// at its pin.
+// depth in the network if deeper, unless prefetching; paced ones as above; a pinned FIFO at its pin.
 std::vector<int64_t> measureDepths(const sim::Program& prog, const SizingOptions& options, bool paced) {
   std::vector<int64_t> depths(prog.fifos.size(), kUnboundedDepth);
   std::vector<char> hbm = options.prefetch ? std::vector<char>(prog.fifos.size(), 0) : hbmStreams(prog);
@@ -217,7 +218,7 @@ std::vector<int64_t> measureDepths(const sim::Program& prog, const SizingOptions
     else if (hbm[f] || replays[f])
       depths[f] = std::max(kDmaReadDepth, prog.fifos[f].depth);
     if (paced && prog.fifos[f].depth != kUnboundedDepth)
-      depths[f] = std::max(kDmaReadDepth, prog.fifos[f].depth);
+      depths[f] = isRegionName(prog.fifos[f].name) ? 1 : std::max(kDmaReadDepth, prog.fifos[f].depth);
     auto pin = options.pinned.find(prog.fifos[f].name);
     if (pin != options.pinned.end()) depths[f] = pin->second;
   }
