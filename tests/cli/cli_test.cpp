@@ -493,6 +493,33 @@ TEST(Cli, DesignsThatWaitInTheirWritersAreSizedPaced) {
   EXPECT_EQ(nlohmann::json::parse(sim.out)["cycles"], sized["cycles_sized"]);
 }
 
+// The layer stc dse --pick writes for a GQA model (TinyLlama's 16-row prefill) says its KV-head copies
+// weight is zeros (`fill: 0`), so compiling it again gives the design the point measured: the same cycles
+// and intermediate results, its held K and V one KV head per group (before, the file lost the values, and
+// the held buffers kept a copy per query head: 8x the bytes).
+TEST(Cli, APickedGqaLayerCompilesAgainToThePickedDesign) {
+  std::string dir = ::testing::TempDir() + "picked_gqa/";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "space.yaml") << "space: {tile: [16]}\n";
+  Outcome o = stc("dse " STC_SOURCE_DIR "/models/llama.yaml --prompt 16 --space " + dir +
+                  "space.yaml -j 1 -o " + dir + "out --pick 0");
+  ASSERT_EQ(o.code, 0) << o.out;
+  std::ifstream graph(dir + "out/picked.graph.yaml");
+  std::string layer(std::istreambuf_iterator<char>(graph), {});
+  EXPECT_NE(layer.find("{name: kv_copies, shape: [8, 1], dtype: f32, fill: 0}"), std::string::npos) << layer;
+  std::ifstream in(dir + "out/points.json");
+  nlohmann::json point =
+      nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}))["points"][0];
+  Outcome s =
+      stc("size-fifos " + dir + "out/picked.graph.yaml --set quant=w4a8 -o " + dir + "sized.yaml --json");
+  ASSERT_EQ(s.code, 0) << s.out;
+  nlohmann::json sized = nlohmann::json::parse(s.out);
+  EXPECT_EQ(sized["cycles_sized"], point["cycles"]);
+  EXPECT_EQ(sized["intermediate_bytes"], point["intermediate_bytes_sized"]);
+  EXPECT_EQ(sized["unfused_bytes"], point["unfused_bytes"]);
+}
+
 // stc dse MODEL --prompt N explores the prefill layer padded as stc simulate --decode pads it: 19 tokens pad
 // to 32 rows (a multiple of 16 beyond 16), so the sweep is --prompt 32's point for point, and it says so; 32
 // needs no padding and says nothing.
