@@ -401,7 +401,8 @@ Graph parseGraph(const std::string& text, const std::string& file) {
     for (const auto& t : n) (std::string(list) == "inputs" ? g.inputs : g.weights).push_back(readTensor(r, t, list));
   }
   // A weight of one value everywhere (`fill`, as repeat_kv's expand of zeros writes its copies): its values
-  // are known, as an ONNX initializer's are.
+  // are known, as an ONNX initializer's are. At most kMaxFillElements in all the file's filled weights.
+  int64_t filled = 0;
   if (YAML::Node n = root["weights"])
     for (size_t i = 0; i < g.weights.size(); ++i) {
       YAML::Node fill = n[i]["fill"];
@@ -414,11 +415,12 @@ Graph parseGraph(const std::string& text, const std::string& file) {
         if (!d.isConstant())
           r.error(fill, "fill", "needs a constant shape; dimension '" + d.str() + "' is not");
         if (d.eval() < 1) r.error(fill, "fill", "needs a shape of positive dimensions");
-        elements *= d.eval();
-        if (elements > kMaxFillElements)
+        if (d.eval() > (kMaxFillElements - filled) / elements)  // before multiplying: no overflow
           r.error(fill, "fill",
-                  "a filled weight holds at most " + std::to_string(kMaxFillElements) + " elements");
+                  "filled weights hold at most " + std::to_string(kMaxFillElements) + " elements in all");
+        elements *= d.eval();
       }
+      filled += elements;
       g.values[g.weights[i].name] = std::vector<float>(static_cast<size_t>(elements), static_cast<float>(v));
     }
   YAML::Node ops = r.required(root, "ops", "a graph file");
@@ -457,12 +459,11 @@ std::optional<float> fillOf(const Graph& g, const TensorDecl& t) {
   if (known == g.values.end() || known->second.empty()) return std::nullopt;
   int64_t elements = 1;
   for (const Expr& d : t.shape) {
-    if (!d.isConstant()) return std::nullopt;
+    if (!d.isConstant() || d.eval() < 1 || d.eval() > kMaxFillElements / elements) return std::nullopt;
     elements *= d.eval();
   }
   const std::vector<float>& v = known->second;
-  if (!std::isfinite(v.front()) || static_cast<int64_t>(v.size()) != elements || elements > kMaxFillElements)
-    return std::nullopt;
+  if (!std::isfinite(v.front()) || static_cast<int64_t>(v.size()) != elements) return std::nullopt;
   // Bit for bit (-0 is not 0 to a reader that divides by it).
   if (!std::all_of(v.begin(), v.end(), [&](float x) { return std::memcmp(&x, &v.front(), sizeof x) == 0; }))
     return std::nullopt;
@@ -473,25 +474,27 @@ std::optional<float> fillOf(const Graph& g, const TensorDecl& t) {
 
 std::string emitGraph(const Graph& g) {
   YAML::Emitter out;
-  auto tensors = [&](const char* key, const std::vector<TensorDecl>& list) {
+  auto tensors = [&](const char* key, const std::vector<TensorDecl>& list, bool weights) {
     out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
     for (const auto& t : list) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name << YAML::Key << "shape"
           << YAML::Value << YAML::Flow << YAML::BeginSeq;
       for (const auto& d : t.shape) {
-        if (d.isConstant()) out << d.eval();
-        else out << d.str();
+        if (d.isConstant())
+          out << d.eval();
+        else
+          out << d.str();
       }
       out << YAML::EndSeq << YAML::Key << "dtype" << YAML::Value << t.dtype;
-      if (std::optional<float> v = fillOf(g, t))
+      if (std::optional<float> v = weights ? fillOf(g, t) : std::nullopt)
         out << YAML::Key << "fill" << YAML::Value << static_cast<double>(*v);
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;
   };
   out << YAML::BeginMap << YAML::Key << "graph" << YAML::Value << g.name;
-  tensors("inputs", g.inputs);
-  tensors("weights", g.weights);
+  tensors("inputs", g.inputs, false);
+  tensors("weights", g.weights, true);
   out << YAML::Key << "ops" << YAML::Value << YAML::BeginSeq;
   for (const auto& op : g.ops) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << op.name << YAML::Key << "op"

@@ -37,8 +37,9 @@
 //    unbounded run was not a schedule any device keeps: a converter replayed a row for every column panel
 //    long before the matmul read it, or a fork's writer, which step 3 keeps on schedule, ran ahead of its
 //    slowest reader (a 128-row GPT-2 layer asked for 1.6 Gbit). Steps 1 to 4 run again on a run with
-//    every FIFO as deep as the network's and at least kDmaReadDepth, in which writers keep their readers'
-//    pace; the latency checked is that run's. Kept when it takes fewer bits (16 Mbit, 2% slower, there).
+//    every FIFO as deep as the network's and at least kDmaReadDepth (a converter's region at 1), in which
+//    writers keep their readers' pace; the latency checked is that run's. Kept when it takes fewer bits (16
+//    Mbit, 2% slower, there).
 // 6. When the depths of step 4 are within the budget but take more than a 4096th of it, and the FIFOs behind
 //    converters' readers hold a quarter of their bits or more (rows replayed per column tile, run ahead of
 //    a consumer waiting for another input), steps 1 to 4 run again with those FIFOs bounded as the

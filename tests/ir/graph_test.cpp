@@ -76,6 +76,21 @@ TEST(Graph, AFilledWeightKnowsItsValues) {
             "mlp.yaml:6:51: error: field 'fill': expected a number, got 'zero'");
   EXPECT_EQ(error("[256, 64], dtype: i4}", "[256, 64], dtype: i4, fill: -inf}"),
             "mlp.yaml:6:51: error: field 'fill': expected a finite number, got '-inf'");
+  // At most 2^24 elements in all the file's filled weights, counted without overflow (2^24 x 2^40 would
+  // wrap to 0).
+  EXPECT_EQ(error("[256, 64], dtype: i4}", "[16777216, 1099511627776], dtype: i4, fill: 0}"),
+            "mlp.yaml:6:67: error: field 'fill': filled weights hold at most 16777216 elements in all");
+  std::string two = kMlp;
+  two.replace(two.find("[64, 256], dtype: i4}"), 21, "[4096, 4096], dtype: i4, fill: 1}");
+  EXPECT_EQ(parseGraph(two, "mlp.yaml").values.at("w1").size(), 4096u * 4096u);
+  two.replace(two.find("[256, 64], dtype: i4}"), 21, "[256, 64], dtype: i4, fill: 1}");
+  try {
+    parseGraph(two, "mlp.yaml");
+    ADD_FAILURE() << "two filled weights over 2^24 elements in all";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "mlp.yaml:6:51: error: field 'fill': filled weights hold at most 16777216 elements in all");
+  }
   EXPECT_EQ(error("[seq, 64], dtype: f32}", "[seq, 64], dtype: f32, fill: 0}"),
             "mlp.yaml:3:45: error: field 'fill': unknown field of a tensor (known: name, shape, dtype)");
 }
