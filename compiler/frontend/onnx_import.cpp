@@ -3238,10 +3238,6 @@ class Importer {
       t = r.output;
     }
   }
-  bool allZeros(const std::string& weight) const {
-    auto it = graph_.values.find(weight);
-    return it != graph_.values.end() && std::all_of(it->second.begin(), it->second.end(), [](float v) { return v == 0.0f; });
-  }
   // `base`, or base_2, base_3, ...: the first name no op of the graph has yet, taken.
   static const std::map<std::string, std::string>& comparisons() {
     static const std::map<std::string, std::string> m = {{"Greater", "greater"}, {"Less", "less"}, {"Equal", "equal"},
@@ -3866,7 +3862,9 @@ class Importer {
       for (int64_t i = 0; ok && i < kv; ++i) {
         Op* reshape = producerOp(cat.inputs[static_cast<size_t>(i)]);
         Op* expand = reshape && reshape->op == "reshape" ? producerOp(reshape->inputs[0]) : nullptr;
-        Op* unsqueeze = expand && expand->op == "add" && allZeros(expand->inputs[1]) ? producerOp(expand->inputs[0]) : nullptr;
+        Op* unsqueeze = expand && expand->op == "add" && knownZeros(graph_, expand->inputs[1])
+                            ? producerOp(expand->inputs[0])
+                            : nullptr;
         Op* slice = unsqueeze && unsqueeze->op == "reshape" ? producerOp(unsqueeze->inputs[0]) : nullptr;
         if (!slice || slice->op != "slice" || numberAttr(*slice, "start", -1) != i || numberAttr(*slice, "end", -1) != i + 1 ||
             (numberAttr(*slice, "axis", 0) != 1 && numberAttr(*slice, "axis", 0) != -3) || (i > 0 && slice->inputs[0] != heads)) {
@@ -3927,7 +3925,7 @@ class Importer {
       Op& repeat = graph_.ops[r];
       if (repeat.op != "reshape") continue;
       Op* expand = producerOp(repeat.inputs[0]);
-      if (!expand || expand->op != "add" || !allZeros(expand->inputs[1])) continue;
+      if (!expand || expand->op != "add" || !knownZeros(graph_, expand->inputs[1])) continue;
       Op* unsqueeze = producerOp(expand->inputs[0]);
       if (!unsqueeze || unsqueeze->op != "reshape") continue;
       std::string heads = unsqueeze->inputs[0];
@@ -3963,9 +3961,8 @@ class Importer {
         std::vector<int64_t> a = constantDims(graph_.ops[m].inputs[0]);
         if (a.size() != 4 || a[1] != kv * rep || constantDims(graph_.ops[m].output).size() != 4) ok = false;
         if (t != SIZE_MAX && isModelOutput(graph_.ops[t].output)) ok = false;
+        if (heldCausally(graph_.ops[m])) ok = false;  // its products hold their keys: the copies stay
       }
-      for (const auto& [m, t] : uses)
-        if (heldCausally(graph_.ops[m])) ok = false;
       if (!ok || uses.empty()) continue;
       std::map<size_t, std::vector<Op>> before, after;  // ops to insert around each product
       for (const auto& [m, t] : uses) {

@@ -109,6 +109,12 @@ bool keepsRows(const std::vector<Expr>& from, const std::vector<Expr>& to) {
          from[from.size() - 2] == to[to.size() - 2];
 }
 
+bool knownZeros(const Graph& g, const std::string& weight) {
+  auto it = g.values.find(weight);
+  return it != g.values.end() &&
+         std::all_of(it->second.begin(), it->second.end(), [](float v) { return v == 0.0f; });
+}
+
 int64_t embeddingRow(float id, int64_t V) {
   float wrapped = id < 0 ? id + static_cast<float>(V) : id;
   return wrapped < 0 ? 0 : wrapped > static_cast<float>(V - 1) ? V - 1 : static_cast<int64_t>(wrapped);

@@ -73,6 +73,10 @@ int64_t keptKeys(const Op& op, int64_t r, int64_t R, int64_t K);
 /// causal mask or a held key means the same on either side.
 bool keepsRows(const std::vector<Expr>& from, const std::vector<Expr>& to);
 
+/// Whether weight `weight` of g has known values, all zero (an ONNX initializer's, or a graph file's
+/// `fill: 0`): repeat_kv's copies of KV heads add such a weight.
+bool knownZeros(const Graph& g, const std::string& weight);
+
 /// The row of a table of V rows an embedding takes for token id `id`: -V .. -1 count from the end (ONNX's
 /// Gather, torch's indexing); past the table, its first or last row. (The emitted lookup computes the same.)
 int64_t embeddingRow(float id, int64_t V);

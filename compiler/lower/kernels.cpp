@@ -312,11 +312,8 @@ int64_t copiesGroup(const TypedGraph& g, const std::string& tensor, size_t dim) 
       while (j < out.size() && !(inner % so[j] == 0 && (so[j] * out[j]) % (inner * span) == 0)) ++j;
       if (j == out.size()) return 1;
       inner = strides(in)[static_cast<size_t>(perm.at(j))] * (inner / so[j]);
-    } else if (p->op == "add" && p->inputs.size() == 2 && g.graph->values.count(p->inputs[1])) {
-      const auto& zeros = g.graph->values.at(p->inputs[1]);
-      if (!std::all_of(zeros.begin(), zeros.end(), [](float v) { return v == 0.0f; }) ||
-          in.size() != out.size())
-        return 1;
+    } else if (p->op == "add" && p->inputs.size() == 2 && knownZeros(*g.graph, p->inputs[1])) {
+      if (in.size() != out.size()) return 1;
       size_t copied = out.size();  // the one dim the zeros broadcast the input over
       for (size_t i = 0; i < out.size(); ++i)
         if (in[i] != out[i]) {
