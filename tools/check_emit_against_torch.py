@@ -533,6 +533,101 @@ class PaddedAttention(torch.nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, s, d))
 
 
+class HfGpt2Conv1D(torch.nn.Module):
+    """GPT-2 as Hugging Face's modeling_gpt2 writes it: Conv1D as addmm over the rows viewed flat, c_attn
+    split three ways, torch.where(bias[..., :k], w, finfo.min) over a registered bool tril, the scores
+    divided by a torch.full scalar, and gelu_new with torch.pow."""
+
+    def __init__(self, d=64, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        for name, shape in (("c_attn", (d, 3 * d)), ("c_proj", (d, d)), ("c_fc", (d, 4 * d)), ("c_fc_proj", (4 * d, d))):
+            setattr(self, name + "_w", torch.nn.Parameter(0.1 * torch.randn(*shape)))
+            setattr(self, name + "_b", torch.nn.Parameter(0.1 * torch.randn(shape[1])))
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
+
+    @staticmethod
+    def conv1d(x, w, b):
+        return torch.addmm(b, x.view(-1, x.size(-1)), w).view(x.size()[:-1] + (w.size(-1),))
+
+    def forward(self, x):
+        heads = lambda t: t.view(t.size()[:-1] + (self.heads, self.d // self.heads)).permute(0, 2, 1, 3)
+        q, k, v = self.conv1d(self.ln_1(x), self.c_attn_w, self.c_attn_b).split(self.d, dim=2)
+        q, k, v = heads(q), heads(k), heads(v)
+        w = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5, dtype=q.dtype)
+        ql, kl = q.size(-2), k.size(-2)
+        w = torch.where(self.bias[:, :, kl - ql:kl, :kl], w, torch.full([], torch.finfo(w.dtype).min))
+        o = torch.matmul(torch.softmax(w, dim=-1), v).permute(0, 2, 1, 3).contiguous()
+        x = x + self.conv1d(o.view(o.size()[:-2] + (self.d,)), self.c_proj_w, self.c_proj_b)
+        h = self.conv1d(self.ln_2(x), self.c_fc_w, self.c_fc_b)
+        h = 0.5 * h * (1.0 + torch.tanh((2.0 / torch.pi) ** 0.5 * (h + 0.044715 * torch.pow(h, 3.0))))
+        return x + self.conv1d(h, self.c_fc_proj_w, self.c_fc_proj_b)
+
+
+class BmmCausalQuickGelu(torch.nn.Module):
+    """Attention over heads folded into the batch ([b * h, s, d] and torch.bmm), q scaled before the
+    product, a triu(full(-inf), 1) mask added, then a LayerNorm without affine (below opset 17: its
+    statistics and a Div, no scale) and CLIP's quick_gelu, x * sigmoid(1.702 x)."""
+
+    def __init__(self, d=48, heads=3):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.fc2 = torch.nn.Linear(d, 2 * d), torch.nn.Linear(2 * d, d)
+        self.norm = torch.nn.LayerNorm(d, elementwise_affine=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        fold = lambda t: t.reshape(b, s, self.heads, hd).transpose(1, 2).reshape(b * self.heads, s, hd)
+        q, k, v = (fold(t) for t in self.qkv(x).chunk(3, dim=-1))
+        scores = torch.bmm(q * hd ** -0.5, k.transpose(1, 2)) + torch.triu(torch.full((s, s), float("-inf")), 1)
+        o = torch.bmm(torch.softmax(scores, dim=-1), v).reshape(b, self.heads, s, hd).transpose(1, 2)
+        x = x + self.out(o.reshape(b, s, d))
+        h = self.fc(self.norm(x))
+        return x + self.fc2(h * torch.sigmoid(1.702 * h))
+
+
+class MistralExpandedKv(torch.nn.Module):
+    """Grouped-query attention with the KV heads expanded on a new dim (k[:, :, None].expand(..).reshape),
+    a causal mask from arange(s)[:, None] >= arange(s)[None, :] applied as masked_fill(~causal, -inf), the
+    softmax in float32, RMSNorm in float32 and F.silu(gate) * up."""
+
+    def __init__(self, d=64, heads=4, kv_heads=2, ffn=96):
+        super().__init__()
+        self.heads, self.kv, self.hd = heads, kv_heads, d // heads
+        self.q = torch.nn.Linear(d, d, bias=False)
+        self.k = torch.nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v = torch.nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o = torch.nn.Linear(d, d, bias=False)
+        self.gate, self.up = torch.nn.Linear(d, ffn, bias=False), torch.nn.Linear(d, ffn, bias=False)
+        self.down = torch.nn.Linear(ffn, d, bias=False)
+        self.n1 = torch.nn.Parameter(1 + 0.2 * torch.randn(d))
+        self.n2 = torch.nn.Parameter(1 + 0.2 * torch.randn(d))
+
+    @staticmethod
+    def rms(x, w):
+        x32 = x.float()
+        return w * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(x)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        a = self.rms(x, self.n1)
+        q = self.q(a).view(b, s, self.heads, self.hd).transpose(1, 2)
+        rep = self.heads // self.kv
+        expand = lambda t: t.view(b, s, self.kv, self.hd).transpose(1, 2)[:, :, None].expand(
+            b, self.kv, rep, s, self.hd).reshape(b, self.heads, s, self.hd)
+        k, v = expand(self.k(a)), expand(self.v(a))
+        pos = torch.arange(s)
+        scores = (q @ k.transpose(2, 3)) / self.hd ** 0.5
+        scores = scores.masked_fill(~(pos[:, None] >= pos[None, :]), float("-inf"))
+        p = torch.softmax(scores.float(), dim=-1).type_as(q)
+        x = x + self.o((p @ v).transpose(1, 2).reshape(b, s, d))
+        h = self.rms(x, self.n2)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
 def padding(pad, dtype):
     """A [b, s] mask of 1s whose row i has its last pad * (i + 1) tokens 0, in `dtype`."""
     def make(b, s):
@@ -836,13 +931,19 @@ def cases(m):
         ("axis_softmaxes_d96_s12", lambda: m.AxisSoftmaxes(96), (1, 12, 96), 17, None, []),
         ("padding_mask_attention", lambda: m.PaddingMaskAttention(), (1, 8, 64), 17, None, []),
         ("padding_mask_attention_d96_h6_s12_pad5", lambda: m.PaddingMaskAttention(96, 6, 12, 5), (1, 12, 96), 17, None, []),
+        ("hf_gpt2_conv1d", lambda: HfGpt2Conv1D(), (1, 8, 64), 14, None, []),
+        ("hf_gpt2_conv1d_d48_h3_op17", lambda: HfGpt2Conv1D(48, 3), (1, 8, 48), 17, None, []),
+        ("bmm_causal_quick_gelu", lambda: BmmCausalQuickGelu(), (1, 8, 48), 15, None, []),
+        ("bmm_causal_quick_gelu_d64_h4_s12_op14", lambda: BmmCausalQuickGelu(64, 4), (1, 12, 64), 14, None, []),
+        ("mistral_expanded_kv", lambda: MistralExpandedKv(), (1, 8, 64), 17, None, []),
+        ("mistral_expanded_kv_d48_h6_kv3_s6_op13", lambda: MistralExpandedKv(48, 6, 3, 64), (1, 6, 48), 13, None, []),
     ]
 
 
 def perturb_norms(model, m):
     with torch.no_grad():
         for sub in model.modules():
-            if isinstance(sub, (torch.nn.LayerNorm, m.RmsNorm, m.Qwen2RMSNorm)):
+            if isinstance(sub, (torch.nn.LayerNorm, m.RmsNorm, m.Qwen2RMSNorm)) and sub.weight is not None:
                 sub.weight.copy_(1 + 0.3 * torch.randn_like(sub.weight))
                 if getattr(sub, "bias", None) is not None:
                     sub.bias.copy_(0.2 * torch.randn_like(sub.bias))

@@ -2068,14 +2068,16 @@ class Importer {
     // Statistics read elsewhere too (a mean and std that de-normalise later, v + eps reused) keep the ops;
     // checked before the scale's weights are made (the scale and bias below are sole readers).
     if (!selfContained(nodes, normed)) return;
-    Dyn* scale = soleConsumer(normed->output, "Mul");
-    if (!scale || !consts_.count(other(*scale, normed->output))) return;
     // The norm's scale and bias are [D]: a constant [1, 1, D] is one, read as [D]; any other (Cohere's
-    // per-head [heads, head_dim] over q viewed as heads) stays a multiply after a norm of scale 1 and no
-    // bias.
+    // per-head [heads, head_dim] over q viewed as heads), a multiply by a tensor made in the graph, or none
+    // at all (LayerNorm(elementwise_affine=False), as encoders and norms before a fused scale write it) is
+    // a norm of scale 1 and no bias, any multiply kept after it.
     std::vector<int64_t> xs = constantDims(x);
     const int64_t width = xs.empty() ? 0 : xs.back();
-    std::string gain = rowVector(other(*scale, normed->output), width, scale->output + "_scale");
+    Dyn* scale = soleConsumer(normed->output, "Mul");
+    std::string gain = scale && consts_.count(other(*scale, normed->output))
+                           ? rowVector(other(*scale, normed->output), width, scale->output + "_scale")
+                           : "";
     Dyn* last = normed;
     if (!gain.empty()) {
       nodes.push_back(scale);

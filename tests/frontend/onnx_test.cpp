@@ -2782,5 +2782,54 @@ TEST(Onnx, Errors) {
   EXPECT_EQ(errorOf(bad), bad + ": error: unsupported: 2 node(s):\n  node0 (Sin)\n  node2 (Cos)");
 }
 
+// LayerNorm(elementwise_affine=False) as torch exports it below opset 17 (the statistics, then Div, and no
+// scale or bias), an RMS norm with no weight, and a norm multiplied by a tensor the graph makes: each a
+// norm of scale 1 (the multiply kept after it). Before, a norm needed a constant scale and these stayed
+// seven elementwise ops and two reductions each.
+TEST(Onnx, ANormWithoutScaleIsANormOfScaleOne) {
+  onnx::ModelProto m = modelWithInput(15, "plain_norms", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "two", {}, {2.0f});
+  addInitializer(g, "eps", {}, {0.0f});
+  auto lastAxis = [](onnx::NodeProto* n) {
+    auto* a = n->add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(-1);
+  };
+  lastAxis(addNode(g, "ReduceMean", {"x"}, "mean"));
+  addNode(g, "Sub", {"x", "mean"}, "c");
+  addNode(g, "Pow", {"c", "two"}, "c2");
+  lastAxis(addNode(g, "ReduceMean", {"c2"}, "var"));
+  addNode(g, "Add", {"var", "eps"}, "ve");
+  addNode(g, "Sqrt", {"ve"}, "sd");
+  addNode(g, "Div", {"c", "sd"}, "ln");  // a layernorm of x, no affine
+  addNode(g, "Pow", {"ln", "two"}, "sq");
+  lastAxis(addNode(g, "ReduceMean", {"sq"}, "ms"));
+  addNode(g, "Add", {"ms", "eps"}, "mse");
+  addNode(g, "Sqrt", {"mse"}, "rms");
+  addNode(g, "Div", {"ln", "rms"}, "r");  // an rms norm of ln, no weight
+  addNode(g, "Mul", {"r", "x"}, "y");     // scaled by a tensor of the graph's: kept as a multiply
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "plain_norms.onnx"));
+  auto counts = opCounts(graph);
+  EXPECT_EQ(counts["layernorm"], 1);
+  EXPECT_EQ(counts["rmsnorm"], 1);
+  EXPECT_EQ(counts["mul"], 1);
+  EXPECT_EQ(counts["reduce_mean"], 0);
+  EXPECT_EQ(counts["sqrt"], 0);
+  // Rows {1, 2, 3, 6} (mean 3, variance 3.5) and {-2, 0, 0, 2} (mean 0, variance 2): the layernorm's rows
+  // have a mean square of 1, so the rms norm gives them back, each times x.
+  std::vector<float> x = {1, 2, 3, 6, -2, 0, 0, 2};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    float mean = i < 4 ? 3.0f : 0.0f, sd = std::sqrt(i < 4 ? 3.5f : 2.0f);
+    EXPECT_NEAR(y[i], (x[i] - mean) / sd * x[i], 1e-4) << i;
+  }
+}
+
 }  // namespace
 }  // namespace stc
