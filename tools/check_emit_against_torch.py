@@ -628,6 +628,70 @@ class MistralExpandedKv(torch.nn.Module):
         return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
 
 
+class Phi3Block(torch.nn.Module):
+    """Phi-3's block: a fused qkv_proj sliced by position into q, k and v (grouped-query), rotate_half
+    rotary, repeat_interleave of the KV heads, a triu(full(-inf), 1) mask added, RMSNorm written with x * x
+    and a division by its square root, and a fused gate_up projection chunked in two."""
+
+    def __init__(self, d=64, heads=4, kv_heads=2, ffn=96, seq=8):
+        super().__init__()
+        self.heads, self.kv, self.hd = heads, kv_heads, d // heads
+        self.qkv = torch.nn.Linear(d, (heads + 2 * kv_heads) * self.hd, bias=False)
+        self.o = torch.nn.Linear(d, d, bias=False)
+        self.gate_up = torch.nn.Linear(d, 2 * ffn, bias=False)
+        self.down = torch.nn.Linear(ffn, d, bias=False)
+        self.w1 = torch.nn.Parameter(1 + 0.2 * torch.randn(d))
+        self.w2 = torch.nn.Parameter(1 + 0.2 * torch.randn(d))
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        angles = torch.outer(torch.arange(seq).float(), inv)
+        self.register_buffer("cos", torch.cat((angles, angles), -1).cos())
+        self.register_buffer("sin", torch.cat((angles, angles), -1).sin())
+
+    @staticmethod
+    def rms(x, w):
+        return w * (x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-5))
+
+    def rotate(self, t):
+        half = t.shape[-1] // 2
+        return t * self.cos + torch.cat((-t[..., half:], t[..., :half]), -1) * self.sin
+
+    def forward(self, x):
+        b, s, d = x.shape
+        qkv = self.qkv(self.rms(x, self.w1))
+        qp, kvp = self.heads * self.hd, self.kv * self.hd
+        q = qkv[..., :qp].view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = qkv[..., qp:qp + kvp].view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = qkv[..., qp + kvp:].view(b, s, self.kv, self.hd).transpose(1, 2)
+        q, k = self.rotate(q), self.rotate(k)
+        rep = self.heads // self.kv
+        k, v = torch.repeat_interleave(k, rep, dim=1), torch.repeat_interleave(v, rep, dim=1)
+        scores = torch.matmul(q, k.transpose(2, 3)) / self.hd ** 0.5 + torch.full((s, s), float("-inf")).triu(1)
+        o = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.o(o)
+        gate, up = self.gate_up(self.rms(x, self.w2)).chunk(2, dim=-1)
+        return x + self.down(torch.nn.functional.silu(gate) * up)
+
+
+class HandWrittenNorms(torch.nn.Module):
+    """Layer norms written by hand: from x.mean() and x.var(unbiased=False) (two means of x, the square a
+    Mul), and as (h - mu) * rsqrt(mean((h - mu) ** 2) + eps) with a scale and no bias; F.gelu with
+    approximate='tanh' between."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(d, 2 * d), torch.nn.Linear(2 * d, d)
+        self.g = torch.nn.Parameter(1 + 0.2 * torch.randn(d))
+        self.shift = torch.nn.Parameter(0.1 * torch.randn(d))
+        self.g2 = torch.nn.Parameter(1 + 0.2 * torch.randn(d))
+
+    def forward(self, x):
+        mu, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        h = self.b(torch.nn.functional.gelu(self.a((x - mu) / torch.sqrt(var + 1e-5) * self.g + self.shift),
+                                            approximate="tanh"))
+        mu2 = h.mean(-1, keepdim=True)
+        return x + (h - mu2) * torch.rsqrt(((h - mu2) ** 2).mean(-1, keepdim=True) + 1e-5) * self.g2
+
+
 def padding(pad, dtype):
     """A [b, s] mask of 1s whose row i has its last pad * (i + 1) tokens 0, in `dtype`."""
     def make(b, s):
@@ -937,6 +1001,10 @@ def cases(m):
         ("bmm_causal_quick_gelu_d64_h4_s12_op14", lambda: BmmCausalQuickGelu(64, 4), (1, 12, 64), 14, None, []),
         ("mistral_expanded_kv", lambda: MistralExpandedKv(), (1, 8, 64), 17, None, []),
         ("mistral_expanded_kv_d48_h6_kv3_s6_op13", lambda: MistralExpandedKv(48, 6, 3, 64), (1, 6, 48), 13, None, []),
+        ("phi3_block", lambda: Phi3Block(), (1, 8, 64), 17, None, []),
+        ("phi3_block_d48_h6_kv2_op14", lambda: Phi3Block(48, 6, 2, 64), (1, 8, 48), 14, None, []),
+        ("hand_written_norms", lambda: HandWrittenNorms(), (1, 8, 64), 17, None, []),
+        ("hand_written_norms_d48_s6_op13", lambda: HandWrittenNorms(48), (1, 6, 48), 13, None, []),
     ]
 
 

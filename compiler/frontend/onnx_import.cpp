@@ -2038,8 +2038,10 @@ class Importer {
     if (!add || add->op != "Add") return;
     Dyn* mean2 = producer(consts_.count(add->inputs[0]) ? add->inputs[1] : add->inputs[0]);
     if (!mean2 || mean2->op != "ReduceMean" || !overLastAxisKept(*mean2)) return;
-    Dyn* pow = producer(mean2->inputs[0]);
-    if (!pow || pow->op != "Pow" || !isConst(pow->inputs[1], 2.0)) return;
+    Dyn* pow = producer(mean2->inputs[0]);  // the square: Pow(c, 2), or Mul(c, c) (x * x, var's export)
+    if (!pow || !((pow->op == "Pow" && isConst(pow->inputs[1], 2.0)) ||
+                  (pow->op == "Mul" && pow->inputs.size() == 2 && pow->inputs[0] == pow->inputs[1])))
+      return;
     Dyn* center = producer(pow->inputs[0]);
     bool layer = center && center->op == "Sub";
     std::vector<Dyn*> nodes = {add, mean2, pow, &sqrt};
@@ -2051,19 +2053,38 @@ class Importer {
       nodes.push_back(mean1);
     }
     // Normalised: Div(centered or x, sqrt), or Mul(x, Div(1, sqrt)) / Mul(x, Reciprocal(sqrt)); the
-    // numerator the statistics were taken of (w * (y * rsqrt(mean(x^2) + eps)) is no norm of y).
+    // numerator the statistics were taken of (w * (y * rsqrt(mean(x^2) + eps)) is no norm of y). A layer
+    // norm's numerator may be centred by a mean of its own, the same mean of x taken again (x.mean() and
+    // x.var() export one each).
     const std::string numerator = layer ? center->output : x;
+    auto twinCenter = [&](const std::string& t) -> Dyn* {
+      Dyn* sub = layer ? producer(t) : nullptr;
+      if (!sub || sub == center || sub->op != "Sub" || sub->inputs[0] != x) return nullptr;
+      Dyn* mean = producer(sub->inputs[1]);
+      return mean && mean->op == "ReduceMean" && mean->inputs[0] == x && overLastAxisKept(*mean) ? sub
+                                                                                                 : nullptr;
+    };
+    auto isNumerator = [&](const std::string& t) { return t == numerator || twinCenter(t) != nullptr; };
     Dyn* normed = nullptr;
+    std::string took;  // the numerator the norm divides
     for (Dyn* c : consumers(sqrt.output)) {
-      if (c->op == "Div" && c->inputs[1] == sqrt.output && c->inputs[0] == numerator) normed = c;
+      if (c->op == "Div" && c->inputs[1] == sqrt.output && isNumerator(c->inputs[0])) {
+        normed = c;
+        took = c->inputs[0];
+      }
       if ((c->op == "Div" && isConst(c->inputs[0], 1.0)) || c->op == "Reciprocal") {
         Dyn* product = soleConsumer(c->output, "Mul");
-        if (!product || other(*product, c->output) != numerator) continue;
+        if (!product || !isNumerator(other(*product, c->output))) continue;
         nodes.push_back(c);
         normed = product;
+        took = other(*product, c->output);
       }
     }
     if (!normed) return;
+    if (Dyn* twin = twinCenter(took)) {
+      nodes.push_back(twin);
+      nodes.push_back(producer(twin->inputs[1]));
+    }
     nodes.push_back(normed);
     // Statistics read elsewhere too (a mean and std that de-normalise later, v + eps reused) keep the ops;
     // checked before the scale's weights are made (the scale and bias below are sole readers).

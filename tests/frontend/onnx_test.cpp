@@ -2831,5 +2831,48 @@ TEST(Onnx, ANormWithoutScaleIsANormOfScaleOne) {
   }
 }
 
+// A layer norm as a hand-written x.mean() and x.var(unbiased=False) export it: the variance's square a
+// Mul of the centred values by themselves, and the numerator centred by a mean of its own (the same mean
+// of x taken twice). Before, either kept the statistics as elementwise ops and reductions.
+TEST(Onnx, ANormSquaredByAMulAndCentredTwiceIsOneNorm) {
+  onnx::ModelProto m = modelWithInput(17, "var_norm", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "eps", {}, {0.0f});
+  addInitializer(g, "gain", {4}, {1.0f, 2.0f, 3.0f, 4.0f});
+  addInitializer(g, "shift", {4}, {0.5f, 0.0f, 0.0f, -0.5f});
+  auto lastAxis = [](onnx::NodeProto* n) {
+    auto* a = n->add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(-1);
+  };
+  lastAxis(addNode(g, "ReduceMean", {"x"}, "mu"));   // x.mean(-1, keepdim=True)
+  lastAxis(addNode(g, "ReduceMean", {"x"}, "mu2"));  // the mean x.var takes again
+  addNode(g, "Sub", {"x", "mu2"}, "c2");
+  addNode(g, "Mul", {"c2", "c2"}, "sq");
+  lastAxis(addNode(g, "ReduceMean", {"sq"}, "var"));
+  addNode(g, "Sub", {"x", "mu"}, "c");
+  addNode(g, "Add", {"var", "eps"}, "ve");
+  addNode(g, "Sqrt", {"ve"}, "sd");
+  addNode(g, "Div", {"c", "sd"}, "n");
+  addNode(g, "Mul", {"n", "gain"}, "scaled");
+  addNode(g, "Add", {"scaled", "shift"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "var_norm.onnx"));
+  auto counts = opCounts(graph);
+  EXPECT_EQ(counts["layernorm"], 1);
+  EXPECT_EQ(graph.ops.size(), 1u);
+  // Rows {1, 2, 3, 6} (mean 3, variance 3.5) and {-2, 0, 0, 2} (mean 0, variance 2).
+  std::vector<float> x = {1, 2, 3, 6, -2, 0, 0, 2}, gain = {1, 2, 3, 4}, shift = {0.5f, 0, 0, -0.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    float mean = i < 4 ? 3.0f : 0.0f, sd = std::sqrt(i < 4 ? 3.5f : 2.0f);
+    EXPECT_NEAR(y[i], (x[i] - mean) / sd * gain[i % 4] + shift[i % 4], 1e-4) << i;
+  }
+}
+
 }  // namespace
 }  // namespace stc
