@@ -692,6 +692,72 @@ class HandWrittenNorms(torch.nn.Module):
         return x + (h - mu2) * torch.rsqrt(((h - mu2) ** 2).mean(-1, keepdim=True) + 1e-5) * self.g2
 
 
+class QkNormAttention(torch.nn.Module):
+    """Qwen3's and OLMo-2's attention: an RMSNorm over head_dim on q and on k, each head viewed
+    [b, s, heads, head_dim] before it is transposed, grouped-query with repeat_kv, and masked_fill of a
+    float tril == 0 with -inf."""
+
+    def __init__(self, m, d=64, heads=4, kv_heads=2):
+        super().__init__()
+        self.m, self.heads, self.kv, self.hd = m, heads, kv_heads, d // heads
+        self.q = torch.nn.Linear(d, d, bias=False)
+        self.k = torch.nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v = torch.nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o = torch.nn.Linear(d, d, bias=False)
+        self.q_norm, self.k_norm = m.RmsNorm(self.hd), m.RmsNorm(self.hd)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q = self.q_norm(self.q(x).view(b, s, self.heads, self.hd)).transpose(1, 2)
+        k = self.k_norm(self.k(x).view(b, s, self.kv, self.hd)).transpose(1, 2)
+        v = self.v(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+        k, v = self.m.repeat_kv(k, self.heads // self.kv), self.m.repeat_kv(v, self.heads // self.kv)
+        scores = (q @ k.transpose(-2, -1) * self.hd ** -0.5).masked_fill(torch.tril(torch.ones(s, s)) == 0, float("-inf"))
+        return self.o((torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, s, d))
+
+
+class NeoxBaddbmm(torch.nn.Module):
+    """GPT-NeoX's _attn: q, k and v interleaved per head in the fused projection, the scores made by
+    torch.baddbmm over [b * h, s, d] with alpha 1 / sqrt(d) on zeros (exported as a constant added), then
+    torch.where over a registered bool tril with finfo.min."""
+
+    def __init__(self, d=64, heads=4, seq=8):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.dense = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        qkv = self.qkv(x).view(b, s, self.heads, 3 * hd).permute(0, 2, 1, 3)
+        q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
+        scores = torch.baddbmm(torch.zeros(b * self.heads, s, s), q.reshape(b * self.heads, s, hd),
+                               k.reshape(b * self.heads, s, hd).transpose(1, 2), beta=1.0, alpha=hd ** -0.5)
+        scores = torch.where(self.bias[:, :, :s, :s], scores.view(b, self.heads, s, s),
+                             torch.tensor(torch.finfo(scores.dtype).min))
+        return self.dense(torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3).reshape(b, s, d))
+
+
+class SequenceFirstAttention(torch.nn.Module):
+    """Megatron's and ChatGLM's layout: x [s, b, d], q, k and v viewed [s, b * h, d_h] and transposed to
+    [b * h, s, d_h] for torch.bmm, a masked_fill of a bool triu with -10000, and the output back to
+    [s, b, d]."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.o = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        s, b, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.reshape(s, b * self.heads, hd).transpose(0, 1) for t in self.qkv(x).split(d, dim=-1))
+        scores = (torch.bmm(q, k.transpose(1, 2)) / hd ** 0.5).masked_fill(
+            torch.ones(s, s, dtype=torch.bool).triu(1), -10000.0)
+        return self.o(torch.bmm(torch.softmax(scores, -1), v).transpose(0, 1).reshape(s, b, d))
+
+
 def padding(pad, dtype):
     """A [b, s] mask of 1s whose row i has its last pad * (i + 1) tokens 0, in `dtype`."""
     def make(b, s):
@@ -1005,6 +1071,12 @@ def cases(m):
         ("phi3_block_d48_h6_kv2_op14", lambda: Phi3Block(48, 6, 2, 64), (1, 8, 48), 14, None, []),
         ("hand_written_norms", lambda: HandWrittenNorms(), (1, 8, 64), 17, None, []),
         ("hand_written_norms_d48_s6_op13", lambda: HandWrittenNorms(48), (1, 6, 48), 13, None, []),
+        ("qk_norm_attention", lambda: QkNormAttention(m), (1, 8, 64), 17, None, []),
+        ("qk_norm_attention_d96_h6_kv3_s6_op14", lambda: QkNormAttention(m, 96, 6, 3), (1, 6, 96), 14, None, []),
+        ("neox_baddbmm", lambda: NeoxBaddbmm(), (1, 8, 64), 17, None, []),
+        ("neox_baddbmm_d48_h3_s6_op14", lambda: NeoxBaddbmm(48, 3, 6), (1, 6, 48), 14, None, []),
+        ("sequence_first_attention", lambda: SequenceFirstAttention(), (8, 1, 64), 17, None, []),
+        ("sequence_first_attention_d48_h3_b2_op14", lambda: SequenceFirstAttention(48, 3), (6, 2, 48), 14, None, []),
     ]
 
 

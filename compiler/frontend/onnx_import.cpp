@@ -528,6 +528,7 @@ class Importer {
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
     if (!unsupported_.empty()) throw unsupportedError();
     bypassFloatCasts();
+    dropNeutralOperands();
     dropEmptyOperands();
     recognisePatterns();
     mergeViews();
@@ -1854,6 +1855,32 @@ class Importer {
       readThrough(d);
     }
   }
+  // An addition of zeros or a multiplication by ones, of the stream's own shape or one it broadcasts into,
+  // reads through: GPT-NeoX's and Bloom's torch.baddbmm(zeros, q, k^T, beta=1, alpha) exports its
+  // zeros as a constant [b * h, R, K] added to the scores, which would be read from HBM as a weight and
+  // would hide a causal mask after it.
+  void dropNeutralOperands() {
+    for (auto& d : dyn_) {
+      if (d.dead || d.inputs.size() != 2 || isModelOutput(d.output)) continue;
+      bool add = d.op == "Add" || d.op == "Sub", mul = d.op == "Mul" || d.op == "Div";
+      if (!add && !mul) continue;
+      bool commutes = d.op == "Add" || d.op == "Mul";
+      for (size_t c : {size_t{1}, size_t{0}}) {
+        if (c == 0 && !commutes) break;
+        const std::string &constant = d.inputs[c], &stream = d.inputs[1 - c];
+        auto k = consts_.find(constant);
+        if (k == consts_.end() || consts_.count(stream) || !k->second.known || k->second.v.empty() ||
+            !std::all_of(k->second.v.begin(), k->second.v.end(),
+                         [&](double v) { return v == (add ? 0 : 1); }) ||
+            !isFloatType(elemTypeOf(stream)) || !hasConcreteShape(stream) || !hasConcreteShape(d.output) ||
+            shapeOf(stream) != shapeOf(d.output))
+          continue;
+        d.inputs = {stream};
+        readThrough(d);
+        break;
+      }
+    }
+  }
   // A view of a view is one view of the first's input, and none where it gives the input's shape back
   // (OPT views its scores as [b, h, R, K] for the mask and back as [b * h, R, K]: with the mask gone into
   // the causal softmax, the two views meet). A view of a stream made in another order than its tensor's
@@ -2034,9 +2061,14 @@ class Importer {
   }
   // LayerNorm and RMSNorm, found from their Sqrt.
   void norm(Dyn& sqrt) {
+    // The epsilon added to the mean, or none (an epsilon of 0, its addition read through:
+    // dropNeutralOperands).
     Dyn* add = producer(sqrt.inputs[0]);
-    if (!add || add->op != "Add") return;
-    Dyn* mean2 = producer(consts_.count(add->inputs[0]) ? add->inputs[1] : add->inputs[0]);
+    if (!add || (add->op != "Add" && add->op != "ReduceMean")) return;
+    Dyn* mean2 = add->op == "ReduceMean"
+                     ? add
+                     : producer(consts_.count(add->inputs[0]) ? add->inputs[1] : add->inputs[0]);
+    if (add == mean2) add = nullptr;
     if (!mean2 || mean2->op != "ReduceMean" || !overLastAxisKept(*mean2)) return;
     Dyn* pow = producer(mean2->inputs[0]);  // the square: Pow(c, 2), or Mul(c, c) (x * x, var's export)
     if (!pow || !((pow->op == "Pow" && isConst(pow->inputs[1], 2.0)) ||
@@ -2044,7 +2076,8 @@ class Importer {
       return;
     Dyn* center = producer(pow->inputs[0]);
     bool layer = center && center->op == "Sub";
-    std::vector<Dyn*> nodes = {add, mean2, pow, &sqrt};
+    std::vector<Dyn*> nodes = {mean2, pow, &sqrt};
+    if (add) nodes.push_back(add);
     std::string x = layer ? center->inputs[0] : pow->inputs[0];
     if (layer) {
       Dyn* mean1 = producer(center->inputs[1]);
@@ -2123,8 +2156,9 @@ class Importer {
       }
     }
     if (!selfContained(nodes, last)) return;  // (a model output within: a later pattern node reads it)
-    std::string eps = other(*add, mean2->output);
+    std::string eps = add ? other(*add, mean2->output) : "";
     replace(nodes, last, layer ? "layernorm" : "rmsnorm", inputs);
+    if (!add) last->attrs["eps"] = 0.0;
     if (consts_.count(eps) && consts_.at(eps).v.size() == 1) last->attrs["eps"] = consts_.at(eps).v[0];
   }
   // Rotary embedding with rotate_half: x * cos + concat(-x[h:], x[:h]) * sin, cos and sin constant.

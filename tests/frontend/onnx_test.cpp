@@ -2874,5 +2874,70 @@ TEST(Onnx, ANormSquaredByAMulAndCentredTwiceIsOneNorm) {
   }
 }
 
+// GPT-NeoX's scores, torch.baddbmm(zeros, q, k^T, beta=1, alpha=1/sqrt(d)): an addition of a constant
+// [h, R, K] of zeros, then a view as [1, h, R, K] and torch.where(tril, scores, finfo.min). The zeros read
+// through (before, they were a weight read from HBM and an add kernel, and they hid the causal mask: the
+// Where stayed three select kernels); so does a multiplication by ones. Zeros that broadcast the stream
+// into a larger shape stay.
+TEST(Onnx, ZerosAddedAndOnesMultipliedReadThrough) {
+  const int64_t h = 2, R = 3;
+  onnx::ModelProto m = modelWithInput(17, "baddbmm_scores", {h, R, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  std::vector<double> wk(4 * R), tril(R * R), zeros(h * R * R, 0.0), ones(h * R * R, 1.0);
+  for (size_t i = 0; i < wk.size(); ++i) wk[i] = 0.25 * static_cast<double>(i % 5) - 0.5;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < R; ++k) tril[static_cast<size_t>(r * R + k)] = k <= r ? 1.0 : 0.0;
+  addInitializer(g, "wk", {4, R}, wk);
+  addInitializer(g, "zeros", {h, R, R}, zeros);
+  addInitializer(g, "ones", {h, R, R}, ones);
+  addInitializer(g, "wide_zeros", {2, h, R, R}, std::vector<double>(2 * h * R * R, 0.0));
+  addInitializer(g, "view", {4}, {1, h, R, R}, onnx::TensorProto::INT64);
+  addInitializer(g, "tril_f", {1, 1, R, R}, tril);
+  addInitializer(g, "lowest", {}, {std::numeric_limits<float>::lowest()});
+  castToBool(g, "tril_f", "tril");
+  addNode(g, "MatMul", {"x", "wk"}, "qk");
+  addNode(g, "Add", {"zeros", "qk"}, "s");
+  addNode(g, "Mul", {"s", "ones"}, "s1");
+  addNode(g, "Reshape", {"s1", "view"}, "s4");
+  addNode(g, "Where", {"tril", "s4", "lowest"}, "masked");
+  addNode(g, "Softmax", {"masked"}, "p");
+  addNode(g, "Add", {"p", "wide_zeros"}, "y");  // [2, h, R, R]: a broadcast, kept
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "baddbmm_scores.onnx"));
+  auto counts = opCounts(graph);
+  EXPECT_EQ(counts["add"], 1);
+  EXPECT_EQ(counts["mul"], 0);
+  EXPECT_EQ(counts["select"], 0);
+  const Op* softmax = nullptr;
+  for (const Op& op : graph.ops)
+    if (op.op == "softmax") softmax = &op;
+  ASSERT_NE(softmax, nullptr);
+  EXPECT_TRUE(isCausal(*softmax));
+  // Row r of each head weighs keys 0 .. r by the softmax of x.wk over them; its other keys 0.
+  std::vector<float> x(static_cast<size_t>(h * R * 4));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 7) - 0.2f;
+  std::map<std::string, Tensor> values = {{"x", Tensor{{h, R, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), static_cast<size_t>(2 * h * R * R));
+  for (int64_t b = 0; b < h; ++b)
+    for (int64_t r = 0; r < R; ++r) {
+      std::vector<double> s(static_cast<size_t>(R), 0.0);
+      double total = 0;
+      for (int64_t k = 0; k <= r; ++k) {
+        for (int64_t i = 0; i < 4; ++i)
+          s[static_cast<size_t>(k)] +=
+              x[static_cast<size_t>((b * R + r) * 4 + i)] * wk[static_cast<size_t>(i * R + k)];
+        total += std::exp(s[static_cast<size_t>(k)]);
+      }
+      for (int64_t k = 0; k < R; ++k) {
+        double want = k <= r ? std::exp(s[static_cast<size_t>(k)]) / total : 0.0;
+        for (int64_t copy = 0; copy < 2; ++copy)
+          EXPECT_NEAR(y[static_cast<size_t>(((copy * h + b) * R + r) * R + k)], want, 1e-5)
+              << b << " " << r << " " << k;
+      }
+    }
+}
+
 }  // namespace
 }  // namespace stc
