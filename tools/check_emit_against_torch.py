@@ -758,6 +758,58 @@ class SequenceFirstAttention(torch.nn.Module):
         return self.o(torch.bmm(torch.softmax(scores, -1), v).transpose(0, 1).reshape(s, b, d))
 
 
+class FalconMqa(torch.nn.Module):
+    """Falcon-7B's multi-query attention: the fused query_key_value viewed [b, s, h + 2, d_h], q its heads
+    [..., :-2, :], k and v taken by lists of one index ([..., [-2], :], [..., [-1], :]) and expanded over the
+    heads, a masked_fill of a bool triu with finfo.min, and the MLP in parallel with the attention."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.query_key_value = torch.nn.Linear(d, (heads + 2) * self.hd, bias=False)
+        self.dense = torch.nn.Linear(d, d, bias=False)
+        self.ln = torch.nn.LayerNorm(d)
+        self.up, self.down = torch.nn.Linear(d, 4 * d, bias=False), torch.nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        a = self.ln(x)
+        fused = self.query_key_value(a).view(b, s, self.heads + 2, self.hd)
+        q = fused[..., :-2, :].transpose(1, 2)
+        k = fused[..., [-2], :].transpose(1, 2).expand(b, self.heads, s, self.hd)
+        v = fused[..., [-1], :].transpose(1, 2).expand(b, self.heads, s, self.hd)
+        scores = q @ k.transpose(-1, -2) / self.hd ** 0.5
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), torch.finfo(scores.dtype).min)
+        o = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, s, d)
+        return x + self.dense(o) + self.down(torch.nn.functional.gelu(self.up(a)))
+
+
+class MptPermutedKeys(torch.nn.Module):
+    """MPT's attention: k permuted straight to [b, h, d_h, s] (einops' 'b s (h d) -> b h d s'),
+    q.matmul(k) * scale, a masked_fill of a viewed ~tril with -inf; then a GeGLU MLP and a squared ReLU."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.Wqkv, self.out = torch.nn.Linear(d, 3 * d, bias=False), torch.nn.Linear(d, d, bias=False)
+        self.gate_up, self.down = torch.nn.Linear(d, 4 * d, bias=False), torch.nn.Linear(2 * d, d, bias=False)
+        self.r1, self.r2 = torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = self.Wqkv(x).chunk(3, dim=2)
+        q = q.view(b, s, self.heads, hd).permute(0, 2, 1, 3)
+        k = k.view(b, s, self.heads, hd).permute(0, 2, 3, 1)
+        v = v.view(b, s, self.heads, hd).permute(0, 2, 1, 3)
+        w = (q.matmul(k) * (1 / hd ** 0.5)).masked_fill(~torch.tril(torch.ones(s, s, dtype=torch.bool)).view(1, 1, s, s),
+                                                        float("-inf"))
+        x = x + self.out(torch.softmax(w, dim=-1).matmul(v).permute(0, 2, 1, 3).reshape(b, s, d))
+        gate, up = self.gate_up(x).chunk(2, -1)
+        x = x + self.down(torch.nn.functional.gelu(gate) * up)
+        return x + self.r2(torch.relu(self.r1(x)) ** 2)
+
+
 def padding(pad, dtype):
     """A [b, s] mask of 1s whose row i has its last pad * (i + 1) tokens 0, in `dtype`."""
     def make(b, s):
@@ -1077,6 +1129,9 @@ def cases(m):
         ("neox_baddbmm_d48_h3_s6_op14", lambda: NeoxBaddbmm(48, 3, 6), (1, 6, 48), 14, None, []),
         ("sequence_first_attention", lambda: SequenceFirstAttention(), (8, 1, 64), 17, None, []),
         ("sequence_first_attention_d48_h3_b2_op14", lambda: SequenceFirstAttention(48, 3), (6, 2, 48), 14, None, []),
+        ("falcon_mqa", lambda: FalconMqa(), (1, 8, 64), 17, None, []),
+        ("falcon_mqa_d48_h3_s6_op14", lambda: FalconMqa(48, 3), (1, 6, 48), 14, None, []),
+        ("mpt_permuted_keys", lambda: MptPermutedKeys(), (1, 8, 64), 17, None, []),
     ]
 
 
