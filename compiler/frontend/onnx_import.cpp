@@ -2070,6 +2070,10 @@ class Importer {
                      : producer(consts_.count(add->inputs[0]) ? add->inputs[1] : add->inputs[0]);
     if (add == mean2) add = nullptr;
     if (!mean2 || mean2->op != "ReduceMean" || !overLastAxisKept(*mean2)) return;
+    if (add) {  // an epsilon, one constant (a tensor added there, or a constant per row, is no norm's)
+      auto eps = consts_.find(other(*add, mean2->output));
+      if (eps == consts_.end() || !eps->second.known || eps->second.v.size() != 1) return;
+    }
     Dyn* pow = producer(mean2->inputs[0]);  // the square: Pow(c, 2), or Mul(c, c) (x * x, var's export)
     if (!pow || !((pow->op == "Pow" && isConst(pow->inputs[1], 2.0)) ||
                   (pow->op == "Mul" && pow->inputs.size() == 2 && pow->inputs[0] == pow->inputs[1])))
@@ -2144,10 +2148,10 @@ class Importer {
       return;
     }
     std::vector<std::string> inputs = {x, gain};
-    if (layer && last == scale) {
-      Dyn* bias = soleConsumer(scale->output, "Add");
-      std::string shift = bias && consts_.count(other(*bias, scale->output))
-                              ? rowVector(other(*bias, scale->output), width, bias->output + "_bias")
+    if (layer) {  // a bias after the scale, or after the norm of unit scale (its ones read through)
+      Dyn* bias = soleConsumer(last->output, "Add");
+      std::string shift = bias && consts_.count(other(*bias, last->output))
+                              ? rowVector(other(*bias, last->output), width, bias->output + "_bias")
                               : "";
       if (!shift.empty()) {
         nodes.push_back(bias);
@@ -2158,8 +2162,7 @@ class Importer {
     if (!selfContained(nodes, last)) return;  // (a model output within: a later pattern node reads it)
     std::string eps = add ? other(*add, mean2->output) : "";
     replace(nodes, last, layer ? "layernorm" : "rmsnorm", inputs);
-    if (!add) last->attrs["eps"] = 0.0;
-    if (consts_.count(eps) && consts_.at(eps).v.size() == 1) last->attrs["eps"] = consts_.at(eps).v[0];
+    last->attrs["eps"] = add ? consts_.at(eps).v[0] : 0.0;
   }
   // Rotary embedding with rotate_half: x * cos + concat(-x[h:], x[:h]) * sin, cos and sin constant.
   void rope(Dyn& cat) {

@@ -2901,7 +2901,8 @@ TEST(Onnx, ZerosAddedAndOnesMultipliedReadThrough) {
   addNode(g, "Reshape", {"s1", "view"}, "s4");
   addNode(g, "Where", {"tril", "s4", "lowest"}, "masked");
   addNode(g, "Softmax", {"masked"}, "p");
-  addNode(g, "Add", {"p", "wide_zeros"}, "y");  // [2, h, R, R]: a broadcast, kept
+  addNode(g, "Add", {"p", "wide_zeros"}, "wide");  // [2, h, R, R]: a broadcast, kept
+  addNode(g, "Relu", {"wide"}, "y");  // (so that the broadcast is no model output: probabilities, kept)
   g->add_output()->set_name("y");
   Graph graph = importOnnx(writeModel(m, "baddbmm_scores.onnx"));
   auto counts = opCounts(graph);
@@ -2937,6 +2938,64 @@ TEST(Onnx, ZerosAddedAndOnesMultipliedReadThrough) {
               << b << " " << r << " " << k;
       }
     }
+}
+
+// A layer norm whose gain is ones (read through) keeps the bias after it; a "norm" whose epsilon is a
+// tensor of the graph's (the mean of another input added to the mean square) is none: before, that
+// tensor was dropped and 1e-6 used.
+TEST(Onnx, AUnitGainKeepsItsBiasAndAnEpsilonOfDataIsNoNorm) {
+  onnx::ModelProto m = modelWithInput(17, "gain_and_eps", {2, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  auto* z = g->add_input();
+  z->set_name("z");
+  z->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {2, 4})
+    z->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  addInitializer(g, "two", {}, {2.0});
+  addInitializer(g, "eps", {}, {0.0});
+  addInitializer(g, "ones", {4}, {1, 1, 1, 1});
+  addInitializer(g, "shift", {4}, {0.5, 0, 0, -0.5});
+  auto lastAxis = [](onnx::NodeProto* n) {
+    auto* a = n->add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(-1);
+  };
+  lastAxis(addNode(g, "ReduceMean", {"x"}, "mean"));
+  addNode(g, "Sub", {"x", "mean"}, "c");
+  addNode(g, "Pow", {"c", "two"}, "c2");
+  lastAxis(addNode(g, "ReduceMean", {"c2"}, "var"));
+  addNode(g, "Add", {"var", "eps"}, "ve");
+  addNode(g, "Sqrt", {"ve"}, "sd");
+  addNode(g, "Div", {"c", "sd"}, "n");
+  addNode(g, "Mul", {"n", "ones"}, "scaled");
+  addNode(g, "Add", {"scaled", "shift"}, "ln");
+  addNode(g, "Pow", {"z", "two"}, "z2");
+  lastAxis(addNode(g, "ReduceMean", {"z2"}, "ms"));
+  lastAxis(addNode(g, "ReduceMean", {"x"}, "offset"));
+  addNode(g, "Add", {"ms", "offset"}, "mso");
+  addNode(g, "Sqrt", {"mso"}, "rms");
+  addNode(g, "Div", {"z", "rms"}, "r");
+  addNode(g, "Add", {"ln", "r"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "gain_and_eps.onnx"));
+  auto counts = opCounts(graph);
+  EXPECT_EQ(counts["layernorm"], 1);
+  EXPECT_EQ(counts["rmsnorm"], 0);
+  EXPECT_EQ(counts["add"], 2);  // the mean square plus the offset, and y
+  // x rows {1, 2, 3, 6} (mean 3, variance 3.5) and {-2, 0, 0, 2} (mean 0, variance 2); z rows {3, 4, 0, 0}
+  // and {1, -1, 1, -1} (mean squares 6.25 and 1), plus the mean of x (3 and 0): 9.25 and 1.
+  std::vector<float> x = {1, 2, 3, 6, -2, 0, 0, 2}, zv = {3, 4, 0, 0, 1, -1, 1, -1},
+                     shift = {0.5f, 0, 0, -0.5f};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 4}, x}}, {"z", Tensor{{2, 4}, zv}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  std::vector<float> y = interpret(graph, values).at(graph.outputs.at(0)).data;
+  ASSERT_EQ(y.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    float mean = i < 4 ? 3.0f : 0.0f, sd = std::sqrt(i < 4 ? 3.5f : 2.0f),
+          rms = std::sqrt(i < 4 ? 9.25f : 1.0f);
+    EXPECT_NEAR(y[i], (x[i] - mean) / sd + shift[i % 4] + zv[i] / rms, 1e-4) << i;
+  }
 }
 
 }  // namespace
