@@ -265,6 +265,14 @@ void expectSoftmaxOf(const std::vector<float>& probs, const std::function<double
   }
 }
 
+// A reduction over the last axis (keepdims as ONNX's default keeps it): the node, its `axes` set to -1.
+void meanOverLastAxis(onnx::NodeProto* n) {
+  auto* a = n->add_attribute();
+  a->set_name("axes");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(-1);
+}
+
 // A Cast of `from` to bool, named `to`: a mask as torch exports it.
 void castToBool(onnx::GraphProto* g, const std::string& from, const std::string& to) {
   onnx::AttributeProto* type = addNode(g, "Cast", {from}, to)->add_attribute();
@@ -2791,21 +2799,15 @@ TEST(Onnx, ANormWithoutScaleIsANormOfScaleOne) {
   onnx::GraphProto* g = m.mutable_graph();
   addInitializer(g, "two", {}, {2.0f});
   addInitializer(g, "eps", {}, {0.0f});
-  auto lastAxis = [](onnx::NodeProto* n) {
-    auto* a = n->add_attribute();
-    a->set_name("axes");
-    a->set_type(onnx::AttributeProto::INTS);
-    a->add_ints(-1);
-  };
-  lastAxis(addNode(g, "ReduceMean", {"x"}, "mean"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"x"}, "mean"));
   addNode(g, "Sub", {"x", "mean"}, "c");
   addNode(g, "Pow", {"c", "two"}, "c2");
-  lastAxis(addNode(g, "ReduceMean", {"c2"}, "var"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"c2"}, "var"));
   addNode(g, "Add", {"var", "eps"}, "ve");
   addNode(g, "Sqrt", {"ve"}, "sd");
   addNode(g, "Div", {"c", "sd"}, "ln");  // a layernorm of x, no affine
   addNode(g, "Pow", {"ln", "two"}, "sq");
-  lastAxis(addNode(g, "ReduceMean", {"sq"}, "ms"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"sq"}, "ms"));
   addNode(g, "Add", {"ms", "eps"}, "mse");
   addNode(g, "Sqrt", {"mse"}, "rms");
   addNode(g, "Div", {"ln", "rms"}, "r");  // an rms norm of ln, no weight
@@ -2840,17 +2842,11 @@ TEST(Onnx, ANormSquaredByAMulAndCentredTwiceIsOneNorm) {
   addInitializer(g, "eps", {}, {0.0f});
   addInitializer(g, "gain", {4}, {1.0f, 2.0f, 3.0f, 4.0f});
   addInitializer(g, "shift", {4}, {0.5f, 0.0f, 0.0f, -0.5f});
-  auto lastAxis = [](onnx::NodeProto* n) {
-    auto* a = n->add_attribute();
-    a->set_name("axes");
-    a->set_type(onnx::AttributeProto::INTS);
-    a->add_ints(-1);
-  };
-  lastAxis(addNode(g, "ReduceMean", {"x"}, "mu"));   // x.mean(-1, keepdim=True)
-  lastAxis(addNode(g, "ReduceMean", {"x"}, "mu2"));  // the mean x.var takes again
+  meanOverLastAxis(addNode(g, "ReduceMean", {"x"}, "mu"));   // x.mean(-1, keepdim=True)
+  meanOverLastAxis(addNode(g, "ReduceMean", {"x"}, "mu2"));  // the mean x.var takes again
   addNode(g, "Sub", {"x", "mu2"}, "c2");
   addNode(g, "Mul", {"c2", "c2"}, "sq");
-  lastAxis(addNode(g, "ReduceMean", {"sq"}, "var"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"sq"}, "var"));
   addNode(g, "Sub", {"x", "mu"}, "c");
   addNode(g, "Add", {"var", "eps"}, "ve");
   addNode(g, "Sqrt", {"ve"}, "sd");
@@ -2955,24 +2951,18 @@ TEST(Onnx, AUnitGainKeepsItsBiasAndAnEpsilonOfDataIsNoNorm) {
   addInitializer(g, "eps", {}, {0.0});
   addInitializer(g, "ones", {4}, {1, 1, 1, 1});
   addInitializer(g, "shift", {4}, {0.5, 0, 0, -0.5});
-  auto lastAxis = [](onnx::NodeProto* n) {
-    auto* a = n->add_attribute();
-    a->set_name("axes");
-    a->set_type(onnx::AttributeProto::INTS);
-    a->add_ints(-1);
-  };
-  lastAxis(addNode(g, "ReduceMean", {"x"}, "mean"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"x"}, "mean"));
   addNode(g, "Sub", {"x", "mean"}, "c");
   addNode(g, "Pow", {"c", "two"}, "c2");
-  lastAxis(addNode(g, "ReduceMean", {"c2"}, "var"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"c2"}, "var"));
   addNode(g, "Add", {"var", "eps"}, "ve");
   addNode(g, "Sqrt", {"ve"}, "sd");
   addNode(g, "Div", {"c", "sd"}, "n");
   addNode(g, "Mul", {"n", "ones"}, "scaled");
   addNode(g, "Add", {"scaled", "shift"}, "ln");
   addNode(g, "Pow", {"z", "two"}, "z2");
-  lastAxis(addNode(g, "ReduceMean", {"z2"}, "ms"));
-  lastAxis(addNode(g, "ReduceMean", {"x"}, "offset"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"z2"}, "ms"));
+  meanOverLastAxis(addNode(g, "ReduceMean", {"x"}, "offset"));
   addNode(g, "Add", {"ms", "offset"}, "mso");
   addNode(g, "Sqrt", {"mso"}, "rms");
   addNode(g, "Div", {"z", "rms"}, "r");
