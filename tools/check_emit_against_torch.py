@@ -739,6 +739,31 @@ class NeoxBaddbmm(torch.nn.Module):
         return self.dense(torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3).reshape(b, s, d))
 
 
+class BloomAlibi(torch.nn.Module):
+    """Bloom: the ALiBi bias [b * h, 1, s] (slopes times positions) as the input of alibi.baddbmm(q, k^T,
+    beta=1, alpha=1/sqrt(d)), the scores viewed as [b, h, s, s] and filled with finfo.min past each row,
+    the softmax in float32 viewed back for torch.bmm."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.dense = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.register_buffer("slopes", torch.tensor([2 ** (-8 * (i + 1) / heads) for i in range(heads)]))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h, hd = self.heads, d // self.heads
+        f = self.qkv(x).view(b, s, h, 3, hd)
+        q = f[..., 0, :].transpose(1, 2).reshape(b * h, s, hd)
+        k = f[..., 1, :].permute(0, 2, 3, 1).reshape(b * h, hd, s)
+        v = f[..., 2, :].transpose(1, 2).reshape(b * h, s, hd)
+        alibi = (self.slopes[:, None] * torch.arange(s)[None, :].float()).reshape(h, 1, s).repeat(b, 1, 1)
+        scores = alibi.baddbmm(batch1=q, batch2=k, beta=1.0, alpha=hd ** -0.5).view(b, h, s, s)
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), torch.finfo(scores.dtype).min)
+        p = torch.softmax(scores, dim=-1, dtype=torch.float32).view(b * h, s, s)
+        return self.dense(torch.bmm(p, v).view(b, h, s, hd).permute(0, 2, 1, 3).reshape(b, s, d))
+
+
 class SequenceFirstAttention(torch.nn.Module):
     """Megatron's and ChatGLM's layout: x [s, b, d], q, k and v viewed [s, b * h, d_h] and transposed to
     [b * h, s, d_h] for torch.bmm, a masked_fill of a bool triu with -10000, and the output back to
@@ -1132,6 +1157,8 @@ def cases(m):
         ("falcon_mqa", lambda: FalconMqa(), (1, 8, 64), 17, None, []),
         ("falcon_mqa_d48_h3_s6_op14", lambda: FalconMqa(48, 3), (1, 6, 48), 14, None, []),
         ("mpt_permuted_keys", lambda: MptPermutedKeys(), (1, 8, 64), 17, None, []),
+        ("bloom_alibi", lambda: BloomAlibi(), (1, 8, 64), 17, None, []),
+        ("bloom_alibi_d48_h3_b2_op14", lambda: BloomAlibi(48, 3), (2, 6, 48), 14, None, []),
     ]
 
 

@@ -2392,6 +2392,8 @@ class Importer {
         }
         if (d.op == "Cast" || d.op == "Identity") {
           v = d.inputs[0];
+        } else if (!reshaped && rowsKept(d) && relaid(d, {&filled, &added, &selected})) {
+          v = d.inputs[0];
         } else if ((d.op == "Reshape" || d.op == "Transpose" || d.op == "Expand" || d.op == "Squeeze" ||
                     d.op == "Unsqueeze" || d.op == "Flatten") &&
                    !d.inputs.empty() && !constant(0)) {
@@ -2440,6 +2442,35 @@ class Importer {
       return false;
     }
   }
+  // Whether d is a view of a stream that keeps the last two dims, [.., R, K] (Bloom's scores [b * h, R, K]
+  // viewed as [b, h, R, K]), both shapes concrete: every (row, key) stays where it was, in the same order.
+  bool rowsKept(const Dyn& d) const {
+    static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"};
+    return views.count(d.op) && !d.inputs.empty() && !consts_.count(d.inputs[0]) &&
+           hasConcreteShape(d.inputs[0]) && hasConcreteShape(d.output) &&
+           keepsRows(shapeOf(d.inputs[0]), shapeOf(d.output));
+  }
+  // Values in the shape of view d's output (broadcast to it), each laid out again in the shape of its input,
+  // so that constants met upstream of the view line up with them; false (nothing changed) where one is
+  // wider than the output (the fill broadcast the stream).
+  bool relaid(const Dyn& d, std::initializer_list<Const*> values) const {
+    Const out, in;
+    for (const Expr& e : shapeOf(d.output)) out.dims.push_back(e.eval());
+    for (const Expr& e : shapeOf(d.inputs[0])) in.dims.push_back(e.eval());
+    if (out.count() > (int64_t{1} << 25)) return false;  // fillStandsApart's bound on the keys
+    out.v.assign(static_cast<size_t>(out.count()), 0.0);
+    std::vector<Const> laid;
+    for (const Const* x : values) {
+      std::optional<std::vector<int64_t>> dims = broadcastDims(x->dims, out.dims);
+      if (!dims || *dims != out.dims) return false;
+      laid.push_back(broadcast(*x, out, [](double a, double) { return a; }));
+      laid.back().dims = in.dims;
+    }
+    size_t i = 0;
+    for (Const* x : values) *x = std::move(laid[i++]);
+    return true;
+  }
+
   bool isModelOutput(const std::string& value) const {
     for (const auto& out : model_.graph().output())
       if (out.name() == value) return true;

@@ -838,6 +838,77 @@ TEST(Onnx, ACausalMaskClampedAtTheLowestFloatOrViewedIsACausalSoftmax) {
   }
 }
 
+// Bloom's scores: alibi.baddbmm(q, k^T) adds the ALiBi bias [b * h, 1, K] to the scores [b * h, R, K], views
+// the sum as [b, h, R, K] and fills the keys past each row with the dtype's minimum. The view keeps every
+// row's keys where they were, so the bias added before it lines up with the fill's keys: each row keeps a
+// key above -1e3 and the fill is a causal softmax (the bias stays an add). The same with a padding of the
+// minimum added to key 0 of the last head (b 1, h 2) alone: that head's row 0 then keeps no key above
+// -1e3, every key ties at the minimum and torch weighs them evenly, so the fill stays a select; laid out
+// wrongly, the padding would meet another head's keys. Each row's weights worked in double.
+TEST(Onnx, ABiasAddedBeforeAViewThatKeepsRowsLinesUpWithTheFill) {
+  onnx::ModelProto m = modelWithInput(17, "bloom_alibi", {6, 4, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  const double low = -3.4028234663852886e38;  // finfo(float32).min
+  std::vector<double> alibi, padded;
+  for (int bh = 0; bh < 6; ++bh)
+    for (int j = 0; j < 4; ++j) {
+      alibi.push_back(-0.5 * (bh % 3 + 1) * (3 - j));
+      padded.push_back(bh == 5 && j == 0 ? low : 0);
+    }
+  addInitializer(g, "alibi", {6, 1, 4}, alibi);
+  addInitializer(g, "padding", {6, 1, 4}, padded);
+  addInitializer(g, "heads", {4}, {2, 3, 4, 4}, onnx::TensorProto::INT64);
+  std::vector<double> future;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) future.push_back(j > i ? 1 : 0);
+  addInitializer(g, "future_f", {4, 4}, future);
+  castToBool(g, "future_f", "future");
+  addInitializer(g, "fill", {}, {low});
+  addNode(g, "Add", {"x", "alibi"}, "biased");
+  addNode(g, "Reshape", {"biased", "heads"}, "viewed");
+  addNode(g, "Where", {"future", "fill", "viewed"}, "filled");
+  addNode(g, "Softmax", {"filled"}, "probs");
+  addNode(g, "Add", {"padding", "x"}, "padded");
+  addNode(g, "Reshape", {"padded", "heads"}, "padded_viewed");
+  addNode(g, "Where", {"future", "fill", "padded_viewed"}, "padded_filled");
+  addNode(g, "Softmax", {"padded_filled"}, "padded_probs");
+  g->add_output()->set_name("probs");
+  g->add_output()->set_name("padded_probs");
+  Graph graph = importOnnx(writeModel(m, "bloom_alibi.onnx"));
+  int causal = 0, adds = 0, selects = 0;
+  for (const auto& op : graph.ops) {
+    causal += isCausal(op);
+    adds += op.op == "add";
+    selects += op.op == "select";
+  }
+  EXPECT_EQ(causal, 1);
+  EXPECT_EQ(adds, 3);  // the bias, the padding, and the padded fill's select on data (two selects' sum)
+  EXPECT_EQ(selects, 2);
+  std::vector<float> x(96);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(0.9 * static_cast<double>(i)) * 2);
+  std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{6, 4, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  for (size_t o = 0; o < 2; ++o) {
+    const std::vector<float>& probs = out.at(graph.outputs.at(o)).data;
+    ASSERT_EQ(probs.size(), 96u) << o;
+    for (size_t r = 0; r < 24; ++r) {  // (batch * head, row)
+      size_t bh = r / 4, i = r % 4;
+      auto score = [&](size_t j) {
+        return static_cast<double>(x[r * 4 + j]) + (o == 0 ? alibi[bh * 4 + j] : 0);
+      };
+      // Padded: the last head's keys 1 .. i; its row 0 keeps none and weighs all four evenly.
+      size_t first = o == 1 && bh == 5 ? 1 : 0;
+      double sum = 0;
+      for (size_t j = first; j <= i; ++j) sum += std::exp(score(j));
+      for (size_t j = 0; j < 4; ++j) {
+        double want = first > i ? 0.25 : j >= first && j <= i ? std::exp(score(j)) / sum : 0.0;
+        EXPECT_NEAR(probs[r * 4 + j], want, 1e-6) << o << ": " << r << "," << j;
+      }
+    }
+  }
+}
+
 // A view of a view is one view of the first's input, and none where the shape comes back (OPT's scores
 // viewed as [b, h, R, K] and back, its mask gone between): x [6, 4, 4] viewed as [2, 3, 4, 4] and back reads
 // x itself; viewed as [2, 3, 16] then [6, 16], one view; a view that something else reads too stays, and
