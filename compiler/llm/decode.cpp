@@ -219,7 +219,7 @@ std::vector<int64_t> Estimator::rowOptions(int64_t prompt) const {
 std::vector<int64_t> Estimator::prefillRowsBelow(int64_t prompt) const {
   if (prompt > 16) {
     std::vector<int64_t> rows;
-    for (int64_t r = 16; r < std::min<int64_t>(prompt / 16 * 16, 256); r *= 2) rows.push_back(r);
+    for (int64_t r = 1; r < std::min<int64_t>(prompt / 16 * 16, 256); r *= 2) rows.push_back(r);
     rows.push_back(std::min<int64_t>(prompt / 16 * 16, 256));
     return rows;
   }
@@ -274,12 +274,12 @@ std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t ro
     c.bound = sim::lowerBoundCycles(sim::compileProgram(c.design.network, {}, platform_));
     out.push_back(std::move(c));
   };
-  std::string blockedNetwork;
+  std::set<std::string> networks;  // a schedule that gives a network already kept adds nothing (one row:
+                                   // every row in one block, weight-stationary or not)
   for (const CompileOptions* o : {&blocked, &channels, &stationary}) {
     if (o != &stationary && rows > 256) continue;
     CompileResult design = compileGraph(g, platform_, *o);
-    if (o == &blocked) blockedNetwork = emitNetwork(design.network);
-    if (o == &channels && emitNetwork(design.network) == blockedNetwork) continue;
+    if (!networks.insert(emitNetwork(design.network)).second) continue;
     if (!over(design)) {
       keep(std::move(design));
       continue;

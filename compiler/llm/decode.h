@@ -122,12 +122,15 @@ class Estimator {
   int64_t prefillRows(int64_t prompt) const { return paddedPrefillRows(model_, prompt); }
   /// The rows of the smaller prefill designs a prompt may run, its other tokens as decode steps: up to 16
   /// tokens every power of two below the prompt (1 for one token), so that a prompt of 3 may run 1 row and
-  /// two steps where the 2-row design is slower than a step; beyond, 16, 32, 64 and 128 below it and the
-  /// largest multiple of 16 at most the prompt, up to 256 (longer designs are weight-stationary only):
-  /// where a prefill row costs more than a decode step (Mistral-7B's 256-row design), fewer rows win. Each schedule's TTFT is the
-  /// fastest of these and prefillRows, so it rises by at most a step's time from one prompt length to the
-  /// next where padding or a design change would make it jump (up to 16 tokens, every design below being
-  /// a choice, by construction).
+  /// two steps where the 2-row design is slower than a step; beyond, the same powers of two up to 8 and
+  /// 16, 32, 64 and 128 below it, and the largest multiple of 16 at most the prompt, up to 256 (longer
+  /// designs are weight-stationary only): where a prefill row costs more than a decode step (Mistral-7B's
+  /// 256-row design; GPT-2's in the device loop, whose step is one call), fewer rows win. Each schedule's
+  /// TTFT is the fastest of these and prefillRows, so it rises by at most a step's time from one prompt
+  /// length to the next where padding or a design change would make it jump: every design a prompt of up
+  /// to 32 tokens runs is a choice of the next prompt's, by construction (a prompt of 16 that ran 1 row and
+  /// 15 steps runs 1 row and 16 steps at 17, not 16 rows and a step or 32 rows, 29% slower in GPT-2's
+  /// device loop).
   std::vector<int64_t> prefillRowsBelow(int64_t prompt) const;
   /// Every row count a prompt may run: prefillRows, then prefillRowsBelow (without it again).
   std::vector<int64_t> rowOptions(int64_t prompt) const;

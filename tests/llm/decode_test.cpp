@@ -85,18 +85,21 @@ void expectSameFigures(const std::vector<DecodeResult>& a, const std::vector<Dec
 }
 
 // Prefill candidates dropped unsized at their lower bound (sim::lowerBoundCycles) could not have won:
-// every figure is the one sizing them all gives. GPT-2 at prompts 20 (32 rows padded, or 16 and 4 decode
-// steps) and 40 (48 or 32), three candidates each: row blocks under each stripe estimate, weight-stationary.
+// every figure is the one sizing them all gives. GPT-2 at prompts 20 (32 rows padded, or 1, 2, 4, 8 or 16
+// and the rest as decode steps) and 40 (48, or those and 32), three candidates each: row blocks under each
+// stripe estimate, weight-stationary; one at 1 row and two at 2, where schedules give the same network.
 TEST(Decode, DesignsDroppedAtTheirBoundCouldNotHaveWon) {
   std::vector<std::pair<int64_t, int64_t>> requests{{20, 2}, {40, 2}};
   Estimator dropping(model("gpt2"), defaultPlatform()), all(model("gpt2"), defaultPlatform());
   all.setDropByBound(false);
   std::vector<DecodeResult> a = dropping.runAll(requests), b = all.runAll(requests);
-  EXPECT_EQ(all.prefillDesignsSized(), 9);  // 16, 32 and 48 rows
+  EXPECT_EQ(all.prefillDesignsSized(), 1 + 2 + 5 * 3);
   // The row blocks priced over the channels their tiles need have the lowest bounds, and are sized first.
   // Each weight-stationary design's bound is above their sized cycles, and so is the other row blocks' but
-  // at 16 rows (157,790 against 158,605 cycles).
-  EXPECT_EQ(dropping.prefillDesignsSized(), 4);
+  // at 16 rows (157,790 against 158,605 cycles); 2 rows' other (84,828) is above its first (30,718). The
+  // 1-row design and its steps (one call each in the device loop) beat 4, 8 and 32 rows at their bounds:
+  // those row counts are dropped unsized. 1 + 1 + 2 + 1 (48 rows) sized.
+  EXPECT_EQ(dropping.prefillDesignsSized(), 5);
   expectSameFigures(a, b);
 }
 
@@ -108,8 +111,9 @@ TEST(Decode, DesignsDroppedAtTheirBoundCouldNotHaveWon) {
 // row blocks of the lowest bound (275,941 and 407,145) are not held once sized; their twins (281,664 and
 // 412,761) are, at 332,180 and 463,540 cycles, which every row-block candidate's bound is below and the
 // weight-stationary designs' (705,960 and 1,107,377) above: those two are dropped. At 16 rows the first is
-// held (158,605 cycles) and the weight-stationary design (337,311) is dropped as in the test above. All 15
-// sized otherwise; 14 when a first the device does not hold sized every other candidate of its row count.
+// held (158,605 cycles) and the weight-stationary design (337,311) is dropped as in the test above. Of the
+// rows below 16 (prefillRowsBelow), 1 and 2 are sized as there (1 + 1 of 1 + 2 candidates), 4 and 8 (3 and
+// 5) dropped unsized. All 26 sized otherwise.
 TEST(Decode, ADesignTheDeviceDoesNotHoldDropsNoOther) {
   Platform tight = defaultPlatform();
   ASSERT_TRUE(tight.slrShares);
@@ -119,8 +123,8 @@ TEST(Decode, ADesignTheDeviceDoesNotHoldDropsNoOther) {
   Estimator dropping(model("gpt2"), tight), all(model("gpt2"), tight);
   all.setDropByBound(false);
   std::vector<DecodeResult> a = dropping.runAll(requests), b = all.runAll(requests);
-  EXPECT_EQ(all.prefillDesignsSized(), 15);
-  EXPECT_EQ(dropping.prefillDesignsSized(), 12);
+  EXPECT_EQ(all.prefillDesignsSized(), 1 + 2 + 3 + 4 * 5);
+  EXPECT_EQ(dropping.prefillDesignsSized(), 1 + 1 + 3 * 4);
   expectSameFigures(a, b);
 }
 
@@ -168,12 +172,12 @@ TEST(Decode, TtftRisesByAtMostAStepAsThePromptGrows) {
       }
       if (i == 0) continue;
       EXPECT_LE(ttft(r[i - 1]), ttft(r[i])) << p;
-      // Up to 16 tokens every smaller design is a choice, so TTFT rises by at most a step in both loops.
-      // Beyond, the host loop's step (24 calls) outweighs a prefill row; the device loop's (one call) does
-      // not, and a prompt of 16 rows that ran 8 rows and steps has at 17 only 16 rows and a step, or 32.
-      if (host || p <= 16) {
-        EXPECT_LE(ttft(r[i]) - ttft(r[i - 1]), stepMs(r[i - 1], host) * (1 + 1e-9)) << p << (host ? " host" : " device");
-      }
+      // Every design a prompt of up to 32 tokens runs is a choice of the next prompt's (prefillRowsBelow),
+      // so TTFT rises by at most a step in both loops. (The device loop's step, one call, is cheaper than a
+      // prefill row: a prompt of 16 runs 1 row and 15 steps; when 17 had only 16 rows and a step, or 32
+      // rows, its TTFT rose by five steps' time.)
+      EXPECT_LE(ttft(r[i]) - ttft(r[i - 1]), stepMs(r[i - 1], host) * (1 + 1e-9))
+          << p << (host ? " host" : " device");
     }
   }
   EXPECT_GT(hybrids, 0);
@@ -229,9 +233,9 @@ TEST(Decode, PredictionsRunOnTheSizedDesignAtEveryCtx) {
 }
 
 // Decode steps are simulated once per program, not per ctx: the layer pads its KV cache (ctx and the
-// token's own row) to tiles of 16, so the 286 ctx from 16 to 301 (a prompt of 300 whose tokens past a
-// prefill of 16, 32, 64, 128 or 256 rows may run as steps, then 2 generated) bind it to 18 programs
-// (ceil(17 / 16) = 2 to ceil(302 / 16) = 19 tiles).
+// token's own row) to tiles of 16, so the 301 ctx from 1 to 301 (a prompt of 300 whose tokens past a
+// prefill of 1, 2, 4, 8, 16, 32, 64, 128 or 256 rows may run as steps, then 2 generated) bind it to 19
+// programs (ceil(2 / 16) = 1 to ceil(302 / 16) = 19 tiles).
 // Each step's figure is still the simulation of the sized layer at its own ctx. GPT-2 tiny with max_ctx 512.
 TEST(Decode, OneSimulationPerProgramOfTheLayer) {
   std::string text = readTextFile(STC_SOURCE_DIR "/models/gpt2-tiny.yaml");
@@ -240,7 +244,7 @@ TEST(Decode, OneSimulationPerProgramOfTheLayer) {
   const Platform& platform = defaultPlatform();
   Estimator e(m, platform);
   DecodeResult r = e.run(300, 2);
-  EXPECT_EQ(e.decodeSimulations(), 18);
+  EXPECT_EQ(e.decodeSimulations(), 19);
   auto layer = [&](int64_t ctx) {
     return sim::runDirect(sim::compileProgram(e.decodeLayer(), {{"ctx", ctx}}, platform), {}).cycles;
   };
