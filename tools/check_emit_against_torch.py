@@ -764,6 +764,34 @@ class BloomAlibi(torch.nn.Module):
         return self.dense(torch.bmm(p, v).view(b, h, s, hd).permute(0, 2, 1, 3).reshape(b, s, d))
 
 
+class CohereBlock(torch.nn.Module):
+    """Cohere (Command-R): one LayerNorm of a weight and no bias (F.layer_norm(x, shape, w, None)) feeding
+    attention and a SwiGLU MLP in parallel, q and k normed per head without affine then scaled by a weight
+    [heads, head_dim], a causal masked_fill of -inf, the input plus both."""
+
+    def __init__(self, d=64, heads=4, ffn=128):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.ln_w = torch.nn.Parameter(1 + 0.3 * torch.randn(d))
+        self.q_w = torch.nn.Parameter(1 + 0.3 * torch.randn(heads, self.hd))
+        self.k_w = torch.nn.Parameter(1 + 0.3 * torch.randn(heads, self.hd))
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d, bias=False) for _ in range(4))
+        self.gate, self.up = torch.nn.Linear(d, ffn, bias=False), torch.nn.Linear(d, ffn, bias=False)
+        self.down = torch.nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = torch.nn.functional.layer_norm(x, (d,), self.ln_w, None, 1e-5)
+        q = torch.nn.functional.layer_norm(self.q(h).view(b, s, self.heads, self.hd), (self.hd,), None, None, 1e-5) * self.q_w
+        k = torch.nn.functional.layer_norm(self.k(h).view(b, s, self.heads, self.hd), (self.hd,), None, None, 1e-5) * self.k_w
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        v = self.v(h).view(b, s, self.heads, self.hd).transpose(1, 2)
+        scores = (q @ k.transpose(-1, -2)) / self.hd ** 0.5
+        scores = scores.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), 1), float("-inf"))
+        attn = self.o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d))
+        return x + attn + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
 class SequenceFirstAttention(torch.nn.Module):
     """Megatron's and ChatGLM's layout: x [s, b, d], q, k and v viewed [s, b * h, d_h] and transposed to
     [b * h, s, d_h] for torch.bmm, a masked_fill of a bool triu with -10000, and the output back to
@@ -1159,6 +1187,9 @@ def cases(m):
         ("mpt_permuted_keys", lambda: MptPermutedKeys(), (1, 8, 64), 17, None, []),
         ("bloom_alibi", lambda: BloomAlibi(), (1, 8, 64), 17, None, []),
         ("bloom_alibi_d48_h3_b2_op14", lambda: BloomAlibi(48, 3), (2, 6, 48), 14, None, []),
+        # torch 1.13 exports F.layer_norm without weight at opset 17 as a node ONNX's checker refuses
+        ("cohere_block_op15", lambda: CohereBlock(), (1, 8, 64), 15, None, []),
+        ("cohere_block_d48_h3_b2_op14", lambda: CohereBlock(48, 3, 96), (2, 6, 48), 14, None, []),
     ]
 
 
