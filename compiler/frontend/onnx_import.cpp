@@ -2450,19 +2450,35 @@ class Importer {
            hasConcreteShape(d.inputs[0]) && hasConcreteShape(d.output) &&
            keepsRows(shapeOf(d.inputs[0]), shapeOf(d.output));
   }
-  // Values in the shape of view d's output (broadcast to it), each laid out again in the shape of its input,
-  // so that constants met upstream of the view line up with them; false (nothing changed) where one is
-  // wider than the output (the fill broadcast the stream).
+  // Values in the shape of view d's output (broadcastable to it), each laid out again in the shape of its
+  // input, so that constants met upstream of the view line up with them; false (nothing changed) where one
+  // is wider than the output (the fill broadcast the stream). Values that vary along the last two dims
+  // alone (a causal mask [R, K]) keep their values, their leading dims 1 in the input's rank; others are
+  // broadcast to the output's shape and relabelled, up to 2^22 values each (past that, false).
   bool relaid(const Dyn& d, std::initializer_list<Const*> values) const {
     Const out, in;
     for (const Expr& e : shapeOf(d.output)) out.dims.push_back(e.eval());
     for (const Expr& e : shapeOf(d.inputs[0])) in.dims.push_back(e.eval());
-    if (out.count() > (int64_t{1} << 25)) return false;  // fillStandsApart's bound on the keys
-    out.v.assign(static_cast<size_t>(out.count()), 0.0);
-    std::vector<Const> laid;
+    if (in.count() != out.count()) return false;
+    bool rowsOnly = true;
     for (const Const* x : values) {
       std::optional<std::vector<int64_t>> dims = broadcastDims(x->dims, out.dims);
       if (!dims || *dims != out.dims) return false;
+      for (size_t a = 0; a + 2 < x->dims.size(); ++a) rowsOnly = rowsOnly && x->dims[a] == 1;
+    }
+    if (rowsOnly) {
+      for (Const* x : values) {
+        std::vector<int64_t> dims(in.dims.size() - 2, 1);
+        dims.push_back(x->dims.size() >= 2 ? x->dims[x->dims.size() - 2] : 1);
+        dims.push_back(x->dims.empty() ? 1 : x->dims.back());
+        x->dims = dims;
+      }
+      return true;
+    }
+    if (out.count() > (int64_t{1} << 22)) return false;
+    out.v.assign(static_cast<size_t>(out.count()), 0.0);
+    std::vector<Const> laid;
+    for (const Const* x : values) {
       laid.push_back(broadcast(*x, out, [](double a, double) { return a; }));
       laid.back().dims = in.dims;
     }

@@ -844,7 +844,11 @@ TEST(Onnx, ACausalMaskClampedAtTheLowestFloatOrViewedIsACausalSoftmax) {
 // key above -1e3 and the fill is a causal softmax (the bias stays an add). The same with a padding of the
 // minimum added to key 0 of the last head (b 1, h 2) alone: that head's row 0 then keeps no key above
 // -1e3, every key ties at the minimum and torch weighs them evenly, so the fill stays a select; laid out
-// wrongly, the padding would meet another head's keys. Each row's weights worked in double.
+// wrongly, the padding would meet another head's keys. A third: 2,000 added to key 0 of batch 1's heads
+// (bh 3 to 5) before the view and a padding of -2,500 on key 0 of batch 1 ([2, 1, 1, 4]) after it: key 0
+// sums to -500 there, above -1e3, so every row keeps a key and the fill is a causal softmax; laid out
+// wrongly (the padding's batch dim taken for heads), some row 0 would keep only -2,500. Each row's weights
+// worked in double.
 TEST(Onnx, ABiasAddedBeforeAViewThatKeepsRowsLinesUpWithTheFill) {
   onnx::ModelProto m = modelWithInput(17, "bloom_alibi", {6, 4, 4});
   onnx::GraphProto* g = m.mutable_graph();
@@ -872,8 +876,19 @@ TEST(Onnx, ABiasAddedBeforeAViewThatKeepsRowsLinesUpWithTheFill) {
   addNode(g, "Reshape", {"padded", "heads"}, "padded_viewed");
   addNode(g, "Where", {"future", "fill", "padded_viewed"}, "padded_filled");
   addNode(g, "Softmax", {"padded_filled"}, "padded_probs");
+  std::vector<double> lift(24, 0.0), pad(8, 0.0);
+  for (int bh = 3; bh < 6; ++bh) lift[static_cast<size_t>(bh * 4)] = 2000;
+  pad[4] = -2500;
+  addInitializer(g, "lift", {6, 1, 4}, lift);
+  addInitializer(g, "pad", {2, 1, 1, 4}, pad);
+  addNode(g, "Add", {"x", "lift"}, "lifted");
+  addNode(g, "Reshape", {"lifted", "heads"}, "lifted_viewed");
+  addNode(g, "Add", {"lifted_viewed", "pad"}, "lifted_padded");
+  addNode(g, "Where", {"future", "fill", "lifted_padded"}, "lifted_filled");
+  addNode(g, "Softmax", {"lifted_filled"}, "lifted_probs");
   g->add_output()->set_name("probs");
   g->add_output()->set_name("padded_probs");
+  g->add_output()->set_name("lifted_probs");
   Graph graph = importOnnx(writeModel(m, "bloom_alibi.onnx"));
   int causal = 0, adds = 0, selects = 0;
   for (const auto& op : graph.ops) {
@@ -881,21 +896,23 @@ TEST(Onnx, ABiasAddedBeforeAViewThatKeepsRowsLinesUpWithTheFill) {
     adds += op.op == "add";
     selects += op.op == "select";
   }
-  EXPECT_EQ(causal, 1);
-  EXPECT_EQ(adds, 3);  // the bias, the padding, and the padded fill's select on data (two selects' sum)
+  EXPECT_EQ(causal, 2);
+  EXPECT_EQ(adds, 5);  // bias; padding and the padded fill's select on data (two selects' sum); lift, pad
   EXPECT_EQ(selects, 2);
   std::vector<float> x(96);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(0.9 * static_cast<double>(i)) * 2);
   std::map<std::string, Tensor> values = {{graph.inputs.at(0).name, Tensor{{6, 4, 4}, x}}};
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   auto out = interpret(graph, values);
-  for (size_t o = 0; o < 2; ++o) {
+  for (size_t o = 0; o < 3; ++o) {
     const std::vector<float>& probs = out.at(graph.outputs.at(o)).data;
     ASSERT_EQ(probs.size(), 96u) << o;
     for (size_t r = 0; r < 24; ++r) {  // (batch * head, row)
       size_t bh = r / 4, i = r % 4;
       auto score = [&](size_t j) {
-        return static_cast<double>(x[r * 4 + j]) + (o == 0 ? alibi[bh * 4 + j] : 0);
+        return static_cast<double>(x[r * 4 + j]) + (o == 0   ? alibi[bh * 4 + j]
+                                                    : o == 2 ? lift[bh * 4 + j] + pad[(bh / 3) * 4 + j]
+                                                             : 0);
       };
       // Padded: the last head's keys 1 .. i; its row 0 keeps none and weighs all four evenly.
       size_t first = o == 1 && bh == 5 ? 1 : 0;
