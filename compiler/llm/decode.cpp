@@ -279,7 +279,9 @@ std::vector<Estimator::PrefillCandidate> Estimator::prefillCandidates(int64_t ro
   for (const CompileOptions* o : {&blocked, &channels, &stationary}) {
     if (o != &stationary && rows > 256) continue;
     CompileResult design = compileGraph(g, platform_, *o);
-    if (!networks.insert(emitNetwork(design.network)).second) continue;
+    // (A design over the LUTs comes with its twin at a smaller budget below, which another schedule's
+    // twin need not equal: it stays, but where channels gives blocked's network, as before.)
+    if (!networks.insert(emitNetwork(design.network)).second && (o == &channels || !over(design))) continue;
     if (!over(design)) {
       keep(std::move(design));
       continue;
@@ -346,6 +348,11 @@ void Estimator::sizePrefills(std::map<int64_t, std::vector<PrefillCandidate>> ba
       for (size_t i : open) wave.emplace_back(j, i);
     }
     if (wave.empty()) break;
+    std::string sizing = "sizing prefill designs (" + std::to_string(prefillDesignsSized_) + " sized): ";
+    for (size_t w = 0; w < wave.size(); ++w)
+      sizing += (w ? ", " : "") + std::to_string(rows[wave[w].first]) +
+                (rows[wave[w].first] == 1 ? " row" : " rows");
+    tell(sizing);
     tbb::parallel_for(size_t{0}, wave.size(),
                       [&](size_t w) { size(candidates[wave[w].first][wave[w].second]); });
     prefillDesignsSized_ += static_cast<int>(wave.size());
@@ -386,6 +393,9 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   for (size_t j = 0; j < ctxs.size(); ++j)
     if (!decodeRunsByValues_.count(values[j]) && seen.insert(values[j]).second) fresh.push_back(j);
   size_t jobs = fresh.size() + (headCycles_ == 0 ? 1 : 0);
+  if (jobs > 0)
+    tell("simulating the decode layer at " + std::to_string(ctxs.size()) + " contexts (" +
+         std::to_string(fresh.size()) + " programs)" + (headCycles_ == 0 ? " and the LM head" : ""));
   std::vector<DesignRun> runs(jobs);
   tbb::parallel_for(size_t{0}, jobs, [&](size_t j) {
     runs[j] = j < fresh.size() ? simulate(decodeLayer_.network, {{"ctx", ctxs[fresh[j]]}}, platform_)
@@ -408,6 +418,7 @@ void Estimator::simulateMissing(const std::vector<std::pair<int64_t, int64_t>>& 
   std::map<int64_t, std::vector<PrefillCandidate>> pending;
   std::map<int64_t, int64_t> bounds;  // the lowest of each row count's candidates
   std::vector<std::vector<PrefillCandidate>> compiled(all.size());
+  if (!all.empty()) tell("compiling prefill designs of " + std::to_string(all.size()) + " row counts");
   tbb::parallel_for(size_t{0}, all.size(), [&](size_t j) { compiled[j] = prefillCandidates(all[j]); });
   for (size_t j = 0; j < all.size(); ++j) {
     int64_t rows = all[j];

@@ -109,6 +109,10 @@ class Estimator {
   /// Off: every prefill candidate is sized, none dropped at its lower bound (for tests: the figures are
   /// the same).
   void setDropByBound(bool on) { dropByBound_ = on; }
+  /// Told what runAll is doing, from the calling thread, before each stage (decode steps simulated,
+  /// prefill designs compiled, each wave of prefill designs sized): `stc simulate`'s progress line.
+  using Progress = std::function<void(const std::string&)>;
+  void setProgress(Progress progress) { progress_ = std::move(progress); }
   /// Prefill designs sized so far (candidates of every row count).
   int prefillDesignsSized() const { return prefillDesignsSized_; }
   /// Decode-layer simulations so far: one per distinct program, not per ctx (a KV cache padded to tiles
@@ -173,6 +177,10 @@ class Estimator {
   std::map<int64_t, Resources> prefillResources_;  // by prefill rows
   bool dropByBound_ = true;
   int prefillDesignsSized_ = 0;
+  Progress progress_;
+  void tell(const std::string& what) const {
+    if (progress_) progress_(what);
+  }
 };
 
 }  // namespace stc::llm

@@ -187,6 +187,35 @@ TEST(Decode, TtftRisesByAtMostAStepAsThePromptGrows) {
   EXPECT_EQ(r[30].prefillLayerCycles, r[31].prefillLayerCycles);  // 31 rows run as 32
 }
 
+// The estimator says what it does before each stage (stc simulate's progress line on a terminal): the
+// decode layer at every ctx a request reaches, its programs, the prefill row counts compiled, then each wave
+// of prefill designs with the count sized before it. GPT-2 tiny at 40:2: ctx 1 to 41 (the 1-row prefill's
+// steps from 1, the two generated at 40 and 41), ceil((ctx + 1) / 16) = 1 to 3 tiles of KV cache: 3
+// programs; row counts 48 (padded), 1, 2, 4, 8, 16 and 32 compiled. Each wave's count is the sum of the
+// waves before it, and the last wave's plus its own is every design sized. One of the seven is sized and
+// chosen; a second run compiles the six others again and sizes nothing.
+TEST(Decode, TellsEachStageBeforeItRuns) {
+  Estimator e(model("gpt2-tiny"), defaultPlatform());
+  std::vector<std::string> told;
+  e.setProgress([&](const std::string& what) { told.push_back(what); });
+  e.run(40, 2);
+  ASSERT_GE(told.size(), 3u);
+  EXPECT_EQ(told[0], "simulating the decode layer at 41 contexts (3 programs) and the LM head");
+  EXPECT_EQ(told[1], "compiling prefill designs of 7 row counts");
+  int sized = 0;
+  for (size_t i = 2; i < told.size(); ++i) {
+    std::string head = "sizing prefill designs (" + std::to_string(sized) + " sized): ";
+    ASSERT_EQ(told[i].rfind(head, 0), 0u) << told[i];
+    sized += 1 + static_cast<int>(std::count(told[i].begin(), told[i].end(), ','));  // the wave's designs
+  }
+  EXPECT_EQ(sized, e.prefillDesignsSized());
+  told.clear();
+  e.run(40, 2);  // nothing simulated or sized again (the row counts dropped unsized are compiled again,
+                 // and dropped again: the sized ones beat them)
+  EXPECT_EQ(told, std::vector<std::string>{"compiling prefill designs of 6 row counts"});
+  EXPECT_EQ(e.prefillDesignsSized(), sized);
+}
+
 TEST(Decode, SameResultsAtAnyThreadCount) {
   auto once = [](size_t threads) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);

@@ -1,5 +1,7 @@
 // stc simulate NETWORK: runs the cycle-level simulator and reports latency, stalls, FIFO occupancy and,
 // on deadlock, the wait-for cycle with the smallest depth change that breaks it (exit 3).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -123,12 +125,30 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
                       " does not apply to a model's --decode or " +
                       "--table (they simulate every layer at the contexts the requests reach)");
   ModelSpec model = loadModel(a.network.path);
+  // On a terminal, a progress line on stderr (a long prompt's estimate takes seconds to a minute), cleared
+  // when the estimate ends or fails.
+  struct ProgressLine {
+    bool terminal = ::isatty(STDERR_FILENO) != 0;
+    void operator()(const std::string& what) const {
+      if (!terminal) return;
+      std::fprintf(stderr, "\rstc simulate: %s\033[K", what.c_str());
+      std::fflush(stderr);
+    }
+    ~ProgressLine() {
+      if (terminal) std::fprintf(stderr, "\r\033[K");
+    }
+  };
+  std::optional<ProgressLine> progress;
+  progress.emplace();
+  (*progress)("compiling and sizing the decode layer and the LM head");
   llm::Estimator estimator(model, platform);
+  estimator.setProgress([&](const std::string& what) { (*progress)(what); });
   std::vector<std::pair<int64_t, int64_t>> requests;
   if (a.table) requests = {{32, 32}, {64, 64}, {128, 128}, {256, 256}};
   else requests = parseDecode(a.decode);
   bool several = requests.size() > 1;  // --json prints an array, as for --table
   std::vector<llm::DecodeResult> results = estimator.runAll(requests);
+  progress.reset();
   for (const llm::DecodeResult& r : results) {
     requireFit(
         "stc simulate",
