@@ -2514,12 +2514,9 @@ class Importer {
              (d->op == "Cast" && (intAttr(*d->node, "to", 0) == onnx::TensorProto::FLOAT ||
                                   intAttr(*d->node, "to", 0) == onnx::TensorProto::DOUBLE));
     };
-    // A view that keeps the last two dims, [.., R, K] (OPT adds its mask to [b, h, R, K], then views the
-    // sum as [b * h, R, K] for the softmax), keeps every row's keys where they were.
-    auto rowView = [&](const Dyn* d) {
-      return d->op == "Reshape" && !d->inputs.empty() && hasConcreteShape(d->inputs[0]) &&
-             hasConcreteShape(d->output) && keepsRows(shapeOf(d->inputs[0]), shapeOf(d->output));
-    };
+    // A Reshape that keeps the last two dims, [.., R, K] (OPT adds its mask to [b, h, R, K], then views the
+    // sum as [b * h, R, K] for the softmax), keeps every row's keys where they were (rowsKept).
+    auto rowView = [&](const Dyn* d) { return d->op == "Reshape" && rowsKept(*d); };
     auto skipCasts = [&] {
       while (sole(m) && (castsToFloat(m) || rowView(m)) && !m->inputs.empty() &&
              !consts_.count(m->inputs[0])) {

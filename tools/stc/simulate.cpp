@@ -138,8 +138,7 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
       if (terminal) std::fprintf(stderr, "\r\033[K");
     }
   };
-  std::optional<ProgressLine> progress;
-  progress.emplace();
+  std::optional<ProgressLine> progress(std::in_place);
   (*progress)("compiling and sizing the decode layer and the LM head");
   llm::Estimator estimator(model, platform);
   estimator.setProgress([&](const std::string& what) { (*progress)(what); });
