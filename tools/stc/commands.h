@@ -32,6 +32,24 @@ Runner addEmit(CLI::App& app);
 Runner addRun(CLI::App& app);
 Runner addDse(CLI::App& app);
 
+/// A status line on standard error for a long command: on a terminal, "\rstc CMD: WHAT" rewritten in
+/// place by each show() and cleared by clear() or at destruction (so an error's message starts a clean
+/// line); elsewhere nothing, or with `logged` one line per show(), for a log file.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string command, bool logged = false);
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  ~ProgressLine() { clear(); }
+  bool terminal() const { return terminal_; }
+  void show(const std::string& what);
+  void clear();
+
+ private:
+  std::string command_;
+  bool terminal_, logged_, shown_ = false;
+};
+
 /// Why a sizing was paced (sizing::SizingResult::paced), and its paced run's cycles; one line.
 std::string pacedLine(const sizing::SizingResult& r);
 /// How far over its unbounded run a sized design may run: "1%", or a paced design's tolerance ("3.4%").

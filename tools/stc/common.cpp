@@ -143,6 +143,24 @@ std::string toleranceText(const sizing::SizingResult& r) {
   return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "") + "%";
 }
 
+ProgressLine::ProgressLine(std::string command, bool logged)
+    : command_(std::move(command)), terminal_(::isatty(STDERR_FILENO) != 0), logged_(logged) {}
+
+void ProgressLine::show(const std::string& what) {
+  if (!terminal_ && !logged_) return;
+  std::fprintf(stderr, "%sstc %s: %s%s", terminal_ ? "\r" : "", command_.c_str(), what.c_str(),
+               terminal_ ? "\033[K" : "\n");
+  std::fflush(stderr);
+  shown_ = terminal_;
+}
+
+void ProgressLine::clear() {
+  if (!shown_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  shown_ = false;
+}
+
 std::string pacedLine(const sizing::SizingResult& r) {
   std::string why;
   switch (r.pacedWhy) {

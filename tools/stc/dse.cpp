@@ -4,7 +4,6 @@
 #include "tools/stc/dse.h"
 
 #include <tbb/global_control.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -185,15 +184,15 @@ int dseCommand(const DseArgs& a) {
   std::optional<tbb::global_control> threads;
   if (a.jobs > 0) threads.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(a.jobs));
 
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  ProgressLine line("dse");
   dse::Progress progress;
-  if (terminal)
-    progress = [](int compiled, int sized, int points) {
-      std::fprintf(stderr, "\rstc dse: %d/%d points compiled, %d networks sized", compiled, points, sized);
-      std::fflush(stderr);
+  if (line.terminal())
+    progress = [&line](int compiled, int sized, int points) {
+      line.show(std::to_string(compiled) + "/" + std::to_string(points) + " points compiled, " +
+                std::to_string(sized) + " networks sized");
     };
   dse::Exploration e = dse::explore(s.subject.graph, s.platform, s.subject.base, s.space, s.bindings, progress);
-  if (terminal) std::fprintf(stderr, "\r\033[K");
+  line.clear();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f s",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());

@@ -442,7 +442,7 @@ int collect(const Manifest& m, const std::string& pick) {
 // Waits until Slurm holds none of the sweep's tasks, asking squeue less often as the wait goes on (1 s
 // to 15 s); the count of results on stderr as it changes.
 void waitForTasks(const Manifest& m, const std::string& squeue) {
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  ProgressLine line("dse", true);  // one line per change in a log
   double interval = 1;
   size_t shown = SIZE_MAX;
   for (;;) {
@@ -451,16 +451,13 @@ void waitForTasks(const Manifest& m, const std::string& squeue) {
     size_t done = 0;
     for (size_t k = 0; k < m.chunks(); ++k) done += present(resultPath(m.dir, k));
     if (done != shown) {
-      std::fprintf(stderr, "%sstc dse: %zu/%zu chunks have results; %zu tasks queued or running, e.g. %s%s",
-                   terminal ? "\r\033[K" : "", done, m.chunks(), queued.size(),
-                   queued.begin()->second.c_str(), terminal ? "" : "\n");
-      std::fflush(stderr);
+      line.show(std::to_string(done) + "/" + std::to_string(m.chunks()) + " chunks have results; " +
+                std::to_string(queued.size()) + " tasks queued or running, e.g. " + queued.begin()->second);
       shown = done;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(interval * 1000)));
     interval = std::min(15.0, interval * 1.5);
   }
-  if (terminal) std::fprintf(stderr, "\r\033[K");
 }
 
 // The cluster's largest array index plus one (MaxArraySize), or 0 when scontrol does not say.

@@ -1,6 +1,5 @@
 // stc simulate NETWORK: runs the cycle-level simulator and reports latency, stalls, FIFO occupancy and,
 // on deadlock, the wait-for cycle with the smallest depth change that breaks it (exit 3).
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -127,21 +126,10 @@ int simulateModel(const SimulateArgs& a, const Platform& platform, const CLI::Ap
   ModelSpec model = loadModel(a.network.path);
   // On a terminal, a progress line on stderr (a long prompt's estimate takes seconds to a minute), cleared
   // when the estimate ends or fails.
-  struct ProgressLine {
-    bool terminal = ::isatty(STDERR_FILENO) != 0;
-    void operator()(const std::string& what) const {
-      if (!terminal) return;
-      std::fprintf(stderr, "\rstc simulate: %s\033[K", what.c_str());
-      std::fflush(stderr);
-    }
-    ~ProgressLine() {
-      if (terminal) std::fprintf(stderr, "\r\033[K");
-    }
-  };
-  std::optional<ProgressLine> progress(std::in_place);
-  (*progress)("compiling and sizing the decode layer and the LM head");
+  std::optional<ProgressLine> progress(std::in_place, "simulate");
+  progress->show("compiling and sizing the decode layer and the LM head");
   llm::Estimator estimator(model, platform);
-  estimator.setProgress([&](const std::string& what) { (*progress)(what); });
+  estimator.setProgress([&](const std::string& what) { progress->show(what); });
   std::vector<std::pair<int64_t, int64_t>> requests;
   if (a.table) requests = {{32, 32}, {64, 64}, {128, 128}, {256, 256}};
   else requests = parseDecode(a.decode);
