@@ -284,19 +284,40 @@ struct OtherKernels {
   double dsp = 0;
   KernelGraph graph;
   std::vector<size_t> kernels;  // of graph: the ones not matmuls
-  /// Each op's iterations with symbols bound so.
+  /// Each op's cycles with symbols bound so: its kernel's iterations, or for an op of several kernels
+  /// that a row passes in turn (a norm's or softmax's statistics, then its apply, side by side on
+  /// successive rows), the most iterations of any of them and a row of each other's (all of them for
+  /// a single row). Over a symbol (a decode step's softmax over ctx, a row per head), the sum: its rows
+  /// come as the projections make the heads, and each kernel holds a row's results in its pipeline until
+  /// later rows come (LayerEstimate's `held`), so the kernels take turns.
   std::map<std::string, double> cycles(const TypedGraph& g, const Bindings& at) const {
-    std::map<std::string, double> out;
+    struct Own {
+      double most = 0, rows = 0,
+             mostRow = 0;  // the largest kernel's iterations and its row's; the sum of rows
+      double sum = 0;
+      bool symbolic = false;
+    };
+    std::map<std::string, Own> own;
     for (size_t i : kernels) {
       const Kernel* k = &graph.kernels[i];
-      double iterations = 0;
+      double iterations = 0, row = 0;
+      Own& o = own[g.graph->ops[static_cast<size_t>(k->opIndex)].name];
       for (const KernelPhase& phase : k->phases) {
         double n = static_cast<double>(k->ii);
-        for (const Expr& t : phase.trip) n *= static_cast<double>(t.eval(at));
+        for (const Expr& t : phase.trip) {
+          n *= static_cast<double>(t.eval(at));
+          o.symbolic = o.symbolic || !t.isConstant();
+        }
         iterations += n;
+        if (!phase.trip.empty())
+          row += static_cast<double>(k->ii) * static_cast<double>(phase.trip.back().eval(at));
       }
-      out[g.graph->ops[static_cast<size_t>(k->opIndex)].name] += iterations;
+      if (iterations > o.most) o.most = iterations, o.mostRow = row;
+      o.rows += row;
+      o.sum += iterations;
     }
+    std::map<std::string, double> out;
+    for (const auto& [op, o] : own) out[op] = o.symbolic ? o.sum : o.most + o.rows - o.mostRow;
     return out;
   }
   /// Each op's pipeline latency: its kernels' in series (a row op's statistics, then its apply).
