@@ -83,11 +83,24 @@ class Builder {
         for (const KernelPort& port : g_.kernels[k].phases[ph].ports)
           if (!port.out) connectInput(k, ph, port);
     }
-    // Tensors leaving the chip: graph outputs and produced tensors nobody on chip reads.
+    // Tensors leaving the chip: graph outputs and produced tensors nobody on chip reads, unless a graph
+    // output is a view of them that their producer's port writes (the heads of attention merged by a
+    // transpose and a reshape: the output is the reshape, written once).
+    auto isOutput = [&](const std::string& t) {
+      return std::find(g_.outputs.begin(), g_.outputs.end(), t) != g_.outputs.end();
+    };
+    auto leavesAsAView = [&](const std::string& tensor, const KernelGraph::PortRef& ref) {
+      for (const std::string& out : g_.outputs) {
+        auto p = g_.producer.find(out);
+        if (out != tensor && g_.viewOrder.count(out) && p != g_.producer.end() &&
+            p->second.kernel == ref.kernel && p->second.phase == ref.phase && p->second.port == ref.port)
+          return true;
+      }
+      return false;
+    };
     for (const auto& [tensor, ref] : g_.producer) {
-      bool isOutput = std::find(g_.outputs.begin(), g_.outputs.end(), tensor) != g_.outputs.end();
-      if (g_.viewOrder.count(tensor) && !isOutput) continue;  // written through its base
-      if (isOutput || !consumed_.count(tensor)) storeToHbm(tensor);
+      if (g_.viewOrder.count(tensor) && !isOutput(tensor)) continue;  // written through its base
+      if (isOutput(tensor) || (!consumed_.count(tensor) && !leavesAsAView(tensor, ref))) storeToHbm(tensor);
     }
     assignChannels();
     if (rolesOut_) *rolesOut_ = std::move(roles_);

@@ -643,14 +643,8 @@ TEST(Cli, APacedDesignBuysMemoryWithAFewPercentOfCycles) {
   EXPECT_LT(j["intermediate_bytes"].get<int64_t>() * 4, j["unfused_bytes"].get<int64_t>());
 }
 
-// Causal attention over q, k and v from HBM (128 rows, 16 heads of 64, W4A8). The scores at a reduction
-// tile of 64 take 16 x 128 x 8 = 16,384 iterations (8 tiles of 16 keys a row), the softmax's statistics
-// and apply kernels 16,384 each, side by side on successive rows; P.V at a tile of 32 keys takes 16 x 128
-// x 4 x 4 = 32,768 (4 tiles of the 128 keys, 4 of the 64 values). The unroll search counted the softmax's
-// two kernels one after the other (32,768 cycles), so growing P.V's tile shortened nothing it saw, and
-// the design took 41,782 cycles with 1,203 of the 6,126 DSPs it may use; P.V now takes a tile of 64 keys
-// or more, and the design runs in fewer cycles than P.V at 32 alone would take.
-TEST(Cli, TheUnrollSearchSeesARowOpsKernelsSideBySide) {
+// Causal attention over q, k and v from HBM, its heads merged into the output y [128, 1024]; the file's path.
+std::string writeCoreAttention() {
   std::string path = ::testing::TempDir() + "core_attention.yaml";
   std::ofstream(path) << "graph: core\n"
                          "inputs:\n"
@@ -672,6 +666,18 @@ TEST(Cli, TheUnrollSearchSeesARowOpsKernelsSideBySide) {
                          "  - {name: o_t, op: transpose, inputs: [o], output: ot, perm: [1, 0, 2]}\n"
                          "  - {name: merge, op: reshape, inputs: [ot], output: y, shape: [128, 1024]}\n"
                          "outputs: [y]\n";
+  return path;
+}
+
+// Causal attention over q, k and v from HBM (128 rows, 16 heads of 64, W4A8). The scores at a reduction
+// tile of 64 take 16 x 128 x 8 = 16,384 iterations (8 tiles of 16 keys a row), the softmax's statistics
+// and apply kernels 16,384 each, side by side on successive rows; P.V at a tile of 32 keys takes 16 x 128
+// x 4 x 4 = 32,768 (4 tiles of the 128 keys, 4 of the 64 values). The unroll search counted the softmax's
+// two kernels one after the other (32,768 cycles), so growing P.V's tile shortened nothing it saw, and
+// the design took 41,782 cycles with 1,203 of the 6,126 DSPs it may use; P.V now takes a tile of 64 keys
+// or more, and the design runs in fewer cycles than P.V at 32 alone would take.
+TEST(Cli, TheUnrollSearchSeesARowOpsKernelsSideBySide) {
+  std::string path = writeCoreAttention();
   std::string net = ::testing::TempDir() + "core_attention.net.yaml";
   Outcome c = stc("compile " + path + " --set quant=w4a8 -o " + net + " --json");
   ASSERT_EQ(c.code, 0) << c.out;
@@ -683,6 +689,21 @@ TEST(Cli, TheUnrollSearchSeesARowOpsKernelsSideBySide) {
   int64_t cycles = nlohmann::json::parse(s.out)["cycles"].get<int64_t>();
   EXPECT_LT(cycles, 32768);
   EXPECT_GT(cycles, 16384);
+}
+
+// The same attention's output is a reshape of the merged heads' transpose, which one kernel makes: it
+// leaves the chip once, as y. The transpose's own tensor, which nothing reads, was written to HBM too:
+// a second DMA write of 128 KiB beside y's. Four reads (q, k, v, the scale) and one write.
+TEST(Cli, AnOutputViewLeavesTheChipOnce) {
+  std::string net = ::testing::TempDir() + "core_attention_once.net.yaml";
+  Outcome c = stc("compile " + writeCoreAttention() + " --set quant=w4a8 -o " + net + " --json");
+  ASSERT_EQ(c.code, 0) << c.out;
+  nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["dmas"], 5);
+  std::ifstream in(net);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("name: store_y"), std::string::npos);
+  EXPECT_EQ(text.find("ot>hbm"), std::string::npos);
 }
 
 // GPT-2 medium's 128-row causal attention (W4A8): q_proj's weight (1024 x 1024 at 4 bits, 512 KiB) is read
