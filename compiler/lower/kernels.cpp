@@ -260,6 +260,13 @@ Kernel::HeldKeys heldKeysOf(const TypedGraph& g, const Op& op) {
     return HeldKeys::kNone;
   const Expr &M = outT.shape[rank - 2], &N = outT.shape.back(), &K = a.shape.back();
   if (!M.isConstant()) return HeldKeys::kNone;
+  // Keys and values from HBM (a graph input viewed as heads) need no buffer: the key of row r is no
+  // nearer than the last, and their tiles stream from HBM as an unmasked product's do.
+  std::string base = op.inputs[1];
+  for (const Op* p = producerOf(g, base); p && (p->op == "reshape" || p->op == "transpose");
+       p = producerOf(g, base))
+    base = p->inputs[0];
+  if (!producerOf(g, base)) return HeldKeys::kNone;
   if (const Op* p = producerOf(g, op.inputs[0]); p && isCausal(*p) && K == M) return HeldKeys::kAlongK;
   if (N != M) return HeldKeys::kNone;
   const auto& outputs = g.graph->outputs;

@@ -52,9 +52,10 @@ const Op* producerOf(const TypedGraph& graph, const std::string& tensor);
 bool streamsInput(const TypedGraph& graph, const Op& op);
 
 /// Kernel::HeldKeys of matmul `op`: a product of as many keys as rows over a right side made on chip
-/// (self-attention over a prompt, no cached keys) under a causal softmax. P.V reads the softmax's output
-/// (keys along K); the scores reach the softmax through elementwise ops alone, each tensor on the way read
-/// by nothing else (the keys past a row come out 0, which only the softmax may read: it weighs them 0).
+/// (self-attention over a prompt, no cached keys, not an input from HBM) under a causal softmax. P.V reads
+/// the softmax's output (keys along K); the scores reach the softmax through elementwise ops alone, each
+/// tensor on the way read by nothing else (the keys past a row come out 0, which only the softmax may read:
+/// it weighs them 0).
 Kernel::HeldKeys heldKeysOf(const TypedGraph& graph, const Op& op);
 
 /// Whether dim `dim` of `tensor` holds copies: its index i reads the same values as (i / group) * group
