@@ -792,6 +792,80 @@ class CohereBlock(torch.nn.Module):
         return x + attn + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
 
 
+class TransfoXlLayer(torch.nn.Module):
+    """Transformer-XL's RelPartialLearnableMultiHeadAttn without memory (mem_transformer.py), sequence
+    first: AC = einsum("ibnd,jbnd->ijbn") with r_w_bias, BD = einsum("ibnd,jnd->ijbn") over the sinusoid
+    positions' heads (two free indices of the left), _rel_shift (a zero column, a view, [1:], view_as),
+    masked_fill of a bool triu with -inf, softmax over the keys (dim 1), einsum("ijbn,jbnd->ibnd"),
+    post-LN, then the post-LN feed-forward."""
+
+    def __init__(self, d=64, heads=4, inner=128, fill=-float("inf")):
+        super().__init__()
+        self.heads, self.hd, self.fill = heads, d // heads, fill
+        self.qkv = torch.nn.Linear(d, 3 * d, bias=False)
+        self.o, self.r = torch.nn.Linear(d, d, bias=False), torch.nn.Linear(d, d, bias=False)
+        self.ln, self.ff_ln = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.r_w_bias = torch.nn.Parameter(0.3 * torch.randn(heads, self.hd))
+        self.r_r_bias = torch.nn.Parameter(0.3 * torch.randn(heads, self.hd))
+        self.register_buffer("inv_freq", 1 / (10000 ** (torch.arange(0.0, d, 2.0) / d)))
+        self.ff1, self.ff2 = torch.nn.Linear(d, inner), torch.nn.Linear(inner, d)
+
+    @staticmethod
+    def rel_shift(x):
+        zero_pad = torch.zeros((x.size(0), 1, *x.size()[2:]), dtype=x.dtype)
+        padded = torch.cat([zero_pad, x], dim=1).view(x.size(1) + 1, x.size(0), *x.size()[2:])
+        return padded[1:].view_as(x)
+
+    def forward(self, w):
+        s, b = w.size(0), w.size(1)
+        pos = torch.ger(torch.arange(s - 1, -1, -1.0, dtype=w.dtype), self.inv_freq)
+        r = torch.cat([pos.sin(), pos.cos()], dim=-1)[:, None, :]
+        mask = torch.triu(w.new_ones(s, s), diagonal=1).bool()[:, :, None]
+        q, k, v = (t.view(s, b, self.heads, self.hd) for t in torch.chunk(self.qkv(w), 3, dim=-1))
+        rk = self.r(r).view(s, self.heads, self.hd)
+        ac = torch.einsum("ibnd,jbnd->ijbn", (q + self.r_w_bias, k))
+        bd = self.rel_shift(torch.einsum("ibnd,jnd->ijbn", (q + self.r_r_bias, rk)))
+        score = ((ac + bd) * self.hd ** -0.5).masked_fill(mask[:, :, :, None], self.fill)
+        vec = torch.einsum("ijbn,jbnd->ibnd", (torch.softmax(score, dim=1), v)).reshape(s, b, -1)
+        out = self.ln(w + self.o(vec))
+        return self.ff_ln(out + self.ff2(torch.relu(self.ff1(out))))
+
+
+class XlnetRelAttn(torch.nn.Module):
+    """XLNet's relative attention (attn_type "uni", no memory, the h stream): per-head weights [d, n, dh]
+    by einsum("ibh,hnd->ibnd"), scores einsum("ibnd,jbnd->bnij"), rel_shift_bnij (a reshape swapping the
+    last two dims, [:, :, 1:], a reshape, index_select of arange), the mask transposed by an Einsum of one
+    operand, einsum("ijbn->bnij"), times -1e30, softmax(dim=3), the output by einsum("ibnd,hnd->ibh"),
+    post-LN."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads, self.hd, self.d = heads, d // heads, d
+        self.q, self.k, self.v, self.o, self.r = (torch.nn.Parameter(0.1 * torch.randn(d, heads, d // heads))
+                                                  for _ in range(5))
+        self.r_r_bias = torch.nn.Parameter(0.1 * torch.randn(heads, d // heads))
+        self.r_w_bias = torch.nn.Parameter(0.1 * torch.randn(heads, d // heads))
+        self.ln = torch.nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, h):
+        s, b = h.shape[0], h.shape[1]
+        inv_freq = 1 / torch.pow(10000, torch.arange(0, self.d, 2.0) / self.d)
+        pos = torch.einsum("i,d->id", torch.arange(s, -s, -1.0), inv_freq)
+        r = torch.cat([torch.sin(pos), torch.cos(pos)], dim=-1)[:, None, :].expand(-1, b, -1)
+        mask = torch.triu(torch.ones(s, s), diagonal=1)[:, :, None, None]
+        mask = ((mask - torch.eye(s)[:, :, None, None]) > 0).to(mask)
+        q, k, v = (torch.einsum("ibh,hnd->ibnd", h, w) for w in (self.q, self.k, self.v))
+        kr = torch.einsum("ibh,hnd->ibnd", r, self.r)
+        ac = torch.einsum("ibnd,jbnd->bnij", q + self.r_w_bias, k)
+        bd = torch.einsum("ibnd,jbnd->bnij", q + self.r_r_bias, kr)
+        n = bd.shape
+        bd = bd.reshape(n[0], n[1], n[3], n[2])[:, :, 1:, :].reshape(n[0], n[1], n[2], n[3] - 1)
+        bd = torch.index_select(bd, 3, torch.arange(s, dtype=torch.long))
+        score = (ac + bd) * self.hd ** -0.5 - 1e30 * torch.einsum("ijbn->bnij", mask)
+        vec = torch.einsum("bnij,jbnd->ibnd", torch.softmax(score, dim=3), v)
+        return self.ln(torch.einsum("ibnd,hnd->ibh", vec, self.o) + h)
+
+
 class SequenceFirstAttention(torch.nn.Module):
     """Megatron's and ChatGLM's layout: x [s, b, d], q, k and v viewed [s, b * h, d_h] and transposed to
     [b * h, s, d_h] for torch.bmm, a masked_fill of a bool triu with -10000, and the output back to
@@ -1190,6 +1264,10 @@ def cases(m):
         # torch 1.13 exports F.layer_norm without weight at opset 17 as a node ONNX's checker refuses
         ("cohere_block_op15", lambda: CohereBlock(), (1, 8, 64), 15, None, []),
         ("cohere_block_d48_h3_b2_op14", lambda: CohereBlock(48, 3, 96), (2, 6, 48), 14, None, []),
+        ("transfo_xl_layer", lambda: TransfoXlLayer(), (8, 1, 64), 17, None, []),
+        ("transfo_xl_layer_d48_h3_b2_op14", lambda: TransfoXlLayer(48, 3, 96, -1e30), (10, 2, 48), 14, None, []),
+        ("xlnet_rel_attn", lambda: XlnetRelAttn(), (8, 1, 64), 17, None, []),
+        ("xlnet_rel_attn_d48_h3_b2_op14", lambda: XlnetRelAttn(48, 3), (10, 2, 48), 14, None, []),
     ]
 
 

@@ -639,6 +639,20 @@ class Importer {
     }
   }
 
+  // The operand and the result of an Einsum of one operand, `A->C`, spaces removed; false for another
+  // form (an ellipsis, an implicit result, two operands).
+  static bool einsumOneTerm(const onnx::NodeProto& n, std::string& a, std::string& c) {
+    std::string eq;
+    for (const auto& at : n.attribute())
+      if (at.name() == "equation")
+        for (char ch : at.s())
+          if (ch != ' ') eq += ch;
+    size_t arrow = eq.find("->");
+    if (n.input_size() != 1 || arrow == std::string::npos || eq.find_first_of(".,") != std::string::npos)
+      return false;
+    a = eq.substr(0, arrow), c = eq.substr(arrow + 2);
+    return true;
+  }
   // The two operands and the result of an Einsum's equation, spaces removed; false for another form (one
   // operand, an implicit result). An ellipsis (`... i d, ... j d -> ... i j`) stands for the dims of its
   // operand the letters leave, named by capitals the equation does not use, aligned at the right across
@@ -693,11 +707,18 @@ class Importer {
     bool added = false;
     for (const auto& n : model_.graph().node()) {
       std::string a, b, c;
-      if (n.op_type() != "Einsum" || hasConcreteShape(n.output(0)) || !einsumTerms(n, a, b, c)) continue;
+      if (n.op_type() != "Einsum" || hasConcreteShape(n.output(0))) continue;
+      std::vector<std::pair<std::string, std::string>> terms;  // (indices, value) of each operand
+      if (einsumOneTerm(n, a, c))
+        terms = {{a, n.input(0)}};
+      else if (einsumTerms(n, a, b, c))
+        terms = {{a, n.input(0)}, {b, n.input(1)}};
+      else
+        continue;
       std::map<char, int64_t> extent;
       bool ok = true;
       int elemType = onnx::TensorProto::FLOAT;
-      for (const auto& [term, value] : {std::make_pair(a, n.input(0)), std::make_pair(b, n.input(1))}) {
+      for (const auto& [term, value] : terms) {
         std::vector<int64_t> dims;
         ok = ok && knownDims(value, dims, elemType) && dims.size() == term.size();
         for (size_t i = 0; ok && i < term.size(); ++i) {
@@ -2728,8 +2749,10 @@ class Importer {
         {"Where", 3},          {"Greater", 2},     {"Less", 2}, {"Equal", 2},
         {"GreaterOrEqual", 2}, {"LessOrEqual", 2}, {"Tile", 2}, {"Not", 1},
         {"Einsum", 2},         {"And", 2},         {"Or", 2},   {"Xor", 2}};
-    if (auto a = arity.find(d.op); a != arity.end() && (d.inputs.size() != a->second ||
-        std::any_of(d.inputs.begin(), d.inputs.end(), [](const std::string& in) { return in.empty(); }))) {
+    if (auto a = arity.find(d.op);
+        a != arity.end() &&
+        ((d.inputs.size() != a->second && !(d.op == "Einsum" && d.inputs.size() == 1)) ||
+         std::any_of(d.inputs.begin(), d.inputs.end(), [](const std::string& in) { return in.empty(); }))) {
       unsupported_.push_back(name + " (" + d.op + " of " + std::to_string(d.inputs.size()) + " inputs)");
       return;
     }
@@ -3836,6 +3859,23 @@ class Importer {
     return finish("reshape", made, {{"shape", kept}}, ms + n, "_kept", kept);
   }
 
+  // An Einsum of one operand that only reorders its indices (XLNet's ijbn->bnij): a transpose.
+  bool einsumPermutes(Dyn& d, Op& op) {
+    std::string A, C;
+    if (!einsumOneTerm(*d.node, A, C) || A.size() != C.size() || A.empty()) return false;
+    std::vector<int64_t> perm;
+    for (char ch : C) {
+      if (!std::isalpha(static_cast<unsigned char>(ch)) || std::count(A.begin(), A.end(), ch) != 1 ||
+          std::count(C.begin(), C.end(), ch) != 1)
+        return false;
+      perm.push_back(static_cast<int64_t>(A.find(ch)));
+    }
+    op.op = "transpose";
+    op.inputs = {operand(d.inputs[0], op.name)};
+    op.attrs["perm"] = perm;
+    return true;
+  }
+
   // Whether an index of both operands of Einsum `n` has extent 1 in one and more in the other: numpy
   // broadcasts an ellipsis so (`... i d, ... j d` over [1, h, s, d] and [b, h, s, d]), a matmul does not.
   bool einsumBroadcasts(const onnx::NodeProto& n) const {
@@ -3854,6 +3894,7 @@ class Importer {
 
   bool einsum(Dyn& d, Op& op) {
     std::string A, B, C;
+    if (d.inputs.size() == 1) return einsumPermutes(d, op);
     if (!einsumTerms(*d.node, A, B, C)) return false;
     auto has = [](const std::string& s, char ch) { return s.find(ch) != std::string::npos; };
     for (const std::string* t : {&A, &B, &C})
@@ -3876,9 +3917,25 @@ class Importer {
     if (!k.empty() && (k.size() > 1 || n.size() != 1) && batch.empty() && !ms.empty() &&
         consts_.count(d.inputs[1]))
       return einsumByConstant(d, op, A, B, C, ms, k, n);
-    if (k.size() != 1 || n.size() != 1 || ms.empty() || (!batch.empty() && ms.size() != 1)) return false;
+    if (k.size() != 1 || n.size() != 1 || ms.empty()) return false;
     std::string wantA = batch + ms + k, wantB = batch + k + n, result = batch + ms + n;
     if (A.size() != wantA.size() || B.size() != wantB.size()) return false;
+    // Batch indices and several kept of A (Transformer-XL's ibnd,jnd->ijbn): A's kept merged into one row
+    // dim of the batched product, [batch.., M1 * M2 .., K], and the product's rows split again.
+    std::vector<int64_t> dimsA, merged, split;
+    if (!batch.empty() && ms.size() > 1) {
+      dimsA = constantDims(d.inputs[0]);
+      std::vector<int64_t> dimsB = constantDims(d.inputs[1]);
+      if (dimsA.size() != A.size() || dimsB.size() != B.size()) return false;
+      int64_t rows = 1;
+      for (char ch : batch) merged.push_back(dimsA[A.find(ch)]);
+      for (char ch : ms) rows *= dimsA[A.find(ch)];
+      split = merged;
+      merged.push_back(rows);
+      merged.push_back(dimsA[A.find(k[0])]);
+      for (char ch : ms) split.push_back(dimsA[A.find(ch)]);
+      split.push_back(dimsB[B.find(n[0])]);
+    }
     auto permTo = [](const std::string& from, const std::string& to) {  // transpose perm: to[i] = from[perm[i]]
       std::vector<int64_t> perm;
       for (char ch : to) perm.push_back(static_cast<int64_t>(from.find(ch)));
@@ -3891,6 +3948,27 @@ class Importer {
       return auxOp("transpose", op.name + suffix, {v}, d.output + suffix, {{"perm", permTo(from, to)}});
     };
     std::string a = arrange(d.inputs[0], A, wantA, "_a"), b = arrange(d.inputs[1], B, wantB, "_b");
+    if (!merged.empty()) {
+      a = auxOp("reshape", op.name + "_rows", {a}, d.output + "_rows", {{"shape", merged}});
+      madeShapes_[a] = merged;
+      std::vector<int64_t> productShape(merged.begin(), merged.end() - 1);
+      productShape.push_back(split.back());
+      std::string product = auxOp("matmul", op.name + "_product", {a, b}, d.output + "_product");
+      madeShapes_[product] = productShape;
+      if (result == C) {
+        op.op = "reshape";
+        op.inputs = {product};
+        op.attrs["shape"] = split;
+        return true;
+      }
+      std::string kept =
+          auxOp("reshape", op.name + "_kept", {product}, d.output + "_kept", {{"shape", split}});
+      madeShapes_[kept] = split;
+      op.op = "transpose";
+      op.inputs = {kept};
+      op.attrs["perm"] = permTo(result, C);
+      return true;
+    }
     if (result == C) {
       op.op = "matmul";
       op.inputs = {a, b};
