@@ -866,6 +866,56 @@ class XlnetRelAttn(torch.nn.Module):
         return self.ln(torch.einsum("ibnd,hnd->ibh", vec, self.o) + h)
 
 
+class ChatGlm2Block(torch.nn.Module):
+    """ChatGLM2 (modeling_chatglm.py), sequence first: a fused query_key_value split into heads and groups,
+    the rope cache [s, rot / 2, 2] built in forward from arange(s), taken at position_ids, viewed with a -1
+    (rope_cache.view(sq, -1, 1, n, 2)) and applied to the first half of each head as pairs (stack,
+    flatten), multi-query groups by unsqueeze(-2).expand.view, torch.empty + baddbmm(beta=0), a bool
+    ones tril_()'d in place and inverted, masked_fill(-inf), bmm, RMSNorm and SwiGLU by torch.chunk."""
+
+    def __init__(self, m, d=64, heads=4, groups=2, ffn=96, coeff=2):
+        super().__init__()
+        self.np, self.hn, self.ng, self.d, self.coeff = heads, d // heads, groups, d, coeff
+        self.qkv = torch.nn.Linear(d, (heads + 2 * groups) * self.hn)
+        self.dense = torch.nn.Linear(d, d, bias=False)
+        self.ln1, self.ln2 = m.RmsNorm(d, 1e-5), m.RmsNorm(d, 1e-5)
+        self.h_to_4h, self.h4_to_h = torch.nn.Linear(d, 2 * ffn, bias=False), torch.nn.Linear(ffn, d, bias=False)
+
+    @staticmethod
+    def rope(x, cache):
+        sq, np_ = x.size(0), x.size(2)
+        rot = cache.shape[-2] * 2
+        x, x_pass = x[..., :rot], x[..., rot:]
+        xs = x.reshape(sq, -1, np_, rot // 2, 2)
+        cache = cache[:sq].view(sq, -1, 1, xs.size(3), 2)
+        out = torch.stack([xs[..., 0] * cache[..., 0] - xs[..., 1] * cache[..., 1],
+                           xs[..., 1] * cache[..., 0] + xs[..., 0] * cache[..., 1]], -1)
+        return torch.cat((out.flatten(3), x_pass), dim=-1)
+
+    def forward(self, x):
+        s, b = x.shape[0], x.shape[1]
+        n = self.hn // 2
+        theta = 1.0 / (10000 ** (torch.arange(0, n, 2, dtype=torch.float) / n))
+        angles = torch.outer(torch.arange(s, dtype=torch.float), theta)
+        cache = torch.stack([torch.cos(angles), torch.sin(angles)], dim=-1)
+        cache = cache[torch.arange(s, dtype=torch.long).unsqueeze(0).repeat(b, 1)].transpose(0, 1).contiguous()
+        q, k, v = self.qkv(self.ln1(x)).split([self.np * self.hn, self.ng * self.hn, self.ng * self.hn], dim=-1)
+        q = self.rope(q.view(s, b, self.np, self.hn), cache)
+        k = self.rope(k.view(s, b, self.ng, self.hn), cache)
+        k, v = (t.unsqueeze(-2).expand(-1, -1, -1, self.np // self.ng, -1).contiguous().view(s, b, self.np, self.hn)
+                for t in (k, v.view(s, b, self.ng, self.hn)))
+        q, k, v = (t.view(s, b * self.np, -1).transpose(0, 1) for t in (q, k, v))
+        scores = torch.baddbmm(torch.empty(b * self.np, s, s), q, k.transpose(1, 2), beta=0.0,
+                               alpha=1.0 / (self.hn ** 0.5 * self.coeff)).view(b, self.np, s, s) * self.coeff
+        mask = torch.ones(b, 1, s, s, dtype=torch.bool)
+        mask.tril_()
+        p = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1).view(b * self.np, s, s)
+        ctx = torch.bmm(p, v).view(b, self.np, s, self.hn).permute(2, 0, 1, 3).reshape(s, b, self.d)
+        h = x + self.dense(ctx)
+        gate, up = torch.chunk(self.h_to_4h(self.ln2(h)), 2, dim=-1)
+        return h + self.h4_to_h(torch.nn.functional.silu(gate) * up)
+
+
 class SequenceFirstAttention(torch.nn.Module):
     """Megatron's and ChatGLM's layout: x [s, b, d], q, k and v viewed [s, b * h, d_h] and transposed to
     [b * h, s, d_h] for torch.bmm, a masked_fill of a bool triu with -10000, and the output back to
@@ -1268,6 +1318,10 @@ def cases(m):
         ("transfo_xl_layer_d48_h3_b2_op14", lambda: TransfoXlLayer(48, 3, 96, -1e30), (10, 2, 48), 14, None, []),
         ("xlnet_rel_attn", lambda: XlnetRelAttn(), (8, 1, 64), 17, None, []),
         ("xlnet_rel_attn_d48_h3_b2_op14", lambda: XlnetRelAttn(48, 3), (10, 2, 48), 14, None, []),
+        # A dynamic sequence-first axis: arange(seq)'s folded bounds give the rope cache its length
+        ("chatglm2_block_seq", lambda: ChatGlm2Block(m), (8, 1, 64), 17, {"x": {0: "seq"}, "y": {0: "seq"}}, []),
+        ("chatglm2_block_seq_d48_h3_g1_b2_op14", lambda: ChatGlm2Block(m, 48, 3, 1, 64), (6, 2, 48), 14,
+         {"x": {0: "seq"}, "y": {0: "seq"}}, ["--set", "dim.seq=6"]),
     ]
 
 

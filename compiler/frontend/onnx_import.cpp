@@ -772,9 +772,10 @@ class Importer {
     for (const auto& node : model_.graph().node()) visitOrRecord(node);
     // (A Gather's indices too: position ids computed from shapes, arange(seq), give the lookup its shape.)
     static const std::map<std::string, std::vector<int>> shapeArguments = {
-        {"Reshape", {1}},   {"Expand", {1}},  {"ConstantOfShape", {0}}, {"Tile", {1}},
-        {"Unsqueeze", {1}}, {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}},  {"Split", {1}},
-        {"Trilu", {1}},     {"Gather", {1}},  {"Pad", {1, 3}}};  // (not its value, of the data's type)
+        {"Reshape", {1}},    {"Expand", {1}},  {"ConstantOfShape", {0}}, {"Tile", {1}},
+        {"Unsqueeze", {1}},  {"Squeeze", {1}}, {"Slice", {1, 2, 3, 4}},  {"Split", {1}},
+        {"Trilu", {1}},      {"Gather", {1}},  {"Pad", {1, 3}},  // (not its value, of the data's type)
+        {"Range", {0, 1, 2}}};  // (arange(seq) of a table computed in forward: its length, for what follows)
     std::set<std::string> initializers, taken = graphNames();
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     std::map<std::string, std::string> folded;  // a computed shape argument -> its int64 initializer
@@ -792,10 +793,26 @@ class Importer {
           name = unusedName(node.input(i) + "__folded", taken);
           onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
           t->set_name(name);
-          t->set_data_type(onnx::TensorProto::INT64);
           for (auto d : c->second.dims) t->add_dims(d);
-          for (double v : c->second.v)  // Slice's "to the end" is INT64_MAX, which a double rounds up
-            t->add_int64_data(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
+          // Range's operands keep their type (a float arange); every other shape argument is int64.
+          auto type = types_.find(node.input(i));
+          int elem = type != types_.end() && type->second->has_tensor_type()
+                         ? type->second->tensor_type().elem_type()
+                         : onnx::TensorProto::INT64;
+          if (node.op_type() == "Range" &&
+              (elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE)) {
+            t->set_data_type(elem);
+            for (double v : c->second.v)
+              elem == onnx::TensorProto::FLOAT ? t->add_float_data(static_cast<float>(v))
+                                               : t->add_double_data(v);
+          } else if (node.op_type() == "Range" && elem == onnx::TensorProto::INT32) {
+            t->set_data_type(elem);
+            for (double v : c->second.v) t->add_int32_data(static_cast<int32_t>(v));
+          } else {
+            t->set_data_type(onnx::TensorProto::INT64);
+            for (double v : c->second.v)  // Slice's "to the end" is INT64_MAX, which a double rounds up
+              t->add_int64_data(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
+          }
         }
         node.set_input(i, name);
         rewritten = true;

@@ -1275,6 +1275,67 @@ TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
   }
 }
 
+// ChatGLM2's rope cache over a dynamic sequence axis fixed at import: a table computed from arange(seq)
+// (a Range of float bounds from the input's Shape) by torch.outer (an Einsum, whose result ONNX sizes by
+// rank alone: the importer sizes it from its operands), viewed with a -1 and multiplied into the stream,
+// whose Shape then feeds a Reshape (flatten). ONNX's shape inference gave the Range no length while its
+// bounds were computed, so every shape after it, and the Shape of the product, stayed unknown ("Shape of a
+// value with a symbolic dimension"); the bounds are folded as the shape arguments are. Values by hand:
+// y[i][j] = x[i][j] * i * theta[j].
+TEST(Onnx, ARangeOverADynamicAxisFixedAtImportHasItsLength) {
+  onnx::ModelProto m = modelWithInput(17, "range_table", {3, 4});
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("seq");
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "zero", {}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "axes0", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "axes1", {1}, {1}, onnx::TensorProto::INT64);
+  addInitializer(g, "rest", {2}, {-1, 4}, onnx::TensorProto::INT64);
+  addInitializer(g, "start", {}, {0.0});
+  addInitializer(g, "delta", {}, {1.0});
+  addInitializer(g, "theta", {4}, {0.5, 1.0, 1.5, -2.0});
+  addNode(g, "Shape", {"x"}, "sh");
+  addNode(g, "Gather", {"sh", "zero"}, "n");
+  onnx::AttributeProto* to = addNode(g, "Cast", {"n"}, "nf")->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  addNode(g, "Range", {"start", "nf", "delta"}, "pos");
+  onnx::AttributeProto* outer =
+      addNode(g, "Einsum", {"pos", "theta"}, "ang")->add_attribute();  // torch.outer
+  outer->set_name("equation");
+  outer->set_type(onnx::AttributeProto::STRING);
+  outer->set_s("i,d->id");
+  addNode(g, "Unsqueeze", {"n", "axes0"}, "n1");
+  onnx::AttributeProto* axis = addNode(g, "Concat", {"n1", "rest"}, "target")->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  addNode(g, "Reshape", {"ang", "target"}, "table");  // [seq, -1, 4]: its 1 unknown to ONNX
+  addNode(g, "Unsqueeze", {"x", "axes1"}, "x3");
+  addNode(g, "Mul", {"x3", "table"}, "prod");  // [seq, 1, 4] by [seq, ?, 4]
+  addNode(g, "Shape", {"prod"}, "psh");
+  addNode(g, "Reshape", {"prod", "psh"}, "y");
+  g->add_output()->set_name("y");
+  Graph graph = importOnnx(writeModel(m, "range_table.onnx"), {{"seq", 3}});
+  std::vector<float> x;
+  for (int i = 0; i < 12; ++i) x.push_back(0.25f * static_cast<float>(i) - 1.0f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{3, 4}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  Tensor y = interpret(graph, values).at(graph.outputs.at(0));
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{3, 1, 4}));
+  const double theta[4] = {0.5, 1.0, 1.5, -2.0};
+  ASSERT_EQ(y.data.size(), 12u);
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 4; ++j)
+      EXPECT_NEAR(y.data[i * 4 + j], x[i * 4 + j] * static_cast<double>(i) * theta[j], 1e-6) << i << j;
+}
+
 // The last token's row of a stream whose sequence is a dynamic axis (`x[:, -1, :]`, a Gather at -1, before
 // an LM head): refused with the way out while the axis is symbolic (it said "indices that are not a run",
 // so `--bind seq=N` did not fix the axis at import), and the row itself once the axis is fixed.
