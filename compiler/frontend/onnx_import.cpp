@@ -778,7 +778,8 @@ class Importer {
         {"Range", {0, 1, 2}}};  // (arange(seq) of a table computed in forward: its length, for what follows)
     std::set<std::string> initializers, taken = graphNames();
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
-    std::map<std::string, std::string> folded;  // a computed shape argument -> its int64 initializer
+    std::map<std::pair<std::string, int>, std::string> folded;  // a computed shape argument and the type
+                                                                // folded to -> its initializer
     bool rewritten = false;
     for (auto& node : *model_.mutable_graph()->mutable_node()) {
       auto args = shapeArguments.find(node.op_type());
@@ -787,30 +788,35 @@ class Importer {
         if (node.input_size() <= i || node.input(i).empty() || initializers.count(node.input(i))) continue;
         auto c = consts_.find(node.input(i));
         if (c == consts_.end() || !c->second.known) continue;
-        auto [at, fresh] = folded.emplace(node.input(i), "");
+        // Range's operands keep their type (a float arange), and are folded only where it is known and
+        // one a Range takes; every other shape argument is int64. (Keyed by type too: a value read as
+        // both gets an initializer of each.)
+        int elem = onnx::TensorProto::INT64;
+        if (node.op_type() == "Range") {
+          auto type = types_.find(node.input(i));
+          elem = type != types_.end() && type->second->has_tensor_type()
+                     ? type->second->tensor_type().elem_type()
+                     : onnx::TensorProto::UNDEFINED;
+          if (elem != onnx::TensorProto::FLOAT && elem != onnx::TensorProto::DOUBLE &&
+              elem != onnx::TensorProto::INT32 && elem != onnx::TensorProto::INT64)
+            continue;
+        }
+        auto [at, fresh] = folded.emplace(std::make_pair(node.input(i), elem), "");
         std::string& name = at->second;
         if (fresh) {  // a name no value of the model has (it may hold one called so already)
           name = unusedName(node.input(i) + "__folded", taken);
           onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
           t->set_name(name);
+          t->set_data_type(elem);
           for (auto d : c->second.dims) t->add_dims(d);
-          // Range's operands keep their type (a float arange); every other shape argument is int64.
-          auto type = types_.find(node.input(i));
-          int elem = type != types_.end() && type->second->has_tensor_type()
-                         ? type->second->tensor_type().elem_type()
-                         : onnx::TensorProto::INT64;
-          if (node.op_type() == "Range" &&
-              (elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE)) {
-            t->set_data_type(elem);
-            for (double v : c->second.v)
-              elem == onnx::TensorProto::FLOAT ? t->add_float_data(static_cast<float>(v))
-                                               : t->add_double_data(v);
-          } else if (node.op_type() == "Range" && elem == onnx::TensorProto::INT32) {
-            t->set_data_type(elem);
-            for (double v : c->second.v) t->add_int32_data(static_cast<int32_t>(v));
-          } else {
-            t->set_data_type(onnx::TensorProto::INT64);
-            for (double v : c->second.v)  // Slice's "to the end" is INT64_MAX, which a double rounds up
+          for (double v : c->second.v) {
+            if (elem == onnx::TensorProto::FLOAT)
+              t->add_float_data(static_cast<float>(v));
+            else if (elem == onnx::TensorProto::DOUBLE)
+              t->add_double_data(v);
+            else if (elem == onnx::TensorProto::INT32)
+              t->add_int32_data(static_cast<int32_t>(v));
+            else  // Slice's "to the end" is INT64_MAX, which a double rounds up
               t->add_int64_data(v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v));
           }
         }
@@ -3359,7 +3365,8 @@ class Importer {
     return out;
   }
   // Whether attention product `mm` is one the lowering holds its keys in (lower/kernels.cpp: heldKeysOf,
-  // the same tests in the same order): P.V reading a causal softmax of as many keys as rows, or scores of
+  // the same tests in the same order, but for its keys from HBM: the copies read here come from an add,
+  // made on chip): P.V reading a causal softmax of as many keys as rows, or scores of
   // as many keys as rows reaching a causal softmax through elementwise ops and views that keep each row's
   // keys, each read once. Repeated heads read by such a product stay copies: the copies' products stream
   // rows through the attention, each key as its row is made, and hold a KV head once for its copies

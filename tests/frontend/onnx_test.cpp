@@ -1469,7 +1469,7 @@ TEST(Onnx, EinsumsOfSeveralKeptIndicesOrOneOperandAreProductsAndTransposes) {
     e->set_type(onnx::AttributeProto::STRING);
     e->set_s(text);
   };
-  onnx::ModelProto m = modelWithInput(17, "einsums", {3, 2, 2, 4});  // x [i, b, n, d]
+  onnx::ModelProto m = modelWithInput(17, "einsums", {4, 3, 2, 4});  // x [i, b, n, d]
   onnx::GraphProto* g = m.mutable_graph();
   std::vector<double> r;  // r [j, n, d]
   for (int i = 0; i < 5 * 2 * 4; ++i) r.push_back(0.25 * (i % 7) - 0.5);
@@ -1479,19 +1479,19 @@ TEST(Onnx, EinsumsOfSeveralKeptIndicesOrOneOperandAreProductsAndTransposes) {
   g->add_output()->set_name("y");
   Graph graph = importOnnx(writeModel(m, "einsums.onnx"));
   std::vector<float> x;
-  for (int i = 0; i < 48; ++i) x.push_back(0.125f * static_cast<float>(i % 5) - 0.25f);
-  std::map<std::string, Tensor> values = {{"x", Tensor{{3, 2, 2, 4}, x}}};
+  for (int i = 0; i < 96; ++i) x.push_back(0.125f * static_cast<float>(i % 5) - 0.25f);
+  std::map<std::string, Tensor> values = {{"x", Tensor{{4, 3, 2, 4}, x}}};
   for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
   Tensor y = interpret(graph, values).at(graph.outputs.at(0));
-  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 2, 3, 5}));  // [b, n, i, j]
-  ASSERT_EQ(y.data.size(), 60u);
-  for (size_t b = 0; b < 2; ++b)
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{3, 2, 4, 5}));  // [b, n, i, j]
+  ASSERT_EQ(y.data.size(), 120u);
+  for (size_t b = 0; b < 3; ++b)
     for (size_t n = 0; n < 2; ++n)
-      for (size_t i = 0; i < 3; ++i)
+      for (size_t i = 0; i < 4; ++i)
         for (size_t j = 0; j < 5; ++j) {
           double sum = 0;
-          for (size_t d = 0; d < 4; ++d) sum += x[((i * 2 + b) * 2 + n) * 4 + d] * r[(j * 2 + n) * 4 + d];
-          EXPECT_NEAR(y.data[((b * 2 + n) * 3 + i) * 5 + j], sum, 1e-6) << b << n << i << j;
+          for (size_t d = 0; d < 4; ++d) sum += x[((i * 3 + b) * 2 + n) * 4 + d] * r[(j * 2 + n) * 4 + d];
+          EXPECT_NEAR(y.data[((b * 2 + n) * 4 + i) * 5 + j], sum, 1e-6) << b << n << i << j;
         }
   auto counts = opCounts(graph);
   EXPECT_EQ(counts["matmul"], 1);
