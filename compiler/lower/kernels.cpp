@@ -423,7 +423,11 @@ class Lowering {
     StreamOrder canonical = canonicalOrder(info(name), opt_.tile);
     const StreamOrder& made = producedOrderOf(baseName);
     std::optional<StreamOrder> heads;
-    if (made != canonicalOrder(info(baseName), made.element.back())) heads = headsOrder(made, info(name));
+    if (made != canonicalOrder(info(baseName), made.element.back())) {
+      heads = headsOrder(made, info(name));
+      if (!heads && info(name).role == TensorRole::kOutput)
+        heads = mergedOrder(made, info(baseName), info(name));
+    }
     if (heads) {
       kg_.producer[name] = prod->second;
       kg_.viewOrder[name] = *heads;
@@ -483,6 +487,50 @@ class Lowering {
     results.push_back(inHead);
     o.map = AffineMap(static_cast<int>(loops + 1), results);
     return o;
+  }
+  // The order of a view [.., H * D] of a base [.., H, D] made in `made` (a transpose that kept its
+  // producer's order: heads outer, say): the base's token at (.., h, d) is the view's at (.., h * D + d).
+  // None where a token spans more than one value of H or runs past D.
+  std::optional<StreamOrder> mergedOrder(const StreamOrder& made, const TensorInfo& base,
+                                         const TensorInfo& view) const {
+    const size_t r = made.element.size();
+    if (r < 2 || view.shape.size() + 1 != r || base.shape.size() != r || !view.shape.back().isConstant())
+      return std::nullopt;
+    if (!base.shape[r - 1].isConstant() || !base.shape[r - 2].isConstant()) return std::nullopt;
+    const int64_t D = base.shape[r - 1].eval();
+    if (made.element[r - 2] != 1 || D % made.element[r - 1] != 0 ||
+        view.shape.back().eval() != base.shape[r - 2].eval() * D)
+      return std::nullopt;
+    for (size_t d = 0; d + 2 < r; ++d)
+      if (view.shape[d] != base.shape[d]) return std::nullopt;
+    StreamOrder o = made;
+    o.element.erase(o.element.end() - 2);
+    std::vector<AffineExpr> results(made.map.results().begin(), made.map.results().end() - 2);
+    AffineExpr last = made.map.results()[r - 1];
+    const AffineExpr& head = made.map.results()[r - 2];
+    for (size_t k = 0; k < last.coeffs.size(); ++k) last.coeffs[k] += head.coeffs[k] * D;
+    last.constant += head.constant * D;
+    results.push_back(last);
+    o.map = AffineMap(made.map.numDims(), results);
+    return o;
+  }
+  // Whether `tensor`, made in `made`, may leave the chip in that order: it is read by nothing but
+  // reshapes into graph outputs that nothing reads, each of whose orders follows (mergedOrder). The DMA
+  // writing them puts each token at its row-major address, so no converter waits for the whole tensor
+  // to reorder it.
+  bool leavesInOrder(const std::string& tensor, const StreamOrder& made) const {
+    bool any = false;
+    for (const Op& o : g_.graph->ops) {
+      if (std::find(o.inputs.begin(), o.inputs.end(), tensor) == o.inputs.end()) continue;
+      const std::string& view = o.output;
+      if (o.op != "reshape" || info(view).role != TensorRole::kOutput ||
+          !mergedOrder(made, info(tensor), info(view)))
+        return false;
+      for (const Op& reader : g_.graph->ops)
+        if (std::find(reader.inputs.begin(), reader.inputs.end(), view) != reader.inputs.end()) return false;
+      any = true;
+    }
+    return any && info(tensor).role == TensorRole::kIntermediate;
   }
   const std::string& viewBaseOf(const std::string& view) const { return views_.at(view).base; }
   // Whether `base` is made head by head (headsOrder) for a reshape reading it.
@@ -1078,7 +1126,7 @@ class Lowering {
       }
       kept.map = AffineMap(produced->map.numDims(), results);
       kept.dtype = outT.dtype;
-      if (kept == o || mayReorder(op.output)) {
+      if (kept == o || mayReorder(op.output) || leavesInOrder(op.output, kept)) {
         Kernel k = kernel(op);
         k.phases.push_back({produced->trips, {in(op.inputs[0], *produced), out(op.output, kept)}});
         k.lanes = tokenElements(kept);
