@@ -514,12 +514,14 @@ class Lowering {
     o.map = AffineMap(made.map.numDims(), results);
     return o;
   }
-  // Whether `tensor`, made in `made`, may leave the chip in that order: it is read by nothing but
-  // reshapes into graph outputs that nothing reads, each of whose orders follows (mergedOrder). The DMA
-  // writing them puts each token at its row-major address, so no converter waits for the whole tensor
-  // to reorder it.
+  // Whether `tensor`, made in `made`, may leave the chip in that order: a graph output that nothing reads,
+  // or an intermediate read by nothing but reshapes into such outputs, each of whose orders follows
+  // (mergedOrder); a token is a run of its last dim. The DMA writing them puts each token at its row-major
+  // address, so no converter waits for the whole tensor to reorder it.
   bool leavesInOrder(const std::string& tensor, const StreamOrder& made) const {
-    bool any = false;
+    if (!std::all_of(made.element.begin(), made.element.end() - 1, [](int64_t e) { return e == 1; }))
+      return false;
+    bool any = info(tensor).role == TensorRole::kOutput;
     for (const Op& o : g_.graph->ops) {
       if (std::find(o.inputs.begin(), o.inputs.end(), tensor) == o.inputs.end()) continue;
       const std::string& view = o.output;
@@ -530,7 +532,7 @@ class Lowering {
         if (std::find(reader.inputs.begin(), reader.inputs.end(), view) != reader.inputs.end()) return false;
       any = true;
     }
-    return any && info(tensor).role == TensorRole::kIntermediate;
+    return any;
   }
   const std::string& viewBaseOf(const std::string& view) const { return views_.at(view).base; }
   // Whether `base` is made head by head (headsOrder) for a reshape reading it.

@@ -331,12 +331,13 @@ TEST(Emit, SelfAttentionOverRowsCsimMatchesTheReference) {
 }
 
 // The attention's core over q, k and v from HBM (16 rows, 4 heads of 16): the products walk the heads
-// first, and the merged heads, a graph output, leave the chip in that order: the DMA writes each head's
-// 16 values of a row at their row-major place (row * 64 + head * 16), and no converter holds the output
-// to reorder it. csim equals the references in f32 and bit for bit in W4A8, masked or not.
+// first, and the heads transposed into rows, a graph output as they are ([16, 4, 16], masked) or merged
+// into [16, 64] (not masked), leave the chip in that order: the DMA writes each head's 16 values of a row
+// at their row-major place (row * 64 + head * 16), and no converter holds the output to reorder it. csim
+// equals the references in f32 and bit for bit in W4A8.
 TEST(Emit, AnOutputLeavesTheChipInItsProducersOrder) {
-  for (const char* causal : {"", ", causal: true"}) {
-    std::string name = std::string("core_heads") + (*causal ? "_causal" : "");
+  for (bool causal : {false, true}) {
+    std::string name = causal ? "core_heads_causal" : "core_heads", out = causal ? "ot" : "y";
     std::string path = ::testing::TempDir() + name + ".yaml";
     std::ofstream(path)
         << "graph: " << name << "\n"
@@ -352,22 +353,22 @@ TEST(Emit, AnOutputLeavesTheChipInItsProducersOrder) {
            "  - {name: scores, op: matmul, inputs: [qh, kt], output: s}\n"
            "  - {name: scaled, op: mul, inputs: [s, scale], output: ss}\n"
            "  - {name: probs, op: softmax, inputs: [ss], output: p, axis: -1"
-        << causal
+        << (causal ? ", causal: true" : "")
         << "}\n"
            "  - {name: mix, op: matmul, inputs: [p, vh], output: o}\n"
            "  - {name: ot, op: transpose, inputs: [o], output: ot, perm: [1, 0, 2]}\n"
-           "  - {name: merge, op: reshape, inputs: [ot], output: y, shape: [16, 64]}\n"
-           "outputs: [y]\n";
+        << (causal ? "" : "  - {name: merge, op: reshape, inputs: [ot], output: y, shape: [16, 64]}\n")
+        << "outputs: [" << out << "]\n";
     std::string net = ::testing::TempDir() + name + "_net.yaml";
     Outcome c = stc("compile " + path + " -o " + net);
     ASSERT_EQ(c.code, 0) << c.out;
     std::string text = readAll(net);
     EXPECT_EQ(text.find("name: o.cvt"), std::string::npos) << "a converter reorders the output";
-    // ot copies o as mix makes it, heads outer: (head, row) -> ot's (row, head), and y>hbm carries it so.
-    EXPECT_NE(
-        text.find("- {fifo: y>hbm, dir: out, type: \"itensor<1x1x16xf32, iter_space: [4,16,1]*[1,1,16], "
-                  "iter_map: (d0,d1,d2)->(d1,d0,d2)>\"}"),
-        std::string::npos)
+    // ot copies o as mix makes it, heads outer: (head, row) -> ot's (row, head), and the DMA takes it so.
+    EXPECT_NE(text.find("- {fifo: " + out +
+                        ">hbm, dir: out, type: \"itensor<1x1x16xf32, iter_space: [4,16,1]*[1,1,16], "
+                        "iter_map: (d0,d1,d2)->(d1,d0,d2)>\"}"),
+              std::string::npos)
         << text;
     emitAndSimulate(path, name);
     expectBitExact(path, "q_" + name, "--set quant=w4a8", 0.99);
