@@ -639,14 +639,19 @@ class Importer {
     }
   }
 
-  // The operand and the result of an Einsum of one operand, `A->C`, spaces removed; false for another
-  // form (an ellipsis, an implicit result, two operands).
-  static bool einsumOneTerm(const onnx::NodeProto& n, std::string& a, std::string& c) {
+  // An Einsum's equation, spaces removed.
+  static std::string einsumEquation(const onnx::NodeProto& n) {
     std::string eq;
     for (const auto& at : n.attribute())
       if (at.name() == "equation")
         for (char ch : at.s())
           if (ch != ' ') eq += ch;
+    return eq;
+  }
+  // The operand and the result of an Einsum of one operand, `A->C`, spaces removed; false for another
+  // form (an ellipsis, an implicit result, two operands).
+  static bool einsumOneTerm(const onnx::NodeProto& n, std::string& a, std::string& c) {
+    const std::string eq = einsumEquation(n);
     size_t arrow = eq.find("->");
     if (n.input_size() != 1 || arrow == std::string::npos || eq.find_first_of(".,") != std::string::npos)
       return false;
@@ -658,11 +663,7 @@ class Importer {
   // operand the letters leave, named by capitals the equation does not use, aligned at the right across
   // operands as numpy broadcasts them; false where an operand's rank is not known.
   bool einsumTerms(const onnx::NodeProto& n, std::string& a, std::string& b, std::string& c) const {
-    std::string eq;
-    for (const auto& at : n.attribute())
-      if (at.name() == "equation")
-        for (char ch : at.s())
-          if (ch != ' ') eq += ch;
+    const std::string eq = einsumEquation(n);
     size_t arrow = eq.find("->"), comma = eq.find(',');
     if (n.input_size() != 2 || arrow == std::string::npos || comma == std::string::npos || comma > arrow)
       return false;
