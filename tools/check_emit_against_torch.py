@@ -866,6 +866,35 @@ class XlnetRelAttn(torch.nn.Module):
         return self.ln(torch.einsum("ibnd,hnd->ibh", vec, self.o) + h)
 
 
+class TorchMultiheadAttention(torch.nn.Module):
+    """torch.nn.MultiheadAttention as a model calls it (batch_first, need_weights=False): its packed in_proj
+    (one Gemm, its output split three ways), heads folded into the batch for bmm, and a float mask of -inf
+    above the diagonal (added to the scores) when causal."""
+
+    def __init__(self, d=32, heads=4, causal=False):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(d, heads, batch_first=True)
+        self.causal = causal
+
+    def forward(self, x):
+        s = x.shape[1]
+        mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1) if self.causal else None
+        return self.mha(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+class TorchEncoderLayer(torch.nn.Module):
+    """torch.nn.TransformerEncoderLayer (batch_first; pre-norm or post-norm, ReLU or GELU), as torch builds
+    it: MultiheadAttention, dropout 0, two Linears, two LayerNorms."""
+
+    def __init__(self, d=32, heads=4, f=64, norm_first=True, activation="relu"):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(d, heads, dim_feedforward=f, dropout=0.0, activation=activation,
+                                                      batch_first=True, norm_first=norm_first)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
 class ChatGlm2Block(torch.nn.Module):
     """ChatGLM2 (modeling_chatglm.py), sequence first: a fused query_key_value split into heads and groups,
     the rope cache [s, rot / 2, 2] built in forward from arange(s), taken at position_ids, viewed with a -1
@@ -1322,6 +1351,12 @@ def cases(m):
         ("chatglm2_block_seq", lambda: ChatGlm2Block(m), (8, 1, 64), 17, {"x": {0: "seq"}, "y": {0: "seq"}}, []),
         ("chatglm2_block_seq_d48_h3_g1_b2_op14", lambda: ChatGlm2Block(m, 48, 3, 1, 64), (6, 2, 48), 14,
          {"x": {0: "seq"}, "y": {0: "seq"}}, ["--set", "dim.seq=6"]),
+        # torch's own modules without a mask, with a float mask, post-norm (torch_mha, torch_encoder_layer: bool masks)
+        ("torch_mha_unmasked_d32", lambda: TorchMultiheadAttention(), (1, 8, 32), 14, None, []),
+        ("torch_mha_float_mask_d48_h3_b2_op17", lambda: TorchMultiheadAttention(48, 3, True), (2, 10, 48), 17, None, []),
+        ("torch_encoder_layer_unmasked_d32", lambda: TorchEncoderLayer(), (1, 8, 32), 14, None, []),
+        ("torch_encoder_layer_post_gelu_d48_h3_b2_op17",
+         lambda: TorchEncoderLayer(48, 3, 96, norm_first=False, activation="gelu"), (2, 6, 48), 17, None, []),
     ]
 
 
