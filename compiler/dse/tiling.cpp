@@ -757,7 +757,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   };
   // Four at once in a decode layer (kv_append, <= 10 matmuls): its q, k and v run side by side, and
   // attention needs all three (the token's own key and value), while o streams beside them. The exchanges
-  // below, each group repaired by halving others, keep to three.
+  // below, each group repaired by halving others, keep to three, but for the slowest four or more together
+  // (slowest).
   bool appends = std::any_of(graph.graph->ops.begin(), graph.graph->ops.end(),
                              [](const Op& op) { return op.op == "kv_append"; });
   size_t maxGroup = appends && n <= 10 ? 4 : n <= 16 ? 3 : n <= 64 ? 2 : 1;

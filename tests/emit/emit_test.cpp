@@ -333,8 +333,8 @@ TEST(Emit, SelfAttentionOverRowsCsimMatchesTheReference) {
 // The attention's core over q, k and v from HBM (16 rows, 4 heads of 16): the products walk the heads
 // first, and the heads transposed into rows, a graph output as they are ([16, 4, 16], masked) or merged
 // into [16, 64] (not masked), leave the chip in that order: the DMA writes each head's 16 values of a row
-// at their row-major place (row * 64 + head * 16), and no converter holds the output to reorder it. csim
-// equals the references in f32 and bit for bit in W4A8.
+// at their row-major place (row * 64 + head * 16), and no converter holds the output to reorder it (in f32:
+// a head's row is one 512-bit beat). csim equals the references in f32 and bit for bit in W4A8.
 TEST(Emit, AnOutputLeavesTheChipInItsProducersOrder) {
   for (bool causal : {false, true}) {
     std::string name = causal ? "core_heads_causal" : "core_heads", out = causal ? "ot" : "y";
@@ -370,6 +370,11 @@ TEST(Emit, AnOutputLeavesTheChipInItsProducersOrder) {
                         "iter_map: (d0,d1,d2)->(d1,d0,d2)>\"}"),
               std::string::npos)
         << text;
+    // In W4A8 a head's row is 16 bytes, a quarter of a beat: written in that order, element by element, it
+    // would take longer than the bytes the HBM model counts, so a converter reorders it into whole beats.
+    Outcome q = stc("compile " + path + " --set quant=w4a8 -o " + net);
+    ASSERT_EQ(q.code, 0) << q.out;
+    EXPECT_NE(readAll(net).find("name: o.cvt"), std::string::npos);
     emitAndSimulate(path, name);
     expectBitExact(path, "q_" + name, "--set quant=w4a8", 0.99);
   }
