@@ -523,22 +523,16 @@ class Lowering {
     if (!std::all_of(made.element.begin(), made.element.end() - 1, [](int64_t e) { return e == 1; }) ||
         made == canonicalOrder(info(tensor), made.element.back()))
       return false;
-    // In whole 512-bit beats, as the canonical order is written: a head's run shorter than a beat would be
-    // written element by element, slower than the bytes on its channel that the HBM model counts.
-    auto wholeBeats = [](const TensorInfo& t, const StreamOrder& o) {
-      const int64_t bits = o.tokenBits(), elementBits = dtypeBits(o.dtype);
-      if (o.dtype == "i4" || bits != tokenElements(o) * elementBits) return false;
-      const int64_t group = bits < kDmaTokenBits && kDmaTokenBits % bits == 0 ? kDmaTokenBits / bits : 1;
-      return rowMajorBeats(t, o, group, kDmaTokenBits / elementBits, 1).reason.empty();
-    };
+    // In whole 512-bit beats (dmaWholeBeats), as the canonical order is written: a head's run shorter than a
+    // beat would be written element by element, slower than the bytes on its channel the HBM model counts.
     bool any = info(tensor).role == TensorRole::kOutput;
-    if (any && !wholeBeats(info(tensor), made)) return false;
+    if (any && !dmaWholeBeats(info(tensor), made)) return false;
     for (const Op& o : g_.graph->ops) {
       if (std::find(o.inputs.begin(), o.inputs.end(), tensor) == o.inputs.end()) continue;
       const std::string& view = o.output;
       if (o.op != "reshape" || info(view).role != TensorRole::kOutput) return false;
       std::optional<StreamOrder> merged = mergedOrder(made, info(tensor), info(view));
-      if (!merged || !wholeBeats(info(view), *merged)) return false;
+      if (!merged || !dmaWholeBeats(info(view), *merged)) return false;
       for (const Op& reader : g_.graph->ops)
         if (std::find(reader.inputs.begin(), reader.inputs.end(), view) != reader.inputs.end()) return false;
       any = true;

@@ -279,7 +279,8 @@ class Builder {
       // Tokens of several whole beats (a packed stream's, or a row-major tensor's whose tokens the emitted
       // port reads as aligned beats): the DMA moves beats, one a cycle as an m_axi port can, and a join
       // makes the tokens (a DMA token is at most one beat).
-      bool join = sbits > kDmaTokenBits && sbits % kDmaTokenBits == 0 && (role.packed || wholeBeats(tensor, order));
+      bool join = sbits > kDmaTokenBits && sbits % kDmaTokenBits == 0 &&
+                  (role.packed || dmaWholeBeats(g_.tensors.at(tensor), order));
       role.ratio = widen ? ratio : 1;
       roles_.tasks[d.name] = role;
       if (widen || join) {  // 512-bit DMA tokens, split into the consumer's narrower ones or joined into its wider
@@ -398,7 +399,8 @@ class Builder {
     bool pack = bits < kDmaTokenBits && kDmaTokenBits % bits == 0 && constantFactor(order.trips) % ratio == 0;
     // Tokens of several whole beats that the emitted port writes as aligned beats: a split gives the DMA
     // one beat a cycle, as an m_axi port moves them.
-    bool split = bits > kDmaTokenBits && bits % kDmaTokenBits == 0 && wholeBeats(tensor, order);
+    bool split =
+        bits > kDmaTokenBits && bits % kDmaTokenBits == 0 && dmaWholeBeats(g_.tensors.at(tensor), order);
     TaskRole role;
     role.kind = TaskRole::kStore;
     role.tensor = tensor;
@@ -441,15 +443,6 @@ class Builder {
     addTask(std::move(a));
     ++counts_.adapters;
     return taskName;
-  }
-
-  // Whether the emitted DMA of a row-major `tensor` in `order` moves its tokens as aligned 512-bit beats
-  // (rowMajorBeats; compiler/emit stores f32 unless W4A8, int8 a byte, int4 not as whole elements).
-  bool wholeBeats(const std::string& tensor, const StreamOrder& order) const {
-    const std::string& dtype = order.dtype;
-    if (dtype == "i4" || order.tokenBits() != tokenElements(order) * dtypeBits(dtype)) return false;
-    int64_t per = kDmaTokenBits / dtypeBits(dtype);
-    return rowMajorBeats(g_.tensors.at(tensor), order, 1, per, 1).reason.empty();
   }
 
   // DMAs move whole bytes: a token of 4-bit elements needs an even number of them.
@@ -498,6 +491,13 @@ class Builder {
 Network buildNetwork(const KernelGraph& graph, const FusionResult& fusion, const Platform& platform,
                      const CompileOptions& options, StreamCounts& counts, NetworkRoles* roles) {
   return Builder(graph, fusion, platform, options, counts, roles).run();
+}
+
+bool dmaWholeBeats(const TensorInfo& t, const StreamOrder& o) {
+  const int64_t bits = o.tokenBits(), elementBits = dtypeBits(o.dtype);
+  if (o.dtype == "i4" || bits != tokenElements(o) * elementBits) return false;
+  const int64_t group = bits < kDmaTokenBits && kDmaTokenBits % bits == 0 ? kDmaTokenBits / bits : 1;
+  return rowMajorBeats(t, o, group, kDmaTokenBits / elementBits, 1).reason.empty();
 }
 
 RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t group, int64_t per, int stripes) {

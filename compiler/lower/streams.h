@@ -81,5 +81,9 @@ struct RowMajorBeats {
   int groupLoop = -1;  ///< the loop whose iterations `group` tokens a beat take
 };
 RowMajorBeats rowMajorBeats(const TensorInfo& t, const StreamOrder& o, int64_t group, int64_t per, int stripes);
+/// Whether the emitted DMA of row-major `t` in `o` moves its tokens as aligned 512-bit beats (rowMajorBeats;
+/// tokens narrower than a beat packed `512 / bits` to a beat, as a store's pack adapter does; compiler/emit
+/// stores f32 unless W4A8, int8 a byte, int4 not as whole elements).
+bool dmaWholeBeats(const TensorInfo& t, const StreamOrder& o);
 
 }  // namespace stc
