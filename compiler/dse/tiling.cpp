@@ -1,6 +1,7 @@
 // Intensity-aware unrolling. Every matmul starts at Tk = gcd(tile, K) MACs deep (Tn = gcd(tile, N)
 // wide); then the budget goes where the layer waits: of every growth of one to four matmuls' Tk (to the
-// next multiple of the start tile that divides K, at most twice it: 128 -> 224 for K = 896) that fits
+// next multiple of the start tile that divides K: 128 -> 224 for K = 896; of half of it in a matmul of
+// more than one row: 128 -> 152 for K = 4,864) that fits
 // the DSP budget and shortens the layer estimate (LayerEstimate: which matmuls run one after another and
 // which side by side, and how long a stall pipeline holds its results, averaged over the symbols'
 // samples), the one that saves the most cycles per DSP; when none that fits shortens the layer, one paid
@@ -70,6 +71,12 @@ double rowsOf(const TensorInfo& t, const Bindings& maxima) {
   return r;
 }
 
+// The reduction tiles K grows through are multiples of `step`, its stream tile, or, in a matmul of more
+// than one row, of half of it (whole int4 bytes still; chooseUnroll: grown).
+int64_t growthStep(int64_t M, int64_t step) {
+  return M > 1 && step >= 16 && step % 2 == 0 ? step / 2 : step;
+}
+
 MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   const TensorInfo& a = g.tensors.at(op.inputs[0]);
   const TensorInfo& w = g.tensors.at(op.inputs[1]);
@@ -94,7 +101,7 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
   if (d.arithmetic != "f32" && d.kConstant && out.shape.back().isConstant() && d.K > kReachTk &&
       !o.pinnedTk.count(op.name)) {
     int64_t step = tileFor(a.shape.back(), o.tile), reach = step, next = d.K;
-    for (int64_t g = step; g <= d.K; g += step)
+    for (int64_t g = step; g <= d.K; g += growthStep(d.M, step))
       if (d.K % g == 0 && g <= kReachTk)
         reach = g;
       else if (d.K % g == 0) {
@@ -111,7 +118,7 @@ MatmulDims dimsOf(const TypedGraph& g, const Op& op, const CompileOptions& o) {
       out.shape.back().isConstant() && d.fromHbm && !o.pinnedTk.count(op.name) &&
       !o.pinnedTn.count(op.name)) {
     int64_t step = tileFor(a.shape.back(), o.tile), next = d.K;
-    for (int64_t g = 2 * step; g <= d.K; g += step)
+    for (int64_t g = step + growthStep(d.M, step); g <= d.K; g += growthStep(d.M, step))
       if (d.K % g == 0) {
         next = g;
         break;
@@ -723,9 +730,16 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   };
   // The next reduction tile of a matmul: the smallest multiple of its stream tile that divides K, above t
   // (K = 896 grows 128 -> 224 -> 448, not only by doubling; K = 1,720 = 8 * 5 * 43, whose stream tile is 8,
-  // grows 8 -> 40 -> 344 where no tile between divides it); 0 where none is.
-  // (A reduction tile is a multiple of `step`, K's stream tile, or below it; a symbolic K keeps its tile,
-  // and a matmul that unrollsN grows its output tile the same way over N: P.V's 16 -> 32 -> 64.)
+  // grows 8 -> 40 -> 344 where no tile between divides it); 0 where none is. A matmul of more than one
+  // row grows by half its stream tile where that divides K (still whole int4 bytes): K = 4,864 = 256 * 19
+  // takes 128 -> 152 -> 256, and a head of 80 16 -> 40 -> 80. The layer's matmuls then meet at one pace
+  // where doubling overshoots: a 128-row Qwen2.5-0.5B layer's down projection at 152 and gate and up at 224,
+  // 332,729 -> 274,423 cycles. Not a one-row matmul (a GEMV): one that streams its input (streamsInput)
+  // takes it in its producer's tokens, which a tile that is not a multiple of them would hold whole (Gemma
+  // 3 1B's decode MLP at 72: 12,258 -> 18,661 cycles a layer).
+  // (A reduction tile is a multiple of `step`, K's stream tile, or of half of it, or below it; a symbolic
+  // K keeps its tile, and a matmul that unrollsN grows its output tile the same way over N: P.V's 16 -> 32
+  // -> 64.)
   auto stepOf = [&](const MatmulDims& d) {
     return d.unrollsN ? d.tn : d.kConstant ? tileFor(Expr(d.K), options.tile) : 0;
   };
@@ -734,7 +748,8 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
     const MatmulDims& d = dims[i];
     int64_t step = stepOf(d), extent = extentOf(d);
     if (step == 0) return 0;
-    for (int64_t g = (t / step + 1) * step; g <= extent && g <= kMaxTk; g += step)
+    int64_t fine = d.unrollsN ? step : growthStep(d.M, step);
+    for (int64_t g = std::max(step, (t / fine + 1) * fine); g <= extent && g <= kMaxTk; g += fine)
       if (extent % g == 0) return g;
     return 0;
   };

@@ -623,13 +623,15 @@ TEST(Cli, DesignsOverTheDeviceAreSizedPaced) {
 // Causal attention over 128 rows, 12 heads of 80 with RoPE (W4A8): sized from the unbounded run its FIFOs
 // hold 274% of what keeping every intermediate result whole takes (q and h read ahead in front of the
 // projections that replay them); paced, 22% at 3.9% more cycles, for a twelfth of the bits. The sizer
-// keeps the paced design, and says by how much it may be slower. (P.V's tile and the lanes' II pinned to
-// that design: the unroll search now gives P.V twice the tile, at lane II 4, and that design runs paced
-// within 0.1% of its unbounded run.)
+// keeps the paced design, and says by how much it may be slower. (The matmuls' tiles and the lanes' II
+// pinned to that design: the unroll search now gives P.V twice the tile and the scores 40, at lane II 4,
+// and that design runs paced within 1% of its unbounded run.)
 TEST(Cli, APacedDesignBuysMemoryWithAFewPercentOfCycles) {
   Outcome o =
       stc("size-fifos " + std::string(STC_SOURCE_DIR) + "/models/graphs/attention_rope_prefill.yaml " +
-          "--set quant=w4a8 --set stripe_estimate=channels --set tk.mix=16 --set lane_ii=2 -o " +
+          "--set quant=w4a8 --set stripe_estimate=channels --set tk.mix=16 --set tk.scores=16 --set "
+          "tk.q_proj=160 " +
+          "--set tk.k_proj=160 --set tk.v_proj=160 --set tk.o_proj=160 --set lane_ii=2 -o " +
           ::testing::TempDir() + "rope_sized.yaml --json");
   ASSERT_EQ(o.code, 0) << o.out;
   nlohmann::json j = nlohmann::json::parse(o.out);

@@ -586,8 +586,8 @@ TEST(Compiler, AReductionWithFewTilesUnrollsItsOutputInstead) {
   CompileResult pinned = compileText(graph, {"quant=w4a8", "tk.down=688"});
   EXPECT_EQ(pinned.schedules.at("down").tk, 688);
   EXPECT_EQ(pinned.schedules.at("down").tn, 0);
-  // K = 192 grows 16, 32, 48, 64, 96, 192 (no jump past 4x): its tile stays the search's. In f32 (5 DSPs a
-  // MAC) three such matmuls once started at tk 96 each, 23,048 DSPs, and the design did not fit.
+  // K = 192 grows 16, 24, 32, 48, 64, 96, 192 (no jump past 4x): its tile stays the search's. In f32 (5 DSPs
+  // a MAC) three such matmuls once started at tk 96 each, 23,048 DSPs, and the design did not fit.
   const std::string three =
       "graph: qkv\ninputs: [{name: x, shape: [128, 192]}]\n"
       "weights: [{name: wq, shape: [192, 192]}, {name: wk, shape: [192, 192]}, {name: wv, shape: [192, "
@@ -603,10 +603,46 @@ TEST(Compiler, AReductionWithFewTilesUnrollsItsOutputInstead) {
   }
 }
 
+// A matmul of more than one row grows its reduction tile by half its stream tile where that divides K:
+// the scores over heads of 80 (attention_rope_prefill.yaml, 12 heads, 128 rows, W4A8) go 16 -> 40, where
+// growing by the stream tile jumped to 80, and the sized design takes at most 0.9x the cycles of the
+// one the search chose before (the scores at 16, the projections at 160, pinned): 55,482 against 65,978.
+// A one-row matmul (a GEMV) keeps multiples of the stream tile: one that streams its input takes its
+// producer's tokens of 16 (a decode MLP over Gemma 3 1B's widths, 1,152 and 6,912, whose K also has 72
+// and 1,224 at half the tile).
+TEST(Compiler, MatmulsOfManyRowsGrowTheirTileByHalfTheStreamTile) {
+  CompileResult fine = compileFile("attention_rope_prefill.yaml", {"quant=w4a8"});
+  EXPECT_EQ(fine.schedules.at("scores").tk, 40);
+  CompileResult coarse = compileFile(
+      "attention_rope_prefill.yaml",
+      {"quant=w4a8", "tk.scores=16", "tk.q_proj=160", "tk.k_proj=160", "tk.v_proj=160", "tk.o_proj=160"});
+  Network a, b;
+  int64_t fineCycles = sizing::sizeFifos(fine.network, sizing::SizingOptions{}, a).cyclesSized;
+  int64_t coarseCycles = sizing::sizeFifos(coarse.network, sizing::SizingOptions{}, b).cyclesSized;
+  ASSERT_GT(fineCycles, 0);
+  EXPECT_LT(fineCycles * 10, coarseCycles * 9) << fineCycles << " vs " << coarseCycles;
+  const std::string gemv =
+      "graph: gemv_mlp\ninputs: [{name: x, shape: [1, 1152]}]\n"
+      "weights: [{name: wg, shape: [1152, 6912]}, {name: wu, shape: [1152, 6912]}, {name: wd, shape: [6912, "
+      "1152]}]\n"
+      "ops:\n  - {name: gate, op: matmul, inputs: [x, wg], output: g}\n"
+      "  - {name: up, op: matmul, inputs: [x, wu], output: u}\n"
+      "  - {name: act, op: silu, inputs: [g], output: sg}\n  - {name: glu, op: mul, inputs: [sg, u], output: "
+      "p}\n"
+      "  - {name: down, op: matmul, inputs: [p, wd], output: y}\noutputs: [y]\n";
+  CompileResult decode = compileText(gemv, {"quant=w4a8", "unroll_budget=0.55"});
+  for (const char* op : {"gate", "up", "down"}) {
+    EXPECT_GT(decode.schedules.at(op).tk, 16) << op;
+    EXPECT_EQ(decode.schedules.at(op).tk % 16, 0) << op << " " << decode.schedules.at(op).tk;
+  }
+}
+
 // An f32 SwiGLU MLP of 8 rows whose gate and up are one projection to 2f, split in halves (torch's chunk):
-// at width 80 (= 16 * 5) K's tiles are 16, then 80, five times the DSPs at 5 a MAC. The search stopped at
-// tk 16 with two thirds of the DSPs unused (8,303 sized cycles, against 5,924 at width 96 with 1.44x the
-// MACs); the projection's output tile grows instead, K's staying 16, and the narrower layer is faster.
+// at width 176 (= 16 * 11) K's tiles are 16, then 88 (at half the stream tile), 5.5 times the DSPs at 5 a
+// MAC. The search stopped at tk 16 with two thirds of the DSPs unused (at width 80, while K's tiles grew by
+// the stream tile: 8,303 sized cycles, against 5,924 at width 96 with 1.44x the MACs); the projection's
+// output tile grows instead, K's staying 16. Width 80 now has 40 between, and grows K to it: the narrower
+// layer is faster than the wider one, which grows its own K 16 -> 24 -> 48.
 TEST(Compiler, AnF32ReductionWithoutAMiddleTileUnrollsItsOutput) {
   auto swiglu = [](int d) {
     std::string D = std::to_string(d), F = std::to_string(2 * d), F2 = std::to_string(4 * d);
@@ -626,22 +662,25 @@ TEST(Compiler, AnF32ReductionWithoutAMiddleTileUnrollsItsOutput) {
            "output: p}\n"
            "  - {name: down, op: matmul, inputs: [p, w3], output: y}\noutputs: [y]\n";
   };
-  CompileResult narrow = compileText(swiglu(80), {"quant=none"});
-  const MatmulSchedule& proj = narrow.schedules.at("proj");
+  CompileResult odd = compileText(swiglu(176), {"quant=none"});
+  const MatmulSchedule& proj = odd.schedules.at("proj");
   EXPECT_EQ(proj.tk, 16);
   EXPECT_GE(proj.tn, 32);
-  EXPECT_EQ(320 % proj.tn, 0);
-  EXPECT_TRUE(narrow.report.fits);
+  EXPECT_EQ(704 % proj.tn, 0);
+  EXPECT_TRUE(odd.report.fits);
+  CompileResult narrow = compileText(swiglu(80), {"quant=none"});
+  EXPECT_EQ(narrow.schedules.at("proj").tk, 40);
+  EXPECT_EQ(narrow.schedules.at("proj").tn, 0);
   CompileResult wide = compileText(swiglu(96), {"quant=none"});
-  EXPECT_EQ(wide.schedules.at("proj").tn, 0);  // K = 96 has 32 and 48: its own tile grows
+  EXPECT_EQ(wide.schedules.at("proj").tn, 0);  // K = 96 has 24, 32 and 48: its own tile grows
   int64_t narrowCycles = simulate(narrow.network).cycles, wideCycles = simulate(wide.network).cycles;
   EXPECT_LT(narrowCycles, wideCycles);
   // Pinned, K's tile is honoured.
   EXPECT_EQ(compileText(swiglu(80), {"quant=none", "tk.proj=80"}).schedules.at("proj").tk, 80);
   // Over the budget at the stream tiles (a tenth of the DSPs: 875, the projection alone 1,280 at Tk 16,
   // Tn 16), the search halves K's tile below the stream tile as before (with the output tile growing, it
-  // could not: 1,428 DSPs).
-  CompileResult tight = compileText(swiglu(80), {"quant=none", "unroll_budget=0.1"});
+  // could not).
+  CompileResult tight = compileText(swiglu(176), {"quant=none", "unroll_budget=0.1"});
   EXPECT_LT(tight.schedules.at("proj").tk, 16);
   EXPECT_EQ(tight.schedules.at("proj").tn, 0);
   EXPECT_LE(tight.report.resources.dsp, 0.1 * defaultPlatform().kernelResources().dsp);
@@ -1373,15 +1412,17 @@ TEST(Compiler, AttentionProjectionsWriteHeadByHead) {
   // The pins the compiler tried the heads with are not the user's: the options it returns have none.
   EXPECT_TRUE(c.options.pinnedTn.empty());
   EXPECT_TRUE(c.options.pinnedRowBlock.empty());
-  // 8 heads of 96 over 64 rows: a projection's panel of a head takes tk x 96 lanes, 1,536 at the least
-  // tile, and three of the next (3,072) do not fit the DSP budget beside o_proj, so the panels pass slowly
-  // and o_proj waits for all of them: the unroll search's estimate puts that design at 1.24x the rows-outer
-  // one (simulated 1.33x), above kHeadsEstimateRatio, and the projections keep their row blocks.
+  // 4 heads of 192 over 64 rows: a projection's panel of a head takes tk x 192 lanes, 3,072 at the least
+  // tile, and three of the next (tk 24: 4,608) do not fit the DSP budget beside o_proj, so the panels pass
+  // slowly and o_proj waits for all of them (that design, pinned, simulates at 1.24x the rows-outer one at
+  // the compiled depths): the unroll search's estimate puts it above kHeadsEstimateRatio, and the
+  // projections keep their row blocks. (8 heads of 96 did so too while tiles grew 16 -> 32; at tk 24 three
+  // panels of 2,304 lanes fit, and they go head by head.)
   std::string text = readTextFile(graphFile("attention_encoder.yaml"));
   int reshapes = 0;
   for (size_t at = text.find("[64, 12, 64]"); at != std::string::npos;
        at = text.find("[64, 12, 64]"), ++reshapes)
-    text.replace(at, 12, "[64, 8, 96]");
+    text.replace(at, 12, "[64, 4, 192]");
   ASSERT_EQ(reshapes, 3);
   CompileResult wide = compileText(text, {"quant=w4a8"});
   for (const char* op : {"q_proj", "k_proj", "v_proj"}) {
