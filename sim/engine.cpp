@@ -24,6 +24,13 @@ constexpr int64_t kMaxPatience = int64_t{1} << 24;  // runs of other tasks an an
 // Words all marks may take together (a word: a vector or a run).
 constexpr size_t kMarkBudget = size_t{1} << 20;
 constexpr size_t kMaxKeys = size_t{1} << 16;  // keys of states seen once
+constexpr int64_t kKeptRuns = 4096;           // runs of reads an unbounded FIFO keeps (FifoState)
+constexpr int64_t kMarkQueueRuns = 4096;      // runs of a queue a mark keeps (QueueMark)
+
+QueueMark queueMark(const RunQueue& q) {
+  const TimeRun* end = q.begin() + std::min<std::ptrdiff_t>(q.end() - q.begin(), kMarkQueueRuns);
+  return {{q.begin(), end}, q.size(), end == q.end()};
+}
 
 uint64_t mix(uint64_t h, int64_t v) {
   h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -70,6 +77,7 @@ Engine::Engine(const Program& program, const RunConfig& config)
     fs.reader = fp.reader;
     fs.record = config_.recordCurves &&
                 (config_.curvesOf.empty() || (f < config_.curvesOf.size() && config_.curvesOf[f]));
+    fs.keepReads = config_.periodic && fs.depth == kUnboundedDepth && !fs.record;
   }
   anchorPatience_ = 4 * static_cast<int64_t>(tasks_.size()) + 16;
   stateWords_ = tasks_.size() + fifos_.size();
@@ -252,6 +260,11 @@ bool Engine::run(int t) {
         if (f.depth != kUnboundedDepth) f.readTimes.push(time);
         if (!f.occupancySettled) f.mergeR.push(time);
         if (f.record) f.readLog.push(time);
+        if (f.keepReads) {
+          f.keptReads.push(time);
+          if (f.keptReads.end() - f.keptReads.begin() > kKeptRuns)
+            f.keptReads.popN(f.keptReads.begin()->count);
+        }
         if (f.writerWaiting) {
           f.writerWaiting = false;
           woken_.push_back(f.writer);
@@ -350,9 +363,9 @@ void Engine::markPoint(int t, int64_t stepped) {
     return;
   }
   bool seen = !keys_.insert(key).second;
-  for (const FifoState& f : fifos_)  // not when queued times are irregular
+  for (const FifoState& f : fifos_)  // a mark keeps the first runs of each queue
     for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR})
-      words += static_cast<size_t>(q->end() - q->begin());
+      words += static_cast<size_t>(std::min<int64_t>(q->end() - q->begin(), kMarkQueueRuns));
   if (words <= kMaxMarkRuns && (seen || markWords_ + words <= kMarkBudget)) {
     if (markWords_ + words > kMarkBudget) {
       marks_.clear();
@@ -367,6 +380,12 @@ void Engine::markPoint(int t, int64_t stepped) {
   }
   markBackoff_ = std::min(markBackoff_ * 2, kMaxBackoff);  // a run that does not repeat pays less and less
   if (keys_.size() > kMaxKeys) keys_.clear();
+}
+
+int64_t Engine::portTicks(const ChannelState& ch) const {
+  int64_t last = -1;
+  for (int t : ch.ports) last = std::max(last, tasks_[static_cast<size_t>(t)].lastTime);
+  return last * program_.hbm.ticksPerCycle;
 }
 
 uint64_t Engine::shapeKey() const {
@@ -407,14 +426,12 @@ uint64_t Engine::shapeKey() const {
       h = mix(h,
               std::max<int64_t>(0, f.readTimes.front() + 1 - tasks_[static_cast<size_t>(f.writer)].lastTime));
   }
-  const int64_t anchorTicks =
-      anchor_ >= 0 ? tasks_[static_cast<size_t>(anchor_)].lastTime * ticksPerCycle : 0;
   for (const ChannelState& ch : channels_) {
     if (ch.ports.empty()) continue;
     h = mix(h, static_cast<int64_t>(ch.next));
-    // Against the anchor, which moves in every period; a channel free before it, as free whenever (a
-    // channel idle over a period keeps its freeTick while the anchor moves on).
-    h = mix(h, std::max<int64_t>(0, ch.freeTick - anchorTicks));
+    // Against its ports, which move with it; a channel free before their last events, as free whenever (a
+    // channel idle over a period keeps its freeTick while they wait).
+    h = mix(h, std::max<int64_t>(0, ch.freeTick - portTicks(ch)));
     for (size_t i = 0; i < ch.ports.size(); ++i) h = mix(h, static_cast<int64_t>(ch.pending[i].size() - ch.pendingHead[i]));
   }
   return h;
@@ -434,8 +451,8 @@ Engine::Mark Engine::mark() const {
   m.fifos.reserve(fifos_.size());
   for (const FifoState& f : fifos_)
     m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.writeLog.size(), f.readLog.size(),
-                       f.stallFull, f.stallEmpty, f.writerWaiting, f.readerWaiting, f.writeTimes.runs(),
-                       f.readTimes.runs(), f.mergeW.runs(), f.mergeR.runs()});
+                       f.stallFull, f.stallEmpty, f.writerWaiting, f.readerWaiting, queueMark(f.writeTimes),
+                       queueMark(f.readTimes), queueMark(f.mergeW), queueMark(f.mergeR)});
   m.dmas.resize(tasks_.size());
   for (size_t t = 0; t < tasks_.size(); ++t) {
     if (!program_.tasks[t].dma) continue;
@@ -457,14 +474,13 @@ Engine::Mark Engine::mark() const {
 }
 
 // Whether a DMA is where the mark left it: no token moved, no burst issued, released or served, the same
-// bursts in flight at the same ticks, and no request waiting on its channel (a waiting request's tick does
-// not move with the period's, and forceServe, which serves the earliest of all channels, would reach it
-// within the periods jumped). It takes no part in the period (a DMA write waiting for its first token, a
-// read whose reader is elsewhere) and stays so over the periods that repeat it: its FIFO's period
-// (fifoPeriod) has no access either.
+// bursts in flight at the same ticks. It takes no part in the period (a DMA write waiting for its first
+// token, a read whose reader is elsewhere) and stays so over the periods that repeat it: its FIFO's period
+// (fifoPeriod) has no access either. Requests it has waiting on its channel are parked (hbmPeriod): their
+// ticks do not move with the period's, and the periods stop before any request served reaches them.
 bool Engine::idleDma(const DmaState& d, const DmaMark& m) {
-  return d.issued == d.servedCount && d.issued == m.issued && d.released == m.released &&
-         d.burst == m.burst && d.burstLastToken == m.burstLastToken && d.releaseToken == m.releaseToken &&
+  return d.issued == m.issued && d.released == m.released && d.burst == m.burst &&
+         d.burstLastToken == m.burstLastToken && d.releaseToken == m.releaseToken &&
          d.servedBase == m.servedBase && d.servedCount == m.servedCount &&
          d.lastRequestCycle == m.lastRequestCycle && d.lastResponseCycle == m.lastResponseCycle &&
          d.waitingChannel == m.waitingChannel &&
@@ -476,13 +492,30 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
   const int64_t ticks = delta * program_.hbm.ticksPerCycle;
   auto moved = [&](int64_t now, int64_t was) { return now == was || now - was == delta; };
   std::vector<int64_t> perPeriod(tasks_.size(), 0);  // bursts per period, per moving DMA
+  // The earliest parked request, and the latest request of a moving DMA (ticks): every request the periods
+  // issue or serve is at most the latter plus a period's ticks per period.
+  int64_t parkedTick = INT64_MAX, lastRequest = INT64_MIN;
   for (size_t t = 0; t < tasks_.size(); ++t) {
     const TaskState& ts = tasks_[t];
     if (!program_.tasks[t].dma || ts.done || !ts.opened) continue;
     DmaState& d = dmas_[t];
     const DmaMark& dm = m.dmas[t];
     int64_t tokens = ts.events - m.tasks[t].events, bursts = d.issued - dm.issued;
-    if (tokens == 0 && idleDma(d, dm)) continue;  // waits on its FIFO with nothing in flight
+    if (tokens == 0 && idleDma(d, dm)) {
+      if (d.issued == d.servedCount || apply) continue;  // waits on its FIFO with nothing in flight
+      // Parked: its requests wait on the channel, as they did at the mark, while the channel serves earlier
+      // ones of other ports. They keep waiting as long as every request served is earlier (below).
+      const ChannelState& ch = channels_[static_cast<size_t>(d.channel)];
+      const std::vector<BurstRequest>& was = m.channels[static_cast<size_t>(d.channel)].pending[d.slot];
+      size_t head = ch.pendingHead[d.slot];
+      if (ch.pending[d.slot].size() - head != was.size()) return false;
+      for (size_t k = 0; k < was.size(); ++k) {
+        const BurstRequest& now = ch.pending[d.slot][head + k];
+        if (now.tick != was[k].tick || now.burst != was[k].burst || now.bytes != was[k].bytes) return false;
+      }
+      parkedTick = std::min(parkedTick, ch.pending[d.slot][head].tick);
+      continue;
+    }
     if (apply) {
       if (!d.write) d.released += repeats * bursts;
       for (int64_t* count : {&d.issued, &d.burst, &d.servedBase, &d.servedCount}) *count += repeats * bursts;
@@ -511,6 +544,13 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
     int64_t last = std::max({d.issued, d.released, d.burst, d.servedCount});
     repeats = std::min(repeats, (d.bursts - 1 - last) / bursts - 1);
     perPeriod[t] = bursts;
+    lastRequest = std::max(lastRequest, d.lastRequestCycle * program_.hbm.ticksPerCycle);
+  }
+  // A parked request stays so while every request served before it is earlier: none reaches it, on its
+  // channel or at forceServe, which serves the earliest of all.
+  if (!apply && parkedTick != INT64_MAX && lastRequest != INT64_MIN) {
+    if (lastRequest >= parkedTick) return false;
+    repeats = std::min(repeats, (parkedTick - 1 - lastRequest) / ticks);
   }
   for (size_t c = 0; c < channels_.size(); ++c) {
     ChannelState& ch = channels_[c];
@@ -518,11 +558,14 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
     bool busy = ch.stats.busyTicks != cm.busyTicks;  // it served bursts in the period
     if (apply) {
       if (!busy) continue;
-      for (size_t i = 0; i < ch.ports.size(); ++i)
+      for (size_t i = 0; i < ch.ports.size(); ++i) {
+        int64_t bursts = perPeriod[static_cast<size_t>(ch.ports[i])];
+        if (bursts == 0) continue;  // a parked port's requests stay
         for (size_t k = ch.pendingHead[i]; k < ch.pending[i].size(); ++k) {
           ch.pending[i][k].tick += repeats * ticks;
-          ch.pending[i][k].burst += repeats * perPeriod[static_cast<size_t>(ch.ports[i])];
+          ch.pending[i][k].burst += repeats * bursts;
         }
+      }
       ch.freeTick += repeats * ticks;
       ch.stats.busyTicks += repeats * (ch.stats.busyTicks - cm.busyTicks);
       ch.stats.bytesRead += repeats * (ch.stats.bytesRead - cm.bytesRead);
@@ -551,7 +594,8 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
       if (queued != cm.pending[i].size() || (!busy && bursts > 0)) return false;
       for (size_t k = 0; k < queued; ++k) {
         const BurstRequest &now = ch.pending[i][ch.pendingHead[i] + k], &was = cm.pending[i][k];
-        if (now.tick - was.tick != (busy ? ticks : 0) || now.burst - was.burst != bursts || now.bytes != was.bytes)
+        if (now.tick - was.tick != (busy && bursts > 0 ? ticks : 0) || now.burst - was.burst != bursts ||
+            now.bytes != was.bytes)
           return false;
       }
     }
@@ -560,13 +604,22 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
 }
 
 namespace {
-// The i-th time of a run list (i within it).
-int64_t timeAt(const std::vector<TimeRun>& runs, int64_t i) {
-  for (const TimeRun& r : runs) {
-    if (i < r.count) return r.start + i * r.stride;
-    i -= r.count;
-  }
-  return INT64_MAX;
+// How many leading times of `now` are those of `was`, each plus delta. Past the mark's head, was's times
+// are now's own from `consumed` places earlier (now lost `consumed` times at its front since the mark and
+// only gained at its back): now[i] against now[i - consumed] + delta.
+int64_t shiftedPrefix(const QueueMark& was, const RunQueue& now, int64_t consumed, int64_t delta) {
+  const TimeRun *head = was.head.data(), *headEnd = head + was.head.size();
+  int64_t m = matchingPrefix(head, headEnd, 0, now.begin(), now.end(), delta);
+  if (was.whole || m < consumed || consumed == 0) return m;
+  return consumed + matchingPrefix(now.begin(), now.end(), 0, now.begin(), now.end(), delta, consumed);
+}
+
+// Whether `now` is the mark's queue moved whole by delta: as many times lost at its front as gained at its
+// back, every time delta later.
+bool movedWhole(const QueueMark& was, const RunQueue& now, int64_t consumed, int64_t delta) {
+  if (was.whole)
+    return shiftedEqual(was.head.data(), was.head.data() + was.head.size(), now.begin(), now.end(), delta);
+  return now.size() == was.size && shiftedPrefix(was, now, consumed, delta) >= was.size;
 }
 
 // The most periods k = 1, 2, ... in a row for which q[k c - 1] + after <= limit + k delta: the times the
@@ -595,11 +648,10 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
 // access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
 // period that takes it begins, as those this period took were. Checks and lowers `repeats`; with apply,
 // applies `repeats` periods.
-bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consumed, int64_t added,
-                 int64_t delta, int64_t after, int64_t limit, int64_t& repeats, bool apply) {
-  const TimeRun *wasBegin = was.data(), *wasEnd = was.data() + was.size();
-  if (consumed == 0 && added == 0) return apply || shiftedEqual(wasBegin, wasEnd, now.begin(), now.end(), 0);
-  if (consumed == added && shiftedEqual(wasBegin, wasEnd, now.begin(), now.end(), delta)) {
+bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
+                 int64_t after, int64_t limit, int64_t& repeats, bool apply) {
+  if (consumed == 0 && added == 0) return true;  // unchanged
+  if (consumed == added && movedWhole(was, now, consumed, delta)) {
     if (apply) now.shift(repeats * delta);
     return true;
   }
@@ -608,17 +660,12 @@ bool queuePeriod(const std::vector<TimeRun>& was, RunQueue& now, int64_t consume
     now.popN(repeats * consumed);
     return true;
   }
-  int64_t wasSize = 0;
-  for (const TimeRun& r : was) wasSize += r.count;
-  int64_t kept = wasSize - consumed, nowSize = now.size();
-  if (kept < 0 || nowSize != kept + added ||
-      matchingPrefix(wasBegin, wasEnd, consumed, now.begin(), now.end(), 0) < kept)
-    return false;
+  int64_t kept = was.size - consumed, nowSize = now.size();
+  if (kept < 0 || nowSize != kept + added) return false;
   if (consumed == 0) return true;
-  int64_t periodic =
-      std::min(matchingPrefix(wasBegin, wasEnd, 0, now.begin(), now.end(), delta), kept) / consumed;
+  int64_t periodic = std::min(shiftedPrefix(was, now, consumed, delta), kept) / consumed;
   int64_t ready = 0;
-  if (timeAt(was, consumed - 1) + after <= limit)
+  if (now.lastPopped() + after <= limit)  // the last time the period took
     ready = readyPeriods(now.begin(), now.end(), consumed, after, limit, delta, kept / consumed);
   repeats = std::min(repeats, std::max(periodic, ready));
   return true;
@@ -669,11 +716,8 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   if (f.occupancySettled) return true;
   int64_t wrote = f.written - fm.written, read = f.read - fm.read;
   int64_t tookW = f.mergedW - fm.mergedW, tookR = f.mergedR - fm.mergedR;
-  auto moved = [delta](const std::vector<TimeRun>& was, const RunQueue& now) {
-    return shiftedEqual(was.data(), was.data() + was.size(), now.begin(), now.end(), delta);
-  };
-  if (wrote == read && tookW == wrote && tookR == read && moved(fm.mergeW, f.mergeW) &&
-      moved(fm.mergeR, f.mergeR)) {
+  if (wrote == read && tookW == wrote && tookR == read && movedWhole(fm.mergeW, f.mergeW, tookW, delta) &&
+      movedWhole(fm.mergeR, f.mergeR, tookR, delta)) {
     if (apply) {
       f.mergeW.shift(repeats * delta);
       f.mergeR.shift(repeats * delta);
@@ -693,6 +737,7 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   };
   std::vector<Source> writes{queue(f.mergeW), queue(f.writeTimes)}, reads{queue(f.mergeR)};
   if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes));
+  if (f.keepReads) reads.push_back(queue(f.keptReads));
   if (f.record) {
     writes.push_back(log(f.writeLog));
     reads.push_back(log(f.readLog));
@@ -784,7 +829,10 @@ bool Engine::jumpFrom(const Mark& m) {
         ts.stalls.push_back(span);
       }
   }
-  for (size_t i = 0; i < fifos_.size(); ++i) fifoPeriod(i, m, delta, repeats, true);
+  for (size_t i = 0; i < fifos_.size(); ++i) {
+    fifoPeriod(i, m, delta, repeats, true);
+    fifos_[i].keptReads = RunQueue();
+  }
   return true;
 }
 

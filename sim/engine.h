@@ -22,6 +22,14 @@
 
 namespace stc::sim {
 
+/// A queue of times as a periodic jump's mark keeps it: its first runs and its size. Between marks a queue
+/// changes only at its ends, so the rest is the queue's own later times (engine.cpp).
+struct QueueMark {
+  std::vector<TimeRun> head;
+  int64_t size;
+  bool whole;  // head holds every time
+};
+
 /// How one run treats the program: FIFO depths and what to record.
 struct RunConfig {
   std::vector<int64_t> depths;  ///< one per FIFO (kUnboundedDepth allowed); empty = the program's
@@ -87,6 +95,10 @@ class Engine {
     bool occupancySettled = false;  // maxOccupancy reached the depth, which no write can exceed
     bool writerWaiting = false, readerWaiting = false;
     bool record = false;  // keeps its curves
+    // An unbounded FIFO not recorded keeps its last reads (at most kKeptRuns runs), which no other queue
+    // keeps once merged: a period's reads, for mergePeriod. Cleared at a jump, whose reads it lacks.
+    bool keepReads = false;
+    RunQueue keptReads;
     int writer, reader;
     RunLog writeLog, readLog;
   };
@@ -162,7 +174,7 @@ class Engine {
   struct FifoMark {
     int64_t written, read, mergedW, mergedR, logW, logR, stallFull, stallEmpty;
     bool writerWaiting, readerWaiting;
-    std::vector<TimeRun> writeTimes, readTimes, mergeW, mergeR;
+    QueueMark writeTimes, readTimes, mergeW, mergeR;
   };
   struct DmaMark {
     int64_t issued, released, burst, burstLastToken, releaseToken, servedBase, servedCount;
@@ -202,6 +214,8 @@ class Engine {
   /// A hash of the state that a move in time does not change (differences of times, counts and
   /// positions): equal for a state and the same state one period later. Marks are looked up by it.
   uint64_t shapeKey() const;
+  /// The last event of a channel's ports, in ticks: what shapeKey measures the channel's free tick against.
+  int64_t portTicks(const ChannelState& ch) const;
   /// The jump from m to now repeated as often as it can be, or false when the state is not m moved.
   bool jumpFrom(const Mark& m);
 

@@ -50,17 +50,20 @@ void RunLog::repeatLast(int64_t n, int64_t delta, int64_t repeats) {
 }
 
 void RunQueue::repeatLast(int64_t n, int64_t delta, int64_t repeats) {
-  if (n > 0 && repeats > 0) stc::sim::appendPeriods(runs_, lastTimes(begin(), end(), n), delta, repeats);
+  if (n > 0 && repeats > 0)
+    size_ += stc::sim::appendPeriods(runs_, lastTimes(begin(), end(), n), delta, repeats);
 }
 
 void RunQueue::appendPeriods(const std::vector<int64_t>& period, int64_t delta, int64_t repeats) {
-  stc::sim::appendPeriods(runs_, period, delta, repeats);
+  size_ += stc::sim::appendPeriods(runs_, period, delta, repeats);
 }
 
 void RunQueue::popN(int64_t n) {
+  size_ -= n;
   while (n > 0) {
     TimeRun& r = runs_[head_];
     int64_t k = std::min(n, r.count);
+    lastPopped_ = r.start + (k - 1) * r.stride;
     r.start += k * r.stride;
     r.count -= k;
     n -= k;
@@ -75,22 +78,24 @@ void RunQueue::popN(int64_t n) {
   }
 }
 
-int64_t RunQueue::size() const {
-  int64_t n = 0;
-  for (size_t i = head_; i < runs_.size(); ++i) n += runs_[i].count;
-  return n;
+namespace {
+// Moves a run pointer past `skip` times: the run holding the next, and how many of it are passed.
+void skipTimes(const TimeRun*& r, const TimeRun* end, int64_t skip, int64_t& within) {
+  for (; r != end && skip > 0; ++r) {
+    if (skip < r->count) {
+      within = skip;
+      return;
+    }
+    skip -= r->count;
+  }
 }
+}  // namespace
 
 int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, const TimeRun* b,
-                       const TimeRun* bEnd, int64_t delta) {
+                       const TimeRun* bEnd, int64_t delta, int64_t bSkip) {
   int64_t ai = 0, bi = 0, matched = 0;  // times of the current runs passed
-  for (; a != aEnd && skip > 0; ++a) {
-    if (skip < a->count) {
-      ai = skip;
-      break;
-    }
-    skip -= a->count;
-  }
+  skipTimes(a, aEnd, skip, ai);
+  skipTimes(b, bEnd, bSkip, bi);
   for (;;) {
     while (a != aEnd && ai == a->count) a++, ai = 0;
     while (b != bEnd && bi == b->count) b++, bi = 0;

@@ -45,10 +45,15 @@ class RunQueue {
   int64_t front() const { return runs_[head_].start; }
 
   // pop() clears the vector when the last run is consumed, so the back run is always live.
-  void push(int64_t t) { appendTime(runs_, t); }
+  void push(int64_t t) {
+    appendTime(runs_, t);
+    ++size_;
+  }
 
   void pop() {
     TimeRun& r = runs_[head_];
+    lastPopped_ = r.start;
+    --size_;
     r.start += r.stride;
     if (--r.count == 0 && ++head_ == runs_.size()) {
       runs_.clear();
@@ -74,11 +79,15 @@ class RunQueue {
   /// Drops the first n queued times (n at most as many as are queued).
   void popN(int64_t n);
   /// How many times are queued.
-  int64_t size() const;
+  int64_t size() const { return size_; }
+  /// The last time popped (by pop or popN); -1 before the first.
+  int64_t lastPopped() const { return lastPopped_; }
 
  private:
   std::vector<TimeRun> runs_;
   size_t head_ = 0;
+  int64_t size_ = 0;
+  int64_t lastPopped_ = -1;
 };
 
 /// An append-only log of nondecreasing times, run-length encoded like RunQueue (for token curves).
@@ -113,9 +122,9 @@ std::vector<int64_t> lastTimes(const TimeRun* begin, const TimeRun* end, int64_t
 int64_t appendPeriods(std::vector<TimeRun>& runs, const std::vector<int64_t>& period, int64_t delta,
                       int64_t repeats);
 
-/// How many leading times of b are those of a from its skip-th on, each plus delta.
+/// How many leading times of b from its bSkip-th on are those of a from its skip-th on, each plus delta.
 int64_t matchingPrefix(const TimeRun* a, const TimeRun* aEnd, int64_t skip, const TimeRun* b,
-                       const TimeRun* bEnd, int64_t delta);
+                       const TimeRun* bEnd, int64_t delta, int64_t bSkip = 0);
 
 /// Whether the times of b are those of a, each plus delta (the run boundaries may differ).
 bool shiftedEqual(const TimeRun* a, const TimeRun* aEnd, const TimeRun* b, const TimeRun* bEnd, int64_t delta);
