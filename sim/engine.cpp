@@ -27,9 +27,10 @@ constexpr size_t kMaxKeys = size_t{1} << 16;  // keys of states seen once
 constexpr int64_t kKeptRuns = 4096;           // runs of reads an unbounded FIFO keeps (FifoState)
 constexpr int64_t kMarkQueueRuns = 4096;      // runs of a queue a mark keeps (QueueMark)
 
-QueueMark queueMark(const RunQueue& q) {
+// A queue of `size` times as a mark keeps it.
+QueueMark queueMark(const RunQueue& q, int64_t size) {
   const TimeRun* end = q.begin() + std::min<std::ptrdiff_t>(q.end() - q.begin(), kMarkQueueRuns);
-  return {{q.begin(), end}, q.size(), end == q.end()};
+  return {{q.begin(), end}, size, end == q.end()};
 }
 
 uint64_t mix(uint64_t h, int64_t v) {
@@ -43,6 +44,7 @@ Engine::Engine(const Program& program, const RunConfig& config)
       config_(config),
       tasks_(program.tasks.size()),
       fifos_(program.fifos.size()),
+      kept_(program.fifos.size()),
       dmas_(program.tasks.size()),
       channels_(static_cast<size_t>(program.hbm.channels)) {
   const HbmTiming& hbm = program.hbm;
@@ -261,9 +263,13 @@ bool Engine::run(int t) {
         if (!f.occupancySettled) f.mergeR.push(time);
         if (f.record) f.readLog.push(time);
         if (f.keepReads) {
-          f.keptReads.push(time);
-          if (f.keptReads.end() - f.keptReads.begin() > kKeptRuns)
-            f.keptReads.popN(f.keptReads.begin()->count);
+          KeptReads& k = kept_[static_cast<size_t>(c.fifo)];
+          k.times.push(time);
+          ++k.count;
+          if (k.times.end() - k.times.begin() > kKeptRuns) {
+            k.count -= k.times.begin()->count;
+            k.times.popN(k.times.begin()->count);
+          }
         }
         if (f.writerWaiting) {
           f.writerWaiting = false;
@@ -451,8 +457,9 @@ Engine::Mark Engine::mark() const {
   m.fifos.reserve(fifos_.size());
   for (const FifoState& f : fifos_)
     m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.writeLog.size(), f.readLog.size(),
-                       f.stallFull, f.stallEmpty, f.writerWaiting, f.readerWaiting, queueMark(f.writeTimes),
-                       queueMark(f.readTimes), queueMark(f.mergeW), queueMark(f.mergeR)});
+                       f.stallFull, f.stallEmpty, f.writerWaiting, f.readerWaiting,
+                       queueMark(f.writeTimes, f.queuedWrites()), queueMark(f.readTimes, f.queuedReads()),
+                       queueMark(f.mergeW, f.toMergeW()), queueMark(f.mergeR, f.toMergeR())});
   m.dmas.resize(tasks_.size());
   for (size_t t = 0; t < tasks_.size(); ++t) {
     if (!program_.tasks[t].dma) continue;
@@ -616,10 +623,19 @@ int64_t shiftedPrefix(const QueueMark& was, const RunQueue& now, int64_t consume
 
 // Whether `now` is the mark's queue moved whole by delta: as many times lost at its front as gained at its
 // back, every time delta later.
-bool movedWhole(const QueueMark& was, const RunQueue& now, int64_t consumed, int64_t delta) {
+bool movedWhole(const QueueMark& was, const RunQueue& now, int64_t nowSize, int64_t consumed, int64_t delta) {
   if (was.whole)
     return shiftedEqual(was.head.data(), was.head.data() + was.head.size(), now.begin(), now.end(), delta);
-  return now.size() == was.size && shiftedPrefix(was, now, consumed, delta) >= was.size;
+  return nowSize == was.size && shiftedPrefix(was, now, consumed, delta) >= was.size;
+}
+
+// The i-th time of a run list, or INT64_MAX past its end.
+int64_t timeAt(const std::vector<TimeRun>& runs, int64_t i) {
+  for (const TimeRun& r : runs) {
+    if (i < r.count) return r.start + i * r.stride;
+    i -= r.count;
+  }
+  return INT64_MAX;
 }
 
 // The most periods k = 1, 2, ... in a row for which q[k c - 1] + after <= limit + k delta: the times the
@@ -648,10 +664,10 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
 // access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
 // period that takes it begins, as those this period took were. Checks and lowers `repeats`; with apply,
 // applies `repeats` periods.
-bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
-                 int64_t after, int64_t limit, int64_t& repeats, bool apply) {
+bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t nowSize, int64_t consumed, int64_t added,
+                 int64_t delta, int64_t after, int64_t limit, int64_t& repeats, bool apply) {
   if (consumed == 0 && added == 0) return true;  // unchanged
-  if (consumed == added && movedWhole(was, now, consumed, delta)) {
+  if (consumed == added && movedWhole(was, now, nowSize, consumed, delta)) {
     if (apply) now.shift(repeats * delta);
     return true;
   }
@@ -660,12 +676,13 @@ bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t 
     now.popN(repeats * consumed);
     return true;
   }
-  int64_t kept = was.size - consumed, nowSize = now.size();
+  int64_t kept = was.size - consumed;
   if (kept < 0 || nowSize != kept + added) return false;
   if (consumed == 0) return true;
   int64_t periodic = std::min(shiftedPrefix(was, now, consumed, delta), kept) / consumed;
   int64_t ready = 0;
-  if (now.lastPopped() + after <= limit)  // the last time the period took
+  int64_t took = timeAt(was.head, consumed - 1);  // the last time the period took, if the mark kept it
+  if (took != INT64_MAX && took + after <= limit)
     ready = readyPeriods(now.begin(), now.end(), consumed, after, limit, delta, kept / consumed);
   repeats = std::min(repeats, std::max(periodic, ready));
   return true;
@@ -694,8 +711,10 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   // cycle after).
   int64_t readerWas = m.tasks[static_cast<size_t>(f.reader)].lastTime;
   int64_t writerWas = m.tasks[static_cast<size_t>(f.writer)].lastTime;
-  if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply) ||
-      (bounded && !queuePeriod(fm.readTimes, f.readTimes, pops, read, delta, 1, writerWas, repeats, apply)))
+  if (!queuePeriod(fm.writeTimes, f.writeTimes, f.queuedWrites(), read, wrote, delta, f.raw, readerWas,
+                   repeats, apply) ||
+      (bounded && !queuePeriod(fm.readTimes, f.readTimes, f.queuedReads(), pops, read, delta, 1, writerWas,
+                               repeats, apply)))
     return false;
   if (apply && (wrote > 0 || read > 0)) {  // a stall is charged to a FIFO its group accesses
     f.written += repeats * wrote;
@@ -716,8 +735,9 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   if (f.occupancySettled) return true;
   int64_t wrote = f.written - fm.written, read = f.read - fm.read;
   int64_t tookW = f.mergedW - fm.mergedW, tookR = f.mergedR - fm.mergedR;
-  if (wrote == read && tookW == wrote && tookR == read && movedWhole(fm.mergeW, f.mergeW, tookW, delta) &&
-      movedWhole(fm.mergeR, f.mergeR, tookR, delta)) {
+  if (wrote == read && tookW == wrote && tookR == read &&
+      movedWhole(fm.mergeW, f.mergeW, f.toMergeW(), tookW, delta) &&
+      movedWhole(fm.mergeR, f.mergeR, f.toMergeR(), tookR, delta)) {
     if (apply) {
       f.mergeW.shift(repeats * delta);
       f.mergeR.shift(repeats * delta);
@@ -731,13 +751,17 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
     const TimeRun *begin, *end;
     int64_t size;
   };
-  auto queue = [](const RunQueue& q) { return Source{q.begin(), q.end(), q.size()}; };
+  auto queue = [](const RunQueue& q, int64_t size) { return Source{q.begin(), q.end(), size}; };
   auto log = [](const RunLog& l) {
     return Source{l.runs().data(), l.runs().data() + l.runs().size(), l.size()};
   };
-  std::vector<Source> writes{queue(f.mergeW), queue(f.writeTimes)}, reads{queue(f.mergeR)};
-  if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes));
-  if (f.keepReads) reads.push_back(queue(f.keptReads));
+  std::vector<Source> writes{queue(f.mergeW, f.toMergeW()), queue(f.writeTimes, f.queuedWrites())},
+      reads{queue(f.mergeR, f.toMergeR())};
+  if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes, f.queuedReads()));
+  if (f.keepReads) {
+    const KeptReads& k = kept_[static_cast<size_t>(&f - fifos_.data())];
+    reads.push_back(queue(k.times, k.count));
+  }
   if (f.record) {
     writes.push_back(log(f.writeLog));
     reads.push_back(log(f.readLog));
@@ -831,7 +855,7 @@ bool Engine::jumpFrom(const Mark& m) {
   }
   for (size_t i = 0; i < fifos_.size(); ++i) {
     fifoPeriod(i, m, delta, repeats, true);
-    fifos_[i].keptReads = RunQueue();
+    kept_[i] = KeptReads();
   }
   return true;
 }

@@ -8,6 +8,7 @@
 // that fires whole at T(G) = max(T(prev) + local(G) - local(prev), max over e in G of ready(e)), with
 //   read k of f ready at T(write k of f) + raw(f); write k of f ready at T(read k-d of f) + 1 when k >= d.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -95,14 +96,26 @@ class Engine {
     bool occupancySettled = false;  // maxOccupancy reached the depth, which no write can exceed
     bool writerWaiting = false, readerWaiting = false;
     bool record = false;  // keeps its curves
-    // An unbounded FIFO not recorded keeps its last reads (at most kKeptRuns runs), which no other queue
-    // keeps once merged: a period's reads, for mergePeriod. Cleared at a jump, whose reads it lacks.
-    bool keepReads = false;
-    RunQueue keptReads;
+    bool keepReads = false;  // keeps its last reads (KeptReads)
+    // How many times the queues hold, from the counts (RunQueue::size walks the runs); the merge's while
+    // the occupancy is not settled.
+    int64_t queuedWrites() const { return written - read; }
+    int64_t queuedReads() const {
+      return depth == kUnboundedDepth ? 0 : read - std::max<int64_t>(0, written - depth);
+    }
+    int64_t toMergeW() const { return written - mergedW; }
+    int64_t toMergeR() const { return read - mergedR; }
     int writer, reader;
     RunLog writeLog, readLog;
   };
 
+  // An unbounded FIFO not recorded keeps its last reads (at most kKeptRuns runs), which no other queue
+  // keeps once merged: a period's reads, for mergePeriod. Cleared at a jump, whose reads it lacks. Apart
+  // from FifoState, which every event touches.
+  struct KeptReads {
+    RunQueue times;
+    int64_t count = 0;
+  };
   struct DmaState {  // the HBM side of a DMA task
     int channel = -1;
     size_t slot = 0;  // its index among the channel's ports
@@ -237,6 +250,7 @@ class Engine {
   int64_t steppedAtMark_ = 0;  // stepped_ at the last mark
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
+  std::vector<KeptReads> kept_;         // one per FIFO
   std::vector<DmaState> dmas_;          // one per task; used by DMA tasks only
   std::vector<ChannelState> channels_;  // one per HBM channel
   std::vector<int64_t> groupLeft_, groupEnd_;  // unfinished tasks and the last end, per group

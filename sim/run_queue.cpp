@@ -50,20 +50,17 @@ void RunLog::repeatLast(int64_t n, int64_t delta, int64_t repeats) {
 }
 
 void RunQueue::repeatLast(int64_t n, int64_t delta, int64_t repeats) {
-  if (n > 0 && repeats > 0)
-    size_ += stc::sim::appendPeriods(runs_, lastTimes(begin(), end(), n), delta, repeats);
+  if (n > 0 && repeats > 0) stc::sim::appendPeriods(runs_, lastTimes(begin(), end(), n), delta, repeats);
 }
 
 void RunQueue::appendPeriods(const std::vector<int64_t>& period, int64_t delta, int64_t repeats) {
-  size_ += stc::sim::appendPeriods(runs_, period, delta, repeats);
+  stc::sim::appendPeriods(runs_, period, delta, repeats);
 }
 
 void RunQueue::popN(int64_t n) {
-  size_ -= n;
   while (n > 0) {
     TimeRun& r = runs_[head_];
     int64_t k = std::min(n, r.count);
-    lastPopped_ = r.start + (k - 1) * r.stride;
     r.start += k * r.stride;
     r.count -= k;
     n -= k;
@@ -76,6 +73,12 @@ void RunQueue::popN(int64_t n) {
     runs_.erase(runs_.begin(), runs_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
   }
+}
+
+int64_t RunQueue::size() const {
+  int64_t n = 0;
+  for (size_t i = head_; i < runs_.size(); ++i) n += runs_[i].count;
+  return n;
 }
 
 namespace {

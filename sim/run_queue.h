@@ -45,15 +45,10 @@ class RunQueue {
   int64_t front() const { return runs_[head_].start; }
 
   // pop() clears the vector when the last run is consumed, so the back run is always live.
-  void push(int64_t t) {
-    appendTime(runs_, t);
-    ++size_;
-  }
+  void push(int64_t t) { appendTime(runs_, t); }
 
   void pop() {
     TimeRun& r = runs_[head_];
-    lastPopped_ = r.start;
-    --size_;
     r.start += r.stride;
     if (--r.count == 0 && ++head_ == runs_.size()) {
       runs_.clear();
@@ -78,16 +73,12 @@ class RunQueue {
   void appendPeriods(const std::vector<int64_t>& period, int64_t delta, int64_t repeats);
   /// Drops the first n queued times (n at most as many as are queued).
   void popN(int64_t n);
-  /// How many times are queued.
-  int64_t size() const { return size_; }
-  /// The last time popped (by pop or popN); -1 before the first.
-  int64_t lastPopped() const { return lastPopped_; }
+  /// How many times are queued (walks the runs).
+  int64_t size() const;
 
  private:
   std::vector<TimeRun> runs_;
   size_t head_ = 0;
-  int64_t size_ = 0;
-  int64_t lastPopped_ = -1;
 };
 
 /// An append-only log of nondecreasing times, run-length encoded like RunQueue (for token curves).
