@@ -621,12 +621,12 @@ int64_t shiftedPrefix(const QueueMark& was, const RunQueue& now, int64_t consume
   return consumed + matchingPrefix(now.begin(), now.end(), 0, now.begin(), now.end(), delta, consumed);
 }
 
-// Whether `now` is the mark's queue moved whole by delta: as many times lost at its front as gained at its
-// back, every time delta later.
-bool movedWhole(const QueueMark& was, const RunQueue& now, int64_t nowSize, int64_t consumed, int64_t delta) {
+// Whether `now` is the mark's queue moved whole by delta, `consumed` times lost at its front and as many
+// gained at its back (so it holds as many as the mark), every time delta later.
+bool movedWhole(const QueueMark& was, const RunQueue& now, int64_t consumed, int64_t delta) {
   if (was.whole)
     return shiftedEqual(was.head.data(), was.head.data() + was.head.size(), now.begin(), now.end(), delta);
-  return nowSize == was.size && shiftedPrefix(was, now, consumed, delta) >= was.size;
+  return shiftedPrefix(was, now, consumed, delta) >= was.size;
 }
 
 // The i-th time of a run list, or INT64_MAX past its end.
@@ -664,10 +664,10 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
 // access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
 // period that takes it begins, as those this period took were. Checks and lowers `repeats`; with apply,
 // applies `repeats` periods.
-bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t nowSize, int64_t consumed, int64_t added,
-                 int64_t delta, int64_t after, int64_t limit, int64_t& repeats, bool apply) {
+bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
+                 int64_t after, int64_t limit, int64_t& repeats, bool apply) {
   if (consumed == 0 && added == 0) return true;  // unchanged
-  if (consumed == added && movedWhole(was, now, nowSize, consumed, delta)) {
+  if (consumed == added && movedWhole(was, now, consumed, delta)) {
     if (apply) now.shift(repeats * delta);
     return true;
   }
@@ -676,8 +676,8 @@ bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t nowSize, int64_t c
     now.popN(repeats * consumed);
     return true;
   }
-  int64_t kept = was.size - consumed;
-  if (kept < 0 || nowSize != kept + added) return false;
+  int64_t kept = was.size - consumed;  // now holds kept + added: the sizes come from the FIFO's counts
+  if (kept < 0) return false;
   if (consumed == 0) return true;
   int64_t periodic = std::min(shiftedPrefix(was, now, consumed, delta), kept) / consumed;
   int64_t ready = 0;
@@ -711,10 +711,8 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   // cycle after).
   int64_t readerWas = m.tasks[static_cast<size_t>(f.reader)].lastTime;
   int64_t writerWas = m.tasks[static_cast<size_t>(f.writer)].lastTime;
-  if (!queuePeriod(fm.writeTimes, f.writeTimes, f.queuedWrites(), read, wrote, delta, f.raw, readerWas,
-                   repeats, apply) ||
-      (bounded && !queuePeriod(fm.readTimes, f.readTimes, f.queuedReads(), pops, read, delta, 1, writerWas,
-                               repeats, apply)))
+  if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply) ||
+      (bounded && !queuePeriod(fm.readTimes, f.readTimes, pops, read, delta, 1, writerWas, repeats, apply)))
     return false;
   if (apply && (wrote > 0 || read > 0)) {  // a stall is charged to a FIFO its group accesses
     f.written += repeats * wrote;
@@ -735,9 +733,8 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   if (f.occupancySettled) return true;
   int64_t wrote = f.written - fm.written, read = f.read - fm.read;
   int64_t tookW = f.mergedW - fm.mergedW, tookR = f.mergedR - fm.mergedR;
-  if (wrote == read && tookW == wrote && tookR == read &&
-      movedWhole(fm.mergeW, f.mergeW, f.toMergeW(), tookW, delta) &&
-      movedWhole(fm.mergeR, f.mergeR, f.toMergeR(), tookR, delta)) {
+  if (wrote == read && tookW == wrote && tookR == read && movedWhole(fm.mergeW, f.mergeW, tookW, delta) &&
+      movedWhole(fm.mergeR, f.mergeR, tookR, delta)) {
     if (apply) {
       f.mergeW.shift(repeats * delta);
       f.mergeR.shift(repeats * delta);
