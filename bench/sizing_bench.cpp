@@ -1,7 +1,9 @@
 // FIFO sizing speed: the LP alone on 1,000 FIFOs, and the whole sizing (measuring run, LP, verifying
 // runs) against one simulation of the same network. Network: 1,000 FIFOs in a row of pipelined tasks
 // with a fork every tenth task whose short path rejoins ten tasks later (reconvergent paths), 2,000
-// tokens per FIFO. Run: build/bench/sizing_bench
+// tokens per FIFO. And the whole sizing of a chain of 40 tasks with 25 million tokens per FIFO (2 * 10^9
+// I/O events), whose middle stage takes a token every 2 cycles, so that in the measuring run (FIFOs
+// unbounded) the FIFOs in front of it fill to half their tokens. Run: build/bench/sizing_bench
 #include <benchmark/benchmark.h>
 
 #include "compiler/ir/yaml_io.h"
@@ -66,6 +68,30 @@ void BM_SizeFifos(benchmark::State& state) {
   state.counters["bits_vs_max_occupancy"] = bits / baseline;
 }
 
+// src, stages s1..s39 (s20 at ii 2), dst; FIFOs f0..f39 of 32 bits at depth 2.
+stc::Network longChain() {
+  const std::string trip = "trip: [25000000]";
+  std::string s = "network: long_chain\nfifos:\n";
+  for (int i = 0; i < 40; ++i) s += "  - {name: f" + std::to_string(i) + ", width: 32, depth: 2}\n";
+  s += "tasks:\n  - {name: src, phases: [{" + trip + ", latency: 3, ports: [{fifo: f0, dir: out}]}]}\n";
+  for (int i = 1; i < 40; ++i)
+    s += "  - {name: s" + std::to_string(i) + ", phases: [{" + trip + ", ii: " + (i == 20 ? "2" : "1") +
+         ", latency: 5, ports: [{fifo: f" + std::to_string(i - 1) + ", dir: in}, {fifo: f" +
+         std::to_string(i) + ", dir: out}]}]}\n";
+  s += "  - {name: dst, phases: [{" + trip + ", ports: [{fifo: f39, dir: in}]}]}\n";
+  return stc::parseNetwork(s, "long_chain");
+}
+
+void BM_SizeChainOfTwoBillionEvents(benchmark::State& state) {
+  stc::Network net = longChain();
+  double cycles = 0;
+  for (auto _ : state) {
+    stc::Network sized;
+    cycles = static_cast<double>(stc::sizing::sizeFifos(net, {}, sized).cyclesSized);
+  }
+  state.counters["cycles"] = cycles;
+}
+
 void BM_Lp1000(benchmark::State& state) {
   stc::sizing::DifferenceProblem p;
   p.variables = kFifos + 1;
@@ -79,5 +105,6 @@ void BM_Lp1000(benchmark::State& state) {
 BENCHMARK(BM_Lp1000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SizeFifos)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SizeChainOfTwoBillionEvents)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 BENCHMARK_MAIN();

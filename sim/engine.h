@@ -166,6 +166,9 @@ class Engine {
   /// issued all it will); with force, serves the first one regardless.
   void serveChannel(int channel, bool force);
   void mergeOccupancy(FifoState& f);
+  /// One step of the merge over the front runs of both queues at once; false where it leaves it to the
+  /// token-by-token step.
+  bool mergeRuns(FifoState& f);
   /// The wait-for cycle reached from the first blocked task, each task by the first event of its group
   /// that is not ready (TaskStats::waits).
   std::vector<WaitEdge> waitCycle(const std::vector<TaskStats>& tasks) const;

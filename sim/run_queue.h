@@ -3,6 +3,7 @@
 // pipelined loop produce long runs, so a queue of 250,000 token times usually holds a handful of runs:
 // memory follows the shape of the schedule, not the number of events.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -16,6 +17,14 @@ struct TimeRun {
   int64_t stride;
   int64_t count;
 };
+
+/// The least i >= 0 with x0 + i * stride > v (stride >= 0), at most `limit`: where a run of times starting at
+/// x0 first passes v.
+inline int64_t firstAbove(int64_t x0, int64_t stride, int64_t v, int64_t limit) {
+  if (x0 > v) return 0;
+  if (stride <= 0) return limit;
+  return std::min(limit, (v - x0) / stride + 1);
+}
 
 /// Appends t to a run list, extending the last run when t continues it.
 inline void appendTime(std::vector<TimeRun>& runs, int64_t t) {

@@ -65,6 +65,7 @@
 #include <set>
 
 #include "compiler/sizing/lp_solver.h"
+#include "compiler/sizing/token_times.h"
 #include "sim/engine.h"
 
 namespace stc::sizing {
@@ -81,46 +82,8 @@ MemoryBinding bindMemory(int64_t depth, int64_t width) {
 
 namespace {
 
-std::vector<int64_t> expand(const std::vector<sim::TimeRun>& runs, int64_t base) {
-  std::vector<int64_t> v;
-  size_t n = 0;
-  for (const sim::TimeRun& r : runs) n += static_cast<size_t>(r.count);
-  v.reserve(n);
-  for (const sim::TimeRun& r : runs)
-    for (int64_t k = 0; k < r.count; ++k) v.push_back(r.start + k * r.stride - base);
-  return v;
-}
-
-double meanSpacing(const std::vector<int64_t>& t) {
-  return t.size() > 1 ? static_cast<double>(t.back() - t.front()) / static_cast<double>(t.size() - 1) : 1.0;
-}
-
-// The depth at which no write stalls: max_k (k + 1 - #{m : r_m + delay < w_k}).
-int64_t noStallDepth(const std::vector<int64_t>& w, const std::vector<int64_t>& r, int64_t delay) {
-  int64_t best = 1;
-  size_t m = 0;
-  for (size_t k = 0; k < w.size(); ++k) {
-    while (m < r.size() && r[m] + delay < w[k]) ++m;
-    best = std::max(best, static_cast<int64_t>(k + 1) - static_cast<int64_t>(m));
-  }
-  return best;
-}
-
-// Whether depth d keeps every read on time when the writer may stall: the writer's write k goes at
-// W_k = max(W_k-1 + (w_k - w_k-1), R_k-d + 1) and must be readable (W_k + raw) by R_k = r_k + delay.
-bool readsOnTime(const std::vector<int64_t>& w, const std::vector<int64_t>& r, int64_t delay, int64_t d, int64_t raw) {
-  int64_t prev = 0;
-  for (size_t k = 0; k < w.size(); ++k) {
-    int64_t t = k == 0 ? w[0] : prev + (w[k] - w[k - 1]);
-    if (static_cast<int64_t>(k) >= d) t = std::max(t, r[k - static_cast<size_t>(d)] + delay + 1);
-    if (t + raw > r[k] + delay) return false;
-    prev = t;
-  }
-  return true;
-}
-
 // The smallest depth that keeps the reader on time, by bisection over [1, cap].
-int64_t consumerPacedDepth(const std::vector<int64_t>& w, const std::vector<int64_t>& r, int64_t delay, int64_t width,
+int64_t consumerPacedDepth(const TokenTimes& w, const TokenTimes& r, int64_t delay, int64_t width,
                            int64_t cap) {
   auto ok = [&](int64_t d) { return readsOnTime(w, r, delay, d, sim::readAfterWrite(width, d)); };
   if (!ok(cap)) return cap;
@@ -252,17 +215,17 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
   const auto& tasks = out.unbounded.tasks;
   size_t nf = prog.fifos.size();
 
-  // Step 1: the token model of each FIFO. A FIFO's write and read times are expanded one FIFO at a time,
-  // here and in step 3, not all at once: a long prefill's FIFOs carry billions of tokens between them.
+  // Step 1: the token model of each FIFO, on the runs of times the run recorded (token_times.h).
   std::vector<double> bound(nf), iiSource(nf), iiTarget(nf);
+  auto writeTimes = [&](size_t f) {
+    const sim::FifoStats& fs = out.unbounded.fifos[f];
+    return TokenTimes(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start);
+  };
   for (size_t f = 0; f < nf; ++f) {
     const sim::FifoStats& fs = out.unbounded.fifos[f];
-    std::vector<int64_t> w = expand(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start),
-                         r = expand(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
+    TokenTimes w = writeTimes(f), r(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
     int64_t raw = sim::readAfterWrite(fs.width, measure.depths[f]);  // as measured
-    int64_t d = INT64_MIN;
-    for (size_t k = 0; k < w.size(); ++k) d = std::max(d, w[k] + raw - r[k]);
-    bound[f] = static_cast<double>(d);
+    bound[f] = static_cast<double>(leastDelay(w, r, raw));
     iiSource[f] = std::max(1.0, meanSpacing(w));
     iiTarget[f] = std::max(1.0, meanSpacing(r));
   }
@@ -270,13 +233,17 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
   for (size_t f = 0; f < nf; ++f) slowest = std::max({slowest, iiSource[f], iiTarget[f]});
   auto readTimes = [&](size_t f) {
     const sim::FifoStats& fs = out.unbounded.fifos[f];
-    std::vector<int64_t> r = expand(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
-    if (options.strategy == Strategy::kConservative && !r.empty()) {
-      double scale = slowest / iiTarget[f];
-      int64_t first = r.front();
-      for (auto& t : r) t = first + static_cast<int64_t>(std::ceil(static_cast<double>(t - first) * scale));
-    }
-    return r;
+    TokenTimes r(fs.readTimes, tasks[static_cast<size_t>(fs.reader)].start);
+    if (options.strategy != Strategy::kConservative || r.size() == 0) return r;
+    std::vector<sim::TimeRun> stretched;  // no longer equally spaced: a run a few tokens
+    double scale = slowest / iiTarget[f];
+    int64_t first = r.at(0);
+    for (size_t i = 0; i < r.runCount(); ++i)
+      for (int64_t k = r.firstIndex(i); k < r.endIndex(i); ++k)
+        sim::appendTime(
+            stretched,
+            first + static_cast<int64_t>(std::ceil(static_cast<double>(r.timeAt(i, k) - first) * scale)));
+    return TokenTimes(stretched, 0);
   };
 
   // Step 2: the LP over task start offsets, and one more variable z, the schedule's origin.
@@ -333,8 +300,7 @@ Proposal propose(const sim::Program& prog, const SizingOptions& options, bool pa
                                    : INT64_MAX / 4;
     int64_t depth = cap[f];
     if (out.lpFeasible) {
-      const std::vector<int64_t> w = expand(fs.writeTimes, tasks[static_cast<size_t>(fs.writer)].start),
-                                 r = readTimes(f);
+      const TokenTimes w = writeTimes(f), r = readTimes(f);
       // A shift register (raw 1) lets the reader go a cycle earlier.
       bool stalls = mayStall[static_cast<size_t>(fs.writer)];
       depth = stalls ? consumerPacedDepth(w, r, delay, fs.width, cap[f]) : noStallDepth(w, r, delay);

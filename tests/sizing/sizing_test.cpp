@@ -103,6 +103,22 @@ TEST(Sizing, ProducerFarAheadNeedsLittle) {
   EXPECT_EQ(s.result.cyclesSized, s.result.cyclesUnbounded - 1);  // a shift register reads a cycle sooner
 }
 
+// The same at 10^8 tokens, which the simulator jumps over and the sizer takes on the runs of times it
+// recorded: write k at k + 2, read k at 4k + 4 (ready at write k + 2, RAM), so after the last write
+// n - ceil((n - 3) / 4) tokens are queued and the last read ends the run at 4n + 1. Expanded token by
+// token, as the sizer did, this took 1.6 GB.
+TEST(Sizing, ProducerFarAheadOverAHundredMillionTokens) {
+  const int64_t n = 100000000;
+  Sized s = size(
+      "network: ahead\nfifos: [{name: w, width: 512}]\ntasks:\n"
+      "  - {name: load, phases: [{trip: [100000000], ii: 1, latency: 2, ports: [{fifo: w, dir: out}]}]}\n"
+      "  - {name: mac, phases: [{trip: [100000000], ii: 4, latency: 5, ports: [{fifo: w, dir: in}]}]}\n");
+  EXPECT_EQ(s.result.fifos[0].maxOccupancy, n - (n - 3 + 3) / 4);
+  EXPECT_EQ(s.result.cyclesUnbounded, 4 * n + 1);
+  EXPECT_LE(depthOf(s, "w"), 2);
+  EXPECT_EQ(s.result.cyclesSized, s.result.cyclesUnbounded - 1);
+}
+
 // A producer forking into two slow consumers (ii 1 into ii 4 twice, 4096 tokens of 512 bits). With two
 // outputs it must not fall behind the unbounded run's schedule, so each FIFO holds three quarters of the
 // stream: 2 x 3,072 x 512 bits. Over a budget of 100,000 bits the sizer measures again with the network's
