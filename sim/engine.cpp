@@ -107,34 +107,23 @@ void Engine::enterPhase(TaskState& ts, const TaskProgram& tp) {
 bool Engine::mergeRuns(FifoState& f) {
   // The front runs of both queues, writes a + i * sw (i < cw) and reads b + j * sr (j < cr). A write
   // comes before every read of the run not earlier than it (writes first at equal times), so the writes up
-  // to the run's last read, i < n, have all their earlier reads in the run: N(i) = #{j : b + j * sr <
-  // a + i * sw}, and the occupancy after write i is (i + 1 - N(i)) more than now. N is 0 while the write
-  // is at most b, so that rises by one a write; after, N grows with the writes at its own pace, so it is
-  // monotone: its largest value is at the end of the first part or at an end of the second. When no write
-  // comes before the run's last read, every read of the run goes first.
+  // to the run's last read, i < n, have all their earlier reads in the run, and the occupancy after write i
+  // is mostAhead's i + 1 less those reads more than now. When no write comes before the run's last read,
+  // every read of the run goes first.
   const TimeRun& w = *f.mergeW.begin();
   const TimeRun& r = *f.mergeR.begin();
   const int64_t sw = w.count > 1 ? w.stride : 0, sr = r.count > 1 ? r.stride : 0;
-  const int64_t lastRead = r.start + (r.count - 1) * sr;
-  const int64_t n = firstAbove(w.start, sw, lastRead, w.count);
+  const int64_t n = firstAbove(w.start, sw, r.start + (r.count - 1) * sr, w.count);
   if (n == 0) {
     f.mergedR += r.count;
     f.mergeR.popN(r.count);
     return true;
   }
-  auto earlierReads = [&](int64_t i) {
-    int64_t x = w.start + i * sw;
-    return x <= r.start ? 0 : (x - r.start + sr - 1) / sr;  // r.start < x <= lastRead: sr > 0
-  };
-  const int64_t rising = firstAbove(w.start, sw, r.start, n);
-  int64_t most = 0;
-  for (int64_t i : {rising - 1, rising, n - 1})
-    if (i >= 0 && i < n) most = std::max(most, i + 1 - earlierReads(i));
-  const int64_t occupancy = f.mergedW - f.mergedR + most;
+  const int64_t occupancy = f.mergedW - f.mergedR + mostAhead(w.start, sw, n, r.start, sr, r.count);
   // A bounded FIFO's merge stops at the write that fills it (occupancySettled): step by step there.
   if (f.depth != kUnboundedDepth && occupancy >= f.depth) return false;
   f.maxOccupancy = std::max(f.maxOccupancy, occupancy);
-  const int64_t reads = earlierReads(n - 1);
+  const int64_t reads = countBelow(r.start, sr, r.count, w.start + (n - 1) * sw);
   f.mergedW += n;
   f.mergedR += reads;
   f.mergeW.popN(n);

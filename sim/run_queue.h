@@ -4,6 +4,7 @@
 // memory follows the shape of the schedule, not the number of events.
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -24,6 +25,28 @@ inline int64_t firstAbove(int64_t x0, int64_t stride, int64_t v, int64_t limit) 
   if (x0 > v) return 0;
   if (stride <= 0) return limit;
   return std::min(limit, (v - x0) / stride + 1);
+}
+
+/// How many of the run b, b + stride, ..., `count` times of it, are below x.
+inline int64_t countBelow(int64_t b, int64_t stride, int64_t count, int64_t x) {
+  if (x <= b) return 0;
+  if (count <= 1 || stride <= 0) return count;
+  return std::min(count, (x - b + stride - 1) / stride);
+}
+
+/// The largest of i + 1 - countBelow(b, readStride, reads, x0 + i * writeStride) over i < n (n >= 1), with
+/// the writes x0 + i * writeStride at most the run's last read b + (reads - 1) * readStride: how far the
+/// writes get ahead of the reads of one run (the tokens a FIFO holds after write i, past what it held). It
+/// rises by one a write while the writes are at most b, then moves one way as the count grows at the reads'
+/// pace (up where writes are closer than reads, down where further apart), so the largest is at the end of
+/// the first part or at an end of the second.
+inline int64_t mostAhead(int64_t x0, int64_t writeStride, int64_t n, int64_t b, int64_t readStride,
+                         int64_t reads) {
+  int64_t rising = firstAbove(x0, writeStride, b, n), most = INT64_MIN;
+  for (int64_t i : {rising - 1, rising, n - 1})
+    if (i >= 0 && i < n)
+      most = std::max(most, i + 1 - countBelow(b, readStride, reads, x0 + i * writeStride));
+  return most;
 }
 
 /// Appends t to a run list, extending the last run when t continues it.

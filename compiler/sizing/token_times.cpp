@@ -6,6 +6,7 @@
 namespace stc::sizing {
 
 using sim::firstAbove;
+using sim::mostAhead;
 
 TokenTimes::TokenTimes(const std::vector<sim::TimeRun>& runs, int64_t base) {
   firsts_.push_back(0);
@@ -65,33 +66,26 @@ double meanSpacing(const TokenTimes& t) {
 
 int64_t noStallDepth(const TokenTimes& w, const TokenTimes& r, int64_t delay) {
   // f(k) = k + 1 - N(w(k) - delay), N(x) = #{m : r(m) < x} (r never decreases). x moves through the
-  // regions of r's runs, run j's (last(j - 1), last(j)]: there N is the tokens of the runs before j while
-  // x <= first(j), so f rises by one a token, then grows with x as one run's count does, so f is monotone
-  // (up where the writes are closer than the reads, down where further apart). Within a run of w and one
-  // region, f's largest value is at the end of the first part or at an end of the second.
+  // regions of r's runs, run j's (last(j - 1), last(j)]: there N is the tokens of the runs before j and
+  // those of run j below x, so over a run of w within one region f is k + 1 less those before j less
+  // sim::mostAhead's count, whose largest value it finds; past r's last run, at the run's end.
   int64_t best = 1;
   size_t j = 0;        // the region of x
   int64_t before = 0;  // r's tokens in the runs before j
   const size_t runs = r.runCount();
   auto lastOf = [&](size_t i) { return r.timeAt(i, r.endIndex(i) - 1); };
-  auto firstOf = [&](size_t i) { return r.timeAt(i, r.firstIndex(i)); };
-  auto count = [&](int64_t x) {  // N(x), x in region j
-    if (j == runs || x <= firstOf(j)) return before;
-    int64_t stride = r.stride(j);  // first(j) < x <= last(j): more than one token, a positive stride
-    return before + std::min(r.endIndex(j) - r.firstIndex(j), (x - firstOf(j) + stride - 1) / stride);
-  };
   for (size_t i = 0; i < w.runCount(); ++i) {
     const int64_t stride = w.stride(i);
     for (int64_t k = w.firstIndex(i), runEnd = w.endIndex(i); k < runEnd;) {
       const int64_t x0 = w.timeAt(i, k) - delay;
       while (j < runs && lastOf(j) < x0) before += r.endIndex(j) - r.firstIndex(j), ++j;
-      int64_t end = runEnd, rising = runEnd;  // [k, rising): x <= first(j); [rising, end): in run j
+      int64_t end = runEnd, ahead = runEnd - k;  // [k, end): x within region j
       if (j < runs) {
         end = k + firstAbove(x0, stride, lastOf(j), runEnd - k);
-        rising = k + firstAbove(x0, stride, firstOf(j), end - k);
+        ahead = mostAhead(x0, stride, end - k, r.timeAt(j, r.firstIndex(j)), r.stride(j),
+                          r.endIndex(j) - r.firstIndex(j));
       }
-      for (int64_t at : {rising - 1, rising, end - 1})
-        if (at >= k && at < end) best = std::max(best, at + 1 - count(w.timeAt(i, at) - delay));
+      best = std::max(best, k + ahead - before);
       k = end;
     }
   }
