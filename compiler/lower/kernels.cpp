@@ -557,6 +557,64 @@ class Lowering {
     return std::none_of(g_.graph->ops.begin(), g_.graph->ops.end(),
                         [&](const Op& o) { return o.op == "reshape" && o.inputs[0] == tensor; });
   }
+  // Column panels handed on as made. A matmul over rows writes its output in column panels of its row
+  // blocks (writesPanels); where the one op reading it is elementwise and adopts them (adoptsPanels), the
+  // matmul writes them under the output's own name, the op walks them in that order too, and the one
+  // converter in front of the op's readers replaces two (panels to rows, then rows to a reader's order):
+  // a 64-row MLP's up projection in blocks of 4 rows and its activation hand the down projection a block
+  // in its order through 24.6 KB instead of twice that; a gated MLP's gate and up both go to the product
+  // in their panels.
+  // The panels `op` writes its output in, as its row block (0: every row) and output tile, where it may
+  // hand them on so: a matmul writing panels, not by heads, at the stream tile, its output free to stream
+  // in any order (mayReorder).
+  std::optional<std::pair<int64_t, int64_t>> panelsOf(const Op& op) const {
+    if (!writesPanels(g_, op) || !mayReorder(op.output)) return std::nullopt;
+    MatmulSchedule schedule;
+    if (auto it = schedules_.find(op.name); it != schedules_.end()) schedule = it->second;
+    const TensorInfo& outT = info(op.output);
+    int64_t tile = canonicalOrder(outT, opt_.tile).element.back();
+    if (schedule.byHeads || (schedule.tn > 0 && schedule.tn != tile)) return std::nullopt;
+    int64_t M = outT.shape[outT.shape.size() - 2].eval();
+    return std::make_pair(schedule.rowBlock > 0 && schedule.rowBlock < M ? schedule.rowBlock : 0, tile);
+  }
+  // The panels `tensor` streams in when its producer hands them on (panelsOf, or an op that adopts them).
+  std::optional<std::pair<int64_t, int64_t>> panelsStream(const std::string& tensor) const {
+    const Op* made = producerOf(g_, tensor);
+    if (!made) return std::nullopt;
+    if (isMatmul(*made)) return panelsOf(*made);
+    if (!adoptsPanels(*made)) return std::nullopt;
+    for (const std::string& input : made->inputs)
+      if (info(input).shape == info(tensor).shape) return panelsStream(input);
+    return std::nullopt;
+  }
+  // Whether elementwise `op` walks its inputs' panels: every input of its output's shape comes in the same
+  // panels (panelsStream) and is read by it alone, through one port (the others are smaller: broadcast),
+  // and its result may stream in any order.
+  bool adoptsPanels(const Op& op) const {
+    if (op.op == "rope" || elementwiseArity(op.op) == 0 || !mayReorder(op.output)) return false;
+    std::optional<std::pair<int64_t, int64_t>> panels;
+    for (const std::string& input : op.inputs) {
+      if (info(input).shape != info(op.output).shape) continue;
+      int readers = 0;
+      for (const Op& o : g_.graph->ops)
+        readers += static_cast<int>(std::count(o.inputs.begin(), o.inputs.end(), input));
+      std::optional<std::pair<int64_t, int64_t>> in = panelsStream(input);
+      if (readers != 1 || !in || (panels && *panels != *in)) return false;
+      panels = in;
+    }
+    return panels.has_value();
+  }
+  // The op reading `tensor` when exactly one port reads it, else null.
+  const Op* onlyReader(const std::string& tensor) const {
+    const Op* reader = nullptr;
+    for (const Op& o : g_.graph->ops)
+      for (const std::string& input : o.inputs)
+        if (input == tensor) {
+          if (reader) return nullptr;
+          reader = &o;
+        }
+    return reader;
+  }
 
   // A port reading `tensor` in `order` (over the tensor's own dims); views resolve to their base.
   KernelPort in(const std::string& tensor, StreamOrder order, int level = -2) {
@@ -718,8 +776,9 @@ class Lowering {
     o.steps = outOrder.steps;
     o.element.assign(rank, 1);
     std::vector<AffineExpr> results;
+    const int loops = outOrder.map.numDims();  // (a matmul's column panels: one more than the rank)
     for (size_t i = 0; i < rank; ++i) {
-      AffineExpr e{std::vector<int64_t>(outRank, 0), 0};
+      AffineExpr e{std::vector<int64_t>(static_cast<size_t>(loops), 0), 0};
       bool broadcast = t.shape[i].isConstant() && t.shape[i].eval() == 1 &&
                        !(outT.shape[i + shift].isConstant() && outT.shape[i + shift].eval() == 1);
       if (!broadcast) {
@@ -728,7 +787,7 @@ class Lowering {
       }
       results.push_back(e);
     }
-    o.map = AffineMap(static_cast<int>(outRank), results);
+    o.map = AffineMap(loops, results);
     return o;
   }
 
@@ -777,7 +836,17 @@ class Lowering {
     if (op.op != "rope" && mayReorder(op.output))
       for (const auto& name : op.inputs)
         if (info(name).shape == outT.shape) {
-          if (std::vector<int> dims = rowLayoutOf(name); !dims.empty()) o = layoutOrder(outT, dims, opt_.tile);
+          if (std::vector<int> dims = rowLayoutOf(name); !dims.empty()) {
+            o = layoutOrder(outT, dims, opt_.tile);
+          } else if (adoptsPanels(op)) {  // its inputs' column panels, all in the same order
+            o = producedOrderOf(name);
+            o.dtype = outT.dtype;
+            for (const auto& other : op.inputs) {
+              StreamOrder same = info(other).shape == outT.shape ? producedOrderOf(other) : o;
+              same.dtype = o.dtype;
+              if (same != o) throw std::logic_error("lowering: '" + op.name + "' reads panels in two orders");
+            }
+          }
           break;
         }
     KernelPhase ph{o.trips, {}};
@@ -990,6 +1059,7 @@ class Lowering {
       add(std::move(copy));
     };
     KernelPort outP;
+    bool direct = false;  // panels out under the output's own name: no copy into rows
     // Wide output tokens that a reshape reads: the reshape needs its base in row-major tokens of the stream
     // tile, so the matmul writes `.wide` and a move kernel gives the output at the stream tile (the split
     // between them an adapter).
@@ -1001,13 +1071,16 @@ class Lowering {
       outP = out(likeOutput(op.output + ".wide", outT.dtype), wide, outLevel);
     } else if (!nOuter) {
       outP = out(op.output, wide, outLevel);
-    } else {  // panels out: read head by head through the reshape (headsOrder), or by a copy kernel
-              // reading them row-major (through a converter) for consumers
+    } else {  // panels out: read head by head through the reshape (headsOrder), by the elementwise op
+              // that adopts them, or by a copy kernel reading them row-major (through a converter) for
+              // consumers
       std::vector<AffineExpr> orr;
       for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
       orr.push_back(row(outLoops));
       orr.push_back(unit(outLoops, pn));
-      outP = out(byHeads ? op.output : likeOutput(op.output + ".panels", outT.dtype),
+      const Op* reader = onlyReader(op.output);
+      direct = byHeads || (wide == canonical && panelsOf(op) && reader && adoptsPanels(*reader));
+      outP = out(direct ? op.output : likeOutput(op.output + ".panels", outT.dtype),
                  order(outT.dtype, wide.element, orr, outLoops), outLevel);
     }
     KernelPort accP = outP;  // with the epilogue apart: the int32 sums, in the order of the output
@@ -1050,7 +1123,7 @@ class Lowering {
       add(std::move(e));
     }
     if (splitAfter) moveInto(".split", op.output + ".wide", canonical.element.back());
-    if (nOuter && !byHeads) moveInto(".rows", op.output + ".panels", canonical.element.back());
+    if (nOuter && !direct) moveInto(".rows", op.output + ".panels", canonical.element.back());
   }
 
   // Stats stream of a row op reading its rows in `xo`: one token per row, two f32 values (softmax: max and

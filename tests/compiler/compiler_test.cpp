@@ -349,14 +349,16 @@ TEST(Compiler, DmaBuffersAreCounted) {
 
 // A matmul re-reads its input once per column panel. From HBM, the repeats go through a converter that
 // holds the input while that fits in half the on-chip budget, and are read from HBM again beyond: an MLP
-// on 64 rows, g = [64, 1024] int8 = 64 KiB, one region a call (the whole tensor), so a buffer of 64 KiB;
-// down's 256 output columns in panels of the 16-wide stream tile, so 16 reads of g without the buffer.
-// Before, the buffer was required, and a long prompt stopped with "on-chip budget too small". Both
-// matmuls pinned to one block of every row (weight-stationary), so that down reads the whole of g per
-// panel; budgets below what up and down take together, so that g goes through HBM.
+// on 64 rows (x [64, 1024], up 1024 -> 1024), g = [64, 1024] int8 = 64 KiB, one region a call (the whole
+// tensor), so a buffer of 64 KiB; down's 256 output columns in panels of the 16-wide stream tile, so 16
+// reads of g without the buffer. Before, the buffer was required, and a long prompt stopped with "on-chip
+// budget too small". Both matmuls pinned to one block of every row (weight-stationary), so that down
+// reads the whole of g per panel; budgets below what up and down take together, where the groups part
+// at g, so that g goes through HBM.
 TEST(Compiler, RepeatsBeyondTheBudgetAreReadFromHbmAgain) {
   std::string mlp = readTextFile(graphFile("mlp.yaml"));
-  mlp.replace(mlp.find("shape: [1, 256]"), 15, "shape: [64, 256]");
+  mlp.replace(mlp.find("shape: [1, 256]"), 15, "shape: [64, 1024]");
+  mlp.replace(mlp.find("shape: [256, 1024]"), 18, "shape: [1024, 1024]");
   auto loadOfG = [&](const char* budget) {
     CompileResult r =
         compileText(mlp, {"quant=w4a8", "unroll_budget=0.001", "row_block.up=0", "row_block.down=0", budget});
@@ -365,8 +367,8 @@ TEST(Compiler, RepeatsBeyondTheBudgetAreReadFromHbmAgain) {
       if (t.name == "load_g") return t.bytes.eval();
     return int64_t{-1};
   };
-  EXPECT_EQ(loadOfG("onchip_budget_bytes=150000"), 65536);       // 65536 <= 75000: buffered, read once
-  EXPECT_EQ(loadOfG("onchip_budget_bytes=100000"), 16 * 65536);  // 65536 > 50000: read per panel
+  EXPECT_EQ(loadOfG("onchip_budget_bytes=150000"), 65536);      // 65536 <= 75000: buffered, read once
+  EXPECT_EQ(loadOfG("onchip_budget_bytes=80000"), 16 * 65536);  // 65536 > 40000: read per panel
 }
 
 // The cost model's packing rule (dse/cost_model.h): a W4A8 matmul packs two MACs per DSP48E2 (WP486), an
@@ -929,14 +931,14 @@ TEST(Compiler, PrefillMatmulsRunInTheFewestRowsThatKeepUpWithHbm) {
   CompileResult small = compileText(kMlp128, {"quant=w4a8", "onchip_budget_bytes=40000"});
   EXPECT_EQ(small.schedules.at("up").rowBlock, 2);
   EXPECT_EQ(small.schedules.at("down").rowBlock, 2);
-  // Buffers by the itensor rule: a block of x (B_up x 512 int8) and of g (B_down x 2048) before the
-  // matmuls, a column panel of each weight (K x 16 int4), a block of each output (B x N int8) after
-  // them, a [16, 2] f32 tile of each epilogue; twice each (ping-pong).
+  // Buffers by the itensor rule: a block of x (B_up x 512 int8) before up; g in the column panels of up's
+  // blocks (the gelu walks them as up makes them) into down's blocks, the larger of the two blocks
+  // (max(B_up, B_down) x 2048), so no block of h after up; a column panel of each weight (K x 16 int4),
+  // a block of y (B_down x 512) after down, a [16, 2] f32 tile of each epilogue; twice each (ping-pong).
   int64_t bu = r.schedules.at("up").rowBlock, bd = r.schedules.at("down").rowBlock;
   std::map<std::string, int64_t> regionBytes = {{"x", bu * 512},
                                                 {"w_up", 512 * 16 / 2},
-                                                {"h.panels", bu * 2048},
-                                                {"g", bd * 2048},
+                                                {"g", std::max(bu, bd) * 2048},
                                                 {"w_down", 2048 * 16 / 2},
                                                 {"y.panels", bd * 512},
                                                 {"up.epilogue", 16 * 2 * 4},
@@ -948,9 +950,10 @@ TEST(Compiler, PrefillMatmulsRunInTheFewestRowsThatKeepUpWithHbm) {
     ++regions;
     EXPECT_EQ(f.width, 8 * regionBytes.at(f.name.substr(0, cvt))) << f.name;
   }
-  EXPECT_EQ(regions, 8);
-  // The gelu reads up's rows in their order: a plain FIFO from the copy kernel.
+  EXPECT_EQ(regions, 7);
+  // The gelu reads up's panels as up makes them: a plain FIFO from up, and no kernel copies them into rows.
   EXPECT_EQ(fifoNamed(r.network, "h>act").width, 16 * 8);
+  EXPECT_EQ(taskNamed(r.network, "up.rows"), -1);
   // The intermediate results (h and g, 128 x 2048 int8) kept whole take 512 KiB; streamed, at most a
   // fifth of that, and the whole design (weight panels and DMA FIFOs too) less than them.
   EXPECT_EQ(r.report.onchipBytesUnfused, 2 * 128 * 2048);
@@ -958,6 +961,53 @@ TEST(Compiler, PrefillMatmulsRunInTheFewestRowsThatKeepUpWithHbm) {
   EXPECT_LT(r.report.onchipBytesFused, r.report.onchipBytesUnfused);
   EXPECT_EQ(r.report.groups, 1);
   EXPECT_FALSE(simulate(r.network).deadlock);
+}
+
+// Elementwise ops walk the column panels their matmuls make. A gated MLP over 32 rows (`gated_mlp.yaml`:
+// silu(gate) * up, then down; 256 -> 512 -> 256, W4A8), gate and up pinned to blocks of 4 rows and
+// down to 8: gate hands its panels to silu as made, silu and up hand theirs to the product, and the one
+// converter in front of down takes the product's panels (blocks of 4 rows, 16 columns a token) into
+// down's blocks: 8 rows of 512 int8 (the larger block; every column, since down reads a row's whole K
+// for each of its own panels), twice (ping-pong). No kernel copies panels into rows, and no converter
+// holds a block of g or u. With up at 2 rows the product's inputs come in two orders and it walks rows:
+// silu still walks gate's panels, a converter takes its result into rows (a block, 4 rows of 512), and a
+// kernel copies up's panels into rows through another (2 rows of 512).
+TEST(Compiler, ElementwiseOpsWalkTheColumnPanelsTheirMatmulsMake) {
+  auto regions = [](const CompileResult& r) {
+    std::map<std::string, int64_t> out;  // a converter's tensor: its region's bytes
+    for (const Fifo& f : r.network.fifos)
+      if (auto cvt = f.name.find(".cvt"); cvt != std::string::npos && f.name.size() > 7 &&
+                                          f.name.compare(f.name.size() - 7, 7, ".region") == 0)
+        out[f.name.substr(0, cvt)] = f.width / 8;
+    return out;
+  };
+  auto copies = [](const CompileResult& r) {
+    std::vector<std::string> out;
+    for (const Task& t : r.network.tasks)
+      if (t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".rows") == 0) out.push_back(t.name);
+    return out;
+  };
+  CompileResult same = compileFile("gated_mlp.yaml", {"quant=w4a8", "row_block.gate=4", "row_block.up=4",
+                                                      "row_block.down=8", "tk.down=32"});
+  std::map<std::string, int64_t> at = regions(same);
+  EXPECT_EQ(at.at("m"), 8 * 512);
+  EXPECT_EQ(at.count("g"), 0u);
+  EXPECT_EQ(at.count("g.panels"), 0u);
+  EXPECT_EQ(at.count("u.panels"), 0u);
+  EXPECT_EQ(copies(same), (std::vector<std::string>{"down.rows"}));  // y, a graph output, leaves in rows
+  for (const char* plain : {"g>act", "a>gated", "u>gated"})
+    EXPECT_EQ(fifoNamed(same.network, plain).width, 16 * 8) << plain;
+  EXPECT_FALSE(simulate(same.network).deadlock);
+
+  CompileResult apart = compileFile("gated_mlp.yaml", {"quant=w4a8", "row_block.gate=4", "row_block.up=2",
+                                                       "row_block.down=8", "tk.down=32"});
+  std::map<std::string, int64_t> two = regions(apart);
+  EXPECT_EQ(two.at("a"), 4 * 512);
+  EXPECT_EQ(two.at("u.panels"), 2 * 512);
+  EXPECT_EQ(two.at("m"), 8 * 512);
+  EXPECT_EQ(copies(apart), (std::vector<std::string>{"up.rows", "down.rows"}));
+  EXPECT_FALSE(simulate(apart.network).deadlock);
+  EXPECT_LT(same.report.onchipBytesIntermediate, apart.report.onchipBytesIntermediate);
 }
 
 // A 96-row GPT-2 MLP (768 -> 3072 -> 768, W4A8). With each matmul at its own smallest row block, the
