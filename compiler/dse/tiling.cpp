@@ -441,9 +441,23 @@ class LayerEstimate {
           if (int64_t heads = headsOf(graph, op.inputs[1], options); heads > 0)
             whole = false, part = 1.0 / static_cast<double>(heads);
         auto from = made.find(op.inputs[i]);
-        if (from != made.end())
+        if (from != made.end()) {
           step.inputs.push_back({from->second, whole, i == 0, part});  // (else from HBM)
+          // Rows a matmul made in column panels of its row blocks (through elementwise ops walking them):
+          // complete a block at a time, all its panels, so a matmul over rows reading them starts once the
+          // larger of the two blocks is in (the converter between them holds it).
+          if (step.panels && i == 0) {
+            size_t back = from->second;
+            while (!steps_[back].matmul && steps_[back].through) back = steps_[back].inputs.front().step;
+            if (steps_[back].matmul && steps_[back].panels) {
+              step.inputs.back().blocksOf = static_cast<int>(steps_[back].slot);
+              step.inputs.back().rows = static_cast<double>(rows(op.output));
+            }
+          }
+        }
       }
+      step.through = elementwiseArity(op.op) > 0 && !step.inputs.empty() &&
+                     graph.tensors.at(op.inputs[0]).shape == graph.tensors.at(op.output).shape;
       if (auto it = otherCycles.find(op.name); !step.matmul && it != otherCycles.end()) {
         step.own = it->second;
         // A stall pipeline holds its last `latency` cycles of results until later inputs push them out:
@@ -481,6 +495,10 @@ class LayerEstimate {
         bool whole = input.whole || (step.panels && input.first && blocks[step.slot] == 0);
         const Span& in = spans_[input.step];
         double held = input.part > 0 ? input.part : step.held;
+        if (input.blocksOf >= 0) {
+          auto rowsOf = [&](int64_t b) { return b > 0 ? static_cast<double>(b) : input.rows; };
+          held = std::max(held, rowsOf(blocks[static_cast<size_t>(input.blocksOf)]) / input.rows);
+        }
         s.first = std::max(s.first, whole ? in.last : in.first + held * (in.last - in.first));
         if (!whole) streamedLast = std::max(streamedLast, in.last);
       }
@@ -500,6 +518,8 @@ class LayerEstimate {
     bool whole;
     bool first = false;  ///< the op's first input (A of a matmul)
     double part = 0;     ///< held a part at a time (a head of H: 1 / H), else 0
+    int blocksOf = -1;   ///< rows made in the row blocks of this matmul slot (a matmul's A), else -1
+    double rows = 0;     ///< (then) the rows
   };
   struct Step {
     bool matmul = false,
@@ -507,6 +527,7 @@ class LayerEstimate {
     size_t slot = 0;            // a matmul's
     std::vector<Input> inputs;  // those made by earlier steps
     double own = 0, held = 0;   // an op not a matmul: its iterations, and the share of them it holds
+    bool through = false;       // elementwise over its first input's shape: walks its rows as they come
   };
   Cost cost_;
   double bandwidth_ = 1, prefetchBytes_ = 0;
