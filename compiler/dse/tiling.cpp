@@ -444,11 +444,13 @@ class LayerEstimate {
         if (from != made.end()) {
           step.inputs.push_back({from->second, whole, i == 0, part});  // (else from HBM)
           // Rows a matmul made in column panels of its row blocks (through elementwise ops walking them):
-          // complete a block at a time, all its panels, so a matmul over rows reading them starts once the
-          // larger of the two blocks is in (the converter between them holds it).
+          // complete a block at a time, all its panels, so a matmul over rows reading them starts no
+          // earlier than the producer's first block is in. (Where it reads in larger blocks it waits longer,
+          // which this leaves out; of a gated product, gate's blocks are the ones counted.)
           if (step.panels && i == 0) {
             size_t back = from->second;
-            while (!steps_[back].matmul && steps_[back].through) back = steps_[back].inputs.front().step;
+            while (!steps_[back].matmul && steps_[back].through >= 0)
+              back = static_cast<size_t>(steps_[back].through);
             if (steps_[back].matmul && steps_[back].panels) {
               step.inputs.back().blocksOf = static_cast<int>(steps_[back].slot);
               step.inputs.back().rows = static_cast<double>(rows(op.output));
@@ -456,8 +458,10 @@ class LayerEstimate {
           }
         }
       }
-      step.through = elementwiseArity(op.op) > 0 && !step.inputs.empty() &&
-                     graph.tensors.at(op.inputs[0]).shape == graph.tensors.at(op.output).shape;
+      if (elementwiseArity(op.op) > 0 &&
+          graph.tensors.at(op.inputs[0]).shape == graph.tensors.at(op.output).shape)
+        if (auto from = made.find(op.inputs[0]); from != made.end())
+          step.through = static_cast<int>(from->second);
       if (auto it = otherCycles.find(op.name); !step.matmul && it != otherCycles.end()) {
         step.own = it->second;
         // A stall pipeline holds its last `latency` cycles of results until later inputs push them out:
@@ -527,7 +531,7 @@ class LayerEstimate {
     size_t slot = 0;            // a matmul's
     std::vector<Input> inputs;  // those made by earlier steps
     double own = 0, held = 0;   // an op not a matmul: its iterations, and the share of them it holds
-    bool through = false;       // elementwise over its first input's shape: walks its rows as they come
+    int through = -1;           // elementwise over its first input's shape, made by this step: walks its rows
   };
   Cost cost_;
   double bandwidth_ = 1, prefetchBytes_ = 0;

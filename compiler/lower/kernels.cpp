@@ -558,15 +558,14 @@ class Lowering {
                         [&](const Op& o) { return o.op == "reshape" && o.inputs[0] == tensor; });
   }
   // Column panels handed on as made. A matmul over rows writes its output in column panels of its row
-  // blocks (writesPanels); where the one op reading it is elementwise and adopts them (adoptsPanels), the
-  // matmul writes them under the output's own name, the op walks them in that order too, and the one
-  // converter in front of the op's readers replaces two (panels to rows, then rows to a reader's order):
-  // a 64-row MLP's up projection in blocks of 4 rows and its activation hand the down projection a block
-  // in its order through 24.6 KB instead of twice that; a gated MLP's gate and up both go to the product
-  // in their panels.
-  // The panels `op` writes its output in, as its row block (0: every row) and output tile, where it may
-  // hand them on so: a matmul writing panels, not by heads, at the stream tile, its output free to stream
-  // in any order (mayReorder).
+  // blocks (writesPanels); where the one op reading it is elementwise of its shape and adopts them
+  // (adoptsPanels), the matmul writes them under the output's own name, the op walks them in that order too,
+  // and the one converter in front of the op's readers replaces two (panels to rows, then rows to a reader's
+  // order): a 64-row MLP's up projection in blocks of 4 rows and its activation hand the down projection a
+  // block in its order through 24.6 KB instead of twice that; a gated MLP's gate and up both go to the
+  // product in their panels. The panels `op` writes its output in, as its row block (0: every row) and output
+  // tile, where it may hand them on so: a matmul writing panels, not by heads, at the stream tile, its output
+  // free to stream in any order (mayReorder).
   std::optional<std::pair<int64_t, int64_t>> panelsOf(const Op& op) const {
     if (!writesPanels(g_, op) || !mayReorder(op.output)) return std::nullopt;
     MatmulSchedule schedule;
@@ -1079,7 +1078,8 @@ class Lowering {
       orr.push_back(row(outLoops));
       orr.push_back(unit(outLoops, pn));
       const Op* reader = onlyReader(op.output);
-      direct = byHeads || (wide == canonical && panelsOf(op) && reader && adoptsPanels(*reader));
+      direct = byHeads || (wide == canonical && panelsOf(op) && reader && adoptsPanels(*reader) &&
+                           info(reader->output).shape == outT.shape);
       outP = out(direct ? op.output : likeOutput(op.output + ".panels", outT.dtype),
                  order(outT.dtype, wide.element, orr, outLoops), outLevel);
     }
