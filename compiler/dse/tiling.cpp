@@ -500,8 +500,8 @@ class LayerEstimate {
         const Span& in = spans_[input.step];
         double held = input.part > 0 ? input.part : step.held;
         if (input.blocksOf >= 0) {
-          auto rowsOf = [&](int64_t b) { return b > 0 ? static_cast<double>(b) : input.rows; };
-          held = std::max(held, rowsOf(blocks[static_cast<size_t>(input.blocksOf)]) / input.rows);
+          int64_t block = blocks[static_cast<size_t>(input.blocksOf)];  // 0: every row
+          held = std::max(held, block > 0 ? static_cast<double>(block) / input.rows : 1.0);
         }
         s.first = std::max(s.first, whole ? in.last : in.first + held * (in.last - in.first));
         if (!whole) streamedLast = std::max(streamedLast, in.last);

@@ -594,11 +594,8 @@ class Lowering {
     std::optional<std::pair<int64_t, int64_t>> panels;
     for (const std::string& input : op.inputs) {
       if (info(input).shape != info(op.output).shape) continue;
-      int readers = 0;
-      for (const Op& o : g_.graph->ops)
-        readers += static_cast<int>(std::count(o.inputs.begin(), o.inputs.end(), input));
       std::optional<std::pair<int64_t, int64_t>> in = panelsStream(input);
-      if (readers != 1 || !in || (panels && *panels != *in)) return false;
+      if (onlyReader(input) != &op || !in || (panels && *panels != *in)) return false;
       panels = in;
     }
     return panels.has_value();
@@ -1077,9 +1074,9 @@ class Lowering {
       for (size_t i = 0; i < batch; ++i) orr.push_back(unit(outLoops, i));
       orr.push_back(row(outLoops));
       orr.push_back(unit(outLoops, pn));
+      // (adoptsPanels asks panelsOf of this op's output, which holds the output tile to the stream's.)
       const Op* reader = onlyReader(op.output);
-      direct = byHeads || (wide == canonical && panelsOf(op) && reader && adoptsPanels(*reader) &&
-                           info(reader->output).shape == outT.shape);
+      direct = byHeads || (reader && info(reader->output).shape == outT.shape && adoptsPanels(*reader));
       outP = out(direct ? op.output : likeOutput(op.output + ".panels", outT.dtype),
                  order(outT.dtype, wide.element, orr, outLoops), outLevel);
     }
