@@ -1587,12 +1587,18 @@ class Importer {
           int64_t block = in(i).count() / std::max<int64_t>(1, outer);
           out.v.insert(out.v.end(), in(i).v.begin() + o * block, in(i).v.begin() + (o + 1) * block);
         }
-    } else if (op == "Einsum") {  // of tables (torch.outer of positions and frequencies)
+    } else if (op == "Einsum") {
+      // Of tables (torch.outer of positions and frequencies), or of one table (a transpose, a diagonal, a
+      // sum over an index: `ij->ji`, `ii->i`, `ij->i`).
       std::string a, b, c;
-      if (!einsumTerms(n, a, b, c) || a.size() != in(0).dims.size() || b.size() != in(1).dims.size()) return false;
+      const bool one = n.input_size() == 1;
+      if (one ? !einsumOneTerm(n, a, c) : !einsumTerms(n, a, b, c)) return false;
+      if (a.size() != in(0).dims.size() || (!one && b.size() != in(1).dims.size())) return false;
+      std::vector<std::pair<std::string, int>> terms = {{a, 0}};
+      if (!one) terms.emplace_back(b, 1);
       std::string letters;
       std::map<char, int64_t> extent;
-      for (const auto& [term, k] : {std::make_pair(a, 0), std::make_pair(b, 1)})
+      for (const auto& [term, k] : terms)
         for (size_t i = 0; i < term.size(); ++i) {
           int64_t e = in(k).dims[i];
           if (extent.count(term[i]) && extent[term[i]] != e) return false;
@@ -1611,8 +1617,10 @@ class Importer {
       };
       std::map<char, int64_t> at;
       for (char ch : letters) at[ch] = 0;
-      for (bool more = true; more;) {  // every assignment of the indices
-        out.v[offset(c, out.dims, at)] += in(0).v[offset(a, in(0).dims, at)] * in(1).v[offset(b, in(1).dims, at)];
+      bool empty = std::any_of(extent.begin(), extent.end(), [](const auto& e) { return e.second == 0; });
+      for (bool more = !empty; more;) {  // every assignment of the indices
+        out.v[offset(c, out.dims, at)] +=
+            in(0).v[offset(a, in(0).dims, at)] * (one ? 1.0 : in(1).v[offset(b, in(1).dims, at)]);
         more = false;
         for (size_t i = letters.size(); i-- > 0;) {
           if (++at[letters[i]] < extent[letters[i]]) {

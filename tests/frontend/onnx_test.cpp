@@ -1498,6 +1498,59 @@ TEST(Onnx, EinsumsOfSeveralKeptIndicesOrOneOperandAreProductsAndTransposes) {
   EXPECT_EQ(counts.count("einsum"), 0u);
 }
 
+// An Einsum of one constant operand folds at import like one of two: a weight transposed by `ij->ji`
+// (a model storing [out, in] and writing einsum("oi->io", w)), summed over an index (`ij->j`) and its
+// diagonal taken (`ii->i`), each a table the matmul and the adds read. Values by hand.
+TEST(Onnx, AnEinsumOfOneConstantFolds) {
+  auto equation = [](onnx::NodeProto* node, const char* text) {
+    auto* e = node->add_attribute();
+    e->set_name("equation");
+    e->set_type(onnx::AttributeProto::STRING);
+    e->set_s(text);
+  };
+  onnx::ModelProto m = modelWithInput(17, "einsum_const", {2, 3});  // x [2, 3]
+  onnx::GraphProto* g = m.mutable_graph();
+  // w [4, 3]: w[o][i] = o - i / 2; square [3, 3]: square[r][c] = 3 r + c.
+  std::vector<double> w, square;
+  for (int o = 0; o < 4; ++o)
+    for (int i = 0; i < 3; ++i) w.push_back(o - 0.5 * i);
+  for (int k = 0; k < 9; ++k) square.push_back(k);
+  addInitializer(g, "w", {4, 3}, w);
+  addInitializer(g, "square", {3, 3}, square);
+  equation(addNode(g, "Einsum", {"w"}, "wt"), "oi->io");        // [3, 4]
+  equation(addNode(g, "Einsum", {"w"}, "colsum"), "oi->i");     // [3]: 6 - 2i
+  equation(addNode(g, "Einsum", {"square"}, "diag"), "ii->i");  // [3]: 0, 4, 8
+  addNode(g, "MatMul", {"x", "wt"}, "y");
+  addNode(g, "Add", {"x", "colsum"}, "x_sum");
+  addNode(g, "Add", {"x_sum", "diag"}, "z");
+  g->add_output()->set_name("y");
+  g->add_output()->set_name("z");
+  Graph graph = importOnnx(writeModel(m, "einsum_const.onnx"));
+  const std::vector<float> x = {1, -2, 0.5f, 3, 0.25f, -1};
+  std::map<std::string, Tensor> values = {{"x", Tensor{{2, 3}, x}}};
+  for (const auto& [weight, v] : graph.values) values[weight] = Tensor{{}, v};
+  auto out = interpret(graph, values);
+  const Tensor &y = out.at(graph.outputs.at(0)), &z = out.at(graph.outputs.at(1));
+  ASSERT_EQ(y.shape, (std::vector<int64_t>{2, 4}));
+  ASSERT_EQ(z.shape, (std::vector<int64_t>{2, 3}));
+  for (int r = 0; r < 2; ++r) {
+    for (int o = 0; o < 4; ++o) {
+      double sum = 0;
+      for (int i = 0; i < 3; ++i) sum += x[static_cast<size_t>(r * 3 + i)] * (o - 0.5 * i);
+      EXPECT_NEAR(y.data[static_cast<size_t>(r * 4 + o)], sum, 1e-6) << r << " " << o;
+    }
+    for (int i = 0; i < 3; ++i)
+      EXPECT_FLOAT_EQ(z.data[static_cast<size_t>(r * 3 + i)],
+                      x[static_cast<size_t>(r * 3 + i)] + (6 - 2 * i) + 4 * i)
+          << r << " " << i;
+  }
+  auto counts = opCounts(graph);
+  EXPECT_EQ(counts["matmul"], 1);
+  EXPECT_EQ(counts["add"], 2);
+  EXPECT_EQ(counts.count("transpose"), 0u);  // folded, not a kernel over the weight
+  EXPECT_EQ(counts.count("einsum"), 0u);
+}
+
 // CumSum of a stream along its last axis is a product by a triangle of ones: plain, exclusive (each value
 // out of its own sum), reverse (summed from the end) and both, worked by hand on x = [1, 2, 3, 4] and
 // [-1, 0.5, 2, -3]; along another axis, between two transposes. An axis given at run time is refused by name.
