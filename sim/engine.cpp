@@ -25,6 +25,7 @@ constexpr int64_t kMaxPatience = int64_t{1} << 24;  // runs of other tasks an an
 constexpr size_t kMarkBudget = size_t{1} << 20;
 constexpr size_t kMaxKeys = size_t{1} << 16;  // keys of states seen once
 constexpr int64_t kKeptRuns = 4096;           // runs of reads an unbounded FIFO keeps (FifoState)
+constexpr int64_t kKeptWritesDepth = 64;      // deeper FIFOs keep their last writes (KeptTimes)
 constexpr int64_t kMarkQueueRuns = 4096;      // runs of a queue a mark keeps (QueueMark)
 
 // A queue of `size` times as a mark keeps it.
@@ -45,6 +46,7 @@ Engine::Engine(const Program& program, const RunConfig& config)
       tasks_(program.tasks.size()),
       fifos_(program.fifos.size()),
       kept_(program.fifos.size()),
+      keptWrites_(program.fifos.size()),
       dmas_(program.tasks.size()),
       channels_(static_cast<size_t>(program.hbm.channels)) {
   const HbmTiming& hbm = program.hbm;
@@ -80,6 +82,8 @@ Engine::Engine(const Program& program, const RunConfig& config)
     fs.record = config_.recordCurves &&
                 (config_.curvesOf.empty() || (f < config_.curvesOf.size() && config_.curvesOf[f]));
     fs.keepReads = config_.periodic && fs.depth == kUnboundedDepth && !fs.record;
+    fs.keepWrites =
+        config_.periodic && !fs.record && (fs.depth == kUnboundedDepth || fs.depth > kKeptWritesDepth);
   }
   anchorPatience_ = 4 * static_cast<int64_t>(tasks_.size()) + 16;
   stateWords_ = tasks_.size() + fifos_.size();
@@ -282,6 +286,7 @@ bool Engine::run(int t) {
         ++f.written;
         if (!f.occupancySettled) f.mergeW.push(time);
         if (f.record) f.writeLog.push(time);
+        if (f.keepWrites) keptWrites_[static_cast<size_t>(c.fifo)].push(time);
         if (f.readerWaiting) {
           f.readerWaiting = false;
           woken_.push_back(f.reader);
@@ -292,15 +297,7 @@ bool Engine::run(int t) {
         if (f.depth != kUnboundedDepth) f.readTimes.push(time);
         if (!f.occupancySettled) f.mergeR.push(time);
         if (f.record) f.readLog.push(time);
-        if (f.keepReads) {
-          KeptReads& k = kept_[static_cast<size_t>(c.fifo)];
-          k.times.push(time);
-          ++k.count;
-          if (k.times.end() - k.times.begin() > kKeptRuns) {
-            k.count -= k.times.begin()->count;
-            k.times.popN(k.times.begin()->count);
-          }
-        }
+        if (f.keepReads) kept_[static_cast<size_t>(c.fifo)].push(time);
         if (f.writerWaiting) {
           f.writerWaiting = false;
           woken_.push_back(f.writer);
@@ -311,6 +308,15 @@ bool Engine::run(int t) {
     if (dma) afterDmaToken(t, ts.events - 1, time);
   }
   return true;
+}
+
+void Engine::KeptTimes::push(int64_t time) {
+  times.push(time);
+  ++count;
+  if (times.end() - times.begin() > kKeptRuns) {
+    count -= times.begin()->count;
+    times.popN(times.begin()->count);
+  }
 }
 
 // --- Periodic jumps ----------------------------------------------------------------------------------
@@ -507,6 +513,7 @@ Engine::Mark Engine::mark() const {
     m.channels.push_back(std::move(cm));
   }
   m.groupLeft = groupLeft_;
+  m.forced = forced_;
   return m;
 }
 
@@ -541,16 +548,21 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
     if (tokens == 0 && idleDma(d, dm)) {
       if (d.issued == d.servedCount || apply) continue;  // waits on its FIFO with nothing in flight
       // Parked: its requests wait on the channel, as they did at the mark, while the channel serves earlier
-      // ones of other ports. They keep waiting as long as every request served is earlier (below).
+      // ones of other ports. They keep waiting as long as every request served is earlier (below); or, where
+      // the channel served nothing over the period and no request was forced (forceServe), for good: the
+      // channel's other ports are then as still as it is (channels, below), so it serves nothing in the
+      // periods that repeat this one either, and none of them forces a request.
       const ChannelState& ch = channels_[static_cast<size_t>(d.channel)];
       const std::vector<BurstRequest>& was = m.channels[static_cast<size_t>(d.channel)].pending[d.slot];
+      bool still =
+          ch.stats.busyTicks == m.channels[static_cast<size_t>(d.channel)].busyTicks && forced_ == m.forced;
       size_t head = ch.pendingHead[d.slot];
       if (ch.pending[d.slot].size() - head != was.size()) return false;
       for (size_t k = 0; k < was.size(); ++k) {
         const BurstRequest& now = ch.pending[d.slot][head + k];
         if (now.tick != was[k].tick || now.burst != was[k].burst || now.bytes != was[k].bytes) return false;
       }
-      parkedTick = std::min(parkedTick, ch.pending[d.slot][head].tick);
+      if (!still) parkedTick = std::min(parkedTick, ch.pending[d.slot][head].tick);
       continue;
     }
     if (apply) {
@@ -687,27 +699,55 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
   return std::min(most, first / c);
 }
 
+// Whether the times a queue's next periods take come no later, each against the one the period took as
+// many places before, than that one moved by the periods between (a reader that waited for none of them
+// then reads as it did), where the queue took more than it held at the mark and gains more than it takes:
+// `was` (the mark's times, whole), then the period's `gained` again and again, copy j moved by j * delta.
+// With w the index from the period's first gain, time(w + a) = time(w) + delta (a gained a period), so psi(w)
+// = a time(w) - delta w repeats with period a past the mark's times; time(w + k c) <= time(w) + k delta for
+// every k >= 1 (c taken a period) holds when psi varies by at most delta (a - c) over the mark's times and
+// one period's gains.
+bool takesNoLater(const QueueMark& was, const std::vector<int64_t>& gained, int64_t c, int64_t delta) {
+  const int64_t a = static_cast<int64_t>(gained.size());
+  int64_t low = INT64_MAX, high = INT64_MIN, w = -was.size;
+  auto see = [&](int64_t time) {
+    int64_t psi = a * time - delta * w++;
+    low = std::min(low, psi), high = std::max(high, psi);
+  };
+  for (const TimeRun& r : was.head)
+    for (int64_t i = 0; i < r.count; ++i) see(r.start + i * r.stride);
+  for (int64_t time : gained) see(time);
+  return high - low <= delta * (a - c);
+}
+
 // A queue of times over one period: it lost `consumed` times at its front and gained `added` at its back.
 // The next periods do the same, moved by delta, when the queue moved whole (as many lost as gained, every
 // time delta later); or, what it gains appended, when the times they lose are already queued at its front
 // and either each delta after the one lost a period before, or (data and room, whose times only bound an
 // access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
-// period that takes it begins, as those this period took were. Checks and lowers `repeats`; with apply,
+// period that takes it begins, as those this period took were. Where it took more than it held at the mark
+// and gains more than it takes (a writer ahead of its reader filling a deep FIFO), `gained` (the period's
+// times, when the FIFO keeps them and its reader waited for none) gives those the next periods gain, which
+// must come no later than those the period took (takesNoLater). Checks and lowers `repeats`; with apply,
 // applies `repeats` periods.
 bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
-                 int64_t after, int64_t limit, int64_t& repeats, bool apply) {
+                 int64_t after, int64_t limit, int64_t& repeats, bool apply,
+                 const std::vector<int64_t>* gained = nullptr) {
   if (consumed == 0 && added == 0) return true;  // unchanged
   if (consumed == added && movedWhole(was, now, consumed, delta)) {
     if (apply) now.shift(repeats * delta);
     return true;
   }
+  int64_t kept = was.size - consumed;  // now holds kept + added: the sizes come from the FIFO's counts
   if (apply) {
-    now.repeatLast(added, delta, repeats);
+    if (kept < 0)
+      now.appendPeriods(*gained, delta, repeats);
+    else
+      now.repeatLast(added, delta, repeats);
     now.popN(repeats * consumed);
     return true;
   }
-  int64_t kept = was.size - consumed;  // now holds kept + added: the sizes come from the FIFO's counts
-  if (kept < 0) return false;
+  if (kept < 0) return gained && was.whole && added > consumed && takesNoLater(was, *gained, consumed, delta);
   if (consumed == 0) return true;
   int64_t periodic = std::min(shiftedPrefix(was, now, consumed, delta), kept) / consumed;
   int64_t ready = 0;
@@ -741,7 +781,13 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   // cycle after).
   int64_t readerWas = m.tasks[static_cast<size_t>(f.reader)].lastTime;
   int64_t writerWas = m.tasks[static_cast<size_t>(f.writer)].lastTime;
-  if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply) ||
+  // A reader that took more than was queued at the mark took writes of the period: their times, if kept
+  // and it waited for none.
+  std::vector<int64_t> gained;
+  bool took = read > fm.written - fm.read && wrote > read && f.stallEmpty == fm.stallEmpty &&
+              lastWrites(f, wrote, gained);
+  if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply,
+                   took ? &gained : nullptr) ||
       (bounded && !queuePeriod(fm.readTimes, f.readTimes, pops, read, delta, 1, writerWas, repeats, apply)))
     return false;
   if (apply && (wrote > 0 || read > 0)) {  // a stall is charged to a FIFO its group accesses
@@ -752,6 +798,17 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
     f.stallFull += repeats * (f.stallFull - fm.stallFull);
     f.stallEmpty += repeats * (f.stallEmpty - fm.stallEmpty);
   }
+  return true;
+}
+
+bool Engine::lastWrites(const FifoState& f, int64_t n, std::vector<int64_t>& out) const {
+  const KeptTimes& k = keptWrites_[static_cast<size_t>(&f - fifos_.data())];
+  if (f.keepWrites && k.count >= n)
+    out = lastTimes(k.times.begin(), k.times.end(), n);
+  else if (f.record && f.writeLog.size() >= n)
+    out = lastTimes(f.writeLog.runs().data(), f.writeLog.runs().data() + f.writeLog.runs().size(), n);
+  else
+    return false;
   return true;
 }
 
@@ -786,8 +843,12 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
       reads{queue(f.mergeR, f.toMergeR())};
   if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes, f.queuedReads()));
   if (f.keepReads) {
-    const KeptReads& k = kept_[static_cast<size_t>(&f - fifos_.data())];
+    const KeptTimes& k = kept_[static_cast<size_t>(&f - fifos_.data())];
     reads.push_back(queue(k.times, k.count));
+  }
+  if (f.keepWrites) {
+    const KeptTimes& k = keptWrites_[static_cast<size_t>(&f - fifos_.data())];
+    writes.push_back(queue(k.times, k.count));
   }
   if (f.record) {
     writes.push_back(log(f.writeLog));
@@ -882,7 +943,8 @@ bool Engine::jumpFrom(const Mark& m) {
   }
   for (size_t i = 0; i < fifos_.size(); ++i) {
     fifoPeriod(i, m, delta, repeats, true);
-    kept_[i] = KeptReads();
+    kept_[i] = KeptTimes();
+    keptWrites_[i] = KeptTimes();
   }
   return true;
 }
@@ -1027,6 +1089,7 @@ bool Engine::forceServe() {
       }
   }
   if (bestChannel < 0) return false;
+  ++forced_;
   serveChannel(bestChannel, true);
   return true;
 }

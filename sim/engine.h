@@ -96,7 +96,8 @@ class Engine {
     bool occupancySettled = false;  // maxOccupancy reached the depth, which no write can exceed
     bool writerWaiting = false, readerWaiting = false;
     bool record = false;  // keeps its curves
-    bool keepReads = false;  // keeps its last reads (KeptReads)
+    bool keepReads = false;   // keeps its last reads (KeptTimes)
+    bool keepWrites = false;  // and its last writes
     // How many times the queues hold, from the counts (RunQueue::size walks the runs); the merge's while
     // the occupancy is not settled.
     int64_t queuedWrites() const { return written - read; }
@@ -110,11 +111,14 @@ class Engine {
   };
 
   // An unbounded FIFO not recorded keeps its last reads (at most kKeptRuns runs), which no other queue
-  // keeps once merged: a period's reads, for mergePeriod. Cleared at a jump, whose reads it lacks. Apart
-  // from FifoState, which every event touches.
-  struct KeptReads {
+  // keeps once merged: a period's reads, for mergePeriod; and a deep one (unbounded, or deeper than
+  // kKeptWritesDepth) its last writes, which its reader took from writeTimes once merged (a FIFO that fills
+  // over many periods, a whole tensor behind a converter, writes more in a period than it holds). Cleared at
+  // a jump, whose times they lack. Apart from FifoState, which every event touches.
+  struct KeptTimes {
     RunQueue times;
     int64_t count = 0;
+    void push(int64_t time);
   };
   struct DmaState {  // the HBM side of a DMA task
     int channel = -1;
@@ -210,6 +214,7 @@ class Engine {
     std::vector<DmaMark> dmas;  // per task; DMA tasks only
     std::vector<ChannelMark> channels;
     std::vector<int64_t> groupLeft;
+    int64_t forced;  // forceServe calls so far
   };
   /// Whether a DMA took no part in the period since its mark (hbmPeriod leaves it as it is).
   static bool idleDma(const DmaState& d, const DmaMark& m);
@@ -217,6 +222,9 @@ class Engine {
   /// the mark's moved by delta. With apply, applies `repeats` periods instead.
   bool hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply);
   /// The FIFO part of jumpFrom, for FIFO i: checks and lowers `repeats`, or with apply applies them.
+  /// The FIFO's last n write times, from the writes it keeps (KeptTimes) or its curve; false when neither
+  /// holds them.
+  bool lastWrites(const FifoState& f, int64_t n, std::vector<int64_t>& out) const;
   bool fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats, bool apply);
   /// The maximum-occupancy merge's part of fifoPeriod.
   bool mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_t repeats, bool apply);
@@ -248,12 +256,13 @@ class Engine {
           nextMarkLocal_ = 0;      // marks where the anchor's local cycle crosses a multiple of the stride
   size_t anchorPhase_ = SIZE_MAX;  // the anchor's phase the stride is of
   int64_t jumpedEvents_ = 0;
+  int64_t forced_ = 0;   // forceServe calls that served a request
   int64_t stepped_ = 0;  // events stepped one by one
   int64_t markBackoff_ = 1;  // marks wait this many times longer after each that found no repeat
   int64_t steppedAtMark_ = 0;  // stepped_ at the last mark
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
-  std::vector<KeptReads> kept_;         // one per FIFO
+  std::vector<KeptTimes> kept_, keptWrites_;  // one per FIFO
   std::vector<DmaState> dmas_;          // one per task; used by DMA tasks only
   std::vector<ChannelState> channels_;  // one per HBM channel
   std::vector<int64_t> groupLeft_, groupEnd_;  // unfinished tasks and the last end, per group
