@@ -1458,17 +1458,19 @@ TEST(Onnx, AnEllipsisEinsumIsTheProductItSpells) {
       << error;
 }
 
+// An Einsum node's equation attribute.
+void equation(onnx::NodeProto* node, const char* text) {
+  auto* e = node->add_attribute();
+  e->set_name("equation");
+  e->set_type(onnx::AttributeProto::STRING);
+  e->set_s(text);
+}
+
 // Transformer-XL's BD term, einsum("ibnd,jnd->ijbn"): a product batched over n whose left side keeps two
 // indices (i and b) was refused ("other than a product over one index"); it is the batched product of
 // A's kept indices merged into rows, split again and transposed. XLNet's einsum("ijbn->bnij") of one
 // operand is a transpose. Values by hand.
 TEST(Onnx, EinsumsOfSeveralKeptIndicesOrOneOperandAreProductsAndTransposes) {
-  auto equation = [](onnx::NodeProto* node, const char* text) {
-    auto* e = node->add_attribute();
-    e->set_name("equation");
-    e->set_type(onnx::AttributeProto::STRING);
-    e->set_s(text);
-  };
   onnx::ModelProto m = modelWithInput(17, "einsums", {4, 3, 2, 4});  // x [i, b, n, d]
   onnx::GraphProto* g = m.mutable_graph();
   std::vector<double> r;  // r [j, n, d]
@@ -1502,12 +1504,6 @@ TEST(Onnx, EinsumsOfSeveralKeptIndicesOrOneOperandAreProductsAndTransposes) {
 // (a model storing [out, in] and writing einsum("oi->io", w)), summed over an index (`ij->j`) and its
 // diagonal taken (`ii->i`), each a table the matmul and the adds read. Values by hand.
 TEST(Onnx, AnEinsumOfOneConstantFolds) {
-  auto equation = [](onnx::NodeProto* node, const char* text) {
-    auto* e = node->add_attribute();
-    e->set_name("equation");
-    e->set_type(onnx::AttributeProto::STRING);
-    e->set_s(text);
-  };
   onnx::ModelProto m = modelWithInput(17, "einsum_const", {2, 3});  // x [2, 3]
   onnx::GraphProto* g = m.mutable_graph();
   // w [4, 3]: w[o][i] = o - i / 2; square [3, 3]: square[r][c] = 3 r + c.
