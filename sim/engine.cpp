@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <stdexcept>
 
 namespace stc::sim {
 
@@ -699,25 +701,25 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
   return std::min(most, first / c);
 }
 
-// Whether the times a queue's next periods take come no later, each against the one the period took as
-// many places before, than that one moved by the periods between (a reader that waited for none of them
-// then reads as it did), where the queue took more than it held at the mark and gains more than it takes:
-// `was` (the mark's times, whole), then the period's `gained` again and again, copy j moved by j * delta.
-// With w the index from the period's first gain, time(w + a) = time(w) + delta (a gained a period), so psi(w)
-// = a time(w) - delta w repeats with period a past the mark's times; time(w + k c) <= time(w) + k delta for
-// every k >= 1 (c taken a period) holds when psi varies by at most delta (a - c) over the mark's times and
-// one period's gains.
-bool takesNoLater(const QueueMark& was, const std::vector<int64_t>& gained, int64_t c, int64_t delta) {
-  const int64_t a = static_cast<int64_t>(gained.size());
-  int64_t low = INT64_MAX, high = INT64_MIN, w = -was.size;
-  auto see = [&](int64_t time) {
-    int64_t psi = a * time - delta * w++;
-    low = std::min(low, psi), high = std::max(high, psi);
-  };
-  for (const TimeRun& r : was.head)
-    for (int64_t i = 0; i < r.count; ++i) see(r.start + i * r.stride);
-  for (int64_t time : gained) see(time);
-  return high - low <= delta * (a - c);
+// Whether a reader that took more than its FIFO held at the mark, q0 of them queued then and c in all,
+// finds every token of the next periods ready when it reads it, where the FIFO gains more than it loses (a
+// writer ahead of its reader filling a deep FIFO): `gained` the period's a write times, `took` its c read
+// times. Read j of period k (k >= 1) comes at took[j] + k delta (the reader repeats) and takes write
+// w = j - q0 + k c, counted from the period's first, which is one of the periods' to come (w >= 0, as
+// c > q0); those repeat, time(w + a) = time(w) + delta, so psi(w) = a time(w) - delta w repeats with
+// period a. It is ready, time(w) + raw <= took[j] + k delta, when psi(w) + a raw - delta (a - c) k <=
+// a took[j] - delta (j - q0) = rho(j); so for every k >= 1 when the largest psi of a period, plus a raw,
+// less delta (a - c), is at most the least rho (in 128 bits: a times a cycle).
+bool readsReady(const std::vector<int64_t>& gained, const std::vector<int64_t>& took, int64_t q0,
+                int64_t delta, int64_t raw) {
+  __extension__ typedef __int128 Wide;  // (GCC's; -pedantic asks for the marker)
+  const Wide a = static_cast<Wide>(gained.size()), c = static_cast<Wide>(took.size());
+  Wide high = std::numeric_limits<int64_t>::min(), low = std::numeric_limits<int64_t>::max();
+  for (size_t w = 0; w < gained.size(); ++w)
+    high = std::max(high, a * gained[w] - static_cast<Wide>(delta) * static_cast<Wide>(w));
+  for (size_t j = 0; j < took.size(); ++j)
+    low = std::min(low, a * took[j] - static_cast<Wide>(delta) * (static_cast<Wide>(j) - q0));
+  return high + a * raw - static_cast<Wide>(delta) * (a - c) <= low;
 }
 
 // A queue of times over one period: it lost `consumed` times at its front and gained `added` at its back.
@@ -726,10 +728,9 @@ bool takesNoLater(const QueueMark& was, const std::vector<int64_t>& gained, int6
 // and either each delta after the one lost a period before, or (data and room, whose times only bound an
 // access: `after` its time, by a task whose last event at the mark was at `limit`) all ready before the
 // period that takes it begins, as those this period took were. Where it took more than it held at the mark
-// and gains more than it takes (a writer ahead of its reader filling a deep FIFO), `gained` (the period's
-// times, when the FIFO keeps them and its reader waited for none) gives those the next periods gain, which
-// must come no later than those the period took (takesNoLater). Checks and lowers `repeats`; with apply,
-// applies `repeats` periods.
+// and gains more than it takes (a writer ahead of its reader filling a deep FIFO), `gained` is the period's
+// times when the next periods' reads find their data ready (readsReady; else null), and the periods
+// repeat, what they gain appended. Checks and lowers `repeats`; with apply, applies `repeats` periods.
 bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t added, int64_t delta,
                  int64_t after, int64_t limit, int64_t& repeats, bool apply,
                  const std::vector<int64_t>* gained = nullptr) {
@@ -740,6 +741,7 @@ bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t 
   }
   int64_t kept = was.size - consumed;  // now holds kept + added: the sizes come from the FIFO's counts
   if (apply) {
+    if (kept < 0 && !gained) throw std::logic_error("periodic jump: a period's writes taken but not kept");
     if (kept < 0)
       now.appendPeriods(*gained, delta, repeats);
     else
@@ -747,7 +749,7 @@ bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t 
     now.popN(repeats * consumed);
     return true;
   }
-  if (kept < 0) return gained && was.whole && added > consumed && takesNoLater(was, *gained, consumed, delta);
+  if (kept < 0) return gained && added > consumed;
   if (consumed == 0) return true;
   int64_t periodic = std::min(shiftedPrefix(was, now, consumed, delta), kept) / consumed;
   int64_t ready = 0;
@@ -781,11 +783,13 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   // cycle after).
   int64_t readerWas = m.tasks[static_cast<size_t>(f.reader)].lastTime;
   int64_t writerWas = m.tasks[static_cast<size_t>(f.writer)].lastTime;
-  // A reader that took more than was queued at the mark took writes of the period: their times, if kept
-  // and it waited for none.
-  std::vector<int64_t> gained;
+  // A reader that took more than was queued at the mark took writes of the period: the periods repeat
+  // when it waited on none and the next periods' reads find theirs ready (readsReady), the period's write
+  // and read times kept.
+  std::vector<int64_t> gained, taken;
   bool took = read > fm.written - fm.read && wrote > read && f.stallEmpty == fm.stallEmpty &&
-              lastWrites(f, wrote, gained);
+              recentTimes(f, wrote, true, gained) && recentTimes(f, read, false, taken) &&
+              readsReady(gained, taken, fm.written - fm.read, delta, f.raw);
   if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply,
                    took ? &gained : nullptr) ||
       (bounded && !queuePeriod(fm.readTimes, f.readTimes, pops, read, delta, 1, writerWas, repeats, apply)))
@@ -801,12 +805,16 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   return true;
 }
 
-bool Engine::lastWrites(const FifoState& f, int64_t n, std::vector<int64_t>& out) const {
-  const KeptTimes& k = keptWrites_[static_cast<size_t>(&f - fifos_.data())];
-  if (f.keepWrites && k.count >= n)
+bool Engine::recentTimes(const FifoState& f, int64_t n, bool writes, std::vector<int64_t>& out) const {
+  const size_t i = static_cast<size_t>(&f - fifos_.data());
+  const KeptTimes& k = writes ? keptWrites_[i] : kept_[i];
+  const RunLog& log = writes ? f.writeLog : f.readLog;
+  if ((writes ? f.keepWrites : f.keepReads) && k.count >= n)
     out = lastTimes(k.times.begin(), k.times.end(), n);
-  else if (f.record && f.writeLog.size() >= n)
-    out = lastTimes(f.writeLog.runs().data(), f.writeLog.runs().data() + f.writeLog.runs().size(), n);
+  else if (f.record && log.size() >= n)
+    out = lastTimes(log.runs().data(), log.runs().data() + log.runs().size(), n);
+  else if (!writes && f.depth != kUnboundedDepth && f.queuedReads() >= n)
+    out = lastTimes(f.readTimes.begin(), f.readTimes.end(), n);
   else
     return false;
   return true;

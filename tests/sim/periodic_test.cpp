@@ -181,9 +181,9 @@ TEST(Periodic, FillingADeepFifoJumps) {
 // A writer ahead of its reader by a token a row, each paced a row at a time by a task of its own at the same
 // pace: the FIFO between them fills by a token a period, and for its first hundred periods holds fewer
 // tokens than a period reads, so the reader takes writes of its own period (a row of 100 written after
-// the period began). The next periods' reads then take writes no later, against the one read a period
-// before, than that one moved by a period: the reader, which waited for none, reads as it did, and the
-// periods jump (before, only once the FIFO held a period's reads, a hundred periods in).
+// the period began). Every read of the periods to come then finds its token ready (the writes only get
+// older against the reads): the reader, which waited for none, reads as it did, and the periods jump
+// (before, only once the FIFO held a period's reads, a hundred periods in).
 std::string aheadByATokenARow(int64_t rows, int64_t row, int64_t pace, int64_t depth, int latency) {
   std::string n = std::to_string(rows), m = std::to_string(rows * (row + 1) / row), ii = std::to_string(pace);
   return "network: ahead\nfifos:\n  - {name: f, width: 32, depth: " + std::to_string(depth) +
