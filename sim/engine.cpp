@@ -707,9 +707,10 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
 // times. Read j of period k (k >= 1) comes at took[j] + k delta (the reader repeats) and takes write
 // w = j - q0 + k c, counted from the period's first, which is one of the periods' to come (w >= 0, as
 // c > q0); those repeat, time(w + a) = time(w) + delta, so psi(w) = a time(w) - delta w repeats with
-// period a. It is ready, time(w) + raw <= took[j] + k delta, when psi(w) + a raw - delta (a - c) k <=
-// a took[j] - delta (j - q0) = rho(j); so for every k >= 1 when the largest psi of a period, plus a raw,
-// less delta (a - c), is at most the least rho (in 128 bits: a times a cycle).
+// period a. It is ready a cycle early at least, time(w) + raw < took[j] + k delta (a token ready just in
+// time might take the stall another access was charged, ready last among equals), when psi(w) + a (raw + 1)
+// - delta (a - c) k <= a took[j] - delta (j - q0) = rho(j); so for every k >= 1 when the largest psi of a
+// period, plus a (raw + 1), less delta (a - c), is at most the least rho (in 128 bits: a times a cycle).
 bool readsReady(const std::vector<int64_t>& gained, const std::vector<int64_t>& took, int64_t q0,
                 int64_t delta, int64_t raw) {
   __extension__ typedef __int128 Wide;  // (GCC's; -pedantic asks for the marker)
@@ -719,7 +720,7 @@ bool readsReady(const std::vector<int64_t>& gained, const std::vector<int64_t>& 
     high = std::max(high, a * gained[w] - static_cast<Wide>(delta) * static_cast<Wide>(w));
   for (size_t j = 0; j < took.size(); ++j)
     low = std::min(low, a * took[j] - static_cast<Wide>(delta) * (static_cast<Wide>(j) - q0));
-  return high + a * raw - static_cast<Wide>(delta) * (a - c) <= low;
+  return high + a * (raw + 1) - static_cast<Wide>(delta) * (a - c) <= low;
 }
 
 // A queue of times over one period: it lost `consumed` times at its front and gained `added` at its back.
