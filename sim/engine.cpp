@@ -789,7 +789,7 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   // and read times kept.
   std::vector<int64_t> gained, taken;
   bool took = read > fm.written - fm.read && wrote > read && f.stallEmpty == fm.stallEmpty &&
-              recentTimes(f, wrote, true, gained) && recentTimes(f, read, false, taken) &&
+              recentTimes(f, wrote, true, &gained) && recentTimes(f, read, false, &taken) &&
               readsReady(gained, taken, fm.written - fm.read, delta, f.raw);
   if (!queuePeriod(fm.writeTimes, f.writeTimes, read, wrote, delta, f.raw, readerWas, repeats, apply,
                    took ? &gained : nullptr) ||
@@ -806,19 +806,36 @@ bool Engine::fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats
   return true;
 }
 
-bool Engine::recentTimes(const FifoState& f, int64_t n, bool writes, std::vector<int64_t>& out) const {
+bool Engine::recentTimes(const FifoState& f, int64_t n, bool writes, std::vector<int64_t>* out) const {
+  if (n == 0) return true;
+  // The last of a queue or log that keeps them (pushes go to its back): each holds a FIFO's latest times.
+  // (The merge's queues only while its occupancy is not settled: then they stop taking times.)
+  struct Source {
+    const TimeRun *begin, *end;
+    int64_t size;
+  };
+  auto queue = [](const RunQueue& q, int64_t size) { return Source{q.begin(), q.end(), size}; };
+  auto log = [](const RunLog& l) { return Source{l.runs().data(), l.runs().data() + l.runs().size(), l.size()}; };
   const size_t i = static_cast<size_t>(&f - fifos_.data());
-  const KeptTimes& k = writes ? keptWrites_[i] : kept_[i];
-  const RunLog& log = writes ? f.writeLog : f.readLog;
-  if ((writes ? f.keepWrites : f.keepReads) && k.count >= n)
-    out = lastTimes(k.times.begin(), k.times.end(), n);
-  else if (f.record && log.size() >= n)
-    out = lastTimes(log.runs().data(), log.runs().data() + log.runs().size(), n);
-  else if (!writes && f.depth != kUnboundedDepth && f.queuedReads() >= n)
-    out = lastTimes(f.readTimes.begin(), f.readTimes.end(), n);
-  else
-    return false;
-  return true;
+  Source sources[4];
+  size_t count = 0;
+  if (writes) {
+    if (!f.occupancySettled) sources[count++] = queue(f.mergeW, f.toMergeW());
+    sources[count++] = queue(f.writeTimes, f.queuedWrites());
+    if (f.keepWrites) sources[count++] = queue(keptWrites_[i].times, keptWrites_[i].count);
+    if (f.record) sources[count++] = log(f.writeLog);
+  } else {
+    if (!f.occupancySettled) sources[count++] = queue(f.mergeR, f.toMergeR());
+    if (f.depth != kUnboundedDepth) sources[count++] = queue(f.readTimes, f.queuedReads());
+    if (f.keepReads) sources[count++] = queue(kept_[i].times, kept_[i].count);
+    if (f.record) sources[count++] = log(f.readLog);
+  }
+  for (const Source* q = sources; q != sources + count; ++q)
+    if (q->size >= n) {
+      if (out) *out = lastTimes(q->begin, q->end, n);
+      return true;
+    }
+  return false;
 }
 
 bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_t repeats, bool apply) {
@@ -839,43 +856,10 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
     }
     return true;
   }
-  // This period's times: the last of a queue or log that keeps them (pushes go to its back), or none.
-  struct Source {
-    const TimeRun *begin, *end;
-    int64_t size;
-  };
-  auto queue = [](const RunQueue& q, int64_t size) { return Source{q.begin(), q.end(), size}; };
-  auto log = [](const RunLog& l) {
-    return Source{l.runs().data(), l.runs().data() + l.runs().size(), l.size()};
-  };
-  std::vector<Source> writes{queue(f.mergeW, f.toMergeW()), queue(f.writeTimes, f.queuedWrites())},
-      reads{queue(f.mergeR, f.toMergeR())};
-  if (f.depth != kUnboundedDepth) reads.push_back(queue(f.readTimes, f.queuedReads()));
-  if (f.keepReads) {
-    const KeptTimes& k = kept_[static_cast<size_t>(&f - fifos_.data())];
-    reads.push_back(queue(k.times, k.count));
-  }
-  if (f.keepWrites) {
-    const KeptTimes& k = keptWrites_[static_cast<size_t>(&f - fifos_.data())];
-    writes.push_back(queue(k.times, k.count));
-  }
-  if (f.record) {
-    writes.push_back(log(f.writeLog));
-    reads.push_back(log(f.readLog));
-  }
-  auto period = [](int64_t n, const std::vector<Source>& sources, std::vector<int64_t>* out) {
-    if (n == 0) return true;
-    for (const Source& q : sources)
-      if (q.size >= n) {
-        if (out) *out = lastTimes(q.begin, q.end, n);
-        return true;
-      }
-    return false;
-  };
-  if (!apply) return period(wrote, writes, nullptr) && period(read, reads, nullptr);
+  if (!apply) return recentTimes(f, wrote, true, nullptr) && recentTimes(f, read, false, nullptr);
   std::vector<int64_t> w, r;
-  period(wrote, writes, &w);
-  period(read, reads, &r);
+  recentTimes(f, wrote, true, &w);
+  recentTimes(f, read, false, &r);
   f.mergeW.appendPeriods(w, delta, repeats);
   f.mergeR.appendPeriods(r, delta, repeats);
   return true;

@@ -221,9 +221,9 @@ class Engine {
   /// The HBM part of jumpFrom: checks the DMAs and channels, lowers `repeats`, or false when they are not
   /// the mark's moved by delta. With apply, applies `repeats` periods instead.
   bool hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply);
-  /// The FIFO's last n write (or read) times, from those it keeps (KeptTimes), its curve or (reads) its
-  /// queue of reads; false when none holds them.
-  bool recentTimes(const FifoState& f, int64_t n, bool writes, std::vector<int64_t>& out) const;
+  /// The FIFO's last n write (or read) times, into out unless it is null: from a queue that holds them (the
+  /// merge's, the queued writes or reads), those it keeps (KeptTimes) or its curve; false when none does.
+  bool recentTimes(const FifoState& f, int64_t n, bool writes, std::vector<int64_t>* out) const;
   /// The FIFO part of jumpFrom, for FIFO i: checks and lowers `repeats`, or with apply applies them.
   bool fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats, bool apply);
   /// The maximum-occupancy merge's part of fifoPeriod.
