@@ -24,6 +24,7 @@
 #include "compiler/lower/streams.h"
 #include "compiler/reference/quantized.h"
 #include "compiler/sizing/fifo_sizing.h"
+#include "sim/engine.h"
 
 namespace stc {
 
@@ -587,6 +588,70 @@ void assignPhaseChannels(CompileResult& c, const Platform& platform) {
 
 namespace {
 
+// Networks of more events than this (at the largest sample) keep every pipeline whole: the check below
+// simulates the network twice per sample.
+constexpr int64_t kDrainCheckEvents = 4'000'000;
+
+}  // namespace
+
+void drainHeldPipelines(CompileResult& c, const Platform& platform) {
+  // The samples the sizer checks a symbolic network at (the first symbol; any other at its maximum).
+  std::vector<Bindings> at{Bindings{}};
+  std::set<std::string> symbols = c.network.symbols();
+  for (const std::string& s : symbols) at.front()[s] = c.options.maxima.at(s);
+  if (!symbols.empty()) {
+    const std::string& s = *symbols.begin();
+    Bindings base = at.front();
+    at.clear();
+    for (int64_t v : sizing::symbolSamples(c.options.maxima.at(s), c.options.tile)) {
+      at.push_back(base);
+      at.back()[s] = v;
+    }
+  }
+  // Candidates: a kernel's phase whose pipeline is at least as deep as an iteration of its outer loop
+  // lasts at some sample, so that in one stall pipeline an outer iteration's last writes wait on the
+  // reads of the next (a decode head's scores on the next head's key, which its projection makes later).
+  Network drained = c.network;
+  std::vector<std::string> names;
+  for (Task& t : drained.tasks) {
+    auto role = c.roles.tasks.find(t.name);
+    if (role == c.roles.tasks.end() || role->second.kind != TaskRole::kKernel) continue;
+    if (c.kernels.kernels[static_cast<size_t>(role->second.kernel)].op == "rope") continue;  // its own loop
+    bool any = false;
+    for (Phase& ph : t.phases) {
+      if (ph.trip.size() < 2) continue;
+      bool held = false;
+      for (const Bindings& b : at) {
+        int64_t inner = 1;
+        for (size_t k = 1; k < ph.trip.size(); ++k) inner *= ph.trip[k].eval(b);
+        held = held || (ph.trip[0].eval(b) > 1 && inner * ph.ii <= ph.latency);
+      }
+      if (held) ph.outer = 1, any = true;
+    }
+    if (any) names.push_back(t.name);
+  }
+  if (names.empty()) return;
+  auto cycles = [&](const Network& net) {
+    int64_t sum = 0;
+    for (const Bindings& b : at) {
+      sim::Program program = sim::compileProgram(net, b, platform);
+      if (program.events > kDrainCheckEvents) return int64_t{-1};
+      sim::SimResult r = sim::runDirect(program, {});
+      if (r.deadlock) return int64_t{-1};
+      sum += r.cycles;
+    }
+    return sum;
+  };
+  int64_t whole = cycles(c.network);
+  if (whole < 0) return;
+  int64_t less = cycles(drained);
+  if (less < 0 || less >= whole) return;
+  c.network = std::move(drained);
+  c.report.drainedPipelines = std::move(names);
+}
+
+namespace {
+
 // A constant width past the tile with no divisor from 2 to it (a prime: 1,009) streams one element a token:
 // every kernel on it does one element a cycle, and its matmuls unroll over the other dimension only.
 std::vector<std::string> narrowStreamWarnings(const TypedGraph& typed, int64_t tile) {
@@ -637,6 +702,7 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   out.report.onchipBytesUnfused = unfusedBytes(kernels, options);
   out.kernels = std::move(kernels);
   if (options.phaseChannels) assignPhaseChannels(out, platform);
+  drainHeldPipelines(out, platform);
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   // Each converter's regions in one call, at the symbols' maxima: its buffer never holds more blocks.
   std::map<std::string, int64_t> regions;

@@ -25,10 +25,22 @@ struct CompileReport {
   /// "file:line:col: warning: ..." for what compiles but will run far below what the platform can do (a
   /// width that streams one element a token), in the file's order.
   std::vector<std::string> warnings;
+  /// Kernel tasks whose pipelines drain at the end of each iteration of their outer loop (Phase::outer;
+  /// drainHeldPipelines), in network order.
+  std::vector<std::string> drainedPipelines;
   Resources resources;
   bool fits = false;
   double compileSeconds = 0;
 };
+
+struct CompileResult;
+/// A stall pipeline at least as deep as an iteration of its outer loop holds that iteration's writes
+/// until the next one's reads come (a decode layer's scores, softmax and P.V, one head after another at
+/// the pace of the projections making q and K): where simulating the network at its symbols' samples
+/// (sizing::symbolSamples) finds it faster in all, such kernels' pipelines drain at the end of each outer
+/// iteration instead (Phase::outer = 1; the emitted loop is not flattened into it). Networks of more than
+/// a few million events are left as they are.
+void drainHeldPipelines(CompileResult& c, const Platform& platform);
 
 struct CompileResult {
   Network network;

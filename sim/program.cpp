@@ -2,7 +2,8 @@
 // latency, a port at level L carries N/inner tokens where inner = n_L+1 * ... * n_k-1:
 //   read  j at o + j*inner*ii                       (first iteration of the loops inside L)
 //   write j at o + (j*inner + inner - 1)*ii + latency (last iteration, latency after its start)
-// and the next phase starts at o + (N - 1)*ii + latency + 1.
+// and the next phase starts at o + (N - 1)*ii + latency + 1. A phase with loops outside its pipeline
+// (Phase::outer) is one such phase per iteration of theirs over the inner nest, one after another.
 #include "sim/program.h"
 
 #include <algorithm>
@@ -52,7 +53,7 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
       int f = net.findFifo(p.fifo);
       FifoProgram& fp = prog.fifos[static_cast<size_t>(f)];
       (p.dir == PortDir::kOut ? fp.writer : fp.reader) = static_cast<int>(t);
-      if (p.dir == PortDir::kOut) fp.tokens = count;
+      if (p.dir == PortDir::kOut) fp.tokens += count;
       return f;
     };
     if (task.isDma()) {
@@ -80,30 +81,47 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
       std::vector<int64_t> trip;
       for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
       const std::string what = "the schedule of task '" + task.name + "'";
-      int64_t total = 1;
-      for (int64_t n : trip) total = checkedMul(total, n, what);
-      PhaseEvents pe;
-      for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads
-        for (const auto& p : ph.ports) {
-          bool write = p.dir == PortDir::kOut;
-          if (write != (pass == 0)) continue;
-          int level = ph.levelOf(p);
-          int64_t inner = 1;
-          for (size_t k = static_cast<size_t>(level + 1); k < trip.size(); ++k) inner = checkedMul(inner, trip[k], what);
-          int64_t count = total / inner;
-          PortEvents ev;
-          ev.fifo = attach(p, count);
-          ev.write = write;
-          ev.stride = checkedMul(inner, ph.ii, what);
-          ev.first = checkedAdd(origin, write ? checkedAdd(checkedMul(inner - 1, ph.ii, what), ph.latency, what) : 0, what);
-          ev.count = count;
-          tp.events += count;
-          pe.ports.push_back(ev);
+      // Loops 0..outer-1 around the pipeline: one program phase per iteration of theirs, each a whole
+      // phase of the inner nest (its pipeline drains before the next starts).
+      const size_t outer = static_cast<size_t>(ph.outer);
+      int64_t runs = 1, total = 1;
+      for (size_t k = 0; k < trip.size(); ++k)
+        (k < outer ? runs : total) = checkedMul(k < outer ? runs : total, trip[k], what);
+      const int64_t span = checkedAdd(checkedMul(total - 1, ph.ii, what), ph.latency + 1, what);
+      for (int64_t run = 0; run < runs; ++run) {
+        PhaseEvents pe;
+        for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads
+          for (const auto& p : ph.ports) {
+            bool write = p.dir == PortDir::kOut;
+            if (write != (pass == 0)) continue;
+            int level = ph.levelOf(p);
+            int64_t inner = 1;  // iterations of the loops inside the port's level
+            for (size_t k = static_cast<size_t>(std::max<int>(level + 1, static_cast<int>(outer)));
+                 k < trip.size(); ++k)
+              inner = checkedMul(inner, trip[k], what);
+            int64_t count = total / inner;
+            if (level + 1 <
+                static_cast<int>(outer)) {  // a token every `every` runs: at its first run or its last
+              int64_t every = 1;
+              for (size_t k = static_cast<size_t>(level + 1); k < outer; ++k) every *= trip[k];
+              if (run % every != (write ? every - 1 : 0)) continue;
+              count = 1;
+            }
+            PortEvents ev;
+            ev.fifo = attach(p, count);
+            ev.write = write;
+            ev.stride = checkedMul(inner, ph.ii, what);
+            ev.first = checkedAdd(
+                origin, write ? checkedAdd(checkedMul(inner - 1, ph.ii, what), ph.latency, what) : 0, what);
+            ev.count = count;
+            tp.events += count;
+            pe.ports.push_back(ev);
+          }
         }
+        tp.phases.push_back(pe);
+        origin = checkedAdd(origin, span, what);
+        if (origin > kMaxLocalCycle) throw UserError(formatError(ph.loc, what + " is too long to simulate"));
       }
-      tp.phases.push_back(pe);
-      origin = checkedAdd(origin, checkedAdd(checkedMul(total - 1, ph.ii, what), ph.latency + 1, what), what);
-      if (origin > kMaxLocalCycle) throw UserError(formatError(ph.loc, what + " is too long to simulate"));
     }
     prog.events += tp.events;
     prog.tasks.push_back(std::move(tp));

@@ -106,14 +106,18 @@ std::string iterationMark(int64_t latency, int64_t ii) {
          (latency % ii != 0 ? "true" : "false") + ");  // make dfsim: the pipeline's accesses by stage group";
 }
 
-void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t latency) {
-  std::vector<Expr> used(trips_.begin() + from_, trips_.begin() + n_);
+void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t latency,
+                    int outer) {
+  pipelined_ = std::max(from_, std::min(outer, n_ - 1));
+  openLoops(c_, trips_, prefix_, from_, pipelined_, label, maxima);
+  std::vector<Expr> used(trips_.begin() + pipelined_, trips_.begin() + n_);
   std::string decl;
-  for (int k = from_; k < n_; ++k) decl += (k > from_ ? ", " : "") + var(k) + " = 0";
+  for (int k = pipelined_; k < n_; ++k) decl += (k > pipelined_ ? ", " : "") + var(k) + " = 0";
   c_.open("");  // the counters' scope: a task's phases each have their own
-  if (n_ > from_) c_.line("int " + decl + ";");
+  if (n_ > pipelined_) c_.line("int " + decl + ";");
   c_.open((label.empty() ? "" : label + ": ") + "for (long it = 0; it < " + cxxProduct(used) + "; ++it)");
   c_.line("#pragma HLS PIPELINE II=" + std::to_string(ii));
+  if (pipelined_ > from_) c_.line("#pragma HLS LOOP_FLATTEN off");
   bool symbolic = false;
   for (const Expr& t : used) symbolic = symbolic || !t.isConstant();
   if (maxima && symbolic) {
@@ -126,13 +130,16 @@ void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima
 
 void FlatLoop::close() {
   // Advance the counters: the last loop fastest, each carrying into the one outside it.
-  for (int k = n_ - 1; k >= from_; --k) {
+  for (int k = n_ - 1; k >= pipelined_; --k) {
     c_.open("if (++" + var(k) + " == " + cxx(trips_[static_cast<size_t>(k)]) + ")");
     c_.line(var(k) + " = 0;");
   }
-  for (int k = from_; k < n_; ++k) c_.close();
+  for (int k = pipelined_; k < n_; ++k) c_.close();
   c_.close();
   c_.close();
+  if (pipelined_ > from_)
+    c_.line("ST_DRAIN();  // make dfsim: the pipeline drains before the next outer iteration");
+  for (int k = from_; k < pipelined_; ++k) c_.close();
 }
 
 std::string FlatLoop::first(int level) const {

@@ -74,8 +74,9 @@ class FlatLoop {
   FlatLoop(Code& code, std::vector<Expr> trips, std::string prefix, int n, int from = 0)
       : c_(code), trips_(std::move(trips)), prefix_(std::move(prefix)), from_(from), n_(n) {}
   /// latency: the phase's, whose writes trail their iteration's reads by latency / II iterations (make
-  /// dfsim).
-  void open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t latency = 0);
+  /// dfsim). outer (Phase::outer): loops [from, outer) open as plain loops around the pipelined one, which
+  /// drains at the end of each of their iterations (LOOP_FLATTEN off; make dfsim fires what is in flight).
+  void open(const std::string& label, int64_t ii, const Bindings* maxima, int64_t latency = 0, int outer = 0);
   void close();
   std::string first(int level) const;
   std::string last(int level) const;
@@ -86,6 +87,7 @@ class FlatLoop {
   std::vector<Expr> trips_;
   std::string prefix_;
   int from_, n_;
+  int pipelined_ = 0;  ///< the first loop of the pipelined nest: from_, or past the loops outside it
 };
 
 /// The data coordinate along dim d of element `elem` (a flat index within the token, an expression)

@@ -45,11 +45,14 @@ const char* kStreamtensorHeader =
 #endif
 // make dfsim (-DST_DFSIM): each pipelined iteration starts by firing the previous one's reads with the
 // writes of the iteration `lag` (latency / II) before it, together, or just after them when `split`
-// (csim/st_dfsim.h).
+// (csim/st_dfsim.h). ST_DRAIN() after a pipelined loop nested in loops it is not flattened into: what is
+// in flight fires before the next outer iteration.
 #ifdef ST_DFSIM
 #define ST_ITER(lag, split) st_dfsim::iterate(lag, split, __LINE__)
+#define ST_DRAIN() st_dfsim::commit()
 #else
 #define ST_ITER(lag, split)
+#define ST_DRAIN()
 #endif
 
 // Tok<N, T>, the stream token and the 512-bit port word, is in st_numeric.h, which the host shares.

@@ -127,7 +127,7 @@ class KernelBody {
   FlatLoop flat(size_t ph) {
     FlatLoop f(c_, kernel_.phases[ph].trip, "i", numLoops(ph));
     f.open(identifier(kernel_.name) + (kernel_.phases.size() > 1 ? "_p" + std::to_string(ph) : ""), ii(ph),
-           &ctx_.compiled->options.maxima, task_.phases[ph].latency);
+           &ctx_.compiled->options.maxima, task_.phases[ph].latency, task_.phases[ph].outer);
     return f;
   }
   bool quant() const { return ctx_.quant != nullptr; }

@@ -168,6 +168,11 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
         }
       }
       int rank = static_cast<int>(ph.trip.size());
+      if (ph.outer < 0 || (ph.outer > 0 && ph.outer >= rank))
+        diag.error(ph.loc, "field 'outer': " + std::to_string(ph.outer) +
+                               " loops outside the pipeline of a nest of " + std::to_string(rank) +
+                               " (0 to " + std::to_string(std::max(0, rank - 1)) +
+                               "; the pipeline keeps the innermost loop)");
       for (const auto& p : ph.ports) {
         bool levelOk = !p.level || (*p.level >= -1 && *p.level < rank);
         if (!levelOk)

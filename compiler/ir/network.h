@@ -70,11 +70,14 @@ struct Phase {
   int64_t latency = 1;
   std::vector<Port> ports;
   SourceLoc loc;
+  /// Loops 0..outer-1 run outside the pipeline, which drains at the end of each of their iterations (HLS:
+  /// a pipelined loop nest inside loops it is not flattened into); 0: the whole nest is one pipeline.
+  int outer = 0;
 
   /// The level a port really advances with (its own, or the innermost loop).
   int levelOf(const Port& p) const { return p.level ? *p.level : static_cast<int>(trip.size()) - 1; }
   bool operator==(const Phase& o) const {
-    return trip == o.trip && ii == o.ii && latency == o.latency && ports == o.ports;
+    return trip == o.trip && ii == o.ii && latency == o.latency && outer == o.outer && ports == o.ports;
   }
 };
 

@@ -244,7 +244,7 @@ Network parseNetwork(const std::string& text, const std::string& file) {
       r.expectSeq(phases, "phases");
       for (const auto& ph : phases) {
         r.expectMap(ph, "phases");
-        r.onlyKeys(ph, {"trip", "ii", "latency", "ports"}, "a phase");
+        r.onlyKeys(ph, {"trip", "ii", "latency", "outer", "ports"}, "a phase");
         Phase phase;
         phase.loc = r.loc(ph);
         YAML::Node trip = r.required(ph, "trip", "a phase");
@@ -252,6 +252,7 @@ Network parseNetwork(const std::string& text, const std::string& file) {
         for (const auto& e : trip) phase.trip.push_back(r.expr(e, "trip"));
         if (ph["ii"]) phase.ii = r.integer(ph["ii"], "ii");
         if (ph["latency"]) phase.latency = r.integer(ph["latency"], "latency");
+        if (ph["outer"]) phase.outer = static_cast<int>(r.integer(ph["outer"], "outer"));
         YAML::Node ports = r.required(ph, "ports", "a phase");
         r.expectSeq(ports, "ports");
         for (const auto& p : ports) phase.ports.push_back(readPort(r, p, true));
@@ -328,8 +329,10 @@ std::string emitNetwork(const Network& net) {
           if (e.isConstant()) out << e.eval();
           else out << e.str();
         }
-        out << YAML::EndSeq << YAML::Key << "ii" << YAML::Value << ph.ii << YAML::Key << "latency" << YAML::Value
-            << ph.latency << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq;
+        out << YAML::EndSeq << YAML::Key << "ii" << YAML::Value << ph.ii << YAML::Key << "latency"
+            << YAML::Value << ph.latency;
+        if (ph.outer > 0) out << YAML::Key << "outer" << YAML::Value << ph.outer;
+        out << YAML::Key << "ports" << YAML::Value << YAML::BeginSeq;
         for (const auto& p : ph.ports) emitPort(out, p);
         out << YAML::EndSeq << YAML::EndMap;
       }

@@ -107,8 +107,17 @@ TEST(Network, IiLevelAndFieldErrors) {
             "net.yaml:5:44: error: field 'level': 1 is out of range for a nest of 1 loops (-1 to 0)");
   EXPECT_EQ(errorOf(std::string(kHeader) + "  - {name: a, phases: [{trip: [4], ii: fast, ports: []}]}\n"),
             "net.yaml:5:40: error: field 'ii': expected an integer, got 'fast'");
-  EXPECT_EQ(errorOf(std::string(kHeader) + "  - {name: a, phases: [{trip: [4], iii: 2, ports: []}]}\n"),
-            "net.yaml:5:36: error: field 'iii': unknown field of a phase (known: trip, ii, latency, ports)");
+  EXPECT_EQ(
+      errorOf(std::string(kHeader) + "  - {name: a, phases: [{trip: [4], iii: 2, ports: []}]}\n"),
+      "net.yaml:5:36: error: field 'iii': unknown field of a phase (known: trip, ii, latency, outer, ports)");
+  // The pipeline keeps at least the innermost loop: a nest of 2 has at most 1 loop outside it.
+  EXPECT_EQ(
+      errorOf(std::string(kHeader) +
+              "  - {name: a, phases: [{trip: [4, 2], outer: 2, ports: [{fifo: f, dir: out, level: 0}]}]}\n"
+              "  - {name: b, phases: [{trip: [4], ports: [{fifo: f, dir: in}]}]}\n"),
+      "net.yaml:5:24: error: field 'outer': 2 loops outside the pipeline of a nest of 2 (0 to 1; the "
+      "pipeline "
+      "keeps the innermost loop)");
   EXPECT_EQ(errorOf(std::string(kHeader) + "  - {name: a, phases: [{trip: [4], ports: [{fifo: f, dir: sideways}]}]}\n"),
             "net.yaml:5:59: error: field 'dir': expected 'in' or 'out', got 'sideways'");
   EXPECT_EQ(errorOf("network: n\nfifos: [{name: f, width: 32, depth: 0}]\ntasks: []\n"),
