@@ -380,6 +380,27 @@ TEST(Periodic, RandomNetworksMatchStepByStep) {
   EXPECT_GT(deadlocks, 100);
 }
 
+// Phases whose first loop runs outside the pipeline (outer: 1: a program phase per outer iteration, so
+// hundreds of short phases a task): jumps on against step by step and the reference.
+TEST(Periodic, RandomNetworksWithOuterLoopsMatchStepByStep) {
+  std::mt19937 rng(20261206);
+  int drained = 0;
+  for (int iter = 0; iter < 60; ++iter) {
+    int n = 2 * std::uniform_int_distribution<int>(100, 500)(rng);
+    std::string text = randomNetwork(rng, n, iter % 2 == 0, iter % 3 ? 0 : n, true);
+    drained += text.find("outer: 1") != std::string::npos;
+    Network net = parseNetwork(text, "random.yaml");
+    ReferenceResult ref = referenceSimulate(net, {});
+    sim::SimResult want = simulateText(text, false, {}, stepByStep(true));
+    sim::SimResult got = simulateText(text, false, {}, periodic(true));
+    expectSame(got, want, text);
+    ASSERT_EQ(got.deadlock, ref.deadlock) << text;
+    ASSERT_EQ(got.cycles, ref.cycles) << text;
+    for (size_t t = 0; t < got.tasks.size(); ++t) EXPECT_EQ(got.tasks[t].end, ref.taskEnd[t]) << text;
+  }
+  EXPECT_GT(drained, 40);
+}
+
 // Deep FIFOs that fill over many periods (a writer ahead of its reader, below the depth): the period
 // repeats while the writes need no room, the reads it jumps over queue up for the writes beyond the depth.
 TEST(Periodic, RandomNetworksWithDeepFifosMatchStepByStep) {

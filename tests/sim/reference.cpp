@@ -25,8 +25,15 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
     for (const Phase& ph : net.tasks[t].phases) {
       std::vector<int64_t> trip;
       for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
-      int64_t total = 1;
-      for (int64_t n : trip) total *= n;
+      int64_t total = 1, inner = 1;  // inner: the iterations of the pipelined loops, inside `outer`
+      for (size_t k = 0; k < trip.size(); ++k) {
+        total *= trip[k];
+        if (k >= static_cast<size_t>(ph.outer)) inner *= trip[k];
+      }
+      // Iteration it starts at its outer iteration's origin plus its place in the pipelined nest; each
+      // outer iteration lasts as a phase of the inner nest does.
+      const int64_t run = (inner - 1) * ph.ii + ph.latency + 1;
+      auto start = [&](int64_t it) { return origin + it / inner * run + it % inner * ph.ii; };
       std::vector<Ev> evs;
       std::vector<int64_t> idx(trip.size(), 0);
       for (int64_t it = 0; it < total; ++it) {
@@ -39,9 +46,9 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
             last = last && idx[k] == trip[k] - 1;
           }
           int f = net.findFifo(port.fifo);
-          if (port.dir == PortDir::kIn && first) evs.push_back({origin + it * ph.ii, 1, static_cast<int>(p), f});
+          if (port.dir == PortDir::kIn && first) evs.push_back({start(it), 1, static_cast<int>(p), f});
           if (port.dir == PortDir::kOut && last)
-            evs.push_back({origin + it * ph.ii + ph.latency, 0, static_cast<int>(p), f});
+            evs.push_back({start(it) + ph.latency, 0, static_cast<int>(p), f});
         }
         for (size_t k = trip.size(); k-- > 0;) {  // next index, row-major
           if (++idx[k] < trip[k]) break;
@@ -52,7 +59,7 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
         return std::tie(a.local, a.order, a.port) < std::tie(b.local, b.order, b.port);
       });
       lists[t].insert(lists[t].end(), evs.begin(), evs.end());
-      origin += (total - 1) * ph.ii + ph.latency + 1;
+      origin += total / inner * run;
     }
   }
   size_t nf = net.fifos.size();

@@ -140,6 +140,36 @@ TEST_P(Timing, SymbolicTripcounts) {
   EXPECT_EQ(r.cycles, 1 + 11 + 1);  // a writes j at 1 + j, b reads at 2 + j, 11 tokens
 }
 
+// A producer p makes one token of f every 10 cycles (writes at 1, 11, 21, 31); c reads one per outer
+// iteration of its nest [4, 2] (ii 1, latency 6) and writes g every iteration; the sink reads g every 4
+// cycles (depth 2). One pipeline (outer 0): iteration t = 2h + i starts at local t, so f3's read (local 6)
+// shares its stage group with g0's write, which waits for f3 (ready at 32): g0..g7 go at 32, 33, 34,
+// then 38, 42, 46, 50, 54 as the sink frees room (it reads at 33, 37, ..., 61; 62 cycles). Drained per
+// outer iteration (outer 1): an outer iteration lasts (2 - 1) + 6 + 1 = 8, iteration (h, i) starts at
+// 8h + i, so head h's writes go before head h + 1's read: g at 8, 9, 18, 19, 28, 29, 38, 39, read at 9,
+// 13, 19, 23, 29, 33, 39, 43 (44 cycles); c stalls 2 cycles on each of f1, f2 and f3.
+std::string heldByTheNextRead(int outer) {
+  return "network: n\nfifos: [{name: f, width: 32}, {name: g, width: 32}]\ntasks:\n"
+         "  - {name: p, phases: [{trip: [4], ii: 10, latency: 1, ports: [{fifo: f, dir: out}]}]}\n"
+         "  - {name: c, phases: [{trip: [4, 2], ii: 1, latency: 6, outer: " +
+         std::to_string(outer) +
+         ", ports: [{fifo: f, dir: in, level: 0}, {fifo: g, dir: out}]}]}\n"
+         "  - {name: s, phases: [{trip: [8], ii: 4, latency: 0, ports: [{fifo: g, dir: in}]}]}\n";
+}
+
+TEST_P(Timing, APipelineDrainedPerOuterIterationWritesBeforeTheNextRead) {
+  sim::SimResult flat = run(heldByTheNextRead(0));
+  EXPECT_EQ(flat.cycles, 62);
+  EXPECT_EQ(task(flat, "c").stallEmpty, 3 * 8);
+  EXPECT_EQ(task(flat, "c").stallFull, 5 * 3);
+  sim::SimResult drained = run(heldByTheNextRead(1));
+  EXPECT_EQ(drained.cycles, 44);
+  EXPECT_EQ(task(drained, "c").stallEmpty, 3 * 2);
+  EXPECT_EQ(task(drained, "c").stallFull, 0);
+  EXPECT_EQ(task(drained, "c").end, 40);
+  EXPECT_EQ(drained.events, flat.events);
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedulers, Timing, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "SystemC" : "Direct"; });
 
