@@ -645,7 +645,9 @@ void drainHeldPipelines(CompileResult& c, const Platform& platform) {
   int64_t whole = cycles(c.network);
   if (whole < 0) return;
   int64_t less = cycles(drained);
-  if (less < 0 || less >= whole) return;
+  // A gain within the sizer's tolerance (1%) may not survive its depths (a 64-row causal attention's
+  // softmax statistics, 0.7% faster at the compiler's depths, 0.7% slower sized).
+  if (less < 0 || less > whole - whole / 100) return;
   c.network = std::move(drained);
   c.report.drainedPipelines = std::move(names);
 }

@@ -36,7 +36,8 @@ nlohmann::json reportJson(const CompileReport& r) {
           {"resources", resourcesJson(r.resources)},
           {"fits", r.fits},
           {"compile_seconds", r.compileSeconds},
-          {"warnings", r.warnings}};
+          {"warnings", r.warnings},
+          {"drained_pipelines", r.drainedPipelines}};
 }
 
 int compile(const CompileArgs& a) {
@@ -124,6 +125,11 @@ int compile(const CompileArgs& a) {
                 << " row_block." << op << "=" << sched.rowBlock;
     std::cout << " lane_ii=" << result.options.laneIi;
     for (const auto& [op, ii] : result.options.laneIiOf) std::cout << " lane_ii." << op << "=" << ii;
+    std::cout << "\n";
+  }
+  if (!r.drainedPipelines.empty()) {  // drainHeldPipelines
+    std::cout << "pipelines drained per outer iteration (faster at the symbols' samples):";
+    for (const std::string& t : r.drainedPipelines) std::cout << " " << t;
     std::cout << "\n";
   }
   std::cout << "wrote " << a.output << " in " << r.compileSeconds << " s\n";
