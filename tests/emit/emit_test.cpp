@@ -601,6 +601,34 @@ TEST(EmitW4A8, GraphsOfEveryOpAreBitExact) {
   expectBitExact(model("graphs/gpt2_layer.yaml"), "q_layer", "--set quant=w4a8", 0.99);
 }
 
+// A decode layer's attention drained per head (Phase::outer, drainHeldPipelines) is emitted as the network
+// times it: the head loop outside the pipelined one, which is not flattened into it and after which make
+// dfsim fires what is in flight (GraphsOfEveryOpAreBitExact runs this layer's csim, trace and dfsim).
+TEST(EmitW4A8, ADrainedPipelineKeepsItsHeadLoopOutside) {
+  std::string dir = fresh("q_drained");
+  ASSERT_EQ(stc("emit " + model("graphs/gpt2_layer.yaml") + " --set quant=w4a8 -o " + dir).code, 0);
+  stc::Network net = stc::parseNetwork(readAll(dir + "/network.yaml"), "network.yaml");
+  int drained = 0;
+  for (const stc::Task& t : net.tasks)
+    for (const stc::Phase& ph : t.phases) drained += ph.outer == 1;
+  EXPECT_EQ(drained, 5);
+  std::string src = sources(dir);
+  size_t at = src.find("static void scores_task(");
+  ASSERT_NE(at, std::string::npos);
+  std::string task = src.substr(at, src.find("\n}\n", at) - at);
+  size_t outer = task.find("scores_i0: for (int i0 = 0; i0 < 16; ++i0) {");
+  size_t inner = task.find("scores: for (long it = 0; it < ");
+  ASSERT_NE(outer, std::string::npos) << task;
+  ASSERT_NE(inner, std::string::npos) << task;
+  EXPECT_LT(outer, inner);
+  EXPECT_NE(task.find("#pragma HLS LOOP_FLATTEN off", inner), std::string::npos) << task;
+  EXPECT_NE(task.find("ST_DRAIN();", inner), std::string::npos) << task;
+  int drains = 0;  // one a drained task, after its pipelined loop
+  for (size_t p = src.find("ST_DRAIN();"); p != std::string::npos; p = src.find("ST_DRAIN();", p + 1))
+    ++drains;
+  EXPECT_EQ(drains, 5);
+}
+
 // A causal softmax of 24 rows over 32 keys (the rows the last 24 positions: row r keeps keys 0 .. r + 8)
 // reading a reshape of the scores, so that its kernels stream the tensor the view reads: csim equals the
 // references, which mask by the softmax's own shape, in f32 and bit for bit in W4A8.
