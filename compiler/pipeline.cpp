@@ -622,8 +622,8 @@ void drainHeldPipelines(CompileResult& c, const Platform& platform) {
       if (ph.trip.size() < 2) continue;
       bool held = false;
       for (const Bindings& b : at) {
-        int64_t inner = 1;
-        for (size_t k = 1; k < ph.trip.size(); ++k) inner *= ph.trip[k].eval(b);
+        int64_t inner = 1;  // at most the latency, whatever the rest: no overflow
+        for (size_t k = 1; k < ph.trip.size() && inner <= ph.latency; ++k) inner *= ph.trip[k].eval(b);
         held = held || (ph.trip[0].eval(b) > 1 && inner * ph.ii <= ph.latency);
       }
       if (held) ph.outer = 1, any = true;
@@ -631,23 +631,32 @@ void drainHeldPipelines(CompileResult& c, const Platform& platform) {
     if (any) names.push_back(t.name);
   }
   if (names.empty()) return;
+  // Every sample's program first (the largest last: a network over the bound costs no simulation), then
+  // the runs; a network the simulator refuses keeps its pipelines whole.
   auto cycles = [&](const Network& net) {
-    int64_t sum = 0;
+    std::vector<sim::Program> programs;
     for (const Bindings& b : at) {
-      sim::Program program = sim::compileProgram(net, b, platform);
-      if (program.events > kDrainCheckEvents) return int64_t{-1};
+      programs.push_back(sim::compileProgram(net, b, platform));
+      if (programs.back().events > kDrainCheckEvents) return int64_t{-1};
+    }
+    int64_t sum = 0;
+    for (const sim::Program& program : programs) {
       sim::SimResult r = sim::runDirect(program, {});
       if (r.deadlock) return int64_t{-1};
       sum += r.cycles;
     }
     return sum;
   };
-  int64_t whole = cycles(c.network);
-  if (whole < 0) return;
-  int64_t less = cycles(drained);
+  int64_t whole = -1, less = -1;
+  try {
+    whole = cycles(c.network);
+    if (whole >= 0) less = cycles(drained);
+  } catch (const UserError&) {
+    return;
+  }
   // A gain within the sizer's tolerance (1%) may not survive its depths (a 64-row causal attention's
   // softmax statistics, 0.7% faster at the compiler's depths, 0.7% slower sized).
-  if (less < 0 || less > whole - whole / 100) return;
+  if (whole < 0 || less < 0 || less > whole - whole / 100) return;
   c.network = std::move(drained);
   c.report.drainedPipelines = std::move(names);
 }
@@ -703,8 +712,10 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   out.options = options;
   out.report.onchipBytesUnfused = unfusedBytes(kernels, options);
   out.kernels = std::move(kernels);
-  if (options.phaseChannels) assignPhaseChannels(out, platform);
-  drainHeldPipelines(out, platform);
+  if (options.phaseChannels) {
+    assignPhaseChannels(out, platform);
+    drainHeldPipelines(out, platform);  // on the channels the network will have
+  }
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
   // Each converter's regions in one call, at the symbols' maxima: its buffer never holds more blocks.
   std::map<std::string, int64_t> regions;

@@ -37,7 +37,7 @@ struct CompileResult;
 /// A stall pipeline at least as deep as an iteration of its outer loop holds that iteration's writes
 /// until the next one's reads come (a decode layer's scores, softmax and P.V, one head after another at
 /// the pace of the projections making q and K): where simulating the network at its symbols' samples
-/// (sizing::symbolSamples) finds their cycles summed over them more than 1% fewer, such kernels' pipelines
+/// (sizing::symbolSamples) finds their cycles summed over them at least 1% fewer, such kernels' pipelines
 /// drain at the end of each outer iteration instead (Phase::outer = 1; the emitted loop is not flattened into
 /// it). Networks of more than a few million events are left as they are.
 void drainHeldPipelines(CompileResult& c, const Platform& platform);

@@ -17,6 +17,8 @@ namespace {
 // Bounds that keep every cycle of a run far inside int64 and a run finite in practice.
 constexpr int64_t kMaxLocalCycle = int64_t{1} << 56;
 constexpr int64_t kMaxEvents = int64_t{1} << 40;
+// Each iteration of a phase's loops outside its pipeline is a phase of the program of its own.
+constexpr int64_t kMaxRuns = int64_t{1} << 20;
 }  // namespace
 
 Program compileProgram(const Network& net, const Bindings& bindings, const Platform& platform) {
@@ -77,6 +79,7 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
       continue;
     }
     int64_t origin = 0;
+    tp.networkPhases = static_cast<int>(task.phases.size());
     for (const auto& ph : task.phases) {
       std::vector<int64_t> trip;
       for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
@@ -88,6 +91,10 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
       for (size_t k = 0; k < trip.size(); ++k)
         (k < outer ? runs : total) = checkedMul(k < outer ? runs : total, trip[k], what);
       const int64_t span = checkedAdd(checkedMul(total - 1, ph.ii, what), ph.latency + 1, what);
+      if (runs > kMaxRuns)
+        throw UserError(formatError(ph.loc, what + " runs its pipeline " + std::to_string(runs) +
+                                                " times (its loops outside it), more than the " +
+                                                std::to_string(kMaxRuns) + " a simulation may run"));
       for (int64_t run = 0; run < runs; ++run) {
         PhaseEvents pe;
         for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads

@@ -42,6 +42,7 @@ struct DmaProgram {
 struct TaskProgram {
   std::string name;
   std::vector<PhaseEvents> phases;  ///< a DMA has one phase with one port: token k at local cycle k
+  int networkPhases = 1;            ///< the task's phases in the network (an outer loop makes several here)
   int64_t events = 0;
   std::optional<DmaProgram> dma;
   int group = 0;  ///< index among the network's groups in order; group g starts after group g-1 ends

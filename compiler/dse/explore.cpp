@@ -256,6 +256,7 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     Point& p = points[i];
     try {
       assignPhaseChannels(c, platform);
+      drainHeldPipelines(c, platform);
       p.network = fingerprint(networkKey(c));
     } catch (const UserError& err) {  // as a point that does not compile
       p.status = Point::Status::kRejected;

@@ -252,7 +252,8 @@ Network parseNetwork(const std::string& text, const std::string& file) {
         for (const auto& e : trip) phase.trip.push_back(r.expr(e, "trip"));
         if (ph["ii"]) phase.ii = r.integer(ph["ii"], "ii");
         if (ph["latency"]) phase.latency = r.integer(ph["latency"], "latency");
-        if (ph["outer"]) phase.outer = static_cast<int>(r.integer(ph["outer"], "outer"));
+        if (ph["outer"])  // verifyNetwork checks it against the nest
+          phase.outer = static_cast<int>(std::clamp<int64_t>(r.integer(ph["outer"], "outer"), -1, 1 << 20));
         YAML::Node ports = r.required(ph, "ports", "a phase");
         r.expectSeq(ports, "ports");
         for (const auto& p : ports) phase.ports.push_back(readPort(r, p, true));

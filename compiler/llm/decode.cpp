@@ -322,6 +322,7 @@ void Estimator::sizePrefills(std::map<int64_t, std::vector<PrefillCandidate>> ba
   };
   auto size = [&](PrefillCandidate& c) {
     assignPhaseChannels(c.design, platform_);
+    drainHeldPipelines(c.design, platform_);
     c.sized = sizeDesign(c.design, platform_, memory);
   };
   auto reference = [&](const PrefillCandidate& c) { return c.sized && held(c) && c.sized->withinMemory; };

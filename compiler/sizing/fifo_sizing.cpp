@@ -130,7 +130,7 @@ std::vector<char> hbmStreams(const sim::Program& prog) {
       fed[t] = !task.dma->write;
       continue;
     }
-    bool adapter = inputs[t] == 1 && task.phases.size() == 1 && inWidth[t] != outWidth[t];
+    bool adapter = inputs[t] == 1 && task.networkPhases == 1 && inWidth[t] != outWidth[t];
     mover[t] = outputs[t] == 1 && inputs[t] >= 1 && (region[t] || adapter);
   }
   for (bool changed = true; changed;) {

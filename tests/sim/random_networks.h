@@ -14,8 +14,9 @@ namespace stc::testing {
 // (n/2) or -1 (one per phase). So one local cycle often holds several reads, several writes, or both (a
 // stage group), at ii 1 to 3 and latency 0 to 6; depths 1 to 5 or unbounded, widths 8 to 1024 bits. With
 // deep > 0, half the bounded FIFOs are deep instead: deep / 4 to deep tokens, which a writer that runs
-// ahead fills over many periods. With outer, a phase's first loop runs outside its pipeline half the time
-// (outer: 1), and its latency may reach 12, past an outer iteration's length.
+// ahead fills over many periods. With outer, a phase's first loop (or first two of three) runs outside
+// its pipeline half the time (outer: 1 or 2), and its latency may reach 12, past an outer iteration's
+// length.
 inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false, int deep = 0,
                                  bool outer = false) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -53,7 +54,8 @@ inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false, int
       for (const auto& p : list) joined += (joined.empty() ? "" : ", ") + p;
       s += "      - {trip: [" + trip + "], ii: " + std::to_string(pick(1, 3)) +
            ", latency: " + std::to_string(pick(0, outer ? 12 : 6)) +
-           (outer && pick(0, 1) ? ", outer: 1" : "") + ", ports: [" + joined + "]}\n";
+           (outer && pick(0, 1) ? ", outer: " + std::to_string(pick(1, m > 0 ? 2 : 1)) : "") + ", ports: [" +
+           joined + "]}\n";
     }
   }
   return s;

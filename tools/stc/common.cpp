@@ -537,8 +537,14 @@ void takeDepths(const Network& file, const std::string& path, Network& compiled)
     mismatch(std::to_string(file.tasks.size()) + " tasks and " + std::to_string(file.fifos.size()) +
              " FIFOs, against " + std::to_string(compiled.tasks.size()) + " and " +
              std::to_string(compiled.fifos.size()));
-  for (size_t i = 0; i < file.tasks.size(); ++i)
+  for (size_t i = 0; i < file.tasks.size(); ++i) {
     if (file.tasks[i].name != compiled.tasks[i].name) mismatch("task '" + file.tasks[i].name + "'");
+    if (file.tasks[i].phases.size() != compiled.tasks[i].phases.size())
+      mismatch("the phases of task '" + file.tasks[i].name + "'");
+    for (size_t p = 0; p < file.tasks[i].phases.size(); ++p)  // drained pipelines (outer) are the compiler's
+      if (file.tasks[i].phases[p].outer != compiled.tasks[i].phases[p].outer)
+        mismatch("field 'outer' of task '" + file.tasks[i].name + "'");
+  }
   for (size_t i = 0; i < file.fifos.size(); ++i) {
     const Fifo& f = file.fifos[i];
     if (f.name != compiled.fifos[i].name) mismatch("FIFO '" + f.name + "'");
