@@ -646,8 +646,9 @@ TEST(Cli, APacedDesignBuysMemoryWithAFewPercentOfCycles) {
 }
 
 // Causal attention over q, k and v from HBM, its heads merged into the output y [128, 1024]; the file's path.
-std::string writeCoreAttention() {
-  std::string path = ::testing::TempDir() + "core_attention.yaml";
+std::string writeCoreAttention() {  // a file of the test's own: ctest runs tests side by side
+  std::string path = ::testing::TempDir() + "core_attention_" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml";
   std::ofstream(path) << "graph: core\n"
                          "inputs:\n"
                          "  - {name: q, shape: [128, 1024]}\n"
