@@ -594,20 +594,25 @@ constexpr int64_t kDrainCheckEvents = 4'000'000;
 
 }  // namespace
 
-void drainHeldPipelines(CompileResult& c, const Platform& platform) {
-  // The samples the sizer checks a symbolic network at (the first symbol; any other at its maximum).
-  std::vector<Bindings> at{Bindings{}};
-  std::set<std::string> symbols = c.network.symbols();
-  for (const std::string& s : symbols) at.front()[s] = c.options.maxima.at(s);
-  if (!symbols.empty()) {
-    const std::string& s = *symbols.begin();
-    Bindings base = at.front();
-    at.clear();
-    for (int64_t v : sizing::symbolSamples(c.options.maxima.at(s), c.options.tile)) {
-      at.push_back(base);
-      at.back()[s] = v;
+std::vector<Bindings> sizingBindings(const Network& net, const CompileOptions& options,
+                                     const Bindings& bound) {
+  std::vector<Bindings> at;
+  for (const std::string& symbol : net.symbols()) {
+    for (int64_t v : sizing::symbolSamples(options.maxima.at(symbol), options.tile)) {
+      Bindings b = bound;
+      b[symbol] = v;
+      if (std::find(at.begin(), at.end(), b) == at.end() && b != bound) at.push_back(b);
     }
   }
+  at.push_back(bound);
+  return at;
+}
+
+void drainHeldPipelines(CompileResult& c, const Platform& platform) {
+  // The samples the sizer checks a symbolic network at, every symbol at its maximum last.
+  Bindings maxima;
+  for (const std::string& s : c.network.symbols()) maxima[s] = c.options.maxima.at(s);
+  const std::vector<Bindings> at = sizingBindings(c.network, c.options, maxima);
   // Candidates: a kernel's phase whose pipeline is at least as deep as an iteration of its outer loop
   // lasts at some sample, so that in one stall pipeline an outer iteration's last writes wait on the
   // reads of the next (a decode head's scores on the next head's key, which its projection makes later).

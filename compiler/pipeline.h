@@ -33,6 +33,12 @@ struct CompileReport {
   double compileSeconds = 0;
 };
 
+/// Where a network over symbols is sized so that its depths hold over each symbol's range, as the decode
+/// estimator sizes its layer: each symbol at its samples (sizing::symbolSamples), the others as bound; then
+/// the bindings themselves, last.
+std::vector<Bindings> sizingBindings(const Network& net, const CompileOptions& options,
+                                     const Bindings& bound);
+
 struct CompileResult;
 /// A stall pipeline at least as deep as an iteration of its outer loop holds that iteration's writes
 /// until the next one's reads come (a decode layer's scores, softmax and P.V, one head after another at

@@ -71,23 +71,6 @@ bool candidate(const Point& p) {
   return p.status == Point::Status::kOk && p.fits && p.sameAs < 0;
 }
 
-// Where a network over symbols is sized so that its depths hold over each symbol's range, as the decode
-// estimator sizes its layer: each symbol at its samples (sizing::symbolSamples), the others as bound;
-// then the bindings themselves, last, whose run the point reports.
-std::vector<Bindings> sizingBindings(const Network& net, const CompileOptions& options,
-                                     const Bindings& bound) {
-  std::vector<Bindings> at;
-  for (const std::string& symbol : net.symbols()) {
-    for (int64_t v : sizing::symbolSamples(options.maxima.at(symbol), options.tile)) {
-      Bindings b = bound;
-      b[symbol] = v;
-      if (std::find(at.begin(), at.end(), b) == at.end() && b != bound) at.push_back(b);
-    }
-  }
-  at.push_back(bound);
-  return at;
-}
-
 }  // namespace
 
 size_t Space::size() const {
@@ -286,6 +269,7 @@ std::vector<Point> evaluate(const Graph& graph, const Platform& platform, const 
     sizing::SizingResult r;
     try {
       if (p.status == Point::Status::kOk)
+        // (the bindings themselves last: their run is the point's)
         r = sizing::sizeFifosAcross(c.network, options, sizingBindings(c.network, c.options, bindings),
                                     sized);
     } catch (const UserError& err) {  // a simulation refused (too long, say): this point's alone
