@@ -3,7 +3,8 @@
 //   read  j at o + j*inner*ii                       (first iteration of the loops inside L)
 //   write j at o + (j*inner + inner - 1)*ii + latency (last iteration, latency after its start)
 // and the next phase starts at o + (N - 1)*ii + latency + 1. A phase with loops outside its pipeline
-// (Phase::outer) is one such phase per iteration of theirs over the inner nest, one after another.
+// (Phase::outer) is one such phase per iteration of theirs over the inner nest, one after another, each
+// with a cycle to enter it before and one to leave it after (Phase::kLoopEntryCycles, kLoopExitCycles).
 #include "sim/program.h"
 
 #include <algorithm>
@@ -91,6 +92,8 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
       for (size_t k = 0; k < trip.size(); ++k)
         (k < outer ? runs : total) = checkedMul(k < outer ? runs : total, trip[k], what);
       const int64_t span = checkedAdd(checkedMul(total - 1, ph.ii, what), ph.latency + 1, what);
+      const int64_t entry = outer > 0 ? Phase::kLoopEntryCycles : 0,
+                    exit = outer > 0 ? Phase::kLoopExitCycles : 0;
       if (runs > kMaxRuns)
         throw UserError(formatError(ph.loc, what + " runs its pipeline " + std::to_string(runs) +
                                                 " times (its loops outside it), more than the " +
@@ -119,14 +122,15 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
             ev.write = write;
             ev.stride = checkedMul(inner, ph.ii, what);
             ev.first = checkedAdd(
-                origin, write ? checkedAdd(checkedMul(inner - 1, ph.ii, what), ph.latency, what) : 0, what);
+                origin + entry, write ? checkedAdd(checkedMul(inner - 1, ph.ii, what), ph.latency, what) : 0,
+                what);
             ev.count = count;
             tp.events += count;
             pe.ports.push_back(ev);
           }
         }
         tp.phases.push_back(pe);
-        origin = checkedAdd(origin, span, what);
+        origin = checkedAdd(origin, span + entry + exit, what);
         if (origin > kMaxLocalCycle) throw UserError(formatError(ph.loc, what + " is too long to simulate"));
       }
     }

@@ -73,6 +73,10 @@ struct Phase {
   /// Loops 0..outer-1 run outside the pipeline, which drains at the end of each of their iterations (HLS:
   /// a pipelined loop nest inside loops it is not flattened into); 0: the whole nest is one pipeline.
   int outer = 0;
+  /// What an iteration of those loops adds to the pipelined nest it runs: a cycle to enter it and one to
+  /// leave it (UG1399, LOOP_FLATTEN: a sequential loop above a pipelined one takes a clock cycle to move
+  /// into the inner loop and one to move back, besides the inner loop's whole latency).
+  static constexpr int64_t kLoopEntryCycles = 1, kLoopExitCycles = 1;
 
   /// The level a port really advances with (its own, or the innermost loop).
   int levelOf(const Port& p) const { return p.level ? *p.level : static_cast<int>(trip.size()) - 1; }

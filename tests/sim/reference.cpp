@@ -31,9 +31,11 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
         if (k >= static_cast<size_t>(ph.outer)) inner *= trip[k];
       }
       // Iteration it starts at its outer iteration's origin plus its place in the pipelined nest; each
-      // outer iteration lasts as a phase of the inner nest does.
-      const int64_t run = (inner - 1) * ph.ii + ph.latency + 1;
-      auto start = [&](int64_t it) { return origin + it / inner * run + it % inner * ph.ii; };
+      // outer iteration lasts as a phase of the inner nest does, and a cycle more on each side of it
+      // (entering the pipelined loop, leaving it).
+      const int64_t enter = ph.outer > 0 ? 1 : 0;
+      const int64_t run = (inner - 1) * ph.ii + ph.latency + 1 + 2 * enter;
+      auto start = [&](int64_t it) { return origin + it / inner * run + enter + it % inner * ph.ii; };
       std::vector<Ev> evs;
       std::vector<int64_t> idx(trip.size(), 0);
       for (int64_t it = 0; it < total; ++it) {

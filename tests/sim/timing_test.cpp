@@ -145,9 +145,11 @@ TEST_P(Timing, SymbolicTripcounts) {
 // cycles (depth 2). One pipeline (outer 0): iteration t = 2h + i starts at local t, so f3's read (local 6)
 // shares its stage group with g0's write, which waits for f3 (ready at 32): g0..g7 go at 32, 33, 34,
 // then 38, 42, 46, 50, 54 as the sink frees room (it reads at 33, 37, ..., 61; 62 cycles). Drained per
-// outer iteration (outer 1): an outer iteration lasts (2 - 1) + 6 + 1 = 8, iteration (h, i) starts at
-// 8h + i, so head h's writes go before head h + 1's read: g at 8, 9, 18, 19, 28, 29, 38, 39, read at 9,
-// 13, 19, 23, 29, 33, 39, 43 (44 cycles); c stalls 2 cycles on each of f1, f2 and f3.
+// outer iteration (outer 1): an outer iteration lasts a cycle to enter the pipelined loop, (2 - 1) + 6 + 1
+// = 8 in it and a cycle to leave it, so iteration (h, i) starts at local 10h + 1 + i: f_h is read at local
+// 10h + 1 and is ready at 10h + 2 (c starts a cycle late, then meets each f as it comes: no stall), and
+// head h's writes go before head h + 1's read: g at 8, 9, 18, 19, 28, 29, 38, 39, read at 9, 13, 19, 23,
+// 29, 33, 39, 43 (44 cycles).
 std::string heldByTheNextRead(int outer) {
   return "network: n\nfifos: [{name: f, width: 32}, {name: g, width: 32}]\ntasks:\n"
          "  - {name: p, phases: [{trip: [4], ii: 10, latency: 1, ports: [{fifo: f, dir: out}]}]}\n"
@@ -164,10 +166,31 @@ TEST_P(Timing, APipelineDrainedPerOuterIterationWritesBeforeTheNextRead) {
   EXPECT_EQ(task(flat, "c").stallFull, 5 * 3);
   sim::SimResult drained = run(heldByTheNextRead(1));
   EXPECT_EQ(drained.cycles, 44);
-  EXPECT_EQ(task(drained, "c").stallEmpty, 3 * 2);
+  EXPECT_EQ(task(drained, "c").start, 1);
+  EXPECT_EQ(task(drained, "c").stallEmpty, 0);
   EXPECT_EQ(task(drained, "c").stallFull, 0);
   EXPECT_EQ(task(drained, "c").end, 40);
   EXPECT_EQ(drained.events, flat.events);
+}
+
+// A task alone, nest [3, 2], ii 1, latency 2, writing g (unbounded, read 2 cycles after its write) each
+// iteration; the sink reads g as it comes. One pipeline: write t at t + 2, the last at 7, read at 9: 10
+// cycles. Drained per outer iteration: each lasts 1 + ((2 - 1) + 2 + 1) + 1 = 6 cycles, iteration (h, i)
+// starts at 6h + 1 + i and writes at 6h + 3 + i, the last at 16, read at 18: 19 cycles (15 without the
+// cycles that enter and leave the pipelined loop).
+TEST_P(Timing, AnOuterIterationTakesACycleToEnterItsPipelineAndOneToLeaveIt) {
+  auto text = [](int outer) {
+    return "network: n\nfifos: [{name: g, width: 32, depth: unbounded}]\ntasks:\n"
+           "  - {name: c, phases: [{trip: [3, 2], ii: 1, latency: 2, outer: " +
+           std::to_string(outer) +
+           ", ports: [{fifo: g, dir: out}]}]}\n"
+           "  - {name: s, phases: [{trip: [6], ii: 1, latency: 0, ports: [{fifo: g, dir: in}]}]}\n";
+  };
+  sim::SimResult flat = run(text(0)), drained = run(text(1));
+  EXPECT_EQ(flat.cycles, 10);
+  EXPECT_EQ(drained.cycles, 19);
+  EXPECT_EQ(task(drained, "c").end, 17);
+  EXPECT_EQ(task(drained, "s").stallEmpty, 2 * (6 - 2));  // the sink waits 4 cycles at each next head
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedulers, Timing, ::testing::Values(false, true),
