@@ -763,24 +763,27 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       for (size_t j = 0; j < n; ++j)
         if (find(i) == find(j)) chainOf[i].push_back(j);
   }
-  auto chained = [&](size_t i) {  // in a chain whose blocks the search sets (none pinned, rows equal)
+  auto chained = [&](size_t i) {  // in a chain whose blocks the search sets (none pinned, the same rows)
     if (chainOf[i].size() < 2) return false;
     for (size_t j : chainOf[i])
       if (options.pinnedRowBlock.count(names[j]) || dims[j].M != dims[i].M) return false;
     return true;
   };
-  // The cycles the layer's weight traffic takes over all the channels at once (the estimate's HBM bound).
-  std::map<std::tuple<size_t, int64_t, int64_t>, double> bytesMemo;
+  // The cycles the layer's weight traffic takes over all the channels at once (the estimate's HBM bound),
+  // as the estimate is: the mean over the symbols' samples.
+  std::map<std::tuple<size_t, size_t, int64_t, int64_t>, double> bytesMemo;
   auto channelCycles = [&](const Tiles& tiles, const Tiles& rows) {
     double bytes = 0;
-    for (size_t i = 0; i < n; ++i) {
-      auto key = std::make_tuple(i, tiles[i], rows[i]);
-      auto it = bytesMemo.find(key);
-      if (it == bytesMemo.end())
-        it = bytesMemo.emplace(key, costOf(graph, *ops[i], tiles[i], rows[i], platform, options).bytes).first;
-      bytes += it->second;
-    }
-    return bytes / (static_cast<double>(platform.hbm.channels) * channelBytesPerCycle(platform));
+    for (size_t j = 0; j < at.size(); ++j)
+      for (size_t i = 0; i < n; ++i) {
+        auto key = std::make_tuple(j, i, tiles[i], rows[i]);
+        auto it = bytesMemo.find(key);
+        if (it == bytesMemo.end())
+          it = bytesMemo.emplace(key, costOf(graph, *ops[i], tiles[i], rows[i], platform, at[j]).bytes).first;
+        bytes += it->second;
+      }
+    return bytes / static_cast<double>(at.size()) /
+           (static_cast<double>(platform.hbm.channels) * channelBytesPerCycle(platform));
   };
   // At the tiles found: each matmul's row block streams its weight no slower than its iterations, but the
   // layer's weights share the channels, and the layer takes no fewer cycles than all their bytes over all
@@ -792,21 +795,23 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   // the estimate sits on its HBM bound (within kOnTheChannels), it prices the channels as one pool, which
   // they are not (each weight streams over its own stripes, and their traffic meets unevenly): there a
   // chain's doubling, which cuts the traffic of all its matmuls at once, is taken even where the estimate
-  // rises by up to kChainSlack (its consumer's later start). A 128-row gated MLP layer (`gqa_prefill.yaml`)
-  // kept gate, up and down in 2-row blocks at an estimate 0.3% under 4-row ones: 60,178 cycles sized,
-  // against 50,215.
+  // rises by up to kChainSlack a doubling (its consumer's later start). A 128-row gated MLP layer
+  // (`gqa_prefill.yaml`) in one block without it kept gate, up and down in 2-row blocks, its estimate 0.3%
+  // under 4-row ones: 60,178 cycles sized, against 50,215. A chain whose blocks cannot be made equal (a
+  // member weight-stationary, or the largest block over a member's share) doubles member by member.
   constexpr double kOnTheChannels = 0.01, kChainSlack = 0.02;
   auto finishBlocks = [&](const Tiles& tiles) {
     Tiles rows = blocksAt(tiles);
+    std::vector<char> together(n, 0);  // in a chain of equal blocks, doubled as one
     for (size_t i = 0; i < n && options.rowBlockPolicy < 0; ++i) {
-      if (!chained(i)) continue;
+      if (!chained(i) || chainOf[i].front() != i) continue;
       int64_t b = 0;
       for (size_t j : chainOf[i]) b = std::max(b, rows[j]);
       bool blocked = true;
       for (size_t j : chainOf[i])
         blocked = blocked && rows[j] > 0 && !(blockShare > 0 && blockBytes(j, b) > blockShare);
-      if (blocked)
-        for (size_t j : chainOf[i]) rows[j] = b;
+      if (!blocked) continue;
+      for (size_t j : chainOf[i]) rows[j] = b, together[j] = 1;
     }
     double now = layerCyclesAt(tiles, rows);
     while (options.rowBlockPolicy < 0) {
@@ -818,16 +823,15 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
         int64_t M = dims[i].M, b = rows[i];
         int64_t next = b > 0 ? nextRowBlock(M, b) : 0;
         if (next <= 0 || next >= M || options.pinnedRowBlock.count(names[i])) continue;
-        bool together = chained(i);
-        if (together && chainOf[i].front() != i) continue;  // the chain's first slot doubles it
+        if (together[i] && chainOf[i].front() != i) continue;  // the chain's first slot doubles it
         Tiles trial = rows;
         bool fits = true;
-        for (size_t j : together ? chainOf[i] : std::vector<size_t>{i}) {
-          fits = fits && rows[j] == b && !(blockShare > 0 && blockBytes(j, next) > blockShare);
+        for (size_t j : together[i] ? chainOf[i] : std::vector<size_t>{i}) {
+          fits = fits && !(blockShare > 0 && blockBytes(j, next) > blockShare);
           trial[j] = next;
         }
         if (!fits) continue;
-        double c = layerCyclesAt(tiles, trial) * (together && onTheChannels ? 1 - kChainSlack : 1);
+        double c = layerCyclesAt(tiles, trial) * (together[i] && onTheChannels ? 1 - kChainSlack : 1);
         if (c < pickCycles) pick = i, pickCycles = c, pickRows = trial;
       }
       if (pick == n) break;

@@ -176,7 +176,7 @@ TEST_P(Timing, APipelineDrainedPerOuterIterationWritesBeforeTheNextRead) {
 // A task alone, nest [3, 2], ii 1, latency 2, writing g (unbounded, read 2 cycles after its write) each
 // iteration; the sink reads g as it comes. One pipeline: write t at t + 2, the last at 7, read at 9: 10
 // cycles. Drained per outer iteration: each lasts 1 + ((2 - 1) + 2 + 1) + 1 = 6 cycles, iteration (h, i)
-// starts at 6h + 1 + i and writes at 6h + 3 + i, the last at 16, read at 18: 19 cycles (15 without the
+// starts at 6h + 1 + i and writes at 6h + 3 + i, the last at 16, read at 18: 19 cycles (14 without the
 // cycles that enter and leave the pipelined loop).
 TEST_P(Timing, AnOuterIterationTakesACycleToEnterItsPipelineAndOneToLeaveIt) {
   auto text = [](int outer) {
