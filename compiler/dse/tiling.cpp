@@ -523,6 +523,13 @@ class LayerEstimate {
     return std::max(end, totalBytes / bandwidth_);
   }
 
+  /// The estimate's HBM bound at these tiles and row blocks: every weight byte over all the channels at once.
+  double channelCycles(const std::vector<int64_t>& tiles, const std::vector<int64_t>& blocks) const {
+    double totalBytes = 0;
+    for (size_t m = 0; m < matmuls_; ++m) totalBytes += cost_(m, tiles[m], blocks[m]).bytes;
+    return totalBytes / bandwidth_;
+  }
+
   /// The matmuls whose row blocks make another's rows (its A, through elementwise ops walking the panels):
   /// (producer slot, consumer slot).
   std::vector<std::pair<size_t, size_t>> chainedBlocks() const {
@@ -769,21 +776,11 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
       if (options.pinnedRowBlock.count(names[j]) || dims[j].M != dims[i].M) return false;
     return true;
   };
-  // The cycles the layer's weight traffic takes over all the channels at once (the estimate's HBM bound),
-  // as the estimate is: the mean over the symbols' samples.
-  std::map<std::tuple<size_t, size_t, int64_t, int64_t>, double> bytesMemo;
+  // The estimate's HBM bound, as the estimate is: the mean over the symbols' samples.
   auto channelCycles = [&](const Tiles& tiles, const Tiles& rows) {
-    double bytes = 0;
-    for (size_t j = 0; j < at.size(); ++j)
-      for (size_t i = 0; i < n; ++i) {
-        auto key = std::make_tuple(j, i, tiles[i], rows[i]);
-        auto it = bytesMemo.find(key);
-        if (it == bytesMemo.end())
-          it = bytesMemo.emplace(key, costOf(graph, *ops[i], tiles[i], rows[i], platform, at[j]).bytes).first;
-        bytes += it->second;
-      }
-    return bytes / static_cast<double>(at.size()) /
-           (static_cast<double>(platform.hbm.channels) * channelBytesPerCycle(platform));
+    double sum = 0;
+    for (const LayerEstimate& e : estimates) sum += e.channelCycles(tiles, rows);
+    return sum / static_cast<double>(estimates.size());
   };
   // At the tiles found: each matmul's row block streams its weight no slower than its iterations, but the
   // layer's weights share the channels, and the layer takes no fewer cycles than all their bytes over all
