@@ -706,11 +706,31 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   options.tile = tileForReshapes(typed, options.tile);
   if (options.tile > 1) out.report.warnings = narrowStreamWarnings(typed, options.tile);
   options.stripeCap = stripeCaps(typed, platform, options);
-  Schedules schedules = chooseSchedules(typed, platform, options);
+  std::optional<HeadsAlternative> heads;
+  Schedules schedules = chooseSchedules(typed, platform, options, &heads);
   KernelGraph kernels = lowerToKernels(typed, options, schedules);
-  out.schedules = schedules;
   costKernels(kernels, options);
   FusionResult fusion = fuseKernels(kernels, options.onchipBudgetBytes, options);
+  // Attention kept rows outer for its cycles, holding more than the goal's share of its intermediate
+  // results on chip (a causal one's K and V whole, for every head): written head by head it holds a head
+  // of them (and the merged heads, whole, in front of the output projection), taken where that meets the
+  // goal (a design still over it would pay the cycles for too little).
+  auto share = [&](const FusionResult& f, const KernelGraph& k, const CompileOptions& o) {
+    return static_cast<double>(f.intermediateBytes) /
+           static_cast<double>(std::max<int64_t>(1, unfusedBytes(k, o)));
+  };
+  if (heads && share(fusion, kernels, options) > kOnchipShareGoal) {
+    KernelGraph byHeads = lowerToKernels(typed, heads->options, heads->schedules);
+    costKernels(byHeads, heads->options);
+    FusionResult headsFusion = fuseKernels(byHeads, heads->options.onchipBudgetBytes, heads->options);
+    if (share(headsFusion, byHeads, heads->options) <= kOnchipShareGoal) {
+      options = heads->options;
+      schedules = std::move(heads->schedules);
+      kernels = std::move(byHeads);
+      fusion = std::move(headsFusion);
+    }
+  }
+  out.schedules = schedules;
   StreamCounts counts;
   out.network = buildNetwork(kernels, fusion, platform, options, counts, &out.roles);
   out.network.name = graph.name;

@@ -1191,7 +1191,8 @@ Schedules chooseSchedulesAsPinned(const TypedGraph& graph, const Platform& platf
 
 }  // namespace
 
-Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options) {
+Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options,
+                          std::optional<HeadsAlternative>* alternative) {
   // Attention's projections of rows from HBM (headDimOf): weight-stationary, in column panels of a head,
   // so that each head's keys, values and queries are complete a panel pass after they start and the
   // converters in front of the scores hold a head instead of the tensor (the rows are read from HBM again
@@ -1222,12 +1223,14 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
       mark(chooseSchedulesAsPinned(graph, platform, byHeads, &headsEstimate, &headsOver), byHeads);
   CompileOptions byRows = options;
   Schedules rows = mark(chooseSchedulesAsPinned(graph, platform, byRows, &rowsEstimate, &rowsOver), byRows);
+  for (const std::string& op : pinned) byHeads.pinnedTn.erase(op), byHeads.pinnedRowBlock.erase(op);
   if (headsOver > rowsOver ||
       headsEstimate > kHeadsEstimateRatio * rowsEstimate) {  // over the DSPs, or slower
+    if (alternative && headsOver <= rowsOver && headsEstimate <= kHeadsMemoryRatio * rowsEstimate)
+      *alternative = HeadsAlternative{heads, byHeads};
     options = byRows;
     return rows;
   }
-  for (const std::string& op : pinned) byHeads.pinnedTn.erase(op), byHeads.pinnedRowBlock.erase(op);
   options = byHeads;
   return heads;
 }

@@ -3,6 +3,7 @@
 // (the matmuls on its critical path, those side by side together) under the platform's DSP budget.
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "compiler/frontend/shape_inference.h"
@@ -15,9 +16,26 @@ namespace stc {
 /// graph's: "the graph has no matmul named 'OP'"; "" when it does, or names no op.
 std::string missingOp(const std::string& key, const Graph& graph);
 
+/// Attention written head by head where the rows-outer design was kept for its cycles: its schedules and
+/// options, for the compiler to take when the rows-outer design holds too much on chip (kOnchipShareGoal).
+struct HeadsAlternative {
+  Schedules schedules;
+  CompileOptions options;
+};
+
+/// Where the rows-outer design keeps more than this share of its intermediate results on chip (at the
+/// compiler's bounds, against every one kept whole: the paper's fused designs keep 15-17%), the compiler
+/// takes attention written head by head instead, when that keeps at most this share and its estimate is at
+/// most kHeadsMemoryRatio times the rows-outer one's.
+inline constexpr double kOnchipShareGoal = 0.20;
+inline constexpr double kHeadsMemoryRatio = 1.6;
+
 /// The schedule of every matmul op, by name: its reduction tile Tk and its row block; and, where
-/// options.laneIi is 0, the lane II it was chosen with (set in options).
-Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options);
+/// options.laneIi is 0, the lane II it was chosen with (set in options). Where attention's projections
+/// could be written head by head but the rows-outer design was kept, within kHeadsMemoryRatio of its
+/// estimate and no further over the DSPs, `heads` (if given) gets that design.
+Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, CompileOptions& options,
+                          std::optional<HeadsAlternative>* heads = nullptr);
 
 /// Kernel cycles of a matmul with reduction tile tk and row block rowBlock (0: every row): its
 /// iterations, or, when its right side streams from HBM, the cycles the channels need to deliver it

@@ -234,18 +234,6 @@ int64_t headDimOf(const TypedGraph& g, const Op& op) {
     auto perm = std::get<std::vector<int64_t>>(o.attrs.at("perm"));
     auto at = [&](int64_t dim) { return std::find(perm.begin(), perm.end(), dim) - perm.begin(); };
     if (at(static_cast<int64_t>(r) - 1) > at(static_cast<int64_t>(r) - 2)) return 0;  // rows before heads
-    // A product holding its keys causally (heldKeysOf) streams rows through the attention with the keys
-    // made so far: no tensor waits whole there, so heads first would only add the merged heads' wait. The
-    // products reading the heads, through elementwise ops (a scale) too.
-    for (std::vector<std::string> reach{o.output}; !reach.empty();) {
-      std::string t = reach.back();
-      reach.pop_back();
-      for (const Op& m : g.graph->ops) {
-        if (!std::count(m.inputs.begin(), m.inputs.end(), t)) continue;
-        if (isMatmul(m) && heldKeysOf(g, m) != Kernel::HeldKeys::kNone) return 0;
-        if (elementwiseArity(m.op) > 0) reach.push_back(m.output);
-      }
-    }
     read = true;
   }
   return read ? vs[r].eval() : 0;
@@ -993,6 +981,17 @@ class Lowering {
           kern.heldGroup = group;
           kern.heldGroupDim = static_cast<int>(d);
         }
+      // Heads outside the rows (attention written head by head): a head's rows are all done before the
+      // next head's first, and row r reads keys 0 .. r, stored at its own and earlier rows of the same
+      // head, so the buffer holds one head's keys, each head's overwriting the last's (the index of the
+      // head dim divided by its extent: 0), copies of a head included.
+      std::vector<size_t> heads;
+      for (size_t d = 0; d < batch; ++d)
+        if (w.shape[d].eval() > 1) heads.push_back(d);
+      if (heads.size() == 1 && batchLoop[heads[0]] < pm) {
+        kern.heldGroup = w.shape[heads[0]].eval();
+        kern.heldGroupDim = static_cast<int>(heads[0]);
+      }
       kern.bufferBytes = (product(w.shape).eval() / kern.heldGroup * dtypeBits(w.dtype) + 7) / 8;
     }
     const std::string& right = append == appends_.end() ? op.inputs[1] : append->second->inputs[0];

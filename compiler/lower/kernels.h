@@ -40,9 +40,9 @@ StreamOrder layoutOrder(const TensorInfo& t, const std::vector<int>& dims, int64
 bool writesPanels(const TypedGraph& graph, const Op& op);
 /// The head size D when a matmul that writes panels (writesPanels) reads its rows from HBM and its output
 /// [.., M, H * D] has one reader, a reshape into heads [.., M, H, D] that only transposes read, each
-/// taking the heads before the rows, and no product there holds its keys causally (attention's
-/// projections): weight-stationary in column panels of D, its output can stream head by head (no
-/// converter holds the tensor). 0 otherwise.
+/// taking the heads before the rows (attention's projections): weight-stationary in column panels of D,
+/// its output can stream head by head (no converter holds the tensor; a product holding its keys
+/// causally then holds one head's). 0 otherwise.
 int64_t headDimOf(const TypedGraph& graph, const Op& op);
 /// The op whose output `tensor` is, or null (a graph input or weight).
 const Op* producerOf(const TypedGraph& graph, const std::string& tensor);

@@ -330,6 +330,26 @@ TEST(Emit, SelfAttentionOverRowsCsimMatchesTheReference) {
   expectBitExact(tb, "q_attn_rows_tb", "--set quant=w4a8 --set tile=8", 0.98);
 }
 
+// The same causal attention with its projections written head by head (pinned: panels of a head, every
+// row): the products walk the heads outside the rows and each holds one head's keys or values, every head
+// storing its own over the last's (`held[1][16][16]`, Kernel::heldGroup). csim equals the references in
+// f32 and bit for bit in W4A8.
+TEST(Emit, CausalAttentionHeadByHeadHoldsAHeadOfKeys) {
+  std::string path = model("graphs/attention_rows.yaml"), pins;
+  for (const char* op : {"qp", "kp", "vp"})
+    pins += std::string(" --set tn.") + op + "=16 --set row_block." + op + "=0";
+  std::string net = ::testing::TempDir() + "attn_heads_net.yaml";
+  Outcome c = stc("compile " + path + pins + " -o " + net);
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_NE(c.out.find("row_block.qp=0"), std::string::npos) << c.out;
+  emitAndSimulate(path, "attn_heads", pins);
+  std::string source;
+  for (const auto& e : fs::directory_iterator(::testing::TempDir() + "emit_attn_heads/src"))
+    source += readAll(e.path());
+  EXPECT_NE(source.find("static float held[1][16][16];"), std::string::npos);
+  expectBitExact(path, "q_attn_heads", "--set quant=w4a8" + pins, 0.98);
+}
+
 // The attention's core over q, k and v from HBM (16 rows, 4 heads of 16): the products walk the heads
 // first, and the heads transposed into rows, a graph output as they are ([16, 4, 16], masked) or merged
 // into [16, 64] (not masked), leave the chip in that order: the DMA writes each head's 16 values of a row
