@@ -1198,7 +1198,8 @@ Schedules chooseSchedules(const TypedGraph& graph, const Platform& platform, Com
   // converters in front of the scores hold a head instead of the tensor (the rows are read from HBM again
   // for each panel). Unless the settings pin the op's row block or output tile, or every matmul's row
   // block (row_block=N); only over kHeadsRows rows or more, and unless the unroll search's estimate of
-  // that design is more than kHeadsEstimateRatio times the rows-outer one's.
+  // that design is more than kHeadsEstimateRatio times the rows-outer one's. Kept out so but within
+  // kHeadsMemoryRatio, it goes to `alternative` (compileGraph weighs its on-chip bytes).
   CompileOptions byHeads = options;
   std::vector<std::string> pinned;
   for (const Op& op : graph.graph->ops) {

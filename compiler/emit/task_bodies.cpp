@@ -303,14 +303,15 @@ class KernelBody {
     const TensorInfo& W = info(hp.tensor);
     HeldDims d = heldDims();
     std::string dims;
-    for (size_t i = 0; i < W.shape.size(); ++i)  // a head per group of copies (Kernel::heldGroup)
+    for (size_t i = 0; i < W.shape.size(); ++i)  // a head per group (Kernel::heldGroup)
       dims +=
           "[" +
           (static_cast<int>(i) == kernel_.heldGroupDim ? std::to_string(W.shape[i].eval() / kernel_.heldGroup)
                                                        : cxx(W.shape[i])) +
           "]";
-    // Static: as large as the right side (a stack could not hold it in the C simulation); every key a row
-    // reads is stored in the same call before it is read. Copies of a head store its values again.
+    // Static: as large as the right side, a head per group (a stack could not hold it in the C simulation);
+    // every key a row reads is stored in the same call before it is read. Copies of a head store its values
+    // again; heads outside the rows store theirs over the last head's.
     c_.line("static " + storageOf(hp.order.dtype).type + " held" + dims + ";");
     bool alongN = kernel_.heldKeys == Kernel::HeldKeys::kAlongN;
     c_.line("#pragma HLS ARRAY_PARTITION variable=held cyclic factor=" + std::to_string(alongN ? Tn : Tk) +

@@ -159,9 +159,11 @@ struct Kernel {
   /// [Tk, Tn] tiles.
   enum class HeldKeys { kNone, kAlongN, kAlongK };
   HeldKeys heldKeys = HeldKeys::kNone;
-  /// A held right side whose dim heldGroupDim (a head dim) comes in groups of heldGroup equal heads
-  /// (repeat_kv's copies of a KV head, lower/kernels.cpp: copiesGroup): the buffer keeps one head per group
-  /// (bufferBytes), the copies arriving after the first store the same values again. 1: every head its own.
+  /// A held right side whose dim heldGroupDim (a head dim) comes in groups of heldGroup heads that share a
+  /// slot of the buffer (bufferBytes): repeat_kv's copies of a KV head (lower/kernels.cpp: copiesGroup), the
+  /// copies arriving after the first storing the same values again; or every head, where the product runs
+  /// the heads outside its rows (attention written head by head), each head's keys overwriting the last's.
+  /// 1: every head its own.
   int64_t heldGroup = 1;
   int heldGroupDim = -1;
   bool gather = false;       ///< an embedding lookup: a DMA read of table rows, no compute

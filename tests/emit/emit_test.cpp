@@ -347,6 +347,7 @@ TEST(Emit, CausalAttentionHeadByHeadHoldsAHeadOfKeys) {
   for (const auto& e : fs::directory_iterator(::testing::TempDir() + "emit_attn_heads/src"))
     source += readAll(e.path());
   EXPECT_NE(source.find("static float held[1][16][16];"), std::string::npos);
+  EXPECT_EQ(source.find("held[4]"), std::string::npos) << "a product holds every head";
   expectBitExact(path, "q_attn_heads", "--set quant=w4a8" + pins, 0.98);
 }
 
