@@ -146,16 +146,31 @@ class TaskCheck {
       n = std::max(
           n, static_cast<size_t>(std::min<int>(phase.levelOf(p) + 1, static_cast<int>(phase.trip.size()))));
     }
+    // A triangular nest (trips over the indices of the loops outside the pipeline) is walked down to
+    // those loops at least, its trips evaluated again as their indices move.
+    bool indexed = false;
+    for (size_t k = 0; k < phase.trip.size(); ++k)
+      for (const auto& s : phase.trip[k].symbols()) indexed = indexed || phase.namesLoopIndex(k, s);
+    if (indexed) n = std::max(n, static_cast<size_t>(phase.outer));
     std::vector<int64_t> trip(phase.trip.size()), at(n, 0);
-    int64_t total = 1, inner = 1;  // steps; iterations of the loops inside the walked ones
-    for (size_t k = 0; k < trip.size(); ++k) {
-      trip[k] = phase.trip[k].eval(bindings_);
-      if (trip[k] <= 0 || ports.empty()) return "";
-      if (__builtin_mul_overflow(k < n ? total : inner, trip[k], k < n ? &total : &inner))
-        return where_ + ", phase " + std::to_string(index) + ": its trip counts overflow 64 bits";
-    }
-    const int64_t lag = (inner - 1 + phase.latency / std::max<int64_t>(phase.ii, 1)) / inner;  // in steps
-    Site site{phase, index, trip, n, lag};
+    int64_t inner = 1, lag = 0;  // iterations of the loops inside the walked ones; writes' lag in steps
+    auto evalTrips = [&](size_t from) -> std::string {
+      Bindings b = bindings_;
+      for (size_t k = 0; indexed && k < static_cast<size_t>(phase.outer); ++k)
+        b["i" + std::to_string(k)] = at[k];
+      inner = 1;
+      for (size_t k = 0; k < trip.size(); ++k) {
+        if (k >= from) trip[k] = phase.trip[k].eval(b);
+        if (trip[k] <= 0) return "-";
+        if (k >= n && __builtin_mul_overflow(inner, trip[k], &inner))
+          return where_ + ", phase " + std::to_string(index) + ": its trip counts overflow 64 bits";
+      }
+      lag = (inner - 1 + phase.latency / std::max<int64_t>(phase.ii, 1)) / inner;
+      return "";
+    };
+    if (ports.empty()) return "";
+    if (std::string e = evalTrips(0); !e.empty()) return e == "-" ? "" : e;
+    Site site{phase, index, trip, n, lag, indexed};
     std::vector<int64_t> reads;
     std::deque<std::pair<int64_t, int64_t>> pending;  // writes due: (access, step), oldest first
     // The code's next access is a write due, or (when `read`) a read of `reads`; "" when it is.
@@ -180,7 +195,9 @@ class TaskCheck {
       ++matched_;
       return "";
     };
-    for (int64_t t = 0; t < total; ++t) {
+    int64_t t = 0;
+    for (bool more = true; more; ++t) {
+      site.lag = lag;
       while (!pending.empty() && pending.front().second + lag < t) {  // writes that cannot wait any longer
         auto front = pending.front();
         if (std::string e = take(t, false); !e.empty())
@@ -198,13 +215,19 @@ class TaskCheck {
       for (const P& p : ports)
         if (p.access % 2 == 1 && lastFrom <= static_cast<size_t>(p.level + 1))
           pending.push_back({p.access, t});
+      more = false;
       for (size_t k = n; k-- > 0;) {
-        if (++at[k] < trip[k]) break;
+        if (++at[k] < trip[k]) {
+          more = true;
+          if (indexed && k < static_cast<size_t>(phase.outer))
+            if (std::string e = evalTrips(k + 1); !e.empty()) return e == "-" ? "" : e;
+          break;
+        }
         at[k] = 0;
       }
     }
     while (!pending.empty())  // the phase's last writes, before anything of the next phase
-      if (std::string e = take(total, false); !e.empty()) return e;
+      if (std::string e = take(t, false); !e.empty()) return e;
     return "";
   }
 
@@ -214,17 +237,40 @@ class TaskCheck {
     const std::vector<int64_t>& trip;
     size_t walked;  ///< loops walked; those inside are one step
     int64_t lag;    ///< steps a write may lag
+    bool indexed;   ///< a triangular nest: its trips depend on where it is
   };
 
   // Step t of the phase as loop indices, '*' for a loop inside every port's level ("end" past its last).
-  static std::string iteration(const Site& site, int64_t t) {
-    int64_t total = 1;
-    for (size_t k = 0; k < site.walked; ++k) total *= site.trip[k];
-    if (t >= total) return "end";
+  std::string iteration(const Site& site, int64_t t) const {
     std::vector<std::string> at(site.trip.size(), "*");
-    for (size_t k = site.walked; k-- > 0;) {
-      at[k] = std::to_string(t % site.trip[k]);
-      t /= site.trip[k];
+    if (site.indexed) {  // walked again from its start, its trips evaluated as its indices move
+      std::vector<int64_t> index(site.walked, 0);
+      for (int64_t step = 0;; ++step) {
+        Bindings b = bindings_;
+        for (size_t k = 0; k < static_cast<size_t>(site.phase.outer); ++k)
+          b["i" + std::to_string(k)] = index[k];
+        if (step == t) {
+          for (size_t k = 0; k < site.walked; ++k) at[k] = std::to_string(index[k]);
+          break;
+        }
+        size_t k = site.walked;
+        while (k-- > 0) {  // trips of loops outside the pipeline name only the loops around them
+          Bindings bk = b;
+          for (size_t j = k; j < static_cast<size_t>(site.phase.outer); ++j)
+            bk.erase("i" + std::to_string(j));
+          if (++index[k] < site.phase.trip[k].eval(bk)) break;
+          index[k] = 0;
+        }
+        if (k == static_cast<size_t>(-1)) return "end";
+      }
+    } else {
+      int64_t total = 1;
+      for (size_t k = 0; k < site.walked; ++k) total *= site.trip[k];
+      if (t >= total) return "end";
+      for (size_t k = site.walked; k-- > 0;) {
+        at[k] = std::to_string(t % site.trip[k]);
+        t /= site.trip[k];
+      }
     }
     std::string s = "[";
     for (size_t i = 0; i < at.size(); ++i) s += (i ? ", " : "") + at[i];

@@ -4,7 +4,8 @@
 //   write j at o + (j*inner + inner - 1)*ii + latency (last iteration, latency after its start)
 // and the next phase starts at o + (N - 1)*ii + latency + 1. A phase with loops outside its pipeline
 // (Phase::outer) is one such phase per iteration of theirs over the inner nest, one after another, each
-// with a cycle to enter it before and one to leave it after (Phase::kLoopEntryCycles, kLoopExitCycles).
+// with a cycle to enter it before and one to leave it after (Phase::kLoopEntryCycles, kLoopExitCycles);
+// the inner nest's trips may depend on the outer loops' indices (Phase::namesLoopIndex, forEachRun).
 #include "sim/program.h"
 
 #include <algorithm>
@@ -18,8 +19,6 @@ namespace {
 // Bounds that keep every cycle of a run far inside int64 and a run finite in practice.
 constexpr int64_t kMaxLocalCycle = int64_t{1} << 56;
 constexpr int64_t kMaxEvents = int64_t{1} << 40;
-// Each iteration of a phase's loops outside its pipeline is a phase of the program of its own.
-constexpr int64_t kMaxRuns = int64_t{1} << 20;
 }  // namespace
 
 Program compileProgram(const Network& net, const Bindings& bindings, const Platform& platform) {
@@ -82,23 +81,22 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
     int64_t origin = 0;
     tp.networkPhases = static_cast<int>(task.phases.size());
     for (const auto& ph : task.phases) {
-      std::vector<int64_t> trip;
-      for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
       const std::string what = "the schedule of task '" + task.name + "'";
       // Loops 0..outer-1 around the pipeline: one program phase per iteration of theirs, each a whole
-      // phase of the inner nest (its pipeline drains before the next starts).
+      // phase of the inner nest (its pipeline drains before the next starts), whose trips may depend on
+      // their indices (a triangular nest).
       const size_t outer = static_cast<size_t>(ph.outer);
-      int64_t runs = 1, total = 1;
-      for (size_t k = 0; k < trip.size(); ++k)
-        (k < outer ? runs : total) = checkedMul(k < outer ? runs : total, trip[k], what);
-      const int64_t span = checkedAdd(checkedMul(total - 1, ph.ii, what), ph.latency + 1, what);
       const int64_t entry = outer > 0 ? Phase::kLoopEntryCycles : 0,
                     exit = outer > 0 ? Phase::kLoopExitCycles : 0;
-      if (runs > kMaxRuns)
-        throw UserError(formatError(ph.loc, what + " runs its pipeline " + std::to_string(runs) +
-                                                " times (its loops outside it), more than the " +
-                                                std::to_string(kMaxRuns) + " a simulation may run"));
-      for (int64_t run = 0; run < runs; ++run) {
+      int64_t runs = 0;
+      forEachRun(ph, bindings, [&](const std::vector<int64_t>& index, const std::vector<int64_t>& trip) {
+        if (++runs > kMaxPhaseRuns)
+          throw UserError(
+              formatError(ph.loc, what + " runs its pipeline more than " + std::to_string(kMaxPhaseRuns) +
+                                      " times (its loops outside it), the most a simulation may run"));
+        int64_t total = 1;  // iterations of the pipelined nest in this run
+        for (size_t k = outer; k < trip.size(); ++k) total = checkedMul(total, trip[k], what);
+        const int64_t span = checkedAdd(checkedMul(total - 1, ph.ii, what), ph.latency + 1, what);
         PhaseEvents pe;
         for (int pass = 0; pass < 2; ++pass) {  // writes first, then reads
           for (const auto& p : ph.ports) {
@@ -110,11 +108,11 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
                  k < trip.size(); ++k)
               inner = checkedMul(inner, trip[k], what);
             int64_t count = total / inner;
-            if (level + 1 <
-                static_cast<int>(outer)) {  // a token every `every` runs: at its first run or its last
-              int64_t every = 1;
-              for (size_t k = static_cast<size_t>(level + 1); k < outer; ++k) every *= trip[k];
-              if (run % every != (write ? every - 1 : 0)) continue;
+            if (level + 1 < static_cast<int>(outer)) {  // a token per iteration of loops 0..level: at the
+              bool at = true;                           // first run of the loops inside (a read), or the last
+              for (size_t k = static_cast<size_t>(level + 1); k < outer; ++k)
+                at = at && index[k] == (write ? trip[k] - 1 : 0);
+              if (!at) continue;
               count = 1;
             }
             PortEvents ev;
@@ -132,7 +130,8 @@ Program compileProgram(const Network& net, const Bindings& bindings, const Platf
         tp.phases.push_back(pe);
         origin = checkedAdd(origin, span + entry + exit, what);
         if (origin > kMaxLocalCycle) throw UserError(formatError(ph.loc, what + " is too long to simulate"));
-      }
+        return true;
+      });
     }
     prog.events += tp.events;
     prog.tasks.push_back(std::move(tp));

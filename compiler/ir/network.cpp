@@ -2,6 +2,8 @@
 // iteration of loops 0..L (one per phase at level -1).
 #include "compiler/ir/network.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace stc {
@@ -21,11 +23,25 @@ int Network::findFifo(const std::string& fifoName) const {
   return -1;
 }
 
+bool Phase::namesLoopIndex(size_t loop, const std::string& symbol) const {
+  if (symbol.size() < 2 || symbol[0] != 'i' || symbol.size() > 8) return false;
+  int k = 0;
+  for (size_t c = 1; c < symbol.size(); ++c) {
+    if (!std::isdigit(static_cast<unsigned char>(symbol[c])) ||
+        (c == 1 && symbol[c] == '0' && symbol.size() > 2))
+      return false;
+    k = k * 10 + (symbol[c] - '0');
+  }
+  return k < outer && static_cast<size_t>(k) < loop;
+}
+
 std::set<std::string> Network::symbols() const {
   std::set<std::string> out;
   for (const auto& t : tasks)
     for (const auto& p : t.phases)
-      for (const auto& e : p.trip) out.insert(e.symbols().begin(), e.symbols().end());
+      for (size_t k = 0; k < p.trip.size(); ++k)
+        for (const auto& s : p.trip[k].symbols())
+          if (!p.namesLoopIndex(k, s)) out.insert(s);
   for (const auto& t : tasks) out.insert(t.bytes.symbols().begin(), t.bytes.symbols().end());
   return out;
 }
@@ -34,18 +50,75 @@ std::vector<int64_t> Network::boundValues(const Bindings& bindings) const {
   std::vector<int64_t> out;
   for (const auto& t : tasks) {
     for (const auto& p : t.phases)
-      for (const auto& e : p.trip)
-        if (!e.isConstant()) out.push_back(e.eval(bindings));
+      for (size_t k = 0; k < p.trip.size(); ++k) {
+        const Expr& e = p.trip[k];
+        bool indexed = false;
+        for (const auto& s : e.symbols()) indexed = indexed || p.namesLoopIndex(k, s);
+        if (!indexed) {
+          if (!e.isConstant()) out.push_back(e.eval(bindings));
+          continue;
+        }
+        for (const auto& s : e.symbols())  // a trip over loop indices: the values of the symbols it binds
+          if (!p.namesLoopIndex(k, s)) out.push_back(bindings.at(s));
+      }
     if (!t.bytes.isConstant()) out.push_back(t.bytes.eval(bindings));
   }
   return out;
 }
 
+void forEachRun(
+    const Phase& phase, const Bindings& bindings,
+    const std::function<bool(const std::vector<int64_t>& index, const std::vector<int64_t>& trip)>& visit) {
+  const size_t n = phase.trip.size(),
+               outer = static_cast<size_t>(std::clamp<int>(phase.outer, 0, static_cast<int>(n)));
+  std::vector<int64_t> index(outer, 0), trip(n, 0);
+  Bindings b = bindings;
+  bool go = true;
+  // Loop k: its trip under the indices of the loops around it, then each of its iterations.
+  std::function<void(size_t)> loop = [&](size_t k) {
+    if (k == outer) {
+      for (size_t j = outer; j < n; ++j) trip[j] = phase.trip[j].eval(b);
+      go = visit(index, trip);
+      return;
+    }
+    trip[k] = phase.trip[k].eval(b);
+    if (trip[k] < 1) {  // no run inside it would tell
+      std::string at;
+      for (size_t j = 0; j < k; ++j)
+        at += (j ? ", i" : " at i") + std::to_string(j) + " = " + std::to_string(index[j]);
+      throw UserError("tripcount '" + phase.trip[k].str() + "' is " + std::to_string(trip[k]) + at +
+                      ", must be at least 1");
+    }
+    const std::string name = "i" + std::to_string(k);
+    for (index[k] = 0; go && index[k] < trip[k]; ++index[k]) {
+      b[name] = index[k];
+      loop(k + 1);
+    }
+    b.erase(name);
+    if (bindings.count(name)) b[name] = bindings.at(name);
+  };
+  loop(0);
+}
+
 int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings) {
-  int64_t n = 1;
-  int level = phase.levelOf(port);
-  for (int k = 0; k <= level && k < static_cast<int>(phase.trip.size()); ++k)
-    n = checkedMul(n, phase.trip[k].eval(bindings), "the token count of FIFO '" + port.fifo + "'");
+  const int level = phase.levelOf(port);
+  const size_t outer = static_cast<size_t>(std::max(0, phase.outer));
+  const std::string what = "the token count of FIFO '" + port.fifo + "'";
+  int64_t n = 0;
+  forEachRun(phase, bindings, [&](const std::vector<int64_t>& index, const std::vector<int64_t>& trip) {
+    if (static_cast<size_t>(level + 1) <=
+        outer) {  // a token per iteration of loops 0..level: at its first run
+      bool first = true;
+      for (size_t k = static_cast<size_t>(level + 1); k < outer; ++k) first = first && index[k] == 0;
+      n = checkedAdd(n, first ? 1 : 0, what);
+      return true;
+    }
+    int64_t run = 1;
+    for (size_t k = outer; k <= static_cast<size_t>(level) && k < trip.size(); ++k)
+      run = checkedMul(run, trip[k], what);
+    n = checkedAdd(n, run, what);
+    return true;
+  });
   return n;
 }
 
@@ -157,22 +230,52 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
     for (const auto& ph : t.phases) {
       if (ph.trip.empty()) diag.error(ph.loc, "field 'trip': a phase needs at least one loop");
       if (ph.ii < 1) diag.error(ph.loc, "field 'ii': must be at least 1, got " + std::to_string(ph.ii));
-      if (ph.latency < 0) diag.error(ph.loc, "field 'latency': must not be negative, got " + std::to_string(ph.latency));
-      for (const auto& e : ph.trip) {
-        try {
-          int64_t v = e.eval(samples.front());
-          if (v < 1)
-            diag.error(ph.loc, "field 'trip': tripcount '" + e.str() + "' is " + std::to_string(v) + ", must be at least 1");
-        } catch (const UserError& err) {
-          diag.error(ph.loc, std::string("field 'trip': ") + err.what());
-        }
-      }
+      if (ph.latency < 0)
+        diag.error(ph.loc, "field 'latency': must not be negative, got " + std::to_string(ph.latency));
       int rank = static_cast<int>(ph.trip.size());
-      if (ph.outer < 0 || (ph.outer > 0 && ph.outer >= rank))
+      bool outerOk = !(ph.outer < 0 || (ph.outer > 0 && ph.outer >= rank));
+      if (!outerOk)
         diag.error(ph.loc, "field 'outer': " + std::to_string(ph.outer) +
                                " loops outside the pipeline of a nest of " + std::to_string(rank) +
                                " (0 to " + std::to_string(std::max(0, rank - 1)) +
                                "; the pipeline keeps the innermost loop)");
+      bool indexed = false;  // a trip over the indices of the loops outside the pipeline
+      for (size_t k = 0; k < ph.trip.size(); ++k)
+        for (const auto& s : ph.trip[k].symbols()) indexed = indexed || (outerOk && ph.namesLoopIndex(k, s));
+      if (!indexed) {
+        for (const auto& e : ph.trip) {
+          try {
+            int64_t v = e.eval(samples.front());
+            if (v < 1)
+              diag.error(ph.loc, "field 'trip': tripcount '" + e.str() + "' is " + std::to_string(v) +
+                                     ", must be at least 1");
+          } catch (const UserError& err) {
+            diag.error(ph.loc, std::string("field 'trip': ") + err.what());
+          }
+        }
+      } else {  // every run's trips, as the simulator runs them
+        std::string bad;
+        int64_t runs = 0;
+        try {
+          forEachRun(
+              ph, samples.front(), [&](const std::vector<int64_t>& index, const std::vector<int64_t>& trip) {
+                for (size_t k = 0; k < trip.size() && bad.empty(); ++k)
+                  if (trip[k] < 1) {
+                    std::string at;
+                    for (size_t j = 0; j < index.size(); ++j)
+                      at += (j ? ", i" : " at i") + std::to_string(j) + " = " + std::to_string(index[j]);
+                    bad = "tripcount '" + ph.trip[k].str() + "' is " + std::to_string(trip[k]) + at +
+                          ", must be at least 1";
+                  }
+                return bad.empty() && ++runs <= kMaxPhaseRuns;
+              });
+          if (bad.empty() && runs > kMaxPhaseRuns)
+            bad = "its loops outside the pipeline run more than " + std::to_string(kMaxPhaseRuns) + " times";
+        } catch (const UserError& err) {
+          bad = err.what();
+        }
+        if (!bad.empty()) diag.error(ph.loc, "field 'trip': " + bad);
+      }
       for (const auto& p : ph.ports) {
         bool levelOk = !p.level || (*p.level >= -1 && *p.level < rank);
         if (!levelOk)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,6 +65,10 @@ struct Port {
   }
 };
 
+/// The most iterations a phase's loops outside its pipeline may make (Phase::outer): each is a phase of the
+/// simulator's program.
+inline constexpr int64_t kMaxPhaseRuns = int64_t{1} << 20;
+
 struct Phase {
   std::vector<Expr> trip;  ///< tripcounts, outermost first
   int64_t ii = 1;
@@ -80,6 +85,11 @@ struct Phase {
 
   /// The level a port really advances with (its own, or the innermost loop).
   int levelOf(const Port& p) const { return p.level ? *p.level : static_cast<int>(trip.size()) - 1; }
+  /// Whether `symbol` in the trip of loop `loop` is the index of a loop around it outside the pipeline:
+  /// `iK` with K < outer and K < loop (a triangular nest, trip [4, "i0 + 1"] with outer 1: 1 to 4 iterations
+  /// of the inner loop, as `for (i0 ..) for (i1 = 0; i1 <= i0; ..)` runs). Any other symbol is bound by the
+  /// run (ctx).
+  bool namesLoopIndex(size_t loop, const std::string& symbol) const;
   bool operator==(const Phase& o) const {
     return trip == o.trip && ii == o.ii && latency == o.latency && outer == o.outer && ports == o.ports;
   }
@@ -144,5 +154,13 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings = {});
 
 /// Tokens a port moves in one run of its phase, under bindings.
 int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings);
+
+/// The runs of a phase's pipeline: for each iteration of its loops outside the pipeline (Phase::outer; a
+/// single run when there are none), in row-major order, visit(index, trip) with those loops' indices and
+/// every loop's tripcount at that iteration (a trip may name the indices of outer loops around it:
+/// Phase::namesLoopIndex). Stops when visit returns false. Throws UserError as Expr::eval does.
+void forEachRun(
+    const Phase& phase, const Bindings& bindings,
+    const std::function<bool(const std::vector<int64_t>& index, const std::vector<int64_t>& trip)>& visit);
 
 }  // namespace stc

@@ -116,6 +116,44 @@ TEST(Conform, PhasesInAnotherOrderAreCaught) {
       << r.message;
 }
 
+// A triangular nest: P's run i0 writes a i0 + 1 times, then b; the walk takes each run's trip.
+TEST(Conform, ATriangularNestIsWalkedRunByRun) {
+  const std::string network = R"(network: t
+fifos:
+  - {name: a, width: 32}
+  - {name: b, width: 32}
+tasks:
+  - name: P
+    phases:
+      - {trip: [3, "i0 + 1"], ii: 1, latency: 1, outer: 1, ports: [{fifo: a, dir: out}, {fifo: b, dir: out, level: 0}]}
+  - name: Q
+    phases:
+      - {trip: [6], ii: 1, latency: 1, ports: [{fifo: a, dir: in}]}
+      - {trip: [3], ii: 1, latency: 1, ports: [{fifo: b, dir: in}]}
+)";
+  const std::string trace = R"(# streamtensor stream trace 1
+stream 0 32 a
+stream 1 32 b
+call 0
+task P 0w 1w 0w 0w 1w 0w 0w 0w 1w
+task Q 0r 0r 0r 0r 0r 0r 1r 1r 1r
+end 1
+)";
+  auto r = run(network, trace);
+  EXPECT_TRUE(r.ok) << r.message;
+  EXPECT_EQ(r.accesses, 18);
+  // Code whose first run writes a three times: b, due at run 0's only iteration and a step late at most
+  // (latency 1, ii 1), is overdue at run 1's second iteration, whose trip is 2.
+  r = run(network, replaced(trace, "task P 0w 1w 0w 0w 1w 0w 0w 0w 1w", "task P 0w 0w 0w 1w 0w 0w 1w 0w 1w"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(
+      r.message.find("task 'P', phase 0, iteration [1, 1] of [3, 2]: the network's port 1 (level 0) writes "
+                     "'b' (token 0) at iteration [0, 0], and its latency (1 cycles at II 1) lets it lag 1 "
+                     "iteration(s); the code writes 'a' (token 2) first"),
+      std::string::npos)
+      << r.message;
+}
+
 TEST(Conform, TokenWidthsMustBeTheFifos) {
   auto r = run(kNetwork, replaced(kTrace, "stream 2 64 c", "stream 2 32 c"));
   EXPECT_FALSE(r.ok);

@@ -401,6 +401,29 @@ TEST(Periodic, RandomNetworksWithOuterLoopsMatchStepByStep) {
   EXPECT_GT(drained, 40);
 }
 
+// Triangular nests (trips over the indices of the loops outside the pipeline: a run's length repeats every
+// 3 iterations of i0, or of i0 + i1): jumps on against step by step and the reference. (Each run is a
+// phase of the program, over which the jumps do not reach: what this checks is that they stay off.)
+TEST(Periodic, RandomNetworksWithTriangularNestsMatchStepByStep) {
+  std::mt19937 rng(20261207);
+  int deadlocks = 0;
+  for (int iter = 0; iter < 60; ++iter) {
+    int n = 2 * std::uniform_int_distribution<int>(100, 500)(rng);
+    std::string text = randomNetwork(rng, n, iter % 2 == 0, iter % 3 ? 0 : n, false, true);
+    Network net = parseNetwork(text, "random.yaml");
+    ReferenceResult ref = referenceSimulate(net, {});
+    sim::SimResult want = simulateText(text, false, {}, stepByStep(true));
+    sim::SimResult got = simulateText(text, false, {}, periodic(true));
+    expectSame(got, want, text);
+    deadlocks += got.deadlock;
+    ASSERT_EQ(got.deadlock, ref.deadlock) << text;
+    ASSERT_EQ(got.cycles, ref.cycles) << text;
+    for (size_t t = 0; t < got.tasks.size(); ++t) EXPECT_EQ(got.tasks[t].end, ref.taskEnd[t]) << text;
+  }
+  EXPECT_GT(deadlocks, 5);
+  EXPECT_LT(deadlocks, 55);
+}
+
 // Deep FIFOs that fill over many periods (a writer ahead of its reader, below the depth): the period
 // repeats while the writes need no room, the reads it jumps over queue up for the writes beyond the depth.
 TEST(Periodic, RandomNetworksWithDeepFifosMatchStepByStep) {

@@ -16,9 +16,12 @@ namespace stc::testing {
 // deep > 0, half the bounded FIFOs are deep instead: deep / 4 to deep tokens, which a writer that runs
 // ahead fills over many periods. With outer, a phase's first loop (or first two of three) runs outside
 // its pipeline half the time (outer: 1 or 2), and its latency may reach 12, past an outer iteration's
-// length.
-inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false, int deep = 0,
-                                 bool outer = false) {
+// length. With triangular, every phase runs its first loop (or first two) outside its pipeline and the
+// loops inside it take trips over their indices: [n/2, "1 + i0 % 3"] or [n/2, "1 + i0 % 3", "1 + (i0 + i1) %
+// m"], so each run's nest has a length of its own (a FIFO of level 1 then carries the sum of the second
+// loop's trips).
+inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false, int deep = 0, bool outer = false,
+                                 bool triangular = false) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int tasks = pick(2, 6), fifos = pick(1, 8);
   std::vector<std::vector<std::vector<std::string>>> ports(static_cast<size_t>(tasks));
@@ -49,13 +52,23 @@ inline std::string randomNetwork(std::mt19937& rng, int n, bool dag = false, int
     for (auto& list : ports[static_cast<size_t>(t)]) {
       int m = pick(0, 3);
       std::string trip = std::to_string(n / 2) + ", 2" + (m > 0 ? ", " + std::to_string(m) : "");
+      int around = 0;  // loops outside the pipeline, of a triangular nest
+      if (triangular) {
+        around = pick(1, m > 0 ? 2 : 1);
+        trip = std::to_string(n / 2) + ", \"1 + i0 % 3\"" +
+               (m > 0 ? std::string(", \"1 + ") + (around == 2 ? "(i0 + i1)" : "i0") + " % " +
+                            std::to_string(m) + "\""
+                      : "");
+      }
       std::shuffle(list.begin(), list.end(), rng);
       std::string joined;
       for (const auto& p : list) joined += (joined.empty() ? "" : ", ") + p;
       s += "      - {trip: [" + trip + "], ii: " + std::to_string(pick(1, 3)) +
-           ", latency: " + std::to_string(pick(0, outer ? 12 : 6)) +
-           (outer && pick(0, 1) ? ", outer: " + std::to_string(pick(1, m > 0 ? 2 : 1)) : "") + ", ports: [" +
-           joined + "]}\n";
+           ", latency: " + std::to_string(pick(0, outer || triangular ? 12 : 6)) +
+           (triangular            ? ", outer: " + std::to_string(around)
+            : outer && pick(0, 1) ? ", outer: " + std::to_string(pick(1, m > 0 ? 2 : 1))
+                                  : "") +
+           ", ports: [" + joined + "]}\n";
     }
   }
   return s;

@@ -1,6 +1,7 @@
 #include "reference.h"
 
 #include <algorithm>
+#include <functional>
 #include <tuple>
 
 namespace stc::testing {
@@ -23,45 +24,57 @@ ReferenceResult referenceSimulate(const Network& net, const Bindings& bindings, 
   for (size_t t = 0; t < net.tasks.size(); ++t) {
     int64_t origin = 0;
     for (const Phase& ph : net.tasks[t].phases) {
-      std::vector<int64_t> trip;
-      for (const auto& e : ph.trip) trip.push_back(e.eval(bindings));
-      int64_t total = 1, inner = 1;  // inner: the iterations of the pipelined loops, inside `outer`
-      for (size_t k = 0; k < trip.size(); ++k) {
-        total *= trip[k];
-        if (k >= static_cast<size_t>(ph.outer)) inner *= trip[k];
-      }
-      // Iteration it starts at its outer iteration's origin plus its place in the pipelined nest; each
-      // outer iteration lasts as a phase of the inner nest does, and a cycle more on each side of it
-      // (entering the pipelined loop, leaving it).
+      // Each iteration of the loops outside the pipeline runs the inner nest as a phase of its own, with a
+      // cycle more on each side of it (entering the pipelined loop, leaving it); a trip may name the index
+      // iK of a loop K outside the pipeline and around it, evaluated at that loop's iteration.
+      const size_t n = ph.trip.size(), outer = static_cast<size_t>(ph.outer);
       const int64_t enter = ph.outer > 0 ? 1 : 0;
-      const int64_t run = (inner - 1) * ph.ii + ph.latency + 1 + 2 * enter;
-      auto start = [&](int64_t it) { return origin + it / inner * run + enter + it % inner * ph.ii; };
+      std::vector<int64_t> idx(n, 0), trip(n, 0);
+      auto tripOf = [&](size_t k) {
+        Bindings b = bindings;
+        for (size_t j = 0; j < std::min(k, outer); ++j) b["i" + std::to_string(j)] = idx[j];
+        return ph.trip[k].eval(b);
+      };
       std::vector<Ev> evs;
-      std::vector<int64_t> idx(trip.size(), 0);
-      for (int64_t it = 0; it < total; ++it) {
+      int64_t runOrigin = 0, pos = 0;
+      auto iteration = [&] {
+        int64_t start = runOrigin + enter + pos++ * ph.ii;
         for (size_t p = 0; p < ph.ports.size(); ++p) {
           const Port& port = ph.ports[p];
-          int level = port.level ? *port.level : static_cast<int>(trip.size()) - 1;
+          int level = port.level ? *port.level : static_cast<int>(n) - 1;
           bool first = true, last = true;
-          for (size_t k = static_cast<size_t>(level + 1); k < trip.size(); ++k) {
+          for (size_t k = static_cast<size_t>(level + 1); k < n; ++k) {
             first = first && idx[k] == 0;
             last = last && idx[k] == trip[k] - 1;
           }
           int f = net.findFifo(port.fifo);
-          if (port.dir == PortDir::kIn && first) evs.push_back({start(it), 1, static_cast<int>(p), f});
+          if (port.dir == PortDir::kIn && first) evs.push_back({start, 1, static_cast<int>(p), f});
           if (port.dir == PortDir::kOut && last)
-            evs.push_back({start(it) + ph.latency, 0, static_cast<int>(p), f});
+            evs.push_back({start + ph.latency, 0, static_cast<int>(p), f});
         }
-        for (size_t k = trip.size(); k-- > 0;) {  // next index, row-major
-          if (++idx[k] < trip[k]) break;
-          idx[k] = 0;
+      };
+      std::function<void(size_t)> inside = [&](size_t k) {
+        if (k == n) return iteration();
+        for (idx[k] = 0; idx[k] < trip[k]; ++idx[k]) inside(k + 1);
+      };
+      std::function<void(size_t)> around = [&](size_t k) {
+        if (k == outer) {  // one run of the pipelined nest
+          int64_t inner = 1;
+          for (size_t j = outer; j < n; ++j) inner *= trip[j] = tripOf(j);
+          runOrigin = origin;
+          pos = 0;
+          inside(outer);
+          origin += (inner - 1) * ph.ii + ph.latency + 1 + 2 * enter;
+          return;
         }
-      }
+        trip[k] = tripOf(k);
+        for (idx[k] = 0; idx[k] < trip[k]; ++idx[k]) around(k + 1);
+      };
+      around(0);
       std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
         return std::tie(a.local, a.order, a.port) < std::tie(b.local, b.order, b.port);
       });
       lists[t].insert(lists[t].end(), evs.begin(), evs.end());
-      origin += total / inner * run;
     }
   }
   size_t nf = net.fifos.size();

@@ -193,6 +193,72 @@ TEST_P(Timing, AnOuterIterationTakesACycleToEnterItsPipelineAndOneToLeaveIt) {
   EXPECT_EQ(task(drained, "s").stallEmpty, 2 * (6 - 2));  // the sink waits 4 cycles at each next head
 }
 
+// A triangular nest: run i0 of c's pipeline makes i0 + 1 iterations, (i0 + 1 - 1) * 1 + 2 + 1 cycles and one
+// to enter and leave it, so its runs start at 0, 5, 11 and 18; iteration j of run r writes at
+// origin + 1 + j + 2. The sink reads a token a cycle after its write (32 bits x 16 <= 1024: a shift
+// register), one a cycle at most: reads at 4, 9, 10, 15, 16, 17, 22, 23, 24, 25; the network's latency 26.
+TEST_P(Timing, ATriangularNestRunsEachOuterIterationItsOwnLength) {
+  const std::string text =
+      "network: n\nfifos: [{name: g, width: 32, depth: 16}]\ntasks:\n"
+      "  - {name: c, phases: [{trip: [4, \"i0 + 1\"], ii: 1, latency: 2, outer: 1, ports: [{fifo: g, dir: "
+      "out}]}]}\n"
+      "  - {name: s, phases: [{trip: [10], ii: 1, latency: 1, ports: [{fifo: g, dir: in}]}]}\n";
+  sim::RunConfig config;
+  config.recordCurves = true;
+  sim::SimResult r = simulateText(text, GetParam(), {}, config);
+  auto times = [](const std::vector<sim::TimeRun>& runs) {
+    std::vector<int64_t> out;
+    for (const auto& run : runs)
+      for (int64_t k = 0; k < run.count; ++k) out.push_back(run.start + k * run.stride);
+    return out;
+  };
+  EXPECT_EQ(times(fifo(r, "g").writeTimes), (std::vector<int64_t>{3, 8, 9, 14, 15, 16, 21, 22, 23, 24}));
+  EXPECT_EQ(times(fifo(r, "g").readTimes), (std::vector<int64_t>{4, 9, 10, 15, 16, 17, 22, 23, 24, 25}));
+  EXPECT_EQ(r.cycles, 26);
+  EXPECT_EQ(task(r, "c").end, 25);  // its last run's exit cycle: 18 + 1 + 3 + 2 + 1
+}
+
+// The trips of a triangular nest are checked at every run, and an index names a loop outside the pipeline
+// around the loop whose trip uses it; other symbols are the run's.
+TEST(TriangularNests, AreCheckedRunByRun) {
+  auto verify = [](const std::string& trip, int outer, const Bindings& b = {}) {
+    Network net = parseNetwork(
+        "network: n\nfifos: [{name: g, width: 32}]\ntasks:\n"
+        "  - {name: c, phases: [{trip: " +
+            trip + ", outer: " + std::to_string(outer) +
+            ", ports: [{fifo: g, dir: out, level: -1}]}]}\n"
+            "  - {name: s, phases: [{trip: [1], ports: [{fifo: g, dir: in}]}]}\n",
+        "t.yaml");
+    return verifyNetwork(net, b).str();
+  };
+  EXPECT_EQ(verify("[4, \"i0 + 1\"]", 1), "");
+  EXPECT_EQ(verify("[4, \"3 - i0\"]", 1),
+            "t.yaml:4:24: error: field 'trip': tripcount '3 - i0' is 0 at i0 = 3, must be at least 1");
+  // Without a loop outside the pipeline, or of a loop in it, iK is a symbol the run binds.
+  auto symbols = [](const std::string& trip, int outer) {
+    return parseNetwork(
+               "network: n\nfifos: [{name: g, width: 32}]\ntasks:\n"
+               "  - {name: c, phases: [{trip: " +
+                   trip + ", outer: " + std::to_string(outer) +
+                   ", ports: [{fifo: g, dir: out, level: -1}]}]}\n"
+                   "  - {name: s, phases: [{trip: [1], ports: [{fifo: g, dir: in}]}]}\n",
+               "t.yaml")
+        .symbols();
+  };
+  EXPECT_EQ(symbols("[4, \"i0 + 1\"]", 0), (std::set<std::string>{"i0"}));
+  EXPECT_EQ(symbols("[4, 2, \"i0 + i1 + 1\"]", 1), (std::set<std::string>{"i1"}));
+  EXPECT_EQ(symbols("[4, \"i0 + 1\", \"i0 + i1\"]", 2), (std::set<std::string>{}));
+  EXPECT_EQ(verify("[4, 2, \"i0 + i1 + ctx\"]", 2, {{"ctx", 1}}), "");
+  Network net = parseNetwork(
+      "network: n\nfifos: [{name: g, width: 32}]\ntasks:\n"
+      "  - {name: c, phases: [{trip: [\"ctx\", \"i0 + 1\"], outer: 1, ports: [{fifo: g, dir: out}]}]}\n"
+      "  - {name: s, phases: [{trip: [\"ctx * (ctx + 1) / 2\"], ports: [{fifo: g, dir: in}]}]}\n",
+      "t.yaml");
+  EXPECT_EQ(net.symbols(), (std::set<std::string>{"ctx"}));
+  EXPECT_EQ(portTokens(net.tasks[0].phases[0], net.tasks[0].phases[0].ports[0], {{"ctx", 7}}), 28);
+  EXPECT_EQ(verifyNetwork(net).str(), "");  // the sums agree at the samples of ctx
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedulers, Timing, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "SystemC" : "Direct"; });
 
