@@ -28,6 +28,12 @@ struct CompileReport {
   /// Kernel tasks whose pipelines drain at the end of each iteration of their outer loop (Phase::outer;
   /// drainHeldPipelines), in network order.
   std::vector<std::string> drainedPipelines;
+  /// Tasks of causal attentions that skip the masked half (lower/triangles.h: their key loops stop at the
+  /// row's block of triangleKeyBlock keys), in chain order; triangleSkipped says why a causal attention over
+  /// held keys kept every key.
+  std::vector<std::string> triangularTasks;
+  int64_t triangleKeyBlock = 0;
+  std::string triangleSkipped;
   Resources resources;
   bool fits = false;
   double compileSeconds = 0;

@@ -224,13 +224,34 @@ bool headsPinned(const TypedGraph& graph, const Op& op, const CompileOptions& op
   return block->second == 0 || block->second >= out.shape[out.shape.size() - 2].eval();
 }
 
+bool headsOuter(const TypedGraph& graph, std::string tensor, const CompileOptions& options);  // below
+
+// The share of a causal attention's key tiles its triangular nest runs (lower/triangles.h): row r takes the
+// keys up to its block of `block`, so over nb = rows / block blocks, (nb + 1) / (2 nb) of them.
+double triangleShare(double rows, int64_t block) {
+  double nb = std::max(1.0, std::floor(rows / static_cast<double>(std::max<int64_t>(block, 1))));
+  return (nb + 1) / (2 * nb);
+}
+
+// That share for a product over held keys with keys tiled by `keyTile`, rows outer (the triangles'
+// condition); 1 for any other, or with causal_triangles=off.
+double causalShare(const TypedGraph& graph, const Op& op, int64_t keyTile, const CompileOptions& options) {
+  if (!options.causalTriangles || heldKeysOf(graph, op) == Kernel::HeldKeys::kNone ||
+      headsOuter(graph, op.inputs[0], options))
+    return 1;
+  const TensorInfo& out = graph.tensors.at(op.output);
+  return triangleShare(static_cast<double>(out.shape[out.shape.size() - 2].eval(options.maxima)), keyTile);
+}
+
 MatmulCost costOf(const TypedGraph& graph, const Op& op, int64_t t, int64_t rowBlock,
                   const Platform& platform, const CompileOptions& options) {
   MatmulDims d = dimsOf(graph, op, options);
   MatmulCost c;
   const int64_t tk = d.tkAt(t), tn = d.tnAt(t);
+  const bool keysAlongN = heldKeysOf(graph, op) == Kernel::HeldKeys::kAlongN;
+  const double share = causalShare(graph, op, keysAlongN ? tn : tk, options);
   const double steps =
-      d.rows * static_cast<double>((d.N + tn - 1) / tn) * static_cast<double>((d.K + tk - 1) / tk);
+      d.rows * static_cast<double>((d.N + tn - 1) / tn) * static_cast<double>((d.K + tk - 1) / tk) * share;
   // An f32 accumulation adds once per kFloatAddLatency cycles (cost_model.cpp: output stationary; an
   // input-streaming matmul with enough tiles does better, which this estimate does not credit).
   c.iterations = d.arithmetic == "f32" ? steps * static_cast<double>(kFloatAddLatency) : steps;
@@ -297,6 +318,9 @@ struct OtherKernels {
   /// a single row). Over a symbol (a decode step's softmax over ctx, a row per head), the sum: its rows
   /// come as the projections make the heads, and each kernel holds a row's results in its pipeline until
   /// later rows come (LayerEstimate's `held`), so the kernels take turns.
+  /// The causal softmax's kernels and the elementwise ops between it and the products over held keys
+  /// making its scores, in a triangular nest: the share of their key tiles they run (causalShare).
+  std::map<std::string, double> share;
   std::map<std::string, double> cycles(const TypedGraph& g, const Bindings& at) const {
     struct Own {
       double most = 0, rows = 0,
@@ -315,6 +339,8 @@ struct OtherKernels {
           n *= static_cast<double>(t.eval(at));
           o.symbolic = o.symbolic || !t.isConstant();
         }
+        if (auto sh = share.find(g.graph->ops[static_cast<size_t>(k->opIndex)].name); sh != share.end())
+          n *= sh->second;
         iterations += n;
         if (!phase.trip.empty())
           row += static_cast<double>(k->ii) * static_cast<double>(phase.trip.back().eval(at));
@@ -349,6 +375,19 @@ OtherKernels otherKernels(const TypedGraph& graph, const CompileOptions& options
     }
     o.dsp += static_cast<double>(k.dsp);
     o.kernels.push_back(i);
+  }
+  for (const Op& op : graph.graph->ops) {  // back from each causal softmax through elementwise ops
+    if (op.op != "softmax" || !isCausal(op)) continue;
+    std::vector<std::string> chain{op.name};
+    const Op* from = producerOf(graph, op.inputs[0]);
+    while (from && elementwiseArity(from->op) > 0) {
+      chain.push_back(from->name);
+      from = producerOf(graph, from->inputs[0]);
+    }
+    if (!from || !isMatmul(*from)) continue;
+    double s = causalShare(graph, *from, options.tile, options);
+    if (s < 1)
+      for (const std::string& name : chain) o.share[name] = s;
   }
   return o;
 }

@@ -121,8 +121,10 @@ void FlatLoop::open(const std::string& label, int64_t ii, const Bindings* maxima
   bool symbolic = false;
   for (const Expr& t : used) symbolic = symbolic || !t.isConstant();
   if (maxima && symbolic) {
+    Bindings at = *maxima;  // a triangular nest's trips at its outer loops' last iterations: its largest
+    for (int k = 0; k < pipelined_; ++k) at[var(k)] = trips_[static_cast<size_t>(k)].eval(at) - 1;
     int64_t total = 1;
-    for (const Expr& t : used) total *= t.eval(*maxima);
+    for (const Expr& t : used) total *= t.eval(at);
     c_.line("#pragma HLS LOOP_TRIPCOUNT min=1 max=" + std::to_string(total));
   }
   c_.line(iterationMark(latency, ii));

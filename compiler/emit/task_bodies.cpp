@@ -283,19 +283,17 @@ class KernelBody {
 
   // The right side held whole (Kernel::heldKeys), `held`, in its own shape; its key dim and the other one.
   struct HeldDims {
-    size_t key, other, rowLoop;
+    size_t key, other;
   };
   HeldDims heldDims() const {
     const StreamOrder& o = port(0, 1).order;
     size_t r = o.element.size();
-    HeldDims d{r - 2, r - 1, 0};  // the key dim advances with the row loop; the other one is whole
+    HeldDims d{r - 2, r - 1};  // the key dim advances with the row loop; the other one is whole
     auto moves = [&](size_t dim) {
       const auto& c = o.map.results()[dim].coeffs;
       return std::any_of(c.begin(), c.end(), [](int64_t v) { return v != 0; });
     };
     if (!moves(d.key)) std::swap(d.key, d.other);
-    const auto& coeffs = o.map.results()[d.key].coeffs;
-    d.rowLoop = static_cast<size_t>(std::find(coeffs.begin(), coeffs.end(), 1) - coeffs.begin());
     return d;
   }
   void declareHeldRight(int64_t Tk, int64_t Tn) {
@@ -347,7 +345,9 @@ class KernelBody {
     std::string pn = "i" + std::to_string(n - 2), pk = "i" + std::to_string(n - 1);
     std::string key = alongN ? pn + " * " + std::to_string(Tn) + " + n" : pk + " * " + std::to_string(Tk) + " + k";
     std::string other = alongN ? pk + " * " + std::to_string(Tk) + " + k" : pn + " * " + std::to_string(Tn) + " + n";
-    std::string row = "i" + std::to_string(d.rowLoop);
+    // The row: the index of the key it reads (its row loop's, or a block's and the row's within it where a
+    // triangular nest splits the rows: lower/triangles.h).
+    std::string row = "(" + dataCoord(hp.order, static_cast<int>(d.key), "i", "0") + ")";
     c_.line(tokenOf(Tk * Tn, hp.order.dtype) + " w;");
     openElements(c_, "k", Tk);
     openElements(c_, "n", Tn);
@@ -1206,7 +1206,8 @@ void converter(const EmitContext& ctx, const Task& task, const TaskRole& role, C
   c.line(std::string(writer ? "hls::write_lock<" : "hls::read_lock<") + ctx.blockType(region) + "> block(" +
          ctx.fifoVar(region) + ");");
   FlatLoop f(c, o.trips, "i", n, role.sharedLoops);  // the region's loops, flattened
-  f.open(label + "_region", task.phases.at(0).ii, &ctx.compiled->options.maxima, task.phases.at(0).latency);
+  f.open(label + "_region", task.phases.at(0).ii, &ctx.compiled->options.maxima, task.phases.at(0).latency,
+         task.phases.at(0).outer);
   int64_t E = tokenElements(o);
   const std::string& dtype = o.dtype;
   bool int4 = storageUnits(o) != E;  // two weights a byte, in the token and in the block

@@ -62,6 +62,12 @@ struct CompileOptions {
   /// (dse/fusion.cpp): fewer groups, without their HBM round trips, where the sized streams are short
   /// (a long prompt's probabilities waiting for V). The sized figures then tell the design's memory.
   bool joinsAtBounds = true;
+  /// causal_triangles=off: a causal attention over held keys runs every key of every row, the keys past
+  /// the row weighed 0, instead of skipping the masked half (lower/triangles.h).
+  bool causalTriangles = true;
+  /// causal_triangles was set: as given. Unset, compileGraph keeps the triangles where the network runs
+  /// faster with them (measured as the sizer measures it) or is too large to run at compile time.
+  bool causalTrianglesGiven = false;
 };
 
 /// The schedule of one matmul: dse/tiling.cpp chooses it, lower/kernels.cpp applies it.

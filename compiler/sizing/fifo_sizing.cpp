@@ -171,6 +171,8 @@ std::vector<char> converterReads(const sim::Program& prog) {
 // converter was filled a region further ahead and sized so: 2.1 Mbit more a cache in a decode layer).
 // The measuring run's depths: unbounded; a stream from HBM (hbmStreams) kDmaReadDepth deep, or its
 // depth in the network if deeper, unless prefetching; paced ones as above; a pinned FIFO at its pin.
+}  // namespace
+
 std::vector<int64_t> measureDepths(const sim::Program& prog, const SizingOptions& options, bool paced) {
   std::vector<int64_t> depths(prog.fifos.size(), kUnboundedDepth);
   std::vector<char> hbm = options.prefetch ? std::vector<char>(prog.fifos.size(), 0) : hbmStreams(prog);
@@ -188,6 +190,8 @@ std::vector<int64_t> measureDepths(const sim::Program& prog, const SizingOptions
   }
   return depths;
 }
+
+namespace {
 
 Proposal propose(const sim::Program& prog, const SizingOptions& options, bool paced) {
   Proposal p;

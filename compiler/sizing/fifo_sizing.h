@@ -10,6 +10,7 @@
 
 #include "compiler/ir/network.h"
 #include "compiler/ir/platform.h"
+#include "sim/program.h"
 #include "sim/result.h"
 
 namespace stc::sizing {
@@ -122,6 +123,11 @@ std::vector<int64_t> symbolSamples(int64_t maximum, int64_t tile);
 /// Where a range [low, high] of a symbol is checked besides its samples: every power of two in it and
 /// the value one past it, increasing (the loops' counts and a padded tile's change there).
 std::vector<int64_t> rangeProbes(int64_t low, int64_t high);
+
+/// The depths the sizer measures a network at (sizeFifos' first run): unbounded, but a stream from HBM
+/// (unless prefetching) kDmaReadDepth deep or its network depth if deeper; `paced`: every FIFO at least as
+/// deep as the network's, a converter's region at 1; a pinned FIFO at its pin.
+std::vector<int64_t> measureDepths(const sim::Program& prog, const SizingOptions& options, bool paced);
 
 /// Sizes every FIFO of net; `sized` receives net with the new depths and nothing else changed.
 SizingResult sizeFifos(const Network& net, const SizingOptions& options, Network& sized);

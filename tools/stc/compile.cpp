@@ -24,20 +24,23 @@ struct CompileArgs {
 };
 
 nlohmann::json reportJson(const CompileReport& r) {
-  return {{"kernels", r.kernels},
-          {"converters", r.converters},
-          {"dmas", r.dmas},
-          {"adapters", r.adapters},
-          {"fifos", r.fifos},
-          {"groups", r.groups},
-          {"onchip_bytes_fused", r.onchipBytesFused},
-          {"onchip_bytes_intermediate", r.onchipBytesIntermediate},
-          {"onchip_bytes_unfused", r.onchipBytesUnfused},
-          {"resources", resourcesJson(r.resources)},
-          {"fits", r.fits},
-          {"compile_seconds", r.compileSeconds},
-          {"warnings", r.warnings},
-          {"drained_pipelines", r.drainedPipelines}};
+  return {
+      {"kernels", r.kernels},
+      {"converters", r.converters},
+      {"dmas", r.dmas},
+      {"adapters", r.adapters},
+      {"fifos", r.fifos},
+      {"groups", r.groups},
+      {"onchip_bytes_fused", r.onchipBytesFused},
+      {"onchip_bytes_intermediate", r.onchipBytesIntermediate},
+      {"onchip_bytes_unfused", r.onchipBytesUnfused},
+      {"resources", resourcesJson(r.resources)},
+      {"fits", r.fits},
+      {"compile_seconds", r.compileSeconds},
+      {"warnings", r.warnings},
+      {"drained_pipelines", r.drainedPipelines},
+      {"causal_triangles",
+       {{"tasks", r.triangularTasks}, {"key_block", r.triangleKeyBlock}, {"skipped", r.triangleSkipped}}}};
 }
 
 int compile(const CompileArgs& a) {
@@ -118,6 +121,11 @@ int compile(const CompileArgs& a) {
           : 0.0);
   std::cout << line;
   std::cout << "resources: " << resourcesText(r.resources, platform) << "\n";
+  if (!r.triangularTasks.empty())
+    std::cout << "causal: the masked half skipped (each row's keys up to its block of " << r.triangleKeyBlock
+              << ") in " << r.triangularTasks.size() << " tasks\n";
+  else if (!r.triangleSkipped.empty())
+    std::cout << "causal: every key of every row run (" << r.triangleSkipped << ")\n";
   if (!result.schedules.empty()) {  // what the search picked, in the form --set pins it
     std::cout << "schedules:";
     for (const auto& [op, sched] : result.schedules)
@@ -154,6 +162,7 @@ Runner addCompile(CLI::App& app) {
       "whole tensor; trimmed: at its least depth, fewer groups, the sizer then sets its depth), "
       "stripe_estimate (aligned: the unroll search prices a weight over the beat-aligned stripes it gets; "
       "channels: over the channels its tile needs), "
+      "causal_triangles (on: a causal attention over held keys skips the masked half; off: every key), "
       "row_block (every matmul's "
       "loop order: auto, 0 weight-stationary, N rows per block), tk.OP and row_block.OP (pin a matmul's "
       "reduction tile and rows per block; row_block 0: every row), dim.AXIS (an ONNX model's dynamic axis "
