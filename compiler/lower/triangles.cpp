@@ -206,10 +206,16 @@ class Triangulator {
       if (p.level && *p.level >= s.rowLoop) ++*p.level;
     KernelPhase& kp = g_.kernels[static_cast<size_t>(role.kernel)].phases[s.phase];
     kp.trip = trip;
-    for (KernelPort& port : kp.ports) {
-      if (port.order.trips.size() > row)
-        port.order = splitLoops(port.order, {LoopSplit{s.rowLoop, rows / block}});
+    for (size_t k = 0; k < kp.ports.size(); ++k) {
+      KernelPort& port = kp.ports[k];
       if (port.level >= s.rowLoop) ++port.level;
+      if (port.order.trips.size() <= row) continue;
+      port.order = splitLoops(port.order, {LoopSplit{s.rowLoop, rows / block}});
+      // The network's ports on its FIFOs show the split order (its key loop at its bound, every block's).
+      const auto& fifos = role.portFifos[s.phase][k];
+      for (Port& p : ph.ports)
+        if (p.type && std::find(fifos.begin(), fifos.end(), p.fifo) != fifos.end())
+          p.type = port.order.bind({});
     }
   }
 

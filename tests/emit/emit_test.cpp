@@ -330,6 +330,34 @@ TEST(Emit, SelfAttentionOverRowsCsimMatchesTheReference) {
   expectBitExact(tb, "q_attn_rows_tb", "--set quant=w4a8 --set tile=8", 0.98);
 }
 
+// The same causal attention over 64 rows with the masked half skipped (causal_triangles=on; measured, the
+// compiler would run every key at this size): the kernels walk 4 blocks of 16 rows outside their
+// pipelines, block i0 its i0 + 1 key tiles, and the converter sides a row at a time; csim equals the
+// reference in f32 and bit for bit in W4A8 (each row's keys past its block were weighed 0, and skipping
+// them changes no sum), the code accesses its streams as the network says (conform) and runs at its depths
+// (dfsim).
+TEST(Emit, CausalAttentionSkipsTheMaskedHalf) {
+  std::string text = readAll(model("graphs/attention_rows.yaml"));
+  for (std::string from : {"[16, 64]", "[16, 4, 16]", "[16, 4, 16]", "[16, 4, 16]", "[16, 64]"}) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), from == "[16, 64]" ? "[64, 64]" : "[64, 4, 16]");
+  }
+  std::string path = ::testing::TempDir() + "attn_tri.yaml";
+  std::ofstream(path) << text;
+  emitAndSimulate(path, "attn_tri", "--set causal_triangles=on");
+  std::string source;
+  for (const auto& e : fs::directory_iterator(::testing::TempDir() + "emit_attn_tri/src"))
+    source += readAll(e.path());
+  size_t scores = source.find("scores: for (long it = 0; it < ");
+  ASSERT_NE(scores, std::string::npos);
+  std::string loop = source.substr(scores, source.find('\n', scores) - scores);
+  EXPECT_NE(loop.find(" * (i0 + 1); ++it)"), std::string::npos) << loop;  // a block's rows, heads and tiles
+  EXPECT_NE(source.find("for (long it = 0; it < (i0 / 16 + 1); ++it)"),
+            std::string::npos);  // a converter side
+  expectBitExact(path, "q_attn_tri", "--set quant=w4a8 --set causal_triangles=on", 0.98);
+}
+
 // The same causal attention with its projections written head by head (pinned: panels of a head, every
 // row): the products walk the heads outside the rows and each holds one head's keys or values, every head
 // storing its own over the last's (`held[1][16][16]`, Kernel::heldGroup). csim equals the references in
