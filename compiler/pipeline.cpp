@@ -703,54 +703,83 @@ namespace {
 // triangles (a 512-row GPT-2 medium attention: 24 M, a third of a second).
 constexpr int64_t kTriangleCheckEvents = 32'000'000;
 
-// A network's cycles as the FIFO sizer first measures it (sizing::measureDepths), or -1 where it has
-// symbols, more events than kTriangleCheckEvents, or deadlocks.
-int64_t measuredCycles(const Network& net, const Platform& platform) {
-  if (!net.symbols().empty()) return -1;
-  sim::Program program = sim::compileProgram(net, {}, platform);
+// A network's bindings for the comparison: its symbols at their maxima.
+Bindings maximaOf(const Network& net, const CompileOptions& options) {
+  Bindings b;
+  for (const std::string& symbol : net.symbols()) b[symbol] = options.maxima.at(symbol);
+  return b;
+}
+
+// A network's cycles as the FIFO sizer first measures it (sizing::measureDepths), on the lowering's channels
+// and its symbols at their maxima; -2 where it deadlocks, -1 where it has more events than
+// kTriangleCheckEvents.
+int64_t measuredCycles(const Network& net, const CompileOptions& options, const Platform& platform) {
+  sim::Program program = sim::compileProgram(net, maximaOf(net, options), platform);
   if (program.events > kTriangleCheckEvents) return -1;
-  sizing::SizingOptions options;
-  options.platform = platform;
+  sizing::SizingOptions sizing;
+  sizing.platform = platform;
   sim::RunConfig config;
-  config.depths = sizing::measureDepths(program, options, false);
+  config.depths = sizing::measureDepths(program, sizing, false);
   sim::SimResult r = sim::runDirect(program, config);
-  return r.deadlock ? -1 : r.cycles;
+  return r.deadlock ? -2 : r.cycles;
 }
 
 CompileResult compileGraphOnce(const Graph& graph, const Platform& platform, const CompileOptions& given);
 void finishCompile(CompileResult& out, const Platform& platform);
 
+struct TriangleOutcome {
+  size_t tasks;
+  std::string skipped;
+};
+
 }  // namespace
 
 // A causal attention over held keys compiles both ways unless causal_triangles is set: its triangles (and
 // the unroll search that counts their share of the keys) are kept where the network runs faster with them,
-// or where it is too large or symbolic to run here (a long prompt, where they gain most); else every key.
+// or, too large to run here (a long prompt, where they gain most), where the bound no run beats is 3%
+// lower; else every key, compiled without that share (also where the triangles could not be made).
 CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& given) {
   CompileResult triangles = compileGraphOnce(graph, platform, given);
-  if (given.causalTrianglesGiven || triangles.report.triangularTasks.empty()) {
+  const TriangleOutcome outcome{triangles.report.triangularTasks.size(), triangles.report.triangleSkipped};
+  if (given.causalTrianglesGiven || (outcome.tasks == 0 && outcome.skipped.empty())) {
     finishCompile(triangles, platform);
     return triangles;
   }
   CompileOptions off = given;
   off.causalTriangles = false;
   CompileResult whole = compileGraphOnce(graph, platform, off);
-  int64_t a = measuredCycles(triangles.network, platform), b = measuredCycles(whole.network, platform);
-  const bool measured = a >= 0 && b >= 0;
-  if (!measured) {  // too large to run here: by the bound no run beats, a gain of 3% at least
-    a = sim::lowerBoundCycles(sim::compileProgram(triangles.network, {}, platform));
-    b = sim::lowerBoundCycles(sim::compileProgram(whole.network, {}, platform));
-  }
-  const std::string how =
-      measured ? "as the sizer measures them"
-               : "at least (their busiest tasks and channels), the masked half kept where 3% fewer";
-  if (measured ? a < b : a * 100 < b * 97) {
-    triangles.report.compileSeconds += whole.report.compileSeconds;
-    finishCompile(triangles, platform);
-    return triangles;
-  }
-  whole.report.triangleSkipped = "every key runs in " + std::to_string(b) +
-                                 " cycles, the masked half skipped in " + std::to_string(a) + ", " + how;
   whole.report.compileSeconds += triangles.report.compileSeconds;
+  std::string why = outcome.skipped;  // the triangles could not be made
+  if (outcome.tasks > 0) {
+    try {
+      int64_t a = measuredCycles(triangles.network, triangles.options, platform),
+              b = measuredCycles(whole.network, whole.options, platform);
+      bool measured = a >= 0 && b >= 0, keep = false;
+      if (a == -2) {
+        why = "the masked half skipped, the network deadlocks as the sizer measures it";
+      } else if (!measured) {  // too large to run here: by the bound no run beats, a gain of 3% at least
+        a = sim::lowerBoundCycles(
+            sim::compileProgram(triangles.network, maximaOf(triangles.network, triangles.options), platform));
+        b = sim::lowerBoundCycles(
+            sim::compileProgram(whole.network, maximaOf(whole.network, whole.options), platform));
+        keep = a * 100 < b * 97;
+        why = "every key runs in " + std::to_string(b) + " cycles at least, the masked half skipped in " +
+              std::to_string(a) + " (their busiest tasks and channels; kept where 3% fewer)";
+      } else {
+        keep = a < b;
+        why = "every key runs in " + std::to_string(b) + " cycles, the masked half skipped in " +
+              std::to_string(a) + ", as the sizer measures them";
+      }
+      if (keep) {
+        triangles.report.compileSeconds = whole.report.compileSeconds;
+        finishCompile(triangles, platform);
+        return triangles;
+      }
+    } catch (const UserError& e) {  // a network the simulator refuses keeps every key
+      why = std::string("the masked half skipped, the network does not run: ") + e.what();
+    }
+  }
+  whole.report.triangleSkipped = why;
   finishCompile(whole, platform);
   return whole;
 }

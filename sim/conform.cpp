@@ -155,12 +155,9 @@ class TaskCheck {
     std::vector<int64_t> trip(phase.trip.size()), at(n, 0);
     int64_t inner = 1, lag = 0;  // iterations of the loops inside the walked ones; writes' lag in steps
     auto evalTrips = [&](size_t from) -> std::string {
-      Bindings b = bindings_;
-      for (size_t k = 0; indexed && k < static_cast<size_t>(phase.outer); ++k)
-        b["i" + std::to_string(k)] = at[k];
       inner = 1;
       for (size_t k = 0; k < trip.size(); ++k) {
-        if (k >= from) trip[k] = phase.trip[k].eval(b);
+        if (k >= from) trip[k] = phase.trip[k].eval(indexed ? loopBindings(phase, k, at) : bindings_);
         if (trip[k] <= 0) return "-";
         if (k >= n && __builtin_mul_overflow(inner, trip[k], &inner))
           return where_ + ", phase " + std::to_string(index) + ": its trip counts overflow 64 bits";
@@ -241,24 +238,27 @@ class TaskCheck {
   };
 
   // Step t of the phase as loop indices, '*' for a loop inside every port's level ("end" past its last).
+  // The bindings of loop k's trip: the call's, and the indices `at` of the loops outside the pipeline
+  // around it (Phase::namesLoopIndex).
+  Bindings loopBindings(const Phase& phase, size_t k, const std::vector<int64_t>& at) const {
+    Bindings b = bindings_;
+    for (size_t j = 0;
+         j < std::min<size_t>(k, static_cast<size_t>(std::max(0, phase.outer))) && j < at.size(); ++j)
+      b["i" + std::to_string(j)] = at[j];
+    return b;
+  }
   std::string iteration(const Site& site, int64_t t) const {
     std::vector<std::string> at(site.trip.size(), "*");
     if (site.indexed) {  // walked again from its start, its trips evaluated as its indices move
       std::vector<int64_t> index(site.walked, 0);
       for (int64_t step = 0;; ++step) {
-        Bindings b = bindings_;
-        for (size_t k = 0; k < static_cast<size_t>(site.phase.outer); ++k)
-          b["i" + std::to_string(k)] = index[k];
         if (step == t) {
           for (size_t k = 0; k < site.walked; ++k) at[k] = std::to_string(index[k]);
           break;
         }
         size_t k = site.walked;
-        while (k-- > 0) {  // trips of loops outside the pipeline name only the loops around them
-          Bindings bk = b;
-          for (size_t j = k; j < static_cast<size_t>(site.phase.outer); ++j)
-            bk.erase("i" + std::to_string(j));
-          if (++index[k] < site.phase.trip[k].eval(bk)) break;
+        while (k-- > 0) {
+          if (++index[k] < site.phase.trip[k].eval(loopBindings(site.phase, k, index))) break;
           index[k] = 0;
         }
         if (k == static_cast<size_t>(-1)) return "end";

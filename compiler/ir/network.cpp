@@ -102,10 +102,23 @@ void forEachRun(
 
 int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings) {
   const int level = phase.levelOf(port);
-  const size_t outer = static_cast<size_t>(std::max(0, phase.outer));
   const std::string what = "the token count of FIFO '" + port.fifo + "'";
-  int64_t n = 0;
+  bool indexed = false;
+  for (size_t k = 0; k < phase.trip.size(); ++k)
+    for (const auto& s : phase.trip[k].symbols()) indexed = indexed || phase.namesLoopIndex(k, s);
+  if (!indexed) {  // a token per iteration of loops 0..level, however many run outside the pipeline
+    int64_t n = 1;
+    for (int k = 0; k <= level && k < static_cast<int>(phase.trip.size()); ++k)
+      n = checkedMul(n, phase.trip[k].eval(bindings), what);
+    return n;
+  }
+  const size_t outer =
+      static_cast<size_t>(std::clamp<int>(phase.outer, 0, static_cast<int>(phase.trip.size())));
+  int64_t n = 0, runs = 0;
   forEachRun(phase, bindings, [&](const std::vector<int64_t>& index, const std::vector<int64_t>& trip) {
+    if (++runs > kMaxPhaseRuns)
+      throw UserError(what + ": its loops outside the pipeline run more than " +
+                      std::to_string(kMaxPhaseRuns) + " times");
     if (static_cast<size_t>(level + 1) <=
         outer) {  // a token per iteration of loops 0..level: at its first run
       bool first = true;

@@ -68,6 +68,22 @@ class Triangulator {
         report.skipped = why;
         return report;
       }
+    // A converter whose writer runs a triangle fills only each row's keys up to its block: its reader
+    // must take no more (a reader alone may take part of regions its writer fills whole).
+    for (const Site& s : sites_) {
+      const TaskRole* role = roleOf(s.task);
+      if (role->kind != TaskRole::kConverterWrite) continue;
+      for (const Port& p : net_.tasks[s.task].phases[s.phase].ports) {
+        if (!isRegionName(p.fifo) || p.dir != PortDir::kOut) continue;
+        const End& r = reader_.at(p.fifo);
+        if (!siteOf(r.task, r.phase)) {
+          report.skipped = "converter '" + net_.tasks[s.task].name +
+                           "' would fill part of each region for '" + net_.tasks[r.task].name +
+                           "', which reads it whole";
+          return report;
+        }
+      }
+    }
     int64_t block = 1;
     for (const Site& s : sites_) block = std::max(block, s.keys);
     for (const Site& s : sites_) {
