@@ -727,11 +727,6 @@ int64_t measuredCycles(const Network& net, const CompileOptions& options, const 
 CompileResult compileGraphOnce(const Graph& graph, const Platform& platform, const CompileOptions& given);
 void finishCompile(CompileResult& out, const Platform& platform);
 
-struct TriangleOutcome {
-  size_t tasks;
-  std::string skipped;
-};
-
 }  // namespace
 
 // A causal attention over held keys compiles both ways unless causal_triangles is set: its triangles (and
@@ -740,8 +735,8 @@ struct TriangleOutcome {
 // lower; else every key, compiled without that share (also where the triangles could not be made).
 CompileResult compileGraph(const Graph& graph, const Platform& platform, const CompileOptions& given) {
   CompileResult triangles = compileGraphOnce(graph, platform, given);
-  const TriangleOutcome outcome{triangles.report.triangularTasks.size(), triangles.report.triangleSkipped};
-  if (given.causalTrianglesGiven || (outcome.tasks == 0 && outcome.skipped.empty())) {
+  const bool made = !triangles.report.triangularTasks.empty();
+  if (given.causalTrianglesGiven || (!made && triangles.report.triangleSkipped.empty())) {
     finishCompile(triangles, platform);
     return triangles;
   }
@@ -749,8 +744,8 @@ CompileResult compileGraph(const Graph& graph, const Platform& platform, const C
   off.causalTriangles = false;
   CompileResult whole = compileGraphOnce(graph, platform, off);
   whole.report.compileSeconds += triangles.report.compileSeconds;
-  std::string why = outcome.skipped;  // the triangles could not be made
-  if (outcome.tasks > 0) {
+  std::string why = triangles.report.triangleSkipped;  // the triangles could not be made
+  if (made) {
     try {
       int64_t a = measuredCycles(triangles.network, triangles.options, platform),
               b = measuredCycles(whole.network, whole.options, platform);

@@ -148,9 +148,7 @@ class TaskCheck {
     }
     // A triangular nest (trips over the indices of the loops outside the pipeline) is walked down to
     // those loops at least, its trips evaluated again as their indices move.
-    bool indexed = false;
-    for (size_t k = 0; k < phase.trip.size(); ++k)
-      for (const auto& s : phase.trip[k].symbols()) indexed = indexed || phase.namesLoopIndex(k, s);
+    const bool indexed = phase.indexed();
     if (indexed) n = std::max(n, static_cast<size_t>(phase.outer));
     std::vector<int64_t> trip(phase.trip.size()), at(n, 0);
     int64_t inner = 1, lag = 0;  // iterations of the loops inside the walked ones; writes' lag in steps

@@ -35,6 +35,13 @@ bool Phase::namesLoopIndex(size_t loop, const std::string& symbol) const {
   return k < outer && static_cast<size_t>(k) < loop;
 }
 
+bool Phase::indexed() const {
+  for (size_t k = 0; k < trip.size(); ++k)
+    for (const auto& s : trip[k].symbols())
+      if (namesLoopIndex(k, s)) return true;
+  return false;
+}
+
 std::set<std::string> Network::symbols() const {
   std::set<std::string> out;
   for (const auto& t : tasks)
@@ -103,10 +110,7 @@ void forEachRun(
 int64_t portTokens(const Phase& phase, const Port& port, const Bindings& bindings) {
   const int level = phase.levelOf(port);
   const std::string what = "the token count of FIFO '" + port.fifo + "'";
-  bool indexed = false;
-  for (size_t k = 0; k < phase.trip.size(); ++k)
-    for (const auto& s : phase.trip[k].symbols()) indexed = indexed || phase.namesLoopIndex(k, s);
-  if (!indexed) {  // a token per iteration of loops 0..level, however many run outside the pipeline
+  if (!phase.indexed()) {  // a token per iteration of loops 0..level, however many run outside the pipeline
     int64_t n = 1;
     for (int k = 0; k <= level && k < static_cast<int>(phase.trip.size()); ++k)
       n = checkedMul(n, phase.trip[k].eval(bindings), what);
@@ -252,9 +256,8 @@ Diagnostics verifyNetwork(const Network& net, const Bindings& bindings) {
                                " loops outside the pipeline of a nest of " + std::to_string(rank) +
                                " (0 to " + std::to_string(std::max(0, rank - 1)) +
                                "; the pipeline keeps the innermost loop)");
-      bool indexed = false;  // a trip over the indices of the loops outside the pipeline
-      for (size_t k = 0; k < ph.trip.size(); ++k)
-        for (const auto& s : ph.trip[k].symbols()) indexed = indexed || (outerOk && ph.namesLoopIndex(k, s));
+      const bool indexed =
+          outerOk && ph.indexed();  // a trip over the indices of the loops outside the pipeline
       if (!indexed) {
         for (const auto& e : ph.trip) {
           try {

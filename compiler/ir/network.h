@@ -90,6 +90,8 @@ struct Phase {
   /// of the inner loop, as `for (i0 ..) for (i1 = 0; i1 <= i0; ..)` runs). Any other symbol is bound by the
   /// run (ctx).
   bool namesLoopIndex(size_t loop, const std::string& symbol) const;
+  /// Whether some trip names a loop index (a triangular nest).
+  bool indexed() const;
   bool operator==(const Phase& o) const {
     return trip == o.trip && ii == o.ii && latency == o.latency && outer == o.outer && ports == o.ports;
   }
