@@ -25,6 +25,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include "compiler/dse/cost_model.h"
 #include "compiler/ir/yaml_io.h"
@@ -750,22 +751,36 @@ std::map<std::string, int64_t> chooseUnroll(const TypedGraph& graph, const Platf
   if (at.empty()) at.push_back(options);
   std::vector<LayerEstimate> estimates;
   const std::map<std::string, double> latencies = other.latencies(graph);
-  std::vector<std::map<std::tuple<size_t, int64_t, int64_t>, MatmulCost>> sampleMemo(at.size());
+  // A sample's costs by slot: the few (tile, row block) points the search prices, scanned in order.
+  struct PricedAt {
+    int64_t t, block;
+    MatmulCost cost;
+  };
+  std::vector<std::vector<std::vector<PricedAt>>> sampleMemo(at.size(),
+                                                             std::vector<std::vector<PricedAt>>(n));
   for (size_t j = 0; j < at.size(); ++j)
-    estimates.emplace_back(graph, at[j], platform, ops, other.cycles(graph, at[j].maxima), latencies,
-                           [&, j](size_t slot, int64_t t, int64_t block) {
-                             auto key = std::make_tuple(slot, t, block);
-                             auto it = sampleMemo[j].find(key);
-                             if (it != sampleMemo[j].end()) return it->second;
-                             MatmulCost c = costOf(graph, *ops[slot], t, block, platform, at[j]);
-                             return sampleMemo[j].emplace(key, c).first->second;
-                           });
+    estimates.emplace_back(
+        graph, at[j], platform, ops, other.cycles(graph, at[j].maxima), latencies,
+        [&, j](size_t slot, int64_t t, int64_t block) {
+          std::vector<PricedAt>& priced = sampleMemo[j][slot];
+          for (const PricedAt& p : priced)
+            if (p.t == t && p.block == block) return p.cost;
+          priced.push_back({t, block, costOf(graph, *ops[slot], t, block, platform, at[j])});
+          return priced.back().cost;
+        });
   // Memoised by the design point (each matmul's tile and block): the rounds and starts below price the
   // same points again.
-  std::map<std::vector<int64_t>, double> layerMemo;
+  struct PointHash {
+    size_t operator()(const std::vector<int64_t>& key) const {
+      uint64_t h = 1469598103934665603ULL;  // FNV-1a over the values
+      for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ULL;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<int64_t>, double, PointHash> layerMemo;
+  std::vector<int64_t> key;
   auto layerCyclesAt = [&](const Tiles& tiles, const Tiles& rows) {
-    std::vector<int64_t> key;
-    key.reserve(2 * n);
+    key.clear();
     for (size_t i = 0; i < n; ++i) {
       key.push_back(tiles[i]);
       key.push_back(rows[i]);

@@ -498,7 +498,7 @@ SizingResult finish(const Network& net, Measured& m, int maxRounds, bool paced, 
   settle(last.depths, last.out, sized);
   last.out.paced = paced;
   if (paced) last.out.cyclesPaced = last.out.cyclesUnbounded;
-  return last.out;
+  return std::move(last.out);  // the measuring run's curves are large: m is not read after this
 }
 
 SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs,
@@ -559,14 +559,14 @@ SizingResult sizeForBits(const Network& net, const SizingOptions& options, const
         if (!r.trueDeadlock && !r.pinnedDeadlock && r.totalBits < free->totalBits && keepsLatency(r, 0.01)) {
           takeUnboundedFigures(r, *free);  // as a paced result: the unbounded run's cycles and occupancies
           r.replaysBounded = true;
-          free = r;
+          free = std::move(r);
           sized = std::move(boundedNet);
         }
       }
     }
     if (failed || free->totalBits <= budget / kPacedTrialShare ||
         (!options.pacedTrial && free->totalBits <= budget))
-      return *free;
+      return std::move(*free);
   }
   bool within = free && free->totalBits <= budget;
   // Step 5: over the budget. Writers that raced ahead into unbounded FIFOs (a row replayed for every
@@ -581,7 +581,7 @@ SizingResult sizeForBits(const Network& net, const SizingOptions& options, const
   if (within) {  // Step 6: the free sizing holds; the paced one must keep its latency, in fewer bits
     bool keeps = !pacedFailed && paced.totalBits < free->totalBits;
     double tolerance = keeps ? fewerBitsTolerance(free->totalBits, paced.totalBits, budget) : 0;
-    if (!keeps || !keepsLatency(paced, tolerance)) return *free;
+    if (!keeps || !keepsLatency(paced, tolerance)) return std::move(*free);
     paced.pacedWhy = PacedReason::kFewerBits;
     paced.pacedTolerance = tolerance;
   } else {
@@ -589,9 +589,9 @@ SizingResult sizeForBits(const Network& net, const SizingOptions& options, const
   }
   if (!free && (pacedFailed || paced.totalBits >= unbounded.proposedBits))
     free = finish(net, unbounded, options.maxRounds, false, sized);  // still over: verifying only deepens
-  if (free && (pacedFailed || paced.totalBits >= free->totalBits)) return *free;
+  if (free && (pacedFailed || paced.totalBits >= free->totalBits)) return std::move(*free);
   if (!free) {  // the unbounded measurement's figures, as its verified result would give them
-    free = unbounded.merged.out;
+    free = std::move(unbounded.merged.out);
     free->rounds = 0;
     free->baselineMaxOccupancyBits = maxOccupancyBits(free->fifos);
   }
