@@ -287,14 +287,8 @@ class KernelBody {
   };
   HeldDims heldDims() const {
     const StreamOrder& o = port(0, 1).order;
-    size_t r = o.element.size();
-    HeldDims d{r - 2, r - 1};  // the key dim advances with the row loop; the other one is whole
-    auto moves = [&](size_t dim) {
-      const auto& c = o.map.results()[dim].coeffs;
-      return std::any_of(c.begin(), c.end(), [](int64_t v) { return v != 0; });
-    };
-    if (!moves(d.key)) std::swap(d.key, d.other);
-    return d;
+    size_t r = o.element.size(), key = heldKeyDim(o);  // advances with the row loop; the other is whole
+    return {key, key == r - 1 ? r - 2 : r - 1};
   }
   void declareHeldRight(int64_t Tk, int64_t Tn) {
     const KernelPort& hp = port(0, 1);

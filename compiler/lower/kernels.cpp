@@ -239,6 +239,13 @@ int64_t headDimOf(const TypedGraph& g, const Op& op) {
   return read ? vs[r].eval() : 0;
 }
 
+size_t heldKeyDim(const StreamOrder& right) {
+  size_t r = right.element.size();
+  const auto& c = right.map.results()[r - 2].coeffs;
+  bool moves = std::any_of(c.begin(), c.end(), [](int64_t v) { return v != 0; });
+  return moves ? r - 2 : r - 1;
+}
+
 Kernel::HeldKeys heldKeysOf(const TypedGraph& g, const Op& op) {
   using HeldKeys = Kernel::HeldKeys;
   if (!isMatmul(op)) return HeldKeys::kNone;

@@ -58,6 +58,11 @@ bool streamsInput(const TypedGraph& graph, const Op& op);
 /// it weighs them 0).
 Kernel::HeldKeys heldKeysOf(const TypedGraph& graph, const Op& op);
 
+/// Of a product whose right side is held whole (Kernel::heldKeys), the dim of that side's element (its
+/// order `right`, the kernel's first phase's second port) that advances with the row loop: its key dim,
+/// the second last where that one moves, else the last.
+size_t heldKeyDim(const StreamOrder& right);
+
 /// Whether dim `dim` of `tensor` holds copies: its index i reads the same values as (i / group) * group
 /// does, the tensor made by reshapes and transposes of an add of zeros broadcast over one dim (repeat_kv's
 /// expand of a KV head to the query heads that share it), that dim the inner part of `dim`. The group

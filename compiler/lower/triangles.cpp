@@ -9,6 +9,7 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/lower/edges.h"
+#include "compiler/lower/kernels.h"
 
 namespace stc {
 
@@ -29,13 +30,7 @@ struct End {
 // The row loop of a held product: the loop the held right side's key advances with (a key a row).
 int heldRowLoop(const Kernel& k) {
   const StreamOrder& o = k.phases[0].ports[1].order;
-  size_t r = o.element.size();
-  auto moves = [&](size_t dim) {
-    const auto& c = o.map.results()[dim].coeffs;
-    return std::any_of(c.begin(), c.end(), [](int64_t v) { return v != 0; });
-  };
-  size_t key = moves(r - 2) ? r - 2 : r - 1;
-  const auto& coeffs = o.map.results()[key].coeffs;
+  const auto& coeffs = o.map.results()[heldKeyDim(o)].coeffs;
   auto at = std::find(coeffs.begin(), coeffs.end(), 1);
   return at == coeffs.end() ? -1 : static_cast<int>(at - coeffs.begin());
 }
