@@ -16,6 +16,7 @@ semantics (outputs == expected != torch) from a csim failure (outputs != expecte
 Requires the system python (torch, onnx) and g++; exits 0 only if every model passes.
 """
 import argparse
+import math
 import contextlib
 import importlib.util
 import io
@@ -1016,6 +1017,50 @@ class MptPermutedKeys(torch.nn.Module):
         return x + self.r2(torch.relu(self.r1(x)) ** 2)
 
 
+class HfRotaryPositionIds(torch.nn.Module):
+    """Hugging Face 4.40's Llama attention with position_ids a model input (as optimum exports it): the
+    rotary's inv_freq @ position_ids, cat((freqs, freqs)), cos and sin of that stream; repeat_kv, a
+    finfo.min triu mask, softmax in float32. The ids come left-padded (left_padded_positions)."""
+
+    def __init__(self, m, d=64, heads=4, kv_heads=2):
+        super().__init__()
+        self.m, self.h, self.kv, self.hd = m, heads, kv_heads, d // heads
+        self.q_proj = torch.nn.Linear(d, d, bias=False)
+        self.k_proj = torch.nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v_proj = torch.nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o_proj = torch.nn.Linear(d, d, bias=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x, position_ids):
+        b, s, d = x.shape
+        q = self.q_proj(x).view(b, s, self.h, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+        inv_freq = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        freqs = (inv_freq @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        q, k = self.m.apply_rotary_pos_emb(q, k, cos, sin)
+        k, v = self.m.repeat_kv(k, self.h // self.kv), self.m.repeat_kv(v, self.h // self.kv)
+        mask = torch.full((s, s), torch.finfo(x.dtype).min).triu(1)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.hd) + mask
+        w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        return self.o_proj(torch.matmul(w, v).transpose(1, 2).reshape(b, s, d))
+
+
+def left_padded_positions(pad):
+    """Position ids as Hugging Face's generate makes them for left padding: row i's first pad * i tokens
+    padded, attention_mask.cumsum(-1) - 1, and 1 at the padded positions."""
+    def make(b, s):
+        attention_mask = torch.ones(b, s, dtype=torch.long)
+        for i in range(b):
+            attention_mask[i, :pad * i] = 0
+        position_ids = attention_mask.cumsum(-1) - 1
+        return position_ids.masked_fill(attention_mask == 0, 1)
+    return make
+
+
 def padding(pad, dtype):
     """A [b, s] mask of 1s whose row i has its last pad * (i + 1) tokens 0, in `dtype`."""
     def make(b, s):
@@ -1237,6 +1282,10 @@ def cases(m):
          padding(2, torch.bool)),
         ("padded_int64_lengths", lambda: PaddedAttention(48, 3, "lengths"), (2, 13, 48), 17, None, [],
          lambda b, s: torch.tensor([9, 13][:b], dtype=torch.int64)),
+        ("hf_rotary_position_ids_b2", lambda: HfRotaryPositionIds(m), (2, 8, 64), 17, None, [],
+         left_padded_positions(3)),
+        ("hf_rotary_position_ids_d96_h6_kv3_s12_op14", lambda: HfRotaryPositionIds(m, 96, 6, 3), (1, 12, 96), 14,
+         None, [], left_padded_positions(0)),
         ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
         ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),

@@ -101,6 +101,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      [b, kv, 1, s, d]; a causal masked_fill of a tril; opset 17
   more_activations.onnx
                      ELU, SELU, CELU, a learned per-channel PReLU, sign and log_softmax; opset 17
+  stream_rotary.onnx rotary angles computed from data as Hugging Face 4.38+ computes them from position_ids
+                     given as an input (inv_freq @ positions, cat((freqs, freqs)), cos and sin of a stream),
+                     the positions a projection of x; opset 17
   t5_decoder_attention.onnx, t5_encoder_attention.onnx
                      T5's attention: a relative-position bias (buckets computed with log, min and where, a
                      learned [buckets, heads] table), causal (masked_fill after the bias, scores.float()
@@ -1067,6 +1070,32 @@ class AxisSoftmaxes(InOut):
         return self.out(lp * 0.1 + w * x.shape[1])
 
 
+class StreamRotary(nn.Module):
+    """Rotary angles computed from data, as Hugging Face 4.38+ computes them from position_ids given as a
+    model input (inv_freq @ positions, cat((freqs, freqs)), cos and sin of a stream): the positions here a
+    projection of x, so that one input suffices; a causal attention over q and k turned by them."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.pos = nn.Linear(d, 1)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd)),
+                             persistent=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        positions = self.pos(x).transpose(1, 2)  # [b, 1, s], as position_ids[:, None, :].float()
+        freqs = (self.inv_freq[None, :, None].expand(b, -1, 1) @ positions).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos().unsqueeze(1), emb.sin().unsqueeze(1)
+        q, k, v = (p(x).view(b, s, self.heads, self.hd).transpose(1, 2) for p in (self.q, self.k, self.v))
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        mask = torch.full((s, s), torch.finfo(x.dtype).min).triu(1)
+        w = nn.functional.softmax(q @ k.transpose(2, 3) / math.sqrt(self.hd) + mask, dim=-1, dtype=torch.float32)
+        return self.o((w @ v).transpose(1, 2).reshape(b, s, d))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -1119,7 +1148,8 @@ def main():
                         (PadsAndReductions, "pads_and_reductions"), (RankBroadcastMatmuls, "rank_broadcast_matmuls"),
                         (LogSumExpPools, "logsumexp_pools"), (RoundingOps, "rounding_ops"),
                         (AxisSoftmaxes, "axis_softmaxes"), (PaddingMaskAttention, "padding_mask_attention"),
-                        (lambda: GqaAttention(causal=False), "gqa_bidirectional")):
+                        (lambda: GqaAttention(causal=False), "gqa_bidirectional"),
+                        (StreamRotary, "stream_rotary")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

@@ -1132,6 +1132,8 @@ class Importer {
                                                  "ScatterND",
                                                  "ScatterElements",
                                                  "Log",
+                                                 "Sin",
+                                                 "Cos",
                                                  "Softplus",
                                                  "LeakyRelu",
                                                  "HardSigmoid",
@@ -2739,7 +2741,8 @@ class Importer {
         {"Min", "min"},         {"Pow", "pow"},
         {"Log", "log"},         {"Softplus", "softplus"},
         {"Floor", "floor"},     {"Ceil", "ceil"},
-        {"Round", "round"},     {"Sign", "sign"}};
+        {"Round", "round"},     {"Sign", "sign"},
+        {"Sin", "sin"},         {"Cos", "cos"}};
     if (d.op == "Cast" && !consts_.count(d.inputs[0])) {
       int64_t to = intAttr(n, "to", onnx::TensorProto::FLOAT);
       if (to == onnx::TensorProto::BOOL) {  // 1 where x is not 0 (NaN too), as torch's bool(): (x == 0) == 0

@@ -17,7 +17,8 @@ const std::vector<std::pair<std::string, int>>& elementwiseOps() {
       {"relu", 1},    {"sigmoid", 1},    {"exp", 1},   {"tanh", 1},          {"erf", 1},
       {"sqrt", 1},    {"reciprocal", 1}, {"abs", 1},   {"log", 1},           {"softplus", 1},
       {"greater", 2}, {"less", 2},       {"equal", 2}, {"greater_equal", 2}, {"less_equal", 2},
-      {"floor", 1},   {"ceil", 1},       {"round", 1}, {"sign", 1},          {"fmod", 2}};
+      {"floor", 1},   {"ceil", 1},       {"round", 1}, {"sign", 1},          {"fmod", 2},
+      {"sin", 1},     {"cos", 1}};
   return ops;
 }
 

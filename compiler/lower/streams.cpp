@@ -337,8 +337,16 @@ class Builder {
         // own DMA reads and converter, so that no fork couples readers that join later (the projections of
         // x, whose results meet in the scores): a join keeps only what is linked on chip
         // (lower/kernels.cpp: markJoins).
-        bool own = plan.kind == EdgePlan::kDmaConverter || (kp.joinKeep && kp.keepTokens > 0);
-        std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order) + (own ? ">" + consumerName : "");
+        // A join of a stream with itself (torch.cat((freqs, freqs), -1) of a stream) keeps tokens at each of
+        // its ports: a converter each, as a shared one would fork at its reader into FIFOs of 2 in front of
+        // a kernel that takes one port's row before the other's, and deadlock.
+        bool joinKeeps = kp.joinKeep && kp.keepTokens > 0;
+        bool own = plan.kind == EdgePlan::kDmaConverter || joinKeeps;
+        std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order) +
+                          (own ? ">" + consumerName : "") +
+                          (joinKeeps ? "." + std::to_string(ph) + "." +
+                                           std::to_string(&kp - g_.kernels[k].phases[ph].ports.data())
+                                     : "");
         auto it = converters_.find(key);
         if (it == converters_.end()) {
           std::vector<std::string> feed;

@@ -39,6 +39,8 @@ float elementwiseValue(const Op& op, float a, float b) {
   if (k == "erf") return std::erf(a);
   if (k == "sqrt") return std::sqrt(a);
   if (k == "log") return std::log(a);
+  if (k == "sin") return std::sin(a);
+  if (k == "cos") return std::cos(a);
   if (k == "softplus") return st_softplus(a);
   if (k == "reciprocal") return 1.0f / a;
   if (k == "abs") return std::fabs(a);
@@ -67,7 +69,8 @@ std::string elementwiseCode(const Op& op, const std::string& a, const std::strin
   static const std::map<std::string, std::string> compare = {
       {"greater", " > "}, {"less", " < "}, {"equal", " == "}, {"greater_equal", " >= "}, {"less_equal", " <= "}};
   if (auto c = compare.find(k); c != compare.end()) return "(" + a + c->second + b + " ? 1.0f : 0.0f)";
-  if (k == "exp" || k == "tanh" || k == "erf" || k == "sqrt" || k == "log") return "std::" + k + "(" + a + ")";
+  if (k == "exp" || k == "tanh" || k == "erf" || k == "sqrt" || k == "log" || k == "sin" || k == "cos")
+    return "std::" + k + "(" + a + ")";
   if (k == "softplus") return "st_softplus(" + a + ")";
   if (k == "reciprocal") return "1.0f / " + a;
   if (k == "abs") return "std::fabs(" + a + ")";
