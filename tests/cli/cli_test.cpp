@@ -129,6 +129,21 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_EQ(o.out,
             "stc emit: error: --bind seq=9 disagrees with --set dim.seq=8, which fixed the axis at import\n");
   EXPECT_FALSE(std::filesystem::exists(unbound));
+  // What emission refuses is said at the file (an embedding lookup at ids a kernel computes: OPT's and
+  // RoBERTa's positions from the mask), and writes no project.
+  std::string computed = ::testing::TempDir() + "computed_ids.yaml",
+              refused = ::testing::TempDir() + "computed_ids";
+  std::ofstream(computed)
+      << "graph: computed_ids\ninputs: [{name: ids, shape: [1, 6], dtype: i64}]\n"
+         "weights: [{name: one, shape: [1], fill: 1}, {name: table, shape: [16, 32]}]\nops:\n"
+         "  - {name: next, op: add, inputs: [ids, one], output: next_ids}\n"
+         "  - {name: lookup, op: embedding, inputs: [next_ids, table], output: y}\noutputs: [y]\n";
+  o = stc("emit " + computed + " -o " + refused);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, computed +
+                       ": error: unsupported: HLS emission of the embedding lookup 'lookup' of 'next_ids', "
+                       "which is neither an input nor a weight\n");
+  EXPECT_FALSE(std::filesystem::exists(refused));
   o = stc("simulate " STC_SOURCE_DIR "/models/graphs/attention_decode.yaml --ctx 6 --bind seq=2");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "stc simulate: error: --bind seq=2: " STC_SOURCE_DIR

@@ -203,7 +203,14 @@ int writeProject(const EmitArgs& a, Stages& st, const Loaded& loaded, const Comp
     for (const auto& [cache, fresh] : decodeLayerCaches(loaded.graph))
       eo.caches.push_back({cache, fresh, "ctx"});
   st.stage("[5/6] emit      ...\r");
-  EmitSummary e = emitProject(loaded.graph, compiled, platform, eo);
+  EmitSummary e;
+  try {
+    e = emitProject(loaded.graph, compiled, platform, eo);
+  } catch (const UserError& error) {  // what emission refuses, named at the file it came from
+    std::string what = error.what();
+    if (what.find(": error: ") != std::string::npos) throw;
+    throw UserError(a.input.path + ": error: " + what);
+  }
   std::string tops;
   for (const auto& t : e.tops) tops += (tops.empty() ? "" : ", ") + t;
   st.stage("[5/6] emit      ");
