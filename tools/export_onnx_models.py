@@ -101,6 +101,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      [b, kv, 1, s, d]; a causal masked_fill of a tril; opset 17
   more_activations.onnx
                      ELU, SELU, CELU, a learned per-channel PReLU, sign and log_softmax; opset 17
+  repeat_interleave_kv_seq.onnx
+                     mistral-src's repeat_kv (repeat_interleave along dim 2 of [b, s, kv, hd]) with a symbolic
+                     `seq`: torch writes a Loop over SplitToSequence, which stc refuses by name; opset 17
   stream_rotary.onnx rotary angles computed from data as Hugging Face 4.38+ computes them from position_ids
                      given as an input (inv_freq @ positions, cat((freqs, freqs)), cos and sin of a stream),
                      the positions a projection of x; opset 17
@@ -1096,6 +1099,21 @@ class StreamRotary(nn.Module):
         return self.o((w @ v).transpose(1, 2).reshape(b, s, d))
 
 
+class RepeatInterleaveKv(nn.Module):
+    """mistral-src's repeat_kv, torch.repeat_interleave(k, repeats, dim=2) over [b, s, kv, hd]; with a
+    dynamic sequence torch 1.13 exports it as a Loop over SplitToSequence (a node stc refuses by name)."""
+
+    def __init__(self, d=64, kv=2, rep=2):
+        super().__init__()
+        self.kv, self.rep = kv, rep
+        self.wk = nn.Linear(d, d // rep, bias=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        k = self.wk(x).view(b, s, self.kv, d // (self.rep * self.kv))
+        return torch.repeat_interleave(k, repeats=self.rep, dim=2).reshape(b, s, -1)
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -1135,6 +1153,7 @@ def main():
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward_seq.onnx", 17, seq)
     export(RotaryCache(), torch.randn(1, 8, 64), "rotary_cache.onnx", 17, io=True)
     export(RotaryCache(), torch.randn(1, 8, 64), "rotary_cache_seq.onnx", 17, seq)
+    export(RepeatInterleaveKv(), torch.randn(1, 8, 64), "repeat_interleave_kv_seq.onnx", 17, seq)
     for block, name in ((Qwen2Block, "qwen2_block"), (GemmaBlock, "gemma_block"), (PhiBlock, "phi_block"),
                         (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention"),
                         (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer"),

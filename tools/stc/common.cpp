@@ -213,10 +213,13 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
   for (const auto& [symbol, value] : bindings)
     if (!dims.count(symbol) && why.find("--set dim." + symbol + "=N") != std::string::npos)
       fixed[symbol] = value;
-  if (fixed.size() == dims.size() || !imports(fixed))
-    return settings;  // the import, run again, says why it stops
+  if (fixed.size() == dims.size()) return settings;  // the import, run again, says why it stops
+  // Where the import refuses nodes of its own beside the shape arithmetic (a Loop torch wrote for a
+  // repeat_interleave), it still runs with the axes fixed: its refusal then names those nodes, not every
+  // Shape and Gather the symbolic axis left unfolded.
+  bool folds = imports(fixed);
   for (const auto& [symbol, value] : bindings) {
-    if (dims.count(symbol) || !fixed.count(symbol) || fixed.size() == dims.size() + 1) continue;
+    if (!folds || dims.count(symbol) || !fixed.count(symbol) || fixed.size() == dims.size() + 1) continue;
     std::map<std::string, int64_t> fewer = fixed;
     fewer.erase(symbol);
     if (imports(fewer)) fixed = std::move(fewer);
