@@ -810,6 +810,14 @@ class Lowering {
     if (k == "reduce_sum" || k == "reduce_max" || k == "reduce_mean") return lowerReduce(op);
     if (k == "concat") return lowerConcat(op);
     if (k == "embedding") {
+      // The lookup is a DMA that reads the ids from HBM before the rows they name: ids an op computes (OPT's
+      // and RoBERTa's positions from the mask) would be read before they are written, in the same kernel
+      // invocation, so the network would not be the design (its simulation fetched rows at no ids at all).
+      if (info(op.inputs[0]).role == TensorRole::kIntermediate)
+        throw UserError(formatError(op.loc, "unsupported: the embedding lookup '" + op.name + "' at ids '" +
+                                                op.inputs[0] +
+                                                "' that the graph computes (a lookup reads its ids from HBM: "
+                                                "give them as an input)"));
       Kernel kern = kernel(op);
       kern.gather = true;
       kern.gatherTable = op.inputs[1];

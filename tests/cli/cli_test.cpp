@@ -129,8 +129,9 @@ TEST(Cli, BadInputsExitOne) {
   EXPECT_EQ(o.out,
             "stc emit: error: --bind seq=9 disagrees with --set dim.seq=8, which fixed the axis at import\n");
   EXPECT_FALSE(std::filesystem::exists(unbound));
-  // What emission refuses is said at the file (an embedding lookup at ids a kernel computes: OPT's and
-  // RoBERTa's positions from the mask), and writes no project.
+  // An embedding lookup at ids an op computes (OPT's and RoBERTa's positions from the mask) is refused at
+  // the op: the lookup's DMA reads its ids from HBM, where they were not yet (emit refused it, without the
+  // file; compile and simulate ran it, the rows fetched at no ids at all). No project is written.
   std::string computed = ::testing::TempDir() + "computed_ids.yaml",
               refused = ::testing::TempDir() + "computed_ids";
   std::ofstream(computed)
@@ -140,10 +141,15 @@ TEST(Cli, BadInputsExitOne) {
          "  - {name: lookup, op: embedding, inputs: [next_ids, table], output: y}\noutputs: [y]\n";
   o = stc("emit " + computed + " -o " + refused);
   EXPECT_EQ(o.code, 1);
-  EXPECT_EQ(o.out, computed +
-                       ": error: unsupported: HLS emission of the embedding lookup 'lookup' of 'next_ids', "
-                       "which is neither an input nor a weight\n");
+  const std::string atIds =
+      computed +
+      ":6:5: error: unsupported: the embedding lookup 'lookup' at ids 'next_ids' that the "
+      "graph computes (a lookup reads its ids from HBM: give them as an input)\n";
+  EXPECT_EQ(o.out, atIds);
   EXPECT_FALSE(std::filesystem::exists(refused));
+  o = stc("simulate " + computed);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, atIds);
   o = stc("simulate " STC_SOURCE_DIR "/models/graphs/attention_decode.yaml --ctx 6 --bind seq=2");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "stc simulate: error: --bind seq=2: " STC_SOURCE_DIR
