@@ -1512,7 +1512,9 @@ TEST(Emit, RefusesAndExplains) {
                          "outputs: [y]\n";
   o = stc("emit " + path + " --layers 2 -o " + gone);
   EXPECT_EQ(o.code, 1);
-  EXPECT_EQ(o.out, "unsupported: chaining 2 layers: output 'y' does not have the shape of input 'a'\n");
+  EXPECT_EQ(
+      o.out,
+      path + ": error: unsupported: chaining 2 layers: output 'y' does not have the shape of input 'a'\n");
   EXPECT_FALSE(fs::exists(gone));
   for (const auto& e : fs::directory_iterator(::testing::TempDir()))
     EXPECT_EQ(e.path().filename().string().find(".emit_unsupported.tmp"), std::string::npos);
