@@ -1061,6 +1061,24 @@ def left_padded_positions(pad):
     return make
 
 
+class GatheredColumns(torch.nn.Module):
+    """torch.gather of a stream along its last axis at one constant permutation for every row (a product by
+    one selection), then at indices that differ by row (a selection per row)."""
+
+    def __init__(self, d=40, seq=8):
+        super().__init__()
+        self.lin = torch.nn.Linear(d, d)
+        self.register_buffer("perm", torch.randperm(d, generator=torch.Generator().manual_seed(3)))
+        self.register_buffer("per_row", torch.randint(0, d, (seq, d // 2), generator=torch.Generator().manual_seed(4)))
+
+    def forward(self, x):
+        h = self.lin(x)
+        b, s, d = h.shape
+        same = torch.gather(h, -1, self.perm.expand(b, s, d))
+        rows = torch.gather(h, -1, self.per_row[:s].expand(b, s, d // 2))
+        return same[..., : d // 2] * rows + same[..., d // 2:]
+
+
 def padding(pad, dtype):
     """A [b, s] mask of 1s whose row i has its last pad * (i + 1) tokens 0, in `dtype`."""
     def make(b, s):
@@ -1286,6 +1304,10 @@ def cases(m):
          left_padded_positions(3)),
         ("hf_rotary_position_ids_d96_h6_kv3_s12_op14", lambda: HfRotaryPositionIds(m, 96, 6, 3), (1, 12, 96), 14,
          None, [], left_padded_positions(0)),
+        ("gathered_columns_b2", lambda: GatheredColumns(), (2, 8, 40), 17, None, []),
+        ("disentangled_gather", lambda: m.DisentangledGather(), (1, 8, 64), 17, None, []),
+        ("disentangled_gather_d96_h6_span6_s12_b2_op14", lambda: m.DisentangledGather(96, 6, 6, 12, 32), (2, 12, 96),
+         14, None, []),
         ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
         ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),

@@ -104,6 +104,10 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   repeat_interleave_kv_seq.onnx
                      mistral-src's repeat_kv (repeat_interleave along dim 2 of [b, s, kv, hd]) with a symbolic
                      `seq`: torch writes a Loop over SplitToSequence, which stc refuses by name; opset 17
+  disentangled_gather.onnx
+                     DeBERTa-v2's content-to-position term: log-bucketed relative positions (sign, log, ceil
+                     of constants), torch.gather of the scores against relative embeddings per query row at
+                     constant indices; opset 17
   stream_rotary.onnx rotary angles computed from data as Hugging Face 4.38+ computes them from position_ids
                      given as an input (inv_freq @ positions, cat((freqs, freqs)), cos and sin of a stream),
                      the positions a projection of x; opset 17
@@ -1114,6 +1118,44 @@ class RepeatInterleaveKv(nn.Module):
         return torch.repeat_interleave(k, repeats=self.rep, dim=2).reshape(b, s, -1)
 
 
+class DisentangledGather(nn.Module):
+    """DeBERTa-v2's content-to-position attention term as Hugging Face writes it: relative positions from
+    arange, log buckets (make_log_bucket_position: sign, abs, log, ceil of constants), the query's scores
+    against 2 * span relative position embeddings, torch.gather'ed per query row at clamp(bucket + span)
+    (indices constant, expanded over batch and heads), added to the scores before the softmax."""
+
+    def __init__(self, d=64, heads=4, span=4, buckets=8, max_position=16):
+        super().__init__()
+        self.heads, self.hd, self.span = heads, d // heads, span
+        self.buckets, self.max_position = buckets, max_position
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.rel = nn.Parameter(torch.randn(2 * span, d) * 0.5)
+        self.pos_k = nn.Linear(d, d)
+
+    def bucket(self, relative_pos):
+        sign = torch.sign(relative_pos)
+        mid = self.buckets // 2
+        abs_pos = torch.where((relative_pos < mid) & (relative_pos > -mid),
+                              torch.tensor(mid - 1).type_as(relative_pos), torch.abs(relative_pos))
+        log_pos = torch.ceil(torch.log(abs_pos / mid) / torch.log(torch.tensor((self.max_position - 1) / mid)) *
+                             (mid - 1)) + mid
+        return torch.where(abs_pos <= mid, relative_pos.type_as(log_pos), log_pos * sign).long()
+
+    def forward(self, x):
+        b, s, d = x.shape
+        heads = lambda t: t.view(b, -1, self.heads, self.hd).transpose(1, 2)
+        q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+        pos = torch.arange(s)
+        relative = self.bucket(pos[:, None] - pos[None, :])
+        c2p_pos = torch.clamp(relative + self.span, 0, 2 * self.span - 1)
+        pos_key = heads(self.pos_k(self.rel).unsqueeze(0).expand(b, -1, -1))
+        c2p = torch.matmul(q, pos_key.transpose(-1, -2))
+        c2p = torch.gather(c2p, dim=-1, index=c2p_pos.unsqueeze(0).unsqueeze(0).expand(b, self.heads, s, s))
+        scores = (torch.matmul(q, k.transpose(-1, -2)) + c2p) / math.sqrt(2 * self.hd)
+        w = nn.functional.softmax(scores, dim=-1)
+        return self.o(torch.matmul(w, v).transpose(1, 2).reshape(b, s, d))
+
+
 def export(model, example, name, opset, dynamic=None, io=False):
     """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
     which the tests compare stc's interpreter with."""
@@ -1168,7 +1210,7 @@ def main():
                         (LogSumExpPools, "logsumexp_pools"), (RoundingOps, "rounding_ops"),
                         (AxisSoftmaxes, "axis_softmaxes"), (PaddingMaskAttention, "padding_mask_attention"),
                         (lambda: GqaAttention(causal=False), "gqa_bidirectional"),
-                        (StreamRotary, "stream_rotary")):
+                        (StreamRotary, "stream_rotary"), (DisentangledGather, "disentangled_gather")):
         x = torch.randn(1, 32 if name == "masked_fills" else 8, 64)
         torch.manual_seed(0)
         export(block(), x, name + ".onnx", 17, io=True)

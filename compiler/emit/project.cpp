@@ -251,7 +251,7 @@ class ProjectWriter {
       b.port = emit::dmaPort(compiled_, r).type();
       if (r.kind == TaskRole::kGather) {  // the table and the ids, row-major, as the graph has them
         const Op& op = graph_.ops[static_cast<size_t>(kg_.kernels[static_cast<size_t>(r.kernel)].opIndex)];
-        for (const std::string& name : {op.inputs[1], op.inputs[0]})
+        for (const std::string& name : {base(op.inputs[1]), base(op.inputs[0])})  // a view: its base's data
           if (!isGraphTensor(name, graph_.inputs) && !isGraphTensor(name, graph_.weights))
             throw UserError("unsupported: HLS emission of the embedding lookup '" + op.name + "' of '" + name +
                             "', which is neither an input nor a weight");
@@ -259,7 +259,7 @@ class ProjectWriter {
         b.var = "m_" + tid(b.tensor);
         bufferOf_[t.name] = b;
         Buffer ids = b;
-        ids.tensor = op.inputs[0];
+        ids.tensor = base(op.inputs[0]);
         ids.var = "m_" + tid(ids.tensor);
         ids.arg = b.arg + "_ids";
         ids.type = ids.port = "float";

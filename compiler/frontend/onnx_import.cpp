@@ -1131,6 +1131,7 @@ class Importer {
                                                  "Pad",
                                                  "ScatterND",
                                                  "ScatterElements",
+                                                 "GatherElements",
                                                  "Log",
                                                  "Sin",
                                                  "Cos",
@@ -1476,20 +1477,25 @@ class Importer {
       for (double& x : out.v)
         x = op == "IsNaN" ? (std::isnan(x) ? 1 : 0) : (std::isinf(x) && (x < 0 ? negative : positive)) ? 1 : 0;
     } else if (op == "Sin" || op == "Cos" || op == "Exp" || op == "Log" || op == "Tanh" || op == "Erf" ||
-               op == "Sigmoid" || op == "Abs" || op == "Floor" || op == "Ceil") {  // a rope table built in forward
+               op == "Sigmoid" || op == "Abs" || op == "Floor" || op == "Ceil" || op == "Sign") {
+      // a rope table built in forward; DeBERTa's log buckets of relative positions (sign, log, ceil)
       out = in(0);
       for (double& x : out.v)
-        x = op == "Sin"    ? std::sin(x)
-            : op == "Cos"  ? std::cos(x)
-            : op == "Exp"  ? std::exp(x)
-            : op == "Log"  ? std::log(x)
-            : op == "Tanh" ? std::tanh(x)
-            : op == "Erf"  ? std::erf(x)
-            : op == "Abs"  ? std::fabs(x)
+        x = op == "Sign"    ? (x > 0   ? 1.0
+                               : x < 0 ? -1.0
+                                       : x)
+            : op == "Sin"   ? std::sin(x)
+            : op == "Cos"   ? std::cos(x)
+            : op == "Exp"   ? std::exp(x)
+            : op == "Log"   ? std::log(x)
+            : op == "Tanh"  ? std::tanh(x)
+            : op == "Erf"   ? std::erf(x)
+            : op == "Abs"   ? std::fabs(x)
             : op == "Floor" ? std::floor(x)
-            : op == "Ceil" ? std::ceil(x)
-                           : 1 / (1 + std::exp(-x));
-    } else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity" || op == "Not") {
+            : op == "Ceil"  ? std::ceil(x)
+                            : 1 / (1 + std::exp(-x));
+    } else if (op == "Sqrt" || op == "Neg" || op == "Reciprocal" || op == "Cast" || op == "Identity" ||
+               op == "Not") {
       out = in(0);
       int64_t to = op == "Cast" ? intAttr(n, "to", onnx::TensorProto::FLOAT) : int64_t{onnx::TensorProto::FLOAT};
       bool toBool = to == onnx::TensorProto::BOOL;
@@ -1503,7 +1509,8 @@ class Importer {
             : toBool             ? (x != 0 ? 1 : 0)
             : toInteger          ? std::trunc(x)
                                  : x;
-    } else if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Expand" || op == "ConstantOfShape") {
+    } else if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Expand" ||
+               op == "ConstantOfShape") {
       std::vector<int64_t> dims;
       if (hasConcreteShape(n.output(0))) {
         for (const auto& d : shapeOf(n.output(0))) dims.push_back(d.eval());
@@ -3318,6 +3325,8 @@ class Importer {
       op.op = "concat";
       op.inputs.assign(static_cast<size_t>(axes.back().second), x);
       op.attrs["axis"] = axes.back().first;
+    } else if (d.op == "GatherElements") {
+      if (!gatherElements(d, op)) return;
     } else if (d.op == "Pad") {
       if (!pad(d, op)) return;
     } else if (d.op == "ScatterND" || d.op == "ScatterElements") {
@@ -3511,6 +3520,78 @@ class Importer {
     op.inputs = {auxOp("sign", op.name + "_sign", {x}, output + "_sign"),
                  auxOp("floor", op.name + "_floor", {auxOp("abs", op.name + "_abs", {x}, output + "_abs")},
                        output + "_floor")};
+  }
+
+  // GatherElements of a stream along its last axis at constant indices (DeBERTa's c2p and p2c attention:
+  // torch.gather of the relative-position scores at clamp(i - j + span)): each value a copy of one of its
+  // row's, so a product by a selection. Where every row takes the same columns (over the leading dims
+  // too), one selection [K, J]; where the columns vary by row alone, a selection per row, S [R, K, J],
+  // against the stream viewed [B, R, K] (B the leading dims' product) and walked [R, B, K], then back. At
+  // most 2^22 values of selections; indices that vary along a leading dim are refused.
+  bool gatherElements(const Dyn& d, Op& op) {
+    auto refuse = [&](const std::string& why) {
+      unsupported_.push_back(nodeName(*d.node) + " (GatherElements " + why + ")");
+      return false;
+    };
+    if (!consts_.count(d.inputs[1])) return refuse("at indices computed at run time");
+    std::vector<int64_t> dims = constantDims(d.inputs[0]);
+    if (dims.size() < 2) return refuse("of a stream whose shape is not known at import, or of rank 1");
+    const Const& idx = consts_.at(d.inputs[1]);
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    int64_t axis = intAttr(*d.node, "axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis != rank - 1) return refuse("along another axis than the last");
+    if (static_cast<int64_t>(idx.dims.size()) != rank || static_cast<int64_t>(idx.v.size()) != idx.count())
+      return refuse("at indices of another rank");
+    for (int64_t a = 0; a + 1 < rank; ++a)
+      if (idx.dims[static_cast<size_t>(a)] != dims[static_cast<size_t>(a)])
+        return refuse("at indices shaped otherwise than the stream along its other axes");
+    const int64_t K = dims.back(), J = idx.dims.back(), R = dims[static_cast<size_t>(rank - 2)];
+    const int64_t rows = idx.count() / J, B = rows / R;
+    std::vector<int64_t> at(static_cast<size_t>(idx.count()));
+    for (size_t i = 0; i < at.size(); ++i) {
+      auto v = static_cast<int64_t>(idx.v[i]);
+      if (v < 0) v += K;
+      if (v < 0 || v >= K) return refuse("at an index outside the axis");
+      at[i] = v;
+    }
+    auto sameRows = [&](int64_t stride, int64_t count) {  // rows r and r + stride agree, for `count` rows
+      for (int64_t r = 0; r + stride < count; ++r)
+        for (int64_t j = 0; j < J; ++j)
+          if (at[static_cast<size_t>(r * J + j)] != at[static_cast<size_t>((r + stride) * J + j)])
+            return false;
+      return true;
+    };
+    if (!sameRows(R, rows)) return refuse("at indices that vary along a leading axis");
+    const bool perRow = !sameRows(1, R);
+    if ((perRow ? R : 1) * K * J > (int64_t{1} << 22))
+      return refuse("whose selections would pass 2^22 values");
+    std::string table = freeOfModel(d.output + "_gathered");
+    Const pick;
+    pick.dims = perRow ? std::vector<int64_t>{R, K, J} : std::vector<int64_t>{K, J};
+    pick.v.assign(static_cast<size_t>((perRow ? R : 1) * K * J), 0.0);
+    for (int64_t r = 0; r < (perRow ? R : 1); ++r)
+      for (int64_t j = 0; j < J; ++j)
+        pick.v[static_cast<size_t>((r * K + at[static_cast<size_t>(r * J + j)]) * J + j)] = 1.0;
+    consts_[table] = pick;
+    std::string x = operand(d.inputs[0], op.name);
+    if (!perRow) {
+      op.op = "matmul";
+      op.inputs = {x, weightFrom(table, table)};
+      return true;
+    }
+    const std::vector<int64_t> swap{1, 0, 2};
+    std::string rowsOf = auxOp("reshape", op.name + "_rows", {x}, d.output + "_rows",
+                               {{"shape", std::vector<int64_t>{B, R, K}}});
+    std::string byRow =
+        auxOp("transpose", op.name + "_by_row", {rowsOf}, d.output + "_by_row", {{"perm", swap}});
+    std::string picked =
+        auxOp("matmul", op.name + "_pick", {byRow, weightFrom(table, table)}, d.output + "_picked");
+    std::string back = auxOp("transpose", op.name + "_back", {picked}, d.output + "_back", {{"perm", swap}});
+    op.op = "reshape";
+    op.inputs = {back};
+    op.attrs["shape"] = std::vector<int64_t>(idx.dims.begin(), idx.dims.end());
+    return true;
   }
 
   // Pad in mode edge (torch's replicate), reflect or wrap (circular) along the last axis alone, by amounts

@@ -88,10 +88,10 @@ int64_t kvAppendAxis(const Op& op);
 const std::vector<std::string>& knownOps();
 
 /// Elementwise ops, with numpy broadcasting of their inputs: 1 for unary (gelu, silu, relu, sigmoid, exp,
-/// tanh, erf, sqrt, reciprocal, abs, log, softplus, floor, ceil, round (half to even), sign), 2 for binary
-/// (add, sub, mul, div, max, min, pow, fmod (C's: the dividend's sign), and the comparisons greater, less,
-/// equal, greater_equal, less_equal: 1 where it holds, else 0); 0 for any other op. Every stage (shape rules,
-/// lowering, cost, references, emission) takes the list from here.
+/// tanh, erf, sqrt, reciprocal, abs, log, softplus, floor, ceil, round (half to even), sign, sin, cos), 2 for
+/// binary (add, sub, mul, div, max, min, pow, fmod (C's: the dividend's sign), and the comparisons greater,
+/// less, equal, greater_equal, less_equal: 1 where it holds, else 0); 0 for any other op. Every stage (shape
+/// rules, lowering, cost, references, emission) takes the list from here.
 int elementwiseArity(const std::string& op);
 
 /// Checks names and references: known ops, unique tensor names, every input defined before use,

@@ -813,7 +813,10 @@ class Lowering {
       // The lookup is a DMA that reads the ids from HBM before the rows they name: ids an op computes (OPT's
       // and RoBERTa's positions from the mask) would be read before they are written, in the same kernel
       // invocation, so the network would not be the design (its simulation fetched rows at no ids at all).
-      if (info(op.inputs[0]).role == TensorRole::kIntermediate)
+      // A view of an input (input_ids.view(-1, S)) is the input's data.
+      std::string ids = op.inputs[0];
+      while (views_.count(ids)) ids = views_.at(ids).base;
+      if (TensorRole role = info(ids).role; role != TensorRole::kInput && role != TensorRole::kWeight)
         throw UserError(formatError(op.loc, "unsupported: the embedding lookup '" + op.name + "' at ids '" +
                                                 op.inputs[0] +
                                                 "' that the graph computes (a lookup reads its ids from HBM: "

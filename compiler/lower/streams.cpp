@@ -344,7 +344,7 @@ class Builder {
         bool own = plan.kind == EdgePlan::kDmaConverter || joinKeeps;
         std::string key = kp.tensor + "@" + std::to_string(group) + "#" + orderKey(kp.order) +
                           (own ? ">" + consumerName : "") +
-                          (joinKeeps ? "." + std::to_string(ph) + "." +
+                          (joinKeeps ? "@port" + std::to_string(ph) + "." +
                                            std::to_string(&kp - g_.kernels[k].phases[ph].ports.data())
                                      : "");
         auto it = converters_.find(key);

@@ -498,7 +498,7 @@ SizingResult finish(const Network& net, Measured& m, int maxRounds, bool paced, 
   settle(last.depths, last.out, sized);
   last.out.paced = paced;
   if (paced) last.out.cyclesPaced = last.out.cyclesUnbounded;
-  return std::move(last.out);  // the measuring run's curves are large: m is not read after this
+  return std::move(last.out);  // the measuring run's curves are large: m.merged.out is not read after this
 }
 
 SizingResult sizeWith(const Network& net, const std::vector<sim::Program>& progs,

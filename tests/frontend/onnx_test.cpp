@@ -2709,7 +2709,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "axis_softmaxes.onnx",
                                            "padding_mask_attention.onnx",
                                            "gqa_bidirectional.onnx",
-                                           "stream_rotary.onnx"};
+                                           "stream_rotary.onnx",
+                                           "disentangled_gather.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -2782,6 +2783,27 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   EXPECT_EQ(streamRotary["sin"], 1);
   EXPECT_EQ(streamRotary["cos"], 1);
   EXPECT_EQ(streamRotary["concat"], 3);
+  // DeBERTa-v2's torch.gather of the content-to-position scores per query row at constant indices (log
+  // buckets of relative positions: sign, log and ceil of constants, folded) is a product by a selection
+  // per row: the scores viewed [b * heads, s, 2 * span], walked rows outer, times S [s, 2 * span, s], and
+  // back: 9 matmuls (q, k, v, o, pos_k, q.pos_key, q.k, w.v and the selection). With span 4 the clamp
+  // leaves the buckets' logs no say: row r's column j takes position clamp(r - j + 4, 0, 7).
+  Graph gathered = importOnnx(model("disentangled_gather.onnx"));
+  EXPECT_EQ(opCounts(gathered)["matmul"], 9);
+  int selections = 0;
+  for (const TensorDecl& w : gathered.weights) {
+    if (w.shape.size() != 3 || w.shape[0].eval() != 8 || w.shape[1].eval() != 8 || w.shape[2].eval() != 8)
+      continue;
+    ++selections;
+    const std::vector<float>& pick = gathered.values.at(w.name);
+    for (int r = 0; r < 8; ++r)
+      for (int k = 0; k < 8; ++k)
+        for (int j = 0; j < 8; ++j)
+          EXPECT_EQ(pick[static_cast<size_t>((r * 8 + k) * 8 + j)],
+                    k == std::clamp(r - j + 4, 0, 7) ? 1.0f : 0.0f)
+              << r << "," << k << "," << j;
+  }
+  EXPECT_EQ(selections, 1);
   // Each function is its own op (nothing fused into a pattern); torch writes rsqrt as 1 / sqrt.
   auto counts = opCounts(importOnnx(model("pointwise.onnx")));
   for (const char* op : {"erf", "sigmoid", "pow", "abs", "max", "min"}) EXPECT_EQ(counts[op], 1) << op;

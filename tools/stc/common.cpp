@@ -230,9 +230,14 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
     settings.push_back("dim." + symbol + "=" + std::to_string(value));
     text += (text.empty() ? "" : " ") + settings.back();
   }
-  std::cerr << command << ": note: " << path
-            << ": its shape arithmetic over a dynamic axis folds only with the axis fixed: imported with "
-            << text << " from --bind, as --set " << text << " would (a design for that size alone)\n";
+  if (folds)
+    std::cerr << command << ": note: " << path
+              << ": its shape arithmetic over a dynamic axis folds only with the axis fixed: imported with "
+              << text << " from --bind, as --set " << text << " would (a design for that size alone)\n";
+  else
+    std::cerr << command << ": note: " << path
+              << ": its import refuses nodes beside the shape arithmetic over a dynamic axis: imported with "
+              << text << " from --bind, as --set " << text << " would, to name them\n";
   return settings;
 }
 
