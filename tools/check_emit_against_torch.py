@@ -1308,6 +1308,14 @@ def cases(m):
         ("disentangled_gather", lambda: m.DisentangledGather(), (1, 8, 64), 17, None, []),
         ("disentangled_gather_d96_h6_span6_s12_b2_op14", lambda: m.DisentangledGather(96, 6, 6, 12, 32), (2, 12, 96),
          14, None, []),
+        # torch's Loop over SplitToSequence for a repeat_interleave whose size its tracer does not know: of a
+        # table computed in forward, and of keys over a symbolic sequence (bound below: fixed at import)
+        ("repeat_interleave_table", lambda: m.RepeatInterleaveTable(), (1, 8, 64), 17, None, []),
+        ("repeat_interleave_table_d96_s12_b2_op14", lambda: m.RepeatInterleaveTable(96), (2, 12, 96), 14, None, []),
+        ("repeat_interleave_kv_seq_bound", lambda: m.RepeatInterleaveKv(), (1, 8, 64), 17,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("repeat_interleave_kv_d96_kv3_s12_b2_seq_bound_op14", lambda: m.RepeatInterleaveKv(96, 3, 2), (2, 12, 96),
+         14, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
         ("ellipsis_einsum_attention", lambda: EllipsisEinsumAttention(), (1, 8, 48), 17, None, []),
         ("ellipsis_einsum_attention_d64_h4_s12_b2", lambda: EllipsisEinsumAttention(64, 4), (2, 12, 64), 17, None, []),
         ("eye_and_causal_mask", lambda: RowsMaskedWhole(kind="eye"), (1, 8, 48), 17, None, []),

@@ -103,7 +103,18 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      ELU, SELU, CELU, a learned per-channel PReLU, sign and log_softmax; opset 17
   repeat_interleave_kv_seq.onnx
                      mistral-src's repeat_kv (repeat_interleave along dim 2 of [b, s, kv, hd]) with a symbolic
-                     `seq`: torch writes a Loop over SplitToSequence, which stc refuses by name; opset 17
+                     `seq`: torch writes a Loop over SplitToSequence, which stc imports as an unsqueeze,
+                     expand and reshape once the axis is fixed; opset 17
+  repeat_interleave_table.onnx
+                     a rotary table computed in forward as Cohere computes it (repeat_interleave of
+                     outer(arange(s), inv_freq)): a Loop over constants, torch not knowing arange(s)'s length;
+                     opset 17
+  repeat_interleave_heads_seq.onnx
+                     OpenELM's keys.repeat_interleave(groups, dim=1) over [b, kv, s, hd] with a symbolic
+                     `seq`: torch's Loop reshapes each slice with a 0 that keeps the repeat count where it
+                     meant the sequence, so the model's product of q and k does not meet; opset 17
+  topk_beside_view_seq.onnx
+                     a view over a symbolic `seq` beside TopK, which stc refuses by name; opset 17
   disentangled_gather.onnx
                      DeBERTa-v2's content-to-position term: log-bucketed relative positions (sign, log, ceil
                      of constants), torch.gather of the scores against relative embeddings per query row at
@@ -1118,6 +1129,55 @@ class RepeatInterleaveKv(nn.Module):
         return torch.repeat_interleave(k, repeats=self.rep, dim=2).reshape(b, s, -1)
 
 
+class RepeatInterleaveTable(nn.Module):
+    """Cohere's rotary table as its Hugging Face code builds it in forward, repeat_interleave(outer(arange(s),
+    inv_freq), 2, dim=-1): torch's tracer does not know arange(s)'s length and writes a Loop over
+    SplitToSequence, of constants alone. (After that Loop torch 1.13 writes a stack or cat along dim=-1 along
+    axis 1 instead, which Cohere's rotation of interleaved pairs does: the rotation here pairs the halves
+    along dim 2.)"""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d)))
+
+    def forward(self, x):
+        h = self.lin(x)
+        freqs = torch.outer(torch.arange(x.shape[1]).float(), self.inv_freq)
+        emb = torch.repeat_interleave(freqs, 2, dim=-1)
+        half = h.shape[-1] // 2
+        return h * emb.cos() + torch.cat((-h[..., half:], h[..., :half]), dim=2) * emb.sin()
+
+
+class RepeatInterleaveHeads(nn.Module):
+    """OpenELM's grouped keys, keys.repeat_interleave(groups, dim=1) over [b, kv, s, hd], the keys scaled by a
+    buffer sliced to the sequence first (as a rotary cache is): with a symbolic sequence torch writes a Loop
+    whose slices [b, 1, r, s, hd] are reshaped with [0, -1, 0, 0] (a 0 keeps r where torch meant s), so the
+    ONNX model's q.k^T does not meet (torch's own result is right)."""
+
+    def __init__(self, d=64, heads=4, kv=2, max_seq=32):
+        super().__init__()
+        self.heads, self.kv, self.hd = heads, kv, d // heads
+        self.wk = nn.Linear(d, kv * self.hd, bias=False)
+        self.register_buffer("scale", torch.randn(1, 1, max_seq, self.hd))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q = x.view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = self.wk(x).view(b, s, self.kv, self.hd).transpose(1, 2) * self.scale[:, :, :s]
+        k = k.repeat_interleave(self.heads // self.kv, dim=1)
+        return (q @ k.transpose(2, 3)).sum(3)
+
+
+class TopkBesideView(nn.Module):
+    """A view over the sequence (shape arithmetic, which folds once a symbolic axis is fixed) beside a node
+    stc refuses by name (TopK)."""
+
+    def forward(self, x):
+        b, s, d = x.shape
+        return torch.topk(x.view(b, s, 4, d // 4), 2, dim=-1).values.reshape(b, s, -1)
+
+
 class DisentangledGather(nn.Module):
     """DeBERTa-v2's content-to-position attention term as Hugging Face writes it: relative positions from
     arange, log buckets (make_log_bucket_position: sign, abs, log, ceil of constants), the query's scores
@@ -1195,7 +1255,7 @@ def main():
     export(RopeInForward(), torch.randn(1, 8, 64), "rope_in_forward_seq.onnx", 17, seq)
     export(RotaryCache(), torch.randn(1, 8, 64), "rotary_cache.onnx", 17, io=True)
     export(RotaryCache(), torch.randn(1, 8, 64), "rotary_cache_seq.onnx", 17, seq)
-    export(RepeatInterleaveKv(), torch.randn(1, 8, 64), "repeat_interleave_kv_seq.onnx", 17, seq)
+    export(RepeatInterleaveKv(), torch.randn(1, 8, 64), "repeat_interleave_kv_seq.onnx", 17, seq, io=True)
     for block, name in ((Qwen2Block, "qwen2_block"), (GemmaBlock, "gemma_block"), (PhiBlock, "phi_block"),
                         (GptjBlock, "gptj_block"), (FalconBlock, "falcon_block"), (AlibiBlock, "alibi_attention"),
                         (NeoxBlock, "neox_block"), (TorchMha, "torch_mha"), (TorchEncoder, "torch_encoder_layer"),
@@ -1217,6 +1277,12 @@ def main():
         if name in ("qwen2_block", "gptj_block", "gqa_bidirectional"):
             torch.manual_seed(0)
             export(block(), x, name + "_seq.onnx", 17, seq)
+    # (Last, so that the random numbers every export above draws stay the same.)
+    torch.manual_seed(0)
+    export(RepeatInterleaveTable(), torch.randn(1, 8, 64), "repeat_interleave_table.onnx", 17, io=True)
+    export(TopkBesideView(), torch.randn(1, 8, 64), "topk_beside_view_seq.onnx", 17, seq)
+    export(RepeatInterleaveHeads(), torch.randn(1, 8, 64), "repeat_interleave_heads_seq.onnx", 17,
+           {"x": {1: "seq"}, "y": {2: "seq"}})
     return 0
 
 

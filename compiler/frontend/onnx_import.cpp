@@ -826,6 +826,7 @@ class Importer {
       }
     }
     rewritten = inlineFoldedIfs() || rewritten;
+    rewritten = rewriteRepeatInterleaveLoops() || rewritten;
     consts_.clear();
     symbolicShapes_.clear();
     dyn_.clear();
@@ -856,6 +857,245 @@ class Importer {
     for (int n = 2; taken.count(name); ++n) name = base + std::to_string(n);
     taken.insert(name);
     return name;
+  }
+
+  // torch's repeat_interleave where its tracer does not know a size (symbolic_opset13: a table computed
+  // in forward from arange(s), or keys over a dynamic sequence): x split into slices of 1 along `axis`
+  // (SplitToSequence), a Loop that unsqueezes each slice after the axis, expands it to its repeat count
+  // and reshapes it back into a sequence, and the sequence concatenated along the axis
+  // (ConcatFromSequence). With every slice's count the same constant r (a number of repeats) and x's
+  // shape known, that is Unsqueeze, Expand to r along the new axis and Reshape: what repeat_kv's
+  // expand-and-reshape writes, which the import knows for data and folds for tables. The nodes that
+  // built the sequences go too where nothing else reads them. False when there was none.
+  bool rewriteRepeatInterleaveLoops() {
+    std::map<std::string, const onnx::NodeProto*> made;
+    for (const auto& n : model_.graph().node())
+      for (const auto& o : n.output()) made[o] = &n;
+    auto constOf = [&](const std::string& v) -> const Const* {
+      auto c = consts_.find(v);
+      return c != consts_.end() && c->second.known ? &c->second : nullptr;
+    };
+    auto allEqual = [](const Const& c, double value) {
+      return std::all_of(c.v.begin(), c.v.end(), [&](double x) { return x == value; });
+    };
+    struct Found {
+      const onnx::NodeProto *concat, *loop;
+      std::string x;
+      int64_t axis, repeats;
+      std::vector<int64_t> dims, shape;  // x's, and the concatenation's
+    };
+    std::vector<Found> found;
+    for (const onnx::NodeProto& c : model_.graph().node()) {
+      if (c.op_type() != "ConcatFromSequence" || c.input_size() != 1 || intAttr(c, "new_axis", 0) != 0)
+        continue;
+      auto loopIt = made.find(c.input(0));
+      if (loopIt == made.end() || loopIt->second->op_type() != "Loop") continue;
+      const onnx::NodeProto& loop = *loopIt->second;
+      const onnx::GraphProto* body = nullptr;
+      for (const auto& a : loop.attribute())
+        if (a.name() == "body" && a.has_g()) body = &a.g();
+      if (!body || loop.input_size() != 3 || loop.output_size() != 1 || body->input_size() != 3 ||
+          body->output_size() != 2 || !made.count(loop.input(2)) ||
+          made.at(loop.input(2))->op_type() != "SequenceEmpty")
+        continue;
+      const Const *cond = constOf(loop.input(1)), *trips = constOf(loop.input(0));
+      if (!cond || cond->v.size() != 1 || cond->v[0] == 0 || !trips || trips->v.size() != 1) continue;
+      // The body, from the sequence it inserts into back to the slices and counts it takes.
+      std::map<std::string, const onnx::NodeProto*> inBody;
+      for (const auto& n : body->node())
+        for (const auto& o : n.output()) inBody[o] = &n;
+      auto step = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
+        auto it = inBody.find(v);
+        return it != inBody.end() && it->second->op_type() == op ? it->second : nullptr;
+      };
+      auto bodyConst = [&](const std::string& v) -> std::optional<Const> {
+        auto it = inBody.find(v);
+        if (it == inBody.end() || it->second->op_type() != "Constant") return std::nullopt;
+        for (const auto& a : it->second->attribute())
+          if (a.name() == "value" && a.has_t()) return fromTensor(a.t());
+        return std::nullopt;
+      };
+      const std::string iter = body->input(0).name(), carried = body->input(2).name();
+      // It runs on: the condition it passes on is the one it was given (true), cast or not.
+      auto goOn = inBody.find(body->output(0).name());
+      if (goOn == inBody.end() ||
+          (goOn->second->op_type() != "Cast" && goOn->second->op_type() != "Identity") ||
+          goOn->second->input_size() != 1 ||
+          (goOn->second->input(0) != loop.input(1) && goOn->second->input(0) != body->input(1).name()))
+        continue;
+      const onnx::NodeProto* insert = nullptr;
+      for (const auto& n : body->node())
+        if (n.op_type() == "SequenceInsert" && n.input_size() == 2 && n.input(0) == carried &&
+            n.output(0) == body->output(1).name())
+          insert = &n;
+      const onnx::NodeProto* reshape = insert ? step(insert->input(1), "Reshape") : nullptr;
+      const onnx::NodeProto* expand = reshape ? step(reshape->input(0), "Expand") : nullptr;
+      const onnx::NodeProto* where = expand ? step(expand->input(1), "Where") : nullptr;
+      const onnx::NodeProto* counts =
+          where && where->input_size() == 3 ? step(where->input(2), "Concat") : nullptr;
+      const onnx::NodeProto* unsqueeze = expand ? step(expand->input(0), "Unsqueeze") : nullptr;
+      const onnx::NodeProto* slice = unsqueeze ? step(unsqueeze->input(0), "SequenceAt") : nullptr;
+      const onnx::NodeProto* count =
+          counts && counts->input_size() == 3 ? step(counts->input(1), "SequenceAt") : nullptr;
+      // The Where sets the counts' -1 entries to 1: its condition an Equal of the counts, its other branch
+      // a ConstantOfShape of ones.
+      const onnx::NodeProto* equal = where ? step(where->input(0), "Equal") : nullptr;
+      const onnx::NodeProto* ones = where ? step(where->input(1), "ConstantOfShape") : nullptr;
+      bool ofOnes = false;
+      if (ones)
+        for (const auto& a : ones->attribute())
+          if (a.name() == "value" && a.has_t()) {
+            Const v = fromTensor(a.t());
+            ofOnes = v.v.size() == 1 && v.v[0] == 1;
+          }
+      if (!counts || !equal || !ofOnes || equal->input(0) != counts->output(0)) continue;
+      if (!slice || !count || unsqueeze->input_size() != 2 || slice->input(1) != iter ||
+          count->input(1) != iter || inBody.count(slice->input(0)) || inBody.count(count->input(0)) ||
+          !made.count(slice->input(0)) || !made.count(count->input(0)))
+        continue;
+      const onnx::NodeProto &splitX = *made.at(slice->input(0)), &splitR = *made.at(count->input(0));
+      if (splitX.op_type() != "SplitToSequence" || splitR.op_type() != "SplitToSequence" ||
+          splitX.input_size() != 2 || splitR.input_size() != 2 || intAttr(splitR, "axis", 0) != 0 ||
+          intAttr(splitX, "keepdims", 1) != 1)
+        continue;
+      const std::string x = splitX.input(0);
+      if (!hasConcreteShape(x)) continue;
+      std::vector<int64_t> dims;
+      for (const Expr& d : shapeOf(x)) dims.push_back(d.eval());
+      const int64_t rank = static_cast<int64_t>(dims.size());
+      int64_t axis = intAttr(splitX, "axis", 0);
+      if (axis < 0) axis += rank;
+      int64_t catAxis = intAttr(c, "axis", 0);
+      if (catAxis < 0) catAxis += rank;
+      if (axis < 0 || axis >= rank || catAxis != axis) continue;
+      const int64_t n = dims[static_cast<size_t>(axis)];
+      // Slices of one along the axis, a count for each, every count the same r; the Loop runs over them all.
+      const Const *sizes = constOf(splitX.input(1)), *countSizes = constOf(splitR.input(1)),
+                  *reps = constOf(splitR.input(0));
+      if (!sizes || !countSizes || !reps || static_cast<int64_t>(sizes->v.size()) != n ||
+          !allEqual(*sizes, 1.0) || static_cast<int64_t>(countSizes->v.size()) != n ||
+          !allEqual(*countSizes, 1.0) || static_cast<int64_t>(reps->v.size()) != n || n == 0 ||
+          reps->v[0] < 1 || !allEqual(*reps, reps->v[0]) || trips->v[0] != static_cast<double>(n))
+        continue;
+      const int64_t r = static_cast<int64_t>(reps->v[0]);
+      // Each slice [..., 1, ...] unsqueezed after the axis, expanded to [..., 1, r, ...] (the counts' other
+      // entries -1, which the Where makes 1, or 1, or the size), reshaped as ONNX reshapes (a 0 keeps the
+      // expanded tensor's size at its place: torch's [0, 0, -1, 0] makes [b, s, 1, r, d] [b, s, d, r]) to
+      // pieces whose sizes before the axis are x's; concatenated along the axis, their elements are in the
+      // order of x unsqueezed, expanded and reshaped once, to the pieces' shape n times longer on the axis.
+      std::optional<Const> axes = bodyConst(unsqueeze->input(1)), before = bodyConst(counts->input(0)),
+                           after = bodyConst(counts->input(2)), target = bodyConst(reshape->input(1));
+      if (!axes || axes->v.size() != 1 || !before || !after || !target ||
+          static_cast<int64_t>(before->v.size()) != axis + 1 ||
+          static_cast<int64_t>(after->v.size()) != rank - axis - 1 ||
+          static_cast<int64_t>(target->v.size()) <= axis || intAttr(*reshape, "allowzero", 0) != 0)
+        continue;
+      int64_t at = static_cast<int64_t>(axes->v[0]);
+      if (at < 0) at += rank + 1;
+      std::vector<int64_t> expanded = dims;  // a slice unsqueezed and expanded
+      expanded[static_cast<size_t>(axis)] = 1;
+      expanded.insert(expanded.begin() + axis + 1, r);
+      bool fits = at == axis + 1;
+      for (int64_t j = 0; fits && j <= axis; ++j) {
+        double e = before->v[static_cast<size_t>(j)];
+        fits = e == -1 || e == 1 || (j < axis && e == static_cast<double>(dims[static_cast<size_t>(j)]));
+      }
+      for (int64_t j = axis + 1; fits && j < rank; ++j) {
+        double e = after->v[static_cast<size_t>(j - axis - 1)];
+        fits = e == -1 || e == 1 || e == static_cast<double>(dims[static_cast<size_t>(j)]);
+      }
+      std::vector<int64_t> piece(target->v.size(), 1);
+      int64_t total = 1, sized = 1;
+      for (int64_t d : expanded) total *= d;
+      int inferred = -1;
+      for (size_t j = 0; fits && j < piece.size(); ++j) {
+        double e = target->v[j];
+        if (e == -1 && inferred < 0)
+          inferred = static_cast<int>(j);
+        else if (e == 0 && j < expanded.size())
+          piece[j] = expanded[j];
+        else if (e >= 1)
+          piece[j] = static_cast<int64_t>(e);
+        else
+          fits = false;
+        if (static_cast<int>(j) != inferred) sized *= piece[j];
+      }
+      if (fits && inferred >= 0) {
+        fits = sized > 0 && total % sized == 0;
+        if (fits) piece[static_cast<size_t>(inferred)] = total / sized;
+      } else {
+        fits = fits && sized == total;
+      }
+      for (int64_t j = 0; fits && j < axis; ++j)
+        fits = piece[static_cast<size_t>(j)] == dims[static_cast<size_t>(j)];
+      if (fits) piece[static_cast<size_t>(axis)] *= n;
+      if (fits) found.push_back({&c, &loop, x, axis, r, dims, piece});
+    }
+    if (found.empty()) return false;
+    std::set<std::string> taken = graphNames();
+    std::set<const onnx::NodeProto*> dropped;
+    std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacing;
+    auto initializer = [&](const std::string& base, const std::vector<int64_t>& values) {
+      std::string name = unusedName(base, taken);
+      onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(static_cast<int64_t>(values.size()));
+      for (int64_t v : values) t->add_int64_data(v);
+      return name;
+    };
+    for (const Found& f : found) {
+      const std::string out = f.concat->output(0);
+      std::vector<int64_t> ones(f.dims.size() + 1, 1);
+      ones[static_cast<size_t>(f.axis + 1)] = f.repeats;
+      auto node = [&](const char* op, const std::vector<std::string>& inputs, const std::string& output) {
+        onnx::NodeProto n;
+        n.set_op_type(op);
+        n.set_name(f.concat->name() + "_as_" + op);
+        for (const auto& i : inputs) n.add_input(i);
+        n.add_output(output);
+        return n;
+      };
+      std::string unsqueezed = unusedName(out + "__unsqueezed", taken),
+                  expanded = unusedName(out + "__expanded", taken);
+      replacing[f.concat] = {node("Unsqueeze", {f.x, initializer(out + "__axes", {f.axis + 1})}, unsqueezed),
+                             node("Expand", {unsqueezed, initializer(out + "__repeats", ones)}, expanded),
+                             node("Reshape", {expanded, initializer(out + "__shape", f.shape)}, out)};
+      dropped.insert(f.loop);
+      std::vector<int64_t> meant = f.dims;
+      meant[static_cast<size_t>(f.axis)] *= f.repeats;
+      if (f.shape != meant)
+        offRepeats_.push_back(
+            "torch's repeat_interleave Loop at '" + nodeName(*f.concat) + "' makes " + dimsText(f.shape) +
+            " where it meant " + dimsText(meant) +
+            " (its slices reshaped with a 0 that keeps an expanded size): the export is off there");
+    }
+    // The sequences' makers, where only the Loops dropped read them (a Loop's body reads them by name).
+    std::set<std::string> read;
+    std::function<void(const onnx::GraphProto&)> reads = [&](const onnx::GraphProto& g) {
+      for (const auto& n : g.node()) {
+        if (dropped.count(&n) || replacing.count(&n)) continue;
+        read.insert(n.input().begin(), n.input().end());
+        for (const auto& a : n.attribute())
+          if (a.has_g()) reads(a.g());
+      }
+    };
+    reads(model_.graph());
+    for (const auto& o : model_.graph().output()) read.insert(o.name());
+    for (const auto& n : model_.graph().node())
+      if ((n.op_type() == "SplitToSequence" || n.op_type() == "SequenceEmpty") && n.output_size() == 1 &&
+          !read.count(n.output(0)))
+        dropped.insert(&n);
+    std::vector<onnx::NodeProto> nodes;
+    for (const onnx::NodeProto& n : model_.graph().node()) {
+      if (auto r = replacing.find(&n); r != replacing.end())
+        for (auto& m : r->second) nodes.push_back(std::move(m));
+      else if (!dropped.count(&n))
+        nodes.push_back(n);
+    }
+    model_.mutable_graph()->clear_node();
+    for (auto& n : nodes) *model_.mutable_graph()->add_node() = std::move(n);
+    return true;
   }
 
   // An If whose condition folded (an export with a dynamic axis asks whether a dimension is 1 before it
@@ -957,8 +1197,10 @@ class Importer {
           why = "the left operand's last dimension, " + k.str() + ", is not the right one's second last, " +
                 rows.str();
       }
+      std::string off;
+      for (const std::string& r : offRepeats_) off += "; " + r;
       return ": shape inference gives none to node '" + node->name() + "' (" + node->op_type() +
-             "), whose inputs are " + shapes + " (" + why + ")";
+             "), whose inputs are " + shapes + " (" + why + ")" + off;
     }
     return "";
   }
@@ -4426,6 +4668,9 @@ class Importer {
   std::string path_;
   std::map<std::string, int64_t> dims_;  // dynamic axes fixed at import
   std::set<std::string> freeAxes_;       // dynamic axes left symbolic
+  // repeat_interleave Loops rewritten (rewriteRepeatInterleaveLoops) whose ONNX result is not torch's shape:
+  // what each makes and what it meant, for the error where shapes stop meeting after them.
+  std::vector<std::string> offRepeats_;
   onnx::ModelProto model_;
   std::map<std::string, const onnx::TypeProto*> types_;
   std::map<std::string, Const> consts_;

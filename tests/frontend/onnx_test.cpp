@@ -2710,7 +2710,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "padding_mask_attention.onnx",
                                            "gqa_bidirectional.onnx",
                                            "stream_rotary.onnx",
-                                           "disentangled_gather.onnx"};
+                                           "disentangled_gather.onnx",
+                                           "repeat_interleave_table.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -2783,6 +2784,45 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   EXPECT_EQ(streamRotary["sin"], 1);
   EXPECT_EQ(streamRotary["cos"], 1);
   EXPECT_EQ(streamRotary["concat"], 3);
+  // torch's repeat_interleave where its tracer does not know a size is a Loop over SplitToSequence. Of a
+  // rotary table forward computes (Cohere's repeat_interleave(outer(arange(s), inv_freq), 2, dim=-1)),
+  // constants alone: its cos and sin fold to tables, pair j of position p at p / 10000^(2 (j / 2) / 64).
+  {
+    Graph table = importOnnx(model("repeat_interleave_table.onnx"));
+    int cosines = 0, sines = 0;
+    for (const auto& [name, values] : table.values) {
+      if (values.size() != 8 * 64) continue;
+      bool cosine = true, sine = true;
+      for (int p = 0; p < 8; ++p)
+        for (int j = 0; j < 64; ++j) {
+          double angle = p / std::pow(10000.0, (2 * (j / 2)) / 64.0);
+          double v = values[static_cast<size_t>(p * 64 + j)];
+          cosine = cosine && std::abs(v - std::cos(angle)) < 1e-5;
+          sine = sine && std::abs(v - std::sin(angle)) < 1e-5;
+        }
+      cosines += cosine;
+      sines += sine;
+    }
+    EXPECT_EQ(cosines, 1);
+    EXPECT_EQ(sines, 1);
+  }
+  // Of keys over a symbolic sequence (mistral-src's repeat_kv along dim 2 of [b, s, kv, hd]), fixed at
+  // import: an unsqueeze, expand and reshape, the interpreter giving torch's output at seq 8.
+  expectTorchOutput(importOnnx(model("repeat_interleave_kv_seq.onnx"), {{"seq", 8}}),
+                    model("repeat_interleave_kv_seq.onnx") + ".io.bin");
+  // Of keys [b, kv, s, hd] along dim 1 (OpenELM's), torch's Loop reshapes each slice [1, 1, 2, 8, 16] with
+  // [0, -1, 0, 0], a 0 keeping the 2 where torch meant the sequence: the ONNX model's product of q and k
+  // does not meet, and the error says where the export went off.
+  try {
+    importOnnx(model("repeat_interleave_heads_seq.onnx"), {{"seq", 8}});
+    ADD_FAILURE() << "imported";
+  } catch (const UserError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("torch's repeat_interleave Loop at '/ConcatFromSequence' makes [1, 32, 2, "
+                                   "8] where it meant [1, 4, 8, 16]"),
+        std::string::npos)
+        << e.what();
+  }
   // DeBERTa-v2's torch.gather of the content-to-position scores per query row at constant indices (log
   // buckets of relative positions: sign, log and ceil of constants, folded) is a product by a selection
   // per row: the scores viewed [b * heads, s, 2 * span], walked rows outer, times S [s, 2 * span, s], and
