@@ -559,12 +559,25 @@ class Importer {
 
   // Every unsupported node by name and op type; where shape arithmetic over a dynamic axis is among them,
   // how to fix the axis at import.
+  // In a model with no dynamic axis left, a size is symbolic only past a node that makes one unknown
+  // (NonZero, a Loop): where such nodes are refused, the shape arithmetic after them is listed apart, as
+  // what they hold up.
   UserError unsupportedError() const {
-    std::string msg = path_ + ": error: unsupported: " + std::to_string(unsupported_.size()) + " node(s):";
+    std::vector<std::string> causes, after;
+    for (const auto& u : unsupported_)
+      (freeAxes_.empty() && u.find("symbolic") != std::string::npos ? after : causes).push_back(u);
+    if (causes.empty()) causes.swap(after);
+    std::string msg = path_ + ": error: unsupported: " + std::to_string(causes.size()) + " node(s):";
     bool symbolic = false;
-    for (const auto& u : unsupported_) {
+    for (const auto& u : causes) {
       msg += "\n  " + u;
       symbolic = symbolic || u.find("symbolic") != std::string::npos;
+    }
+    if (!after.empty()) {
+      msg += "\n(and " + std::to_string(after.size()) +
+             " node(s) after them, over the sizes they leave unknown:";
+      for (const auto& u : after) msg += "\n  " + u;
+      msg += ")";
     }
     if (symbolic && !freeAxes_.empty()) {
       std::string fix;

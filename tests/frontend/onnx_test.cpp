@@ -2447,6 +2447,35 @@ TEST(Onnx, ScatterOfAStreamOutsideABoxIsRefusedByName) {
   }
 }
 
+// In a static model a size turns symbolic only past a node that makes one unknown (NonZero here): the
+// refusal names that node, and lists the shape arithmetic after it apart, as what it holds up.
+TEST(Onnx, NodesPastARefusedOneAreListedApart) {
+  onnx::ModelProto m = modelWithInput(17, "nonzero_rows", {8, 4});
+  onnx::GraphProto* g = m.mutable_graph();
+  addInitializer(g, "zero", {}, {0});
+  addInitializer(g, "one", {}, {1}, onnx::TensorProto::INT64);
+  addInitializer(g, "first", {1}, {0}, onnx::TensorProto::INT64);
+  addInitializer(g, "rest", {1}, {-1}, onnx::TensorProto::INT64);
+  addNode(g, "Greater", {"x", "zero"}, "positive");
+  addNode(g, "NonZero", {"positive"}, "where");
+  addNode(g, "Shape", {"where"}, "found");
+  addNode(g, "Gather", {"found", "one"}, "count");
+  addNode(g, "Unsqueeze", {"count", "first"}, "rows");
+  onnx::AttributeProto* axis = addNode(g, "Concat", {"rows", "rest"}, "shape")->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  addNode(g, "Reshape", {"x", "shape"}, "y");
+  g->add_output()->set_name("y");
+  std::string error = errorOf(writeModel(m, "nonzero_rows.onnx"));
+  EXPECT_NE(error.find("error: unsupported: 1 node(s):\n  where_node (NonZero)\n(and "), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("node(s) after them, over the sizes they leave unknown:\n  found_node (Shape"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("\n  y_node (Reshape"), std::string::npos) << error;
+}
+
 // x.norm(dim=-1) (ReduceL2, as F.normalize exports it) is the square root of a sum of squares, and
 // ReduceSumSquare the sum itself, of a stream over its last axis.
 TEST(Onnx, NormsOfAStreamAreSumsOfSquares) {
