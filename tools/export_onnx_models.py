@@ -1116,7 +1116,8 @@ class StreamRotary(nn.Module):
 
 class RepeatInterleaveKv(nn.Module):
     """mistral-src's repeat_kv, torch.repeat_interleave(k, repeats, dim=2) over [b, s, kv, hd]; with a
-    dynamic sequence torch 1.13 exports it as a Loop over SplitToSequence (a node stc refuses by name)."""
+    dynamic sequence torch 1.13 exports it as a Loop over SplitToSequence (stc's import rewrites it as an
+    unsqueeze, expand and reshape once the axis is fixed)."""
 
     def __init__(self, d=64, kv=2, rep=2):
         super().__init__()

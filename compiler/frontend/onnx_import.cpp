@@ -5,7 +5,8 @@
 //     (Shape of a known shape, Gather, Unsqueeze, Squeeze, Concat, Reshape, Cast, Not, ConstantOfShape,
 //     Equal, Where, Expand, Range, Slice, Split, Trilu, arithmetic) and stays a constant; shape arguments
 //     folded so are handed back to shape inference as initializers, and the import runs again
-//     (foldShapeArguments)
+//     (foldShapeArguments); between rounds an If whose condition folded is inlined, and torch's Loop for a
+//     repeat_interleave of one constant count becomes Unsqueeze, Expand and Reshape
 //     the rest: dynamic nodes; decomposed patterns are recognised first:
 //       LayerNorm  ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul scale, Add bias
 //       RMSNorm    Pow 2, ReduceMean, Add eps, Sqrt, (Div 1 /) , Mul x, Mul scale
@@ -560,24 +561,51 @@ class Importer {
   // Every unsupported node by name and op type; where shape arithmetic over a dynamic axis is among them,
   // how to fix the axis at import.
   // In a model with no dynamic axis left, a size is symbolic only past a node that makes one unknown
-  // (NonZero, a Loop): where such nodes are refused, the shape arithmetic after them is listed apart, as
-  // what they hold up.
+  // (NonZero, a Loop): the shape arithmetic over symbolic sizes that comes after refused nodes is listed
+  // apart, as what they hold up.
   UserError unsupportedError() const {
     std::vector<std::string> causes, after;
+    auto symbolicWhy = [](const std::string& u) {  // (the reason, past the node's name)
+      size_t why = u.find(" (");
+      return why != std::string::npos && u.find("symbolic", why) != std::string::npos;
+    };
+    std::set<std::string> past;  // the nodes that come after refused ones
+    if (freeAxes_.empty()) {
+      std::map<std::string, std::vector<const onnx::NodeProto*>> readers;
+      std::map<std::string, const onnx::NodeProto*> byName;
+      for (const auto& n : model_.graph().node()) {
+        byName[nodeName(n)] = &n;
+        for (const auto& i : n.input()) readers[i].push_back(&n);
+      }
+      std::vector<const onnx::NodeProto*> todo;
+      for (const auto& u : unsupported_)
+        if (!symbolicWhy(u))
+          if (auto it = byName.find(u.substr(0, u.find(" ("))); it != byName.end())
+            todo.push_back(it->second);
+      std::set<const onnx::NodeProto*> seen;
+      while (!todo.empty()) {
+        const onnx::NodeProto* n = todo.back();
+        todo.pop_back();
+        for (const auto& o : n->output())
+          for (const onnx::NodeProto* r : readers[o])
+            if (seen.insert(r).second) {
+              past.insert(nodeName(*r));
+              todo.push_back(r);
+            }
+      }
+    }
     for (const auto& u : unsupported_)
-      (freeAxes_.empty() && u.find("symbolic") != std::string::npos ? after : causes).push_back(u);
-    if (causes.empty()) causes.swap(after);
+      (symbolicWhy(u) && past.count(u.substr(0, u.find(" ("))) ? after : causes).push_back(u);
     std::string msg = path_ + ": error: unsupported: " + std::to_string(causes.size()) + " node(s):";
     bool symbolic = false;
     for (const auto& u : causes) {
       msg += "\n  " + u;
-      symbolic = symbolic || u.find("symbolic") != std::string::npos;
+      symbolic = symbolic || symbolicWhy(u);
     }
     if (!after.empty()) {
-      msg += "\n(and " + std::to_string(after.size()) +
-             " node(s) after them, over the sizes they leave unknown:";
+      msg +=
+          "\nand " + std::to_string(after.size()) + " node(s) after them, over the sizes they leave unknown:";
       for (const auto& u : after) msg += "\n  " + u;
-      msg += ")";
     }
     if (symbolic && !freeAxes_.empty()) {
       std::string fix;
@@ -875,175 +903,195 @@ class Importer {
   // torch's repeat_interleave where its tracer does not know a size (symbolic_opset13: a table computed
   // in forward from arange(s), or keys over a dynamic sequence): x split into slices of 1 along `axis`
   // (SplitToSequence), a Loop that unsqueezes each slice after the axis, expands it to its repeat count
-  // and reshapes it back into a sequence, and the sequence concatenated along the axis
-  // (ConcatFromSequence). With every slice's count the same constant r (a number of repeats) and x's
-  // shape known, that is Unsqueeze, Expand to r along the new axis and Reshape: what repeat_kv's
-  // expand-and-reshape writes, which the import knows for data and folds for tables. The nodes that
-  // built the sequences go too where nothing else reads them. False when there was none.
+  // and reshapes it into a sequence, and the sequence concatenated along the axis (ConcatFromSequence).
+  struct RepeatLoop {
+    const onnx::NodeProto *concat, *loop;
+    std::string x;
+    int64_t axis, repeats;
+    std::vector<int64_t> dims, shape;  // x's, and the concatenation's
+  };
+  static bool arity(const onnx::NodeProto* n, int inputs, int outputs = 1) {
+    return n && n->input_size() == inputs && n->output_size() == outputs;
+  }
+  // The Loop a ConcatFromSequence joins, where it is that template with every slice's count the same
+  // constant r and x's shape known (`made`: each value's node, `readers`: how many nodes and graph
+  // outputs read each value).
+  std::optional<RepeatLoop> matchRepeatInterleave(const onnx::NodeProto& c,
+                                                  const std::map<std::string, const onnx::NodeProto*>& made,
+                                                  const std::map<std::string, int>& readers) const {
+    auto constOf = [&](const std::string& v) -> const Const* {
+      auto it = consts_.find(v);
+      return it != consts_.end() && it->second.known ? &it->second : nullptr;
+    };
+    auto allEqual = [](const Const& k, double value) {
+      return std::all_of(k.v.begin(), k.v.end(), [&](double x) { return x == value; });
+    };
+    auto maker = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
+      auto it = made.find(v);
+      return it != made.end() && it->second->op_type() == op ? it->second : nullptr;
+    };
+    if (!arity(&c, 1) || intAttr(c, "new_axis", 0) != 0) return std::nullopt;
+    const onnx::NodeProto* loop = maker(c.input(0), "Loop");
+    // The Loop's sequence is read by this concatenation alone (it goes with it).
+    if (!arity(loop, 3) || readers.at(c.input(0)) != 1 || !arity(maker(loop->input(2), "SequenceEmpty"), 0))
+      return std::nullopt;
+    const onnx::GraphProto* body = nullptr;
+    for (const auto& a : loop->attribute())
+      if (a.name() == "body" && a.has_g()) body = &a.g();
+    const Const *cond = constOf(loop->input(1)), *trips = constOf(loop->input(0));
+    if (!body || body->input_size() != 3 || body->output_size() != 2 || !cond || cond->v.size() != 1 ||
+        cond->v[0] == 0 || !trips || trips->v.size() != 1)
+      return std::nullopt;
+    // The body, from the sequence it inserts into back to the slices and counts it takes.
+    std::map<std::string, const onnx::NodeProto*> inBody;
+    for (const auto& n : body->node())
+      for (const auto& o : n.output()) inBody[o] = &n;
+    auto step = [&](const std::string& v, const char* op, int inputs) -> const onnx::NodeProto* {
+      auto it = inBody.find(v);
+      return it != inBody.end() && it->second->op_type() == op && arity(it->second, inputs) ? it->second
+                                                                                            : nullptr;
+    };
+    auto bodyConst = [&](const std::string& v) -> std::optional<Const> {
+      auto it = inBody.find(v);
+      if (it == inBody.end() || it->second->op_type() != "Constant") return std::nullopt;
+      for (const auto& a : it->second->attribute())
+        if (a.name() == "value" && a.has_t()) return fromTensor(a.t());
+      return std::nullopt;
+    };
+    const std::string iter = body->input(0).name(), carried = body->input(2).name();
+    // It runs on: the condition it passes on is the one it was given (true), cast or not.
+    const onnx::NodeProto* goOn = step(body->output(0).name(), "Cast", 1);
+    if (!goOn) goOn = step(body->output(0).name(), "Identity", 1);
+    if (!goOn || (goOn->input(0) != loop->input(1) && goOn->input(0) != body->input(1).name()))
+      return std::nullopt;
+    const onnx::NodeProto* insert = step(body->output(1).name(), "SequenceInsert", 2);
+    const onnx::NodeProto* reshape =
+        insert && insert->input(0) == carried ? step(insert->input(1), "Reshape", 2) : nullptr;
+    const onnx::NodeProto* expand = reshape ? step(reshape->input(0), "Expand", 2) : nullptr;
+    const onnx::NodeProto* unsqueeze = expand ? step(expand->input(0), "Unsqueeze", 2) : nullptr;
+    const onnx::NodeProto* slice = unsqueeze ? step(unsqueeze->input(0), "SequenceAt", 2) : nullptr;
+    // The counts: the Where sets their -1 entries to 1 (its condition the counts equal to a ConstantOfShape
+    // of ones times -1, its other branch that ConstantOfShape).
+    const onnx::NodeProto* where = expand ? step(expand->input(1), "Where", 3) : nullptr;
+    const onnx::NodeProto* counts = where ? step(where->input(2), "Concat", 3) : nullptr;
+    const onnx::NodeProto* count = counts ? step(counts->input(1), "SequenceAt", 2) : nullptr;
+    const onnx::NodeProto* equal = where ? step(where->input(0), "Equal", 2) : nullptr;
+    const onnx::NodeProto* ones = where ? step(where->input(1), "ConstantOfShape", 1) : nullptr;
+    const onnx::NodeProto* minus = equal ? step(equal->input(1), "Mul", 2) : nullptr;
+    std::optional<Const> minusOne = minus ? bodyConst(minus->input(1)) : std::nullopt;
+    bool ofOnes = false;
+    if (ones)
+      for (const auto& a : ones->attribute())
+        if (a.name() == "value" && a.has_t()) {
+          Const v = fromTensor(a.t());
+          ofOnes = v.v.size() == 1 && v.v[0] == 1;
+        }
+    if (!slice || !count || !ofOnes || equal->input(0) != counts->output(0) ||
+        minus->input(0) != ones->output(0) || !minusOne || minusOne->v.size() != 1 || minusOne->v[0] != -1 ||
+        slice->input(1) != iter || count->input(1) != iter || inBody.count(slice->input(0)) ||
+        inBody.count(count->input(0)))
+      return std::nullopt;
+    const onnx::NodeProto *splitX = maker(slice->input(0), "SplitToSequence"),
+                          *splitR = maker(count->input(0), "SplitToSequence");
+    if (!arity(splitX, 2) || !arity(splitR, 2) || intAttr(*splitR, "axis", 0) != 0 ||
+        intAttr(*splitX, "keepdims", 1) != 1 || !hasConcreteShape(splitX->input(0)))
+      return std::nullopt;
+    RepeatLoop f{&c, loop, splitX->input(0), intAttr(*splitX, "axis", 0), 0, {}, {}};
+    for (const Expr& d : shapeOf(f.x)) f.dims.push_back(d.eval());
+    const int64_t rank = static_cast<int64_t>(f.dims.size());
+    int64_t catAxis = intAttr(c, "axis", 0);
+    if (f.axis < 0) f.axis += rank;
+    if (catAxis < 0) catAxis += rank;  // (the pieces have x's rank: checked below)
+    if (f.axis < 0 || f.axis >= rank || catAxis != f.axis) return std::nullopt;
+    const int64_t n = f.dims[static_cast<size_t>(f.axis)];
+    // Slices of one along the axis, a count for each, every count the same r; the Loop runs over them all.
+    const Const *sizes = constOf(splitX->input(1)), *countSizes = constOf(splitR->input(1)),
+                *reps = constOf(splitR->input(0));
+    if (!sizes || !countSizes || !reps || static_cast<int64_t>(sizes->v.size()) != n ||
+        !allEqual(*sizes, 1.0) || static_cast<int64_t>(countSizes->v.size()) != n ||
+        !allEqual(*countSizes, 1.0) || static_cast<int64_t>(reps->v.size()) != n || n == 0 ||
+        reps->v[0] < 1 || !allEqual(*reps, reps->v[0]) || trips->v[0] != static_cast<double>(n))
+      return std::nullopt;
+    f.repeats = static_cast<int64_t>(reps->v[0]);
+    // Each slice [..., 1, ...] unsqueezed after the axis, expanded to [..., 1, r, ...] (the counts' other
+    // entries -1, which the Where makes 1, or 1, or the size), reshaped as ONNX reshapes (a 0 keeps the
+    // expanded tensor's size at its place: torch's [0, 0, -1, 0] makes [b, s, 1, r, d] [b, s, d, r]) to
+    // pieces of x's rank whose sizes before the axis are x's; concatenated along the axis, their elements
+    // are in the order of x unsqueezed, expanded and reshaped once, to the pieces' shape n times longer
+    // on the axis.
+    std::optional<Const> axes = bodyConst(unsqueeze->input(1)), before = bodyConst(counts->input(0)),
+                         after = bodyConst(counts->input(2)), target = bodyConst(reshape->input(1));
+    if (!axes || axes->v.size() != 1 || !before || !after || !target ||
+        static_cast<int64_t>(before->v.size()) != f.axis + 1 ||
+        static_cast<int64_t>(after->v.size()) != rank - f.axis - 1 ||
+        static_cast<int64_t>(target->v.size()) != rank || intAttr(*reshape, "allowzero", 0) != 0)
+      return std::nullopt;
+    int64_t at = static_cast<int64_t>(axes->v[0]);
+    if (at < 0) at += rank + 1;
+    if (at != f.axis + 1) return std::nullopt;
+    std::vector<int64_t> expanded = f.dims;  // a slice unsqueezed and expanded
+    expanded[static_cast<size_t>(f.axis)] = 1;
+    expanded.insert(expanded.begin() + f.axis + 1, f.repeats);
+    for (int64_t j = 0; j <= f.axis; ++j) {
+      double e = before->v[static_cast<size_t>(j)];
+      if (e != -1 && e != 1 && (j == f.axis || e != static_cast<double>(f.dims[static_cast<size_t>(j)])))
+        return std::nullopt;
+    }
+    for (int64_t j = f.axis + 1; j < rank; ++j) {
+      double e = after->v[static_cast<size_t>(j - f.axis - 1)];
+      if (e != -1 && e != 1 && e != static_cast<double>(f.dims[static_cast<size_t>(j)])) return std::nullopt;
+    }
+    f.shape.assign(static_cast<size_t>(rank), 1);
+    int64_t total = 1, sized = 1;
+    for (int64_t d : expanded) total *= d;
+    int inferred = -1;
+    for (size_t j = 0; j < f.shape.size(); ++j) {
+      double e = target->v[j];
+      if (e == -1 && inferred < 0)
+        inferred = static_cast<int>(j);
+      else if (e == 0)  // (j < rank < expanded's rank)
+        f.shape[j] = expanded[j];
+      else if (e >= 1)
+        f.shape[j] = static_cast<int64_t>(e);
+      else
+        return std::nullopt;
+      if (static_cast<int>(j) != inferred) sized *= f.shape[j];
+    }
+    if (inferred >= 0) {
+      if (sized <= 0 || total % sized != 0) return std::nullopt;
+      f.shape[static_cast<size_t>(inferred)] = total / sized;
+    } else if (sized != total) {
+      return std::nullopt;
+    }
+    for (int64_t j = 0; j < f.axis; ++j)
+      if (f.shape[static_cast<size_t>(j)] != f.dims[static_cast<size_t>(j)]) return std::nullopt;
+    f.shape[static_cast<size_t>(f.axis)] *= n;
+    return f;
+  }
+
+  // The Loops matchRepeatInterleave finds rewritten as Unsqueeze, Expand to r along the new axis and
+  // Reshape: what repeat_kv's expand-and-reshape writes, which the import knows for data and folds for
+  // tables. The nodes that built the sequences go too where nothing else reads them. False when there
+  // was none.
   bool rewriteRepeatInterleaveLoops() {
     std::map<std::string, const onnx::NodeProto*> made;
+    std::map<std::string, int> readers;
+    std::function<void(const onnx::GraphProto&)> count = [&](const onnx::GraphProto& g) {
+      for (const auto& n : g.node()) {
+        for (const auto& i : n.input()) ++readers[i];
+        for (const auto& a : n.attribute())
+          if (a.has_g()) count(a.g());
+      }
+    };
+    count(model_.graph());
+    for (const auto& o : model_.graph().output()) ++readers[o.name()];
     for (const auto& n : model_.graph().node())
       for (const auto& o : n.output()) made[o] = &n;
-    auto constOf = [&](const std::string& v) -> const Const* {
-      auto c = consts_.find(v);
-      return c != consts_.end() && c->second.known ? &c->second : nullptr;
-    };
-    auto allEqual = [](const Const& c, double value) {
-      return std::all_of(c.v.begin(), c.v.end(), [&](double x) { return x == value; });
-    };
-    struct Found {
-      const onnx::NodeProto *concat, *loop;
-      std::string x;
-      int64_t axis, repeats;
-      std::vector<int64_t> dims, shape;  // x's, and the concatenation's
-    };
-    std::vector<Found> found;
-    for (const onnx::NodeProto& c : model_.graph().node()) {
-      if (c.op_type() != "ConcatFromSequence" || c.input_size() != 1 || intAttr(c, "new_axis", 0) != 0)
-        continue;
-      auto loopIt = made.find(c.input(0));
-      if (loopIt == made.end() || loopIt->second->op_type() != "Loop") continue;
-      const onnx::NodeProto& loop = *loopIt->second;
-      const onnx::GraphProto* body = nullptr;
-      for (const auto& a : loop.attribute())
-        if (a.name() == "body" && a.has_g()) body = &a.g();
-      if (!body || loop.input_size() != 3 || loop.output_size() != 1 || body->input_size() != 3 ||
-          body->output_size() != 2 || !made.count(loop.input(2)) ||
-          made.at(loop.input(2))->op_type() != "SequenceEmpty")
-        continue;
-      const Const *cond = constOf(loop.input(1)), *trips = constOf(loop.input(0));
-      if (!cond || cond->v.size() != 1 || cond->v[0] == 0 || !trips || trips->v.size() != 1) continue;
-      // The body, from the sequence it inserts into back to the slices and counts it takes.
-      std::map<std::string, const onnx::NodeProto*> inBody;
-      for (const auto& n : body->node())
-        for (const auto& o : n.output()) inBody[o] = &n;
-      auto step = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
-        auto it = inBody.find(v);
-        return it != inBody.end() && it->second->op_type() == op ? it->second : nullptr;
-      };
-      auto bodyConst = [&](const std::string& v) -> std::optional<Const> {
-        auto it = inBody.find(v);
-        if (it == inBody.end() || it->second->op_type() != "Constant") return std::nullopt;
-        for (const auto& a : it->second->attribute())
-          if (a.name() == "value" && a.has_t()) return fromTensor(a.t());
-        return std::nullopt;
-      };
-      const std::string iter = body->input(0).name(), carried = body->input(2).name();
-      // It runs on: the condition it passes on is the one it was given (true), cast or not.
-      auto goOn = inBody.find(body->output(0).name());
-      if (goOn == inBody.end() ||
-          (goOn->second->op_type() != "Cast" && goOn->second->op_type() != "Identity") ||
-          goOn->second->input_size() != 1 ||
-          (goOn->second->input(0) != loop.input(1) && goOn->second->input(0) != body->input(1).name()))
-        continue;
-      const onnx::NodeProto* insert = nullptr;
-      for (const auto& n : body->node())
-        if (n.op_type() == "SequenceInsert" && n.input_size() == 2 && n.input(0) == carried &&
-            n.output(0) == body->output(1).name())
-          insert = &n;
-      const onnx::NodeProto* reshape = insert ? step(insert->input(1), "Reshape") : nullptr;
-      const onnx::NodeProto* expand = reshape ? step(reshape->input(0), "Expand") : nullptr;
-      const onnx::NodeProto* where = expand ? step(expand->input(1), "Where") : nullptr;
-      const onnx::NodeProto* counts =
-          where && where->input_size() == 3 ? step(where->input(2), "Concat") : nullptr;
-      const onnx::NodeProto* unsqueeze = expand ? step(expand->input(0), "Unsqueeze") : nullptr;
-      const onnx::NodeProto* slice = unsqueeze ? step(unsqueeze->input(0), "SequenceAt") : nullptr;
-      const onnx::NodeProto* count =
-          counts && counts->input_size() == 3 ? step(counts->input(1), "SequenceAt") : nullptr;
-      // The Where sets the counts' -1 entries to 1: its condition an Equal of the counts, its other branch
-      // a ConstantOfShape of ones.
-      const onnx::NodeProto* equal = where ? step(where->input(0), "Equal") : nullptr;
-      const onnx::NodeProto* ones = where ? step(where->input(1), "ConstantOfShape") : nullptr;
-      bool ofOnes = false;
-      if (ones)
-        for (const auto& a : ones->attribute())
-          if (a.name() == "value" && a.has_t()) {
-            Const v = fromTensor(a.t());
-            ofOnes = v.v.size() == 1 && v.v[0] == 1;
-          }
-      if (!counts || !equal || !ofOnes || equal->input(0) != counts->output(0)) continue;
-      if (!slice || !count || unsqueeze->input_size() != 2 || slice->input(1) != iter ||
-          count->input(1) != iter || inBody.count(slice->input(0)) || inBody.count(count->input(0)) ||
-          !made.count(slice->input(0)) || !made.count(count->input(0)))
-        continue;
-      const onnx::NodeProto &splitX = *made.at(slice->input(0)), &splitR = *made.at(count->input(0));
-      if (splitX.op_type() != "SplitToSequence" || splitR.op_type() != "SplitToSequence" ||
-          splitX.input_size() != 2 || splitR.input_size() != 2 || intAttr(splitR, "axis", 0) != 0 ||
-          intAttr(splitX, "keepdims", 1) != 1)
-        continue;
-      const std::string x = splitX.input(0);
-      if (!hasConcreteShape(x)) continue;
-      std::vector<int64_t> dims;
-      for (const Expr& d : shapeOf(x)) dims.push_back(d.eval());
-      const int64_t rank = static_cast<int64_t>(dims.size());
-      int64_t axis = intAttr(splitX, "axis", 0);
-      if (axis < 0) axis += rank;
-      int64_t catAxis = intAttr(c, "axis", 0);
-      if (catAxis < 0) catAxis += rank;
-      if (axis < 0 || axis >= rank || catAxis != axis) continue;
-      const int64_t n = dims[static_cast<size_t>(axis)];
-      // Slices of one along the axis, a count for each, every count the same r; the Loop runs over them all.
-      const Const *sizes = constOf(splitX.input(1)), *countSizes = constOf(splitR.input(1)),
-                  *reps = constOf(splitR.input(0));
-      if (!sizes || !countSizes || !reps || static_cast<int64_t>(sizes->v.size()) != n ||
-          !allEqual(*sizes, 1.0) || static_cast<int64_t>(countSizes->v.size()) != n ||
-          !allEqual(*countSizes, 1.0) || static_cast<int64_t>(reps->v.size()) != n || n == 0 ||
-          reps->v[0] < 1 || !allEqual(*reps, reps->v[0]) || trips->v[0] != static_cast<double>(n))
-        continue;
-      const int64_t r = static_cast<int64_t>(reps->v[0]);
-      // Each slice [..., 1, ...] unsqueezed after the axis, expanded to [..., 1, r, ...] (the counts' other
-      // entries -1, which the Where makes 1, or 1, or the size), reshaped as ONNX reshapes (a 0 keeps the
-      // expanded tensor's size at its place: torch's [0, 0, -1, 0] makes [b, s, 1, r, d] [b, s, d, r]) to
-      // pieces whose sizes before the axis are x's; concatenated along the axis, their elements are in the
-      // order of x unsqueezed, expanded and reshaped once, to the pieces' shape n times longer on the axis.
-      std::optional<Const> axes = bodyConst(unsqueeze->input(1)), before = bodyConst(counts->input(0)),
-                           after = bodyConst(counts->input(2)), target = bodyConst(reshape->input(1));
-      if (!axes || axes->v.size() != 1 || !before || !after || !target ||
-          static_cast<int64_t>(before->v.size()) != axis + 1 ||
-          static_cast<int64_t>(after->v.size()) != rank - axis - 1 ||
-          static_cast<int64_t>(target->v.size()) <= axis || intAttr(*reshape, "allowzero", 0) != 0)
-        continue;
-      int64_t at = static_cast<int64_t>(axes->v[0]);
-      if (at < 0) at += rank + 1;
-      std::vector<int64_t> expanded = dims;  // a slice unsqueezed and expanded
-      expanded[static_cast<size_t>(axis)] = 1;
-      expanded.insert(expanded.begin() + axis + 1, r);
-      bool fits = at == axis + 1;
-      for (int64_t j = 0; fits && j <= axis; ++j) {
-        double e = before->v[static_cast<size_t>(j)];
-        fits = e == -1 || e == 1 || (j < axis && e == static_cast<double>(dims[static_cast<size_t>(j)]));
-      }
-      for (int64_t j = axis + 1; fits && j < rank; ++j) {
-        double e = after->v[static_cast<size_t>(j - axis - 1)];
-        fits = e == -1 || e == 1 || e == static_cast<double>(dims[static_cast<size_t>(j)]);
-      }
-      std::vector<int64_t> piece(target->v.size(), 1);
-      int64_t total = 1, sized = 1;
-      for (int64_t d : expanded) total *= d;
-      int inferred = -1;
-      for (size_t j = 0; fits && j < piece.size(); ++j) {
-        double e = target->v[j];
-        if (e == -1 && inferred < 0)
-          inferred = static_cast<int>(j);
-        else if (e == 0 && j < expanded.size())
-          piece[j] = expanded[j];
-        else if (e >= 1)
-          piece[j] = static_cast<int64_t>(e);
-        else
-          fits = false;
-        if (static_cast<int>(j) != inferred) sized *= piece[j];
-      }
-      if (fits && inferred >= 0) {
-        fits = sized > 0 && total % sized == 0;
-        if (fits) piece[static_cast<size_t>(inferred)] = total / sized;
-      } else {
-        fits = fits && sized == total;
-      }
-      for (int64_t j = 0; fits && j < axis; ++j)
-        fits = piece[static_cast<size_t>(j)] == dims[static_cast<size_t>(j)];
-      if (fits) piece[static_cast<size_t>(axis)] *= n;
-      if (fits) found.push_back({&c, &loop, x, axis, r, dims, piece});
-    }
+    std::vector<RepeatLoop> found;
+    for (const onnx::NodeProto& c : model_.graph().node())
+      if (c.op_type() == "ConcatFromSequence")
+        if (std::optional<RepeatLoop> f = matchRepeatInterleave(c, made, readers))
+          found.push_back(std::move(*f));
     if (found.empty()) return false;
     std::set<std::string> taken = graphNames();
     std::set<const onnx::NodeProto*> dropped;
@@ -1057,14 +1105,14 @@ class Importer {
       for (int64_t v : values) t->add_int64_data(v);
       return name;
     };
-    for (const Found& f : found) {
+    for (const RepeatLoop& f : found) {
       const std::string out = f.concat->output(0);
       std::vector<int64_t> ones(f.dims.size() + 1, 1);
       ones[static_cast<size_t>(f.axis + 1)] = f.repeats;
       auto node = [&](const char* op, const std::vector<std::string>& inputs, const std::string& output) {
         onnx::NodeProto n;
         n.set_op_type(op);
-        n.set_name(f.concat->name() + "_as_" + op);
+        n.set_name(nodeName(*f.concat) + "_as_" + op);
         for (const auto& i : inputs) n.add_input(i);
         n.add_output(output);
         return n;
@@ -1078,10 +1126,10 @@ class Importer {
       std::vector<int64_t> meant = f.dims;
       meant[static_cast<size_t>(f.axis)] *= f.repeats;
       if (f.shape != meant)
-        offRepeats_.push_back(
-            "torch's repeat_interleave Loop at '" + nodeName(*f.concat) + "' makes " + dimsText(f.shape) +
-            " where it meant " + dimsText(meant) +
-            " (its slices reshaped with a 0 that keeps an expanded size): the export is off there");
+        offRepeats_.push_back({out, "torch's repeat_interleave Loop at '" + nodeName(*f.concat) + "' makes " +
+                                        dimsText(f.shape) + " where torch's own result is " +
+                                        dimsText(meant) +
+                                        " (its slices reshaped with a 0 that keeps an expanded size)"});
     }
     // The sequences' makers, where only the Loops dropped read them (a Loop's body reads them by name).
     std::set<std::string> read;
@@ -1165,6 +1213,23 @@ class Importer {
     return true;
   }
 
+  // Whether `value` is among what node reads, itself or through the nodes that make its inputs.
+  bool dependsOn(const onnx::NodeProto& node, const std::string& value) const {
+    std::map<std::string, const onnx::NodeProto*> made;
+    for (const auto& n : model_.graph().node())
+      for (const auto& o : n.output()) made[o] = &n;
+    std::set<std::string> seen;
+    std::vector<std::string> todo(node.input().begin(), node.input().end());
+    while (!todo.empty()) {
+      std::string v = todo.back();
+      todo.pop_back();
+      if (v == value) return true;
+      if (!seen.insert(v).second) continue;
+      if (auto it = made.find(v); it != made.end())
+        todo.insert(todo.end(), it->second->input().begin(), it->second->input().end());
+    }
+    return false;
+  }
   bool hasShape(const std::string& name) const {
     auto it = types_.find(name);
     return consts_.count(name) || (it != types_.end() && it->second->tensor_type().has_shape());
@@ -1211,7 +1276,8 @@ class Importer {
                 rows.str();
       }
       std::string off;
-      for (const std::string& r : offRepeats_) off += "; " + r;
+      for (const OffRepeat& r : offRepeats_)
+        if (dependsOn(*node, r.value)) off += "; " + r.note;
       return ": shape inference gives none to node '" + node->name() + "' (" + node->op_type() +
              "), whose inputs are " + shapes + " (" + why + ")" + off;
     }
@@ -4683,7 +4749,10 @@ class Importer {
   std::set<std::string> freeAxes_;       // dynamic axes left symbolic
   // repeat_interleave Loops rewritten (rewriteRepeatInterleaveLoops) whose ONNX result is not torch's shape:
   // what each makes and what it meant, for the error where shapes stop meeting after them.
-  std::vector<std::string> offRepeats_;
+  struct OffRepeat {
+    std::string value, note;  // the concatenation's output, and what it makes against torch's result
+  };
+  std::vector<OffRepeat> offRepeats_;
   onnx::ModelProto model_;
   std::map<std::string, const onnx::TypeProto*> types_;
   std::map<std::string, Const> consts_;
