@@ -113,6 +113,10 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      OpenELM's keys.repeat_interleave(groups, dim=1) over [b, kv, s, hd] with a symbolic
                      `seq`: torch's Loop reshapes each slice with a 0 that keeps the repeat count where it
                      meant the sequence, so the model's product of q and k does not meet; opset 17
+  repeat_interleave_rows.onnx
+                     a table from arange(s) repeated along its first axis: torch's Loop reshapes each slice
+                     [1, 2, d] with [-1, 0], a 0 keeping the 2 where torch meant d, and the sum over the
+                     table's rows reads that shape (stc imports what ONNX defines, with a note); opset 17
   topk_beside_view_seq.onnx
                      a view over a symbolic `seq` beside TopK, which stc refuses by name; opset 17
   disentangled_gather.onnx
@@ -1170,6 +1174,20 @@ class RepeatInterleaveHeads(nn.Module):
         return (q @ k.transpose(2, 3)).sum(3)
 
 
+class RepeatInterleaveRows(nn.Module):
+    """A table from arange(s) repeated along its first axis, repeat_interleave(outer(arange(s), inv_freq), 2,
+    dim=0): torch's Loop reshapes each slice [1, 2, d] with [-1, 0], a 0 keeping the 2 where torch meant d,
+    so the ONNX model's table is [2 s d / 2, 2], and the sum over each of its first rows reads that shape."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.register_buffer("inv_freq", torch.rand(d) + 0.1)
+
+    def forward(self, x):
+        table = torch.repeat_interleave(torch.outer(torch.arange(x.shape[1]).float(), self.inv_freq), 2, dim=0)
+        return x + table[: x.shape[1]].sum(1, keepdim=True)
+
+
 class TopkBesideView(nn.Module):
     """A view over the sequence (shape arithmetic, which folds once a symbolic axis is fixed) beside a node
     stc refuses by name (TopK)."""
@@ -1284,6 +1302,8 @@ def main():
     export(TopkBesideView(), torch.randn(1, 8, 64), "topk_beside_view_seq.onnx", 17, seq)
     export(RepeatInterleaveHeads(), torch.randn(1, 8, 64), "repeat_interleave_heads_seq.onnx", 17,
            {"x": {1: "seq"}, "y": {2: "seq"}})
+    torch.manual_seed(0)
+    export(RepeatInterleaveRows(), torch.randn(1, 8, 8), "repeat_interleave_rows.onnx", 17)
     return 0
 
 

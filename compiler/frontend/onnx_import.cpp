@@ -541,6 +541,7 @@ class Importer {
     foldBroadcastBatches();
     sliceThroughConcats();
     for (const auto& out : model_.graph().output()) graph_.outputs.push_back(resolve(out.name()));
+    noteOffRepeats();
     graph_.name = model_.graph().name().empty() ? "onnx_model" : symbolName(model_.graph().name());
     graph_.loc = loc();
     return std::move(graph_);
@@ -1211,6 +1212,32 @@ class Importer {
     model_.mutable_graph()->clear_node();
     for (auto& n : nodes) *model_.mutable_graph()->add_node() = std::move(n);
     return true;
+  }
+
+  // A repeat_interleave Loop whose shape is not torch's holds torch's values in torch's order: a reshape
+  // to a constant shape (repeat_kv's, right after) reads what torch's did. Anything else that reads it by
+  // its shape, or a graph output, makes the model compute what ONNX defines and not what torch did: said
+  // in a note (Graph::notes), since the model imports.
+  void noteOffRepeats() {
+    for (const OffRepeat& r : offRepeats_) {
+      std::string reader;
+      for (const auto& o : model_.graph().output())
+        if (o.name() == r.value) reader = "the graph's output '" + o.name() + "'";
+      for (const auto& n : model_.graph().node()) {
+        if (!reader.empty()) break;
+        if (std::find(n.input().begin(), n.input().end(), r.value) == n.input().end()) continue;
+        auto target =
+            n.op_type() == "Reshape" && n.input_size() == 2 ? consts_.find(n.input(1)) : consts_.end();
+        bool flat =
+            target != consts_.end() && target->second.known && n.input(0) == r.value &&
+            std::none_of(target->second.v.begin(), target->second.v.end(), [](double v) { return v == 0; });
+        if (!flat) reader = "'" + nodeName(n) + "'";
+      }
+      if (!reader.empty())
+        graph_.notes.push_back(
+            path_ + ": " + r.note + ", and " + reader +
+            " reads it by that shape: the model computes what ONNX defines, not what torch did");
+    }
   }
 
   // Whether `value` is among what node reads, itself or through the nodes that make its inputs.

@@ -44,6 +44,7 @@ struct Graph {
   std::vector<std::string> outputs;
   std::map<std::string, std::vector<float>> values;  ///< known values of weights (row-major f32), e.g. ONNX initializers
   SourceLoc loc;
+  std::vector<std::string> notes;  ///< what the front end found the user should know (not compared)
   /// Compares structure only, not `values` (the YAML format carries only a weight's one value, `fill`).
   bool operator==(const Graph& o) const {
     return name == o.name && inputs == o.inputs && weights == o.weights && ops == o.ops && outputs == o.outputs;

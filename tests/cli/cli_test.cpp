@@ -241,6 +241,16 @@ TEST(Cli, ABoundAxisIsFixedAtImportWhereTheShapeArithmeticNeedsIt) {
   Outcome looped = stc("compile " + loop + " --bind seq=8 -o " + dir + ".loop.yaml");
   EXPECT_EQ(looped.code, 0) << looped.out;
   EXPECT_TRUE(std::filesystem::exists(dir + ".loop.yaml"));
+  // One whose shape is not torch's, read by that shape, compiles what ONNX defines, and says so.
+  const std::string rows = STC_SOURCE_DIR "/models/onnx/repeat_interleave_rows.onnx";
+  Outcome noted = stc("compile " + rows + " -o " + dir + ".rows.yaml");
+  EXPECT_EQ(noted.code, 0) << noted.out;
+  EXPECT_EQ(noted.out.rfind("stc: note: " + rows +
+                                ": torch's repeat_interleave Loop at '/ConcatFromSequence' makes "
+                                "[64, 2] where torch's own result is [16, 8]",
+                            0),
+            0u)
+      << noted.out;
 }
 
 // A deadlocked run whose DMAs read ahead of the blocked tasks: the channels served bursts past the last

@@ -2839,6 +2839,21 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   // import: an unsqueeze, expand and reshape, the interpreter giving torch's output at seq 8.
   expectTorchOutput(importOnnx(model("repeat_interleave_kv_seq.onnx"), {{"seq", 8}}),
                     model("repeat_interleave_kv_seq.onnx") + ".io.bin");
+  // Its pieces there are [1, 8, 16, 2] where torch's are [1, 8, 4, 16], but repeat_kv's reshape right after
+  // reads the values in the same order: no note. A table [8, 8] repeated along its first axis, its slices
+  // [1, 2, 8] reshaped with [-1, 0] to [8, 2] (torch's [2, 8]), so that a slice and a sum read the whole as
+  // [64, 2] (torch's [16, 8]), imports what ONNX defines, with a note.
+  EXPECT_TRUE(importOnnx(model("repeat_interleave_kv_seq.onnx"), {{"seq", 8}}).notes.empty());
+  {
+    std::vector<std::string> notes = importOnnx(model("repeat_interleave_rows.onnx")).notes;
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find(
+                  "torch's repeat_interleave Loop at '/ConcatFromSequence' makes [64, 2] where torch's own "
+                  "result is [16, 8]"),
+              std::string::npos)
+        << notes[0];
+    EXPECT_NE(notes[0].find("'/Slice' reads it by that shape"), std::string::npos) << notes[0];
+  }
   // Of keys [b, kv, s, hd] along dim 1 (OpenELM's), torch's Loop reshapes each slice [1, 1, 2, 8, 16] with
   // [0, -1, 0, 0], a 0 keeping the 2 where torch meant the sequence: the ONNX model's product of q and k
   // does not meet, and the error says where the export went off.

@@ -35,7 +35,7 @@ Checked checkFile(const std::string& path, const std::vector<std::string>& setti
       throw UserError("stc check: error: --set takes dim.AXIS=N (an ONNX model's dynamic axis), got '" + kv + "'");
   std::map<std::string, int64_t> dims = importDims(settings, path);
   if (isOnnxPath(path)) {
-    Graph g = importOnnx(path, dims);
+    Graph g = importOnnxTold(path, dims);
     verifyGraph(g).throwIfAny();
     inferShapes(g);  // every op's shapes, as stc compile checks them first
     s << "ONNX model '" << g.name << "': " << g.inputs.size() << " inputs, " << g.weights.size()

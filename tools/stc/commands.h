@@ -102,6 +102,8 @@ bool isOnnxPath(const std::string& path);
 /// A graph file, or an ONNX model imported with the dynamic axes `settings` fix (`dim.AXIS=N`), which a
 /// graph file refuses.
 Graph loadGraphFile(const std::string& path, const std::vector<std::string>& settings = {});
+/// importOnnx, its notes (Graph::notes) told on standard error once per model and fixed axes.
+Graph importOnnxTold(const std::string& path, const std::map<std::string, int64_t>& dims);
 /// The dynamic axes `settings` fix at import (`dim.AXIS=N`); refused for a path that is not an ONNX model.
 std::map<std::string, int64_t> importDims(const std::vector<std::string>& settings, const std::string& path);
 /// UserError naming the flag unless every symbol bound by --bind NAME=N is one of `symbols`, the design's:

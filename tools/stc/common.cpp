@@ -10,6 +10,8 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/ir/diagnostics.h"
@@ -241,10 +243,18 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
   return settings;
 }
 
+Graph importOnnxTold(const std::string& path, const std::map<std::string, int64_t>& dims) {
+  Graph g = importOnnx(path, dims);
+  static std::set<std::pair<std::string, std::map<std::string, int64_t>>> told;  // a command may import twice
+  if (told.insert({path, dims}).second)
+    for (const std::string& note : g.notes) std::cerr << "stc: note: " << note << "\n";
+  return g;
+}
+
 Graph loadGraphFile(const std::string& path, const std::vector<std::string>& settings) {
   std::map<std::string, int64_t> dims = importDims(settings, path);
   if (isOnnxPath(path)) {
-    Graph g = importOnnx(path, dims);
+    Graph g = importOnnxTold(path, dims);
     std::string stem = path.substr(path.find_last_of('/') + 1);  // exporters name every graph alike
     g.name = stem.substr(0, stem.size() - 5);
     return g;
@@ -287,7 +297,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
   if (isOnnxPath(path)) {
     bindings = parseSymbolBindings(command, ctx, binds);
     std::vector<std::string> fixed = fixBoundAxesAtImport(command, path, settings, bindings);
-    Network net = compileGraph(importOnnx(path, importDims(fixed, path)), platformArg,
+    Network net = compileGraph(importOnnxTold(path, importDims(fixed, path)), platformArg,
                                parseCompileOptions(fixed, platformArg))
                       .network;
     net.sourceFile = path;

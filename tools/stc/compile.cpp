@@ -63,7 +63,7 @@ int compile(const CompileArgs& a) {
     const Bindings bindings = parseSymbolBindings("stc compile", std::nullopt, a.binds);
     settings = fixBoundAxesAtImport("stc compile", a.input, settings, bindings);
     const std::map<std::string, int64_t> dims = importDims(settings, a.input);
-    graph = importOnnx(a.input, dims);
+    graph = importOnnxTold(a.input, dims);
     const std::set<std::string> symbols = inferShapes(graph).symbols();
     refuseUnusedBindings("stc compile", symbols, bindings, a.input, dims);
     for (const auto& [symbol, value] : bindings)
