@@ -670,7 +670,9 @@ class Importer {
       try {
         onnx::shape_inference::InferShapes(model_);
       } catch (const std::exception& e) {
-        throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what());
+        std::string off;  // (a Loop rewritten the round before whose shape is not torch's)
+        for (const OffRepeat& r : offRepeats_) off += "; " + r.note;
+        throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what() + off);
       }
       types_.clear();
       auto record = [&](const onnx::ValueInfoProto& v) { types_[v.name()] = &v.type(); };
