@@ -1077,7 +1077,7 @@ class Importer {
   // tables. The nodes that built the sequences go too where nothing else reads them. False when there
   // was none.
   bool rewriteRepeatInterleaveLoops() {
-    std::map<std::string, const onnx::NodeProto*> made;
+    const std::map<std::string, const onnx::NodeProto*> made = valueMakers();
     std::map<std::string, int> readers;
     std::function<void(const onnx::GraphProto&)> count = [&](const onnx::GraphProto& g) {
       for (const auto& n : g.node()) {
@@ -1088,8 +1088,6 @@ class Importer {
     };
     count(model_.graph());
     for (const auto& o : model_.graph().output()) ++readers[o.name()];
-    for (const auto& n : model_.graph().node())
-      for (const auto& o : n.output()) made[o] = &n;
     std::vector<RepeatLoop> found;
     for (const onnx::NodeProto& c : model_.graph().node())
       if (c.op_type() == "ConcatFromSequence")
@@ -1242,11 +1240,16 @@ class Importer {
     }
   }
 
-  // Whether `value` is among what node reads, itself or through the nodes that make its inputs.
-  bool dependsOn(const onnx::NodeProto& node, const std::string& value) const {
+  // The node of the model's graph that makes each value.
+  std::map<std::string, const onnx::NodeProto*> valueMakers() const {
     std::map<std::string, const onnx::NodeProto*> made;
     for (const auto& n : model_.graph().node())
       for (const auto& o : n.output()) made[o] = &n;
+    return made;
+  }
+  // Whether `value` is among what node reads, itself or through the nodes that make its inputs.
+  bool dependsOn(const onnx::NodeProto& node, const std::string& value) const {
+    const std::map<std::string, const onnx::NodeProto*> made = valueMakers();
     std::set<std::string> seen;
     std::vector<std::string> todo(node.input().begin(), node.input().end());
     while (!todo.empty()) {
