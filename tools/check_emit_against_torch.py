@@ -21,6 +21,7 @@ import contextlib
 import importlib.util
 import io
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ import torch
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 ATOL = RTOL = 1e-3
 REFUSED = ["--expect-refusal"]  # a case's flags: stc emit must refuse the model (exit 1, unsupported nodes listed)
+SYMBOLIC = ["--symbolic"]  # a case's flags: `stc compile` with the dynamic axes free, then `stc emit NETWORK --bind`
 
 
 def load_exporter():
@@ -1234,6 +1236,22 @@ class HfClampedCausalMask(torch.nn.Module):
         return x + self.o(o.transpose(1, 2).reshape(b, s, d))
 
 
+class AdditiveMaskInput(torch.nn.Module):
+    """Attention whose mask is a model input added to the scores ([b, 1, s, s] of any values)."""
+
+    def __init__(self, d=48, heads=3):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.o = torch.nn.Linear(d, d)
+
+    def forward(self, x, mask):
+        b, s, c = x.size()
+        q, k, v = (t.view(b, s, self.heads, c // self.heads).transpose(1, 2) for t in self.qkv(x).split(c, dim=2))
+        w = q @ k.transpose(-2, -1) / math.sqrt(c // self.heads) + mask
+        return self.o((torch.softmax(w, -1) @ v).transpose(1, 2).reshape(b, s, c))
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -1436,6 +1454,21 @@ def cases(m):
         ("torch_encoder_layer_unmasked_d32", lambda: TorchEncoderLayer(), (1, 8, 32), 14, None, []),
         ("torch_encoder_layer_post_gelu_d48_h3_b2_op17",
          lambda: TorchEncoderLayer(48, 3, 96, norm_first=False, activation="gelu"), (2, 6, 48), 17, None, []),
+        # Compiled with the dynamic axes left free (SYMBOLIC: `stc compile` first, no binding), the network's
+        # symbols bound at `stc emit NETWORK --bind`: one network for every length
+        ("gqa_bidirectional_symbolic_s5", lambda: m.GqaAttention(causal=False), (1, 5, 64), 17,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        ("gqa_bidirectional_symbolic_d48_h6_kv2_s21_op14", lambda: m.GqaAttention(48, 6, 2, causal=False),
+         (1, 21, 48), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        ("torch_encoder_layer_symbolic_b2_s7", lambda: TorchEncoderLayer(), (2, 7, 32), 14,
+         {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, SYMBOLIC),
+        ("torch_encoder_layer_post_gelu_symbolic_d48_h3_s19_op17",
+         lambda: TorchEncoderLayer(48, 3, 96, norm_first=False, activation="gelu"), (1, 19, 48), 17,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        ("additive_mask_input_symbolic_s9", lambda: AdditiveMaskInput(), (1, 9, 48), 14,
+         {"x": {1: "seq"}, "mask": {2: "seq", 3: "seq"}, "y": {1: "seq"}}, SYMBOLIC,
+         lambda b, s: torch.randn(b, 1, s, s)),
+        ("mlp_symbolic_seq13", lambda: m.Mlp(48, 96), (13, 48), 13, seq, SYMBOLIC),
     ]
 
 
@@ -1481,7 +1514,19 @@ def check(m, stc, work, name, factory, shape, opset, dynamic, flags, second=None
     np.concatenate([a.numpy().astype("<f4").reshape(-1) for a in args]).tofile(bin_path)
     proj = os.path.join(work, name)
     refusal = flags == REFUSED
-    cmd = [stc, "emit", path, "-o", proj, "--inputs", bin_path, "--force", *([] if refusal else flags)]
+    source = path
+    if flags == SYMBOLIC:  # the network keeps every dynamic axis a symbol, bound where it is emitted
+        source = os.path.join(work, name + ".net.yaml")
+        r = subprocess.run([stc, "compile", path, "-o", source], capture_output=True, text=True)
+        if r.returncode:
+            return False, f"{name}: FAIL: stc compile exited {r.returncode}: {r.stderr.strip()[-300:]}"
+        with open(source) as f:
+            network = f.read()
+        kept = {b.split("=")[0] for b in binds}
+        if not all(re.search(r"\b" + re.escape(k) + r"\b", network) for k in kept):
+            return False, f"{name}: FAIL: the network does not keep {sorted(kept)} symbolic"
+        flags = []
+    cmd = [stc, "emit", source, "-o", proj, "--inputs", bin_path, "--force", *([] if refusal else flags)]
     cmd += [a for b in binds for a in ("--bind", b)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if refusal:

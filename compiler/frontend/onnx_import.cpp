@@ -35,6 +35,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/itensor.h"
 #include "compiler/ir/yaml_io.h"
 
@@ -547,6 +548,57 @@ class Importer {
     return std::move(graph_);
   }
 
+  /// The model's dynamic axes left symbolic (none bound by `dims`), after load.
+  const std::set<std::string>& freeAxes() const { return freeAxes_; }
+
+  /// Whether the sizes computed from shapes over the free axes reach the data only as the targets of
+  /// reshapes and expands (input 1 of Reshape or Expand): then an import at two sizes of each axis tells
+  /// where its size went (the targets' entries), and nothing else of the graph hides it (a mask or
+  /// positions built from the sequence's length, folded into a causal softmax or a weight). Conservative:
+  /// false for a model with an If, Loop or Scan, or whose output is computed from shapes alone.
+  bool sizesReachDataAsTargetsAlone() const {
+    std::set<std::string> data, sized;  // values computed from the inputs' data; from their sizes
+    std::set<std::string> initializers;
+    for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
+    for (const auto& in : model_.graph().input())
+      if (!initializers.count(in.name())) data.insert(in.name());
+    auto symbolicShape = [&](const std::string& v) {
+      try {
+        for (const Expr& e : shapeOf(v))
+          if (!e.isConstant()) return true;
+        return false;
+      } catch (const UserError&) {
+        return true;  // unknown: perhaps over a free axis
+      }
+    };
+    for (const auto& n : model_.graph().node()) {
+      for (const auto& at : n.attribute())
+        if (at.has_g() || at.graphs_size() > 0) return false;
+      bool readsData = false, readsSizes = false;
+      for (const auto& in : n.input()) {
+        readsData = readsData || data.count(in) > 0;
+        readsSizes = readsSizes || sized.count(in) > 0;
+      }
+      std::set<std::string>* into = nullptr;
+      if ((n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() == 1 &&
+          symbolicShape(n.input(0)))
+        into = &sized;
+      else if (readsSizes && !readsData)
+        into = &sized;
+      else if (readsSizes && (n.op_type() == "Reshape" || n.op_type() == "Expand") && n.input_size() == 2 &&
+               data.count(n.input(0)) && sized.count(n.input(1)))
+        into = &data;
+      else if (readsSizes)
+        return false;
+      else if (readsData)
+        into = &data;
+      if (into) into->insert(n.output().begin(), n.output().end());
+    }
+    for (const auto& out : model_.graph().output())
+      if (sized.count(out.name())) return false;
+    return true;
+  }
+
  private:
   struct Dyn {
     const onnx::NodeProto* node;
@@ -873,6 +925,7 @@ class Importer {
     rewritten = rewriteRepeatInterleaveLoops() || rewritten;
     consts_.clear();
     symbolicShapes_.clear();
+    shapeSizes_.clear();
     dyn_.clear();
     producer_.clear();
     unsupported_.clear();
@@ -1414,6 +1467,38 @@ class Importer {
           if (i + k >= 0 && i + k < dims[1]) eye.v[static_cast<size_t>(i * dims[1] + i + k)] = 1;
         consts_[n.output(0)] = eye;
         return;
+      }
+    }
+    if (op == "Shape" && n.input_size() == 1 && hasShape(n.input(0))) {
+      // Over a symbolic dimension: its sizes kept, for a Gather of a constant one (x.size(-1)) to fold.
+      try {
+        std::vector<Expr> sizes = shapeOf(n.input(0));
+        int64_t rank = static_cast<int64_t>(sizes.size()), start = intAttr(n, "start", 0),
+                end = intAttr(n, "end", rank);
+        auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + rank : x, rank)); };
+        shapeSizes_[n.output(0)] = std::vector<Expr>(sizes.begin() + clamp(start),
+                                                     sizes.begin() + std::max(clamp(start), clamp(end)));
+      } catch (const UserError&) {  // a dimension of unknown size
+      }
+    }
+    if (op == "Gather" && n.input_size() == 2 && shapeSizes_.count(n.input(0)) && consts_.count(n.input(1)) &&
+        intAttr(n, "axis", 0) == 0) {
+      // Sizes of a symbolic shape at constant indices: a constant where every one taken is.
+      const std::vector<Expr>& sizes = shapeSizes_.at(n.input(0));
+      const Const& at = consts_.at(n.input(1));
+      std::vector<Expr> taken;
+      for (double v : at.v) {
+        int64_t i = static_cast<int64_t>(v) + (v < 0 ? static_cast<int64_t>(sizes.size()) : 0);
+        if (i >= 0 && i < static_cast<int64_t>(sizes.size())) taken.push_back(sizes[static_cast<size_t>(i)]);
+      }
+      if (at.known && at.dims.size() <= 1 && taken.size() == at.v.size()) {
+        if (std::all_of(taken.begin(), taken.end(), [](const Expr& e) { return e.isConstant(); })) {
+          Const c{at.dims, {}};
+          for (const Expr& e : taken) c.v.push_back(static_cast<double>(e.eval()));
+          consts_[n.output(0)] = c;
+          return;
+        }
+        shapeSizes_[n.output(0)] = taken;
       }
     }
     if (allConst && fold(n)) return;
@@ -4789,6 +4874,7 @@ class Importer {
   std::map<std::string, const onnx::TypeProto*> types_;
   std::map<std::string, Const> consts_;
   std::set<std::string> symbolicShapes_;
+  std::map<std::string, std::vector<Expr>> shapeSizes_;     // a Shape over a symbolic dimension: its sizes
   std::map<std::string, std::vector<int64_t>> madeShapes_;  // tensors the importer adds, which ONNX does not have  // values computed from a Shape that could not be folded
   std::vector<Dyn> dyn_;
   std::map<std::string, size_t> producer_;
@@ -4800,8 +4886,164 @@ class Importer {
 
 }  // namespace
 
-Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& dims) {
-  return Importer(path, dims).run();
+namespace {
+
+// The graph imported at two sizes of each free axis (`sizes`: axis -> the two), as one graph over the axes
+// as symbols: the two must be alike but where an input's dimension or a reshape's target entry is c times
+// one axis' size, or two axes', in each (that entry becomes the expression: seq, 2*seq, batch*seq), and the
+// shapes of the graph so made, at each size, must be those of the import at that size. Empty with `why`
+// set where they are not.
+std::optional<Graph> overAxes(const Graph& a, const Graph& b,
+                              const std::map<std::string, std::pair<int64_t, int64_t>>& sizes,
+                              std::string& why) {
+  auto axisOf = [&](int64_t x, int64_t y) -> std::string {
+    for (const auto& [axis, pair] : sizes)
+      if (pair == std::make_pair(x, y)) return axis;
+    return "";
+  };
+  // A size that is c times one axis, or two, in both (heads of a group merged with the rows, the batch
+  // with the heads), as text.
+  auto sizeOf = [&](int64_t x, int64_t y) -> std::string {
+    auto times = [&](int64_t p, int64_t q, const std::string& axes) -> std::string {
+      if (x <= 0 || x % p != 0 || y % q != 0 || x / p != y / q) return "";
+      return x / p == 1 ? axes : std::to_string(x / p) + "*" + axes;
+    };
+    for (const auto& [axis, pair] : sizes)
+      if (std::string t = times(pair.first, pair.second, axis); !t.empty()) return t;
+    for (auto a = sizes.begin(); a != sizes.end(); ++a)
+      for (auto b = a; b != sizes.end(); ++b) {
+        std::string t = times(a->second.first * b->second.first, a->second.second * b->second.second,
+                              a->first + "*" + b->first);
+        if (!t.empty()) return t;
+      }
+    return "";
+  };
+  if (a.name != b.name || a.inputs.size() != b.inputs.size() || !(a.weights == b.weights) ||
+      a.values != b.values || a.ops.size() != b.ops.size() || a.outputs != b.outputs || a.notes != b.notes) {
+    why = "the imports differ in their weights or ops";
+    for (size_t i = 0; i < std::min(a.weights.size(), b.weights.size()); ++i)
+      if (!(a.weights[i] == b.weights[i]))
+        why = "weight '" + a.weights[i].name + "' is " + shapeText(a.weights[i].shape) + " in one and " +
+              shapeText(b.weights[i].shape) + " in the other";
+    return std::nullopt;
+  }
+  Graph g = a;
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    const TensorDecl &x = a.inputs[i], &y = b.inputs[i];
+    if (x.name != y.name || x.dtype != y.dtype || x.shape.size() != y.shape.size()) {
+      why = "input '" + x.name + "' differs";
+      return std::nullopt;
+    }
+    for (size_t d = 0; d < x.shape.size(); ++d) {
+      if (x.shape[d] == y.shape[d]) continue;
+      std::string axis = x.shape[d].isConstant() && y.shape[d].isConstant()
+                             ? axisOf(x.shape[d].eval(), y.shape[d].eval())
+                             : "";
+      if (axis.empty()) {
+        why = "input '" + x.name + "' is " + shapeText(x.shape) + " in one and " + shapeText(y.shape) +
+              " in the other";
+        return std::nullopt;
+      }
+      g.inputs[i].shape[d] = Expr::parse(axis);
+    }
+  }
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    const Op &x = a.ops[i], &y = b.ops[i];
+    if (x.name != y.name || x.op != y.op || x.inputs != y.inputs || x.output != y.output ||
+        x.attrs.size() != y.attrs.size()) {
+      why = "op '" + x.name + "' (" + x.op + ") differs";
+      return std::nullopt;
+    }
+    for (const auto& [key, value] : x.attrs) {
+      auto other = y.attrs.find(key);
+      if (other != y.attrs.end() && other->second == value) continue;
+      const auto* u = std::get_if<std::vector<int64_t>>(&value);
+      const auto* v = other == y.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&other->second);
+      bool sized = x.op == "reshape" && key == "shape" && u && v && u->size() == v->size();
+      std::vector<Expr> shape;
+      for (size_t d = 0; sized && d < u->size(); ++d) {
+        shape.push_back(Expr((*u)[d]));
+        if ((*u)[d] == (*v)[d]) continue;
+        std::string size = sizeOf((*u)[d], (*v)[d]);
+        sized = !size.empty();
+        if (sized) shape.back() = Expr::parse(size);
+      }
+      if (!sized) {
+        why = "op '" + x.name + "' (" + x.op + ") has field '" + key + "' of another value at each size";
+        return std::nullopt;
+      }
+      g.ops[i].attrs[key] = sizesAttr(shape);
+    }
+  }
+  try {  // the shapes at each size are the imports'
+    TypedGraph ta = inferShapes(a), tb = inferShapes(b), tg = inferShapes(g);
+    Bindings at, bt;
+    for (const auto& [axis, pair] : sizes) {
+      at[axis] = pair.first;
+      bt[axis] = pair.second;
+    }
+    for (const auto& [name, info] : tg.tensors)
+      for (const auto& [sized, bindings] : {std::make_pair(&ta, &at), std::make_pair(&tb, &bt)}) {
+        auto it = sized->tensors.find(name);
+        bool same = it != sized->tensors.end() && it->second.shape.size() == info.shape.size();
+        for (size_t d = 0; same && d < info.shape.size(); ++d)
+          same = info.shape[d].eval(*bindings) == it->second.shape[d].eval(*bindings);
+        if (!same) {
+          why = "'" + name + "' would be " + shapeText(info.shape) +
+                ", not the shape of the import at each size";
+          return std::nullopt;
+        }
+      }
+  } catch (const UserError& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+  return g;
+}
+
+}  // namespace
+
+Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& dims, bool overFreeAxes) {
+  Importer plain(path, dims);
+  try {
+    return plain.run();
+  } catch (const UserError& refusal) {
+    if (!overFreeAxes || plain.freeAxes().empty() || plain.freeAxes().size() > 6 ||
+        !plain.sizesReachDataAsTargetsAlone())
+      throw;
+    // Each free axis at two sizes no other axis takes, primes unlikely to be any other size of the model.
+    static const int64_t kPrimes[] = {11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
+    std::map<std::string, std::pair<int64_t, int64_t>> sizes;
+    std::map<std::string, int64_t> first = dims, second = dims;
+    size_t k = 0;
+    for (const std::string& axis : plain.freeAxes()) {
+      sizes[axis] = {kPrimes[k], kPrimes[k + 1]};
+      first[axis] = kPrimes[k];
+      second[axis] = kPrimes[k + 1];
+      k += 2;
+    }
+    std::optional<Graph> g;
+    std::string why;
+    try {
+      g = overAxes(Importer(path, first).run(), Importer(path, second).run(), sizes, why);
+    } catch (const UserError&) {
+      throw refusal;  // (fixing the axes, the user sees why the import stops)
+    }
+    if (!g)
+      throw UserError(std::string(refusal.what()) +
+                      "\n(imported at two sizes of each dynamic axis to keep it symbolic, " + why + ")");
+    std::string text, fix;
+    for (const auto& [axis, pair] : sizes) {
+      text += (text.empty() ? "" : ", ") + axis + " (imported at " + std::to_string(pair.first) + " and " +
+              std::to_string(pair.second) + ")";
+      fix += (fix.empty() ? "" : " ") + std::string("--set dim.") + axis + "=N";
+    }
+    g->notes.push_back(path + ": the shape arithmetic over " + text +
+                       " reaches the data only as reshape and expand targets: the graph keeps the " +
+                       (sizes.size() > 1 ? "axes symbols" : "axis a symbol") +
+                       ", bound where the network runs (" + fix + " compiles a design for one size)");
+    return *g;
+  }
 }
 
 }  // namespace stc

@@ -17,6 +17,11 @@ namespace stc {
 /// inference, so that the shape arithmetic computed from them folds to constants (`--set dim.seq=128`).
 /// Throws one UserError naming the file for a file that is not ONNX or an opset outside 13..17, for a
 /// fixed axis the model does not have, or listing every unsupported node by name and op type.
-Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& dims = {});
+/// With `overFreeAxes`, a model whose shape arithmetic over its dynamic axes left free reaches the data
+/// only as reshape and expand targets is imported at two sizes of each such axis, and the two graphs, alike
+/// but for those sizes, make one graph over the axes as symbols (a reshape's target saying them: [1, seq, 4,
+/// 16]), with a note saying so (Graph::notes).
+Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& dims = {},
+                 bool overFreeAxes = false);
 
 }  // namespace stc

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "compiler/ir/itensor.h"
@@ -60,6 +61,39 @@ int64_t constantElements(const std::vector<Expr>& shape) {
     n = checkedMul(n, d.eval(), "the tensor " + shapeText(shape));
   }
   return n;
+}
+
+// Whether two shapes hold as many elements at every binding of their symbols. Their products are
+// polynomials in the symbols of degree at most the rank: equal at rank + 1 values of each symbol, taken
+// together on a diagonal of distinct primes, where the rank is below 8 (shapes here are).
+bool sameElements(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  std::set<std::string> symbols;
+  for (const auto* shape : {&a, &b})
+    for (const Expr& d : *shape) symbols.insert(d.symbols().begin(), d.symbols().end());
+  if (symbols.empty() || std::max(a.size(), b.size()) >= 8) {
+    if (!symbols.empty()) return false;
+    return constantElements(a) == constantElements(b);
+  }
+  static const int64_t kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67};
+  size_t trials = std::max(a.size(), b.size()) + 1;
+  for (size_t t = 0; t < trials; ++t) {
+    Bindings at;
+    size_t k = t;
+    for (const std::string& s : symbols) at[s] = kPrimes[(k++) % 19] + static_cast<int64_t>(t) * 101;
+    const int64_t kModulus = 1000000007;  // (the products compared modulo a prime: no overflow)
+    auto times = [&](int64_t acc, int64_t d) {
+      return acc * (((d % kModulus) + kModulus) % kModulus) % kModulus;
+    };
+    int64_t x = 1, y = 1;
+    try {
+      for (const Expr& d : a) x = times(x, d.eval(at));
+      for (const Expr& d : b) y = times(y, d.eval(at));
+    } catch (const UserError&) {
+      return false;
+    }
+    if (x != y) return false;
+  }
+  return true;
 }
 
 // The product of a shape's constant dims must stay below 2^40 elements.
@@ -164,22 +198,23 @@ std::vector<Expr> inferOp(const Op& op, const std::vector<const TensorInfo*>& in
     for (int64_t p : perm) out.push_back(in[0]->shape[static_cast<size_t>(p)]);
     return out;
   }
-  if (k == "reshape") {
+  if (k == "reshape") {  // shape: the sizes, constants or expressions over symbols ([seq, 16, 64])
     arity(1, 1);
     std::vector<Expr> out;
-    for (int64_t d : listAttr(op, "shape")) {
-      if (d < 1) bad("reshape dims must be positive, got " + std::to_string(d));
-      out.push_back(Expr(d));
-    }
-    int64_t n = 0, m = 0;
     try {
-      n = constantElements(in[0]->shape);
-      m = constantElements(out);
+      out = sizesOf(op, "shape");
     } catch (const UserError& e) {
       bad(e.what());
     }
-    if (n < 0) bad("unsupported: reshape of a symbolic shape " + shapeText(in[0]->shape));
-    if (n != m) bad("cannot reshape " + shapeText(in[0]->shape) + " to " + shapeText(out));
+    for (const Expr& d : out)
+      if (d.isConstant() && d.eval() < 1) bad("reshape dims must be positive, got " + d.str());
+    bool same = false;
+    try {
+      same = sameElements(in[0]->shape, out);
+    } catch (const UserError& e) {
+      bad(e.what());
+    }
+    if (!same) bad("cannot reshape " + shapeText(in[0]->shape) + " to " + shapeText(out));
     return out;
   }
   if (k == "slice") {  // axis, start, end: elements [start, end) of one axis

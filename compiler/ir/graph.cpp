@@ -80,6 +80,49 @@ Diagnostics verifyGraph(const Graph& graph) {
   return diag;
 }
 
+AttrValue sizesAttr(const std::vector<Expr>& sizes) {
+  std::vector<int64_t> constant;
+  std::string text;
+  for (const Expr& e : sizes) {
+    if (e.isConstant()) constant.push_back(e.eval());
+    text += (text.empty() ? "[" : ", ") + e.str();
+  }
+  if (constant.size() == sizes.size()) return constant;
+  return text + "]";
+}
+
+std::vector<Expr> sizesOf(const Op& op, const std::string& key) {
+  auto it = op.attrs.find(key);
+  auto bad = [&](const std::string& what) {
+    return UserError(
+        formatError(op.loc, "field '" + key + "': op '" + op.name + "' (" + op.op + ") " + what));
+  };
+  if (it == op.attrs.end()) throw bad("needs it");
+  std::vector<Expr> sizes;
+  if (const auto* list = std::get_if<std::vector<int64_t>>(&it->second)) {
+    for (int64_t v : *list) sizes.push_back(Expr(v));
+    return sizes;
+  }
+  const auto* text = std::get_if<std::string>(&it->second);
+  if (!text || text->size() < 2 || text->front() != '[' || text->back() != ']')
+    throw bad("expects a list of sizes (integers, or expressions over symbols such as seq)");
+  std::string items = text->substr(1, text->size() - 2);
+  for (size_t at = 0; at <= items.size();) {
+    size_t comma = items.find(',', at);
+    if (comma == std::string::npos) comma = items.size();
+    try {
+      std::string item = items.substr(at, comma - at);
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      sizes.push_back(Expr::parse(item));
+    } catch (const UserError& e) {
+      throw bad("has a size that does not parse: " + std::string(e.what()));
+    }
+    at = comma + 1;
+  }
+  return sizes;
+}
+
 double numberAttr(const Op& op, const std::string& key, double fallback) {
   auto it = op.attrs.find(key);
   if (it == op.attrs.end()) return fallback;

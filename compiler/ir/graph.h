@@ -51,6 +51,13 @@ struct Graph {
   }
 };
 
+/// A list of sizes as an attribute: an integer list where every size is constant, else the text
+/// "[e1, e2, ...]" of the expressions (a reshape's `shape: [seq, 16, 64]` over a symbolic `seq`).
+AttrValue sizesAttr(const std::vector<Expr>& sizes);
+/// The sizes of an attribute sizesAttr made (or a graph file wrote); a UserError naming the op and the field
+/// where it is neither form.
+std::vector<Expr> sizesOf(const Op& op, const std::string& key);
+
 /// A numeric attribute of op (integer or real), or fallback when it has none.
 double numberAttr(const Op& op, const std::string& key, double fallback);
 

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -367,9 +368,28 @@ TensorDecl readTensor(const Reader& r, const YAML::Node& n, const char* list) {
 }
 
 AttrValue readAttr(const Reader& r, const YAML::Node& n, const std::string& key) {
-  if (n.IsSequence()) {
+  if (n.IsSequence()) {  // integers, or sizes over symbols (a reshape's [seq, 16, 64])
     std::vector<int64_t> v;
-    for (const auto& e : n) v.push_back(r.integer(e, key));
+    std::vector<Expr> sizes;
+    bool symbolic = false;
+    for (const auto& e : n) {
+      if (!e.IsScalar()) r.error(e, key, "expected an integer or a size such as seq or 4*seq");
+      bool letters = std::any_of(e.Scalar().begin(), e.Scalar().end(), [](char c) {
+        return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+      });
+      if (!letters || e.Scalar().rfind("0x", 0) == 0) {
+        v.push_back(r.integer(e, key));
+        sizes.push_back(Expr(v.back()));
+        continue;
+      }
+      symbolic = true;
+      try {
+        sizes.push_back(Expr::parse(e.Scalar()));
+      } catch (const UserError& err) {
+        r.error(e, key, std::string("a size that does not parse: ") + err.what());
+      }
+    }
+    if (symbolic) return sizesAttr(sizes);
     return v;
   }
   if (!n.IsScalar()) r.error(n, key, "expected a number, a string or a list of integers");
@@ -508,7 +528,12 @@ std::string emitGraph(const Graph& g) {
       out << YAML::Key << key << YAML::Value;
       if (auto* i = std::get_if<int64_t>(&value)) out << *i;
       else if (auto* d = std::get_if<double>(&value)) out << *d;
-      else if (auto* s = std::get_if<std::string>(&value)) out << YAML::DoubleQuoted << *s;
+      else if (auto* s = std::get_if<std::string>(&value); s && s->size() >= 2 && s->front() == '[') {
+        std::vector<std::string> items;  // sizes over symbols, as sizesAttr wrote them
+        for (const Expr& e : sizesOf(op, key)) items.push_back(e.str());
+        out << YAML::Flow << items;
+      } else if (s)
+        out << YAML::DoubleQuoted << *s;
       else out << YAML::Flow << std::get<std::vector<int64_t>>(value);
     }
     out << YAML::EndMap;

@@ -12,6 +12,7 @@
 #include "compiler/ir/yaml_io.h"
 #include "compiler/lower/kernels.h"
 #include "compiler/pipeline.h"
+#include "compiler/reference/interpreter.h"
 #include "compiler/sizing/fifo_sizing.h"
 #include "sim/engine.h"
 
@@ -189,6 +190,70 @@ TEST(Compiler, SymbolicDimensionsArePaddedToTheTile) {
   EXPECT_EQ(trips("mix", 112), 8 * outTiles * 8);
   EXPECT_EQ(simulate(r.network, {{"ctx", 96}}).cycles, simulate(r.network, {{"ctx", 111}}).cycles);
   EXPECT_LT(simulate(r.network, {{"ctx", 111}}).cycles, simulate(r.network, {{"ctx", 112}}).cycles);
+}
+
+// A reshape's target may say a symbolic size (`shape: [seq, 16, 64]`): the attention of
+// attention_prefill.yaml over a sequence of any length. It is written back as sizes, refused at its line
+// where the sizes do not hold the input's elements or do not parse, computes at seq = 8 what the file at 8
+// rows does, and its network runs at any binding.
+TEST(Compiler, AReshapeTargetMaySayASymbolicSize) {
+  std::string fixed = readTextFile(graphFile("attention_prefill.yaml")), text = fixed;
+  auto replaceAll = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+      s.replace(at, from.size(), to);
+    return s;
+  };
+  text = replaceAll(replaceAll(text, "[128, 1024], dtype", "[seq, 1024], dtype"), "[128, ", "[seq, ");
+  fixed = replaceAll(fixed, "128", "8");
+  Graph g = parseGraph(text, "g.yaml");
+  TypedGraph typed = inferShapes(g);
+  EXPECT_EQ(shapeText(typed.tensors.at("q4").shape), "[seq, 16, 64]");
+  EXPECT_EQ(shapeText(typed.tensors.at("om").shape), "[seq, 1024]");
+  std::string written = emitGraph(g);
+  EXPECT_NE(written.find("shape: [seq, 16, 64]"), std::string::npos) << written;
+  EXPECT_EQ(parseGraph(written, "again.yaml"), g);
+
+  // The interpreter at seq = 8 against the file at 8 rows, the same inputs and weights.
+  std::map<std::string, Tensor> values;
+  uint32_t state = 12345;
+  for (const auto* decls : {&g.inputs, &g.weights})
+    for (const TensorDecl& t : *decls) {
+      std::vector<int64_t> shape = bindShape(t.shape, {{"seq", 8}});
+      Tensor v{shape, std::vector<float>(static_cast<size_t>(elementCount(shape)))};
+      for (float& x : v.data)
+        x = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+      values[t.name] = v;
+    }
+  std::vector<float> symbolic = interpret(g, values, {{"seq", 8}}).at("y").data,
+                     eight = interpret(parseGraph(fixed, "eight.yaml"), values).at("y").data;
+  EXPECT_EQ(symbolic, eight);
+  ASSERT_EQ(symbolic.size(), 8u * 1024u);
+
+  auto error = [&](const std::string& from, const std::string& to) {
+    std::string bad = text;
+    bad.replace(bad.find(from), from.size(), to);
+    try {
+      inferShapes(parseGraph(bad, "g.yaml"));
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("output: q4, shape: [seq, 16, 64]", "output: q4, shape: [seq, 16, 32]"),
+            "g.yaml:18:5: error: op 'q_heads' (reshape): cannot reshape [seq, 1024] to [seq, 16, 32]");
+  // (as many elements at every seq: the reshape holds, and the product after it finds the heads differ)
+  EXPECT_EQ(
+      error("output: q4, shape: [seq, 16, 64]", "output: q4, shape: [2*seq, 8, 64]"),
+      "g.yaml:24:5: error: op 'scores' (matmul): batch dimensions differ: [8, 2*seq, 64] x [16, 64, seq]");
+  EXPECT_EQ(error("output: q4, shape: [seq, 16, 64]", "output: q4, shape: [seq*seq, 16, 64]"),
+            "g.yaml:18:5: error: op 'q_heads' (reshape): cannot reshape [seq, 1024] to [seq*seq, 16, 64]");
+  EXPECT_EQ(error("output: q4, shape: [seq, 16, 64]", "output: q4, shape: [seq, 16, 6x]"),
+            "g.yaml:18:76: error: field 'shape': a size that does not parse: column 2 of expression '6x': "
+            "unexpected 'x'");
+
+  CompileResult r =
+      compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
+  for (int64_t seq : {1, 37, 256}) EXPECT_FALSE(simulate(r.network, {{"seq", seq}}).deadlock) << seq;
 }
 
 // A decode step's scores, softmax and P.V see their 16 heads one at a time, at the pace of the projections

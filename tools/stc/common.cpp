@@ -234,7 +234,7 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
   }
   if (folds)
     std::cerr << command << ": note: " << path
-              << ": its shape arithmetic over a dynamic axis folds only with the axis fixed: imported with "
+              << ": its shape arithmetic over a dynamic axis folds with the axis fixed: imported with "
               << text << " from --bind, as --set " << text << " would (a design for that size alone)\n";
   else
     std::cerr << command << ": note: " << path
@@ -244,7 +244,7 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
 }
 
 Graph importOnnxTold(const std::string& path, const std::map<std::string, int64_t>& dims) {
-  Graph g = importOnnx(path, dims);
+  Graph g = importOnnx(path, dims, /*overFreeAxes=*/true);
   static std::set<std::pair<std::string, std::map<std::string, int64_t>>> told;  // a command may import twice
   if (told.insert({path, dims}).second)
     for (const std::string& note : g.notes) std::cerr << "stc: note: " << note << "\n";
