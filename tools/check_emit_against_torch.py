@@ -1469,6 +1469,17 @@ def cases(m):
          {"x": {1: "seq"}, "mask": {2: "seq", 3: "seq"}, "y": {1: "seq"}}, SYMBOLIC,
          lambda b, s: torch.randn(b, 1, s, s)),
         ("mlp_symbolic_seq13", lambda: m.Mlp(48, 96), (13, 48), 13, seq, SYMBOLIC),
+        # causal masks of one form at every length: nanoGPT's buffer (16 positions) sliced, a tril of ones
+        ("causal_attention_symbolic_s9", lambda: m.CausalSelfAttention(), (1, 9, 64), 14,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        ("causal_attention_symbolic_b2_s16", lambda: m.CausalSelfAttention(), (2, 16, 64), 14,
+         {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, SYMBOLIC),
+        ("causal_tril_symbolic_s23", lambda: m.CausalSelfAttention(max_seq=32, mask="tril"), (1, 23, 64), 17,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        ("gqa_attention_symbolic_s6", lambda: m.GqaAttention(), (1, 6, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}},
+         SYMBOLIC),
+        ("gqa_attention_symbolic_d48_h6_kv2_s19_op14", lambda: m.GqaAttention(48, 6, 2), (1, 19, 48), 14,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
     ]
 
 

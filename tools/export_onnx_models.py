@@ -119,6 +119,10 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      table's rows reads that shape (stc imports what ONNX defines, with a note); opset 17
   topk_beside_view_seq.onnx
                      a view over a symbolic `seq` beside TopK, which stc refuses by name; opset 17
+  sliding_window_seq.onnx
+                     Mistral's sliding-window mask at a window of 16 over a symbolic `seq`: causal at every
+                     length up to 16, so kept unfixed it would look causal at two short lengths (stc refuses
+                     to keep it symbolic: the window is a constant of the mask's own); opset 17
   disentangled_gather.onnx
                      DeBERTa-v2's content-to-position term: log-bucketed relative positions (sign, log, ceil
                      of constants), torch.gather of the scores against relative embeddings per query row at
@@ -1304,6 +1308,8 @@ def main():
            {"x": {1: "seq"}, "y": {2: "seq"}})
     torch.manual_seed(0)
     export(RepeatInterleaveRows(), torch.randn(1, 8, 8), "repeat_interleave_rows.onnx", 17)
+    torch.manual_seed(0)
+    export(SlidingWindowAttention(window=16), torch.randn(1, 8, 64), "sliding_window_seq.onnx", 17, seq)
     return 0
 
 

@@ -551,12 +551,19 @@ class Importer {
   /// The model's dynamic axes left symbolic (none bound by `dims`), after load.
   const std::set<std::string>& freeAxes() const { return freeAxes_; }
 
-  /// Whether the sizes computed from shapes over the free axes reach the data only as the targets of
-  /// reshapes and expands (input 1 of Reshape or Expand): then an import at two sizes of each axis tells
-  /// where its size went (the targets' entries), and nothing else of the graph hides it (a mask or
-  /// positions built from the sequence's length, folded into a causal softmax or a weight). Conservative:
-  /// false for a model with an If, Loop or Scan, or whose output is computed from shapes alone.
-  bool sizesReachDataAsTargetsAlone() const {
+  /// Whether an import at two sizes of each free axis tells where its size went: the sizes computed from
+  /// shapes over the free axes reach the data as the targets of reshapes and expands (input 1 of Reshape or
+  /// Expand), whose entries the two imports show, or through masks built from them by a form that is the
+  /// same at every size (a causal one the import folds into the softmax): every constant such a mask reads
+  /// is neutral (0, 1, -1, a fill at or below -1e4, infinities, booleans: no window or offset of a size
+  /// its own, which two short lengths could not tell from a causal mask), and a buffer it slices is split
+  /// at the diagonal alone (nanoGPT's tril of ones; `mask` then holds the positions it has, the longest
+  /// length the model takes); arithmetic of shape scalars (x.size(1) * heads) is shown by the imports where
+  /// it meets the data. Positions from the length (an arange into a table, a rope cache sliced) are
+  /// refused here or by the imports' weights. Conservative: false for a model with an If, Loop or Scan, or
+  /// whose output is computed from shapes alone.
+  bool sizesGeneralize(int64_t& mask) const {
+    mask = 0;
     std::set<std::string> data, sized;  // values computed from the inputs' data; from their sizes
     std::set<std::string> initializers;
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
@@ -571,6 +578,30 @@ class Importer {
         return true;  // unknown: perhaps over a free axis
       }
     };
+    auto neutral = [](double v) { return v == 0 || v == 1 || v == -1 || v <= -1e4 || std::isinf(v); };
+    // A buffer whose every [R, K] matrix holds one value on and below the diagonal and one above.
+    auto splitAtDiagonal = [](const Const& c) {
+      size_t rank = c.dims.size();
+      if (!c.known || rank < 2) return false;
+      int64_t R = c.dims[rank - 2], K = c.dims[rank - 1];
+      if (R < 1 || K < 1) return false;
+      for (int64_t at = 0; at < c.count(); at += R * K) {
+        double below = c.v[static_cast<size_t>(at)], above = K > 1 ? c.v[static_cast<size_t>(at + 1)] : 0;
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t j = 0; j < K; ++j)
+            if (c.v[static_cast<size_t>(at + i * K + j)] != (j <= i ? below : above)) return false;
+      }
+      return true;
+    };
+    // The operands that plumb shapes: axes, indices into a shape, slice bounds, targets.
+    auto plumbing = [](const std::string& op, int i) {
+      static const std::map<std::string, std::set<int>> positions = {
+          {"Unsqueeze", {1}},       {"Squeeze", {1}},   {"Gather", {1}},    {"Slice", {1, 2, 3, 4}},
+          {"Reshape", {1}},         {"Expand", {1}},    {"Tile", {1}},      {"Split", {1}},
+          {"ConstantOfShape", {0}}, {"ReduceSum", {1}}, {"ReduceMax", {1}}, {"ReduceMean", {1}}};
+      auto it = positions.find(op);
+      return it != positions.end() && it->second.count(i) > 0;
+    };
     for (const auto& n : model_.graph().node()) {
       for (const auto& at : n.attribute())
         if (at.has_g() || at.graphs_size() > 0) return false;
@@ -579,18 +610,50 @@ class Importer {
         readsData = readsData || data.count(in) > 0;
         readsSizes = readsSizes || sized.count(in) > 0;
       }
+      const std::string& op = n.op_type();
+      bool target = readsSizes && (op == "Reshape" || op == "Expand") && n.input_size() == 2 &&
+                    data.count(n.input(0)) && sized.count(n.input(1));
+      // Arithmetic of shape scalars (integer vectors of at most 8 known elements: x.size(1) * heads) whose
+      // results the imports show where they meet the data.
+      auto scalars = [&](const std::string& v) {
+        if (v.empty() || !integerValue(v) || !hasConcreteShape(v)) return false;
+        int64_t count = 1;
+        for (const Expr& e : shapeOf(v)) count *= e.eval();
+        return count <= 8;
+      };
+      bool arithmetic = std::all_of(n.output().begin(), n.output().end(), scalars) &&
+                        std::all_of(n.input().begin(), n.input().end(), [&](const std::string& in) {
+                          return in.empty() || consts_.count(in) || scalars(in);
+                        });
+      if (readsSizes && !target && !arithmetic) {  // a mask built from the sizes, or what reads it
+        for (int i = 0; i < n.input_size(); ++i) {
+          auto c = consts_.find(n.input(i));
+          if (c == consts_.end() || sized.count(n.input(i)) || plumbing(op, i)) continue;
+          const Const& value = c->second;
+          bool shapeVector = op == "Concat" && value.dims.size() <= 1 && value.v.size() <= 8;
+          if (op == "Slice" && i == 0) {
+            if (!splitAtDiagonal(value)) return false;
+            int64_t positions = std::min(value.dims[value.dims.size() - 2], value.dims.back());
+            mask = mask == 0 ? positions : std::min(mask, positions);
+          } else if (!shapeVector &&
+                     (!value.known || !std::all_of(value.v.begin(), value.v.end(), neutral))) {
+            return false;
+          }
+        }
+        for (const auto& at : n.attribute()) {
+          const std::vector<double> fill =
+              op == "ConstantOfShape" && at.name() == "value" ? fromTensor(at.t()).v : std::vector<double>{};
+          if (!std::all_of(fill.begin(), fill.end(), neutral) ||
+              (op == "EyeLike" && at.name() == "k" && !neutral(static_cast<double>(at.i()))))
+            return false;
+        }
+      }
       std::set<std::string>* into = nullptr;
-      if ((n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() == 1 &&
-          symbolicShape(n.input(0)))
+      if ((op == "Shape" || op == "Size") && n.input_size() == 1 && symbolicShape(n.input(0)))
         into = &sized;
       else if (readsSizes && !readsData)
         into = &sized;
-      else if (readsSizes && (n.op_type() == "Reshape" || n.op_type() == "Expand") && n.input_size() == 2 &&
-               data.count(n.input(0)) && sized.count(n.input(1)))
-        into = &data;
-      else if (readsSizes)
-        return false;
-      else if (readsData)
+      else if (readsData || target)
         into = &data;
       if (into) into->insert(n.output().begin(), n.output().end());
     }
@@ -5008,14 +5071,16 @@ Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& 
   try {
     return plain.run();
   } catch (const UserError& refusal) {
+    int64_t mask = 0;
     if (!overFreeAxes || plain.freeAxes().empty() || plain.freeAxes().size() > 6 ||
-        !plain.sizesReachDataAsTargetsAlone())
+        !plain.sizesGeneralize(mask))
       throw;
-    // Each free axis at two sizes no other axis takes, primes unlikely to be any other size of the model.
-    static const int64_t kPrimes[] = {11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
+    // Each free axis at two sizes no other axis takes, primes unlikely to be any other size of the model
+    // (from 5 where a mask buffer bounds the length: nanoGPT's may hold 16 positions).
+    static const int64_t kPrimes[] = {5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
     std::map<std::string, std::pair<int64_t, int64_t>> sizes;
     std::map<std::string, int64_t> first = dims, second = dims;
-    size_t k = 0;
+    size_t k = mask > 0 ? 0 : 2;
     for (const std::string& axis : plain.freeAxes()) {
       sizes[axis] = {kPrimes[k], kPrimes[k + 1]};
       first[axis] = kPrimes[k];
@@ -5039,9 +5104,13 @@ Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& 
       fix += (fix.empty() ? "" : " ") + std::string("--set dim.") + axis + "=N";
     }
     g->notes.push_back(path + ": the shape arithmetic over " + text +
-                       " reaches the data only as reshape and expand targets: the graph keeps the " +
+                       " reaches the data only as reshape and expand targets and masks of one form at every "
+                       "size: the graph keeps the " +
                        (sizes.size() > 1 ? "axes symbols" : "axis a symbol") +
-                       ", bound where the network runs (" + fix + " compiles a design for one size)");
+                       ", bound where the network runs (" + fix + " compiles a design for one size)" +
+                       (mask > 0 ? "; its mask buffer holds " + std::to_string(mask) +
+                                       " positions, the longest sequence the model takes"
+                                 : ""));
     return *g;
   }
 }

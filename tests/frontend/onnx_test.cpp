@@ -3022,9 +3022,9 @@ TEST(Onnx, ShapesComputedFromASymbolicDimensionAreListedNodeByNode) {
 }
 
 // Where the sizes computed from a dynamic axis reach the data only as reshape and expand targets
-// (grouped-query attention without a mask), importing over the free axes (stc's commands do) takes the
-// model at two sizes of the axis and keeps it a symbol: the reshapes' targets say it ([1, seq, 4, 16], the
-// query heads of a group stacked as [2, 2*seq, 16]), and at seq = 8 the graph computes what torch did.
+// (grouped-query attention without a mask) or through masks of one form at every length, importing over
+// the free axes (stc's commands do) takes the model at two sizes of the axis and keeps it a symbol: the
+// reshapes' targets say it ([1, seq, 4, 16]), and at seq = 8 the graph computes what torch did.
 TEST(Onnx, ShapeArithmeticReachingOnlyTargetsKeepsTheAxisSymbolic) {
   const std::string path = model("gqa_bidirectional_seq.onnx");
   EXPECT_NE(errorOf(path).find("/Reshape (Reshape to a shape computed from a symbolic dimension)"),
@@ -3055,14 +3055,49 @@ TEST(Onnx, ShapeArithmeticReachingOnlyTargetsKeepsTheAxisSymbolic) {
   CompileResult r =
       compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {{"seq", 24}}), {}).deadlock);
-  // A mask built from the axis (a causal tril of ones of its size) hides the size in what it folds to:
-  // refused as before, with the way out.
-  const std::string masked = model("causal_tril_seq.onnx");
+  // Causal masks of one form at every length keep the axis symbolic too, folded into the softmax: nanoGPT's
+  // buffer of 16 positions sliced (imported at 5 and 7, below it; the note gives the longest length), a
+  // tril of ones built in forward, Llama's additive mask with repeat_kv. Each computes torch's output at 8.
+  for (const auto& [seq, twin] : std::vector<std::pair<std::string, std::string>>{
+           {"causal_attention_seq.onnx", "causal_attention.onnx"},
+           {"causal_tril_seq.onnx", "causal_attention.onnx"},
+           {"gqa_attention_seq.onnx", "gqa_attention.onnx"}}) {
+    SCOPED_TRACE(seq);
+    Graph causal = importOnnx(model(seq.c_str()), {}, true);
+    EXPECT_EQ(inferShapes(causal).symbols(), (std::set<std::string>{"seq"}));
+    int softmaxes = 0;
+    for (const Op& op : causal.ops) softmaxes += isCausal(op);
+    EXPECT_EQ(softmaxes, 1);
+    EXPECT_EQ(opCounts(causal), opCounts(importOnnx(model(seq.c_str()), {{"seq", 8}})));
+    expectTorchOutput(causal, model(twin.c_str()) + ".io.bin", {{"seq", 8}});
+    ASSERT_EQ(causal.notes.size(), 1u);
+    bool buffer = seq == "causal_attention_seq.onnx";
+    EXPECT_NE(causal.notes[0].find(buffer ? "seq (imported at 5 and 7)" : "seq (imported at 11 and 13)"),
+              std::string::npos)
+        << causal.notes[0];
+    EXPECT_EQ(
+        causal.notes[0].find("; its mask buffer holds 16 positions, the longest sequence the model takes") !=
+            std::string::npos,
+        buffer)
+        << causal.notes[0];
+  }
+  // Mistral's sliding window of 16 positions is causal at any length up to 16, and two short lengths could
+  // not tell it from a causal mask: its window, a constant of the mask's own (tril's diagonal -16), keeps
+  // the axis from staying symbolic. Refused as before, with the way out.
+  const std::string window = model("sliding_window_seq.onnx");
+  auto causalOps = [](const Graph& graph) {
+    int n = 0;
+    for (const Op& op : graph.ops) n += isCausal(op);
+    return n;
+  };
+  EXPECT_EQ(causalOps(importOnnx(window, {{"seq", 8}})), 1);
+  EXPECT_EQ(causalOps(importOnnx(window, {{"seq", 24}})), 0);
   try {
-    importOnnx(masked, {}, true);
+    importOnnx(window, {}, true);
     ADD_FAILURE() << "no error";
   } catch (const UserError& e) {
-    EXPECT_EQ(std::string(e.what()), errorOf(masked));
+    EXPECT_EQ(std::string(e.what()), errorOf(window));
+    EXPECT_NE(std::string(e.what()).find("--set dim.seq=N"), std::string::npos);
   }
 }
 
