@@ -1136,24 +1136,24 @@ TEST(Emit, TorchIdiomsCsimMatchesTheReference) {
 // network records the setting, so `stc emit` of the compiled network imports the model the same way.
 TEST(Emit, AnExportWithADynamicAxisFixedAtImport) {
   std::string out = emitAndSimulate(model("onnx/gqa_attention_seq.onnx"), "onnx_gqa_seq", "--set dim.seq=8");
-  std::string net = ::testing::TempDir() + "gqa_seq_net.yaml";
-  ASSERT_EQ(stc("compile " + model("onnx/gqa_attention_seq.onnx") + " --set dim.seq=8 -o " + net).code, 0);
-  EXPECT_NE(readAll(net).find("dim.seq=8"), std::string::npos);
-  std::string again = fresh("onnx_gqa_seq_net");
-  Outcome e = stc("emit " + net + " -o " + again);
-  EXPECT_EQ(e.code, 0) << e.out;
-  Outcome m = shell("make -s -C " + again + " csim");
-  EXPECT_EQ(m.code, 0) << m.out;
+  // The network compiled from it (with `settings`) and emitted (with `binding`) passes its C simulation.
+  auto compiledAndEmitted = [](const std::string& settings, const std::string& binding,
+                               const std::string& name) {
+    std::string network = ::testing::TempDir() + name + ".yaml", dir = fresh(name);
+    EXPECT_EQ(stc("compile " + model("onnx/gqa_attention_seq.onnx") + settings + " -o " + network).code, 0);
+    Outcome e = stc("emit " + network + binding + " -o " + dir);
+    EXPECT_EQ(e.code, 0) << e.out;
+    Outcome m = shell("make -s -C " + dir + " csim");
+    EXPECT_EQ(m.code, 0) << m.out;
+    return readAll(network);
+  };
+  EXPECT_NE(compiledAndEmitted(" --set dim.seq=8", "", "onnx_gqa_seq_net").find("dim.seq=8"),
+            std::string::npos);
   // Without the setting the network keeps the axis a symbol (its mask is causal at every length), and its
   // project, emitted at a binding, passes its C simulation.
-  std::string symbolic = ::testing::TempDir() + "gqa_seq_symbolic.yaml";
-  ASSERT_EQ(stc("compile " + model("onnx/gqa_attention_seq.onnx") + " -o " + symbolic).code, 0);
-  EXPECT_EQ(readAll(symbolic).find("dim.seq"), std::string::npos);
-  std::string bound = fresh("onnx_gqa_seq_symbolic");
-  Outcome b = stc("emit " + symbolic + " --bind seq=11 -o " + bound);
-  EXPECT_EQ(b.code, 0) << b.out;
-  Outcome bm = shell("make -s -C " + bound + " csim");
-  EXPECT_EQ(bm.code, 0) << bm.out;
+  EXPECT_EQ(compiledAndEmitted("", " --bind seq=11", "onnx_gqa_seq_symbolic").find("dim.seq"),
+            std::string::npos);
+  std::string net = ::testing::TempDir() + "gqa_seq_net.yaml";
   // A model whose mask the import cannot keep symbolic (a sliding window of its own) lists what does not
   // fold and says how to fix the axis.
   Outcome refused = stc("compile " + model("onnx/sliding_window_seq.onnx") + " -o " + net);
