@@ -786,8 +786,15 @@ CompileResult compileGraphOnce(const Graph& graph, const Platform& platform, con
   CompileOptions options = given;
   TypedGraph typed = inferShapes(graph);
   CompileResult out;
-  for (const auto& s : typed.symbols())
-    if (!options.maxima.count(s)) options.maxima[s] = kDefaultSymbolMaximum;
+  for (const auto& s : typed.symbols()) {
+    auto model = graph.maxima.find(s);
+    if (model != graph.maxima.end() && options.maxima.count(s) && options.maxima.at(s) > model->second)
+      throw UserError(formatError(graph.loc, "max_" + s + "=" + std::to_string(options.maxima.at(s)) +
+                                                 " is beyond the " + std::to_string(model->second) +
+                                                 " the model takes"));
+    if (!options.maxima.count(s))
+      options.maxima[s] = model != graph.maxima.end() ? model->second : kDefaultSymbolMaximum;
+  }
   if (options.quant == "w4a8")
     quantize(typed);
   else

@@ -123,6 +123,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      Mistral's sliding-window mask at a window of 16 over a symbolic `seq`: causal at every
                      length up to 16, so kept unfixed it would look causal at two short lengths (stc refuses
                      to keep it symbolic: the window is a constant of the mask's own); opset 17
+  recent_keys_seq.onnx
+                     attention over the last 16 keys, the edge computed from the length (arange(n) < n - 16):
+                     no key masked at 16 rows or fewer (stc refuses to keep `seq` symbolic); opset 17
   disentangled_gather.onnx
                      DeBERTa-v2's content-to-position term: log-bucketed relative positions (sign, log, ceil
                      of constants), torch.gather of the scores against relative embeddings per query row at
@@ -383,6 +386,22 @@ class SlidingWindowAttention(nn.Module):
         mask.masked_fill_(torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-self.window), torch.finfo(x.dtype).min)
         att = nn.functional.softmax(q @ k.transpose(-2, -1) / math.sqrt(C // self.heads) + mask, dim=-1)
         return self.o((att @ v).transpose(1, 2).reshape(B, T, C))
+
+
+class RecentKeys(nn.Module):
+    """Attention over the last `window` keys alone, the edge computed from the length (arange(n) < n - window,
+    an additive -1e9): at 16 and below no key is masked."""
+
+    def __init__(self, d=64, window=16):
+        super().__init__()
+        self.window = window
+        self.q = nn.Linear(d, d); self.k = nn.Linear(d, d); self.v = nn.Linear(d, d)
+
+    def forward(self, x):
+        n = x.shape[1]
+        old = (torch.arange(n) < n - self.window).float() * -1e9
+        scores = self.q(x) @ self.k(x).transpose(-1, -2) / 8.0 + old
+        return scores.softmax(-1) @ self.v(x)
 
 
 class TiledMlp(nn.Module):
@@ -1310,6 +1329,7 @@ def main():
     export(RepeatInterleaveRows(), torch.randn(1, 8, 8), "repeat_interleave_rows.onnx", 17)
     torch.manual_seed(0)
     export(SlidingWindowAttention(window=16), torch.randn(1, 8, 64), "sliding_window_seq.onnx", 17, seq)
+    export(RecentKeys(), torch.randn(1, 8, 64), "recent_keys_seq.onnx", 17, seq)
     return 0
 
 

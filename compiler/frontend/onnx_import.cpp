@@ -562,9 +562,10 @@ class Importer {
   /// it meets the data. Positions from the length (an arange into a table, a rope cache sliced) are
   /// refused here or by the imports' weights. Conservative: false for a model with an If, Loop or Scan, or
   /// whose output is computed from shapes alone.
-  bool sizesGeneralize(int64_t& mask) const {
-    mask = 0;
+  bool sizesGeneralize(std::map<std::string, int64_t>& bounds) const {
+    bounds.clear();
     std::set<std::string> data, sized;  // values computed from the inputs' data; from their sizes
+    std::set<std::string> decided;      // sizes compared, clamped, divided or offset by a constant
     std::set<std::string> initializers;
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     for (const auto& in : model_.graph().input())
@@ -616,7 +617,9 @@ class Importer {
       // Arithmetic of shape scalars (integer vectors of at most 8 known elements: x.size(1) * heads) whose
       // results the imports show where they meet the data.
       auto scalars = [&](const std::string& v) {
-        if (v.empty() || !integerValue(v) || !hasConcreteShape(v)) return false;
+        if (v.empty() || !(integerValue(v) || elemTypeOf(v) == onnx::TensorProto::BOOL) ||
+            !hasConcreteShape(v))
+          return false;
         int64_t count = 1;
         for (const Expr& e : shapeOf(v)) count *= e.eval();
         return count <= 8;
@@ -625,6 +628,26 @@ class Importer {
                         std::all_of(n.input().begin(), n.input().end(), [&](const std::string& in) {
                           return in.empty() || consts_.count(in) || scalars(in);
                         });
+      // Such arithmetic decides something from a size where it compares, clamps, divides or offsets it by
+      // a constant other than 0 or +-1 (n - 16 as a window's edge, clamp(n, max=16), n > 1): two lengths
+      // cannot tell that from a size; it may only reach the data as a target, which the imports show.
+      static const std::set<std::string> decisions = {"Less",  "Greater", "LessOrEqual", "GreaterOrEqual",
+                                                      "Equal", "Where",   "Min",         "Max",
+                                                      "Clip",  "Mod",     "Div",         "Not",
+                                                      "And",   "Or",      "Xor",         "Abs",
+                                                      "Neg",   "Sign",    "Floor",       "Ceil"};
+      bool readsDecided = std::any_of(n.input().begin(), n.input().end(),
+                                      [&](const std::string& in) { return decided.count(in) > 0; });
+      if (readsSizes && arithmetic) {
+        bool offset = decisions.count(op) > 0 || readsDecided;
+        for (int i = 0; i < n.input_size(); ++i)
+          if (auto c = consts_.find(n.input(i));
+              c != consts_.end() && !sized.count(n.input(i)) && op != "Concat" && !plumbing(op, i))
+            offset = offset || !std::all_of(c->second.v.begin(), c->second.v.end(), neutral);
+        if (offset) decided.insert(n.output().begin(), n.output().end());
+      } else if (readsDecided && !target) {
+        return false;
+      }
       if (readsSizes && !target && !arithmetic) {  // a mask built from the sizes, or what reads it
         for (int i = 0; i < n.input_size(); ++i) {
           auto c = consts_.find(n.input(i));
@@ -632,9 +655,14 @@ class Importer {
           const Const& value = c->second;
           bool shapeVector = op == "Concat" && value.dims.size() <= 1 && value.v.size() <= 8;
           if (op == "Slice" && i == 0) {
-            if (!splitAtDiagonal(value)) return false;
+            // The axis whose length the slice takes: its end a free axis' size as it is (bias[:, :, :T, :T]).
+            auto ends = n.input_size() > 2 ? shapeSizes_.find(n.input(2)) : shapeSizes_.end();
+            if (!splitAtDiagonal(value) || ends == shapeSizes_.end() || ends->second.size() != 1 ||
+                !freeAxes_.count(ends->second[0].str()))
+              return false;
             int64_t positions = std::min(value.dims[value.dims.size() - 2], value.dims.back());
-            mask = mask == 0 ? positions : std::min(mask, positions);
+            auto [at, fresh] = bounds.emplace(ends->second[0].str(), positions);
+            if (!fresh) at->second = std::min(at->second, positions);
           } else if (!shapeVector &&
                      (!value.known || !std::all_of(value.v.begin(), value.v.end(), neutral))) {
             return false;
@@ -1563,6 +1591,21 @@ class Importer {
         }
         shapeSizes_[n.output(0)] = taken;
       }
+    }
+    if ((op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity") && n.input_size() >= 1 &&
+        shapeSizes_.count(n.input(0)))  // (a size as a scalar or a one-element vector: the same size)
+      shapeSizes_[n.output(0)] = shapeSizes_.at(n.input(0));
+    if (op == "Concat" && std::all_of(n.input().begin(), n.input().end(), [&](const std::string& in) {
+          return shapeSizes_.count(in) || (consts_.count(in) && consts_.at(in).dims.size() == 1);
+        })) {
+      std::vector<Expr> joined;
+      for (const auto& in : n.input())
+        if (shapeSizes_.count(in)) {
+          joined.insert(joined.end(), shapeSizes_.at(in).begin(), shapeSizes_.at(in).end());
+        } else {
+          for (double v : consts_.at(in).v) joined.push_back(Expr(static_cast<int64_t>(v)));
+        }
+      shapeSizes_[n.output(0)] = joined;
     }
     if (allConst && fold(n)) return;
     if (op == "Split" || op == "Slice" ||
@@ -5071,17 +5114,22 @@ Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& 
   try {
     return plain.run();
   } catch (const UserError& refusal) {
-    int64_t mask = 0;
+    std::map<std::string, int64_t> bounds;  // an axis -> the positions of a mask buffer sliced to it
     if (!overFreeAxes || plain.freeAxes().empty() || plain.freeAxes().size() > 6 ||
-        !plain.sizesGeneralize(mask))
+        !plain.sizesGeneralize(bounds))
       throw;
     // Each free axis at two sizes no other axis takes, primes unlikely to be any other size of the model
-    // (from 5 where a mask buffer bounds the length: nanoGPT's may hold 16 positions).
+    // (from 5 for an axis a mask buffer bounds: nanoGPT's may hold 16 positions).
     static const int64_t kPrimes[] = {5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
     std::map<std::string, std::pair<int64_t, int64_t>> sizes;
     std::map<std::string, int64_t> first = dims, second = dims;
-    size_t k = mask > 0 ? 0 : 2;
-    for (const std::string& axis : plain.freeAxes()) {
+    std::vector<std::string> axes;  // those a buffer bounds first, at the smallest primes
+    for (const std::string& axis : plain.freeAxes())
+      if (bounds.count(axis)) axes.push_back(axis);
+    for (const std::string& axis : plain.freeAxes())
+      if (!bounds.count(axis)) axes.push_back(axis);
+    size_t k = bounds.empty() ? 2 : 0;
+    for (const std::string& axis : axes) {
       sizes[axis] = {kPrimes[k], kPrimes[k + 1]};
       first[axis] = kPrimes[k];
       second[axis] = kPrimes[k + 1];
@@ -5107,10 +5155,12 @@ Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& 
                        " reaches the data only as reshape and expand targets and masks of one form at every "
                        "size: the graph keeps the " +
                        (sizes.size() > 1 ? "axes symbols" : "axis a symbol") +
-                       ", bound where the network runs (" + fix + " compiles a design for one size)" +
-                       (mask > 0 ? "; its mask buffer holds " + std::to_string(mask) +
-                                       " positions, the longest sequence the model takes"
-                                 : ""));
+                       ", bound where the network runs (" + fix + " compiles a design for one size)");
+    for (const auto& [axis, positions] : bounds) {
+      g->maxima[axis] = positions;
+      g->notes.back() += "; its mask buffer holds " + std::to_string(positions) + " positions, the longest " +
+                         axis + " the model takes (max_" + axis + ")";
+    }
     return *g;
   }
 }

@@ -12,6 +12,7 @@
 #include "compiler/frontend/shape_inference.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -63,35 +64,56 @@ int64_t constantElements(const std::vector<Expr>& shape) {
   return n;
 }
 
-// Whether two shapes hold as many elements at every binding of their symbols. Their products are
-// polynomials in the symbols of degree at most the rank: equal at rank + 1 values of each symbol, taken
-// together on a diagonal of distinct primes, where the rank is below 8 (shapes here are).
+// Whether two shapes hold as many elements at every binding of their symbols. Without / or %, their
+// products are polynomials in the m symbols of degree at most D (the symbols' occurrences in both): two
+// that agree on a grid of D + 1 values per symbol are one polynomial, so they are compared there (modulo
+// two primes), where the grid has at most 4096 points. With / or %, the symbolic dims must be the same
+// ones, in any order, and the constant ones hold as many elements.
 bool sameElements(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   std::set<std::string> symbols;
+  int64_t degree = 0;
+  bool divides = false;
   for (const auto* shape : {&a, &b})
-    for (const Expr& d : *shape) symbols.insert(d.symbols().begin(), d.symbols().end());
-  if (symbols.empty() || std::max(a.size(), b.size()) >= 8) {
-    if (!symbols.empty()) return false;
-    return constantElements(a) == constantElements(b);
-  }
-  static const int64_t kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67};
-  size_t trials = std::max(a.size(), b.size()) + 1;
-  for (size_t t = 0; t < trials; ++t) {
-    Bindings at;
-    size_t k = t;
-    for (const std::string& s : symbols) at[s] = kPrimes[(k++) % 19] + static_cast<int64_t>(t) * 101;
-    const int64_t kModulus = 1000000007;  // (the products compared modulo a prime: no overflow)
-    auto times = [&](int64_t acc, int64_t d) {
-      return acc * (((d % kModulus) + kModulus) % kModulus) % kModulus;
-    };
-    int64_t x = 1, y = 1;
-    try {
-      for (const Expr& d : a) x = times(x, d.eval(at));
-      for (const Expr& d : b) y = times(y, d.eval(at));
-    } catch (const UserError&) {
-      return false;
+    for (const Expr& d : *shape) {
+      symbols.insert(d.symbols().begin(), d.symbols().end());
+      const std::string& t = d.str();
+      divides = divides || (!d.isConstant() && t.find_first_of("/%") != std::string::npos);
+      for (size_t at = 0; at < t.size(); ++at)  // occurrences of a symbol: identifiers in the text
+        if ((std::isalpha(static_cast<unsigned char>(t[at])) || t[at] == '_') &&
+            (at == 0 || !(std::isalnum(static_cast<unsigned char>(t[at - 1])) || t[at - 1] == '_')))
+          ++degree;
     }
-    if (x != y) return false;
+  if (symbols.empty()) return constantElements(a) == constantElements(b);
+  if (divides) {
+    std::vector<std::string> x, y;
+    std::vector<Expr> cx, cy;
+    for (const Expr& d : a) (d.isConstant() ? cx.push_back(d) : x.push_back(d.str()));
+    for (const Expr& d : b) (d.isConstant() ? cy.push_back(d) : y.push_back(d.str()));
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    return x == y && constantElements(cx) == constantElements(cy);
+  }
+  int64_t points = 1;
+  for (size_t k = 0; k < symbols.size(); ++k) {
+    points *= degree + 1;
+    if (points > 4096) return false;
+  }
+  const std::vector<std::string> names(symbols.begin(), symbols.end());
+  for (int64_t p = 0; p < points; ++p) {
+    Bindings at;
+    int64_t rest = p;
+    for (const std::string& s : names) {
+      at[s] = 2 + rest % (degree + 1);
+      rest /= degree + 1;
+    }
+    for (int64_t modulus : {int64_t{1000000007}, int64_t{998244353}}) {
+      auto product = [&](const std::vector<Expr>& shape) {
+        int64_t acc = 1;
+        for (const Expr& d : shape) acc = acc * (((d.eval(at) % modulus) + modulus) % modulus) % modulus;
+        return acc;
+      };
+      if (product(a) != product(b)) return false;
+    }
   }
   return true;
 }

@@ -45,6 +45,9 @@ struct Graph {
   std::map<std::string, std::vector<float>> values;  ///< known values of weights (row-major f32), e.g. ONNX initializers
   SourceLoc loc;
   std::vector<std::string> notes;  ///< what the front end found the user should know (not compared)
+  /// The largest value a symbol may take in the model where it has one (an ONNX mask buffer's positions):
+  /// compiling takes it as max_SYMBOL. (Not compared, and not in the YAML.)
+  std::map<std::string, int64_t> maxima;
   /// Compares structure only, not `values` (the YAML format carries only a weight's one value, `fill`).
   bool operator==(const Graph& o) const {
     return name == o.name && inputs == o.inputs && weights == o.weights && ops == o.ops && outputs == o.outputs;

@@ -247,6 +247,9 @@ TEST(Compiler, AReshapeTargetMaySayASymbolicSize) {
       "g.yaml:24:5: error: op 'scores' (matmul): batch dimensions differ: [8, 2*seq, 64] x [16, 64, seq]");
   EXPECT_EQ(error("output: q4, shape: [seq, 16, 64]", "output: q4, shape: [seq*seq, 16, 64]"),
             "g.yaml:18:5: error: op 'q_heads' (reshape): cannot reshape [seq, 1024] to [seq*seq, 16, 64]");
+  // With / or %, the symbolic sizes must be the input's own (seq/2*2 is seq at even lengths alone).
+  EXPECT_EQ(error("output: q4, shape: [seq, 16, 64]", "output: q4, shape: [seq/2*2, 16, 64]"),
+            "g.yaml:18:5: error: op 'q_heads' (reshape): cannot reshape [seq, 1024] to [seq/2*2, 16, 64]");
   EXPECT_EQ(error("output: q4, shape: [seq, 16, 64]", "output: q4, shape: [seq, 16, 6x]"),
             "g.yaml:18:76: error: field 'shape': a size that does not parse: column 2 of expression '6x': "
             "unexpected 'x'");

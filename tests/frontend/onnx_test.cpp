@@ -3075,12 +3075,28 @@ TEST(Onnx, ShapeArithmeticReachingOnlyTargetsKeepsTheAxisSymbolic) {
     EXPECT_NE(causal.notes[0].find(buffer ? "seq (imported at 5 and 7)" : "seq (imported at 11 and 13)"),
               std::string::npos)
         << causal.notes[0];
-    EXPECT_EQ(
-        causal.notes[0].find("; its mask buffer holds 16 positions, the longest sequence the model takes") !=
-            std::string::npos,
-        buffer)
+    EXPECT_EQ(causal.notes[0].find("; its mask buffer holds 16 positions, the longest seq the model takes "
+                                   "(max_seq)") != std::string::npos,
+              buffer)
         << causal.notes[0];
+    // (The buffer's length is the graph's max_seq: compiling takes it, and refuses a larger one.)
+    EXPECT_EQ(causal.maxima.size(), buffer ? 1u : 0u);
+    EXPECT_EQ(causal.maxima.count("seq") ? causal.maxima.at("seq") : 0, buffer ? 16 : 0);
+    if (buffer) {
+      EXPECT_EQ(
+          compileGraph(causal, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()))
+              .options.maxima.at("seq"),
+          16);
+      EXPECT_THROW(
+          compileGraph(causal, defaultPlatform(), parseCompileOptions({"max_seq=32"}, defaultPlatform())),
+          UserError);
+    }
   }
+  // An edge computed from the length with a constant of its own (attention over the last 16 keys,
+  // arange(n) < n - 16) masks nothing at two short lengths: refused as well.
+  const std::string recent = model("recent_keys_seq.onnx");
+  EXPECT_THROW(importOnnx(recent, {}, true), UserError);
+  EXPECT_NO_THROW(importOnnx(recent, {{"seq", 24}}));
   // Mistral's sliding window of 16 positions is causal at any length up to 16, and two short lengths could
   // not tell it from a causal mask: its window, a constant of the mask's own (tril's diagonal -16), keeps
   // the axis from staying symbolic. Refused as before, with the way out.
