@@ -126,6 +126,10 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   recent_keys_seq.onnx
                      attention over the last 16 keys, the edge computed from the length (arange(n) < n - 16):
                      no key masked at 16 rows or fewer (stc refuses to keep `seq` symbolic); opset 17
+  chunked_attention_seq.onnx, squeeze_all_seq.onnx, window_of_width_seq.onnx
+                     what two lengths cannot tell apart, each refused symbolic by stc: attention in blocks of
+                     16 ((n + 15) // 16 blocks, a reshape's target), squeeze() of every axis of length 1 (the
+                     sequence's at 1 row), a causal window as wide as the model (i - j >= x.size(-1)); opset 17
   disentangled_gather.onnx
                      DeBERTa-v2's content-to-position term: log-bucketed relative positions (sign, log, ceil
                      of constants), torch.gather of the scores against relative embeddings per query row at
@@ -402,6 +406,50 @@ class RecentKeys(nn.Module):
         old = (torch.arange(n) < n - self.window).float() * -1e9
         scores = self.q(x) @ self.k(x).transpose(-1, -2) / 8.0 + old
         return scores.softmax(-1) @ self.v(x)
+
+
+class ChunkedAttention(nn.Module):
+    """Attention within blocks of 16 positions, the block count a ceil-division of the length ((n + 15) // 16
+    blocks, as a reshape's target): one block at 16 rows or fewer."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d); self.o = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        blocks = (n + 15) // 16
+        q, k, v = [t.reshape(b, blocks, -1, c) for t in self.qkv(x).split(c, 2)]
+        att = (q @ k.transpose(-1, -2) / math.sqrt(c)).softmax(-1)
+        return self.o((att @ v).reshape(b, n, c))
+
+
+class SqueezeAll(nn.Module):
+    """squeeze() of every axis of length 1, the sequence's too where it is 1, then a softmax over the rows."""
+
+    def __init__(self, d=64):
+        super().__init__()
+        self.l = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.l(x).squeeze().softmax(0)
+
+
+class WindowOfWidth(nn.Module):
+    """A causal mask with a window as wide as the model (i - j >= C, C = x.size(-1)): causal up to C rows."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d); self.o = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = [t.view(b, n, self.heads, c // self.heads).transpose(1, 2) for t in self.qkv(x).split(c, 2)]
+        scores = q @ k.transpose(-1, -2) / math.sqrt(c // self.heads)
+        i = torch.arange(n)
+        scores = scores.masked_fill((i[None, :] > i[:, None]) | (i[:, None] - i[None, :] >= c), float("-inf"))
+        return self.o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, c))
 
 
 class TiledMlp(nn.Module):
@@ -1330,6 +1378,9 @@ def main():
     torch.manual_seed(0)
     export(SlidingWindowAttention(window=16), torch.randn(1, 8, 64), "sliding_window_seq.onnx", 17, seq)
     export(RecentKeys(), torch.randn(1, 8, 64), "recent_keys_seq.onnx", 17, seq)
+    export(ChunkedAttention(), torch.randn(1, 8, 64), "chunked_attention_seq.onnx", 17, seq)
+    export(SqueezeAll(), torch.randn(1, 8, 64), "squeeze_all_seq.onnx", 17, {"x": {1: "seq"}, "y": {0: "seq"}})
+    export(WindowOfWidth(), torch.randn(1, 8, 64), "window_of_width_seq.onnx", 17, seq)
     return 0
 
 

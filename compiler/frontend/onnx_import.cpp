@@ -566,6 +566,7 @@ class Importer {
     bounds.clear();
     std::set<std::string> data, sized;  // values computed from the inputs' data; from their sizes
     std::set<std::string> decided;      // sizes compared, clamped, divided or offset by a constant
+    std::set<std::string> thresholded;  // of them, those through a comparison, a clamp or a division
     std::set<std::string> initializers;
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     for (const auto& in : model_.graph().input())
@@ -645,9 +646,38 @@ class Importer {
               c != consts_.end() && !sized.count(n.input(i)) && op != "Concat" && !plumbing(op, i))
             offset = offset || !std::all_of(c->second.v.begin(), c->second.v.end(), neutral);
         if (offset) decided.insert(n.output().begin(), n.output().end());
+        static const std::set<std::string> thresholds = {
+            "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Min",   "Max", "Clip",
+            "Mod",  "Div",     "Abs",         "Sign",           "Floor", "Ceil"};
+        bool negativeTest =
+            op == "Equal" && std::any_of(n.input().begin(), n.input().end(), [&](const std::string& in) {
+              auto c = consts_.find(in);
+              return c != consts_.end() && !c->second.v.empty() &&
+                     std::all_of(c->second.v.begin(), c->second.v.end(), [](double v) { return v < 0; });
+            });
+        if (thresholds.count(op) || (op == "Equal" && !negativeTest) ||
+            std::any_of(n.input().begin(), n.input().end(),
+                        [&](const std::string& in) { return thresholded.count(in) > 0; }))
+          thresholded.insert(n.output().begin(), n.output().end());
       } else if (readsDecided && !target) {
         return false;
       }
+      // A target decided from a size must be known exactly and whole (n * heads), not through / or %: a
+      // ceil-division or a clamp would look like a size or a constant at two lengths.
+      // Where the import does not know it (its sizes past a reshape shape inference could not follow), it
+      // must come of no threshold: no comparison but with a negative constant (expand's Equal(s, -1)), no
+      // clamp, min, max, division or remainder.
+      if (target && decided.count(n.input(1))) {
+        auto exact = shapeSizes_.find(n.input(1));
+        if (exact == shapeSizes_.end()
+                ? thresholded.count(n.input(1)) > 0
+                : std::any_of(exact->second.begin(), exact->second.end(),
+                              [](const Expr& e) { return e.str().find_first_of("/%") != std::string::npos; }))
+          return false;
+      }
+      // A Squeeze of every axis of length 1 drops a free axis where its length is 1, and not at two others.
+      if (op == "Squeeze" && (n.input_size() < 2 || n.input(1).empty()) && symbolicShape(n.input(0)))
+        return false;
       if (readsSizes && !target && !arithmetic) {  // a mask built from the sizes, or what reads it
         for (int i = 0; i < n.input_size(); ++i) {
           auto c = consts_.find(n.input(i));
@@ -677,7 +707,11 @@ class Importer {
         }
       }
       std::set<std::string>* into = nullptr;
-      if ((op == "Shape" || op == "Size") && n.input_size() == 1 && symbolicShape(n.input(0)))
+      bool folded = std::all_of(n.output().begin(), n.output().end(),
+                                [&](const std::string& o) { return consts_.count(o) > 0; });
+      if (folded)  // (a constant size of a symbolic shape, x.size(-1): checked as any constant is)
+        into = nullptr;
+      else if ((op == "Shape" || op == "Size") && n.input_size() == 1 && symbolicShape(n.input(0)))
         into = &sized;
       else if (readsSizes && !readsData)
         into = &sized;
@@ -1607,6 +1641,7 @@ class Importer {
         }
       shapeSizes_[n.output(0)] = joined;
     }
+    if (exactSizes(n)) return;
     if (allConst && fold(n)) return;
     if (op == "Split" || op == "Slice" ||
         (op == "Gather" && n.input_size() == 2 && !consts_.count(n.input(0)) &&
@@ -1716,6 +1751,96 @@ class Importer {
       unsupported_.push_back(nodeName(n) + " (" + op + ")");
     producer_[d.output] = dyn_.size();
     dyn_.push_back(d);
+  }
+
+  // The sizes (or constants, up to 8) a value holds exactly, from shapeSizes_ or consts_.
+  bool knownSizes(const std::string& v, std::vector<Expr>& out) const {
+    if (auto it = shapeSizes_.find(v); it != shapeSizes_.end()) {
+      out = it->second;
+      return true;
+    }
+    auto c = consts_.find(v);
+    if (c == consts_.end() || !c->second.known || c->second.dims.size() > 1 || c->second.v.size() > 8)
+      return false;
+    out.clear();
+    for (double x : c->second.v) {
+      if (x != std::floor(x) || std::fabs(x) > 1e15) return false;
+      out.push_back(Expr(static_cast<int64_t>(x)));
+    }
+    return true;
+  }
+  // The arithmetic torch writes over sizes, kept exact over a symbolic one: expand's target,
+  // Where(Equal(s, -1), 1, s) (a size is never negative), n * heads, (n + 15) / 16. A result of constants
+  // alone is a constant (true where it folded).
+  bool exactSizes(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    static const std::set<std::string> ops = {"Reshape", "Equal", "Where", "Add", "Sub", "Mul", "Div", "Mod"};
+    if (!ops.count(op) || n.output_size() != 1 || n.input_size() < 2) return false;
+    bool symbolic = false;
+    std::vector<std::vector<Expr>> in;
+    for (const auto& v : n.input()) {
+      in.emplace_back();
+      if (v.empty() || !knownSizes(v, in.back())) return false;
+      symbolic = symbolic || shapeSizes_.count(v) > 0;
+    }
+    if (!symbolic) return false;
+    std::vector<Expr> out;
+    if (op == "Reshape") {  // a vector of sizes viewed as itself
+      if (!hasConcreteShape(n.output(0)) || shapeOf(n.output(0)).size() > 1) return false;
+      out = in[0];
+    } else {
+      size_t len = 1;
+      for (const auto& v : in) len = std::max(len, v.size());
+      for (const auto& v : in)
+        if (v.size() != len && v.size() != 1) return false;
+      auto at = [&](size_t k, size_t i) { return in[k].size() == 1 ? in[k][0] : in[k][i]; };
+      for (size_t i = 0; i < len; ++i) {
+        if (op == "Where") {
+          if (!at(0, i).isConstant()) return false;
+          out.push_back(at(0, i).eval() != 0 ? at(1, i) : at(2, i));
+          continue;
+        }
+        const Expr &a = at(0, i), &b = at(1, i);
+        if (op == "Equal") {
+          if (a.isConstant() && b.isConstant())
+            out.push_back(Expr(a.eval() == b.eval()));
+          else if ((a.isConstant() && a.eval() < 0) || (b.isConstant() && b.eval() < 0))
+            out.push_back(Expr(0));
+          else if (a == b)
+            out.push_back(Expr(1));
+          else
+            return false;
+          continue;
+        }
+        if (a.isConstant() && b.isConstant()) {
+          int64_t x = a.eval(), y = b.eval();
+          if ((op == "Div" || op == "Mod") && y == 0) return false;
+          out.push_back(Expr(op == "Add"   ? x + y
+                             : op == "Sub" ? x - y
+                             : op == "Mul" ? x * y
+                             : op == "Div" ? x / y
+                                           : x % y));
+        } else {
+          const char* sign = op == "Add"   ? "+"
+                             : op == "Sub" ? "-"
+                             : op == "Mul" ? "*"
+                             : op == "Div" ? "/"
+                                           : "%";
+          out.push_back(Expr::parse("(" + a.str() + ")" + sign + "(" + b.str() + ")"));
+        }
+      }
+    }
+    if (std::all_of(out.begin(), out.end(), [](const Expr& e) { return e.isConstant(); }) &&
+        hasConcreteShape(n.output(0))) {
+      Const c{{}, {}};
+      for (const Expr& d : shapeOf(n.output(0))) c.dims.push_back(d.eval());
+      for (const Expr& e : out) c.v.push_back(static_cast<double>(e.eval()));
+      if (c.count() != static_cast<int64_t>(c.v.size())) return false;
+      consts_[n.output(0)] = c;
+      return true;
+    }
+    shapeSizes_[n.output(0)] = out;
+    return false;
   }
 
   // A constant sliced along any axes, by steps of either sign (a negative one walks back: torch.flip, and

@@ -3094,9 +3094,14 @@ TEST(Onnx, ShapeArithmeticReachingOnlyTargetsKeepsTheAxisSymbolic) {
   }
   // An edge computed from the length with a constant of its own (attention over the last 16 keys,
   // arange(n) < n - 16) masks nothing at two short lengths: refused as well.
-  const std::string recent = model("recent_keys_seq.onnx");
-  EXPECT_THROW(importOnnx(recent, {}, true), UserError);
-  EXPECT_NO_THROW(importOnnx(recent, {{"seq", 24}}));
+  // So are a ceil-division of the length as a reshape's target (one block of 16 at both lengths),
+  // squeeze() of every axis of length 1 (the sequence's at one row), and a window as wide as the model
+  // (i - j >= x.size(-1): a constant of a symbolic shape, checked as any constant is). Each imports fixed.
+  for (const char* name : {"recent_keys_seq.onnx", "chunked_attention_seq.onnx", "squeeze_all_seq.onnx",
+                           "window_of_width_seq.onnx"}) {
+    EXPECT_THROW(importOnnx(model(name), {}, true), UserError) << name;
+    EXPECT_NO_THROW(importOnnx(model(name), {{"seq", 32}})) << name;
+  }
   // Mistral's sliding window of 16 positions is causal at any length up to 16, and two short lengths could
   // not tell it from a causal mask: its window, a constant of the mask's own (tril's diagonal -16), keeps
   // the axis from staying symbolic. Refused as before, with the way out.
