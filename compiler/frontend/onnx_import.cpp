@@ -557,11 +557,12 @@ class Importer {
   /// same at every size (a causal one the import folds into the softmax): every constant such a mask reads
   /// is neutral (0, 1, -1, a fill at or below -1e4, infinities, booleans: no window or offset of a size
   /// its own, which two short lengths could not tell from a causal mask), and a buffer it slices is split
-  /// at the diagonal alone (nanoGPT's tril of ones; `mask` then holds the positions it has, the longest
-  /// length the model takes); arithmetic of shape scalars (x.size(1) * heads) is shown by the imports where
-  /// it meets the data. Positions from the length (an arange into a table, a rope cache sliced) are
-  /// refused here or by the imports' weights. Conservative: false for a model with an If, Loop or Scan, or
-  /// whose output is computed from shapes alone.
+  /// at the diagonal alone (nanoGPT's tril of ones; `bounds` then holds its positions for the axis it is
+  /// sliced to, the longest length the model takes); arithmetic of shape scalars (x.size(1) * heads) is
+  /// shown by the imports where it meets the data as a target, and may reach it no other way where it
+  /// compares, clamps, divides or offsets a size. Positions from the length (an arange into a table, a rope
+  /// cache sliced) are refused here or by the imports' weights. Conservative: false for a model with an If,
+  /// Loop or Scan, a squeeze() of every unit axis over a free one, or an output computed from shapes alone.
   bool sizesGeneralize(std::map<std::string, int64_t>& bounds) const {
     bounds.clear();
     std::set<std::string> data, sized;  // values computed from the inputs' data; from their sizes
@@ -604,6 +605,14 @@ class Importer {
       auto it = positions.find(op);
       return it != positions.end() && it->second.count(i) > 0;
     };
+    // Shape scalars: integer or boolean vectors of at most 8 known elements (x.size(1) * heads, n > 1).
+    auto scalars = [&](const std::string& v) {
+      if (v.empty() || !(integerValue(v) || elemTypeOf(v) == onnx::TensorProto::BOOL) || !hasConcreteShape(v))
+        return false;
+      int64_t count = 1;
+      for (const Expr& e : shapeOf(v)) count *= e.eval();
+      return count <= 8;
+    };
     for (const auto& n : model_.graph().node()) {
       for (const auto& at : n.attribute())
         if (at.has_g() || at.graphs_size() > 0) return false;
@@ -615,16 +624,7 @@ class Importer {
       const std::string& op = n.op_type();
       bool target = readsSizes && (op == "Reshape" || op == "Expand") && n.input_size() == 2 &&
                     data.count(n.input(0)) && sized.count(n.input(1));
-      // Arithmetic of shape scalars (integer vectors of at most 8 known elements: x.size(1) * heads) whose
-      // results the imports show where they meet the data.
-      auto scalars = [&](const std::string& v) {
-        if (v.empty() || !(integerValue(v) || elemTypeOf(v) == onnx::TensorProto::BOOL) ||
-            !hasConcreteShape(v))
-          return false;
-        int64_t count = 1;
-        for (const Expr& e : shapeOf(v)) count *= e.eval();
-        return count <= 8;
-      };
+      // Arithmetic of shape scalars, whose results the imports show where they meet the data.
       bool arithmetic = std::all_of(n.output().begin(), n.output().end(), scalars) &&
                         std::all_of(n.input().begin(), n.input().end(), [&](const std::string& in) {
                           return in.empty() || consts_.count(in) || scalars(in);
@@ -663,10 +663,9 @@ class Importer {
         return false;
       }
       // A target decided from a size must be known exactly and whole (n * heads), not through / or %: a
-      // ceil-division or a clamp would look like a size or a constant at two lengths.
-      // Where the import does not know it (its sizes past a reshape shape inference could not follow), it
-      // must come of no threshold: no comparison but with a negative constant (expand's Equal(s, -1)), no
-      // clamp, min, max, division or remainder.
+      // ceil-division or a clamp would look like a size or a constant at two lengths. Where the import does
+      // not know it (sizes past a reshape shape inference could not follow), it must come of no threshold:
+      // no comparison but with a negative constant (expand's Equal(s, -1)), no clamp, min, max, division.
       if (target && decided.count(n.input(1))) {
         auto exact = shapeSizes_.find(n.input(1));
         if (exact == shapeSizes_.end()
