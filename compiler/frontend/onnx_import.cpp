@@ -705,18 +705,13 @@ class Importer {
             return false;
         }
       }
-      std::set<std::string>* into = nullptr;
+      // (A constant size of a symbolic shape, x.size(-1), is neither: checked as any constant is.)
       bool folded = std::all_of(n.output().begin(), n.output().end(),
                                 [&](const std::string& o) { return consts_.count(o) > 0; });
-      if (folded)  // (a constant size of a symbolic shape, x.size(-1): checked as any constant is)
-        into = nullptr;
-      else if ((op == "Shape" || op == "Size") && n.input_size() == 1 && symbolicShape(n.input(0)))
-        into = &sized;
-      else if (readsSizes && !readsData)
-        into = &sized;
-      else if (readsData || target)
-        into = &data;
-      if (into) into->insert(n.output().begin(), n.output().end());
+      bool ofSizes = ((op == "Shape" || op == "Size") && n.input_size() == 1 && symbolicShape(n.input(0))) ||
+                     (readsSizes && !readsData);
+      if (!folded && (ofSizes || readsData || target))
+        (ofSizes ? sized : data).insert(n.output().begin(), n.output().end());
     }
     for (const auto& out : model_.graph().output())
       if (sized.count(out.name())) return false;
@@ -1568,15 +1563,20 @@ class Importer {
     bool allConst = true;
     for (const auto& in : n.input())
       if (!in.empty() && !consts_.count(in)) allConst = false;
-    if (op == "Shape" && (consts_.count(n.input(0)) || hasConcreteShape(n.input(0)))) {
-      Const c{{0}, {}};
-      for (const auto& d : shapeOf(n.input(0))) c.v.push_back(static_cast<double>(d.eval()));
-      int64_t rank = static_cast<int64_t>(c.v.size()), start = intAttr(n, "start", 0), end = intAttr(n, "end", rank);
-      auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + rank : x, rank)); };
-      c.v = std::vector<double>(c.v.begin() + clamp(start), c.v.begin() + std::max(clamp(start), clamp(end)));
-      c.dims[0] = static_cast<int64_t>(c.v.size());
-      consts_[n.output(0)] = c;
-      return;
+    if (op == "Shape" && n.input_size() == 1 && hasShape(n.input(0))) {
+      // A constant where every size is; over a symbolic dimension its sizes kept (shapeSizes_), for a Gather
+      // of a constant one (x.size(-1)) to fold.
+      try {
+        std::vector<Expr> sizes = shapeOf(n.input(0));
+        int64_t rank = static_cast<int64_t>(sizes.size()), start = intAttr(n, "start", 0),
+                end = intAttr(n, "end", rank);
+        auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + rank : x, rank)); };
+        sizes = std::vector<Expr>(sizes.begin() + clamp(start),
+                                  sizes.begin() + std::max(clamp(start), clamp(end)));
+        const std::vector<int64_t> dims = {static_cast<int64_t>(sizes.size())};
+        if (keepSizes(n.output(0), sizes, &dims)) return;
+      } catch (const UserError&) {  // a dimension of unknown size
+      }
     }
     if (op == "EyeLike" && n.input_size() == 1 &&
         (consts_.count(n.input(0)) || hasConcreteShape(n.input(0)))) {
@@ -1593,18 +1593,6 @@ class Importer {
         return;
       }
     }
-    if (op == "Shape" && n.input_size() == 1 && hasShape(n.input(0))) {
-      // Over a symbolic dimension: its sizes kept, for a Gather of a constant one (x.size(-1)) to fold.
-      try {
-        std::vector<Expr> sizes = shapeOf(n.input(0));
-        int64_t rank = static_cast<int64_t>(sizes.size()), start = intAttr(n, "start", 0),
-                end = intAttr(n, "end", rank);
-        auto clamp = [&](int64_t x) { return std::max<int64_t>(0, std::min(x < 0 ? x + rank : x, rank)); };
-        shapeSizes_[n.output(0)] = std::vector<Expr>(sizes.begin() + clamp(start),
-                                                     sizes.begin() + std::max(clamp(start), clamp(end)));
-      } catch (const UserError&) {  // a dimension of unknown size
-      }
-    }
     if (op == "Gather" && n.input_size() == 2 && shapeSizes_.count(n.input(0)) && consts_.count(n.input(1)) &&
         intAttr(n, "axis", 0) == 0) {
       // Sizes of a symbolic shape at constant indices: a constant where every one taken is.
@@ -1615,15 +1603,9 @@ class Importer {
         int64_t i = static_cast<int64_t>(v) + (v < 0 ? static_cast<int64_t>(sizes.size()) : 0);
         if (i >= 0 && i < static_cast<int64_t>(sizes.size())) taken.push_back(sizes[static_cast<size_t>(i)]);
       }
-      if (at.known && at.dims.size() <= 1 && taken.size() == at.v.size()) {
-        if (std::all_of(taken.begin(), taken.end(), [](const Expr& e) { return e.isConstant(); })) {
-          Const c{at.dims, {}};
-          for (const Expr& e : taken) c.v.push_back(static_cast<double>(e.eval()));
-          consts_[n.output(0)] = c;
-          return;
-        }
-        shapeSizes_[n.output(0)] = taken;
-      }
+      if (at.known && at.dims.size() <= 1 && taken.size() == at.v.size() &&
+          keepSizes(n.output(0), taken, &at.dims))
+        return;
     }
     if ((op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity") && n.input_size() >= 1 &&
         shapeSizes_.count(n.input(0)))  // (a size as a scalar or a one-element vector: the same size)
@@ -1829,16 +1811,22 @@ class Importer {
         }
       }
     }
-    if (std::all_of(out.begin(), out.end(), [](const Expr& e) { return e.isConstant(); }) &&
-        hasConcreteShape(n.output(0))) {
-      Const c{{}, {}};
-      for (const Expr& d : shapeOf(n.output(0))) c.dims.push_back(d.eval());
-      for (const Expr& e : out) c.v.push_back(static_cast<double>(e.eval()));
+    std::vector<int64_t> dims;
+    if (hasConcreteShape(n.output(0)))
+      for (const Expr& d : shapeOf(n.output(0))) dims.push_back(d.eval());
+    return keepSizes(n.output(0), out, hasConcreteShape(n.output(0)) ? &dims : nullptr);
+  }
+  // The sizes a node computed, as a constant of `dims` where every one is constant (true), else kept in
+  // shapeSizes_ (none where dims does not hold them).
+  bool keepSizes(const std::string& value, const std::vector<Expr>& sizes, const std::vector<int64_t>* dims) {
+    if (dims && std::all_of(sizes.begin(), sizes.end(), [](const Expr& e) { return e.isConstant(); })) {
+      Const c{*dims, {}};
+      for (const Expr& e : sizes) c.v.push_back(static_cast<double>(e.eval()));
       if (c.count() != static_cast<int64_t>(c.v.size())) return false;
-      consts_[n.output(0)] = c;
+      consts_[value] = c;
       return true;
     }
-    shapeSizes_[n.output(0)] = out;
+    shapeSizes_[value] = sizes;
     return false;
   }
 
