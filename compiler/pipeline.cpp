@@ -861,6 +861,8 @@ void finishCompile(CompileResult& out, const Platform& platform) {
     drainHeldPipelines(out, platform);  // on the channels the network will have
   }
   verifyNetwork(out.network).throwIfAny();  // an internal error if it fails: compiled networks must verify
+  out.network.maxima.clear();
+  for (const std::string& s : out.network.symbols()) out.network.maxima[s] = out.options.maxima.at(s);
   // Each converter's regions in one call, at the symbols' maxima: its buffer never holds more blocks.
   std::map<std::string, int64_t> regions;
   for (const Task& t : out.network.tasks)

@@ -1474,6 +1474,8 @@ def cases(m):
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
         ("causal_attention_symbolic_b2_s16", lambda: m.CausalSelfAttention(), (2, 16, 64), 14,
          {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, SYMBOLIC),
+        ("causal_attention_symbolic_buffer8_b3_s5", lambda: m.CausalSelfAttention(max_seq=8), (3, 5, 64), 14,
+         {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, SYMBOLIC),
         ("causal_tril_symbolic_s23", lambda: m.CausalSelfAttention(max_seq=32, mask="tril"), (1, 23, 64), 17,
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
         ("gqa_attention_symbolic_s6", lambda: m.GqaAttention(), (1, 6, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}},

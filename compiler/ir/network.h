@@ -133,6 +133,9 @@ struct Network {
   /// The range of each symbol the FIFO depths were sized and verified over (`sized_for: {ctx: [1, 512]}`,
   /// written by stc size-fifos); outside it they may deadlock or stall. Empty: not recorded.
   std::map<std::string, std::pair<int64_t, int64_t>> sizedFor;
+  /// The largest value of each symbol its kernels' buffers hold (`maxima: {seq: 8}`, written by stc
+  /// compile from max_SYMBOL or the model's own bound); a binding past it is refused. Empty: not recorded.
+  std::map<std::string, int64_t> maxima;
   std::vector<Fifo> fifos;
   std::vector<Task> tasks;
   SourceLoc loc;

@@ -165,7 +165,7 @@ Network parseNetwork(const std::string& text, const std::string& file) {
   Reader r(file);
   YAML::Node root = r.load(text);
   if (!root || !root.IsMap()) fail(r.loc(root), "a network file must be a mapping with 'network', 'fifos', 'tasks'");
-  r.onlyKeys(root, {"network", "source", "sized_for", "fifos", "tasks"}, "a network");
+  r.onlyKeys(root, {"network", "source", "sized_for", "maxima", "fifos", "tasks"}, "a network");
   Network net;
   net.loc = r.loc(root);
   net.name = r.str(r.required(root, "network", "a network file"), "network");
@@ -188,6 +188,15 @@ Network parseNetwork(const std::string& text, const std::string& file) {
       if (range.size() != 2 || range[0] < 1 || range[0] > range[1])
         fail(r.loc(kv.second), "field 'sized_for': " + symbol + " needs [LOW, HIGH], 1 <= LOW <= HIGH");
       net.sizedFor[symbol] = {range[0], range[1]};
+    }
+  }
+  if (YAML::Node maxima = root["maxima"]) {  // {SYMBOL: N}
+    r.expectMap(maxima, "maxima");
+    for (const auto& kv : maxima) {
+      std::string symbol = r.str(kv.first, "maxima");
+      int64_t maximum = r.integer(kv.second, "maxima");
+      if (maximum < 1) fail(r.loc(kv.second), "field 'maxima': " + symbol + " needs a maximum of at least 1");
+      net.maxima[symbol] = maximum;
     }
   }
   YAML::Node fifos = root["fifos"];
@@ -298,6 +307,11 @@ std::string emitNetwork(const Network& net) {
     for (const auto& [symbol, range] : net.sizedFor)
       out << YAML::Key << symbol << YAML::Value << YAML::Flow << YAML::BeginSeq << range.first << range.second
           << YAML::EndSeq;
+    out << YAML::EndMap;
+  }
+  if (!net.maxima.empty()) {
+    out << YAML::Key << "maxima" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [symbol, maximum] : net.maxima) out << YAML::Key << symbol << YAML::Value << maximum;
     out << YAML::EndMap;
   }
   out << YAML::Key << "fifos" << YAML::Value << YAML::BeginSeq;

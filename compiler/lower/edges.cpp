@@ -101,8 +101,14 @@ EdgePlan planEdge(const KernelGraph& graph, const KernelPort& port, bool onChip,
     plan.kind = once != port.order ? EdgePlan::kDmaConverter : EdgePlan::kDma;
     plan.source = std::move(once);
   }
-  if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter)
-    plan.converter = inferConverter(plan.source.bind(options.maxima), port.order.bind(options.maxima), true);
+  if (plan.kind == EdgePlan::kConverter || plan.kind == EdgePlan::kDmaConverter) {
+    // At the symbols' maxima rounded up to whole stream tiles: a side that walks a symbolic axis in tiles
+    // covers its last tile whole (the padding read, never used), so the buffer holds that tile too.
+    Bindings padded = options.maxima;
+    for (auto& [symbol, maximum] : padded)
+      maximum = (maximum + options.tile - 1) / options.tile * options.tile;
+    plan.converter = inferConverter(plan.source.bind(padded), port.order.bind(padded), true);
+  }
   // A join's kept tokens wait in front of the stream's converter (the join's own: streams.cpp), where
   // the stream forks; none where the converter holds the whole tensor (one region), which takes every
   // token its producer makes before its reader starts. A row op's kept row stays behind it.

@@ -168,6 +168,47 @@ TEST(Cli, BadInputsExitOne) {
                    "/models/graphs/attention_decode.yaml has no symbol 'seq' (its symbols: ctx)\n");
 }
 
+// A compiled network records the largest value of each symbol its buffers hold (max_SYMBOL, or the
+// model's own bound: nanoGPT's mask buffer of 16 positions), and a binding past it is refused where the
+// network runs, as stc emit refuses it, instead of timing a design that cannot run there.
+TEST(Cli, ANetworkRecordsItsMaximaAndABindingPastThemIsRefused) {
+  auto readFile = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string dir = ::testing::TempDir() + "maxima",
+                    model = STC_SOURCE_DIR "/models/onnx/causal_attention_seq.onnx";
+  ASSERT_EQ(stc("compile " + model + " -o " + dir + ".onnx.yaml").code, 0);
+  EXPECT_NE(readFile(dir + ".onnx.yaml").find("\nmaxima: {seq: 16}\n"), std::string::npos);
+  EXPECT_EQ(stc("simulate " + dir + ".onnx.yaml --bind seq=16").code, 0);
+  Outcome past = stc("simulate " + dir + ".onnx.yaml --bind seq=17");
+  EXPECT_EQ(past.code, 1);
+  EXPECT_EQ(past.out,
+            "stc simulate: error: --bind seq=17 is beyond the design's max_seq (16, " + dir +
+                ".onnx.yaml field 'maxima'): its kernels' buffers hold no more (compile it with --set "
+                "max_seq=N)\n");
+  const std::string decode = STC_SOURCE_DIR "/models/graphs/attention_decode.yaml";
+  ASSERT_EQ(stc("compile " + decode + " --set max_ctx=100 -o " + dir + ".decode.yaml").code, 0);
+  EXPECT_NE(readFile(dir + ".decode.yaml").find("\nmaxima: {ctx: 100}\n"), std::string::npos);
+  EXPECT_EQ(stc("simulate " + dir + ".decode.yaml --ctx 100").code, 0);
+  EXPECT_EQ(stc("simulate " + dir + ".decode.yaml --ctx 101").out,
+            "stc simulate: error: --ctx 101 is beyond the design's max_ctx (100, " + dir +
+                ".decode.yaml field 'maxima'): its kernels' buffers hold no more (compile it with --set "
+                "max_ctx=N)\n");
+  Outcome ranged = stc("size-fifos " + dir + ".decode.yaml --ctx-range 1:101 -o " + dir + ".sized.yaml");
+  EXPECT_EQ(ranged.code, 1);
+  EXPECT_NE(ranged.out.find("--ctx-range 1:101 goes beyond the design's max_ctx (100)"), std::string::npos)
+      << ranged.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + ".sized.yaml"));
+  // A file's maxima are checked as any field is.
+  std::string text = readFile(dir + ".decode.yaml");
+  text.replace(text.find("maxima: {ctx: 100}"), 18, "maxima: {ctx: 0}");
+  std::ofstream(dir + ".bad.yaml") << text;
+  Outcome bad = stc("simulate " + dir + ".bad.yaml --ctx 4");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.out, dir + ".bad.yaml:3:15: error: field 'maxima': ctx needs a maximum of at least 1\n");
+}
+
 // An ONNX export whose shape arithmetic over a dynamic axis needs the axis fixed, run with --bind alone
 // (as the torch check binds every symbolic input dimension): the axis is fixed at import at the bound
 // value, as --set dim.seq=8 fixes it, with a note; the same results as that setting gives, byte for byte.

@@ -196,15 +196,22 @@ TEST(Compiler, SymbolicDimensionsArePaddedToTheTile) {
 // attention_prefill.yaml over a sequence of any length. It is written back as sizes, refused at its line
 // where the sizes do not hold the input's elements or do not parse, computes at seq = 8 what the file at 8
 // rows does, and its network runs at any binding.
+std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+// attention_prefill.yaml over `seq` rows instead of 128.
+std::string attentionOverSeq() {
+  return replaceAll(replaceAll(readTextFile(graphFile("attention_prefill.yaml")), "[128, 1024], dtype",
+                               "[seq, 1024], dtype"),
+                    "[128, ", "[seq, ");
+}
+
 TEST(Compiler, AReshapeTargetMaySayASymbolicSize) {
-  std::string fixed = readTextFile(graphFile("attention_prefill.yaml")), text = fixed;
-  auto replaceAll = [](std::string s, const std::string& from, const std::string& to) {
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-      s.replace(at, from.size(), to);
-    return s;
-  };
-  text = replaceAll(replaceAll(text, "[128, 1024], dtype", "[seq, 1024], dtype"), "[128, ", "[seq, ");
-  fixed = replaceAll(fixed, "128", "8");
+  std::string text = attentionOverSeq(),
+              fixed = replaceAll(readTextFile(graphFile("attention_prefill.yaml")), "128", "8");
   Graph g = parseGraph(text, "g.yaml");
   TypedGraph typed = inferShapes(g);
   EXPECT_EQ(shapeText(typed.tensors.at("q4").shape), "[seq, 16, 64]");
@@ -257,6 +264,29 @@ TEST(Compiler, AReshapeTargetMaySayASymbolicSize) {
   CompileResult r =
       compileGraph(g, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
   for (int64_t seq : {1, 37, 256}) EXPECT_FALSE(simulate(r.network, {{"seq", seq}}).deadlock) << seq;
+}
+
+// A symbol's maximum need not be a whole number of stream tiles (16): the scores read K's seq axis in tiles
+// of 16, the last one whole, so a converter holding that axis holds the tile that pads it, its buffer the
+// one of the next multiple of 16 (max_seq 20 and 8: the buffers of 32 and 16; 33 needs more than 32's).
+TEST(Compiler, ASymbolsMaximumBetweenStreamTilesPadsTheConvertersLastTile) {
+  Graph g = parseGraph(attentionOverSeq(), "g.yaml");
+  auto regions = [&](int64_t maximum) {
+    CompileResult r = compileGraph(
+        g, defaultPlatform(),
+        parseCompileOptions({"quant=none", "max_seq=" + std::to_string(maximum)}, defaultPlatform()));
+    std::map<std::string, int64_t> widths;
+    for (const Fifo& f : r.network.fifos)
+      if (f.isRegion()) widths[f.name] = f.width;
+    for (int64_t seq : {int64_t{1}, maximum / 2 + 1, maximum})
+      EXPECT_FALSE(simulate(r.network, {{"seq", seq}}).deadlock) << maximum << " " << seq;
+    return widths;
+  };
+  std::map<std::string, int64_t> at32 = regions(32);
+  ASSERT_FALSE(at32.empty());
+  EXPECT_EQ(regions(20), at32);
+  EXPECT_EQ(regions(8), regions(16));
+  EXPECT_NE(regions(33), at32);
 }
 
 // A decode step's scores, softmax and P.V see their 16 heads one at a time, at the pace of the projections

@@ -292,6 +292,19 @@ void refuseUnusedBindings(const std::string& command, const std::set<std::string
   }
 }
 
+void refuseBeyondMaxima(const std::string& command, const Network& net, const Bindings& bindings,
+                        const std::string& path) {
+  for (const auto& [symbol, value] : bindings) {
+    auto maximum = net.maxima.find(symbol);
+    if (maximum == net.maxima.end() || value <= maximum->second) continue;
+    throw UserError(command + ": error: " + (symbol == "ctx" ? "--ctx " : "--bind " + symbol + "=") +
+                    std::to_string(value) + " is beyond the design's max_" + symbol + " (" +
+                    std::to_string(maximum->second) + ", " + path +
+                    " field 'maxima'): its kernels' buffers hold no more (compile it with --set max_" +
+                    symbol + "=N)");
+  }
+}
+
 Network NetworkInput::load(const std::string& command, const Platform& platformArg, Bindings& bindings,
                            const std::set<std::string>& ranged) const {
   if (isOnnxPath(path)) {
@@ -306,6 +319,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
       if (!bindings.count(s))
         throw UserError(path + ": error: the model uses symbol '" + s + "': bind it with --bind " + s + "=N");
     refuseUnusedBindings(command, net.symbols(), bindings, path, importDims(fixed, path));
+    refuseBeyondMaxima(command, net, bindings, path);
     return net;
   }
   std::string text = readTextFile(path);
@@ -326,6 +340,7 @@ Network NetworkInput::load(const std::string& command, const Platform& platformA
     if (!ranged.count(s)) symbols.insert(s);
   requireBindings(symbols, bindings, path, "network");
   refuseUnusedBindings(command, net.symbols(), bindings, path);
+  refuseBeyondMaxima(command, net, bindings, path);
   return net;
 }
 

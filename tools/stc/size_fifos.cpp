@@ -82,6 +82,10 @@ int sizeCommand(const SizeArgs& a) {
     CompileOptions settings = parseCompileOptions(a.network.compileSettings(net, compiled), platform);
     auto m = settings.maxima.find("ctx");
     int64_t maxCtx = m != settings.maxima.end() ? m->second : kDefaultSymbolMaximum;
+    if (net.maxima.count("ctx")) {  // what the compiler recorded (a model's own bound included)
+      maxCtx = net.maxima.at("ctx");
+      compiled = true;
+    }
     if (!a.ctxRange.empty()) {
       ctxRange = parseRange(a.ctxRange);
       if (compiled && ctxRange.second > maxCtx)
