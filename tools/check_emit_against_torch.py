@@ -1410,6 +1410,8 @@ def cases(m):
         ("rank_broadcast_matmuls_d96_g3_s12", lambda: m.RankBroadcastMatmuls(96, 3), (1, 12, 96), 17, None, []),
         ("logsumexp_pools", lambda: m.LogSumExpPools(), (1, 8, 64), 17, None, []),
         ("logsumexp_pools_d96_s12", lambda: m.LogSumExpPools(96), (1, 12, 96), 17, None, []),
+        ("min_pools", lambda: m.MinPools(), (1, 8, 64), 17, None, []),
+        ("min_pools_d96_h3_b2_s12_op13", lambda: m.MinPools(96, 3), (2, 12, 96), 13, None, []),
         ("rounding_ops", lambda: m.RoundingOps(), (1, 8, 64), 17, None, []),
         ("rounding_ops_d96_s12", lambda: m.RoundingOps(96), (1, 12, 96), 17, None, []),
         ("axis_softmaxes", lambda: m.AxisSoftmaxes(), (1, 8, 64), 17, None, []),

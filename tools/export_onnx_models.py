@@ -1139,6 +1139,23 @@ class LogSumExpPools(InOut):
         return self.out(h / (l1 + 1) + pooled) + feat[..., None]
 
 
+class MinPools(InOut):
+    """Minima (ReduceMin): torch.amin over the sequence kept (a min-pool), x.min(dim=-1).values over the
+    features, and amin over (heads, head_dim) at each position."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__(d)
+        self.h = heads
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.lin(x)
+        pooled = h.amin(dim=1, keepdim=True)
+        feat = h.min(dim=-1).values
+        low = h.view(b, s, self.h, d // self.h).amin(dim=(-2, -1))
+        return self.out(h + pooled) + feat[..., None] * low[..., None]
+
+
 class RoundingOps(InOut):
     """Functions of data that jump: fake quantisation as quantisation-aware training writes it (round half to
     even, clamped), floor and ceil, sign, and the two float remainders (torch.remainder, torch.fmod)."""
@@ -1381,6 +1398,8 @@ def main():
     export(ChunkedAttention(), torch.randn(1, 8, 64), "chunked_attention_seq.onnx", 17, seq)
     export(SqueezeAll(), torch.randn(1, 8, 64), "squeeze_all_seq.onnx", 17, {"x": {1: "seq"}, "y": {0: "seq"}})
     export(WindowOfWidth(), torch.randn(1, 8, 64), "window_of_width_seq.onnx", 17, seq)
+    torch.manual_seed(0)
+    export(MinPools(), torch.randn(1, 8, 64), "min_pools.onnx", 17, io=True)
     return 0
 
 

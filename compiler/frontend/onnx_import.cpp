@@ -601,7 +601,8 @@ class Importer {
       static const std::map<std::string, std::set<int>> positions = {
           {"Unsqueeze", {1}},       {"Squeeze", {1}},   {"Gather", {1}},    {"Slice", {1, 2, 3, 4}},
           {"Reshape", {1}},         {"Expand", {1}},    {"Tile", {1}},      {"Split", {1}},
-          {"ConstantOfShape", {0}}, {"ReduceSum", {1}}, {"ReduceMax", {1}}, {"ReduceMean", {1}}};
+          {"ConstantOfShape", {0}}, {"ReduceSum", {1}}, {"ReduceMax", {1}}, {"ReduceMin", {1}},
+          {"ReduceMean", {1}}};
       auto it = positions.find(op);
       return it != positions.end() && it->second.count(i) > 0;
     };
@@ -1647,6 +1648,7 @@ class Importer {
                                                  "ReduceMean",
                                                  "ReduceSum",
                                                  "ReduceMax",
+                                                 "ReduceMin",
                                                  "ReduceL2",
                                                  "ReduceSumSquare",
                                                  "ReduceL1",
@@ -3577,8 +3579,9 @@ class Importer {
       op.op = "concat";
       for (const auto& in : d.inputs) op.inputs.push_back(operand(in, op.name));
       op.attrs["axis"] = intAttr(n, "axis", 0);
-    } else if (d.op == "ReduceMean" || d.op == "ReduceSum" || d.op == "ReduceMax" || d.op == "ReduceL2" ||
-               d.op == "ReduceSumSquare" || d.op == "ReduceL1" || d.op == "ReduceLogSumExp") {
+    } else if (d.op == "ReduceMean" || d.op == "ReduceSum" || d.op == "ReduceMax" || d.op == "ReduceMin" ||
+               d.op == "ReduceL2" || d.op == "ReduceSumSquare" || d.op == "ReduceL1" ||
+               d.op == "ReduceLogSumExp") {
       std::vector<int64_t> axes = reductionAxes(n);
       int64_t rank = static_cast<int64_t>(shapeOf(d.inputs[0]).size());
       if (d.inputs.size() > 1 && !d.inputs[1].empty() && !consts_.count(d.inputs[1])) {
@@ -3651,6 +3654,16 @@ class Importer {
           finish("sqrt", {auxOp("reduce_sum", op.name + "_sum", {squares}, d.output + "_sum", attrs)}, {});
         else
           finish("reduce_sum", {squares}, attrs);
+      } else if (d.op == "ReduceMin") {  // -max(-x): x.amin(dim=-1), x.min(dim=-1).values
+        auto minusOne = [&](const std::string& suffix) {
+          std::string name = freeOfModel(d.output + suffix);
+          consts_[name] = Const{{}, {-1.0}};
+          return weightFrom(name, name);
+        };
+        std::string negated =
+            auxOp("mul", op.name + "_negated", {source, minusOne("_negate")}, d.output + "_negated");
+        std::string m = auxOp("reduce_max", op.name + "_max", {negated}, d.output + "_max", attrs);
+        finish("mul", {m, minusOne("_minus_one")}, {});
       } else if (d.op == "ReduceL1") {  // the sum of the magnitudes: x.norm(p=1, dim=-1)
         finish("reduce_sum", {auxOp("abs", op.name + "_abs", {source}, d.output + "_abs")}, attrs);
       } else if (lse) {  // m + log(sum(exp(x - m))), m the maximum: torch.logsumexp, finite where exp is not

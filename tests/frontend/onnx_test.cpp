@@ -2741,7 +2741,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "gqa_bidirectional.onnx",
                                            "stream_rotary.onnx",
                                            "disentangled_gather.onnx",
-                                           "repeat_interleave_table.onnx"};
+                                           "repeat_interleave_table.onnx",
+                                           "min_pools.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
