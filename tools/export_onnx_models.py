@@ -1156,6 +1156,57 @@ class MinPools(InOut):
         return self.out(h + pooled) + feat[..., None] * low[..., None]
 
 
+class HfGpt2Attention(nn.Module):
+    """Hugging Face's GPT-2 (and GPT-Neo) attention as written there: heads split by
+    `tensor.size()[:-1] + (heads, head_dim)`, the bool tril buffer sliced `bias[:, :, kl - ql : kl, :kl]` from
+    the query's and key's lengths after the views, `torch.where(mask, w, finfo.min)`."""
+
+    def __init__(self, d=64, heads=4, max_positions=24):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.register_buffer("bias", torch.tril(torch.ones((max_positions, max_positions), dtype=torch.bool))
+                             .view(1, 1, max_positions, max_positions))
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+
+    def _split_heads(self, t):
+        return t.view(t.size()[:-1] + (self.heads, self.hd)).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        q, k, v = self.c_attn(x).split(self.heads * self.hd, dim=2)
+        q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
+        w = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5, dtype=q.dtype)
+        ql, kl = q.size(-2), k.size(-2)
+        causal = self.bias[:, :, kl - ql: kl, :kl]
+        w = torch.where(causal, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+        a = torch.matmul(torch.softmax(w, dim=-1), v).permute(0, 2, 1, 3).contiguous()
+        return self.c_proj(a.view(a.size()[:-2] + (self.heads * self.hd,)))
+
+
+class MptAttention(nn.Module):
+    """MosaicML MPT's causal mask: `new_ones(s, s).tril()` negated and sliced `[-s_q:, -s_k:]` from the
+    scores' own lengths, then masked_fill(finfo.min); q, k and v from one fused projection."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.Wqkv = nn.Linear(d, 3 * d)
+        self.out_proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.Wqkv(x).chunk(3, dim=2)
+        q = q.view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = k.view(b, s, self.heads, self.hd).permute(0, 2, 3, 1)
+        v = v.view(b, s, self.heads, self.hd).transpose(1, 2)
+        w = q.matmul(k) * (1 / math.sqrt(self.hd))
+        s_q, s_k = w.shape[-2:]
+        mask = ~w.new_ones(s, s, dtype=torch.float16).tril().to(torch.bool)
+        w = w.masked_fill(mask[-s_q:, -s_k:].view(1, 1, s_q, s_k), torch.finfo(q.dtype).min)
+        a = torch.softmax(w, dim=-1).matmul(v).transpose(1, 2).reshape(b, s, d)
+        return self.out_proj(a)
+
+
 class RoundingOps(InOut):
     """Functions of data that jump: fake quantisation as quantisation-aware training writes it (round half to
     even, clamped), floor and ceil, sign, and the two float remainders (torch.remainder, torch.fmod)."""
@@ -1400,6 +1451,12 @@ def main():
     export(WindowOfWidth(), torch.randn(1, 8, 64), "window_of_width_seq.onnx", 17, seq)
     torch.manual_seed(0)
     export(MinPools(), torch.randn(1, 8, 64), "min_pools.onnx", 17, io=True)
+    for block, name, opset in ((HfGpt2Attention, "hf_gpt2_attention", 14), (MptAttention, "mpt_attention", 17)):
+        x = torch.randn(1, 8, 64)
+        torch.manual_seed(0)
+        export(block(), x, name + ".onnx", opset, io=True)
+        torch.manual_seed(0)
+        export(block(), x, name + "_seq.onnx", opset, seq)
     return 0
 
 

@@ -661,7 +661,13 @@ class Importer {
                         [&](const std::string& in) { return thresholded.count(in) > 0; }))
           thresholded.insert(n.output().begin(), n.output().end());
       } else if (readsDecided && !target) {
-        return false;
+        // Or as another node's shape argument (a slice's bounds, a ConstantOfShape's shape: torch.empty of
+        // (b, s * heads, s) for baddbmm, MPT's mask[-s:, -s:]) where it is an exact multiple of the sizes:
+        // no threshold, no / or %, and no constant term (s - 16 as a window's edge is refused).
+        for (int i = 0; i < n.input_size(); ++i)
+          if (decided.count(n.input(i)) &&
+              (!plumbing(op, i) || thresholded.count(n.input(i)) || !homogeneousSizes(n.input(i))))
+            return false;
       }
       // A target decided from a size must be known exactly and whole (n * heads), not through / or %: a
       // ceil-division or a clamp would look like a size or a constant at two lengths. Where the import does
@@ -851,7 +857,8 @@ class Importer {
       for (const auto& v : model_.graph().input()) record(v);
       for (const auto& v : model_.graph().value_info()) record(v);
       for (const auto& v : model_.graph().output()) record(v);
-      if (round == 4 || !completeEinsumShapes()) return;
+      bool added = completeEinsumShapes();
+      if (round == 4 || !(completeReshapeShapes() || added)) return;
     }
   }
 
@@ -960,6 +967,38 @@ class Importer {
     }
     return added;
   }
+  // The Reshapes of reshapeShapes_ whose outputs shape inference left without every size: those sizes.
+  bool completeReshapeShapes() {
+    bool added = false;
+    for (const auto& [output, target] : reshapeShapes_) {
+      if (hasShape(output) && shapeOf(output).size() == target.second.size()) {
+        bool whole = true;
+        for (const auto& d : types_.at(output)->tensor_type().shape().dim())
+          whole = whole && (d.has_dim_value() || d.has_dim_param());
+        if (whole) continue;
+      }
+      int32_t elem = elemTypeOf(target.first);
+      if (elem == onnx::TensorProto::UNDEFINED) continue;
+      onnx::ValueInfoProto* v = nullptr;
+      for (auto& info : *model_.mutable_graph()->mutable_value_info())
+        if (info.name() == output) v = &info;
+      if (!v) {
+        v = model_.mutable_graph()->add_value_info();
+        v->set_name(output);
+      }
+      auto* t = v->mutable_type()->mutable_tensor_type();
+      t->set_elem_type(elem);
+      t->mutable_shape()->clear_dim();
+      for (const Expr& e : target.second) {
+        if (e.isConstant())
+          t->mutable_shape()->add_dim()->set_dim_value(e.eval());
+        else
+          t->mutable_shape()->add_dim()->set_dim_param(e.str());
+      }
+      added = true;
+    }
+    return added;
+  }
   // The sizes of a value shape inference typed, an initializer or a Constant node's tensor; false when
   // unknown. elemType: its element type, where known.
   bool knownDims(const std::string& name, std::vector<int64_t>& dims, int& elemType) const {
@@ -998,6 +1037,19 @@ class Importer {
     std::map<std::pair<std::string, int>, std::string> folded;  // a computed shape argument and the type
                                                                 // folded to -> its initializer
     bool rewritten = false;
+    // A view's target over the free axes, known exactly ([1, seq, 5, 8] from k.size()), gives its output
+    // that shape, where ONNX's inference knows only the rank (q.size(-2) after the view then folds too).
+    for (const auto& node : model_.graph().node()) {
+      auto sizes = node.op_type() == "Reshape" && node.input_size() == 2 ? shapeSizes_.find(node.input(1))
+                                                                         : shapeSizes_.end();
+      if (sizes == shapeSizes_.end() || reshapeShapes_.count(node.output(0)) ||
+          !std::all_of(sizes->second.begin(), sizes->second.end(), [&](const Expr& e) {
+            return e.isConstant() ? e.eval() > 0 : freeAxes_.count(e.str()) > 0;
+          }))
+        continue;
+      reshapeShapes_[node.output(0)] = {node.input(0), sizes->second};
+      rewritten = true;
+    }
     for (auto& node : *model_.mutable_graph()->mutable_node()) {
       auto args = shapeArguments.find(node.op_type());
       if (args == shapeArguments.end()) continue;
@@ -1608,6 +1660,7 @@ class Importer {
           keepSizes(n.output(0), taken, &at.dims))
         return;
     }
+    if (op == "Slice" && shapeSizes_.count(n.input(0)) && sliceOfSizes(n)) return;
     if ((op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity") && n.input_size() >= 1 &&
         shapeSizes_.count(n.input(0)))  // (a size as a scalar or a one-element vector: the same size)
       shapeSizes_[n.output(0)] = shapeSizes_.at(n.input(0));
@@ -1736,6 +1789,53 @@ class Importer {
     dyn_.push_back(d);
   }
 
+  // Whether the import knows `value`'s sizes exactly, each a constant or a sum of products of the free
+  // axes with no constant term and no / or % (6 * seq, -seq, seq - seq; not seq - 16).
+  bool homogeneousSizes(const std::string& value) const {
+    auto exact = shapeSizes_.find(value);
+    if (exact == shapeSizes_.end()) return consts_.count(value) > 0;
+    for (const Expr& e : exact->second) {
+      if (e.isConstant()) continue;
+      Bindings zero;
+      for (const std::string& symbol : e.symbols()) zero[symbol] = 0;
+      if (e.str().find_first_of("/%") != std::string::npos || e.eval(zero) != 0) return false;
+    }
+    return true;
+  }
+
+  // A Slice of a symbolic shape's sizes at constant starts, ends and steps (x.size(-2) as torch 1.13 writes
+  // it: Shape, Slice [-2:-1], Squeeze): the sizes taken kept, or folded where all are constants (true).
+  bool sliceOfSizes(const onnx::NodeProto& n) {
+    auto ints = [&](int input, const char* attr) -> std::optional<std::vector<int64_t>> {
+      if (n.input_size() == 1) return intsAttr(n, attr);  // opset 1 to 9: attributes
+      if (n.input_size() <= input || n.input(input).empty()) return std::vector<int64_t>{};
+      auto c = consts_.find(n.input(input));
+      if (c == consts_.end() || !c->second.known) return std::nullopt;
+      std::vector<int64_t> v;
+      for (double x : c->second.v)
+        v.push_back(x < -9e18 ? INT64_MIN / 2 : x > 9e18 ? INT64_MAX / 2 : static_cast<int64_t>(x));
+      return v;
+    };
+    auto starts = ints(1, "starts"), ends = ints(2, "ends"), axes = ints(3, "axes"), steps = ints(4, "steps");
+    if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() > 1 ||
+        (!axes->empty() && axes->front() != 0 && axes->front() != -1) || steps->size() > 1 ||
+        (!steps->empty() && steps->front() == 0))
+      return false;
+    const std::vector<Expr>& sizes = shapeSizes_.at(n.input(0));
+    const int64_t count = static_cast<int64_t>(sizes.size()), step = steps->empty() ? 1 : steps->front();
+    auto clamp = [&](int64_t x, int64_t low, int64_t high) {
+      return std::max(low, std::min(x < 0 ? x + count : x, high));
+    };
+    // ONNX's bounds: [0, count] for a positive step, [-1, count - 1] for a negative one.
+    int64_t from = step > 0 ? clamp(starts->front(), 0, count) : clamp(starts->front(), 0, count - 1),
+            to = step > 0 ? clamp(ends->front(), 0, count) : clamp(ends->front(), -1, count - 1);
+    std::vector<Expr> taken;
+    for (int64_t i = from; step > 0 ? i < to : i > to; i += step)
+      taken.push_back(sizes[static_cast<size_t>(i)]);
+    const std::vector<int64_t> dims = {static_cast<int64_t>(taken.size())};
+    return keepSizes(n.output(0), taken, &dims);
+  }
+
   // The sizes (or constants, up to 8) a value holds exactly, from shapeSizes_ or consts_.
   bool knownSizes(const std::string& v, std::vector<Expr>& out) const {
     if (auto it = shapeSizes_.find(v); it != shapeSizes_.end()) {
@@ -1758,7 +1858,8 @@ class Importer {
   bool exactSizes(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     static const std::set<std::string> ops = {"Reshape", "Equal", "Where", "Add", "Sub", "Mul", "Div", "Mod"};
-    if (!ops.count(op) || n.output_size() != 1 || n.input_size() < 2) return false;
+    const bool negated = op == "Neg" && n.input_size() == 1 && shapeSizes_.count(n.input(0));  // x[-s:]
+    if (!negated && (!ops.count(op) || n.output_size() != 1 || n.input_size() < 2)) return false;
     bool symbolic = false;
     std::vector<std::vector<Expr>> in;
     for (const auto& v : n.input()) {
@@ -1768,7 +1869,9 @@ class Importer {
     }
     if (!symbolic) return false;
     std::vector<Expr> out;
-    if (op == "Reshape") {  // a vector of sizes viewed as itself
+    if (negated) {
+      for (const Expr& e : in[0]) out.push_back(Expr::parse("-(" + e.str() + ")"));
+    } else if (op == "Reshape") {  // a vector of sizes viewed as itself
       if (!hasConcreteShape(n.output(0)) || shapeOf(n.output(0)).size() > 1) return false;
       out = in[0];
     } else {
@@ -2049,7 +2152,7 @@ class Importer {
     // Where that cut would pass the axis's end (x[..., ::2] of an odd axis), the last element is sliced
     // alone and concatenated after the others.
     if (!hasConcreteShape(n.input(0))) {
-      unsupported_.push_back(nodeName(n) + " (Slice with a step of a symbolic shape)");
+      unsupported_.push_back(nodeName(n) + " (Slice with a step, of a value with a symbolic dimension)");
       return;
     }
     int64_t length = (end - start + step - 1) / step, cut = (start / step + length) * step;
@@ -5106,6 +5209,9 @@ class Importer {
   std::map<std::string, Const> consts_;
   std::set<std::string> symbolicShapes_;
   std::map<std::string, std::vector<Expr>> shapeSizes_;     // a Shape over a symbolic dimension: its sizes
+  // A Reshape whose target the shape arithmetic gives exactly, each entry a positive constant or a free
+  // axis: its output -> (its input, that shape), for shape inference to carry on past it.
+  std::map<std::string, std::pair<std::string, std::vector<Expr>>> reshapeShapes_;
   std::map<std::string, std::vector<int64_t>> madeShapes_;  // tensors the importer adds, which ONNX does not have  // values computed from a Shape that could not be folded
   std::vector<Dyn> dyn_;
   std::map<std::string, size_t> producer_;

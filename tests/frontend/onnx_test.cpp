@@ -2742,7 +2742,9 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
                                            "stream_rotary.onnx",
                                            "disentangled_gather.onnx",
                                            "repeat_interleave_table.onnx",
-                                           "min_pools.onnx"};
+                                           "min_pools.onnx",
+                                           "hf_gpt2_attention.onnx",
+                                           "mpt_attention.onnx"};
   for (const char* name : idioms) {
     Graph g = importOnnx(model(name));
     EXPECT_TRUE(verifyGraph(g).empty()) << name;
@@ -2765,7 +2767,8 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
        {"causal_attention.onnx", "gqa_attention.onnx", "gpt2_block.onnx", "llama_block.onnx",
         "einsum_attention.onnx", "qwen2_block.onnx", "gemma_block.onnx", "phi_block.onnx", "gptj_block.onnx",
         "falcon_block.onnx", "alibi_attention.onnx", "neox_block.onnx", "torch_mha.onnx",
-        "torch_encoder_layer.onnx", "t5_decoder_attention.onnx", "meta_llama_attention.onnx"}) {
+        "torch_encoder_layer.onnx", "t5_decoder_attention.onnx", "meta_llama_attention.onnx",
+        "hf_gpt2_attention.onnx", "mpt_attention.onnx"}) {
     Graph g = importOnnx(model(name));
     int causal = 0;
     for (const auto& op : g.ops) {
@@ -3058,11 +3061,16 @@ TEST(Onnx, ShapeArithmeticReachingOnlyTargetsKeepsTheAxisSymbolic) {
   EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {{"seq", 24}}), {}).deadlock);
   // Causal masks of one form at every length keep the axis symbolic too, folded into the softmax: nanoGPT's
   // buffer of 16 positions sliced (imported at 5 and 7, below it; the note gives the longest length), a
-  // tril of ones built in forward, Llama's additive mask with repeat_kv. Each computes torch's output at 8.
+  // tril of ones built in forward, Llama's additive mask with repeat_kv, Hugging Face GPT-2's buffer sliced
+  // from the lengths after the views (bias[:, :, kl - ql : kl, :kl], x.size(-2) a Slice of a Shape: the
+  // views' shapes known for the sizes to be), MPT's tril negated and sliced [-s:, -s:]. Each computes
+  // torch's output at 8.
   for (const auto& [seq, twin] : std::vector<std::pair<std::string, std::string>>{
            {"causal_attention_seq.onnx", "causal_attention.onnx"},
            {"causal_tril_seq.onnx", "causal_attention.onnx"},
-           {"gqa_attention_seq.onnx", "gqa_attention.onnx"}}) {
+           {"gqa_attention_seq.onnx", "gqa_attention.onnx"},
+           {"hf_gpt2_attention_seq.onnx", "hf_gpt2_attention.onnx"},
+           {"mpt_attention_seq.onnx", "mpt_attention.onnx"}}) {
     SCOPED_TRACE(seq);
     Graph causal = importOnnx(model(seq.c_str()), {}, true);
     EXPECT_EQ(inferShapes(causal).symbols(), (std::set<std::string>{"seq"}));
@@ -3072,24 +3080,29 @@ TEST(Onnx, ShapeArithmeticReachingOnlyTargetsKeepsTheAxisSymbolic) {
     EXPECT_EQ(opCounts(causal), opCounts(importOnnx(model(seq.c_str()), {{"seq", 8}})));
     expectTorchOutput(causal, model(twin.c_str()) + ".io.bin", {{"seq", 8}});
     ASSERT_EQ(causal.notes.size(), 1u);
-    bool buffer = seq == "causal_attention_seq.onnx";
+    const int64_t positions = seq == "causal_attention_seq.onnx"    ? 16
+                              : seq == "hf_gpt2_attention_seq.onnx" ? 24
+                                                                    : 0;
+    const bool buffer = positions > 0;
     EXPECT_NE(causal.notes[0].find(buffer ? "seq (imported at 5 and 7)" : "seq (imported at 11 and 13)"),
               std::string::npos)
         << causal.notes[0];
-    EXPECT_EQ(causal.notes[0].find("; its mask buffer holds 16 positions, the longest seq the model takes "
-                                   "(max_seq)") != std::string::npos,
-              buffer)
+    EXPECT_EQ(
+        causal.notes[0].find("; its mask buffer holds " + std::to_string(positions) +
+                             " positions, the longest seq the model takes (max_seq)") != std::string::npos,
+        buffer)
         << causal.notes[0];
     // (The buffer's length is the graph's max_seq: compiling takes it, and refuses a larger one.)
     EXPECT_EQ(causal.maxima.size(), buffer ? 1u : 0u);
-    EXPECT_EQ(causal.maxima.count("seq") ? causal.maxima.at("seq") : 0, buffer ? 16 : 0);
+    EXPECT_EQ(causal.maxima.count("seq") ? causal.maxima.at("seq") : 0, positions);
     if (buffer) {
       EXPECT_EQ(
           compileGraph(causal, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()))
               .options.maxima.at("seq"),
-          16);
+          positions);
       EXPECT_THROW(
-          compileGraph(causal, defaultPlatform(), parseCompileOptions({"max_seq=32"}, defaultPlatform())),
+          compileGraph(causal, defaultPlatform(),
+                       parseCompileOptions({"max_seq=" + std::to_string(positions + 1)}, defaultPlatform())),
           UserError);
     }
   }
