@@ -568,6 +568,7 @@ class Importer {
     std::set<std::string> data, sized;  // values computed from the inputs' data; from their sizes
     std::set<std::string> decided;      // sizes compared, clamped, divided or offset by a constant
     std::set<std::string> thresholded;  // of them, those through a comparison, a clamp or a division
+    std::set<std::string> aranges, angles, tables;  // positions from a length; times frequencies; cos, sin
     std::set<std::string> initializers;
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     for (const auto& in : model_.graph().input())
@@ -623,6 +624,84 @@ class Importer {
         readsSizes = readsSizes || sized.count(in) > 0;
       }
       const std::string& op = n.op_type();
+      // Rotary tables from positions: an arange of a length (or a cached table sliced to it, or gathered
+      // at such positions) times constant frequencies, through cos and sin, multiplied with the data. At
+      // every length the same rotation of position p, which the imports show as the same rope op; as
+      // weights (a table not rope's) the two imports differ and are refused. Angles and tables may not
+      // reach anything else (a comparison would make a mask of them).
+      auto among = [&](const std::set<std::string>& set) {
+        return std::any_of(n.input().begin(), n.input().end(),
+                           [&](const std::string& in) { return set.count(in) > 0; });
+      };
+      static const std::set<std::string> carry = {"Cast",   "Unsqueeze", "Squeeze",  "Reshape", "Transpose",
+                                                  "Expand", "Concat",    "Identity", "Slice",   "Split"};
+      auto onlyOf = [&](std::initializer_list<const std::set<std::string>*> sets, bool constants) {
+        for (int i = 0; i < n.input_size(); ++i) {
+          const std::string& in = n.input(i);
+          bool ok = in.empty() || plumbing(op, i) || (constants && consts_.count(in) > 0);
+          for (const auto* set : sets) ok = ok || set->count(in) > 0;
+          if (!ok) return false;
+        }
+        return true;
+      };
+      auto mark = [&](std::set<std::string>& set) { set.insert(n.output().begin(), n.output().end()); };
+      if (op == "Slice" && n.input_size() > 2 && consts_.count(n.input(0)) && readsSizes && !readsData) {
+        auto ends = shapeSizes_.find(n.input(2));
+        auto starts = consts_.find(n.input(1));
+        const Const& buffer = consts_.at(n.input(0));
+        if (ends != shapeSizes_.end() && ends->second.size() == 1 && freeAxes_.count(ends->second[0].str()) &&
+            starts != consts_.end() &&
+            std::all_of(starts->second.v.begin(), starts->second.v.end(), [](double v) { return v == 0; }) &&
+            !splitAtDiagonal(buffer)) {  // cos_cached[:, :, :seq]: its positions bound the length
+          int64_t positions = 0;
+          if (auto axes = n.input_size() > 3 ? consts_.find(n.input(3)) : consts_.end();
+              axes != consts_.end() && axes->second.v.size() == 1) {
+            int64_t axis = static_cast<int64_t>(axes->second.v[0]);
+            if (axis < 0) axis += static_cast<int64_t>(buffer.dims.size());
+            if (axis >= 0 && axis < static_cast<int64_t>(buffer.dims.size()))
+              positions = buffer.dims[static_cast<size_t>(axis)];
+          }
+          if (positions <= 0) return false;
+          auto [at, fresh] = bounds.emplace(ends->second[0].str(), positions);
+          if (!fresh) at->second = std::min(at->second, positions);
+          mark(tables);
+          continue;
+        }
+      }
+      if (op == "Range" && readsSizes && !readsData) mark(aranges);  // (sized as well, below)
+      if (among(aranges) && carry.count(op) && onlyOf({&aranges, &sized}, true)) mark(aranges);
+      if (among(aranges) && !readsData && (op == "Mul" || op == "Div" || op == "MatMul" || op == "Einsum") &&
+          onlyOf({&aranges}, true)) {
+        mark(angles);
+        continue;
+      }
+      if (op == "Gather" && n.input_size() == 2 && (consts_.count(n.input(0)) || tables.count(n.input(0))) &&
+          aranges.count(n.input(1))) {  // cos[position_ids]
+        mark(tables);
+        continue;
+      }
+      const bool shapeOnly = op == "Shape" || op == "Size";  // (of a table: sizes, as of any value)
+      if (among(angles) && !shapeOnly) {
+        if ((carry.count(op) && onlyOf({&angles, &sized}, true)))
+          mark(angles);
+        else if ((op == "Cos" || op == "Sin") && n.input_size() == 1)
+          mark(tables);
+        else
+          return false;
+        continue;
+      }
+      if (among(tables) && !shapeOnly) {
+        if (carry.count(op) && onlyOf({&tables, &sized}, true))
+          mark(tables);
+        else if (op == "Mul" && readsData && onlyOf({&tables, &data}, true))
+          mark(data);
+        else if ((op == "Mul" || op == "Neg" || op == "Add" || op == "Sub") && !readsData &&
+                 onlyOf({&tables}, true))
+          mark(tables);
+        else
+          return false;
+        continue;
+      }
       bool target = readsSizes && (op == "Reshape" || op == "Expand") && n.input_size() == 2 &&
                     data.count(n.input(0)) && sized.count(n.input(1));
       // Arithmetic of shape scalars, whose results the imports show where they meet the data.
@@ -967,7 +1046,46 @@ class Importer {
     }
     return added;
   }
-  // The Reshapes of reshapeShapes_ whose outputs shape inference left without every size: those sizes.
+  // A view's target over the free axes as sizes: each entry a positive constant or a free axis, a 0 the
+  // input's size there, and one -1 the constant the input's other sizes leave (the same at two lengths of
+  // every free axis); none where it is not such.
+  std::optional<std::vector<Expr>> viewTarget(const std::string& input, std::vector<Expr> target) const {
+    std::vector<Expr> in;
+    try {
+      in = shapeOf(input);
+    } catch (const UserError&) {
+    }
+    int inferred = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+      const Expr& e = target[i];
+      if (!e.isConstant()) {
+        if (!freeAxes_.count(e.str())) return std::nullopt;
+      } else if (e.eval() == 0 && i < in.size()) {
+        target[i] = in[i];
+      } else if (e.eval() == -1 && inferred < 0) {
+        inferred = static_cast<int>(i);
+      } else if (e.eval() <= 0) {
+        return std::nullopt;
+      }
+    }
+    if (inferred < 0) return target;
+    if (in.empty()) return std::nullopt;
+    std::optional<int64_t> size;
+    for (int64_t at : {11, 13}) {
+      Bindings b;
+      for (const std::string& axis : freeAxes_) b[axis] = at;
+      int64_t whole = 1, known = 1;
+      for (const Expr& e : in) whole *= e.eval(b);
+      for (size_t i = 0; i < target.size(); ++i)
+        if (static_cast<int>(i) != inferred) known *= target[i].eval(b);
+      if (known <= 0 || whole % known != 0 || (size && *size != whole / known)) return std::nullopt;
+      size = whole / known;
+    }
+    target[static_cast<size_t>(inferred)] = Expr(*size);
+    return target;
+  }
+
+  // The values of reshapeShapes_ shape inference left without every size: those sizes.
   bool completeReshapeShapes() {
     bool added = false;
     for (const auto& [output, target] : reshapeShapes_) {
@@ -1042,12 +1160,34 @@ class Importer {
     for (const auto& node : model_.graph().node()) {
       auto sizes = node.op_type() == "Reshape" && node.input_size() == 2 ? shapeSizes_.find(node.input(1))
                                                                          : shapeSizes_.end();
-      if (sizes == shapeSizes_.end() || reshapeShapes_.count(node.output(0)) ||
-          !std::all_of(sizes->second.begin(), sizes->second.end(), [&](const Expr& e) {
-            return e.isConstant() ? e.eval() > 0 : freeAxes_.count(e.str()) > 0;
-          }))
+      if (sizes == shapeSizes_.end() || reshapeShapes_.count(node.output(0))) continue;
+      std::optional<std::vector<Expr>> target = viewTarget(node.input(0), sizes->second);
+      if (!target) continue;
+      reshapeShapes_[node.output(0)] = {node.input(0), *target};
+      rewritten = true;
+    }
+    // So does a constant table sliced from 0 to a free axis' size along one axis (cos_cached[:, :, :seq]),
+    // at lengths up to the table's (which the import keeps as the axis' maximum).
+    for (const auto& node : model_.graph().node()) {
+      if (node.op_type() != "Slice" || node.input_size() < 4 || reshapeShapes_.count(node.output(0)) ||
+          !consts_.count(node.input(0)))
         continue;
-      reshapeShapes_[node.output(0)] = {node.input(0), sizes->second};
+      auto starts = consts_.find(node.input(1)), axes = consts_.find(node.input(3));
+      auto ends = shapeSizes_.find(node.input(2));
+      const Const& table = consts_.at(node.input(0));
+      if (starts == consts_.end() || axes == consts_.end() || ends == shapeSizes_.end() ||
+          starts->second.v != std::vector<double>{0} || axes->second.v.size() != 1 ||
+          ends->second.size() != 1 || !freeAxes_.count(ends->second[0].str()) ||
+          (node.input_size() > 4 && !node.input(4).empty() &&
+           (!consts_.count(node.input(4)) || consts_.at(node.input(4)).v != std::vector<double>{1})))
+        continue;
+      int64_t axis = static_cast<int64_t>(axes->second.v[0]), rank = static_cast<int64_t>(table.dims.size());
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) continue;
+      std::vector<Expr> shape;
+      for (int64_t d = 0; d < rank; ++d)
+        shape.push_back(d == axis ? ends->second[0] : Expr(table.dims[static_cast<size_t>(d)]));
+      reshapeShapes_[node.output(0)] = {node.input(0), shape};
       rewritten = true;
     }
     for (auto& node : *model_.mutable_graph()->mutable_node()) {
@@ -5210,7 +5350,8 @@ class Importer {
   std::set<std::string> symbolicShapes_;
   std::map<std::string, std::vector<Expr>> shapeSizes_;     // a Shape over a symbolic dimension: its sizes
   // A Reshape whose target the shape arithmetic gives exactly, each entry a positive constant or a free
-  // axis: its output -> (its input, that shape), for shape inference to carry on past it.
+  // axis, or a table sliced to a free axis: its output -> (its input, that shape), for shape inference to
+  // carry on past it.
   std::map<std::string, std::pair<std::string, std::vector<Expr>>> reshapeShapes_;
   std::map<std::string, std::vector<int64_t>> madeShapes_;  // tensors the importer adds, which ONNX does not have  // values computed from a Shape that could not be folded
   std::vector<Dyn> dyn_;
