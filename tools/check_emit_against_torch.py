@@ -1485,7 +1485,7 @@ def cases(m):
         ("gqa_attention_symbolic_d48_h6_kv2_s19_op14", lambda: m.GqaAttention(48, 6, 2), (1, 19, 48), 14,
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
         # Hugging Face GPT-2's buffer sliced from the lengths after the views, MPT's tril negated and sliced
-        # [-s:, -s:]; rotary tables from arange(seq) in forward, a cache sliced to the length, Qwen2's block
+        # [-s:, -s:]; rotary tables from arange(seq) in forward, Qwen2's block
         ("hf_gpt2_attention_symbolic_s13", lambda: m.HfGpt2Attention(), (1, 13, 64), 14,
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
         ("hf_gpt2_attention_symbolic_d48_h3_b2_s5_op17", lambda: m.HfGpt2Attention(48, 3, 20), (2, 5, 48), 17,
@@ -1494,7 +1494,7 @@ def cases(m):
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
         ("rope_in_forward_symbolic_s9", lambda: m.RopeInForward(), (1, 9, 64), 17,
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
-        ("rotary_cache_symbolic_s11", lambda: m.RotaryCache(), (1, 11, 64), 17,
+        ("bmm_view_softmax_symbolic_s7", lambda: m.BmmViewSoftmax(), (1, 7, 64), 17,
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
         ("qwen2_block_symbolic_s7", lambda: m.Qwen2Block(), (1, 7, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}},
          SYMBOLIC),

@@ -1207,6 +1207,25 @@ class MptAttention(nn.Module):
         return self.out_proj(a)
 
 
+class BmmViewSoftmax(nn.Module):
+    """GPT-NeoX's scores as torch.baddbmm writes them: q and k merged to (batch * heads, seq, head_dim), a
+    3-D product viewed back as (batch, heads, seq, seq), the softmax straight after it."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.q, self.k, self.v, self.o = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = (lin(x).view(b, s, self.h, self.hd).permute(0, 2, 1, 3) for lin in (self.q, self.k, self.v))
+        scores = torch.zeros(b * self.h, s, s, dtype=x.dtype)
+        scores = torch.baddbmm(scores, q.reshape(b * self.h, s, self.hd),
+                               k.reshape(b * self.h, s, self.hd).transpose(1, 2), beta=1.0, alpha=0.25)
+        w = torch.softmax(scores.view(b, self.h, s, s), dim=-1)
+        return self.o((w @ v).permute(0, 2, 1, 3).reshape(b, s, d))
+
+
 class RoundingOps(InOut):
     """Functions of data that jump: fake quantisation as quantisation-aware training writes it (round half to
     even, clamped), floor and ceil, sign, and the two float remainders (torch.remainder, torch.fmod)."""
@@ -1457,6 +1476,8 @@ def main():
         export(block(), x, name + ".onnx", opset, io=True)
         torch.manual_seed(0)
         export(block(), x, name + "_seq.onnx", opset, seq)
+    torch.manual_seed(0)
+    export(BmmViewSoftmax(), torch.randn(1, 8, 64), "bmm_view_softmax_seq.onnx", 17, seq)
     return 0
 
 

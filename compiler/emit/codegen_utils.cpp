@@ -202,6 +202,11 @@ std::string elementIndex(const TensorInfo& tensor, const StreamOrder& order, con
 std::string insideTensor(const TensorInfo& tensor, const StreamOrder& order, const std::string& prefix,
                          const std::string& elem) {
   std::string s;
+  if (static_cast<int>(tensor.shape.size()) !=
+      order.map.numResults())  // (sizes paired with other coordinates)
+    throw UserError("unsupported: HLS emission of a stream of '" + tensor.name + "' whose order has " +
+                    std::to_string(order.map.numResults()) + " coordinates for its " +
+                    std::to_string(tensor.shape.size()) + " dimensions");
   for (int d = 0; d < order.map.numResults(); ++d) {
     const Expr& size = tensor.shape[static_cast<size_t>(d)];
     if (size.isConstant() || order.element[static_cast<size_t>(d)] == 1) continue;

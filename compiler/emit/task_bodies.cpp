@@ -447,14 +447,45 @@ class KernelBody {
     return cxx(kernel_.phases[ph].trip.back()) + " * " + std::to_string(tokenElements(port(ph, p).order));
   }
 
-  // Whether element `elem` of port p's token is inside its tensor (insideTensor): "" when the order pads none.
-  // A causal softmax's kernels add the mask (graph.h: isCausal): key <= row + K - R of the scores [.., R, K].
-  // The kernels loop over the order of their port reading the scores (lower/kernels.cpp: lowerRowOp), which
-  // gives the key and row even where the port streams another tensor: the scores' canonical order then
+  // Whether element `elem` of port p's token is inside its tensor (insideTensor): "" when the order pads
+  // none. A causal softmax's kernels add the mask (graph.h: isCausal): key <= row + K - R of the scores [..,
+  // R, K]. The kernels loop over the order of their port reading the scores (lower/kernels.cpp: lowerRowOp),
+  // which gives the key and row even where the port streams another tensor: the scores' canonical order then
   // (the base a reshape of the scores reads).
+  // A port's order over the kernel's loop counters: a port of fewer loops than the phase (a view's base,
+  // [4, s, s] under bmm(q, k).view(1, 4, s, s)) whose loops are the phase's trailing ones, the leading ones
+  // of one iteration each: its loop k is the kernel's loop k + (the phase's loops - its own).
+  StreamOrder kernelLoops(const StreamOrder& order, size_t ph) const {
+    const std::vector<Expr>& trips = kernel_.phases[ph].trip;
+    size_t n = order.trips.size(), k = trips.size();
+    if (n >= k) return order;
+    for (size_t i = 0; i < k; ++i)  // (another port's order, a weight's: its own loops, as they were)
+      if (i < k - n ? trips[i] != Expr(1) : trips[i] != order.trips[i - (k - n)]) return order;
+    StreamOrder aligned = order;
+    aligned.trips.insert(aligned.trips.begin(), trips.begin(), trips.begin() + static_cast<long>(k - n));
+    aligned.steps.insert(aligned.steps.begin(), k - n, 1);
+    std::vector<AffineExpr> results = order.map.results();
+    for (AffineExpr& r : results) r.coeffs.insert(r.coeffs.begin(), k - n, 0);
+    aligned.map = AffineMap(static_cast<int>(k), results);
+    return aligned;
+  }
+
   std::string inside(size_t ph, size_t p, const std::string& elem) const {
     const KernelPort& port = this->port(ph, p);
-    std::string s = insideTensor(info(port.tensor), port.order, "i", elem);
+    // A port that reads a view (softmax over bmm(q, k).view(b, h, s, s)) streams in the view's order, over
+    // its base's values: the view's sizes, of the order's rank, bound its coordinates.
+    const TensorInfo* tensor = &info(port.tensor);
+    const auto& viewOf = ctx_.compiled->kernels.viewOf;
+    for (const std::string& in : op_.inputs)
+      for (std::string v = in; static_cast<int>(tensor->shape.size()) != port.order.map.numResults();) {
+        auto base = viewOf.find(v);
+        if (base == viewOf.end()) break;
+        if (base->second == port.tensor &&
+            static_cast<int>(info(in).shape.size()) == port.order.map.numResults())
+          tensor = &info(in);
+        v = base->second;
+      }
+    std::string s = insideTensor(*tensor, kernelLoops(port.order, ph), "i", elem);
     if (!isCausal(op_)) return s;
     const TensorInfo& scores = info(op_.inputs[0]);
     int r = static_cast<int>(scores.shape.size());
@@ -463,7 +494,7 @@ class KernelBody {
                                                         : "(" + cxx(K) + " - " + cxx(R) + ")";
     StreamOrder loops = canonicalOrder(scores, ctx_.compiled->options.tile);
     for (const KernelPort& q : kernel_.phases[ph].ports)
-      if (!q.out && q.tensor == op_.inputs[0]) loops = q.order;
+      if (!q.out && q.tensor == op_.inputs[0]) loops = kernelLoops(q.order, ph);
     std::string causal = "(" + dataCoord(loops, r - 1, "i", elem) + ") <= (" + dataCoord(loops, r - 2, "i", elem) +
                          ") + " + past;
     return s.empty() ? causal : s + " && " + causal;

@@ -624,11 +624,13 @@ class Importer {
         readsSizes = readsSizes || sized.count(in) > 0;
       }
       const std::string& op = n.op_type();
-      // Rotary tables from positions: an arange of a length (or a cached table sliced to it, or gathered
-      // at such positions) times constant frequencies, through cos and sin, multiplied with the data. At
-      // every length the same rotation of position p, which the imports show as the same rope op; as
-      // weights (a table not rope's) the two imports differ and are refused. Angles and tables may not
-      // reach anything else (a comparison would make a mask of them).
+      // Rotary tables from positions: an arange of a length times constant frequencies, through cos and
+      // sin, multiplied with the data. At every length the same rotation of position p, which the imports
+      // show as the same rope op; as weights (a table not rope's) the two imports differ and are refused.
+      // Positions, angles and tables may not reach anything else (a comparison would make a mask of them,
+      // a Concat could put other values among the positions). A cached table sliced to the length or
+      // gathered at the positions is not taken: the imports see its first rows alone (a table of grouped
+      // positions past row 16, Self-Extend's, is rope's at two short lengths).
       auto among = [&](const std::set<std::string>& set) {
         return std::any_of(n.input().begin(), n.input().end(),
                            [&](const std::string& in) { return set.count(in) > 0; });
@@ -645,44 +647,16 @@ class Importer {
         return true;
       };
       auto mark = [&](std::set<std::string>& set) { set.insert(n.output().begin(), n.output().end()); };
-      if (op == "Slice" && n.input_size() > 2 && consts_.count(n.input(0)) && readsSizes && !readsData) {
-        auto ends = shapeSizes_.find(n.input(2));
-        auto starts = consts_.find(n.input(1));
-        const Const& buffer = consts_.at(n.input(0));
-        if (ends != shapeSizes_.end() && ends->second.size() == 1 && freeAxes_.count(ends->second[0].str()) &&
-            starts != consts_.end() &&
-            std::all_of(starts->second.v.begin(), starts->second.v.end(), [](double v) { return v == 0; }) &&
-            !splitAtDiagonal(buffer)) {  // cos_cached[:, :, :seq]: its positions bound the length
-          int64_t positions = 0;
-          if (auto axes = n.input_size() > 3 ? consts_.find(n.input(3)) : consts_.end();
-              axes != consts_.end() && axes->second.v.size() == 1) {
-            int64_t axis = static_cast<int64_t>(axes->second.v[0]);
-            if (axis < 0) axis += static_cast<int64_t>(buffer.dims.size());
-            if (axis >= 0 && axis < static_cast<int64_t>(buffer.dims.size()))
-              positions = buffer.dims[static_cast<size_t>(axis)];
-          }
-          if (positions <= 0) return false;
-          auto [at, fresh] = bounds.emplace(ends->second[0].str(), positions);
-          if (!fresh) at->second = std::min(at->second, positions);
-          mark(tables);
-          continue;
-        }
-      }
       if (op == "Range" && readsSizes && !readsData) mark(aranges);  // (sized as well, below)
-      if (among(aranges) && carry.count(op) && onlyOf({&aranges, &sized}, true)) mark(aranges);
+      if (among(aranges) && carry.count(op) && onlyOf({&aranges}, false)) mark(aranges);
       if (among(aranges) && !readsData && (op == "Mul" || op == "Div" || op == "MatMul" || op == "Einsum") &&
           onlyOf({&aranges}, true)) {
         mark(angles);
         continue;
       }
-      if (op == "Gather" && n.input_size() == 2 && (consts_.count(n.input(0)) || tables.count(n.input(0))) &&
-          aranges.count(n.input(1))) {  // cos[position_ids]
-        mark(tables);
-        continue;
-      }
       const bool shapeOnly = op == "Shape" || op == "Size";  // (of a table: sizes, as of any value)
       if (among(angles) && !shapeOnly) {
-        if ((carry.count(op) && onlyOf({&angles, &sized}, true)))
+        if (carry.count(op) && onlyOf({&angles}, false))
           mark(angles);
         else if ((op == "Cos" || op == "Sin") && n.input_size() == 1)
           mark(tables);
@@ -691,7 +665,7 @@ class Importer {
         continue;
       }
       if (among(tables) && !shapeOnly) {
-        if (carry.count(op) && onlyOf({&tables, &sized}, true))
+        if (carry.count(op) && onlyOf({&tables}, false))
           mark(tables);
         else if (op == "Mul" && readsData && onlyOf({&tables, &data}, true))
           mark(data);
@@ -712,11 +686,12 @@ class Importer {
       // Such arithmetic decides something from a size where it compares, clamps, divides or offsets it by
       // a constant other than 0 or +-1 (n - 16 as a window's edge, clamp(n, max=16), n > 1): two lengths
       // cannot tell that from a size; it may only reach the data as a target, which the imports show.
-      static const std::set<std::string> decisions = {"Less",  "Greater", "LessOrEqual", "GreaterOrEqual",
-                                                      "Equal", "Where",   "Min",         "Max",
-                                                      "Clip",  "Mod",     "Div",         "Not",
-                                                      "And",   "Or",      "Xor",         "Abs",
-                                                      "Neg",   "Sign",    "Floor",       "Ceil"};
+      static const std::set<std::string> decisions = {
+          "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "Where", "Min", "Max", "Clip", "Mod",
+          "Div", "Not", "And", "Or", "Xor", "Abs", "Neg", "Sign", "Floor", "Ceil",
+          // (over a shape vector: its constants and sizes folded)
+          "ReduceMin", "ReduceMax", "ReduceSum", "ReduceProd", "ReduceMean", "ReduceL1", "ReduceL2",
+          "ReduceSumSquare"};
       bool readsDecided = std::any_of(n.input().begin(), n.input().end(),
                                       [&](const std::string& in) { return decided.count(in) > 0; });
       if (readsSizes && arithmetic) {
@@ -726,9 +701,27 @@ class Importer {
               c != consts_.end() && !sized.count(n.input(i)) && op != "Concat" && !plumbing(op, i))
             offset = offset || !std::all_of(c->second.v.begin(), c->second.v.end(), neutral);
         if (offset) decided.insert(n.output().begin(), n.output().end());
-        static const std::set<std::string> thresholds = {
-            "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Min",   "Max", "Clip",
-            "Mod",  "Div",     "Abs",         "Sign",           "Floor", "Ceil"};
+        static const std::set<std::string> thresholds = {"Less",
+                                                         "Greater",
+                                                         "LessOrEqual",
+                                                         "GreaterOrEqual",
+                                                         "Min",
+                                                         "Max",
+                                                         "Clip",
+                                                         "Mod",
+                                                         "Div",
+                                                         "Abs",
+                                                         "Sign",
+                                                         "Floor",
+                                                         "Ceil",
+                                                         "ReduceMin",
+                                                         "ReduceMax",
+                                                         "ReduceSum",
+                                                         "ReduceProd",
+                                                         "ReduceMean",
+                                                         "ReduceL1",
+                                                         "ReduceL2",
+                                                         "ReduceSumSquare"};
         bool negativeTest =
             op == "Equal" && std::any_of(n.input().begin(), n.input().end(), [&](const std::string& in) {
               auto c = consts_.find(in);
@@ -764,6 +757,16 @@ class Importer {
       if (op == "Squeeze" && (n.input_size() < 2 || n.input(1).empty()) && symbolicShape(n.input(0)))
         return false;
       if (readsSizes && !target && !arithmetic) {  // a mask built from the sizes, or what reads it
+        // A mask may read the length itself (arange(s), arange(s) < s) but not a scalar made of sizes
+        // (i - batch * batch < j: a window past every length the imports take), but as a shape argument.
+        for (int i = 0; i < n.input_size(); ++i)
+          if (const std::string& in = n.input(i); sized.count(in) && scalars(in) && !plumbing(op, i)) {
+            auto exact = shapeSizes_.find(in);
+            if (exact == shapeSizes_.end() ||
+                !std::all_of(exact->second.begin(), exact->second.end(),
+                             [&](const Expr& e) { return e.isConstant() || freeAxes_.count(e.str()) > 0; }))
+              return false;
+          }
         for (int i = 0; i < n.input_size(); ++i) {
           auto c = consts_.find(n.input(i));
           if (c == consts_.end() || sized.count(n.input(i)) || plumbing(op, i)) continue;
@@ -1055,21 +1058,21 @@ class Importer {
       in = shapeOf(input);
     } catch (const UserError&) {
     }
+    auto sizeOrAxis = [&](const Expr& e) {
+      return e.isConstant() ? e.eval() > 0 : freeAxes_.count(e.str()) > 0;
+    };
     int inferred = -1;
     for (size_t i = 0; i < target.size(); ++i) {
       const Expr& e = target[i];
-      if (!e.isConstant()) {
-        if (!freeAxes_.count(e.str())) return std::nullopt;
-      } else if (e.eval() == 0 && i < in.size()) {
+      if (e.isConstant() && e.eval() == 0 && i < in.size())
         target[i] = in[i];
-      } else if (e.eval() == -1 && inferred < 0) {
+      else if (e.isConstant() && e.eval() == -1 && inferred < 0)
         inferred = static_cast<int>(i);
-      } else if (e.eval() <= 0) {
-        return std::nullopt;
-      }
+      if (static_cast<int>(i) != inferred && !sizeOrAxis(target[i])) return std::nullopt;
     }
     if (inferred < 0) return target;
-    if (in.empty()) return std::nullopt;
+    // (an input's size ONNX named, unk__0, is neither)
+    if (in.empty() || !std::all_of(in.begin(), in.end(), sizeOrAxis)) return std::nullopt;
     std::optional<int64_t> size;
     for (int64_t at : {11, 13}) {
       Bindings b;

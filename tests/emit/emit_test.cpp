@@ -1134,6 +1134,22 @@ TEST(Emit, TorchIdiomsCsimMatchesTheReference) {
 // An export with a dynamic sequence axis, fixed at import (--set dim.seq=8): its shape arithmetic folds,
 // repeat_kv's copies held a KV head per group, and the project's kernels compute what the reference does. The
 // network records the setting, so `stc emit` of the compiled network imports the model the same way.
+// A softmax straight after a batched product viewed back to heads (GPT-NeoX's baddbmm: [b * h, s, s] viewed
+// [b, h, s, s]) reads the product's stream of fewer loops than its own: its padded row's coordinates are
+// counted on its own loops (they were one loop off, the row's index taken for the key tile's, and csim
+// differed from the reference from the second row on).
+TEST(Emit, ASoftmaxOverAViewOfABatchedProductFindsItsPaddedKeys) {
+  std::string network = ::testing::TempDir() + "bmm_view_softmax.yaml";
+  ASSERT_EQ(stc("compile " + model("onnx/bmm_view_softmax_seq.onnx") + " -o " + network).code, 0);
+  for (int seq : {2, 17}) {
+    std::string dir = fresh("bmm_view_softmax_" + std::to_string(seq));
+    Outcome e = stc("emit " + network + " --bind seq=" + std::to_string(seq) + " -o " + dir);
+    ASSERT_EQ(e.code, 0) << e.out;
+    Outcome m = shell("make -s -C " + dir + " csim");
+    EXPECT_EQ(m.code, 0) << seq << m.out;
+  }
+}
+
 TEST(Emit, AnExportWithADynamicAxisFixedAtImport) {
   std::string out = emitAndSimulate(model("onnx/gqa_attention_seq.onnx"), "onnx_gqa_seq", "--set dim.seq=8");
   // The network compiled from it (with `settings`) and emitted (with `binding`) passes its C simulation.
