@@ -1034,17 +1034,9 @@ class Importer {
       }
       for (char ch : c) ok = ok && extent.count(ch);
       if (!ok) continue;
-      onnx::ValueInfoProto* v = nullptr;
-      for (auto& info : *model_.mutable_graph()->mutable_value_info())
-        if (info.name() == n.output(0)) v = &info;
-      if (!v) {
-        v = model_.mutable_graph()->add_value_info();
-        v->set_name(n.output(0));
-      }
-      auto* t = v->mutable_type()->mutable_tensor_type();
-      t->set_elem_type(elemType);
-      t->mutable_shape()->clear_dim();
-      for (char ch : c) t->mutable_shape()->add_dim()->set_dim_value(extent.at(ch));
+      std::vector<Expr> shape;
+      for (char ch : c) shape.emplace_back(extent.at(ch));
+      setValueShape(n.output(0), elemType, shape);
       added = true;
     }
     return added;
@@ -1088,34 +1080,42 @@ class Importer {
     return target;
   }
 
+  // Gives `name` the element type and shape (sizes, or free axes as dim_params) in the model's value_info,
+  // for ONNX's shape inference to start from.
+  void setValueShape(const std::string& name, int32_t elem, const std::vector<Expr>& shape) {
+    onnx::ValueInfoProto* v = nullptr;
+    for (auto& info : *model_.mutable_graph()->mutable_value_info())
+      if (info.name() == name) v = &info;
+    if (!v) {
+      v = model_.mutable_graph()->add_value_info();
+      v->set_name(name);
+    }
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    t->mutable_shape()->clear_dim();
+    for (const Expr& e : shape) {
+      if (e.isConstant())
+        t->mutable_shape()->add_dim()->set_dim_value(e.eval());
+      else
+        t->mutable_shape()->add_dim()->set_dim_param(e.str());
+    }
+  }
+
   // The values of reshapeShapes_ shape inference left without every size: those sizes.
   bool completeReshapeShapes() {
     bool added = false;
     for (const auto& [output, target] : reshapeShapes_) {
-      if (hasShape(output) && shapeOf(output).size() == target.second.size()) {
-        bool whole = true;
-        for (const auto& d : types_.at(output)->tensor_type().shape().dim())
-          whole = whole && (d.has_dim_value() || d.has_dim_param());
-        if (whole) continue;
+      // (read off the type: shapeOf throws at a dimension of unknown size, which is what is looked for)
+      if (auto type = types_.find(output); type != types_.end() && type->second->tensor_type().has_shape()) {
+        const auto& dims = type->second->tensor_type().shape().dim();
+        if (static_cast<size_t>(dims.size()) == target.second.size() &&
+            std::all_of(dims.begin(), dims.end(),
+                        [](const auto& d) { return d.has_dim_value() || d.has_dim_param(); }))
+          continue;
       }
       int32_t elem = elemTypeOf(target.first);
       if (elem == onnx::TensorProto::UNDEFINED) continue;
-      onnx::ValueInfoProto* v = nullptr;
-      for (auto& info : *model_.mutable_graph()->mutable_value_info())
-        if (info.name() == output) v = &info;
-      if (!v) {
-        v = model_.mutable_graph()->add_value_info();
-        v->set_name(output);
-      }
-      auto* t = v->mutable_type()->mutable_tensor_type();
-      t->set_elem_type(elem);
-      t->mutable_shape()->clear_dim();
-      for (const Expr& e : target.second) {
-        if (e.isConstant())
-          t->mutable_shape()->add_dim()->set_dim_value(e.eval());
-        else
-          t->mutable_shape()->add_dim()->set_dim_param(e.str());
-      }
+      setValueShape(output, elem, target.second);
       added = true;
     }
     return added;
