@@ -29,6 +29,7 @@ constexpr size_t kMaxKeys = size_t{1} << 16;  // keys of states seen once
 constexpr int64_t kKeptRuns = 4096;           // runs of reads an unbounded FIFO keeps (FifoState)
 constexpr int64_t kKeptWritesDepth = 64;      // deeper FIFOs keep their last writes (KeptTimes)
 constexpr int64_t kMarkQueueRuns = 4096;      // runs of a queue a mark keeps (QueueMark)
+constexpr size_t kRecentMarks = 8;            // marks a partial jump may start from (Engine::jumpPart)
 
 // A queue of `size` times as a mark keeps it.
 QueueMark queueMark(const RunQueue& q, int64_t size) {
@@ -379,6 +380,7 @@ void Engine::markPoint(int t, int64_t stepped) {
       if (c.remaining > 1) markStride_ = std::max(markStride_, c.stride);
     marks_.clear();
     keys_.clear();
+    recent_.clear();
     markWords_ = 0;
   }
   int64_t local = nextGroup(ts);
@@ -391,32 +393,38 @@ void Engine::markPoint(int t, int64_t stepped) {
   nextMarkLocal_ = (local / markStride_ + 1) * markStride_;
   steppedAtMark_ = stepped;
   // A state's whole mark is kept when first seen while the marks' budget lasts, else its key, and its mark
-  // when seen again; the jump is tried when a state with a mark recurs.
+  // when seen again; the jump is tried when a state with a mark recurs, and a partial one from the last
+  // few marks (jumpPart).
   uint64_t key = shapeKey();
   auto found = marks_.find(key);
-  if (found != marks_.end()) {
-    if (jumpFrom(found->second)) {
-      marks_.clear();
-      keys_.clear();
-      markWords_ = 0;
-      markBackoff_ = 1;
-      nextMarkLocal_ = (nextGroup(ts) / markStride_ + 1) * markStride_;
-      return;
-    }
-    found->second = mark();
+  if ((found != marks_.end() && jumpFrom(found->second, false)) || jumpPart()) {
+    marks_.clear();
+    keys_.clear();
+    recent_.clear();
+    markWords_ = 0;
+    markBackoff_ = 1;
+    nextMarkLocal_ = (nextGroup(ts) / markStride_ + 1) * markStride_;
     return;
   }
-  bool seen = !keys_.insert(key).second;
   for (const FifoState& f : fifos_)  // a mark keeps the first runs of each queue
     for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR})
       words += static_cast<size_t>(std::min<int64_t>(q->end() - q->begin(), kMarkQueueRuns));
+  if (words <= kMaxMarkRuns) {
+    if (recent_.size() == kRecentMarks) recent_.erase(recent_.begin());
+    recent_.push_back(mark());
+  }
+  if (found != marks_.end()) {
+    found->second = words <= kMaxMarkRuns ? recent_.back() : mark();
+    return;
+  }
+  bool seen = !keys_.insert(key).second;
   if (words <= kMaxMarkRuns && (seen || markWords_ + words <= kMarkBudget)) {
     if (markWords_ + words > kMarkBudget) {
       marks_.clear();
       markWords_ = 0;
     }
     markWords_ += words;
-    marks_.emplace(key, mark());
+    marks_.emplace(key, recent_.back());
   }
   if (seen) {
     markBackoff_ = 1;
@@ -534,10 +542,20 @@ bool Engine::idleDma(const DmaState& d, const DmaMark& m) {
                     m.served.begin(), m.served.end());
 }
 
-bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply) {
+bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply,
+                       const std::vector<char>& part) {
   const int64_t ticks = delta * program_.hbm.ticksPerCycle;
   auto moved = [&](int64_t now, int64_t was) { return now == was || now - was == delta; };
   std::vector<int64_t> perPeriod(tasks_.size(), 0);  // bursts per period, per moving DMA
+  // A partial jump's channels: those of its DMAs, whose other ports must have finished (an idle one may
+  // start while the part runs ahead); the rest are left as they are.
+  std::vector<char> partChannel(channels_.size(), part.empty());
+  for (size_t t = 0; t < part.size(); ++t)
+    if (part[t] && program_.tasks[t].dma) partChannel[static_cast<size_t>(dmas_[t].channel)] = 1;
+  for (size_t t = 0; t < part.size(); ++t)
+    if (!part[t] && program_.tasks[t].dma && !tasks_[t].done &&
+        partChannel[static_cast<size_t>(dmas_[t].channel)])
+      return false;
   // The earliest parked request, and the latest request of a moving DMA (ticks): every request the periods
   // issue or serve is at most the latter plus a period's ticks per period.
   int64_t parkedTick = INT64_MAX, lastRequest = INT64_MIN;
@@ -545,6 +563,7 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
     const TaskState& ts = tasks_[t];
     if (!program_.tasks[t].dma || ts.done || !ts.opened) continue;
     DmaState& d = dmas_[t];
+    if (!partChannel[static_cast<size_t>(d.channel)]) continue;
     const DmaMark& dm = m.dmas[t];
     int64_t tokens = ts.events - m.tasks[t].events, bursts = d.issued - dm.issued;
     if (tokens == 0 && idleDma(d, dm)) {
@@ -604,6 +623,7 @@ bool Engine::hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool appl
     repeats = std::min(repeats, (parkedTick - 1 - lastRequest) / ticks);
   }
   for (size_t c = 0; c < channels_.size(); ++c) {
+    if (!partChannel[c]) continue;
     ChannelState& ch = channels_[c];
     const ChannelMark& cm = m.channels[c];
     bool busy = ch.stats.busyTicks != cm.busyTicks;  // it served bursts in the period
@@ -865,16 +885,44 @@ bool Engine::mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_
   return true;
 }
 
-bool Engine::jumpFrom(const Mark& m) {
+bool Engine::jumpPart() {
+  for (auto m = recent_.rbegin(); m != recent_.rend(); ++m)
+    if (jumpFrom(*m, true)) return true;
+  return false;
+}
+
+// A partial jump repeats the period of the part of the network that moved by the anchor's delta, where the
+// rest moved otherwise (another period, or none): the part runs ahead of the rest, as a scheduler that let
+// it run first would have had it, for as long as it takes nothing from the rest that is not already there
+// (boundaryPeriod), and the rest is left as it is. Its DMAs must have their channels to themselves, other
+// ports idle.
+bool Engine::jumpFrom(const Mark& m, bool partial) {
   if (m.groupLeft != groupLeft_) return false;
   int64_t delta = 0;
-  for (size_t i = 0; i < tasks_.size() && delta == 0; ++i)
-    if (tasks_[i].events != m.tasks[i].events) delta = tasks_[i].lastTime - m.tasks[i].lastTime;
+  std::vector<char> part;  // partial: the tasks that moved by delta
+  if (partial) {
+    const auto a = static_cast<size_t>(anchor_);
+    if (anchor_ < 0 || tasks_[a].done || tasks_[a].events == m.tasks[a].events) return false;
+    delta = tasks_[a].lastTime - m.tasks[a].lastTime;
+    part.assign(tasks_.size(), 0);
+    bool others = false;  // some task moved by another delta
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      if (tasks_[i].events == m.tasks[i].events) continue;
+      part[i] = !tasks_[i].done && tasks_[i].lastTime - m.tasks[i].lastTime == delta;
+      others = others || !part[i];
+    }
+    if (!others) return false;  // the whole network's jump, tried by its key
+  } else {
+    for (size_t i = 0; i < tasks_.size() && delta == 0; ++i)
+      if (tasks_[i].events != m.tasks[i].events) delta = tasks_[i].lastTime - m.tasks[i].lastTime;
+  }
   if (delta <= 0) return false;
+  auto inPart = [&](size_t t) { return part.empty() || part[t]; };
   // Check, and find K: every live cursor that moves keeps at least one event after K more periods.
   int64_t repeats = INT64_MAX;
   std::vector<int64_t> local(tasks_.size(), 0);  // per moving task, its cursors' local advance per period
   for (size_t i = 0; i < tasks_.size(); ++i) {
+    if (!inPart(i)) continue;
     const TaskState& ts = tasks_[i];
     const TaskMark& tm = m.tasks[i];
     if (ts.done != tm.done || ts.opened != tm.opened || ts.phase != tm.phase || (ts.start >= 0) != tm.started ||
@@ -901,15 +949,26 @@ bool Engine::jumpFrom(const Mark& m) {
     if (advance <= 0 || ts.offset - tm.offset != delta - advance) return false;
     local[i] = advance;
   }
-  for (size_t i = 0; i < fifos_.size(); ++i)
-    if (!fifoPeriod(i, m, delta, repeats, false)) return false;
-  if (!hbmPeriod(m, delta, repeats, false) || repeats <= 0 || repeats == INT64_MAX) return false;
+  // A FIFO with both ends in the part (or any, jumping the whole), with one (boundaryPeriod), or none.
+  enum class Ends { kBoth, kWriter, kReader, kNone };
+  auto ends = [&](size_t i) {
+    bool w = inPart(static_cast<size_t>(fifos_[i].writer)), r = inPart(static_cast<size_t>(fifos_[i].reader));
+    return w && r ? Ends::kBoth : w ? Ends::kWriter : r ? Ends::kReader : Ends::kNone;
+  };
+  for (size_t i = 0; i < fifos_.size(); ++i) {
+    Ends e = ends(i);
+    if (e == Ends::kBoth
+            ? !fifoPeriod(i, m, delta, repeats, false)
+            : e != Ends::kNone && !boundaryPeriod(i, m, e == Ends::kWriter, delta, repeats, false))
+      return false;
+  }
+  if (!hbmPeriod(m, delta, repeats, false, part) || repeats <= 0 || repeats == INT64_MAX) return false;
   // Apply the period `repeats` times.
-  hbmPeriod(m, delta, repeats, true);
+  hbmPeriod(m, delta, repeats, true, part);
   for (size_t i = 0; i < tasks_.size(); ++i) {
     TaskState& ts = tasks_[i];
     const TaskMark& tm = m.tasks[i];
-    if (ts.done || ts.events == tm.events) continue;
+    if (!inPart(i) || ts.done || ts.events == tm.events) continue;
     for (size_t c = 0; c < ts.cursors.size(); ++c) {
       Cursor& cur = ts.cursors[c];
       if (cur.remaining == 0) continue;
@@ -935,9 +994,86 @@ bool Engine::jumpFrom(const Mark& m) {
       }
   }
   for (size_t i = 0; i < fifos_.size(); ++i) {
-    fifoPeriod(i, m, delta, repeats, true);
+    Ends e = ends(i);
+    if (e == Ends::kNone) continue;
+    if (e == Ends::kBoth)
+      fifoPeriod(i, m, delta, repeats, true);
+    else
+      boundaryPeriod(i, m, e == Ends::kWriter, delta, repeats, true);
     kept_[i] = KeptTimes();
     keptWrites_[i] = KeptTimes();
+  }
+  return true;
+}
+
+bool Engine::boundaryPeriod(size_t i, const Mark& m, bool partWrites, int64_t delta, int64_t& repeats,
+                            bool apply) {
+  FifoState& f = fifos_[i];
+  const FifoMark& fm = m.fifos[i];
+  const int end = partWrites ? f.writer : f.reader;
+  // A DMA's waits on HBM are charged to its stream, whichever end waits: its stream stays in its part.
+  if (program_.tasks[static_cast<size_t>(end)].dma) return false;
+  const int64_t was = m.tasks[static_cast<size_t>(end)].lastTime;  // the part's end, at the mark
+  const bool bounded = f.depth != kUnboundedDepth;
+  if (partWrites) {
+    int64_t wrote = f.written - fm.written;
+    if (!apply && (f.writerWaiting || fm.writerWaiting)) return false;
+    if (wrote == 0) return true;
+    // Below its depth a write needs no room; past it, the room of a read already queued, ready (one cycle
+    // after the read) before the period that takes it, as the period's were.
+    int64_t pops = 0;
+    if (bounded) {
+      if (fm.written >= f.depth)
+        pops = wrote;
+      else if (f.written > f.depth)
+        return false;
+      else if (!apply)
+        repeats = std::min(repeats, (f.depth - f.written) / wrote);
+    }
+    if (!apply) {
+      if (pops > 0) {
+        int64_t took = timeAt(fm.readTimes.head, pops - 1);
+        if (took == INT64_MAX || took + 1 > was) return false;
+        repeats = std::min(repeats, readyPeriods(f.readTimes.begin(), f.readTimes.end(), pops, 1, was, delta,
+                                                 f.queuedReads() / pops));
+      }
+      return recentTimes(f, wrote, true, nullptr);
+    }
+    std::vector<int64_t> gained;
+    recentTimes(f, wrote, true, &gained);
+    if (pops > 0) f.readTimes.popN(repeats * pops);
+    f.writeTimes.appendPeriods(gained, delta, repeats);
+    if (!f.occupancySettled) f.mergeW.appendPeriods(gained, delta, repeats);
+    if (f.record) f.writeLog.repeatLast(f.writeLog.size() - fm.logW, delta, repeats);
+    f.written += repeats * wrote;
+    if (f.readerWaiting) {
+      f.readerWaiting = false;
+      woken_.push_back(f.reader);
+    }
+    return true;
+  }
+  int64_t read = f.read - fm.read;
+  if (!apply && (f.readerWaiting || fm.readerWaiting)) return false;
+  if (read == 0) return true;
+  // The data of a write already queued, ready (raw cycles after the write) before the period that reads
+  // it, as the period's were.
+  if (!apply) {
+    int64_t took = timeAt(fm.writeTimes.head, read - 1);
+    if (took == INT64_MAX || took + f.raw > was) return false;
+    repeats = std::min(repeats, readyPeriods(f.writeTimes.begin(), f.writeTimes.end(), read, f.raw, was,
+                                             delta, f.queuedWrites() / read));
+    return recentTimes(f, read, false, nullptr);
+  }
+  std::vector<int64_t> taken;
+  recentTimes(f, read, false, &taken);
+  f.writeTimes.popN(repeats * read);
+  if (bounded) f.readTimes.appendPeriods(taken, delta, repeats);
+  if (!f.occupancySettled) f.mergeR.appendPeriods(taken, delta, repeats);
+  if (f.record) f.readLog.repeatLast(f.readLog.size() - fm.logR, delta, repeats);
+  f.read += repeats * read;
+  if (f.writerWaiting) {
+    f.writerWaiting = false;
+    woken_.push_back(f.writer);
   }
   return true;
 }

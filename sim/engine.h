@@ -220,7 +220,8 @@ class Engine {
   static bool idleDma(const DmaState& d, const DmaMark& m);
   /// The HBM part of jumpFrom: checks the DMAs and channels, lowers `repeats`, or false when they are not
   /// the mark's moved by delta. With apply, applies `repeats` periods instead.
-  bool hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply);
+  /// With `part` (a flag per task; empty: every task), only its DMAs and the channels they use.
+  bool hbmPeriod(const Mark& m, int64_t delta, int64_t& repeats, bool apply, const std::vector<char>& part);
   /// The FIFO's last n write (or read) times, into out unless it is null: from a queue that holds them (the
   /// merge's, the queued writes or reads), those it keeps (KeptTimes) or its curve; false when none does.
   bool recentTimes(const FifoState& f, int64_t n, bool writes, std::vector<int64_t>* out) const;
@@ -228,6 +229,10 @@ class Engine {
   bool fifoPeriod(size_t i, const Mark& m, int64_t delta, int64_t& repeats, bool apply);
   /// The maximum-occupancy merge's part of fifoPeriod.
   bool mergePeriod(FifoState& f, const FifoMark& fm, int64_t delta, int64_t repeats, bool apply);
+  /// The part of a partial jump for FIFO i, one of whose ends is in the part (the writer's when
+  /// `partWrites`): that end's periods repeat while what they take from the other end is already queued
+  /// and was ready before the period that takes it; checks and lowers `repeats`, or with apply applies them.
+  bool boundaryPeriod(size_t i, const Mark& m, bool partWrites, int64_t delta, int64_t& repeats, bool apply);
   /// Called as task t starts a run: chooses the anchor, and takes a mark at its run when one is due.
   void observe(int t);
   /// Makes task t the anchor, its marks to start afresh.
@@ -240,13 +245,17 @@ class Engine {
   uint64_t shapeKey() const;
   /// The last event of a channel's ports, in ticks: what shapeKey measures the channel's free tick against.
   int64_t portTicks(const ChannelState& ch) const;
-  /// The jump from m to now repeated as often as it can be, or false when the state is not m moved.
-  bool jumpFrom(const Mark& m);
+  /// The jump from m to now repeated as often as it can be, or false when the state is not m moved. With
+  /// `partial`, of the tasks that moved by the anchor's delta alone (jumpPart).
+  bool jumpFrom(const Mark& m, bool partial);
+  /// A partial jump from one of the recent marks, newest first.
+  bool jumpPart();
 
   const Program& program_;
   RunConfig config_;
   std::unordered_map<uint64_t, Mark> marks_;  // by shapeKey, of states seen more than once
   std::unordered_set<uint64_t> keys_;         // shapeKeys of states seen
+  std::vector<Mark> recent_;                  // the last marks taken, oldest first, for partial jumps
   size_t markWords_ = 0;                      // the size of the marks kept (words: vectors and runs)
   int anchor_ = -1;                           // the task whose runs take marks
   int64_t runsSinceMark_ = 0, anchorPatience_ = 64;
