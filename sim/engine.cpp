@@ -13,13 +13,15 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace stc::sim {
 
 namespace {
 // Periodic jumps (see below).
-constexpr size_t kMaxMarkRuns = size_t{1} << 16;
+constexpr int64_t kMaxMarkRuns = int64_t{1} << 16;  // queued runs a mark keeps in all, ...
+constexpr int64_t kMinMarkQueueRuns = 256;          // ... but at least these of each queue
 constexpr int64_t kMarkCost = 8;
 constexpr int64_t kMaxBackoff = 16;
 constexpr int64_t kMaxPatience = int64_t{1} << 24;  // runs of other tasks an anchor may wait
@@ -32,8 +34,8 @@ constexpr int64_t kMarkQueueRuns = 4096;      // runs of a queue a mark keeps (Q
 constexpr size_t kRecentMarks = 8;            // marks a partial jump may start from (Engine::jumpPart)
 
 // A queue of `size` times as a mark keeps it.
-QueueMark queueMark(const RunQueue& q, int64_t size) {
-  const TimeRun* end = q.begin() + std::min<std::ptrdiff_t>(q.end() - q.begin(), kMarkQueueRuns);
+QueueMark queueMark(const RunQueue& q, int64_t size, int64_t runs) {
+  const TimeRun* end = q.begin() + std::min<std::ptrdiff_t>(q.end() - q.begin(), runs);
   return {{q.begin(), end}, size, end == q.end()};
 }
 
@@ -366,32 +368,52 @@ void Engine::takeAnchor(int t) {
   runsSinceMark_ = 0;
 }
 
+void Engine::scheduleMarks(int64_t local, bool all) {
+  nextMarkLocal_ = INT64_MAX;
+  for (int k = 0; k < 2; ++k) {
+    if (markStrides_[k] == 0) continue;
+    if (all || local >= nextMarks_[k]) nextMarks_[k] = (local / markStrides_[k] + 1) * markStrides_[k];
+    nextMarkLocal_ = std::min(nextMarkLocal_, nextMarks_[k]);
+  }
+}
+
 void Engine::markPoint(int t, int64_t stepped) {
   // Marks are taken where the anchor's local cycle crosses a multiple of the stride, at first its phase's
   // longest port stride (one iteration of the outermost loop that repeats, which the others' strides divide):
   // a state that repeats every P local cycles of the anchor is marked at positions that repeat too (two
   // marks apart by a multiple of P). A crossing that comes before enough events were stepped since the last
   // mark (a key costs about as much as stepping one event per task and FIFO) doubles the stride instead.
+  // A task that streams a DMA's tokens also crosses a second lattice, that stride times the odd factor of
+  // the DMA's HBM period (hbmFactor), which no doubling of the first reaches.
   const TaskState& ts = tasks_[static_cast<size_t>(t)];
+  int64_t local = nextGroup(ts);
   if (ts.phase != anchorPhase_) {
     anchorPhase_ = ts.phase;
-    markStride_ = 1;
+    markStrides_[0] = 1;
     for (const Cursor& c : ts.cursors)  // a port of one event a phase has no period
-      if (c.remaining > 1) markStride_ = std::max(markStride_, c.stride);
+      if (c.remaining > 1) markStrides_[0] = std::max(markStrides_[0], c.stride);
+    int64_t factor = hbmFactor(t);
+    markStrides_[1] = factor > 1 ? markStrides_[0] * factor : 0;
+    nextMarks_[0] = nextMarks_[1] = 0;
     marks_.clear();
     keys_.clear();
     recent_.clear();
     markWords_ = 0;
   }
-  int64_t local = nextGroup(ts);
+  // Each lattice keeps its own cost: the one crossed marks when enough was stepped since its last mark.
   size_t words = stateWords_;
-  if (stepped - steppedAtMark_ < kMarkCost * markBackoff_ * static_cast<int64_t>(words)) {
-    if (markStride_ < (int64_t{1} << 40)) markStride_ *= 2;
-    nextMarkLocal_ = (local / markStride_ + 1) * markStride_;
-    return;
+  bool crossed[2] = {false, false}, take = false;
+  for (int k = 0; k < 2; ++k) {
+    if (markStrides_[k] == 0 || local < nextMarks_[k]) continue;
+    if (stepped - steppedAtMark_[k] < kMarkCost * markBackoff_[k] * static_cast<int64_t>(words)) {
+      if (markStrides_[k] < (int64_t{1} << 40)) markStrides_[k] *= 2;
+      continue;
+    }
+    crossed[k] = take = true;
+    steppedAtMark_[k] = stepped;
   }
-  nextMarkLocal_ = (local / markStride_ + 1) * markStride_;
-  steppedAtMark_ = stepped;
+  scheduleMarks(local, false);
+  if (!take) return;
   // A state's whole mark is kept when first seen while the marks' budget lasts, else its key, and its mark
   // when seen again; the jump is tried when a state with a mark recurs, and a partial one from the last
   // few marks (jumpPart).
@@ -402,23 +424,29 @@ void Engine::markPoint(int t, int64_t stepped) {
     keys_.clear();
     recent_.clear();
     markWords_ = 0;
-    markBackoff_ = 1;
-    nextMarkLocal_ = (nextGroup(ts) / markStride_ + 1) * markStride_;
+    markBackoff_[0] = markBackoff_[1] = 1;
+    scheduleMarks(nextGroup(ts), true);
     return;
   }
-  for (const FifoState& f : fifos_)  // a mark keeps the first runs of each queue
-    for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR})
-      words += static_cast<size_t>(std::min<int64_t>(q->end() - q->begin(), kMarkQueueRuns));
-  if (words <= kMaxMarkRuns) {
-    if (recent_.size() == kRecentMarks) recent_.erase(recent_.begin());
-    recent_.push_back(mark());
-  }
+  // A mark keeps the first runs of each queue (a period takes from their fronts), fewer of each where they
+  // hold more than kMaxMarkRuns in all: weight streams read far ahead, when the FIFOs are measured unbounded,
+  // queue a hundred thousand runs each.
+  int64_t runs = 0, queues = 0;
+  for (const FifoState& f : fifos_)
+    for (const RunQueue* q : {&f.writeTimes, &f.readTimes, &f.mergeW, &f.mergeR}) {
+      runs += std::min<int64_t>(q->end() - q->begin(), kMarkQueueRuns);
+      queues += q->end() != q->begin();
+    }
+  markQueueRuns_ = runs <= kMaxMarkRuns ? kMarkQueueRuns : std::max(kMinMarkQueueRuns, kMaxMarkRuns / queues);
+  words += static_cast<size_t>(std::min(runs, queues * markQueueRuns_));
+  if (recent_.size() == kRecentMarks) recent_.erase(recent_.begin());
+  recent_.push_back(mark());
   if (found != marks_.end()) {
-    found->second = words <= kMaxMarkRuns ? recent_.back() : mark();
+    found->second = recent_.back();
     return;
   }
   bool seen = !keys_.insert(key).second;
-  if (words <= kMaxMarkRuns && (seen || markWords_ + words <= kMarkBudget)) {
+  if (seen || markWords_ + words <= kMarkBudget) {
     if (markWords_ + words > kMarkBudget) {
       marks_.clear();
       markWords_ = 0;
@@ -426,12 +454,35 @@ void Engine::markPoint(int t, int64_t stepped) {
     markWords_ += words;
     marks_.emplace(key, recent_.back());
   }
-  if (seen) {
-    markBackoff_ = 1;
-    return;
+  for (int k = 0; k < 2; ++k)  // a run that does not repeat pays less and less
+    if (crossed[k]) markBackoff_[k] = seen ? 1 : std::min(markBackoff_[k] * 2, kMaxBackoff);
+  if (!seen && keys_.size() > kMaxKeys) keys_.clear();
+}
+
+// A DMA's times repeat, shifted, every HBM period: the bursts after which the channel's ticks fall on a
+// cycle again, and the tokens that fill them whole. Those of 64 bytes on a U55C's channel (57.5 bytes a
+// cycle, 115 ticks a cycle, a burst of 4 KB in 8,192 ticks) repeat every 115 bursts, 7,360 tokens, an odd
+// factor that no doubling of a stride reaches: a task that streams a DMA's tokens takes its marks at
+// multiples of it.
+int64_t Engine::hbmFactor(int t) const {
+  int64_t factor = 1;
+  auto add = [&](int dmaTask) {
+    const DmaState& d = dmas_[static_cast<size_t>(dmaTask)];
+    const int64_t burstTicks = program_.hbm.burstBytes * d.ticksPerByte;
+    const int64_t bursts = program_.hbm.ticksPerCycle / std::gcd(program_.hbm.ticksPerCycle, burstTicks);
+    const int64_t bytes = bursts * program_.hbm.burstBytes;
+    int64_t tokens = bytes / std::gcd(bytes, d.tokenBytes);  // lcm(bytes, tokenBytes) / tokenBytes
+    while (tokens % 2 == 0) tokens /= 2;
+    if (factor <= (int64_t{1} << 20) / tokens) factor = std::lcm(factor, tokens);
+  };
+  const TaskProgram& tp = program_.tasks[static_cast<size_t>(t)];
+  if (tp.dma) add(t);
+  for (const PortEvents& p : tp.phases[tasks_[static_cast<size_t>(t)].phase].ports) {
+    const FifoState& f = fifos_[static_cast<size_t>(p.fifo)];
+    int other = p.write ? f.reader : f.writer;
+    if (program_.tasks[static_cast<size_t>(other)].dma) add(other);
   }
-  markBackoff_ = std::min(markBackoff_ * 2, kMaxBackoff);  // a run that does not repeat pays less and less
-  if (keys_.size() > kMaxKeys) keys_.clear();
+  return factor;
 }
 
 int64_t Engine::portTicks(const ChannelState& ch) const {
@@ -504,8 +555,10 @@ Engine::Mark Engine::mark() const {
   for (const FifoState& f : fifos_)
     m.fifos.push_back({f.written, f.read, f.mergedW, f.mergedR, f.writeLog.size(), f.readLog.size(),
                        f.stallFull, f.stallEmpty, f.writerWaiting, f.readerWaiting,
-                       queueMark(f.writeTimes, f.queuedWrites()), queueMark(f.readTimes, f.queuedReads()),
-                       queueMark(f.mergeW, f.toMergeW()), queueMark(f.mergeR, f.toMergeR())});
+                       queueMark(f.writeTimes, f.queuedWrites(), markQueueRuns_),
+                       queueMark(f.readTimes, f.queuedReads(), markQueueRuns_),
+                       queueMark(f.mergeW, f.toMergeW(), markQueueRuns_),
+                       queueMark(f.mergeR, f.toMergeR(), markQueueRuns_)});
   m.dmas.resize(tasks_.size());
   for (size_t t = 0; t < tasks_.size(); ++t) {
     if (!program_.tasks[t].dma) continue;

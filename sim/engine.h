@@ -235,6 +235,10 @@ class Engine {
   bool boundaryPeriod(size_t i, const Mark& m, bool partWrites, int64_t delta, int64_t& repeats, bool apply);
   /// Called as task t starts a run: chooses the anchor, and takes a mark at its run when one is due.
   void observe(int t);
+  /// The odd factor of the HBM periods, in tokens, of the DMAs task t streams to or from (1 if none).
+  int64_t hbmFactor(int t) const;
+  /// The next crossings from local cycle `local`: of every lattice (all), or of those it has reached.
+  void scheduleMarks(int64_t local, bool all);
   /// Makes task t the anchor, its marks to start afresh.
   void takeAnchor(int t);
   /// At the anchor t, `stepped` events stepped so far: records the state now and then, jumps when it repeats.
@@ -261,14 +265,17 @@ class Engine {
   int64_t runsSinceMark_ = 0, anchorPatience_ = 64;
   int64_t longRun_ = 0;    // events of one run after which its task takes the anchor
   size_t stateWords_ = 0;  // tasks, FIFOs and channel ports: what a key or a mark costs, queued runs aside
-  int64_t markStride_ = 1,
-          nextMarkLocal_ = 0;      // marks where the anchor's local cycle crosses a multiple of the stride
+  int64_t markQueueRuns_ = 0;  // runs of each queue a mark keeps (markPoint)
+  // Marks where the anchor's local cycle crosses a multiple of either stride (the second 0 if none), the
+  // next crossing of each and the first of both.
+  int64_t markStrides_[2] = {1, 0}, nextMarks_[2] = {0, 0}, nextMarkLocal_ = 0;
   size_t anchorPhase_ = SIZE_MAX;  // the anchor's phase the stride is of
   int64_t jumpedEvents_ = 0;
   int64_t forced_ = 0;   // forceServe calls that served a request
   int64_t stepped_ = 0;  // events stepped one by one
-  int64_t markBackoff_ = 1;  // marks wait this many times longer after each that found no repeat
-  int64_t steppedAtMark_ = 0;  // stepped_ at the last mark
+  int64_t markBackoff_[2] = {
+      1, 1};  // per lattice: marks wait this many times longer after each that found no repeat
+  int64_t steppedAtMark_[2] = {0, 0};  // stepped_ at the lattice's last mark
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
   std::vector<KeptTimes> kept_, keptWrites_;  // one per FIFO
