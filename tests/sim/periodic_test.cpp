@@ -314,6 +314,30 @@ TEST(Periodic, RandomPartsAtDifferentPacesMatchStepByStep) {
   EXPECT_GT(jumped, 6);  // 8 of the 12 here, 5 without partial jumps
 }
 
+// A DMA read of 64-byte tokens on a U55C channel (57.5 bytes a cycle) into a consumer of ii 1: the HBM sets
+// the pace, and its times repeat, shifted by 8,192 cycles, every 115 bursts of 4 KB (7,360 tokens), an odd
+// factor that no power-of-two stride of the consumer's marks reaches; its second lattice of marks does
+// (Engine::hbmFactor). Before, the marks fell a power of two of tokens apart and matched only once those
+// were a multiple of 7,360 tokens.
+TEST(Periodic, AStreamAtTheHbmPaceJumpsByItsPeriod) {
+  const int64_t tokens = 1 << 20;  // 64 MiB
+  std::string text =
+      "network: stream\nfifos: [{name: w, width: 512}]\ntasks:\n"
+      "  - {name: load, kind: dma_read, channel: 0, bytes: " +
+      std::to_string(tokens * 64) +
+      ", ports: [{fifo: w, dir: out}]}\n"
+      "  - {name: mac, phases: [{trip: [" +
+      std::to_string(tokens) + "], ii: 1, latency: 4, ports: [{fifo: w, dir: in}]}]}\n";
+  EXPECT_TRUE(matchesStepByStep(text));
+  sim::SimResult got = simulateText(text, false, {}, periodic(false));
+  EXPECT_LT(got.events - got.jumpedEvents, 16000);  // 10,592 stepped here, 36,352 without the lattice
+  // 64 MiB at 57.5 bytes a cycle take 1,167,106.8 cycles of the channel; the run ends past them by the first
+  // burst's latency and the consumer's read.
+  EXPECT_GE(got.cycles, tokens * 64 * 2 / 115);
+  EXPECT_LT(got.cycles, tokens * 64 * 2 / 115 + 100);
+  EXPECT_EQ(got.hbm.size(), 1u);
+}
+
 // Two DMA writes on one channel: `late`'s producer starts a million cycles in, so its requests come after
 // every one of `early`'s, which a producer at ii 4 sends one burst at a time. The direct scheduler runs
 // `late` first in event order: its requests wait (parked) on the channel, which must serve `early`'s
