@@ -1169,8 +1169,10 @@ class Importer {
       reshapeShapes_[node.output(0)] = {node.input(0), *target};
       rewritten = true;
     }
-    // So does a constant table sliced from 0 to a free axis' size along one axis (cos_cached[:, :, :seq]),
-    // at lengths up to the table's (which the import keeps as the axis' maximum).
+    // So does a constant table sliced from 0 to a free axis' size along one axis, at lengths up to the
+    // table's: a mask buffer (nanoGPT's bias[:, :, :T, :T], whose length the symbolic import keeps as the
+    // axis' maximum: importOnnx's bounds). A rope cache sliced so (cos_cached[:, :, :seq]) gets its
+    // shape here too, and is refused later by the rules of sizesGeneralize.
     for (const auto& node : model_.graph().node()) {
       if (node.op_type() != "Slice" || node.input_size() < 4 || reshapeShapes_.count(node.output(0)) ||
           !consts_.count(node.input(0)))
