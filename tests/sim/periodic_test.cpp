@@ -314,6 +314,39 @@ TEST(Periodic, RandomPartsAtDifferentPacesMatchStepByStep) {
   EXPECT_GT(jumped, 6);  // 8 of the 12 here, 5 without partial jumps
 }
 
+// Parts fed by DMAs: each of a and b streams a DMA read of its own channel (tokens of 32 to 192 bytes, so
+// that the two HBM periods differ) and writes a token per token read, into fa (deep or unbounded) and fb,
+// which j reads a token of each a cycle. A part's jump takes its DMA's bursts and channel along; every
+// figure as step by step (the reference has no HBM).
+TEST(Periodic, RandomDmaFedPartsMatchStepByStep) {
+  std::mt19937 rng(20261208);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int widths[] = {32, 64, 96, 128, 192};
+  int jumped = 0;
+  for (int iter = 0; iter < 10; ++iter) {
+    int64_t tokens = 4096 * pick(8, 40);
+    std::string text = "network: fed\nfifos:\n";
+    std::string tasks;
+    for (const char* side : {"a", "b"}) {
+      std::string n(side), width = std::to_string(widths[pick(0, 4)] * 8);
+      text += "  - {name: d" + n + ", width: " + width + ", depth: " + std::to_string(pick(2, 64)) + "}\n";
+      text += "  - {name: f" + n + ", width: 32, depth: " +
+              (n == "a" && pick(0, 1) ? std::string("unbounded") : std::to_string(pick(2, 5000))) + "}\n";
+      tasks += "  - {name: load_" + n + ", kind: dma_read, channel: " + (n == "a" ? "0" : "1") +
+               ", bytes: " + std::to_string(tokens * std::stoi(width) / 8) + ", ports: [{fifo: d" + n +
+               ", dir: out}]}\n";
+      tasks += "  - {name: " + n + ", phases: [{trip: [" + std::to_string(tokens) +
+               "], ii: " + std::to_string(pick(1, 2)) + ", latency: " + std::to_string(pick(1, 6)) +
+               ", ports: [{fifo: d" + n + ", dir: in}, {fifo: f" + n + ", dir: out}]}]}\n";
+    }
+    tasks += "  - {name: j, phases: [{trip: [" + std::to_string(tokens) +
+             "], ii: 1, latency: 2, ports: [{fifo: fa, dir: in}, {fifo: fb, dir: in}]}]}\n";
+    text += "tasks:\n" + tasks;
+    jumped += matchesStepByStep(text);
+  }
+  EXPECT_GT(jumped, 5);
+}
+
 // A DMA read of 64-byte tokens on a U55C channel (57.5 bytes a cycle) into a consumer of ii 1: the HBM sets
 // the pace, and its times repeat, shifted by 8,192 cycles, every 115 bursts of 4 KB (7,360 tokens), an odd
 // factor that no power-of-two stride of the consumer's marks reaches; its second lattice of marks does
