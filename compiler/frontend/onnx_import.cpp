@@ -563,8 +563,10 @@ class Importer {
   /// compares, clamps, divides or offsets a size. Positions from the length (an arange into a table, a rope
   /// cache sliced) are refused here or by the imports' weights. Conservative: false for a model with an If,
   /// Loop or Scan, a squeeze() of every unit axis over a free one, or an output computed from shapes alone.
-  bool sizesGeneralize(std::map<std::string, int64_t>& bounds) const {
+  /// Refused, `why` names the node that broke a rule, and the rule.
+  bool sizesGeneralize(std::map<std::string, int64_t>& bounds, std::string& why) const {
     bounds.clear();
+    why.clear();
     std::set<std::string> data, sized;  // values computed from the inputs' data; from their sizes
     std::set<std::string> decided;      // sizes compared, clamped, divided or offset by a constant
     std::set<std::string> thresholded;  // of them, those through a comparison, a clamp or a division
@@ -616,8 +618,14 @@ class Importer {
       return count <= 8;
     };
     for (const auto& n : model_.graph().node()) {
+      // Why the node stops the axes staying symbolic, naming it as the unsupported list does.
+      auto refuse = [&](const std::string& reason) {
+        why = n.name() + " (" + n.op_type() + ") " + reason;
+        return false;
+      };
       for (const auto& at : n.attribute())
-        if (at.has_g() || at.graphs_size() > 0) return false;
+        if (at.has_g() || at.graphs_size() > 0)
+          return refuse("holds a subgraph, which the import follows at one size only");
       bool readsData = false, readsSizes = false;
       for (const auto& in : n.input()) {
         readsData = readsData || data.count(in) > 0;
@@ -661,7 +669,9 @@ class Importer {
         else if ((op == "Cos" || op == "Sin") && n.input_size() == 1)
           mark(tables);
         else
-          return false;
+          return refuse(
+              "takes rotary angles from the length (positions times frequencies) elsewhere than into cos or "
+              "sin");
         continue;
       }
       if (among(tables) && !shapeOnly) {
@@ -673,7 +683,8 @@ class Importer {
                  onlyOf({&tables}, true))
           mark(tables);
         else
-          return false;
+          return refuse(
+              "takes a rotary table of the length's positions elsewhere than into a product with the data");
         continue;
       }
       bool target = readsSizes && (op == "Reshape" || op == "Expand") && n.input_size() == 2 &&
@@ -739,7 +750,10 @@ class Importer {
         for (int i = 0; i < n.input_size(); ++i)
           if (decided.count(n.input(i)) &&
               (!plumbing(op, i) || thresholded.count(n.input(i)) || !homogeneousSizes(n.input(i))))
-            return false;
+            return refuse(
+                "takes '" + n.input(i) +
+                "', a size compared, clamped, divided or offset by a constant, where only a shape argument "
+                "that is an exact multiple of the sizes may go");
       }
       // A target decided from a size must be known exactly and whole (n * heads), not through / or %: a
       // ceil-division or a clamp would look like a size or a constant at two lengths. Where the import does
@@ -751,11 +765,13 @@ class Importer {
                 ? thresholded.count(n.input(1)) > 0
                 : std::any_of(exact->second.begin(), exact->second.end(),
                               [](const Expr& e) { return e.str().find_first_of("/%") != std::string::npos; }))
-          return false;
+          return refuse(
+              "shapes the data to '" + n.input(1) +
+              "', a size through a comparison, clamp or division, which two lengths cannot tell from a size");
       }
       // A Squeeze of every axis of length 1 drops a free axis where its length is 1, and not at two others.
       if (op == "Squeeze" && (n.input_size() < 2 || n.input(1).empty()) && symbolicShape(n.input(0)))
-        return false;
+        return refuse("squeezes every axis of length 1, which drops a free axis where its length is 1");
       if (readsSizes && !target && !arithmetic) {  // a mask built from the sizes, or what reads it
         // A mask may read the length itself (arange(s), arange(s) < s) but not a scalar made of sizes
         // (i - batch * batch < j: a window past every length the imports take), but as a shape argument.
@@ -765,7 +781,8 @@ class Importer {
             if (exact == shapeSizes_.end() ||
                 !std::all_of(exact->second.begin(), exact->second.end(),
                              [&](const Expr& e) { return e.isConstant() || freeAxes_.count(e.str()) > 0; }))
-              return false;
+              return refuse("builds a mask from '" + in +
+                            "', a scalar made of sizes rather than a length itself");
           }
         for (int i = 0; i < n.input_size(); ++i) {
           auto c = consts_.find(n.input(i));
@@ -777,13 +794,17 @@ class Importer {
             auto ends = n.input_size() > 2 ? shapeSizes_.find(n.input(2)) : shapeSizes_.end();
             if (!splitAtDiagonal(value) || ends == shapeSizes_.end() || ends->second.size() != 1 ||
                 !freeAxes_.count(ends->second[0].str()))
-              return false;
+              return refuse(
+                  "slices the constant '" + n.input(0) +
+                  "' by the length, and it is no mask buffer split at the diagonal (a table the imports "
+                  "would see the first rows of only)");
             int64_t positions = std::min(value.dims[value.dims.size() - 2], value.dims.back());
             auto [at, fresh] = bounds.emplace(ends->second[0].str(), positions);
             if (!fresh) at->second = std::min(at->second, positions);
           } else if (!shapeVector &&
                      (!value.known || !std::all_of(value.v.begin(), value.v.end(), neutral))) {
-            return false;
+            return refuse("combines what it builds from the sizes with the constant '" + n.input(i) +
+                          "', not 0, 1, -1 or a large negative fill");
           }
         }
         for (const auto& at : n.attribute()) {
@@ -791,7 +812,8 @@ class Importer {
               op == "ConstantOfShape" && at.name() == "value" ? fromTensor(at.t()).v : std::vector<double>{};
           if (!std::all_of(fill.begin(), fill.end(), neutral) ||
               (op == "EyeLike" && at.name() == "k" && !neutral(static_cast<double>(at.i()))))
-            return false;
+            return refuse(
+                "fills what it builds from the sizes with a value not 0, 1, -1 or a large negative");
         }
       }
       // (A constant size of a symbolic shape, x.size(-1), is neither: checked as any constant is.)
@@ -803,7 +825,10 @@ class Importer {
         (ofSizes ? sized : data).insert(n.output().begin(), n.output().end());
     }
     for (const auto& out : model_.graph().output())
-      if (sized.count(out.name())) return false;
+      if (sized.count(out.name())) {
+        why = "the graph's output '" + out.name() + "' is computed from shapes alone";
+        return false;
+      }
     return true;
   }
 
@@ -5492,9 +5517,11 @@ Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& 
     return plain.run();
   } catch (const UserError& refusal) {
     std::map<std::string, int64_t> bounds;  // an axis -> the positions of a mask buffer sliced to it
-    if (!overFreeAxes || plain.freeAxes().empty() || plain.freeAxes().size() > 6 ||
-        !plain.sizesGeneralize(bounds))
-      throw;
+    std::string rule;                       // the rule sizesGeneralize found broken, and where
+    if (!overFreeAxes || plain.freeAxes().empty() || plain.freeAxes().size() > 6) throw;
+    if (!plain.sizesGeneralize(bounds, rule))
+      throw UserError(std::string(refusal.what()) + "\n(the dynamic axes cannot stay symbolic: " + rule +
+                      ")");
     // Each free axis at two sizes no other axis takes, primes unlikely to be any other size of the model
     // (from 5 for an axis a mask buffer bounds: nanoGPT's may hold 16 positions).
     static const int64_t kPrimes[] = {5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
