@@ -774,6 +774,16 @@ int64_t readyPeriods(const TimeRun* q, const TimeRun* qEnd, int64_t c, int64_t a
   return std::min(most, first / c);
 }
 
+// The periods to come whose takes from a queue are ready before they begin (readyPeriods over `now`, at
+// most `most`), or 0 unless the measured period's were too: its `consumed` takes were the front of the
+// queue at the mark (`was`), the last at most `limit` (the taker's last event then) once `after` is added.
+int64_t readyTakes(const QueueMark& was, const RunQueue& now, int64_t consumed, int64_t after, int64_t limit,
+                   int64_t delta, int64_t most) {
+  int64_t took = timeAt(was.head, consumed - 1);  // the last time the period took, if the mark kept it
+  if (took == INT64_MAX || took + after > limit) return 0;
+  return readyPeriods(now.begin(), now.end(), consumed, after, limit, delta, most);
+}
+
 // Whether a reader that took more than its FIFO held at the mark, q0 of them queued then and c in all,
 // finds every token of the next periods ready when it reads it, where the FIFO gains more than it loses (a
 // writer ahead of its reader filling a deep FIFO): `gained` the period's a write times, `took` its c read
@@ -826,10 +836,7 @@ bool queuePeriod(const QueueMark& was, RunQueue& now, int64_t consumed, int64_t 
   if (kept < 0) return gained && added > consumed;
   if (consumed == 0) return true;
   int64_t periodic = std::min(shiftedPrefix(was, now, consumed, delta), kept) / consumed;
-  int64_t ready = 0;
-  int64_t took = timeAt(was.head, consumed - 1);  // the last time the period took, if the mark kept it
-  if (took != INT64_MAX && took + after <= limit)
-    ready = readyPeriods(now.begin(), now.end(), consumed, after, limit, delta, kept / consumed);
+  int64_t ready = readyTakes(was, now, consumed, after, limit, delta, kept / consumed);
   repeats = std::min(repeats, std::max(periodic, ready));
   return true;
 }
@@ -1084,12 +1091,9 @@ bool Engine::boundaryPeriod(size_t i, const Mark& m, bool partWrites, int64_t de
         repeats = std::min(repeats, (f.depth - f.written) / wrote);
     }
     if (!apply) {
-      if (pops > 0) {
-        int64_t took = timeAt(fm.readTimes.head, pops - 1);
-        if (took == INT64_MAX || took + 1 > was) return false;
-        repeats = std::min(repeats, readyPeriods(f.readTimes.begin(), f.readTimes.end(), pops, 1, was, delta,
-                                                 f.queuedReads() / pops));
-      }
+      if (pops > 0)
+        repeats = std::min(
+            repeats, readyTakes(fm.readTimes, f.readTimes, pops, 1, was, delta, f.queuedReads() / pops));
       return recentTimes(f, wrote, true, nullptr);
     }
     std::vector<int64_t> gained;
@@ -1111,10 +1115,8 @@ bool Engine::boundaryPeriod(size_t i, const Mark& m, bool partWrites, int64_t de
   // The data of a write already queued, ready (raw cycles after the write) before the period that reads
   // it, as the period's were.
   if (!apply) {
-    int64_t took = timeAt(fm.writeTimes.head, read - 1);
-    if (took == INT64_MAX || took + f.raw > was) return false;
-    repeats = std::min(repeats, readyPeriods(f.writeTimes.begin(), f.writeTimes.end(), read, f.raw, was,
-                                             delta, f.queuedWrites() / read));
+    repeats = std::min(
+        repeats, readyTakes(fm.writeTimes, f.writeTimes, read, f.raw, was, delta, f.queuedWrites() / read));
     return recentTimes(f, read, false, nullptr);
   }
   std::vector<int64_t> taken;
