@@ -273,9 +273,8 @@ class Engine {
   int64_t jumpedEvents_ = 0;
   int64_t forced_ = 0;   // forceServe calls that served a request
   int64_t stepped_ = 0;  // events stepped one by one
-  int64_t markBackoff_[2] = {
-      1, 1};  // per lattice: marks wait this many times longer after each that found no repeat
-  int64_t steppedAtMark_[2] = {0, 0};  // stepped_ at the lattice's last mark
+  // Per lattice: marks wait this many times longer after each that found no repeat; stepped_ at its last.
+  int64_t markBackoff_[2] = {1, 1}, steppedAtMark_[2] = {0, 0};
   std::vector<TaskState> tasks_;
   std::vector<FifoState> fifos_;
   std::vector<KeptTimes> kept_, keptWrites_;  // one per FIFO
