@@ -57,6 +57,32 @@ class ReluMlp(torch.nn.Module):
         return torch.sigmoid(self.down(torch.relu(self.up(x))))
 
 
+class MqaRepeatInterleave(torch.nn.Module):
+    """Gemma's reference attention (google/gemma_pytorch) with one KV head: q, k and v split from one
+    projection, k and v copied to the query heads by torch.repeat_interleave(dim=2) over [b, s, kv, hd],
+    scores soft-capped (divide, tanh, multiply), a causal mask of -2.38e38 added, softmax in float. With a
+    dynamic sequence torch 1.13 writes the repeat as a Loop whose ONNX result is [b, s, hd, heads] where torch
+    meant [b, s, heads, hd], so that the ONNX model's product does not meet: stc imports it at torch's."""
+
+    def __init__(self, d=64, heads=4, hd=32, cap=30.0):
+        super().__init__()
+        self.heads, self.hd, self.cap = heads, hd, cap
+        self.qkv = torch.nn.Linear(d, (heads + 2) * hd, bias=False)
+        self.o = torch.nn.Linear(heads * hd, d, bias=False)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).split([self.heads * self.hd, self.hd, self.hd], dim=-1)
+        q = q.view(b, -1, self.heads, self.hd)
+        k = torch.repeat_interleave(k.view(b, -1, 1, self.hd), self.heads, dim=2)
+        v = torch.repeat_interleave(v.view(b, -1, 1, self.hd), self.heads, dim=2)
+        q, k, v = q.transpose(1, 2) * self.hd ** -0.5, k.transpose(1, 2), v.transpose(1, 2)
+        scores = torch.tanh(torch.matmul(q, k.transpose(2, 3)) / self.cap) * self.cap
+        scores = scores + torch.full((1, 1, s, s), -2.3819763e38).triu(1)
+        p = torch.nn.functional.softmax(scores.float(), dim=-1).type_as(q)
+        return self.o(torch.matmul(p, v).transpose(1, 2).contiguous().view(b, s, -1))
+
+
 class FullRotaryAsPartial(torch.nn.Module):
     """A rotary over the whole head written as a partial one (Qwen-1, GPT-NeoX at rotary_pct 1.0):
     x[..., :rot] turned, x[..., rot:] empty, concatenated back."""
@@ -1500,6 +1526,12 @@ def cases(m):
          SYMBOLIC),
         ("qwen2_block_symbolic_d48_h6_kv2_b2_s6_op14", lambda: m.Qwen2Block(48, 6, 2, 64), (2, 6, 48), 14,
          {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, SYMBOLIC),
+        ("mqa_repeat_interleave_seq_s11", lambda: MqaRepeatInterleave(), (1, 11, 64), 14,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("mqa_repeat_interleave_d48_h3_hd16_b2_seq_s7_op17", lambda: MqaRepeatInterleave(48, 3, 16), (2, 7, 48), 17,
+         {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, []),
+        ("repeat_interleave_heads_seq_s8", lambda: m.RepeatInterleaveHeads(), (1, 8, 64), 17,
+         {"x": {1: "seq"}, "y": {2: "seq"}}, []),
     ]
 
 

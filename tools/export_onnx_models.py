@@ -1316,7 +1316,7 @@ class RepeatInterleaveHeads(nn.Module):
     """OpenELM's grouped keys, keys.repeat_interleave(groups, dim=1) over [b, kv, s, hd], the keys scaled by a
     buffer sliced to the sequence first (as a rotary cache is): with a symbolic sequence torch writes a Loop
     whose slices [b, 1, r, s, hd] are reshaped with [0, -1, 0, 0] (a 0 keeps r where torch meant s), so the
-    ONNX model's q.k^T does not meet (torch's own result is right)."""
+    ONNX model's q.k^T does not meet (torch's own result is right: stc imports it at torch's shape)."""
 
     def __init__(self, d=64, heads=4, kv=2, max_seq=32):
         super().__init__()
@@ -1459,7 +1459,7 @@ def main():
     export(RepeatInterleaveTable(), torch.randn(1, 8, 64), "repeat_interleave_table.onnx", 17, io=True)
     export(TopkBesideView(), torch.randn(1, 8, 64), "topk_beside_view_seq.onnx", 17, seq)
     export(RepeatInterleaveHeads(), torch.randn(1, 8, 64), "repeat_interleave_heads_seq.onnx", 17,
-           {"x": {1: "seq"}, "y": {2: "seq"}})
+           {"x": {1: "seq"}, "y": {2: "seq"}}, io=True)
     torch.manual_seed(0)
     export(RepeatInterleaveRows(), torch.randn(1, 8, 8), "repeat_interleave_rows.onnx", 17)
     torch.manual_seed(0)

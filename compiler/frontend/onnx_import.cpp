@@ -510,7 +510,10 @@ std::string symbolName(const std::string& param) {
 
 class Importer {
  public:
-  Importer(std::string path, std::map<std::string, int64_t> dims) : path_(std::move(path)), dims_(std::move(dims)) {}
+  /// torchRepeats: torch's repeat_interleave Loops whose ONNX result is not torch's shape are imported at
+  /// torch's (see importOnnx).
+  Importer(std::string path, std::map<std::string, int64_t> dims, bool torchRepeats = false)
+      : path_(std::move(path)), dims_(std::move(dims)), torchRepeats_(torchRepeats) {}
 
   Graph run() {
     load();
@@ -550,6 +553,13 @@ class Importer {
 
   /// The model's dynamic axes left symbolic (none bound by `dims`), after load.
   const std::set<std::string>& freeAxes() const { return freeAxes_; }
+  /// What each repeat_interleave Loop the import rewrote whose ONNX result is not torch's shape made,
+  /// against torch's result (none: empty).
+  std::vector<std::string> offRepeats() const {
+    std::vector<std::string> notes;
+    for (const OffRepeat& r : offRepeats_) notes.push_back(r.note);
+    return notes;
+  }
 
   /// Whether an import at two sizes of each free axis tells where its size went: the sizes computed from
   /// shapes over the free axes reach the data as the targets of reshapes and expands (input 1 of Reshape or
@@ -1521,6 +1531,9 @@ class Importer {
       dropped.insert(f.loop);
       std::vector<int64_t> meant = f.dims;
       meant[static_cast<size_t>(f.axis)] *= f.repeats;
+      // Its values are torch's, in torch's order (the pieces reshaped once each): at torch's shape, the
+      // reshape gives torch's result.
+      if (torchRepeats_) replacing[f.concat].back().set_input(1, initializer(out + "__meant", meant));
       if (f.shape != meant)
         offRepeats_.push_back({out, "torch's repeat_interleave Loop at '" + nodeName(*f.concat) + "' makes " +
                                         dimsText(f.shape) + " where torch's own result is " +
@@ -1614,6 +1627,13 @@ class Importer {
   // its shape, or a graph output, makes the model compute what ONNX defines and not what torch did: said
   // in a note (Graph::notes), since the model imports.
   void noteOffRepeats() {
+    if (torchRepeats_) {
+      for (const OffRepeat& r : offRepeats_)
+        graph_.notes.push_back(path_ + ": " + r.note +
+                               ", and the model does not hold together at that shape: imported at torch's "
+                               "(the values torch computes)");
+      return;
+    }
     for (const OffRepeat& r : offRepeats_) {
       std::string reader;
       for (const auto& o : model_.graph().output())
@@ -5374,6 +5394,7 @@ class Importer {
     std::string value, note;  // the concatenation's output, and what it makes against torch's result
   };
   std::vector<OffRepeat> offRepeats_;
+  bool torchRepeats_ = false;
   onnx::ModelProto model_;
   std::map<std::string, const onnx::TypeProto*> types_;
   std::map<std::string, Const> consts_;
@@ -5509,12 +5530,36 @@ std::optional<Graph> overAxes(const Graph& a, const Graph& b,
   return g;
 }
 
+// An import at `dims`; where it stops after rewriting a repeat_interleave Loop whose ONNX result is not
+// torch's shape (torch 1.13 reshapes its slices with a 0 that keeps an expanded size), the model as torch
+// meant it, when that holds together: the ONNX model computes nothing there (its shapes stop meeting), and
+// the Loop's values are torch's, in torch's order. `plain` is the first import's.
+Graph importHoldingTogether(Importer& plain, const std::string& path,
+                            const std::map<std::string, int64_t>& dims) {
+  try {
+    return plain.run();
+  } catch (const UserError&) {
+    if (plain.offRepeats().empty()) throw;
+    std::exception_ptr first = std::current_exception();
+    try {
+      return Importer(path, dims, true).run();
+    } catch (const UserError&) {
+      std::rethrow_exception(first);
+    }
+  }
+}
+
+Graph importHoldingTogether(const std::string& path, const std::map<std::string, int64_t>& dims) {
+  Importer plain(path, dims);
+  return importHoldingTogether(plain, path, dims);
+}
+
 }  // namespace
 
 Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& dims, bool overFreeAxes) {
   Importer plain(path, dims);
   try {
-    return plain.run();
+    return importHoldingTogether(plain, path, dims);
   } catch (const UserError& refusal) {
     std::map<std::string, int64_t> bounds;  // an axis -> the positions of a mask buffer sliced to it
     std::string rule;                       // the rule sizesGeneralize found broken, and where
@@ -5542,7 +5587,7 @@ Graph importOnnx(const std::string& path, const std::map<std::string, int64_t>& 
     std::optional<Graph> g;
     std::string why;
     try {
-      g = overAxes(Importer(path, first).run(), Importer(path, second).run(), sizes, why);
+      g = overAxes(importHoldingTogether(path, first), importHoldingTogether(path, second), sizes, why);
     } catch (const UserError&) {
       throw refusal;  // (fixing the axes, the user sees why the import stops)
     }
