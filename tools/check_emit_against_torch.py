@@ -1532,6 +1532,10 @@ def cases(m):
          {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}}, []),
         ("repeat_interleave_heads_seq_s8", lambda: m.RepeatInterleaveHeads(), (1, 8, 64), 17,
          {"x": {1: "seq"}, "y": {2: "seq"}}, []),
+        ("mqa_repeat_interleave_symbolic_s11", lambda: MqaRepeatInterleave(), (1, 11, 64), 14,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        ("mqa_repeat_interleave_symbolic_d48_h3_hd16_s9_op17", lambda: MqaRepeatInterleave(48, 3, 16), (1, 9, 48),
+         17, {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
     ]
 
 

@@ -572,7 +572,8 @@ class Importer {
   /// shown by the imports where it meets the data as a target, and may reach it no other way where it
   /// compares, clamps, divides or offsets a size. Positions from the length (an arange into a table, a rope
   /// cache sliced) are refused here or by the imports' weights. Conservative: false for a model with an If,
-  /// Loop or Scan, a squeeze() of every unit axis over a free one, or an output computed from shapes alone.
+  /// Loop or Scan (but torch's Loop for a repeat_interleave, which the imports rewrite), a squeeze() of every
+  /// unit axis over a free one, or an output computed from shapes alone.
   /// Refused, `why` names the node that broke a rule, and the rule.
   bool sizesGeneralize(std::map<std::string, int64_t>& bounds, std::string& why) const {
     bounds.clear();
@@ -627,6 +628,17 @@ class Importer {
       for (const Expr& e : shapeOf(v)) count *= e.eval();
       return count <= 8;
     };
+    // torch's repeat_interleave over a tensor whose size its tracer lost: a Loop whose sequence only a
+    // ConcatFromSequence reads, which each import at a fixed size rewrites as one repeat, or refuses
+    // (rewriteRepeatInterleaveLoops); the two imports then show where its sizes go.
+    std::map<std::string, std::set<std::string>> readBy;  // a value -> the op types that read it
+    for (const auto& n : model_.graph().node())
+      for (const auto& in : n.input()) readBy[in].insert(n.op_type());
+    for (const auto& o : model_.graph().output()) readBy[o.name()].insert("");
+    auto repeatLoop = [&](const onnx::NodeProto& n) {
+      return n.op_type() == "Loop" && n.output_size() == 1 &&
+             readBy[n.output(0)] == std::set<std::string>{"ConcatFromSequence"};
+    };
     for (const auto& n : model_.graph().node()) {
       // Why the node stops the axes staying symbolic, naming it as the unsupported list does.
       auto refuse = [&](const std::string& reason) {
@@ -634,10 +646,22 @@ class Importer {
         return false;
       };
       for (const auto& at : n.attribute())
-        if (at.has_g() || at.graphs_size() > 0)
+        if ((at.has_g() || at.graphs_size() > 0) && !repeatLoop(n))
           return refuse("holds a subgraph, which the import follows at one size only");
       bool readsData = false, readsSizes = false;
-      for (const auto& in : n.input()) {
+      std::vector<std::string> inputs(n.input().begin(), n.input().end());
+      if (repeatLoop(n))  // (its body reads the slices of the tensor by name)
+        for (const auto& at : n.attribute())
+          if (at.has_g()) {
+            std::set<std::string> inner;
+            for (const auto& i : at.g().input()) inner.insert(i.name());
+            for (const auto& b : at.g().node()) {
+              for (const auto& in : b.input())
+                if (!inner.count(in)) inputs.push_back(in);
+              inner.insert(b.output().begin(), b.output().end());
+            }
+          }
+      for (const auto& in : inputs) {
         readsData = readsData || data.count(in) > 0;
         readsSizes = readsSizes || sized.count(in) > 0;
       }
@@ -5447,8 +5471,23 @@ std::optional<Graph> overAxes(const Graph& a, const Graph& b,
       }
     return "";
   };
+  // Notes alike but for the sizes they quote (a repeat_interleave Loop's shapes at each size).
+  auto withoutNumbers = [](const std::vector<std::string>& notes) {
+    std::vector<std::string> out;
+    for (const std::string& note : notes) {
+      std::string t;
+      for (size_t i = 0; i < note.size(); ++i)
+        if (!std::isdigit(static_cast<unsigned char>(note[i])))
+          t += note[i];
+        else if (t.empty() || t.back() != '#')
+          t += '#';
+      out.push_back(t);
+    }
+    return out;
+  };
   if (a.name != b.name || a.inputs.size() != b.inputs.size() || !(a.weights == b.weights) ||
-      a.values != b.values || a.ops.size() != b.ops.size() || a.outputs != b.outputs || a.notes != b.notes) {
+      a.values != b.values || a.ops.size() != b.ops.size() || a.outputs != b.outputs ||
+      withoutNumbers(a.notes) != withoutNumbers(b.notes)) {
     why = "the imports differ in their weights or ops";
     for (size_t i = 0; i < std::min(a.weights.size(), b.weights.size()); ++i)
       if (!(a.weights[i] == b.weights[i]))
@@ -5457,6 +5496,9 @@ std::optional<Graph> overAxes(const Graph& a, const Graph& b,
     return std::nullopt;
   }
   Graph g = a;
+  for (size_t i = 0; i < g.notes.size(); ++i)
+    if (a.notes[i] != b.notes[i])
+      g.notes[i] += " (its sizes as imported at the first of two sizes of each axis)";
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     const TensorDecl &x = a.inputs[i], &y = b.inputs[i];
     if (x.name != y.name || x.dtype != y.dtype || x.shape.size() != y.shape.size()) {
