@@ -631,13 +631,13 @@ class Importer {
     // torch's repeat_interleave over a tensor whose size its tracer lost: a Loop whose sequence only a
     // ConcatFromSequence reads, which each import at a fixed size rewrites as one repeat, or refuses
     // (rewriteRepeatInterleaveLoops); the two imports then show where its sizes go.
-    std::map<std::string, std::set<std::string>> readBy;  // a value -> the op types that read it
+    std::map<std::string, std::vector<std::string>> readBy;  // a value -> the op types of its readers
     for (const auto& n : model_.graph().node())
-      for (const auto& in : n.input()) readBy[in].insert(n.op_type());
-    for (const auto& o : model_.graph().output()) readBy[o.name()].insert("");
+      for (const auto& in : n.input()) readBy[in].push_back(n.op_type());
+    for (const auto& o : model_.graph().output()) readBy[o.name()].push_back("");
     auto repeatLoop = [&](const onnx::NodeProto& n) {
       return n.op_type() == "Loop" && n.output_size() == 1 &&
-             readBy[n.output(0)] == std::set<std::string>{"ConcatFromSequence"};
+             readBy[n.output(0)] == std::vector<std::string>{"ConcatFromSequence"};
     };
     for (const auto& n : model_.graph().node()) {
       // Why the node stops the axes staying symbolic, naming it as the unsupported list does.
@@ -5471,16 +5471,19 @@ std::optional<Graph> overAxes(const Graph& a, const Graph& b,
       }
     return "";
   };
-  // Notes alike but for the sizes they quote (a repeat_interleave Loop's shapes at each size).
+  // Notes alike but for the shapes they quote ([1, 11, 32, 4]: a repeat_interleave Loop's at each size).
   auto withoutNumbers = [](const std::vector<std::string>& notes) {
     std::vector<std::string> out;
     for (const std::string& note : notes) {
       std::string t;
-      for (size_t i = 0; i < note.size(); ++i)
-        if (!std::isdigit(static_cast<unsigned char>(note[i])))
-          t += note[i];
-        else if (t.empty() || t.back() != '#')
+      bool inShape = false;
+      for (char c : note) {
+        inShape = c == '[' || (inShape && c != ']');
+        if (!inShape || !std::isdigit(static_cast<unsigned char>(c)))
+          t += c;
+        else if (t.back() != '#')
           t += '#';
+      }
       out.push_back(t);
     }
     return out;
@@ -5498,7 +5501,7 @@ std::optional<Graph> overAxes(const Graph& a, const Graph& b,
   Graph g = a;
   for (size_t i = 0; i < g.notes.size(); ++i)
     if (a.notes[i] != b.notes[i])
-      g.notes[i] += " (its sizes as imported at the first of two sizes of each axis)";
+      g.notes[i] += " (its shapes as imported at the first of two sizes of each axis)";
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     const TensorDecl &x = a.inputs[i], &y = b.inputs[i];
     if (x.name != y.name || x.dtype != y.dtype || x.shape.size() != y.shape.size()) {
@@ -5580,12 +5583,18 @@ Graph importHoldingTogether(Importer& plain, const std::string& path,
                             const std::map<std::string, int64_t>& dims) {
   try {
     return plain.run();
-  } catch (const UserError&) {
-    if (plain.offRepeats().empty()) throw;
+  } catch (const UserError& e) {
+    // Only where the error names an off Loop (shape inference, or the node whose shapes do not meet reads
+    // its value): elsewhere the model stops for reasons of its own.
+    const std::string what = e.what();
+    const std::vector<std::string> off = plain.offRepeats();
+    if (std::none_of(off.begin(), off.end(),
+                     [&](const std::string& note) { return what.find(note) != std::string::npos; }))
+      throw;
     std::exception_ptr first = std::current_exception();
     try {
       return Importer(path, dims, true).run();
-    } catch (const UserError&) {
+    } catch (...) {
       std::rethrow_exception(first);
     }
   }
