@@ -57,6 +57,11 @@ class ReluMlp(torch.nn.Module):
         return torch.sigmoid(self.down(torch.relu(self.up(x))))
 
 
+def past_kv(heads, hd, past):
+    """The inputs after x of CachedAttention: a cache of `past` positions."""
+    return lambda b, s: {"past_k": torch.randn(b, heads, past, hd), "past_v": torch.randn(b, heads, past, hd)}
+
+
 class MqaRepeatInterleave(torch.nn.Module):
     """Gemma's reference attention (google/gemma_pytorch) with one KV head: q, k and v split from one
     projection, k and v copied to the query heads by torch.repeat_interleave(dim=2) over [b, s, kv, hd],
@@ -1536,6 +1541,13 @@ def cases(m):
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
         ("mqa_repeat_interleave_symbolic_d48_h3_hd16_s9_op17", lambda: MqaRepeatInterleave(48, 3, 16), (1, 9, 48),
          17, {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        # A cache given as inputs, the new token's keys and values appended by torch.cat along a dynamic
+        # `past`: --bind fixes it at import, where the concat needs it (one design for that length)
+        ("cached_attention_past7", lambda: m.CachedAttention(), (1, 1, 48), 14,
+         {"past_k": {2: "past"}, "past_v": {2: "past"}}, [], past_kv(3, 16, 7)),
+        ("cached_attention_d64_h4_b2_t3_past12_op17", lambda: m.CachedAttention(64, 4), (2, 3, 64), 17,
+         {"x": {0: "batch", 1: "new"}, "past_k": {0: "batch", 2: "past"}, "past_v": {0: "batch", 2: "past"},
+          "y": {0: "batch", 1: "new"}}, [], past_kv(4, 16, 12)),
     ]
 
 
@@ -1549,12 +1561,16 @@ def perturb_norms(model, m):
 
 
 def check(m, stc, work, name, factory, shape, opset, dynamic, flags, second=None):
-    """One case; `second`, when given, makes a second model input `mask` from (batch, sequence length)."""
+    """One case; `second`, when given, makes the model inputs after x from (batch, sequence length): a tensor,
+    the input `mask`, or a dict of them by name, in order."""
     torch.manual_seed(1234)
     model = factory().eval()
     perturb_norms(model, m)
     x = torch.randn(*shape)
-    args = (x,) if second is None else (x, second(x.shape[0], x.shape[1]))
+    extra = {} if second is None else second(x.shape[0], x.shape[1])
+    if not isinstance(extra, dict):
+        extra = {"mask": extra}
+    args = (x, *extra.values())
     with torch.no_grad():
         y = model(*args).numpy().astype(np.float32)
     os.makedirs(work, exist_ok=True)
@@ -1565,12 +1581,12 @@ def check(m, stc, work, name, factory, shape, opset, dynamic, flags, second=None
             m.export(model, x, name + ".onnx", opset, dynamic)  # the exporter's own call (it reseeds torch)
         else:
             torch.manual_seed(0)
-            torch.onnx.export(model, args, path, opset_version=opset, input_names=["x", "mask"],
+            torch.onnx.export(model, args, path, opset_version=opset, input_names=["x", *extra],
                               output_names=["y"], dynamic_axes=dynamic, do_constant_folding=True)
     graph = onnx.load(path).graph
     inits = {i.name for i in graph.initializer}
     inputs = [i for i in graph.input if i.name not in inits]
-    names = ["x", "mask"][:len(args)]
+    names = ["x", *extra]
     assert [i.name for i in inputs] == names, f"unexpected graph inputs {[i.name for i in inputs]}"
     binds = []
     for i, value in zip(inputs, args):

@@ -119,6 +119,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      table's rows reads that shape (stc imports what ONNX defines, with a note); opset 17
   topk_beside_view_seq.onnx
                      a view over a symbolic `seq` beside TopK, which stc refuses by name; opset 17
+  cached_attention_past.onnx
+                     a decode step over a cache given as inputs (x, past_k, past_v), the new keys and values
+                     appended by torch.cat along a symbolic `past`, which the graph takes only fixed; opset 14
   sliding_window_seq.onnx
                      Mistral's sliding-window mask at a window of 16 over a symbolic `seq`: causal at every
                      length up to 16, so kept unfixed it would look causal at two short lengths (stc refuses
@@ -1393,20 +1396,39 @@ class DisentangledGather(nn.Module):
         return self.o(torch.matmul(w, v).transpose(1, 2).reshape(b, s, d))
 
 
-def export(model, example, name, opset, dynamic=None, io=False):
-    """Writes NAME; with io, also NAME.io.bin: the example input, then torch's output, raw little-endian f32,
-    which the tests compare stc's interpreter with."""
+class CachedAttention(nn.Module):
+    """A decode step as Hugging Face models take their cache: the new tokens' keys and values appended to the
+    past ones given as inputs (torch.cat along the positions, a dynamic `past`), every head attending to all."""
+
+    def __init__(self, d=48, heads=3):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x, past_k, past_v):
+        b, t, d = x.shape
+        q, k, v = (f(x).view(b, t, self.heads, self.hd).transpose(1, 2) for f in (self.q, self.k, self.v))
+        k = torch.cat([past_k, k], dim=2)
+        v = torch.cat([past_v, v], dim=2)
+        a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(self.hd), dim=-1)
+        return self.o((a @ v).transpose(1, 2).reshape(b, t, d))
+
+
+def export(model, example, name, opset, dynamic=None, io=False, names=("x",)):
+    """Writes NAME; with io, also NAME.io.bin: the example input (or inputs, a tuple named by `names`, in
+    order), then torch's output, raw little-endian f32, which the tests compare stc's interpreter with."""
     torch.manual_seed(0)
     model.eval()
     path = os.path.join(OUT, name)
-    torch.onnx.export(model, example, path, opset_version=opset, input_names=["x"], output_names=["y"],
+    inputs = example if isinstance(example, tuple) else (example,)
+    torch.onnx.export(model, inputs, path, opset_version=opset, input_names=list(names), output_names=["y"],
                       dynamic_axes=dynamic, do_constant_folding=True)
     print("wrote", os.path.relpath(path), os.path.getsize(path), "bytes")
     if io:
         with torch.no_grad():
-            y = model(example)
+            y = model(*inputs)
         with open(path + ".io.bin", "wb") as f:
-            f.write(example.numpy().astype("<f4").tobytes() + y.numpy().astype("<f4").tobytes())
+            f.write(b"".join(t.numpy().astype("<f4").tobytes() for t in (*inputs, y)))
 
 
 def main():
@@ -1478,6 +1500,10 @@ def main():
         export(block(), x, name + "_seq.onnx", opset, seq)
     torch.manual_seed(0)
     export(BmmViewSoftmax(), torch.randn(1, 8, 64), "bmm_view_softmax_seq.onnx", 17, seq)
+    torch.manual_seed(0)
+    export(CachedAttention(), (torch.randn(1, 1, 48), torch.randn(1, 3, 7, 16), torch.randn(1, 3, 7, 16)),
+           "cached_attention_past.onnx", 14, {"past_k": {2: "past"}, "past_v": {2: "past"}}, io=True,
+           names=("x", "past_k", "past_v"))
     return 0
 
 

@@ -298,6 +298,28 @@ TEST(Cli, ABoundAxisIsFixedAtImportWhereTheShapeArithmeticNeedsIt) {
                 "with dim.seq=8 from --bind, as --set dim.seq=8 would, to name them\n" +
                 topk + ": error: unsupported: 1 node(s):\n  /TopK (TopK)\n");
   EXPECT_FALSE(std::filesystem::exists(dir + ".topk.yaml"));
+  // A concat along the axis (a cache of `past` positions given as an input, torch.cat with the new token's
+  // keys) imports with the axis a symbol, which shape inference refuses there: --bind fixes it at import,
+  // and says so (the command stopped at the concat); without a binding, the error says how to fix it.
+  const std::string cached = STC_SOURCE_DIR "/models/onnx/cached_attention_past.onnx";
+  Outcome appended = stc("simulate " + cached + " --bind past=7");
+  ASSERT_EQ(appended.code, 0) << appended.out;
+  const std::string concatNote = "stc simulate: note: " + cached +
+                                 ": op '_Concat' (concat): unsupported: concat along a symbolic dimension: "
+                                 "imported with dim.past=7 from --bind, as --set dim.past=7 would (a design "
+                                 "for that size alone)\n";
+  ASSERT_EQ(appended.out.rfind(concatNote, 0), 0u) << appended.out;
+  EXPECT_EQ(appended.out.substr(concatNote.size()), stc("simulate " + cached + " --set dim.past=7").out);
+  Outcome unfixed = stc("compile " + cached + " -o " + dir + ".cached.yaml");
+  EXPECT_EQ(unfixed.code, 1);
+  EXPECT_EQ(
+      unfixed.out,
+      cached + ": error: op '_Concat' (concat): unsupported: concat along a symbolic dimension\n" + cached +
+          ": error: op '_Concat_1' (concat): unsupported: concat along a symbolic dimension\n(the graph "
+          "keeps the model's dynamic axis 'past' a symbol, which shape inference does not take there; "
+          "fixed at import, the model goes through: --set dim.past=N compiles a design for one size, as "
+          "--bind past=N does where a command runs it)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + ".cached.yaml"));
   // torch's Loop for a repeat_interleave over the dynamic axis (it once refused: SplitToSequence, Loop,
   // ConcatFromSequence) imports with the axis fixed, as an unsqueeze, expand and reshape.
   const std::string loop = STC_SOURCE_DIR "/models/onnx/repeat_interleave_kv_seq.onnx";

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/frontend/shape_inference.h"
 #include "compiler/ir/diagnostics.h"
 #include "compiler/ir/yaml_io.h"
 #include "compiler/pipeline.h"
@@ -191,35 +192,61 @@ std::map<std::string, int64_t> importDims(const std::vector<std::string>& settin
   return dims;
 }
 
+namespace {
+
+// The dynamic axes an imported ONNX graph keeps as symbols (its inputs' symbolic dims), in order.
+std::set<std::string> keptAxes(const Graph& g) {
+  std::set<std::string> axes;
+  for (const TensorDecl& t : g.inputs)
+    for (const Expr& d : t.shape) axes.insert(d.symbols().begin(), d.symbols().end());
+  return axes;
+}
+
+// importOnnx, then shape inference (as compileGraph starts): throws the first UserError of either, and
+// tells which stopped it.
+Graph importShaped(const std::string& path, const std::map<std::string, int64_t>& dims, bool overFreeAxes,
+                   bool* shapesStopped = nullptr) {
+  Graph g = importOnnx(path, dims, overFreeAxes);
+  if (shapesStopped) *shapesStopped = true;
+  inferShapes(g);
+  if (shapesStopped) *shapesStopped = false;
+  return g;
+}
+
+}  // namespace
+
 std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const std::string& path,
                                               std::vector<std::string> settings, const Bindings& bindings) {
   if (!isOnnxPath(path) || bindings.empty()) return settings;
   const std::map<std::string, int64_t> dims = importDims(settings, path);
   auto imports = [&](const std::map<std::string, int64_t>& fixed) {
     try {
-      importOnnx(path, fixed);
+      importShaped(path, fixed, false);
       return true;
     } catch (const UserError&) {
       return false;
     }
   };
   std::string why;
+  bool shapes = false;  // the import went through, and shape inference stopped on an op over a kept axis
   try {
-    importOnnx(path, dims);
+    importShaped(path, dims, false, &shapes);
     return settings;
   } catch (const UserError& e) {
     why = e.what();
   }
-  // Every bound axis the refusal names, then those the import does not need left out.
+  // Every bound axis the refusal names (or, where shape inference stopped, every bound axis), then those
+  // the import does not need left out.
   std::map<std::string, int64_t> fixed = dims;
   for (const auto& [symbol, value] : bindings)
-    if (!dims.count(symbol) && why.find("--set dim." + symbol + "=N") != std::string::npos)
+    if (!dims.count(symbol) && (shapes || why.find("--set dim." + symbol + "=N") != std::string::npos))
       fixed[symbol] = value;
   if (fixed.size() == dims.size()) return settings;  // the import, run again, says why it stops
   // Where the import refuses nodes of its own beside the shape arithmetic (a Loop torch wrote for a
   // repeat_interleave), it still runs with the axes fixed: its refusal then names those nodes, not every
   // Shape and Gather the symbolic axis left unfolded.
   bool folds = imports(fixed);
+  if (shapes && !folds) return settings;  // not the axes: compiling says why
   for (const auto& [symbol, value] : bindings) {
     if (!folds || dims.count(symbol) || !fixed.count(symbol) || fixed.size() == dims.size() + 1) continue;
     std::map<std::string, int64_t> fewer = fixed;
@@ -232,7 +259,12 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
     settings.push_back("dim." + symbol + "=" + std::to_string(value));
     text += (text.empty() ? "" : " ") + settings.back();
   }
-  if (folds)
+  if (shapes) {  // the first error shape inference gave, without its file and "error: "
+    std::string first = why.substr(0, why.find('\n'));
+    if (size_t at = first.find("error: "); at != std::string::npos) first = first.substr(at + 7);
+    std::cerr << command << ": note: " << path << ": " << first << ": imported with " << text
+              << " from --bind, as --set " << text << " would (a design for that size alone)\n";
+  } else if (folds)
     std::cerr << command << ": note: " << path
               << ": its shape arithmetic over a dynamic axis folds with the axis fixed: imported with "
               << text << " from --bind, as --set " << text << " would (a design for that size alone)\n";
@@ -248,6 +280,34 @@ Graph importOnnxTold(const std::string& path, const std::map<std::string, int64_
   static std::set<std::pair<std::string, std::map<std::string, int64_t>>> told;  // a command may import twice
   if (told.insert({path, dims}).second)
     for (const std::string& note : g.notes) std::cerr << "stc: note: " << note << "\n";
+  // Shape inference refuses some ops over a symbol (a concat along it: torch.cat of a cache of `past`
+  // positions and the new one). Where the model with its kept axes fixed goes through, the error says so.
+  const std::set<std::string> axes = keptAxes(g);
+  if (axes.empty()) return g;
+  try {
+    inferShapes(g);
+  } catch (const UserError& e) {
+    std::map<std::string, int64_t> fixed = dims;
+    std::string fix, bind, list;
+    for (const std::string& axis : axes) {
+      fixed[axis] = g.maxima.count(axis) ? std::min<int64_t>(g.maxima.at(axis), 7) : 7;
+      fix += (fix.empty() ? "" : " ") + std::string("--set dim.") + axis + "=N";
+      bind += (bind.empty() ? "" : " ") + std::string("--bind ") + axis + "=N";
+      list += (list.empty() ? "'" : ", '") + axis + "'";
+    }
+    bool fixedGoes = false;
+    try {
+      importShaped(path, fixed, true);
+      fixedGoes = true;
+    } catch (const UserError&) {
+    }
+    if (!fixedGoes) throw;
+    throw UserError(
+        std::string(e.what()) + "\n(the graph keeps the model's dynamic " +
+        (axes.size() > 1 ? "axes " : "axis ") + list + (axes.size() > 1 ? " symbols" : " a symbol") +
+        ", which shape inference does not take there; fixed at import, the model goes through: " + fix +
+        " compiles a design for one size, as " + bind + " does where a command runs it)");
+  }
   return g;
 }
 
