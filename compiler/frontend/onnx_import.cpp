@@ -631,26 +631,31 @@ class Importer {
     // torch's repeat_interleave over a tensor whose size its tracer lost: a Loop whose sequence only a
     // ConcatFromSequence reads, which each import at a fixed size rewrites as one repeat, or refuses
     // (rewriteRepeatInterleaveLoops); the two imports then show where its sizes go.
+    // Its readers counted as rewriteRepeatInterleaveLoops counts them: in subgraphs too.
     std::map<std::string, std::vector<std::string>> readBy;  // a value -> the op types of its readers
-    for (const auto& n : model_.graph().node())
-      for (const auto& in : n.input()) readBy[in].push_back(n.op_type());
-    for (const auto& o : model_.graph().output()) readBy[o.name()].push_back("");
-    auto repeatLoop = [&](const onnx::NodeProto& n) {
-      return n.op_type() == "Loop" && n.output_size() == 1 &&
-             readBy[n.output(0)] == std::vector<std::string>{"ConcatFromSequence"};
+    std::function<void(const onnx::GraphProto&)> readers = [&](const onnx::GraphProto& g) {
+      for (const auto& n : g.node()) {
+        for (const auto& in : n.input()) readBy[in].push_back(n.op_type());
+        for (const auto& a : n.attribute())
+          if (a.has_g()) readers(a.g());
+      }
     };
+    readers(model_.graph());
+    for (const auto& o : model_.graph().output()) readBy[o.name()].push_back("");
     for (const auto& n : model_.graph().node()) {
       // Why the node stops the axes staying symbolic, naming it as the unsupported list does.
       auto refuse = [&](const std::string& reason) {
         why = n.name() + " (" + n.op_type() + ") " + reason;
         return false;
       };
+      const bool repeatLoop = n.op_type() == "Loop" && n.output_size() == 1 &&
+                              readBy[n.output(0)] == std::vector<std::string>{"ConcatFromSequence"};
       for (const auto& at : n.attribute())
-        if ((at.has_g() || at.graphs_size() > 0) && !repeatLoop(n))
+        if ((at.has_g() || at.graphs_size() > 0) && !repeatLoop)
           return refuse("holds a subgraph, which the import follows at one size only");
       bool readsData = false, readsSizes = false;
       std::vector<std::string> inputs(n.input().begin(), n.input().end());
-      if (repeatLoop(n))  // (its body reads the slices of the tensor by name)
+      if (repeatLoop)  // (its body reads the slices of the tensor by name)
         for (const auto& at : n.attribute())
           if (at.has_g()) {
             std::set<std::string> inner;

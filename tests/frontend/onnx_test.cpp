@@ -1285,6 +1285,94 @@ TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
   }
 }
 
+// A Loop that only a ConcatFromSequence reads, as torch writes a repeat_interleave, but whose body is not
+// one (it inserts x * 2 twice): the rule that lets torch's Loop through with the axes free takes it, and
+// the imports at two sizes, which rewrite only a repeat, refuse it; the import gives the first refusal,
+// naming the Loop, with the axis free or fixed. A second reader of the sequence inside another Loop's body
+// (a subgraph, which the rewrite counts) keeps the rule from taking it at all: the Loop holds a subgraph.
+TEST(Onnx, ALoopThatIsNoRepeatInterleaveIsRefusedWhereverItsAxisIs) {
+  auto loopModel = [](bool readInsideAnotherBody) {
+    onnx::ModelProto m = modelWithInput(17, "not_a_repeat", {1, 3, 4});
+    m.mutable_graph()
+        ->mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(1)
+        ->set_dim_param("seq");
+    onnx::GraphProto* g = m.mutable_graph();
+    addInitializer(g, "trips", {}, {2}, onnx::TensorProto::INT64);
+    onnx::TensorProto* yes = g->add_initializer();
+    yes->set_name("go");
+    yes->set_data_type(onnx::TensorProto::BOOL);
+    yes->add_int32_data(1);
+    addInitializer(g, "two", {}, {2.0});
+    onnx::NodeProto* empty = addNode(g, "SequenceEmpty", {}, "none");
+    onnx::AttributeProto* dtype = empty->add_attribute();
+    dtype->set_name("dtype");
+    dtype->set_type(onnx::AttributeProto::INT);
+    dtype->set_i(onnx::TensorProto::FLOAT);
+    onnx::NodeProto* loop = addNode(g, "Loop", {"trips", "go", "none"}, "seqs");
+    onnx::AttributeProto* body = loop->add_attribute();
+    body->set_name("body");
+    body->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* b = body->mutable_g();
+    b->set_name("body");
+    b->add_input()->set_name("i");
+    b->add_input()->set_name("cond_in");
+    b->add_input()->set_name("seq_in");
+    addNode(b, "Mul", {"x", "two"}, "doubled");
+    addNode(b, "SequenceInsert", {"seq_in", "doubled"}, "seq_out");
+    addNode(b, "Identity", {"cond_in"}, "cond_out");
+    b->add_output()->set_name("cond_out");
+    b->add_output()->set_name("seq_out");
+    onnx::AttributeProto* axis = addNode(g, "ConcatFromSequence", {"seqs"}, "y")->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(1);
+    if (readInsideAnotherBody) {  // an If whose branch reads the sequence's length
+      onnx::NodeProto* branch = addNode(g, "If", {"go"}, "n");
+      for (const char* name : {"then_branch", "else_branch"}) {
+        onnx::AttributeProto* at = branch->add_attribute();
+        at->set_name(name);
+        at->set_type(onnx::AttributeProto::GRAPH);
+        at->mutable_g()->set_name(name);
+        addNode(at->mutable_g(), "SequenceLength", {"seqs"}, std::string(name) + "_n");
+        at->mutable_g()->add_output()->set_name(std::string(name) + "_n");
+      }
+      g->add_output()->set_name("n");
+    }
+    g->add_output()->set_name("y");
+    return m;
+  };
+  const std::string path = writeModel(loopModel(false), "not_a_repeat.onnx");
+  std::string free, fixed;
+  try {
+    importOnnx(path, {}, /*overFreeAxes=*/true);
+  } catch (const UserError& e) {
+    free = e.what();
+  }
+  try {
+    importOnnx(path, {{"seq", 3}});
+  } catch (const UserError& e) {
+    fixed = e.what();
+  }
+  EXPECT_NE(free.find("seqs_node (Loop"), std::string::npos) << free;
+  EXPECT_NE(fixed.find("seqs_node (Loop"), std::string::npos) << fixed;
+  EXPECT_EQ(free.find("cannot stay symbolic"), std::string::npos) << free;  // the rule took the Loop
+  const std::string read = writeModel(loopModel(true), "not_a_repeat_read_inside.onnx");
+  std::string held;
+  try {
+    importOnnx(read, {}, /*overFreeAxes=*/true);
+  } catch (const UserError& e) {
+    held = e.what();
+  }
+  EXPECT_NE(held.find("(the dynamic axes cannot stay symbolic: seqs_node (Loop) holds a subgraph, which the "
+                      "import follows at one size only)"),
+            std::string::npos)
+      << held;
+}
+
 // ChatGLM2's rope cache over a dynamic sequence axis fixed at import: a table computed from arange(seq)
 // (a Range of float bounds from the input's Shape) by torch.outer (an Einsum, whose result ONNX sizes by
 // rank alone: the importer sizes it from its operands), viewed with a -1 and multiplied into the stream,
