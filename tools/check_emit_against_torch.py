@@ -7,9 +7,10 @@ reproduce the torch module's output.
 For each module of tools/export_onnx_models.py (Mlp, Gpt2Block, LlamaBlock, plus variants with other
 dimensions), with fixed seeds: random weights (norm weights and biases perturbed away from 1 and 0),
 exported to ONNX exactly as export_onnx_models.py does; a random input x written to inputs.bin (the
-graph inputs in order, raw little-endian f32; a case may add a second input, `mask`, an int64 or bool
-padding mask or lengths, exported with torch.onnx.export directly); `stc emit MODEL.onnx -o DIR --inputs inputs.bin
---bind SYM=N` for each symbolic dimension, then `make -C DIR csim`; DIR/data/outputs.bin is compared
+graph inputs in order, raw little-endian f32; a case may add inputs after x: `mask`, an int64 or bool
+padding mask or lengths, or a cache's `past_k` and `past_v`, exported with torch.onnx.export directly);
+`stc emit MODEL.onnx -o DIR --inputs inputs.bin --bind SYM=N` for each symbolic dimension, then
+`make -C DIR csim`; DIR/data/outputs.bin is compared
 with torch's y = module(x). PASS when |out - y| <= 1e-3 + 1e-3 |y| everywhere. Each line also gives the
 csim's own difference from data/expected.bin (stc's f32 interpreter) to tell importer/interpreter
 semantics (outputs == expected != torch) from a csim failure (outputs != expected).

@@ -310,6 +310,10 @@ TEST(Cli, ABoundAxisIsFixedAtImportWhereTheShapeArithmeticNeedsIt) {
                                  "for that size alone)\n";
   ASSERT_EQ(appended.out.rfind(concatNote, 0), 0u) << appended.out;
   EXPECT_EQ(appended.out.substr(concatNote.size()), stc("simulate " + cached + " --set dim.past=7").out);
+  // --ctx, which every command takes and a model without the axis ignores, is no axis to fix.
+  Outcome withCtx = stc("simulate " + cached + " --ctx 16 --bind past=7");
+  ASSERT_EQ(withCtx.code, 0) << withCtx.out;
+  EXPECT_EQ(withCtx.out.rfind(concatNote, 0), 0u) << withCtx.out;
   Outcome unfixed = stc("compile " + cached + " -o " + dir + ".cached.yaml");
   EXPECT_EQ(unfixed.code, 1);
   EXPECT_EQ(

@@ -194,7 +194,7 @@ std::map<std::string, int64_t> importDims(const std::vector<std::string>& settin
 
 namespace {
 
-// The dynamic axes an imported ONNX graph keeps as symbols (its inputs' symbolic dims), in order.
+// The dynamic axes an imported ONNX graph keeps as symbols (its inputs' symbolic dims), by name.
 std::set<std::string> keptAxes(const Graph& g) {
   std::set<std::string> axes;
   for (const TensorDecl& t : g.inputs)
@@ -202,15 +202,26 @@ std::set<std::string> keptAxes(const Graph& g) {
   return axes;
 }
 
-// importOnnx, then shape inference (as compileGraph starts): throws the first UserError of either, and
-// tells which stopped it.
-Graph importShaped(const std::string& path, const std::map<std::string, int64_t>& dims, bool overFreeAxes,
-                   bool* shapesStopped = nullptr) {
-  Graph g = importOnnx(path, dims, overFreeAxes);
-  if (shapesStopped) *shapesStopped = true;
-  inferShapes(g);
-  if (shapesStopped) *shapesStopped = false;
-  return g;
+// How far a model gets with `dims` fixed: its import, then shape inference (as compileGraph starts).
+struct ImportTrial {
+  bool imported = false, shaped = false;
+  std::string why;             // the first refusal, where either stopped
+  std::set<std::string> kept;  // the axes the imported graph keeps as symbols
+};
+
+ImportTrial tryImport(const std::string& path, const std::map<std::string, int64_t>& dims,
+                      bool overFreeAxes = false) {
+  ImportTrial t;
+  try {
+    Graph g = importOnnx(path, dims, overFreeAxes);
+    t.imported = true;
+    t.kept = keptAxes(g);
+    inferShapes(g);
+    t.shaped = true;
+  } catch (const UserError& e) {
+    t.why = e.what();
+  }
+  return t;
 }
 
 }  // namespace
@@ -219,40 +230,34 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
                                               std::vector<std::string> settings, const Bindings& bindings) {
   if (!isOnnxPath(path) || bindings.empty()) return settings;
   const std::map<std::string, int64_t> dims = importDims(settings, path);
-  auto imports = [&](const std::map<std::string, int64_t>& fixed) {
-    try {
-      importShaped(path, fixed, false);
-      return true;
-    } catch (const UserError&) {
-      return false;
-    }
+  const ImportTrial free = tryImport(path, dims);
+  if (free.shaped) return settings;
+  // Where the import stops: every bound axis its refusal names. Where it goes through and shape inference
+  // stops (an op over a kept axis: a concat along it), every bound axis the graph keeps. Then those not
+  // needed left out, by the same test.
+  const bool shapes = free.imported;
+  auto goes = [&](const std::map<std::string, int64_t>& fixed) {
+    ImportTrial t = tryImport(path, fixed);
+    return shapes ? t.shaped : t.imported;
   };
-  std::string why;
-  bool shapes = false;  // the import went through, and shape inference stopped on an op over a kept axis
-  try {
-    importShaped(path, dims, false, &shapes);
-    return settings;
-  } catch (const UserError& e) {
-    why = e.what();
-  }
-  // Every bound axis the refusal names (or, where shape inference stopped, every bound axis), then those
-  // the import does not need left out.
   std::map<std::string, int64_t> fixed = dims;
   for (const auto& [symbol, value] : bindings)
-    if (!dims.count(symbol) && (shapes || why.find("--set dim." + symbol + "=N") != std::string::npos))
+    if (!dims.count(symbol) && (shapes ? free.kept.count(symbol) > 0
+                                       : free.why.find("--set dim." + symbol + "=N") != std::string::npos))
       fixed[symbol] = value;
   if (fixed.size() == dims.size()) return settings;  // the import, run again, says why it stops
   // Where the import refuses nodes of its own beside the shape arithmetic (a Loop torch wrote for a
   // repeat_interleave), it still runs with the axes fixed: its refusal then names those nodes, not every
   // Shape and Gather the symbolic axis left unfolded.
-  bool folds = imports(fixed);
+  bool folds = goes(fixed);
   if (shapes && !folds) return settings;  // not the axes: compiling says why
   for (const auto& [symbol, value] : bindings) {
     if (!folds || dims.count(symbol) || !fixed.count(symbol) || fixed.size() == dims.size() + 1) continue;
     std::map<std::string, int64_t> fewer = fixed;
     fewer.erase(symbol);
-    if (imports(fewer)) fixed = std::move(fewer);
+    if (goes(fewer)) fixed = std::move(fewer);
   }
+  const std::string& why = free.why;
   std::string text;
   for (const auto& [symbol, value] : fixed) {
     if (dims.count(symbol)) continue;
@@ -296,10 +301,9 @@ Graph importOnnxTold(const std::string& path, const std::map<std::string, int64_
       list += (list.empty() ? "'" : ", '") + axis + "'";
     }
     bool fixedGoes = false;
-    try {
-      importShaped(path, fixed, true);
-      fixedGoes = true;
-    } catch (const UserError&) {
+    try {  // (a probe: whatever stops it, the error is the one above)
+      fixedGoes = tryImport(path, fixed, true).shaped;
+    } catch (...) {
     }
     if (!fixedGoes) throw;
     throw UserError(
