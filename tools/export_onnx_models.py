@@ -122,6 +122,9 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   cached_attention_past.onnx
                      a decode step over a cache given as inputs (x, past_k, past_v), the new keys and values
                      appended by torch.cat along a symbolic `past`, which the graph takes only fixed; opset 14
+  cached_attention_all_seq.onnx
+                     the same with the batch and the new tokens dynamic too, whose shape arithmetic the import
+                     needs fixed; opset 14
   sliding_window_seq.onnx
                      Mistral's sliding-window mask at a window of 16 over a symbolic `seq`: causal at every
                      length up to 16, so kept unfixed it would look causal at two short lengths (stc refuses
@@ -1504,6 +1507,11 @@ def main():
     export(CachedAttention(), (torch.randn(1, 1, 48), torch.randn(1, 3, 7, 16), torch.randn(1, 3, 7, 16)),
            "cached_attention_past.onnx", 14, {"past_k": {2: "past"}, "past_v": {2: "past"}}, io=True,
            names=("x", "past_k", "past_v"))
+    torch.manual_seed(0)
+    export(CachedAttention(), (torch.randn(1, 1, 48), torch.randn(1, 3, 7, 16), torch.randn(1, 3, 7, 16)),
+           "cached_attention_all_seq.onnx", 14,
+           {"x": {0: "batch", 1: "new"}, "past_k": {0: "batch", 2: "past"}, "past_v": {0: "batch", 2: "past"},
+            "y": {0: "batch", 1: "new"}}, names=("x", "past_k", "past_v"))
     return 0
 
 

@@ -310,6 +310,19 @@ TEST(Cli, ABoundAxisIsFixedAtImportWhereTheShapeArithmeticNeedsIt) {
                                  "for that size alone)\n";
   ASSERT_EQ(appended.out.rfind(concatNote, 0), 0u) << appended.out;
   EXPECT_EQ(appended.out.substr(concatNote.size()), stc("simulate " + cached + " --set dim.past=7").out);
+  // With the batch and the new tokens dynamic too, the import needs those fixed, and shape inference past:
+  // all three, the same network as --set gives.
+  const std::string all = STC_SOURCE_DIR "/models/onnx/cached_attention_all_seq.onnx";
+  Outcome allBound = stc("simulate " + all + " --bind batch=1 --bind new=1 --bind past=7");
+  ASSERT_EQ(allBound.code, 0) << allBound.out;
+  const std::string allNote =
+      "stc simulate: note: " + all +
+      ": its shape arithmetic over a dynamic axis folds with the axis fixed: imported "
+      "with dim.batch=1 dim.new=1 dim.past=7 from --bind, as --set dim.batch=1 "
+      "dim.new=1 dim.past=7 would (a design for that size alone)\n";
+  ASSERT_EQ(allBound.out.rfind(allNote, 0), 0u) << allBound.out;
+  EXPECT_EQ(allBound.out.substr(allNote.size()),
+            stc("simulate " + all + " --set dim.batch=1 --set dim.new=1 --set dim.past=7").out);
   // --ctx, which every command takes and a model without the axis ignores, is no axis to fix.
   Outcome withCtx = stc("simulate " + cached + " --ctx 16 --bind past=7");
   ASSERT_EQ(withCtx.code, 0) << withCtx.out;

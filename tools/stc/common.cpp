@@ -233,31 +233,46 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
   const ImportTrial free = tryImport(path, dims);
   if (free.shaped) return settings;
   // Where the import stops: every bound axis its refusal names. Where it goes through and shape inference
-  // stops (an op over a kept axis: a concat along it), every bound axis the graph keeps. Then those not
-  // needed left out, by the same test.
-  const bool shapes = free.imported;
-  auto goes = [&](const std::map<std::string, int64_t>& fixed) {
-    ImportTrial t = tryImport(path, fixed);
-    return shapes ? t.shaped : t.imported;
-  };
+  // stops (an op over a kept axis: a concat along it), every bound axis the graph keeps; and so again where
+  // the import needed axes fixed and shape inference then stops. Then those not needed left out.
   std::map<std::string, int64_t> fixed = dims;
   for (const auto& [symbol, value] : bindings)
-    if (!dims.count(symbol) && (shapes ? free.kept.count(symbol) > 0
-                                       : free.why.find("--set dim." + symbol + "=N") != std::string::npos))
+    if (!dims.count(symbol) &&
+        (free.imported ? free.kept.count(symbol) > 0
+                       : free.why.find("--set dim." + symbol + "=N") != std::string::npos))
       fixed[symbol] = value;
   if (fixed.size() == dims.size()) return settings;  // the import, run again, says why it stops
+  ImportTrial trial = tryImport(path, fixed);
+  bool shapes = free.imported;                     // shape inference needed an axis fixed
+  std::string shapesWhy = shapes ? free.why : "";  // and stopped with this
+  if (trial.imported && !trial.shaped) {
+    std::map<std::string, int64_t> more = fixed;
+    for (const auto& [symbol, value] : bindings)
+      if (!more.count(symbol) && trial.kept.count(symbol)) more[symbol] = value;
+    ImportTrial further = more.size() > fixed.size() ? tryImport(path, more) : ImportTrial{};
+    if (further.shaped) {
+      shapes = true;
+      shapesWhy = trial.why;
+      fixed = std::move(more);
+      trial = std::move(further);
+    }
+  }
+  if (shapes && !trial.shaped) return settings;  // not the axes: compiling says why
   // Where the import refuses nodes of its own beside the shape arithmetic (a Loop torch wrote for a
   // repeat_interleave), it still runs with the axes fixed: its refusal then names those nodes, not every
   // Shape and Gather the symbolic axis left unfolded.
-  bool folds = goes(fixed);
-  if (shapes && !folds) return settings;  // not the axes: compiling says why
+  const bool folds = trial.imported;
+  auto goes = [&](const std::map<std::string, int64_t>& fewer) {
+    ImportTrial t = tryImport(path, fewer);
+    return trial.shaped ? t.shaped : t.imported;
+  };
   for (const auto& [symbol, value] : bindings) {
     if (!folds || dims.count(symbol) || !fixed.count(symbol) || fixed.size() == dims.size() + 1) continue;
     std::map<std::string, int64_t> fewer = fixed;
     fewer.erase(symbol);
     if (goes(fewer)) fixed = std::move(fewer);
   }
-  const std::string& why = free.why;
+  const std::string& why = shapesWhy;
   std::string text;
   for (const auto& [symbol, value] : fixed) {
     if (dims.count(symbol)) continue;
