@@ -221,6 +221,17 @@ onnx::ModelProto modelWithInput(int opset, const std::string& name, const std::v
   return m;
 }
 
+// Dimension `dim` of the model's first input made dynamic, named `axis` (an exporter's dynamic_axes).
+void makeDynamic(onnx::ModelProto& m, int dim, const std::string& axis) {
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(dim)
+      ->set_dim_param(axis);
+}
+
 // Node `op` reading `ins` and making `out`, named out_node.
 onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& ins,
                          const std::string& out) {
@@ -1258,13 +1269,7 @@ TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
     std::map<std::string, Tensor> values = {{"x", Tensor{{1, 3}, {4, 0, 2}}}};
     {  // a table of two dims at ids of a symbolic length stays an embedding
       onnx::ModelProto e = m;
-      auto* dim = e.mutable_graph()
-                      ->mutable_input(0)
-                      ->mutable_type()
-                      ->mutable_tensor_type()
-                      ->mutable_shape()
-                      ->mutable_dim(1);
-      dim->set_dim_param("seq");
+      makeDynamic(e, 1, "seq");
       onnx::TensorProto* t = e.mutable_graph()->mutable_initializer(0);
       t->clear_dims();
       t->add_dims(5);
@@ -1293,13 +1298,7 @@ TEST(Onnx, ATableOfMoreDimsGathersWholeRows) {
 TEST(Onnx, ALoopThatIsNoRepeatInterleaveIsRefusedWhereverItsAxisIs) {
   auto loopModel = [](bool readInsideAnotherBody) {
     onnx::ModelProto m = modelWithInput(17, "not_a_repeat", {1, 3, 4});
-    m.mutable_graph()
-        ->mutable_input(0)
-        ->mutable_type()
-        ->mutable_tensor_type()
-        ->mutable_shape()
-        ->mutable_dim(1)
-        ->set_dim_param("seq");
+    makeDynamic(m, 1, "seq");
     onnx::GraphProto* g = m.mutable_graph();
     addInitializer(g, "trips", {}, {2}, onnx::TensorProto::INT64);
     onnx::TensorProto* yes = g->add_initializer();
@@ -1382,13 +1381,7 @@ TEST(Onnx, ALoopThatIsNoRepeatInterleaveIsRefusedWhereverItsAxisIs) {
 // y[i][j] = x[i][j] * i * theta[j].
 TEST(Onnx, ARangeOverADynamicAxisFixedAtImportHasItsLength) {
   onnx::ModelProto m = modelWithInput(17, "range_table", {3, 4});
-  m.mutable_graph()
-      ->mutable_input(0)
-      ->mutable_type()
-      ->mutable_tensor_type()
-      ->mutable_shape()
-      ->mutable_dim(0)
-      ->set_dim_param("seq");
+  makeDynamic(m, 0, "seq");
   onnx::GraphProto* g = m.mutable_graph();
   addInitializer(g, "zero", {}, {0}, onnx::TensorProto::INT64);
   addInitializer(g, "axes0", {1}, {0}, onnx::TensorProto::INT64);
@@ -1439,13 +1432,7 @@ TEST(Onnx, ARangeOverADynamicAxisFixedAtImportHasItsLength) {
 // so `--bind seq=N` did not fix the axis at import), and the row itself once the axis is fixed.
 TEST(Onnx, TheLastTokenOfADynamicAxisNeedsTheAxisFixed) {
   onnx::ModelProto m = modelWithInput(17, "last_token", {1, 3, 2});
-  m.mutable_graph()
-      ->mutable_input(0)
-      ->mutable_type()
-      ->mutable_tensor_type()
-      ->mutable_shape()
-      ->mutable_dim(1)
-      ->set_dim_param("seq");
+  makeDynamic(m, 1, "seq");
   onnx::GraphProto* g = m.mutable_graph();
   addInitializer(g, "last", {}, {-1}, onnx::TensorProto::INT64);
   onnx::AttributeProto* axis = addNode(g, "Gather", {"x", "last"}, "y")->add_attribute();

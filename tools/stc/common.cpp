@@ -272,7 +272,6 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
     fewer.erase(symbol);
     if (goes(fewer)) fixed = std::move(fewer);
   }
-  const std::string& why = shapesWhy;
   std::string text;
   for (const auto& [symbol, value] : fixed) {
     if (dims.count(symbol)) continue;
@@ -280,7 +279,7 @@ std::vector<std::string> fixBoundAxesAtImport(const std::string& command, const 
     text += (text.empty() ? "" : " ") + settings.back();
   }
   if (shapes) {  // the first error shape inference gave, without its file and "error: "
-    std::string first = why.substr(0, why.find('\n'));
+    std::string first = shapesWhy.substr(0, shapesWhy.find('\n'));
     if (size_t at = first.find("error: "); at != std::string::npos) first = first.substr(at + 7);
     std::cerr << command << ": note: " << path << ": " << first << ": imported with " << text
               << " from --bind, as --set " << text << " would (a design for that size alone)\n";
