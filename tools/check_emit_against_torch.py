@@ -1284,6 +1284,84 @@ class AdditiveMaskInput(torch.nn.Module):
         return self.o((torch.softmax(w, -1) @ v).transpose(1, 2).reshape(b, s, c))
 
 
+class InternLm2Packed(torch.nn.Module):
+    """InternLM2's packed wqkv: the projection viewed [b, s, kv, rep + 2, hd], q its first rep slots of each
+    group, k and v its last two (slices and selects on a middle axis), rotary, repeat_kv, a bool tril mask."""
+
+    def __init__(self, d=64, heads=4, kv=2):
+        super().__init__()
+        self.heads, self.kv, self.hd = heads, kv, d // heads
+        self.wqkv = torch.nn.Linear(d, (heads + 2 * kv) * self.hd, bias=False)
+        self.wo = torch.nn.Linear(d, d, bias=False)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        rep = self.heads // self.kv
+        qkv = self.wqkv(x).view(b, s, self.kv, rep + 2, self.hd)
+        q = qkv[..., :rep, :].reshape(b, s, -1, self.hd).transpose(1, 2)
+        k, v = qkv[..., -2, :].transpose(1, 2), qkv[..., -1, :].transpose(1, 2)
+        inv = 1.0 / 10000 ** (torch.arange(0, self.hd, 2).float() / self.hd)
+        f = torch.outer(torch.arange(s).float(), inv)
+        cos, sin = torch.cat([f, f], -1).cos(), torch.cat([f, f], -1).sin()
+        q = q * cos + torch.cat((-q[..., self.hd // 2:], q[..., :self.hd // 2]), -1) * sin
+        k = k * cos + torch.cat((-k[..., self.hd // 2:], k[..., :self.hd // 2]), -1) * sin
+        k = k[:, :, None].expand(b, self.kv, rep, s, self.hd).reshape(b, self.heads, s, self.hd)
+        v = v[:, :, None].expand(b, self.kv, rep, s, self.hd).reshape(b, self.heads, s, self.hd)
+        a = q @ k.transpose(2, 3) / math.sqrt(self.hd)
+        a = a.masked_fill(~torch.tril(torch.ones(s, s, dtype=torch.bool)), float("-inf")).softmax(-1)
+        return self.wo((a @ v).transpose(1, 2).reshape(b, s, -1))
+
+
+class CosineAttentionSquaredRelu(torch.nn.Module):
+    """Cosine attention (F.normalize of q and k, a learned scale per head) with a causal fill of -1e9, and
+    Primer's squared-ReLU MLP (relu(x) ** 2)."""
+
+    def __init__(self, d=48, heads=3, f=96):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.qkv = torch.nn.Linear(d, 3 * d, bias=False)
+        self.o = torch.nn.Linear(d, d, bias=False)
+        self.up, self.down = torch.nn.Linear(d, f), torch.nn.Linear(f, d)
+        self.scale = torch.nn.Parameter(10 + torch.randn(heads, 1, 1))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=-1)
+        q = torch.nn.functional.normalize(q.view(b, s, self.heads, self.hd).transpose(1, 2), dim=-1)
+        k = torch.nn.functional.normalize(k.view(b, s, self.heads, self.hd).transpose(1, 2), dim=-1)
+        v = v.view(b, s, self.heads, self.hd).transpose(1, 2)
+        a = (q @ k.transpose(-1, -2)) * self.scale
+        a = a.masked_fill(torch.ones(s, s).tril() == 0, -1e9).softmax(-1)
+        x = x + self.o((a @ v).transpose(1, 2).reshape(b, s, d))
+        return x + self.down(torch.relu(self.up(x)) ** 2)
+
+
+class CrossAttention(torch.nn.Module):
+    """Whisper's decoder cross-attention: queries from x, keys and values from the encoder's output (an input
+    of its own length), q and k each scaled by hd ** -0.25, keys permuted to [b, h, hd, m], softmax in float."""
+
+    def __init__(self, d=48, heads=3):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.q, self.k = torch.nn.Linear(d, d), torch.nn.Linear(d, d, bias=False)
+        self.v, self.o = torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+        self.ln = torch.nn.LayerNorm(d)
+
+    def forward(self, x, memory):
+        b, s, _ = x.shape
+        m = memory.shape[1]
+        q = self.q(self.ln(x)).view(b, s, self.heads, self.hd).transpose(1, 2) * self.hd ** -0.25
+        k = self.k(memory).view(b, m, self.heads, self.hd).permute(0, 2, 3, 1) * self.hd ** -0.25
+        v = self.v(memory).view(b, m, self.heads, self.hd).transpose(1, 2)
+        w = (q @ k).float().softmax(-1)
+        return x + self.o((w @ v).permute(0, 2, 1, 3).flatten(start_dim=2))
+
+
+def token_ids(vocab):
+    """The input `ids` of TinyLlama: token ids below `vocab`."""
+    return lambda b, s: {"ids": torch.randint(0, vocab, (b, s))}
+
+
 def cases(m):
     """(name, module factory, input shape, opset, dynamic axes, extra stc emit flags): the models of
     export_onnx_models.main(), then variants (the last with a head size of 8, below the default tile of 16)."""
@@ -1549,6 +1627,19 @@ def cases(m):
         ("cached_attention_d64_h4_b2_t3_past12_op17", lambda: m.CachedAttention(64, 4), (2, 3, 64), 17,
          {"x": {0: "batch", 1: "new"}, "past_k": {0: "batch", 2: "past"}, "past_v": {0: "batch", 2: "past"},
           "y": {0: "batch", 1: "new"}}, [], past_kv(4, 16, 12)),
+        # A whole two-layer Llama from token ids, repeat_interleave after the rotary (torch 1.13 reshapes
+        # its slices with 0s that keep expanded sizes: imported at torch's shape), fixed, dynamic, symbolic
+        ("tiny_llama", lambda: m.TinyLlama(), (1, 6, 32), 17, None, [], token_ids(50)),
+        ("tiny_llama_d48_h6_kv2_l3_seq_s7_op14", lambda: m.TinyLlama(48, 6, 2, 96, 40, 3), (2, 7, 48), 14,
+         {"x": {1: "seq"}, "ids": {1: "seq"}, "y": {1: "seq"}}, [], token_ids(40)),
+        ("tiny_llama_symbolic_s9", lambda: m.TinyLlama(), (1, 9, 32), 17,
+         {"x": {1: "seq"}, "ids": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC, token_ids(50)),
+        ("internlm2_packed", lambda: InternLm2Packed(), (1, 8, 64), 17, None, []),
+        ("internlm2_packed_d96_h6_kv3_b2_seq_s7_op14", lambda: InternLm2Packed(96, 6, 3), (2, 7, 96), 14,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("cosine_attention_squared_relu", lambda: CosineAttentionSquaredRelu(), (1, 8, 48), 14, None, []),
+        ("cross_attention_m10", lambda: CrossAttention(), (1, 6, 48), 17, None, [],
+         lambda b, s: {"memory": torch.randn(b, 10, 48)}),
     ]
 
 

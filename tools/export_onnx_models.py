@@ -125,6 +125,11 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
   cached_attention_all_seq.onnx
                      the same with the batch and the new tokens dynamic too, whose shape arithmetic the import
                      needs fixed; opset 14
+  tiny_llama_seq.onnx
+                     a whole two-layer Llama (x plus the embeddings of token ids, one rotary table and causal
+                     mask computed in forward for both layers, torch.repeat_interleave of the rotated keys, a
+                     head tied to the embedding) over a symbolic `seq`: torch 1.13 reshapes the keys' slices
+                     with 0s that keep the expanded sizes (stc imports torch's shape, with a note); opset 17
   sliding_window_seq.onnx
                      Mistral's sliding-window mask at a window of 16 over a symbolic `seq`: causal at every
                      length up to 16, so kept unfixed it would look causal at two short lengths (stc refuses
@@ -1417,6 +1422,51 @@ class CachedAttention(nn.Module):
         return self.o((a @ v).transpose(1, 2).reshape(b, t, d))
 
 
+class TinyLlama(nn.Module):
+    """A whole Llama as small reference code writes it: x (positions, say) plus the embeddings of token
+    ids, layers sharing one rotary table and one causal mask computed in forward, keys and values repeated
+    by torch.repeat_interleave after the rotary (whose sizes torch 1.13's tracer loses, so each slice is
+    reshaped with 0s), a final norm and a head tied to the embedding."""
+
+    def __init__(self, d=32, heads=4, kv_heads=2, ffn=64, vocab=50, layers=2):
+        super().__init__()
+        self.heads, self.kv, self.dh = heads, kv_heads, d // heads
+        self.embed = nn.Embedding(vocab, d)
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            layer = nn.Module()
+            layer.attn_norm, layer.mlp_norm = RmsNorm(d), RmsNorm(d)
+            layer.q = nn.Linear(d, d, bias=False)
+            layer.k = nn.Linear(d, kv_heads * self.dh, bias=False)
+            layer.v = nn.Linear(d, kv_heads * self.dh, bias=False)
+            layer.o = nn.Linear(d, d, bias=False)
+            layer.gate, layer.up = nn.Linear(d, ffn, bias=False), nn.Linear(d, ffn, bias=False)
+            layer.down = nn.Linear(ffn, d, bias=False)
+            self.layers.append(layer)
+        self.norm = RmsNorm(d)
+
+    def forward(self, x, ids):
+        b, s = ids.shape
+        h = self.embed(ids) + x
+        inv = 1.0 / 10000 ** (torch.arange(0, self.dh, 2).float() / self.dh)
+        freqs = torch.outer(torch.arange(s).float(), inv)
+        cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
+        mask = torch.full((s, s), float("-inf")).triu(1)
+        rep = self.heads // self.kv
+        for layer in self.layers:
+            t = layer.attn_norm(h)
+            q = layer.q(t).view(b, s, self.heads, self.dh).transpose(1, 2)
+            k = layer.k(t).view(b, s, self.kv, self.dh).transpose(1, 2)
+            v = layer.v(t).view(b, s, self.kv, self.dh).transpose(1, 2)
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            k, v = torch.repeat_interleave(k, rep, dim=1), torch.repeat_interleave(v, rep, dim=1)
+            w = (q @ k.transpose(-1, -2) / math.sqrt(self.dh) + mask).softmax(-1)
+            h = h + layer.o((w @ v).transpose(1, 2).reshape(b, s, -1))
+            t = layer.mlp_norm(h)
+            h = h + layer.down(nn.functional.silu(layer.gate(t)) * layer.up(t))
+        return self.norm(h) @ self.embed.weight.t()
+
+
 def export(model, example, name, opset, dynamic=None, io=False, names=("x",)):
     """Writes NAME; with io, also NAME.io.bin: the example input (or inputs, a tuple named by `names`, in
     order), then torch's output, raw little-endian f32, which the tests compare stc's interpreter with."""
@@ -1512,6 +1562,9 @@ def main():
            "cached_attention_all_seq.onnx", 14,
            {"x": {0: "batch", 1: "new"}, "past_k": {0: "batch", 2: "past"}, "past_v": {0: "batch", 2: "past"},
             "y": {0: "batch", 1: "new"}}, names=("x", "past_k", "past_v"))
+    torch.manual_seed(0)
+    export(TinyLlama(), (torch.randn(1, 6, 32), torch.randint(0, 50, (1, 6))), "tiny_llama_seq.onnx", 17,
+           {"x": {1: "seq"}, "ids": {1: "seq"}, "y": {1: "seq"}}, io=True, names=("x", "ids"))
     return 0
 
 

@@ -1304,6 +1304,7 @@ class Importer {
     }
     rewritten = inlineFoldedIfs() || rewritten;
     rewritten = rewriteRepeatInterleaveLoops() || rewritten;
+    rewritten = reshapeSplitRepeatsAsTorch() || rewritten;
     consts_.clear();
     symbolicShapes_.clear();
     shapeSizes_.clear();
@@ -1595,6 +1596,108 @@ class Importer {
     model_.mutable_graph()->clear_node();
     for (auto& n : nodes) *model_.mutable_graph()->add_node() = std::move(n);
     return true;
+  }
+
+  // torch's repeat_interleave of one constant count along an axis whose size its tracer knows, past a size
+  // it does not (symbolic_opset11: keys after a rotary computed in forward): x split into slices of 1
+  // along the axis, each unsqueezed after it, expanded to r there, reshaped to x's sizes with -1 on the
+  // axis and 0 for each size it lost, and the pieces concatenated along the axis. ONNX's 0 keeps the
+  // expanded tensor's size at its place, which after the axis is r or the size before: [b, 1, r, s, d]
+  // reshaped to [b, -1, 0, 0] is [b, s*d, r, s] where torch meant [b, r, s, d]. Each such reshape is
+  // noted (offRepeats_); with torchRepeats_, its target becomes torch's. True when a target changed.
+  bool reshapeSplitRepeatsAsTorch() {
+    const std::map<std::string, const onnx::NodeProto*> made = valueMakers();
+    auto maker = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
+      auto it = made.find(v);
+      return it != made.end() && it->second->op_type() == op ? it->second : nullptr;
+    };
+    auto constOf = [&](const std::string& v) -> const Const* {
+      auto it = consts_.find(v);
+      return it != consts_.end() && it->second.known ? &it->second : nullptr;
+    };
+    std::map<std::string, std::vector<const onnx::NodeProto*>> readers;
+    for (const auto& n : model_.graph().node())
+      for (const auto& i : n.input()) readers[i].push_back(&n);
+    std::set<std::string> taken = graphNames();
+    bool rewritten = false;
+    for (onnx::NodeProto& r : *model_.mutable_graph()->mutable_node()) {
+      if (r.op_type() != "Reshape" || r.input_size() != 2 || intAttr(r, "allowzero", 0) != 0) continue;
+      const onnx::NodeProto* e = maker(r.input(0), "Expand");
+      const onnx::NodeProto* u = e && e->input_size() == 2 ? maker(e->input(0), "Unsqueeze") : nullptr;
+      const onnx::NodeProto* s = u ? maker(u->input(0), "Split") : nullptr;
+      const Const *target = constOf(r.input(1)), *to = e ? constOf(e->input(1)) : nullptr;
+      if (!s || !target || !to || !hasConcreteShape(u->input(0))) continue;
+      std::vector<int64_t> x;  // the slice's dims
+      for (const Expr& d : shapeOf(u->input(0))) x.push_back(d.eval());
+      const int64_t rank = static_cast<int64_t>(x.size());
+      int64_t axis = intAttr(*s, "axis", 0);
+      if (axis < 0) axis += rank;
+      std::vector<int64_t> axes = intsAttr(*u, "axes");  // (opset 13 on: an input)
+      if (const Const* a = u->input_size() == 2 ? constOf(u->input(1)) : nullptr)
+        axes.assign(a->v.begin(), a->v.end());
+      if (axis < 0 || axis >= rank || x[static_cast<size_t>(axis)] != 1 || axes.size() != 1 ||
+          (axes[0] < 0 ? axes[0] + rank + 1 : axes[0]) != axis + 1 ||
+          static_cast<int64_t>(target->v.size()) != rank || target->v[static_cast<size_t>(axis)] != -1 ||
+          static_cast<int64_t>(to->v.size()) != rank + 1)
+        continue;
+      // Read by a concatenation along the axis alone, as torch writes it.
+      auto rd = readers.find(r.output(0));
+      if (rd == readers.end() || rd->second.size() != 1 || rd->second[0]->op_type() != "Concat") continue;
+      int64_t catAxis = intAttr(*rd->second[0], "axis", 0);
+      if ((catAxis < 0 ? catAxis + rank : catAxis) != axis) continue;
+      std::vector<int64_t> expanded = x;  // unsqueezed, then broadcast with the Expand's target
+      expanded.insert(expanded.begin() + axis + 1, 1);
+      bool ok = true;
+      for (size_t j = 0; j < expanded.size(); ++j) {
+        auto t = static_cast<int64_t>(to->v[j]);
+        if (t != 1 && expanded[j] != 1 && t != expanded[j]) ok = false;
+        expanded[j] = std::max(expanded[j], t);
+      }
+      int64_t total = 1;
+      for (int64_t d : expanded) total *= d;
+      // The shape each reading makes: a 0 keeps the size of the expanded tensor (ONNX) or of the slice
+      // (torch) at its place; -1 takes the rest.
+      auto shapeReading = [&](const std::vector<int64_t>& kept) {
+        std::vector<int64_t> shape(static_cast<size_t>(rank));
+        int64_t sized = 1;
+        for (size_t j = 0; j < shape.size(); ++j) {
+          double v = target->v[j];
+          shape[j] = v == 0 ? kept[j] : static_cast<int64_t>(v);
+          if (v < -1 || (v == -1 && j != static_cast<size_t>(axis))) ok = false;
+          if (v != -1) sized *= shape[j];
+        }
+        if (sized <= 0 || total % sized != 0)
+          ok = false;
+        else
+          shape[static_cast<size_t>(axis)] = total / sized;
+        return shape;
+      };
+      const std::vector<int64_t> onnxShape = shapeReading(expanded), meant = shapeReading(x);
+      if (!ok || onnxShape == meant) continue;
+      if (torchRepeats_) {
+        std::string name = unusedName(r.output(0) + "__meant", taken);
+        onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::INT64);
+        t->add_dims(rank);
+        for (int64_t v : meant) t->add_int64_data(v);
+        r.set_input(1, name);
+        rewritten = true;
+      }
+      // Noted once for the concatenation, at the shape its pieces make together.
+      const onnx::NodeProto& cat = *rd->second[0];
+      std::vector<int64_t> joinedOnnx = onnxShape, joined = meant;
+      joinedOnnx[static_cast<size_t>(axis)] *= cat.input_size();
+      joined[static_cast<size_t>(axis)] *= cat.input_size();
+      if (std::none_of(offRepeats_.begin(), offRepeats_.end(),
+                       [&](const OffRepeat& o) { return o.value == cat.output(0); }))
+        offRepeats_.push_back(
+            {cat.output(0), "torch's repeat_interleave at '" + nodeName(cat) +
+                                "' (a Split's slices expanded and reshaped) makes " + dimsText(joinedOnnx) +
+                                " where torch's own result is " + dimsText(joined) +
+                                " (its slices reshaped with a 0 that keeps an expanded size)"});
+    }
+    return rewritten;
   }
 
   // An If whose condition folded (an export with a dynamic axis asks whether a dimension is 1 before it
