@@ -963,7 +963,9 @@ class Importer {
     std::set<std::string> axes, used;  // the inputs' axes (an output's follow from them)
     auto fix = [&](onnx::ValueInfoProto& v, bool input) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
-      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      auto* dims = v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
+      for (int k = 0; k < dims->size(); ++k) {
+        auto& d = *dims->Mutable(k);
         if (!d.has_dim_param()) continue;
         std::string name = symbolName(d.dim_param());
         if (input) axes.insert(name);
@@ -973,6 +975,7 @@ class Importer {
           continue;
         }
         used.insert(name);
+        if (!input) fixedOutputAxes_[{v.name(), k}] = name;
         d.set_dim_value(it->second);
       }
     };
@@ -996,7 +999,8 @@ class Importer {
       } catch (const std::exception& e) {
         std::string off;  // (a Loop rewritten the round before whose shape is not torch's)
         for (const OffRepeat& r : offRepeats_) off += "; " + r.note;
-        throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what() + off);
+        throw UserError(path_ + ": error: ONNX shape inference failed: " + e.what() + off +
+                        declaredOutputsOff());
       }
       types_.clear();
       auto record = [&](const onnx::ValueInfoProto& v) { types_[v.name()] = &v.type(); };
@@ -1006,6 +1010,51 @@ class Importer {
       bool added = completeEinsumShapes();
       if (round == 4 || !(completeReshapeShapes() || added)) return;
     }
+  }
+
+  // Where shape inference fails only on the shapes the model declares for its outputs (an export's
+  // dynamic_axes giving an output an input's axis name, though it is one longer: BERT's pooled row joined
+  // to the sequence), which output and dimension, as a clause to add to the error; else empty.
+  std::string declaredOutputsOff() const {
+    onnx::ModelProto bare = model_;
+    for (auto& o : *bare.mutable_graph()->mutable_output())
+      o.mutable_type()->mutable_tensor_type()->clear_shape();
+    bare.mutable_graph()->clear_value_info();
+    try {
+      onnx::shape_inference::InferShapes(bare);
+    } catch (const std::exception&) {
+      return "";
+    }
+    auto text = [](const onnx::TensorShapeProto& s) {
+      std::string t;
+      for (const auto& d : s.dim())
+        t += (t.empty() ? "" : ", ") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+      return "[" + t + "]";
+    };
+    for (int i = 0; i < model_.graph().output_size(); ++i) {
+      const auto& declared = model_.graph().output(i).type().tensor_type();
+      const auto& inferred = bare.graph().output(i).type().tensor_type();
+      if (!declared.has_shape() || !inferred.has_shape() ||
+          declared.shape().dim_size() != inferred.shape().dim_size())
+        continue;
+      for (int d = 0; d < declared.shape().dim_size(); ++d) {
+        const auto &a = declared.shape().dim(d), &b = inferred.shape().dim(d);
+        if (a.has_dim_value() && b.has_dim_value() && a.dim_value() != b.dim_value())
+          return "; the model declares its output '" + model_.graph().output(i).name() + "' as " +
+                 text(declared.shape()) + " where its graph computes " + text(inferred.shape()) +
+                 ": dimension " + std::to_string(d) + " is " + std::to_string(b.dim_value()) + ", not " +
+                 std::to_string(a.dim_value()) + originalAxis(i, d) +
+                 ": an export's dynamic_axes named that output axis after an input's, which it is not";
+      }
+    }
+    return "";
+  }
+  // " (its dynamic axis 'NAME', fixed at import)" where output i's dimension d was that axis in the file.
+  std::string originalAxis(int i, int d) const {
+    auto it = fixedOutputAxes_.find({model_.graph().output(i).name(), d});
+    return it == fixedOutputAxes_.end() ? ""
+                                        : " (its dynamic axis '" + it->second + "', fixed at import at " +
+                                              std::to_string(dims_.at(it->second)) + ")";
   }
 
   // An Einsum's equation, spaces removed.
@@ -5520,6 +5569,7 @@ class Importer {
   std::string path_;
   std::map<std::string, int64_t> dims_;  // dynamic axes fixed at import
   std::set<std::string> freeAxes_;       // dynamic axes left symbolic
+  std::map<std::pair<std::string, int>, std::string> fixedOutputAxes_;  // (output, dim) -> its axis fixed
   // repeat_interleave Loops rewritten (rewriteRepeatInterleaveLoops) whose ONNX result is not torch's shape:
   // what each makes and what it meant, for the error where shapes stop meeting after them.
   struct OffRepeat {

@@ -3642,5 +3642,37 @@ TEST(Onnx, AUnitGainKeepsItsBiasAndAnEpsilonOfDataIsNoNorm) {
   }
 }
 
+// An export whose dynamic_axes give an output an input's axis name though it is longer (BERT's pooled row
+// joined to the sequence): with the axis fixed, ONNX shape inference stops at the declared output, and the
+// error says which output, dimension and axis, and the size the graph computes.
+TEST(Onnx, AnOutputDeclaredWithAnInputsAxisItIsNotIsNamed) {
+  onnx::ModelProto m = modelWithInput(17, "declared_output", {5, 4});
+  makeDynamic(m, 0, "seq");
+  onnx::GraphProto* g = m.mutable_graph();
+  addNode(g, "Concat", {"x", "x"}, "y")->add_attribute()->set_name("axis");
+  g->mutable_node(0)->mutable_attribute(0)->set_type(onnx::AttributeProto::INT);
+  g->mutable_node(0)->mutable_attribute(0)->set_i(0);
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  y->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("seq");
+  y->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+  const std::string path = writeModel(m, "declared_output.onnx");
+  try {
+    importOnnx(path, {{"seq", 3}});
+    ADD_FAILURE() << "an output declared 3 rows long that the graph makes 6 imported";
+  } catch (const UserError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("the model declares its output 'y' as [3, 4] where its graph computes "
+                                   "[6, 4]: dimension 0 is 6, not 3 (its dynamic axis 'seq', fixed at "
+                                   "import at 3)"),
+        std::string::npos)
+        << e.what();
+  }
+  // Declared as the graph makes it, it imports.
+  y->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("rows");
+  EXPECT_NO_THROW(importOnnx(writeModel(m, "declared_output_rows.onnx"), {{"seq", 3}}));
+}
+
 }  // namespace
 }  // namespace stc
