@@ -981,6 +981,7 @@ class Importer {
     };
     for (auto& v : *model_.mutable_graph()->mutable_input()) fix(v, true);
     for (auto& v : *model_.mutable_graph()->mutable_output()) fix(v, false);
+    for (const auto& v : model_.graph().output()) declaredOutputs_.push_back(v.type());
     if (dims_.empty()) return;
     model_.mutable_graph()->clear_value_info();  // inferred again from the fixed inputs
     for (const auto& [name, value] : dims_) {
@@ -1018,7 +1019,7 @@ class Importer {
   std::string declaredOutputsOff() const {
     onnx::ModelProto bare = model_;
     for (auto& o : *bare.mutable_graph()->mutable_output())
-      o.mutable_type()->mutable_tensor_type()->clear_shape();
+      if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
     bare.mutable_graph()->clear_value_info();
     try {
       onnx::shape_inference::InferShapes(bare);
@@ -1028,33 +1029,36 @@ class Importer {
     auto text = [](const onnx::TensorShapeProto& s) {
       std::string t;
       for (const auto& d : s.dim())
-        t += (t.empty() ? "" : ", ") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+        t += (t.empty() ? "" : ", ") + (d.has_dim_value()   ? std::to_string(d.dim_value())
+                                        : d.has_dim_param() ? d.dim_param()
+                                                            : "?");
       return "[" + t + "]";
     };
-    for (int i = 0; i < model_.graph().output_size(); ++i) {
-      const auto& declared = model_.graph().output(i).type().tensor_type();
+    const int outputs = std::min(bare.graph().output_size(), static_cast<int>(declaredOutputs_.size()));
+    for (int i = 0; i < outputs; ++i) {
+      if (!declaredOutputs_[static_cast<size_t>(i)].has_tensor_type()) continue;
+      const auto& declared = declaredOutputs_[static_cast<size_t>(i)].tensor_type();
       const auto& inferred = bare.graph().output(i).type().tensor_type();
       if (!declared.has_shape() || !inferred.has_shape() ||
           declared.shape().dim_size() != inferred.shape().dim_size())
         continue;
       for (int d = 0; d < declared.shape().dim_size(); ++d) {
         const auto &a = declared.shape().dim(d), &b = inferred.shape().dim(d);
-        if (a.has_dim_value() && b.has_dim_value() && a.dim_value() != b.dim_value())
-          return "; the model declares its output '" + model_.graph().output(i).name() + "' as " +
-                 text(declared.shape()) + " where its graph computes " + text(inferred.shape()) +
-                 ": dimension " + std::to_string(d) + " is " + std::to_string(b.dim_value()) + ", not " +
-                 std::to_string(a.dim_value()) + originalAxis(i, d) +
-                 ": an export's dynamic_axes named that output axis after an input's, which it is not";
+        if (!a.has_dim_value() || !b.has_dim_value() || a.dim_value() == b.dim_value()) continue;
+        const std::string name = bare.graph().output(i).name();
+        auto axis = fixedOutputAxes_.find({name, d});
+        std::string off = "; the model declares its output '" + name + "' as " + text(declared.shape()) +
+                          " where its graph computes " + text(inferred.shape()) + ": dimension " +
+                          std::to_string(d) + " is " + std::to_string(b.dim_value()) + ", not " +
+                          std::to_string(a.dim_value());
+        if (axis != fixedOutputAxes_.end())
+          off += " (its dynamic axis '" + axis->second + "', fixed at import at " +
+                 std::to_string(a.dim_value()) +
+                 "): an export's dynamic_axes named that output axis after an input's, which it is not";
+        return off;
       }
     }
     return "";
-  }
-  // " (its dynamic axis 'NAME', fixed at import)" where output i's dimension d was that axis in the file.
-  std::string originalAxis(int i, int d) const {
-    auto it = fixedOutputAxes_.find({model_.graph().output(i).name(), d});
-    return it == fixedOutputAxes_.end() ? ""
-                                        : " (its dynamic axis '" + it->second + "', fixed at import at " +
-                                              std::to_string(dims_.at(it->second)) + ")";
   }
 
   // An Einsum's equation, spaces removed.
@@ -1614,10 +1618,11 @@ class Importer {
       // reshape gives torch's result.
       if (torchRepeats_) replacing[f.concat].back().set_input(1, initializer(out + "__meant", meant));
       if (f.shape != meant)
-        offRepeats_.push_back({out, "torch's repeat_interleave Loop at '" + nodeName(*f.concat) + "' makes " +
-                                        dimsText(f.shape) + " where torch's own result is " +
-                                        dimsText(meant) +
-                                        " (its slices reshaped with a 0 that keeps an expanded size)"});
+        offRepeats_.push_back({out,
+                               "torch's repeat_interleave Loop at '" + nodeName(*f.concat) + "' makes " +
+                                   dimsText(f.shape) + " where torch's own result is " + dimsText(meant) +
+                                   " (its slices reshaped with a 0 that keeps an expanded size)",
+                               {}});
     }
     // The sequences' makers, where only the Loops dropped read them (a Loop's body reads them by name).
     std::set<std::string> read;
@@ -1652,8 +1657,9 @@ class Importer {
   // along the axis, each unsqueezed after it, expanded to r there, reshaped to x's sizes with -1 on the
   // axis and 0 for each size it lost, and the pieces concatenated along the axis. ONNX's 0 keeps the
   // expanded tensor's size at its place, which after the axis is r or the size before: [b, 1, r, s, d]
-  // reshaped to [b, -1, 0, 0] is [b, s*d, r, s] where torch meant [b, r, s, d]. Each such reshape is
-  // noted (offRepeats_); with torchRepeats_, its target becomes torch's. True when a target changed.
+  // reshaped to [b, -1, 0, 0] is [b, d, r, s] where torch meant [b, r, s, d] (or no shape at all, where
+  // the sizes ONNX keeps do not divide the tensor). Each such reshape is noted (offRepeats_); with
+  // torchRepeats_, its target becomes torch's. True when a target changed.
   bool reshapeSplitRepeatsAsTorch() {
     const std::map<std::string, const onnx::NodeProto*> made = valueMakers();
     auto maker = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
@@ -1664,7 +1670,17 @@ class Importer {
       auto it = consts_.find(v);
       return it != consts_.end() && it->second.known ? &it->second : nullptr;
     };
-    std::map<std::string, std::vector<const onnx::NodeProto*>> readers;
+    std::map<std::string, std::vector<const onnx::NodeProto*>> readers;  // in the graph itself
+    std::map<std::string, int> reads;  // by nodes anywhere (subgraphs too) and graph outputs
+    std::function<void(const onnx::GraphProto&)> count = [&](const onnx::GraphProto& g) {
+      for (const auto& n : g.node()) {
+        for (const auto& i : n.input()) ++reads[i];
+        for (const auto& a : n.attribute())
+          if (a.has_g()) count(a.g());
+      }
+    };
+    count(model_.graph());
+    for (const auto& o : model_.graph().output()) ++reads[o.name()];
     for (const auto& n : model_.graph().node())
       for (const auto& i : n.input()) readers[i].push_back(&n);
     std::set<std::string> taken = graphNames();
@@ -1691,7 +1707,9 @@ class Importer {
         continue;
       // Read by a concatenation along the axis alone, as torch writes it.
       auto rd = readers.find(r.output(0));
-      if (rd == readers.end() || rd->second.size() != 1 || rd->second[0]->op_type() != "Concat") continue;
+      if (rd == readers.end() || rd->second.size() != 1 || reads[r.output(0)] != 1 ||
+          rd->second[0]->op_type() != "Concat")
+        continue;
       int64_t catAxis = intAttr(*rd->second[0], "axis", 0);
       if ((catAxis < 0 ? catAxis + rank : catAxis) != axis) continue;
       std::vector<int64_t> expanded = x;  // unsqueezed, then broadcast with the Expand's target
@@ -1699,52 +1717,63 @@ class Importer {
       bool ok = true;
       for (size_t j = 0; j < expanded.size(); ++j) {
         auto t = static_cast<int64_t>(to->v[j]);
-        if (t != 1 && expanded[j] != 1 && t != expanded[j]) ok = false;
-        expanded[j] = std::max(expanded[j], t);
+        if (t < 1 || (t != 1 && expanded[j] != 1 && t != expanded[j])) ok = false;
+        if (expanded[j] == 1) expanded[j] = t;
       }
+      for (size_t j = 0; j < target->v.size(); ++j)
+        if (target->v[j] < -1 || (target->v[j] == -1 && j != static_cast<size_t>(axis))) ok = false;
+      if (!ok) continue;
       int64_t total = 1;
       for (int64_t d : expanded) total *= d;
       // The shape each reading makes: a 0 keeps the size of the expanded tensor (ONNX) or of the slice
-      // (torch) at its place; -1 takes the rest.
-      auto shapeReading = [&](const std::vector<int64_t>& kept) {
+      // (torch) at its place; -1 takes the rest. None where the sizes kept do not divide the tensor.
+      auto shapeReading = [&](const std::vector<int64_t>& kept) -> std::optional<std::vector<int64_t>> {
         std::vector<int64_t> shape(static_cast<size_t>(rank));
         int64_t sized = 1;
         for (size_t j = 0; j < shape.size(); ++j) {
           double v = target->v[j];
           shape[j] = v == 0 ? kept[j] : static_cast<int64_t>(v);
-          if (v < -1 || (v == -1 && j != static_cast<size_t>(axis))) ok = false;
           if (v != -1) sized *= shape[j];
         }
-        if (sized <= 0 || total % sized != 0)
-          ok = false;
-        else
-          shape[static_cast<size_t>(axis)] = total / sized;
+        if (sized <= 0 || total % sized != 0) return std::nullopt;
+        shape[static_cast<size_t>(axis)] = total / sized;
         return shape;
       };
-      const std::vector<int64_t> onnxShape = shapeReading(expanded), meant = shapeReading(x);
-      if (!ok || onnxShape == meant) continue;
+      const std::optional<std::vector<int64_t>> onnxShape = shapeReading(expanded), meant = shapeReading(x);
+      if (!meant || onnxShape == meant) continue;
       if (torchRepeats_) {
         std::string name = unusedName(r.output(0) + "__meant", taken);
         onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
         t->set_name(name);
         t->set_data_type(onnx::TensorProto::INT64);
         t->add_dims(rank);
-        for (int64_t v : meant) t->add_int64_data(v);
+        for (int64_t v : *meant) t->add_int64_data(v);
         r.set_input(1, name);
         rewritten = true;
       }
       // Noted once for the concatenation, at the shape its pieces make together.
       const onnx::NodeProto& cat = *rd->second[0];
-      std::vector<int64_t> joinedOnnx = onnxShape, joined = meant;
-      joinedOnnx[static_cast<size_t>(axis)] *= cat.input_size();
+      std::vector<int64_t> joined = *meant;
       joined[static_cast<size_t>(axis)] *= cat.input_size();
-      if (std::none_of(offRepeats_.begin(), offRepeats_.end(),
-                       [&](const OffRepeat& o) { return o.value == cat.output(0); }))
-        offRepeats_.push_back(
-            {cat.output(0), "torch's repeat_interleave at '" + nodeName(cat) +
-                                "' (a Split's slices expanded and reshaped) makes " + dimsText(joinedOnnx) +
-                                " where torch's own result is " + dimsText(joined) +
-                                " (its slices reshaped with a 0 that keeps an expanded size)"});
+      std::string made = "no shape (the sizes its 0s keep do not divide a slice)";
+      if (onnxShape) {
+        std::vector<int64_t> joinedOnnx = *onnxShape;
+        joinedOnnx[static_cast<size_t>(axis)] *= cat.input_size();
+        made = dimsText(joinedOnnx);
+      }
+      auto noted = std::find_if(offRepeats_.begin(), offRepeats_.end(),
+                                [&](const OffRepeat& o) { return o.value == cat.output(0); });
+      if (noted == offRepeats_.end())
+        noted = offRepeats_.insert(offRepeats_.end(),
+                                   {cat.output(0),
+                                    "torch's repeat_interleave at '" + nodeName(cat) +
+                                        "' (a Split's slices expanded and reshaped) makes " + made +
+                                        " where torch's own result is " + dimsText(joined) +
+                                        " (its slices reshaped with a 0 that keeps an expanded size)",
+                                    {}});
+      // (A reshape ONNX gives no shape is where shape inference stops: the error names it.)
+      if (std::find(noted->pieces.begin(), noted->pieces.end(), r.output(0)) == noted->pieces.end())
+        noted->pieces.push_back(r.output(0));
     }
     return rewritten;
   }
@@ -1905,7 +1934,10 @@ class Importer {
       }
       std::string off;
       for (const OffRepeat& r : offRepeats_)
-        if (dependsOn(*node, r.value)) off += "; " + r.note;
+        if (dependsOn(*node, r.value) ||
+            std::any_of(r.pieces.begin(), r.pieces.end(),
+                        [&](const std::string& p) { return dependsOn(*node, p); }))
+          off += "; " + r.note;
       return ": shape inference gives none to node '" + node->name() + "' (" + node->op_type() +
              "), whose inputs are " + shapes + " (" + why + ")" + off;
     }
@@ -5570,10 +5602,12 @@ class Importer {
   std::map<std::string, int64_t> dims_;  // dynamic axes fixed at import
   std::set<std::string> freeAxes_;       // dynamic axes left symbolic
   std::map<std::pair<std::string, int>, std::string> fixedOutputAxes_;  // (output, dim) -> its axis fixed
+  std::vector<onnx::TypeProto> declaredOutputs_;  // the outputs' types as the file declares them (axes fixed)
   // repeat_interleave Loops rewritten (rewriteRepeatInterleaveLoops) whose ONNX result is not torch's shape:
   // what each makes and what it meant, for the error where shapes stop meeting after them.
   struct OffRepeat {
     std::string value, note;  // the concatenation's output, and what it makes against torch's result
+    std::vector<std::string> pieces;  // the reshapes it joins, where they are nodes of the graph
   };
   std::vector<OffRepeat> offRepeats_;
   bool torchRepeats_ = false;

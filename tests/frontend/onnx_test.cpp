@@ -2971,7 +2971,7 @@ TEST(Onnx, ReferenceIdiomsImportCompileAndSimulate) {
   }
   // A whole two-layer Llama: torch.repeat_interleave of two KV heads whose other sizes the tracer lost
   // (after the rotary, or over the dynamic seq) is split into slices, each unsqueezed, expanded to
-  // [1, 1, 2, s, 8] and reshaped with [1, -1, 0, 8]: ONNX's 0 keeps the 2, so the values, [1, 3 * s, 2, 8]
+  // [1, 1, 2, s, 8] and reshaped with [1, -1, 0, 8]: ONNX's 0 keeps the 2, so the values, [1, 2 * s, 2, 8]
   // joined, meet no product. Torch meant [1, 4, s, 8]: imported so, with a note, fixed or symbolic.
   {
     const std::string tiny = model("tiny_llama_seq.onnx");
