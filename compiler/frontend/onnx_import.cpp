@@ -963,9 +963,7 @@ class Importer {
     std::set<std::string> axes, used;  // the inputs' axes (an output's follow from them)
     auto fix = [&](onnx::ValueInfoProto& v, bool input) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
-      auto* dims = v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
-      for (int k = 0; k < dims->size(); ++k) {
-        auto& d = *dims->Mutable(k);
+      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
         if (!d.has_dim_param()) continue;
         std::string name = symbolName(d.dim_param());
         if (input) axes.insert(name);
@@ -975,13 +973,12 @@ class Importer {
           continue;
         }
         used.insert(name);
-        if (!input) fixedOutputAxes_[{v.name(), k}] = name;
         d.set_dim_value(it->second);
       }
     };
+    for (const auto& v : model_.graph().output()) declaredOutputs_.push_back(v.type());
     for (auto& v : *model_.mutable_graph()->mutable_input()) fix(v, true);
     for (auto& v : *model_.mutable_graph()->mutable_output()) fix(v, false);
-    for (const auto& v : model_.graph().output()) declaredOutputs_.push_back(v.type());
     if (dims_.empty()) return;
     model_.mutable_graph()->clear_value_info();  // inferred again from the fixed inputs
     for (const auto& [name, value] : dims_) {
@@ -1026,12 +1023,20 @@ class Importer {
     } catch (const std::exception&) {
       return "";
     }
-    auto text = [](const onnx::TensorShapeProto& s) {
+    // A declared dimension's size: its value, or the value its dynamic axis is fixed at (0: free).
+    auto sizeOf = [&](const onnx::TensorShapeProto::Dimension& d) -> int64_t {
+      if (d.has_dim_value()) return d.dim_value();
+      auto it = d.has_dim_param() ? dims_.find(symbolName(d.dim_param())) : dims_.end();
+      return it == dims_.end() ? 0 : it->second;
+    };
+    auto text = [&](const onnx::TensorShapeProto& s) {
       std::string t;
-      for (const auto& d : s.dim())
-        t += (t.empty() ? "" : ", ") + (d.has_dim_value()   ? std::to_string(d.dim_value())
+      for (const auto& d : s.dim()) {
+        int64_t size = sizeOf(d);
+        t += (t.empty() ? "" : ", ") + (size > 0            ? std::to_string(size)
                                         : d.has_dim_param() ? d.dim_param()
                                                             : "?");
+      }
       return "[" + t + "]";
     };
     const int outputs = std::min(bare.graph().output_size(), static_cast<int>(declaredOutputs_.size()));
@@ -1044,16 +1049,16 @@ class Importer {
         continue;
       for (int d = 0; d < declared.shape().dim_size(); ++d) {
         const auto &a = declared.shape().dim(d), &b = inferred.shape().dim(d);
-        if (!a.has_dim_value() || !b.has_dim_value() || a.dim_value() == b.dim_value()) continue;
+        const int64_t size = sizeOf(a);
+        if (size <= 0 || !b.has_dim_value() || size == b.dim_value()) continue;
         const std::string name = bare.graph().output(i).name();
-        auto axis = fixedOutputAxes_.find({name, d});
         std::string off = "; the model declares its output '" + name + "' as " + text(declared.shape()) +
                           " where its graph computes " + text(inferred.shape()) + ": dimension " +
                           std::to_string(d) + " is " + std::to_string(b.dim_value()) + ", not " +
-                          std::to_string(a.dim_value());
-        if (axis != fixedOutputAxes_.end())
-          off += " (its dynamic axis '" + axis->second + "', fixed at import at " +
-                 std::to_string(a.dim_value()) +
+                          std::to_string(size);
+        if (!a.has_dim_value())
+          off += " (its dynamic axis '" + symbolName(a.dim_param()) + "', fixed at import at " +
+                 std::to_string(size) +
                  "): an export's dynamic_axes named that output axis after an input's, which it is not";
         return off;
       }
@@ -1401,6 +1406,31 @@ class Importer {
     int64_t axis, repeats;
     std::vector<int64_t> dims, shape;  // x's, and the concatenation's
   };
+  // A value's constant, where its values are known.
+  const Const* knownConst(const std::string& v) const {
+    auto it = consts_.find(v);
+    return it != consts_.end() && it->second.known ? &it->second : nullptr;
+  }
+  // The node of op type `op` that makes v (`made`: valueMakers), or null.
+  static const onnx::NodeProto* madeBy(const std::map<std::string, const onnx::NodeProto*>& made,
+                                       const std::string& v, const char* op) {
+    auto it = made.find(v);
+    return it != made.end() && it->second->op_type() == op ? it->second : nullptr;
+  }
+  // How many nodes read each value, in subgraphs too, and graph outputs.
+  std::map<std::string, int> readCounts() const {
+    std::map<std::string, int> reads;
+    std::function<void(const onnx::GraphProto&)> count = [&](const onnx::GraphProto& g) {
+      for (const auto& n : g.node()) {
+        for (const auto& i : n.input()) ++reads[i];
+        for (const auto& a : n.attribute())
+          if (a.has_g()) count(a.g());
+      }
+    };
+    count(model_.graph());
+    for (const auto& o : model_.graph().output()) ++reads[o.name()];
+    return reads;
+  }
   static bool arity(const onnx::NodeProto* n, int inputs, int outputs = 1) {
     return n && n->input_size() == inputs && n->output_size() == outputs;
   }
@@ -1410,17 +1440,10 @@ class Importer {
   std::optional<RepeatLoop> matchRepeatInterleave(const onnx::NodeProto& c,
                                                   const std::map<std::string, const onnx::NodeProto*>& made,
                                                   const std::map<std::string, int>& readers) const {
-    auto constOf = [&](const std::string& v) -> const Const* {
-      auto it = consts_.find(v);
-      return it != consts_.end() && it->second.known ? &it->second : nullptr;
-    };
     auto allEqual = [](const Const& k, double value) {
       return std::all_of(k.v.begin(), k.v.end(), [&](double x) { return x == value; });
     };
-    auto maker = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
-      auto it = made.find(v);
-      return it != made.end() && it->second->op_type() == op ? it->second : nullptr;
-    };
+    auto maker = [&](const std::string& v, const char* op) { return madeBy(made, v, op); };
     if (!arity(&c, 1) || intAttr(c, "new_axis", 0) != 0) return std::nullopt;
     const onnx::NodeProto* loop = maker(c.input(0), "Loop");
     // The Loop's sequence is read by this concatenation alone (it goes with it).
@@ -1429,7 +1452,7 @@ class Importer {
     const onnx::GraphProto* body = nullptr;
     for (const auto& a : loop->attribute())
       if (a.name() == "body" && a.has_g()) body = &a.g();
-    const Const *cond = constOf(loop->input(1)), *trips = constOf(loop->input(0));
+    const Const *cond = knownConst(loop->input(1)), *trips = knownConst(loop->input(0));
     if (!body || body->input_size() != 3 || body->output_size() != 2 || !cond || cond->v.size() != 1 ||
         cond->v[0] == 0 || !trips || trips->v.size() != 1)
       return std::nullopt;
@@ -1496,8 +1519,8 @@ class Importer {
     if (f.axis < 0 || f.axis >= rank || catAxis != f.axis) return std::nullopt;
     const int64_t n = f.dims[static_cast<size_t>(f.axis)];
     // Slices of one along the axis, a count for each, every count the same r; the Loop runs over them all.
-    const Const *sizes = constOf(splitX->input(1)), *countSizes = constOf(splitR->input(1)),
-                *reps = constOf(splitR->input(0));
+    const Const *sizes = knownConst(splitX->input(1)), *countSizes = knownConst(splitR->input(1)),
+                *reps = knownConst(splitR->input(0));
     if (!sizes || !countSizes || !reps || static_cast<int64_t>(sizes->v.size()) != n ||
         !allEqual(*sizes, 1.0) || static_cast<int64_t>(countSizes->v.size()) != n ||
         !allEqual(*countSizes, 1.0) || static_cast<int64_t>(reps->v.size()) != n || n == 0 ||
@@ -1566,16 +1589,7 @@ class Importer {
   // was none.
   bool rewriteRepeatInterleaveLoops() {
     const std::map<std::string, const onnx::NodeProto*> made = valueMakers();
-    std::map<std::string, int> readers;
-    std::function<void(const onnx::GraphProto&)> count = [&](const onnx::GraphProto& g) {
-      for (const auto& n : g.node()) {
-        for (const auto& i : n.input()) ++readers[i];
-        for (const auto& a : n.attribute())
-          if (a.has_g()) count(a.g());
-      }
-    };
-    count(model_.graph());
-    for (const auto& o : model_.graph().output()) ++readers[o.name()];
+    const std::map<std::string, int> readers = readCounts();
     std::vector<RepeatLoop> found;
     for (const onnx::NodeProto& c : model_.graph().node())
       if (c.op_type() == "ConcatFromSequence")
@@ -1662,25 +1676,9 @@ class Importer {
   // torchRepeats_, its target becomes torch's. True when a target changed.
   bool reshapeSplitRepeatsAsTorch() {
     const std::map<std::string, const onnx::NodeProto*> made = valueMakers();
-    auto maker = [&](const std::string& v, const char* op) -> const onnx::NodeProto* {
-      auto it = made.find(v);
-      return it != made.end() && it->second->op_type() == op ? it->second : nullptr;
-    };
-    auto constOf = [&](const std::string& v) -> const Const* {
-      auto it = consts_.find(v);
-      return it != consts_.end() && it->second.known ? &it->second : nullptr;
-    };
+    auto maker = [&](const std::string& v, const char* op) { return madeBy(made, v, op); };
     std::map<std::string, std::vector<const onnx::NodeProto*>> readers;  // in the graph itself
-    std::map<std::string, int> reads;  // by nodes anywhere (subgraphs too) and graph outputs
-    std::function<void(const onnx::GraphProto&)> count = [&](const onnx::GraphProto& g) {
-      for (const auto& n : g.node()) {
-        for (const auto& i : n.input()) ++reads[i];
-        for (const auto& a : n.attribute())
-          if (a.has_g()) count(a.g());
-      }
-    };
-    count(model_.graph());
-    for (const auto& o : model_.graph().output()) ++reads[o.name()];
+    std::map<std::string, int> reads = readCounts();  // by nodes anywhere (subgraphs too) and graph outputs
     for (const auto& n : model_.graph().node())
       for (const auto& i : n.input()) readers[i].push_back(&n);
     std::set<std::string> taken = graphNames();
@@ -1690,7 +1688,7 @@ class Importer {
       const onnx::NodeProto* e = maker(r.input(0), "Expand");
       const onnx::NodeProto* u = e && e->input_size() == 2 ? maker(e->input(0), "Unsqueeze") : nullptr;
       const onnx::NodeProto* s = u ? maker(u->input(0), "Split") : nullptr;
-      const Const *target = constOf(r.input(1)), *to = e ? constOf(e->input(1)) : nullptr;
+      const Const *target = knownConst(r.input(1)), *to = e ? knownConst(e->input(1)) : nullptr;
       if (!s || !target || !to || !hasConcreteShape(u->input(0))) continue;
       std::vector<int64_t> x;  // the slice's dims
       for (const Expr& d : shapeOf(u->input(0))) x.push_back(d.eval());
@@ -1698,7 +1696,7 @@ class Importer {
       int64_t axis = intAttr(*s, "axis", 0);
       if (axis < 0) axis += rank;
       std::vector<int64_t> axes = intsAttr(*u, "axes");  // (opset 13 on: an input)
-      if (const Const* a = u->input_size() == 2 ? constOf(u->input(1)) : nullptr)
+      if (const Const* a = u->input_size() == 2 ? knownConst(u->input(1)) : nullptr)
         axes.assign(a->v.begin(), a->v.end());
       if (axis < 0 || axis >= rank || x[static_cast<size_t>(axis)] != 1 || axes.size() != 1 ||
           (axes[0] < 0 ? axes[0] + rank + 1 : axes[0]) != axis + 1 ||
@@ -5601,8 +5599,7 @@ class Importer {
   std::string path_;
   std::map<std::string, int64_t> dims_;  // dynamic axes fixed at import
   std::set<std::string> freeAxes_;       // dynamic axes left symbolic
-  std::map<std::pair<std::string, int>, std::string> fixedOutputAxes_;  // (output, dim) -> its axis fixed
-  std::vector<onnx::TypeProto> declaredOutputs_;  // the outputs' types as the file declares them (axes fixed)
+  std::vector<onnx::TypeProto> declaredOutputs_;  // the outputs' types as the file declares them
   // repeat_interleave Loops rewritten (rewriteRepeatInterleaveLoops) whose ONNX result is not torch's shape:
   // what each makes and what it meant, for the error where shapes stop meeting after them.
   struct OffRepeat {
