@@ -1357,6 +1357,142 @@ class CrossAttention(torch.nn.Module):
         return x + self.o((w @ v).permute(0, 2, 1, 3).flatten(start_dim=2))
 
 
+class HfSdpaLlama(torch.nn.Module):
+    """Hugging Face's LlamaSdpaAttention: rotary, repeat_kv by expand and reshape, SDPA given the mask (bool,
+    or float of finfo.min) as an input."""
+
+    def __init__(self, m, d=64, heads=4, kv=2):
+        super().__init__()
+        self.heads, self.kv, self.hd, self.sdpa = heads, kv, d // heads, m.SdpaMasked
+        self.q, self.o = torch.nn.Linear(d, d, bias=False), torch.nn.Linear(d, d, bias=False)
+        self.k = torch.nn.Linear(d, kv * self.hd, bias=False)
+        self.v = torch.nn.Linear(d, kv * self.hd, bias=False)
+
+    def forward(self, x, mask):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = self.k(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = self.v(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+        inv = 1.0 / 10000 ** (torch.arange(0, self.hd, 2).float() / self.hd)
+        f = torch.outer(torch.arange(s).float(), inv)
+        cos, sin = torch.cat([f, f], -1).cos(), torch.cat([f, f], -1).sin()
+        q = q * cos + torch.cat((-q[..., self.hd // 2:], q[..., :self.hd // 2]), -1) * sin
+        k = k * cos + torch.cat((-k[..., self.hd // 2:], k[..., :self.hd // 2]), -1) * sin
+        rep = self.heads // self.kv
+        k = k[:, :, None].expand(b, self.kv, rep, s, self.hd).reshape(b, self.heads, s, self.hd)
+        v = v[:, :, None].expand(b, self.kv, rep, s, self.hd).reshape(b, self.heads, s, self.hd)
+        return self.o(self.sdpa.apply(q, k, v, mask).transpose(1, 2).reshape(b, s, -1))
+
+
+def causal_mask(dtype):
+    """A [b, 1, s, s] causal mask input: bool (True where a key is kept) or float (finfo.min where not)."""
+    def make(b, s):
+        keep = torch.ones(s, s, dtype=torch.bool).tril()
+        m = keep if dtype == torch.bool else torch.zeros(s, s).masked_fill(~keep, torch.finfo(torch.float32).min)
+        return m[None, None].expand(b, 1, s, s).contiguous()
+    return make
+
+
+def t5_bucket(relative, bidirectional, buckets, max_distance):
+    """T5's relative position bucket: exact below buckets / 2 (of each direction), then logarithmic."""
+    out = 0
+    if bidirectional:
+        buckets //= 2
+        out += (relative > 0).to(torch.long) * buckets
+        relative = torch.abs(relative)
+    else:
+        relative = -torch.min(relative, torch.zeros_like(relative))
+    exact = buckets // 2
+    large = exact + (torch.log(relative.float() / exact) / math.log(max_distance / exact)
+                     * (buckets - exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, buckets - 1))
+    return out + torch.where(relative < exact, relative, large)
+
+
+class T5Block(torch.nn.Module):
+    """T5 (v1.1) self-attention: the relative position bias (buckets from arange, abs or min, log, a cast to
+    long, where; an embedding of heads), no score scaling, T5's RMS norm with rsqrt, a gated-GELU MLP; the
+    decoder's causal mask (1 - tril) * finfo.min added to the bias."""
+
+    def __init__(self, d=48, heads=4, hd=12, f=96, causal=False, buckets=32, max_distance=128):
+        super().__init__()
+        self.heads, self.hd, self.causal = heads, hd, causal
+        self.buckets, self.max_distance = buckets, max_distance
+        self.q, self.k, self.v = (torch.nn.Linear(d, heads * hd, bias=False) for _ in range(3))
+        self.o = torch.nn.Linear(heads * hd, d, bias=False)
+        self.relative = torch.nn.Embedding(buckets, heads)
+        self.ln1, self.ln2 = (torch.nn.Parameter(1 + 0.3 * torch.randn(d)) for _ in range(2))
+        self.wi0, self.wi1 = torch.nn.Linear(d, f, bias=False), torch.nn.Linear(d, f, bias=False)
+        self.wo = torch.nn.Linear(f, d, bias=False)
+
+    @staticmethod
+    def norm(x, w):
+        return w * (x * torch.rsqrt(x.to(torch.float32).pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        y = self.norm(x, self.ln1)
+        q, k, v = (f(y).view(b, -1, self.heads, self.hd).transpose(1, 2) for f in (self.q, self.k, self.v))
+        relative = torch.arange(n, dtype=torch.long)[None, :] - torch.arange(n, dtype=torch.long)[:, None]
+        bias = self.relative(t5_bucket(relative, not self.causal, self.buckets, self.max_distance))
+        bias = bias.permute([2, 0, 1]).unsqueeze(0)
+        if self.causal:
+            bias = bias + (1.0 - torch.tril(torch.ones(n, n))[None, None]) * torch.finfo(torch.float32).min
+        w = torch.softmax((q @ k.transpose(3, 2) + bias).float(), dim=-1)
+        x = x + self.o((w @ v).transpose(1, 2).contiguous().view(b, -1, self.heads * self.hd))
+        y = self.norm(x, self.ln2)
+        return x + self.wo(torch.nn.functional.gelu(self.wi0(y), approximate="tanh") * self.wi1(y))
+
+
+class DeepSeekMla(torch.nn.Module):
+    """DeepSeek-V2's multi-head latent attention over a prompt: low-rank q and kv with RMS norms between, q
+    split into a part without position and a rotary one, one rotary key shared by every head, the parts
+    written into new_empty tensors by slice assignment (or joined by torch.cat, the shared key expanded
+    over the heads), the interleaved rotary permuted to halves, values of another head size."""
+
+    def __init__(self, m, d=64, heads=4, q_rank=32, kv_rank=24, nope=16, rope=8, vd=12, joined=False):
+        super().__init__()
+        self.heads, self.nope, self.rope, self.vd, self.kv_rank, self.joined = heads, nope, rope, vd, kv_rank, joined
+        self.qd = nope + rope
+        self.q_a, self.q_norm = torch.nn.Linear(d, q_rank, bias=False), m.RmsNorm(q_rank)
+        self.q_b = torch.nn.Linear(q_rank, heads * self.qd, bias=False)
+        self.kv_a, self.kv_norm = torch.nn.Linear(d, kv_rank + rope, bias=False), m.RmsNorm(kv_rank)
+        self.kv_b = torch.nn.Linear(kv_rank, heads * (nope + vd), bias=False)
+        self.o = torch.nn.Linear(heads * vd, d, bias=False)
+
+    def rotate(self, x, cos, sin):
+        b, h, n, r = x.shape
+        if not self.joined:
+            x = x.view(b, h, n, r // 2, 2).transpose(4, 3).reshape(b, h, n, r)
+        return x * cos + torch.cat((-x[..., r // 2:], x[..., :r // 2]), -1) * sin
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q = self.q_b(self.q_norm(self.q_a(x))).view(b, n, self.heads, self.qd).transpose(1, 2)
+        q_nope, q_pe = torch.split(q, [self.nope, self.rope], dim=-1)
+        kv, k_pe = torch.split(self.kv_a(x), [self.kv_rank, self.rope], dim=-1)
+        k_pe = k_pe.view(b, n, 1, self.rope).transpose(1, 2)
+        kv = self.kv_b(self.kv_norm(kv)).view(b, n, self.heads, self.nope + self.vd).transpose(1, 2)
+        k_nope, v = torch.split(kv, [self.nope, self.vd], dim=-1)
+        inv = 1.0 / 10000 ** (torch.arange(0, self.rope, 2).float() / self.rope)
+        f = torch.outer(torch.arange(n).float(), inv)
+        cos, sin = torch.cat((f, f), -1).cos(), torch.cat((f, f), -1).sin()
+        q_pe, k_pe = self.rotate(q_pe, cos, sin), self.rotate(k_pe, cos, sin)
+        if self.joined:
+            qs = torch.cat([q_nope, q_pe], -1)
+            ks = torch.cat([k_nope, k_pe.expand(-1, self.heads, -1, -1)], -1)
+        else:
+            qs = k_pe.new_empty(b, self.heads, n, self.qd)
+            qs[:, :, :, :self.nope] = q_nope
+            qs[:, :, :, self.nope:] = q_pe
+            ks = k_pe.new_empty(b, self.heads, n, self.qd)
+            ks[:, :, :, :self.nope] = k_nope
+            ks[:, :, :, self.nope:] = k_pe
+        a = qs @ ks.transpose(2, 3) * self.qd ** -0.5
+        a = torch.softmax(a + torch.full((n, n), -math.inf).triu(1), dim=-1, dtype=torch.float32)
+        return self.o((a @ v).transpose(1, 2).reshape(b, n, self.heads * self.vd))
+
+
 def token_ids(vocab):
     """The input `ids` of TinyLlama: token ids below `vocab`."""
     return lambda b, s: {"ids": torch.randint(0, vocab, (b, s))}
@@ -1640,6 +1776,26 @@ def cases(m):
         ("cosine_attention_squared_relu", lambda: CosineAttentionSquaredRelu(), (1, 8, 48), 14, None, []),
         ("cross_attention_m10", lambda: CrossAttention(), (1, 6, 48), 17, None, [],
          lambda b, s: {"memory": torch.randn(b, 10, 48)}),
+        # torch 2's export of F.scaled_dot_product_attention (sdpa_graph): is_causal over a fixed, a dynamic
+        # and a symbolic seq, an explicit scale; Hugging Face's SDPA path with a bool and a float mask input
+        ("nanogpt_sdpa", lambda: m.NanoGptSdpa(), (1, 8, 48), 14, None, []),
+        ("nanogpt_sdpa_d64_b2_op17", lambda: m.NanoGptSdpa(64), (2, 6, 64), 17, None, []),
+        ("nanogpt_sdpa_seq_s9", lambda: m.NanoGptSdpa(), (1, 9, 48), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("nanogpt_sdpa_symbolic_s7_op17", lambda: m.NanoGptSdpa(), (1, 7, 48), 17,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
+        ("nanogpt_sdpa_scale", lambda: m.NanoGptSdpa(64, 4, m.SdpaCausalScaled), (1, 8, 64), 14, None, []),
+        ("hf_sdpa_bool_mask", lambda: HfSdpaLlama(m), (1, 8, 64), 14, None, [], causal_mask(torch.bool)),
+        ("hf_sdpa_float_mask_op17", lambda: HfSdpaLlama(m), (1, 8, 64), 17, None, [], causal_mask(torch.float)),
+        ("hf_sdpa_bool_mask_seq_s7", lambda: HfSdpaLlama(m), (1, 7, 64), 14,
+         {"x": {1: "seq"}, "mask": {2: "seq", 3: "seq"}, "y": {1: "seq"}}, [], causal_mask(torch.bool)),
+        ("t5_encoder", lambda: T5Block(), (1, 10, 48), 14, None, []),
+        ("t5_decoder_causal_op17", lambda: T5Block(causal=True), (1, 9, 48), 17, None, []),
+        ("t5_encoder_b2_seq_s12", lambda: T5Block(), (2, 12, 48), 14, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("deepseek_mla", lambda: DeepSeekMla(m), (1, 8, 64), 14, None, []),
+        ("deepseek_mla_seq_s7_op17", lambda: DeepSeekMla(m), (1, 7, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
+        ("deepseek_mla_joined", lambda: DeepSeekMla(m, joined=True), (1, 8, 64), 17, None, []),
+        ("deepseek_mla_joined_symbolic_s9", lambda: DeepSeekMla(m, joined=True), (1, 9, 64), 14,
+         {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
     ]
 
 

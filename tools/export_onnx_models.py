@@ -152,6 +152,11 @@ python3-onnx; run with the system python: /usr/bin/python3 tools/export_onnx_mod
                      T5's attention: a relative-position bias (buckets computed with log, min and where, a
                      learned [buckets, heads] table), causal (masked_fill after the bias, scores.float()
                      before the softmax) or bidirectional; opset 17
+  nanogpt_sdpa.onnx, nanogpt_sdpa_seq.onnx
+                     nanoGPT's block on its flash path, F.scaled_dot_product_attention(is_causal=True), as
+                     torch 2 exports it (opset 14's symbolic, reproduced by a Function for torch 1.13: the
+                     scale from the shape of q, its square root on q and k, a causal mask of Trilu and Where
+                     over Expand of the shapes); fixed and symbolic `seq`, opset 14
 
 The files are committed, so the tests run without torch; so are the NAME.io.bin files (torch's input and
 output) of the blocks written with reference implementations' idioms.
@@ -159,7 +164,9 @@ output) of the blocks written with reference implementations' idioms.
 import math
 import os
 import sys
+import warnings
 
+import onnx
 import torch
 from torch import nn
 
@@ -1467,6 +1474,104 @@ class TinyLlama(nn.Module):
         return self.norm(h) @ self.embed.weight.t()
 
 
+# torch 2's exporter writes F.scaled_dot_product_attention (opset 14's symbolic, which torch 1.13 lacks) as
+# below: the scale 1 / sqrt(Cast(Shape(q)[-1:])), q and k^T each multiplied by its square root, a causal
+# mask of Where(Equal(Trilu(Expand(1, [L, S])), 0), -inf, 0) built from the shapes of q and k, a bool mask
+# turned to 0 / -inf by Where, then Add, Softmax and MatMul. These Functions export that graph and compute
+# the same in forward.
+INT64_MAX = 9223372036854775807
+
+
+def sdpa_graph(g, q, k, v, mask=None, causal=False, scale=None):
+    with warnings.catch_warnings():  # torch 1.13 deprecates g.op on a Function's graph; torch 2 keeps it
+        warnings.simplefilter("ignore", FutureWarning)
+        return sdpa_ops(g, q, k, v, mask, causal, scale)
+
+
+def sdpa_ops(g, q, k, v, mask, causal, scale):
+    def const(values, dtype=torch.float):
+        return g.op("Constant", value_t=torch.tensor(values, dtype=dtype))
+
+    if scale is None:
+        last = g.op("Slice", g.op("Shape", q), const([-1], torch.int64), const([INT64_MAX], torch.int64))
+        scale = g.op("Div", const([1.0]), g.op("Sqrt", g.op("Cast", last, to_i=onnx.TensorProto.FLOAT)))
+    else:
+        scale = const(scale)
+    if causal:
+        second_last, last = const([-2], torch.int64), const([-1], torch.int64)
+        size = g.op("Concat", g.op("Slice", g.op("Shape", q), second_last, last),
+                    g.op("Slice", g.op("Shape", k), second_last, last), axis_i=0)
+        ones = g.op("Trilu", g.op("Expand", const([1.0]), size), upper_i=0)
+        mask = g.op("Where", g.op("Equal", ones, const([0.0])), const([-math.inf]), const([0.0]))
+    elif mask is not None and mask.type().scalarType() == "Bool":
+        mask = g.op("Where", mask, const([0.0]), const([-math.inf]))
+    kt = g.op("Transpose", k, perm_i=[0, 1, 3, 2])
+    root = g.op("Sqrt", scale)
+    scores = g.op("MatMul", g.op("Mul", q, root), g.op("Mul", kt, root))
+    if mask is not None:
+        scores = g.op("Add", scores, mask)
+    return g.op("MatMul", g.op("Softmax", scores, axis_i=-1), v)
+
+
+def sdpa_values(q, k, v, mask=None, causal=False, scale=None):
+    root = math.sqrt(1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    scores = (q * root) @ (k.transpose(-2, -1) * root)
+    if causal:
+        scores = scores.masked_fill(torch.ones(q.shape[-2], k.shape[-2]).tril() == 0, -math.inf)
+    elif mask is not None:
+        scores = scores + (torch.where(mask, 0.0, -math.inf) if mask.dtype == torch.bool else mask)
+    return scores.softmax(-1) @ v
+
+
+class SdpaCausal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v):
+        return sdpa_values(q, k, v, causal=True)
+
+    @staticmethod
+    def symbolic(g, q, k, v):
+        return sdpa_graph(g, q, k, v, causal=True)
+
+
+class SdpaCausalScaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v):
+        return sdpa_values(q, k, v, causal=True, scale=0.125)
+
+    @staticmethod
+    def symbolic(g, q, k, v):
+        return sdpa_graph(g, q, k, v, causal=True, scale=0.125)
+
+
+class SdpaMasked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, mask):
+        return sdpa_values(q, k, v, mask)
+
+    @staticmethod
+    def symbolic(g, q, k, v, mask):
+        return sdpa_graph(g, q, k, v, mask)
+
+
+class NanoGptSdpa(nn.Module):
+    """nanoGPT's block on its flash path: F.scaled_dot_product_attention(q, k, v, is_causal=True) as torch 2
+    exports it (sdpa_graph), GELU (tanh) MLP."""
+
+    def __init__(self, d=48, heads=4, attention=SdpaCausal):
+        super().__init__()
+        self.heads, self.attention = heads, attention
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, c = x.size()
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                   for z in self.c_attn(self.ln_1(x)).split(c, dim=2))
+        x = x + self.c_proj(self.attention.apply(q, k, v).transpose(1, 2).contiguous().view(b, t, c))
+        return x + self.proj(torch.nn.functional.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
 def export(model, example, name, opset, dynamic=None, io=False, names=("x",)):
     """Writes NAME; with io, also NAME.io.bin: the example input (or inputs, a tuple named by `names`, in
     order), then torch's output, raw little-endian f32, which the tests compare stc's interpreter with."""
@@ -1565,6 +1670,10 @@ def main():
     torch.manual_seed(0)
     export(TinyLlama(), (torch.randn(1, 6, 32), torch.randint(0, 50, (1, 6))), "tiny_llama_seq.onnx", 17,
            {"x": {1: "seq"}, "ids": {1: "seq"}, "y": {1: "seq"}}, io=True, names=("x", "ids"))
+    torch.manual_seed(0)
+    export(NanoGptSdpa(), torch.randn(1, 8, 48), "nanogpt_sdpa.onnx", 14, io=True)
+    torch.manual_seed(0)
+    export(NanoGptSdpa(), torch.randn(1, 8, 48), "nanogpt_sdpa_seq.onnx", 14, seq)
     return 0
 
 

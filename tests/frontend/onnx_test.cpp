@@ -3380,6 +3380,34 @@ TEST(Onnx, DynamicAxesFixedAtImportFoldTheirShapeArithmetic) {
   }
 }
 
+// nanoGPT's flash path, F.scaled_dot_product_attention(q, k, v, is_causal=True), as torch 2 exports it (the
+// opset 14 symbolic, which tools/export_onnx_models.py reproduces for torch 1.13): the scale is 1 / sqrt of
+// q's last size read from its Shape, its square root multiplies q and k^T, and the mask added to the scores
+// is Where(Equal(Trilu(Expand(1, [L, S])), 0), -inf, 0), L and S sliced from the shapes of q and k. It folds
+// into one causal softmax (no select left), with seq fixed or kept a symbol; torch's y at 8 rows, both.
+TEST(Onnx, Torch2ScaledDotProductAttentionIsACausalSoftmax) {
+  const std::string io = model("nanogpt_sdpa.onnx") + ".io.bin";
+  Graph fixed = importOnnx(model("nanogpt_sdpa.onnx"));
+  Graph free = importOnnx(model("nanogpt_sdpa_seq.onnx"), {}, true);
+  EXPECT_EQ(inferShapes(free).symbols(), (std::set<std::string>{"seq"}));
+  for (const Graph* g : {&fixed, &free}) {
+    int causal = 0;
+    for (const Op& op : g->ops) causal += isCausal(op);
+    EXPECT_EQ(causal, 1);
+    std::map<std::string, int> counts = opCounts(*g);
+    EXPECT_EQ(counts.count("select"), 0u);
+    EXPECT_EQ(counts["softmax"], 1);
+    EXPECT_EQ(counts["matmul"], 6);  // c_attn, q.k, p.v, c_proj, fc, proj
+  }
+  EXPECT_EQ(opCounts(free), opCounts(fixed));
+  expectTorchOutput(fixed, io);
+  expectTorchOutput(free, io, {{"seq", 8}});
+  // One network for every length: compiled with seq free, run at 24 rows.
+  CompileResult r =
+      compileGraph(free, defaultPlatform(), parseCompileOptions({"quant=none"}, defaultPlatform()));
+  EXPECT_FALSE(sim::runDirect(sim::compileProgram(r.network, {{"seq", 24}}), {}).deadlock);
+}
+
 // A MatMul whose operands do not meet (torch 1.13 exports Qwen3's repeat_interleave after a rotary built in
 // forward with a reshape target of [b, -1, 0, 0], which puts head_dim second last): the message says which
 // dimensions differ, not "shapes that do not broadcast". The value named first is the one the import needed.
