@@ -1493,6 +1493,33 @@ class DeepSeekMla(torch.nn.Module):
         return self.o((a @ v).transpose(1, 2).reshape(b, n, self.heads * self.vd))
 
 
+class BigCodeMqa(torch.nn.Module):
+    """GPT-BigCode's (StarCoder's) multi-query block: c_attn split into q [b, s, h * hd] and one key and value
+    of hd; q reshaped to [b, s * h, hd] and multiplied by k^T with baddbmm(beta=0) into torch.empty, viewed
+    [b, s, h, s]; a bool tril buffer sliced to [1, s, 1, s] (heads in the middle) chooses by torch.where
+    against finfo.min; softmax, then bmm with v over the [b, s * h, s] view."""
+
+    def __init__(self, d=64, heads=4, positions=32):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.c_attn, self.c_proj = torch.nn.Linear(d, d + 2 * self.hd), torch.nn.Linear(d, d)
+        self.fc, self.proj = torch.nn.Linear(d, 2 * d), torch.nn.Linear(2 * d, d)
+        self.register_buffer("bias", torch.tril(torch.ones((positions, positions), dtype=torch.bool)))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, kv = self.c_attn(self.ln_1(x)).split((d, 2 * self.hd), dim=2)
+        k, v = kv.split((self.hd, self.hd), dim=-1)
+        w = torch.empty((b, s * self.heads, s), dtype=x.dtype)
+        w = torch.baddbmm(w, q.reshape(b, s * self.heads, self.hd), k.transpose(-1, -2), beta=0,
+                          alpha=1 / math.sqrt(self.hd)).view(b, s, self.heads, s)
+        w = torch.where(self.bias[None, 0:s, 0:s].unsqueeze(2), w, torch.full([], torch.finfo(x.dtype).min))
+        y = torch.bmm(torch.softmax(w, dim=-1).view(b, s * self.heads, s), v).view(b, s, d)
+        x = x + self.c_proj(y)
+        return x + self.proj(torch.nn.functional.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
 def token_ids(vocab):
     """The input `ids` of TinyLlama: token ids below `vocab`."""
     return lambda b, s: {"ids": torch.randint(0, vocab, (b, s))}
@@ -1794,6 +1821,8 @@ def cases(m):
         ("deepseek_mla", lambda: DeepSeekMla(m), (1, 8, 64), 14, None, []),
         ("deepseek_mla_seq_s7_op17", lambda: DeepSeekMla(m), (1, 7, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
         ("deepseek_mla_joined", lambda: DeepSeekMla(m, joined=True), (1, 8, 64), 17, None, []),
+        ("bigcode_mqa", lambda: BigCodeMqa(), (1, 8, 64), 14, None, []),
+        ("bigcode_mqa_b2_seq_s7_op17", lambda: BigCodeMqa(), (2, 7, 64), 17, {"x": {1: "seq"}, "y": {1: "seq"}}, []),
         ("deepseek_mla_joined_symbolic_s9", lambda: DeepSeekMla(m, joined=True), (1, 9, 64), 14,
          {"x": {1: "seq"}, "y": {1: "seq"}}, SYMBOLIC),
     ]
