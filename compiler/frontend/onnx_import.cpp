@@ -20,6 +20,7 @@
 //     KV heads (repeat_kv, repeat_interleave) become grouped-query attention.
 #include "compiler/frontend/onnx_import.h"
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -952,8 +953,31 @@ class Importer {
       throw UserError(path_ + ": error: opset " + std::to_string(opset) + " is outside the supported range " +
                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " (export with opset_version=" +
                       std::to_string(kMaxOpset) + ")");
+    verifyNodes(model_.graph(), opset);
     fixDynamicAxes();
     inferShapes();
+  }
+
+  // Every node of a known op against its schema at the model's opset (its inputs' and outputs' counts, its
+  // attributes' names and types), subgraphs included: a node short of an input stops here, by name, not
+  // in a pass that reads the input it lacks. Ops ONNX does not define are left to the list of unsupported.
+  void verifyNodes(const onnx::GraphProto& graph, int opset) const {
+    for (const auto& n : graph.node()) {
+      if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, n.domain())) {
+        try {
+          schema->Verify(n);
+        } catch (const std::exception& e) {
+          std::string why = e.what();
+          if (auto cut = why.find("\n\n==>"); cut != std::string::npos) why.erase(cut);  // the node dumped
+          throw UserError(path_ + ": error: node '" + nodeName(n) + "' (" + n.op_type() +
+                          ") is not valid ONNX: " + why);
+        }
+      }
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) verifyNodes(a.g(), opset);
+        for (const auto& g : a.graphs()) verifyNodes(g, opset);
+      }
+    }
   }
 
   // The dynamic axes (dim_params) the caller binds become fixed sizes before shape inference, so that the
@@ -1986,7 +2010,11 @@ class Importer {
     }
   }
 
-  std::string nodeName(const onnx::NodeProto& n) const { return n.name().empty() ? n.output(0) : n.name(); }
+  std::string nodeName(const onnx::NodeProto& n) const {
+    return !n.name().empty()     ? n.name()
+           : n.output_size() > 0 ? n.output(0)
+                                 : "(a " + n.op_type() + " of no output)";
+  }
 
   // visit, with a node whose inputs have no known shape listed among the unsupported ones.
   void visitOrRecord(const onnx::NodeProto& n) {

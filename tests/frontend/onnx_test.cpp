@@ -1818,9 +1818,11 @@ TEST(Onnx, APadOfAStreamCopiesItsEdgesReflectionsOrWraps) {
   auto padded = [](const std::string& mode, int64_t axis) {
     onnx::ModelProto m = modelWithInput(17, "pad_" + mode, {2, 4});
     onnx::GraphProto* g = m.mutable_graph();
-    addInitializer(g, "amounts", {2}, {2, 1}, onnx::TensorProto::INT64);
-    addInitializer(g, "axes", {1}, {static_cast<double>(axis)}, onnx::TensorProto::INT64);
-    onnx::AttributeProto* a = addNode(g, "Pad", {"x", "amounts", "", "axes"}, "y")->add_attribute();
+    // Two before and one after, along `axis` alone (the begins of both axes, then their ends).
+    std::vector<double> amounts =
+        axis == 0 ? std::vector<double>{2, 0, 1, 0} : std::vector<double>{0, 2, 0, 1};
+    addInitializer(g, "amounts", {4}, amounts, onnx::TensorProto::INT64);
+    onnx::AttributeProto* a = addNode(g, "Pad", {"x", "amounts"}, "y")->add_attribute();
     a->set_name("mode");
     a->set_type(onnx::AttributeProto::STRING);
     a->set_s(mode);
@@ -2005,15 +2007,22 @@ TEST(Onnx, SelectsOnDataAreExact) {
     EXPECT_EQ(kept[i], x[i] > 0 ? x[i] : -std::numeric_limits<float>::infinity()) << i;
     EXPECT_EQ(picked[i], x[i] != 0 ? 2.0f : 3.0f) << i;                             // bool(NaN) is true
   }
-  // Malformed: a Tile of no copies and a Where of two inputs are listed by name.
+  // A Tile of no copies is listed by name; a Where of two inputs is no valid ONNX, and says so first (its
+  // schema's counts: it stopped the import with a segmentation fault where a pass read an input it lacked).
   onnx::ModelProto bad = modelWithInput(17, "bad", {2, 4});
   addInitializer(bad.mutable_graph(), "repeats", {2}, {1, 0}, onnx::TensorProto::INT64);
   addNode(bad.mutable_graph(), "Tile", {"x", "repeats"}, "tiled");
-  addNode(bad.mutable_graph(), "Where", {"x", "tiled"}, "chosen");
-  bad.mutable_graph()->add_output()->set_name("chosen");
+  bad.mutable_graph()->add_output()->set_name("tiled");
   std::string badPath = writeModel(bad, "bad_selects.onnx");
-  EXPECT_EQ(errorOf(badPath), badPath + ": error: unsupported: 2 node(s):\n  tiled_node (Tile by 0 copies; 1 to 1024 are "
-                              "taken)\n  chosen_node (Where of 2 inputs)");
+  EXPECT_EQ(
+      errorOf(badPath),
+      badPath + ": error: unsupported: 1 node(s):\n  tiled_node (Tile by 0 copies; 1 to 1024 are taken)");
+  addNode(bad.mutable_graph(), "Where", {"x", "tiled"}, "chosen");
+  bad.mutable_graph()->mutable_output(0)->set_name("chosen");
+  badPath = writeModel(bad, "bad_where.onnx");
+  EXPECT_EQ(errorOf(badPath), badPath +
+                                  ": error: node 'chosen_node' (Where) is not valid ONNX: Node (chosen_node) "
+                                  "has input size 2 not in range [min=3, max=3].");
 }
 
 // Slices a stream with a step (GPT-J's x[..., ::2]), and takes a list or a scalar index of it (Falcon's
