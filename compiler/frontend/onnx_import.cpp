@@ -29,6 +29,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -45,6 +46,7 @@ namespace stc {
 namespace {
 
 constexpr int kMinOpset = 13, kMaxOpset = 17;
+constexpr int64_t kMaxFoldedValues = int64_t{1} << 27;  // 1 GiB of doubles (Importer::checkFoldedSize)
 
 struct Const {
   std::vector<int64_t> dims;
@@ -2106,6 +2108,7 @@ class Importer {
       shapeSizes_[n.output(0)] = joined;
     }
     if (exactSizes(n)) return;
+    if (allConst) checkFoldedSize(n);
     if (allConst && fold(n)) return;
     if (op == "Split" || op == "Slice" ||
         (op == "Gather" && n.input_size() == 2 && !consts_.count(n.input(0)) &&
@@ -2625,6 +2628,31 @@ class Importer {
   }
 
   // Folds a node of constant inputs; false when this front end cannot evaluate it.
+  // A node of constants is computed here, a double a value. One that makes more than kMaxFoldedValues, more
+  // than any of its inputs holds (by ONNX's shapes, or a Range's count: a mask, a table or positions made
+  // from sizes, not a weight transposed or cast), stops the import by name: an input's axis of 2^32 made a
+  // Range of 2^32 positions, a value at a time, for minutes, where a causal mask of 11,585 positions squared
+  // or a rotary table of 4 M positions of 32 is the most a model needs.
+  void checkFoldedSize(const onnx::NodeProto& n) const {  // (the node named where visitOrRecord lists it)
+    double largest = 0;
+    for (const auto& in : n.input())
+      if (!in.empty()) largest = std::max(largest, static_cast<double>(consts_.at(in).v.size()));
+    for (const auto& name : n.output()) {
+      if (!hasConcreteShape(name)) continue;
+      double count = 1;
+      for (const Expr& d : shapeOf(name)) count *= static_cast<double>(d.eval());
+      if (count > largest) checkFoldedSize(shapeText(shapeOf(name)), count);
+    }
+  }
+  void checkFoldedSize(const std::string& shape, double count) const {
+    if (count <= static_cast<double>(kMaxFoldedValues)) return;
+    std::ostringstream values;
+    values << std::setprecision(3) << count;
+    throw UserError(path_ + ": error: a constant " + shape + " of " + values.str() +
+                    " values, more than the " + std::to_string(kMaxFoldedValues) +
+                    " the import folds (an input's axis that large, or a dynamic axis fixed that large)");
+  }
+
   bool fold(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (n.input_size() == 0 || n.output_size() == 0) return false;
@@ -2874,8 +2902,19 @@ class Importer {
       if (!transposeConst(in(0), intsAttr(n, "perm"), out)) return false;
     } else if (op == "MatMul") {  // of tables (inv_freq @ position_ids, as Hugging Face's rotary writes it)
       if (n.input_size() != 2 || n.input(1).empty() || !matmulConst(in(0), in(1), out)) return false;
-    } else if (op == "Range") {
-      for (double x = in(0).v[0]; in(2).v[0] > 0 ? x < in(1).v[0] : x > in(1).v[0]; x += in(2).v[0]) out.v.push_back(x);
+    } else if (op == "Range") {  // ONNX's count: max(ceil((limit - start) / delta), 0)
+      if (n.input_size() != 3 || in(0).v.size() != 1 || in(1).v.size() != 1 || in(2).v.size() != 1)
+        return false;
+      double start = in(0).v[0], limit = in(1).v[0], delta = in(2).v[0];
+      double count = std::max(std::ceil((limit - start) / delta), 0.0);
+      if (delta == 0 || !std::isfinite(count)) {
+        std::ostringstream range;
+        range << "a range from " << start << " to " << limit << " by " << delta << " has no finite count";
+        throw UserError(path_ + ": error: " + range.str());
+      }
+      checkFoldedSize("[" + std::to_string(static_cast<int64_t>(std::min(count, 9e18))) + "]", count);
+      for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
+        out.v.push_back(start + static_cast<double>(i) * delta);
       out.dims = {static_cast<int64_t>(out.v.size())};
     } else if (reductions().count(op)) {  // of a table (the element count of a shape, for var's n - 1)
       if (!reduceConst(n, in(0), out)) return false;

@@ -3472,6 +3472,26 @@ TEST(Onnx, Errors) {
     EXPECT_NE(error.find("ConstantOfShape 'c_node' makes a dimension of -1"), std::string::npos) << error;
   }
 
+  // Constants too large to fold, or without end: a Range of 2^31 positions (it made them a value at a time
+  // for minutes, then ran out of memory), and one by a step of 0 (it never ended); each listed by name.
+  for (const auto& [limit, step, why] : std::vector<std::tuple<double, double, std::string>>{
+           {2147483648.0, 1,
+            "a constant [2147483648] of 2.15e+09 values, more than the 134217728 the import folds"},
+           {4, 0, "a range from 0 to 4 by 0 has no finite count"}}) {
+    onnx::ModelProto m = modelWithInput(17, "ranges", {4});
+    addInitializer(m.mutable_graph(), "start", {}, {0});
+    addInitializer(m.mutable_graph(), "limit", {}, {limit});
+    addInitializer(m.mutable_graph(), "step", {}, {step});
+    addNode(m.mutable_graph(), "Range", {"start", "limit", "step"}, "positions");
+    addNode(m.mutable_graph(), "ReduceSum", {"positions"}, "total");
+    addNode(m.mutable_graph(), "Add", {"x", "total"}, "y");
+    m.mutable_graph()->add_output()->set_name("y");
+    std::string path = writeModel(m, "range_of_" + std::to_string(static_cast<int64_t>(step)) + ".onnx");
+    std::string error = errorOf(path);
+    EXPECT_NE(error.find("unsupported: 1 node(s):\n  positions_node (Range): " + why), std::string::npos)
+        << error;
+  }
+
   std::string text = ::testing::TempDir() + "not.onnx";
   std::ofstream(text) << "graph: not onnx\n";
   EXPECT_EQ(errorOf(text), text + ": error: not an ONNX model (the file does not parse as an ONNX ModelProto)");
