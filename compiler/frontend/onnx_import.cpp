@@ -176,6 +176,23 @@ std::string dimsText(const std::vector<int64_t>& dims) {
   return text + "]";
 }
 
+// A folded constant of more than kMaxFoldedValues values where its inputs hold fewer: a mask, a table or
+// positions made from sizes that large stop the import by name (the node's, where visitOrRecord lists it),
+// rather than the host's memory (Importer::checkFoldedSize). The count in double: dims may overflow int64.
+void checkFoldedCount(const std::string& shape, double count, double largestInput = 0) {
+  if (count <= static_cast<double>(kMaxFoldedValues) || count <= largestInput) return;
+  std::ostringstream values;
+  values << std::setprecision(3) << count;
+  throw UserError("a constant " + shape + " of " + values.str() + " values, more than the " +
+                  std::to_string(kMaxFoldedValues) +
+                  " the import folds (an input's axis that large, or a dynamic axis fixed that large)");
+}
+void checkFoldedCount(const std::vector<int64_t>& dims, double largestInput = 0) {
+  double count = 1;
+  for (int64_t d : dims) count *= static_cast<double>(d);
+  checkFoldedCount(dimsText(dims), count, largestInput);
+}
+
 // Running sums of a table along `axis` (ONNX CumSum: exclusive leaves each element out of its own sum,
 // reverse sums from the end); false for an axis the table does not have.
 bool cumsumConst(const Const& x, int64_t axis, bool exclusive, bool reverse, Const& out) {
@@ -367,6 +384,7 @@ Const broadcast(const Const& a, const Const& b, const std::function<double(doubl
   if (!dims)
     throw UserError("constants of shapes " + dimsText(a.dims) + " and " + dimsText(b.dims) +
                     " do not broadcast");
+  checkFoldedCount(*dims, static_cast<double>(std::max(a.v.size(), b.v.size())));
   size_t rank = dims->size();
   Const out;
   out.known = a.known && b.known;
@@ -956,6 +974,18 @@ class Importer {
                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " (export with opset_version=" +
                       std::to_string(kMaxOpset) + ")");
     verifyNodes(model_.graph(), opset);
+    std::set<std::string> initializers;  // (listed among the inputs by models of IR version 3)
+    for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
+    for (const auto& v : model_.graph().input()) {  // an axis of 0 (or less) leaves nothing to stream
+      if (initializers.count(v.name()) || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+        continue;
+      const auto& dims = v.type().tensor_type().shape().dim();
+      for (int d = 0; d < dims.size(); ++d)
+        if (dims[d].has_dim_value() && dims[d].dim_value() < 1)
+          throw UserError(path_ + ": error: input '" + v.name() + "' has dimension " + std::to_string(d) +
+                          " of size " + std::to_string(dims[d].dim_value()) +
+                          " (every dimension must be 1 or more)");
+    }
     fixDynamicAxes();
     inferShapes();
   }
@@ -2641,16 +2671,8 @@ class Importer {
       if (!hasConcreteShape(name)) continue;
       double count = 1;
       for (const Expr& d : shapeOf(name)) count *= static_cast<double>(d.eval());
-      if (count > largest) checkFoldedSize(shapeText(shapeOf(name)), count);
+      checkFoldedCount(shapeText(shapeOf(name)), count, largest);
     }
-  }
-  void checkFoldedSize(const std::string& shape, double count) const {
-    if (count <= static_cast<double>(kMaxFoldedValues)) return;
-    std::ostringstream values;
-    values << std::setprecision(3) << count;
-    throw UserError(path_ + ": error: a constant " + shape + " of " + values.str() +
-                    " values, more than the " + std::to_string(kMaxFoldedValues) +
-                    " the import folds (an input's axis that large, or a dynamic axis fixed that large)");
   }
 
   bool fold(const onnx::NodeProto& n) {
@@ -2739,6 +2761,7 @@ class Importer {
         if (d < 0 && op == "ConstantOfShape")
           throw UserError(path_ + ": error: " + op + " '" + nodeName(n) + "' makes a dimension of " +
                           std::to_string(d));
+      checkFoldedCount(dims, static_cast<double>(in(0).v.size()));
       if (op == "Expand") out = broadcast(in(0), Const{dims, std::vector<double>(static_cast<size_t>(Const{dims, {}}.count()), 0)}, [](double a, double) { return a; });
       else if (op == "ConstantOfShape") {
         double value = 0;
@@ -2912,7 +2935,7 @@ class Importer {
         range << "a range from " << start << " to " << limit << " by " << delta << " has no finite count";
         throw UserError(path_ + ": error: " + range.str());
       }
-      checkFoldedSize("[" + std::to_string(static_cast<int64_t>(std::min(count, 9e18))) + "]", count);
+      checkFoldedCount("[" + std::to_string(static_cast<int64_t>(std::min(count, 9e18))) + "]", count);
       for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
         out.v.push_back(start + static_cast<double>(i) * delta);
       out.dims = {static_cast<int64_t>(out.v.size())};

@@ -190,9 +190,9 @@ TEST(Onnx, InterpretedMlpMatchesLoopsOverInitializers) {
   }
 }
 
-std::string errorOf(const std::string& path) {
+std::string errorOf(const std::string& path, const std::map<std::string, int64_t>& dims = {}) {
   try {
-    importOnnx(path);
+    importOnnx(path, dims);
   } catch (const UserError& e) {
     return e.what();
   }
@@ -3490,6 +3490,25 @@ TEST(Onnx, Errors) {
     std::string error = errorOf(path);
     EXPECT_NE(error.find("unsupported: 1 node(s):\n  positions_node (Range): " + why), std::string::npos)
         << error;
+  }
+
+  // Mistral's sliding-window mask over a sequence fixed at 100,000 positions: its masks, 10^10 values each,
+  // are listed, at once (it ran out of the host's memory, slowly); an input with an axis of 0 is named (it
+  // stopped with a division by zero).
+  {
+    std::string window = model("sliding_window_seq.onnx");
+    std::string error = errorOf(window, {{"seq", 100000}});
+    EXPECT_NE(
+        error.find("(ConstantOfShape): a constant [100000, 100000] of 1e+10 values, more than the 134217728 "
+                   "the import folds"),
+        std::string::npos)
+        << error;
+    onnx::ModelProto empty = modelWithInput(17, "empty", {1, 0, 4});
+    addNode(empty.mutable_graph(), "Relu", {"x"}, "y");
+    empty.mutable_graph()->add_output()->set_name("y");
+    std::string path = writeModel(empty, "empty_axis.onnx");
+    EXPECT_EQ(errorOf(path),
+              path + ": error: input 'x' has dimension 1 of size 0 (every dimension must be 1 or more)");
   }
 
   std::string text = ::testing::TempDir() + "not.onnx";
