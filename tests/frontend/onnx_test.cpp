@@ -3510,6 +3510,17 @@ TEST(Onnx, Errors) {
     EXPECT_EQ(errorOf(path),
               path + ": error: input 'x' has dimension 1 of size 0 (every dimension must be 1 or more)");
   }
+  // A weight whose dims take more values than the file holds (it was imported as 10^9 stand-in zeros).
+  {
+    onnx::ModelProto m = modelWithInput(17, "short", {2, 4});
+    addInitializer(m.mutable_graph(), "w", {4, 3}, std::vector<double>(12, 0.5))->set_dims(0, 1000000);
+    addNode(m.mutable_graph(), "MatMul", {"x", "w"}, "y");
+    m.mutable_graph()->add_output()->set_name("y");
+    std::string path = writeModel(m, "short_weight.onnx");
+    EXPECT_EQ(errorOf(path), path +
+                                 ": error: initializer 'w' holds 12 values where its dims [1000000, 3] take "
+                                 "3000000 (a malformed file)");
+  }
 
   std::string text = ::testing::TempDir() + "not.onnx";
   std::ofstream(text) << "graph: not onnx\n";
