@@ -46,7 +46,7 @@ namespace stc {
 namespace {
 
 constexpr int kMinOpset = 13, kMaxOpset = 17;
-constexpr int64_t kMaxFoldedValues = int64_t{1} << 27;  // 1 GiB of doubles (Importer::checkFoldedSize)
+constexpr int64_t kMaxFoldedValues = int64_t{1} << 28;  // 2 GiB of doubles (Importer::checkFoldedSize)
 
 struct Const {
   std::vector<int64_t> dims;
@@ -974,7 +974,6 @@ class Importer {
                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + " (export with opset_version=" +
                       std::to_string(kMaxOpset) + ")");
     verifyNodes(model_.graph(), opset);
-    for (const auto& t : model_.graph().initializer()) verifyData(t, "initializer '" + t.name() + "'");
     std::set<std::string> initializers;  // (listed among the inputs by models of IR version 3)
     for (const auto& t : model_.graph().initializer()) initializers.insert(t.name());
     for (const auto& v : model_.graph().input()) {  // an axis of 0 (or less) leaves nothing to stream
@@ -1042,18 +1041,38 @@ class Importer {
   }
 
   // Every node of a known op against its schema at the model's opset (its inputs' and outputs' counts, its
-  // attributes' names and types), subgraphs included: a node short of an input stops here, by name, not
-  // in a pass that reads the input it lacks. Ops ONNX does not define are left to the list of unsupported.
+  // attributes' names and types), subgraphs and their initializers included: a node short of an input
+  // stops here, by name, not in a pass that reads the input it lacks. Ops ONNX does not define are left to
+  // the list of unsupported; a node of another domain (an op of the same name that the importer would read
+  // as ONNX's) is refused here.
   void verifyNodes(const onnx::GraphProto& graph, int opset) const {
+    for (const auto& t : graph.initializer()) verifyData(t, "initializer '" + t.name() + "'");
     for (const auto& n : graph.node()) {
-      if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, n.domain())) {
+      auto invalid = [&](const std::string& why) {
+        return UserError(path_ + ": error: node '" + nodeName(n) + "' (" + n.op_type() +
+                         ") is not valid ONNX: " + why);
+      };
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        throw UserError(path_ + ": error: node '" + nodeName(n) + "' (" + n.op_type() +
+                        ") is of the domain '" + n.domain() +
+                        "', not ONNX's (stc imports the default domain's ops only)");
+      if (n.output_size() == 0) throw invalid("it has no output");
+      if (const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, "")) {
+        // An empty list attribute (torch writes ReduceMax's axes as [] for every axis) is valid ONNX, which
+        // the checker of ONNX 1.12 takes for a missing field: checked without them.
+        onnx::NodeProto checked = n;
+        checked.clear_attribute();
+        for (const auto& a : n.attribute()) {
+          bool list = a.type() == onnx::AttributeProto::INTS || a.type() == onnx::AttributeProto::FLOATS ||
+                      a.type() == onnx::AttributeProto::STRINGS;
+          if (!list || a.ints_size() + a.floats_size() + a.strings_size() > 0) *checked.add_attribute() = a;
+        }
         try {
-          schema->Verify(n);
+          schema->Verify(checked);
         } catch (const std::exception& e) {
           std::string why = e.what();
           if (auto cut = why.find("\n\n==>"); cut != std::string::npos) why.erase(cut);  // the node dumped
-          throw UserError(path_ + ": error: node '" + nodeName(n) + "' (" + n.op_type() +
-                          ") is not valid ONNX: " + why);
+          throw invalid(why);
         }
       }
       for (const auto& a : n.attribute()) {
@@ -2152,6 +2171,7 @@ class Importer {
       if (!consts_.count(n.input(0)))
         for (const auto& e : shapeOf(n.input(0))) dims.push_back(e.eval());
       if (dims.size() == 2) {
+        checkFoldedCount(dims);
         Const eye{dims, std::vector<double>(static_cast<size_t>(dims[0] * dims[1]), 0.0)};
         for (int64_t i = 0, k = intAttr(n, "k", 0); i < dims[0]; ++i)
           if (i + k >= 0 && i + k < dims[1]) eye.v[static_cast<size_t>(i * dims[1] + i + k)] = 1;
@@ -2710,12 +2730,17 @@ class Importer {
   }
 
   // Folds a node of constant inputs; false when this front end cannot evaluate it.
-  // A node of constants is computed here, a double a value. One that makes more than kMaxFoldedValues, more
-  // than any of its inputs holds (by ONNX's shapes, or a Range's count: a mask, a table or positions made
-  // from sizes, not a weight transposed or cast), stops the import by name: an input's axis of 2^32 made a
-  // Range of 2^32 positions, a value at a time, for minutes, where a causal mask of 11,585 positions squared
-  // or a rotary table of 4 M positions of 32 is the most a model needs.
+  // A node of constants is computed here, a double a value. One of the ops that make values from sizes (a
+  // mask, a table, positions) whose output, by ONNX's shapes, holds more than kMaxFoldedValues and more than
+  // any of its inputs stops the import by name: an input's axis of 2^32 made a Range of 2^32 positions, a
+  // value at a time, for minutes, where a causal mask of 16,384 positions squared or a rotary table of 8 M
+  // positions of 32 is the most a model needs. (A Range is checked by its own count, in fold; a join or a
+  // cast of weights makes no more than it reads; broadcasts check themselves, in broadcast.)
   void checkFoldedSize(const onnx::NodeProto& n) const {  // (the node named where visitOrRecord lists it)
+    static const std::set<std::string> making = {"ConstantOfShape", "Expand", "EyeLike", "Tile",
+                                                 "MatMul",          "Trilu",  "Where",   "Gather",
+                                                 "GatherElements",  "Einsum"};
+    if (!making.count(n.op_type())) return;
     double largest = 0;
     for (const auto& in : n.input())
       if (!in.empty()) largest = std::max(largest, static_cast<double>(consts_.at(in).v.size()));
@@ -4445,6 +4470,12 @@ class Importer {
       int64_t rows = shape[shape.size() - 2].eval(), cols = shape.back().eval();
       int64_t k = kGiven ? static_cast<int64_t>(consts_.at(d.inputs[1]).v[0]) : 0;
       bool upper = intAttr(n, "upper", 1) != 0;
+      try {
+        checkFoldedCount({rows, cols});
+      } catch (const UserError& e) {
+        unsupported_.push_back(name + " (Trilu of a stream, whose triangle would be " + e.what() + ")");
+        return;
+      }
       std::string mask = freeOfModel(d.output + "_triangle");
       consts_[mask] = triangle(rows, cols, k, upper);
       op.op = "select";

@@ -3476,7 +3476,7 @@ TEST(Onnx, Errors) {
   // for minutes, then ran out of memory), and one by a step of 0 (it never ended); each listed by name.
   for (const auto& [limit, step, why] : std::vector<std::tuple<double, double, std::string>>{
            {2147483648.0, 1,
-            "a constant [2147483648] of 2.15e+09 values, more than the 134217728 the import folds"},
+            "a constant [2147483648] of 2.15e+09 values, more than the 268435456 the import folds"},
            {4, 0, "a range from 0 to 4 by 0 has no finite count"}}) {
     onnx::ModelProto m = modelWithInput(17, "ranges", {4});
     addInitializer(m.mutable_graph(), "start", {}, {0});
@@ -3499,7 +3499,7 @@ TEST(Onnx, Errors) {
     std::string window = model("sliding_window_seq.onnx");
     std::string error = errorOf(window, {{"seq", 100000}});
     EXPECT_NE(
-        error.find("(ConstantOfShape): a constant [100000, 100000] of 1e+10 values, more than the 134217728 "
+        error.find("(ConstantOfShape): a constant [100000, 100000] of 1e+10 values, more than the 268435456 "
                    "the import folds"),
         std::string::npos)
         << error;
@@ -3509,6 +3509,33 @@ TEST(Onnx, Errors) {
     std::string path = writeModel(empty, "empty_axis.onnx");
     EXPECT_EQ(errorOf(path),
               path + ": error: input 'x' has dimension 1 of size 0 (every dimension must be 1 or more)");
+  }
+  // An empty list attribute is valid ONNX (torch writes amax()'s axes as [], every axis), which ONNX 1.12's
+  // checker takes for a missing field: not refused as invalid. A node of ONNX's domain named "ai.onnx" is
+  // checked as one of "" (a one-input Add); a node of another domain is refused, by name.
+  {
+    onnx::ModelProto m = modelWithInput(17, "empty_axes", {2, 4});
+    onnx::AttributeProto* axes = addNode(m.mutable_graph(), "ReduceMax", {"x"}, "peak")->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(onnx::AttributeProto::INTS);
+    addNode(m.mutable_graph(), "Add", {"x", "peak"}, "y");
+    m.mutable_graph()->add_output()->set_name("y");
+    std::string error = errorOf(writeModel(m, "empty_axes.onnx"));
+    EXPECT_EQ(error.find("not valid ONNX"), std::string::npos) << error;
+    onnx::ModelProto named = modelWithInput(17, "named_domain", {2, 4});
+    addNode(named.mutable_graph(), "Add", {"x"}, "y")->set_domain("ai.onnx");
+    named.mutable_graph()->add_output()->set_name("y");
+    std::string path = writeModel(named, "named_domain.onnx");
+    EXPECT_EQ(errorOf(path),
+              path +
+                  ": error: node 'y_node' (Add) is not valid ONNX: Node (y_node) has input size 1 "
+                  "not in range [min=2, max=2].");
+    named.mutable_graph()->mutable_node(0)->set_domain("com.example");
+    path = writeModel(named, "other_domain.onnx");
+    EXPECT_EQ(errorOf(path),
+              path +
+                  ": error: node 'y_node' (Add) is of the domain 'com.example', not ONNX's (stc "
+                  "imports the default domain's ops only)");
   }
   // A weight whose dims take more values than the file holds (it was imported as 10^9 stand-in zeros).
   {
