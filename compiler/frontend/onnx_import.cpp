@@ -2729,7 +2729,6 @@ class Importer {
     dyn_.push_back(both);
   }
 
-  // Folds a node of constant inputs; false when this front end cannot evaluate it.
   // A node of constants is computed here, a double a value. One of the ops that make values from sizes (a
   // mask, a table, positions) whose output, by ONNX's shapes, holds more than kMaxFoldedValues and more than
   // any of its inputs stops the import by name: an input's axis of 2^32 made a Range of 2^32 positions, a
@@ -2752,6 +2751,7 @@ class Importer {
     }
   }
 
+  // Folds a node of constant inputs; false when this front end cannot evaluate it.
   bool fold(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (n.input_size() == 0 || n.output_size() == 0) return false;
